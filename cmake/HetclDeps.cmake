@@ -1,0 +1,36 @@
+# Finds every dependency the CMake way. A missing one stops configuration with the Debian package
+# that provides it, so that the fix is one `apt-get install` away.
+function(hetcl_require found what package)
+  if(NOT ${found})
+    message(FATAL_ERROR "hetcl: ${what} not found. On Debian 12: sudo apt-get install ${package} "
+                        "(or run tools/install-deps.sh)")
+  endif()
+endfunction()
+
+find_package(OpenCL QUIET)
+hetcl_require(OpenCL_FOUND "OpenCL ICD loader and headers" "ocl-icd-opencl-dev opencl-headers")
+
+find_package(CLBlast QUIET CONFIG)
+hetcl_require(CLBlast_FOUND "CLBlast" "libclblast-dev")
+
+find_package(cJSON QUIET CONFIG)
+if(cJSON_FOUND AND NOT TARGET cjson)
+  set(cJSON_FOUND FALSE)
+endif()
+hetcl_require(cJSON_FOUND "cJSON" "libcjson-dev")
+
+find_package(ZLIB QUIET)
+hetcl_require(ZLIB_FOUND "zlib" "zlib1g-dev")
+
+# hwloc ships a pkg-config file only; find it directly so that pkg-config is not required.
+find_path(HWLOC_INCLUDE_DIR hwloc.h)
+find_library(HWLOC_LIBRARY hwloc)
+if(HWLOC_INCLUDE_DIR AND HWLOC_LIBRARY)
+  set(HWLOC_FOUND TRUE)
+endif()
+hetcl_require(HWLOC_FOUND "hwloc" "libhwloc-dev")
+add_library(hetcl_hwloc INTERFACE)
+target_include_directories(hetcl_hwloc INTERFACE ${HWLOC_INCLUDE_DIR})
+target_link_libraries(hetcl_hwloc INTERFACE ${HWLOC_LIBRARY})
+
+find_package(Threads REQUIRED)

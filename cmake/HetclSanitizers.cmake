@@ -1,0 +1,10 @@
+# HETCL_SANITIZE=address,undefined or HETCL_SANITIZE=thread instruments every target.
+set(HETCL_SANITIZE "" CACHE STRING "Sanitizers to build with (address,undefined | thread)")
+if(HETCL_SANITIZE)
+  set(_san -fsanitize=${HETCL_SANITIZE} -fno-omit-frame-pointer)
+  if(HETCL_SANITIZE MATCHES "undefined")
+    list(APPEND _san -fno-sanitize-recover=undefined)
+  endif()
+  add_compile_options(${_san})
+  add_link_options(${_san})
+endif()

@@ -1,0 +1,47 @@
+/*
+ * The context: where hetcl keeps its state (no mutable globals) and the detail of the last error.
+ *
+ *     hetcl_context *ctx = NULL;
+ *     if (hetcl_context_create(NULL, &ctx) != HETCL_OK) ...
+ *     ...
+ *     fprintf(stderr, "%s\n", hetcl_context_last_error(ctx));
+ *     hetcl_context_destroy(ctx);
+ */
+#ifndef HETCL_CONTEXT_H
+#define HETCL_CONTEXT_H
+
+#include <hetcl/export.h>
+#include <hetcl/status.h>
+
+typedef struct hetcl_context hetcl_context;
+
+/* Options for hetcl_context_create(); a zeroed struct (or NULL) means every default. */
+struct hetcl_context_options {
+    /* Directory for program binaries, device ceilings and performance models. NULL: the
+     * environment's HETCL_CACHE_DIR, else $XDG_CACHE_HOME/hetcl, else $HOME/.cache/hetcl.
+     * Copied. */
+    const char *cache_dir;
+    /* Directory to read kernel sources (<dir>/<name>.cl) from instead of the embedded copies.
+     * NULL: the environment's HETCL_CL_DIR, else the embedded sources. Copied. */
+    const char *cl_dir;
+};
+
+/* Creates a context. *out is NULL on failure. Thread-safety: the context may be shared between
+ * threads; the last error is per context, so concurrent failures overwrite each other's detail. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_context_create(const struct hetcl_context_options *opts,
+                                                            hetcl_context **out);
+/* Destroys the context; NULL is a no-op. */
+HETCL_API void hetcl_context_destroy(hetcl_context *ctx);
+
+/* Detail of the last error recorded on ctx ("" if none). The string belongs to the context and
+ * stays valid until the next failing call on it. */
+HETCL_API const char *hetcl_context_last_error(const hetcl_context *ctx);
+/* Forgets the last error. */
+HETCL_API void hetcl_context_clear_error(hetcl_context *ctx);
+
+/* The cache directory in use (never NULL), belonging to the context. */
+HETCL_API const char *hetcl_context_cache_dir(const hetcl_context *ctx);
+/* The kernel source override directory, or NULL when embedded sources are used. */
+HETCL_API const char *hetcl_context_cl_dir(const hetcl_context *ctx);
+
+#endif /* HETCL_CONTEXT_H */

@@ -1,0 +1,140 @@
+/*
+ * OpenCL devices as plain data, and their enumeration with fault isolation.
+ *
+ *     struct hetcl_device_list *list = NULL;
+ *     if (hetcl_device_enumerate(ctx, NULL, &list) != HETCL_OK) ...
+ *     for (size_t i = 0; i < list->n_devices; i++)
+ *         printf("%s %s\n", list->devices[i].id, list->devices[i].name);
+ *     hetcl_device_list_destroy(list);
+ *
+ * Every OpenCL query runs in a child process with a time limit: a platform or device whose
+ * driver crashes or hangs is reported as broken, with the reason, and the others are still listed.
+ */
+#ifndef HETCL_DEVICE_H
+#define HETCL_DEVICE_H
+
+#include <hetcl/context.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HETCL_STR_MAX 256 /* capacity of the string fields below, terminator included */
+#define HETCL_CPUSET_MAX 256
+#define HETCL_MAX_SUBDEVICES 64
+
+typedef enum hetcl_device_type {
+    HETCL_DEVICE_CPU = 0,
+    HETCL_DEVICE_GPU = 1,
+    HETCL_DEVICE_ACCELERATOR = 2,
+    HETCL_DEVICE_CUSTOM = 3,
+} hetcl_device_type;
+
+/* "CPU", "GPU", "ACCELERATOR", "CUSTOM"; static string. */
+HETCL_API const char *hetcl_device_type_name(hetcl_device_type t);
+
+/* A PCI address as reported by the driver. */
+struct hetcl_pci_address {
+    bool valid;
+    uint32_t domain, bus, device, function;
+    /* Which query gave it: "cl_khr_pci_bus_info", "cl_amd_device_attribute_query" or
+     * "cl_nv_device_attribute_query"; "" when none did. */
+    char method[40];
+};
+
+/* Everything hetcl knows about one OpenCL device or sub-device. Plain data: it can be copied,
+ * written to a pipe, or filled in by a test in place of real queries. */
+struct hetcl_device_desc {
+    char id[32];        /* "p0d1" (platform 0, device 1), "p0d0.1" (its sub-device 1) */
+    int platform_index; /* index in clGetPlatformIDs order */
+    int device_index;   /* index in clGetDeviceIDs(CL_DEVICE_TYPE_ALL) order */
+    int sub_index;      /* -1 for a root device, else the sub-device's index */
+    hetcl_device_type type;
+    char name[HETCL_STR_MAX];
+    char vendor[HETCL_STR_MAX];
+    char device_version[HETCL_STR_MAX];   /* CL_DEVICE_VERSION */
+    char driver_version[HETCL_STR_MAX];   /* CL_DRIVER_VERSION */
+    char opencl_c_version[HETCL_STR_MAX]; /* CL_DEVICE_OPENCL_C_VERSION */
+    char platform_name[HETCL_STR_MAX];
+    char platform_vendor[HETCL_STR_MAX];
+    char platform_version[HETCL_STR_MAX];
+    uint32_t vendor_id;
+    uint32_t compute_units;
+    uint32_t clock_mhz;
+    uint64_t global_mem_bytes;
+    uint64_t global_mem_cache_bytes;
+    uint64_t local_mem_bytes;
+    bool local_mem_dedicated; /* CL_LOCAL: real on-chip memory (false: emulated in global) */
+    uint64_t max_alloc_bytes;
+    uint64_t max_work_group_size;
+    uint64_t max_work_item_sizes[3];
+    bool fp16;
+    bool fp64;
+    bool host_unified; /* CL_DEVICE_HOST_UNIFIED_MEMORY */
+    bool profiling;    /* queue profiling supported */
+    uint32_t partition_max_sub_devices;
+    bool partition_equally;
+    bool partition_by_counts;
+    bool partition_by_affinity_domain;
+    /* The extensions that matter to hetcl (fp16, fp64, PCI bus info, subgroups, ...),
+     * space-separated. */
+    char extensions[1024];
+    struct hetcl_pci_address pci;
+    /* For a CPU sub-device: the PUs hetcl assigned to it, as an hwloc list string ("2-3");
+     * "" for root devices. */
+    char assigned_cpuset[HETCL_CPUSET_MAX];
+};
+
+/* One OpenCL platform. */
+struct hetcl_platform_desc {
+    int index;
+    char name[HETCL_STR_MAX];
+    char vendor[HETCL_STR_MAX];
+    char version[HETCL_STR_MAX];
+    unsigned n_devices;
+    bool broken;                 /* its queries failed, hung or crashed */
+    char broken_reason[HETCL_STR_MAX];
+};
+
+/* A device that could not be described, with the reason. */
+struct hetcl_broken_device {
+    char id[32];
+    char reason[HETCL_STR_MAX];
+};
+
+/* Options for hetcl_device_enumerate(); zero means default. */
+struct hetcl_enum_options {
+    /* Time limit for each isolated query, in milliseconds (default 20000). */
+    unsigned timeout_ms;
+    /* Run the queries in this process instead of a child (debugging; no isolation). */
+    bool in_process;
+    /* CPU sub-device split to apply to every CPU device that supports it, or NULL for none:
+     * "N" (N equal parts), "a,b,..." (counts of cores), or "kinds" (one part per CPU kind).
+     * Needs topo. */
+    const char *split_cpu;
+    const struct hetcl_topology *topo;
+};
+
+/* The result of an enumeration; owned by the caller, freed with hetcl_device_list_destroy(). */
+struct hetcl_device_list {
+    struct hetcl_platform_desc *platforms;
+    size_t n_platforms;
+    struct hetcl_device_desc *devices; /* root devices, each followed by its sub-devices */
+    size_t n_devices;
+    struct hetcl_broken_device *broken;
+    size_t n_broken;
+    /* Why there is no device at all (no ICD installed, loader crashed, ...), or "". */
+    char no_device_reason[HETCL_STR_MAX];
+    /* The ICD loader's name and version if it reports them (ocl-icd does), else "". */
+    char icd_loader[HETCL_STR_MAX];
+};
+
+/* Lists every platform and device. Returns HETCL_OK even when there is no platform (then
+ * no_device_reason says why) or some are broken; an error only for bad options (a split the
+ * device cannot do is HETCL_ERR_UNSUPPORTED with the device in the detail) or no memory. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_device_enumerate(hetcl_context *ctx,
+                                                              const struct hetcl_enum_options *opts,
+                                                              struct hetcl_device_list **out);
+/* NULL is a no-op. */
+HETCL_API void hetcl_device_list_destroy(struct hetcl_device_list *list);
+
+#endif /* HETCL_DEVICE_H */

@@ -1,0 +1,12 @@
+/* hetcl: every public header at once. */
+#ifndef HETCL_H
+#define HETCL_H
+
+#include <hetcl/context.h>
+#include <hetcl/device.h>
+#include <hetcl/devmap.h>
+#include <hetcl/status.h>
+#include <hetcl/topology.h>
+#include <hetcl/version.h>
+
+#endif /* HETCL_H */

@@ -1,0 +1,27 @@
+/* Internal helpers shared by the library's modules. Not installed. */
+#ifndef HETCL_INTERNAL_H
+#define HETCL_INTERNAL_H
+
+#include <hetcl/context.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Records status and a printf-style detail on ctx (which may be NULL) and returns status, so that
+ * failure paths read `return hetcl__fail(ctx, HETCL_ERR_IO, "%s: %s", path, strerror(errno));`. */
+hetcl_status hetcl__fail(hetcl_context *ctx, hetcl_status status, const char *fmt, ...)
+        HETCL_PRINTF(3, 4);
+
+/* Allocation goes through these so that tests can make them fail. */
+void *hetcl__malloc(size_t n);
+void *hetcl__calloc(size_t count, size_t size);
+void *hetcl__realloc(void *p, size_t n);
+void hetcl__free(void *p);
+char *hetcl__strdup(const char *s);
+
+/* Copies src into dst[cap], always terminated, truncating if needed. */
+void hetcl__strlcpy(char *dst, const char *src, size_t cap);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t hetcl__now_ns(void);
+
+#endif /* HETCL_INTERNAL_H */

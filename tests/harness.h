@@ -1,0 +1,65 @@
+/*
+ * A minimal test harness: CHECK macros that print both sides, a seed that can be forced with
+ * HETCL_TEST_SEED, and exit code 77 for a skipped test (CTest's SKIP_RETURN_CODE).
+ */
+#ifndef HETCL_TEST_HARNESS_H
+#define HETCL_TEST_HARNESS_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HETCL_TEST_SKIP 77
+
+extern int hetcl_test_failures;
+
+#define CHECK(cond)                                                                                 \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+            hetcl_test_failures++;                                                                 \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_EQ_INT(a, b)                                                                          \
+    do {                                                                                           \
+        long long va_ = (long long) (a), vb_ = (long long) (b);                                    \
+        if (va_ != vb_) {                                                                          \
+            fprintf(stderr, "%s:%d: CHECK_EQ_INT failed: %s = %lld, %s = %lld\n", __FILE__,        \
+                    __LINE__, #a, va_, #b, vb_);                                                   \
+            hetcl_test_failures++;                                                                 \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_EQ_STR(a, b)                                                                          \
+    do {                                                                                           \
+        const char *sa_ = (a), *sb_ = (b);                                                         \
+        if (!sa_ || !sb_ || strcmp(sa_, sb_) != 0) {                                               \
+            fprintf(stderr, "%s:%d: CHECK_EQ_STR failed: %s = \"%s\", %s = \"%s\"\n", __FILE__,    \
+                    __LINE__, #a, sa_ ? sa_ : "(null)", #b, sb_ ? sb_ : "(null)");                 \
+            hetcl_test_failures++;                                                                 \
+        }                                                                                          \
+    } while (0)
+
+/* CHECK that a hetcl_status is HETCL_OK, printing the context's detail if not. */
+#define CHECK_OK(ctx, expr)                                                                         \
+    do {                                                                                           \
+        hetcl_status s_ = (expr);                                                                  \
+        if (s_ != HETCL_OK) {                                                                      \
+            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #expr,              \
+                    hetcl_status_name(s_), hetcl_context_last_error(ctx));                         \
+            hetcl_test_failures++;                                                                 \
+        }                                                                                          \
+    } while (0)
+
+/* Returns the test's seed (HETCL_TEST_SEED or a fixed default) and prints it. */
+uint64_t hetcl_test_seed(void);
+
+/* Ends the test: prints a summary and returns the exit code for main. */
+int hetcl_test_finish(const char *name);
+
+/* Exits 77 (skipped) after printing why. */
+void hetcl_test_skip(const char *why);
+
+#endif /* HETCL_TEST_HARNESS_H */

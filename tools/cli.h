@@ -1,0 +1,23 @@
+/* Shared by the subcommands of the hetcl CLI. */
+#ifndef HETCL_CLI_H
+#define HETCL_CLI_H
+
+#include <stdbool.h>
+
+/* Exit codes of the CLI, documented in the README. */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_FAILURE = 1, /* the command ran and failed (a device error, a write that failed) */
+    CLI_EXIT_USAGE = 2,   /* bad flags or arguments */
+};
+
+/* Each subcommand: argv[0] is the subcommand's name. */
+int cli_devices(int argc, char **argv);
+
+/* Prints "hetcl: <message>" on stderr, one line. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Parses a non-negative integer flag value; on error prints which flag expected what. */
+bool cli_parse_uint(const char *flag, const char *value, unsigned long max, unsigned long *out);
+
+#endif /* HETCL_CLI_H */
