@@ -57,14 +57,15 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_device_locate(hetcl_context *ctx,
  * PUs) and CPU kinds. */
 struct hetcl_cpu_split_plan {
     unsigned n_parts;
-    bool equally;                             /* all parts the same size */
-    unsigned counts[HETCL_MAX_SUBDEVICES];     /* compute units (PUs) per part */
+    bool equally;                                         /* all parts the same size */
+    unsigned counts[HETCL_MAX_SUBDEVICES];                /* compute units (PUs) per part */
     char cpusets[HETCL_MAX_SUBDEVICES][HETCL_CPUSET_MAX]; /* the PUs of each part, in order */
 };
 
 /* Plans a split of a CPU device whose compute units are the PUs of `cpuset` (the device's
  * locality). spec: "N" (N equal parts), "a,b,..." (cores per part), "kinds" (one part per CPU
- * kind, most efficient... in hwloc's order). Errors (HETCL_ERR_INVALID_ARG, detail on ctx) name
+ * kind, in hwloc's kind order: lowest hwloc "efficiency", i.e. least powerful cores such as
+ * LITTLE or E-cores, first). Errors (HETCL_ERR_INVALID_ARG, detail on ctx) name
  * what is wrong: a malformed spec, more cores than the device has, N not dividing the cores,
  * a single CPU kind for "kinds". */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_cpu_split_plan_make(hetcl_context *ctx,

@@ -23,9 +23,8 @@ struct hetcl_topology_source {
 
 /* Loads a topology with I/O devices (PCI) kept. *out is NULL on failure; the detail names the
  * XML file or synthetic string that was rejected. */
-HETCL_API HETCL_NODISCARD hetcl_status hetcl_topology_create(hetcl_context *ctx,
-                                                             const struct hetcl_topology_source *src,
-                                                             hetcl_topology **out);
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_topology_create(
+        hetcl_context *ctx, const struct hetcl_topology_source *src, hetcl_topology **out);
 /* NULL is a no-op. */
 HETCL_API void hetcl_topology_destroy(hetcl_topology *topo);
 /* The hwloc topology; it belongs to topo and lives as long as it. */

@@ -24,6 +24,14 @@ hetcl_status hetcl_topology_create(hetcl_context *ctx, const struct hetcl_topolo
         hetcl__free(topo);
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "hwloc_topology_init failed");
     }
+    /* hwloc's GPU components would call OpenCL, CUDA or NVML in this process: a broken driver
+     * would crash hetcl before its isolated enumeration (device/cl_enum.c) could contain it.
+     * hetcl maps OpenCL devices itself (device/devmap.c), so they are not needed. */
+    static const char *const gpu_components[] = {"opencl", "cuda",      "nvml",
+                                                 "rsmi",   "levelzero", "gl"};
+    for (size_t i = 0; i < sizeof gpu_components / sizeof gpu_components[0]; i++)
+        (void) hwloc_topology_set_components(topo->h, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                             gpu_components[i]);
     /* Keep PCI devices (for the device map) but not the bridges' clutter. */
     hwloc_topology_set_io_types_filter(topo->h, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     hetcl_status st = HETCL_OK;
@@ -42,8 +50,7 @@ hetcl_status hetcl_topology_create(hetcl_context *ctx, const struct hetcl_topolo
         snprintf(topo->origin, sizeof topo->origin, "this machine");
     }
     if (st == HETCL_OK && hwloc_topology_load(topo->h) != 0)
-        st = hetcl__fail(ctx, HETCL_ERR_IO, "hwloc could not load the topology (%s)",
-                         topo->origin);
+        st = hetcl__fail(ctx, HETCL_ERR_IO, "hwloc could not load the topology (%s)", topo->origin);
     if (st != HETCL_OK) {
         hwloc_topology_destroy(topo->h);
         hetcl__free(topo);
