@@ -42,8 +42,8 @@ hetcl_status hetcl_context_create(const struct hetcl_context_options *opts, hetc
     if (!ctx)
         return HETCL_ERR_NO_MEMORY;
     pthread_mutex_init(&ctx->lock, NULL);
-    ctx->cache_dir = (opts && opts->cache_dir) ? hetcl__strdup(opts->cache_dir)
-                                               : default_cache_dir();
+    ctx->cache_dir =
+            (opts && opts->cache_dir) ? hetcl__strdup(opts->cache_dir) : default_cache_dir();
     const char *cl_dir = (opts && opts->cl_dir) ? opts->cl_dir : getenv("HETCL_CL_DIR");
     if (cl_dir && *cl_dir)
         ctx->cl_dir = hetcl__strdup(cl_dir);

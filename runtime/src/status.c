@@ -4,8 +4,8 @@
 const char *hetcl_status_name(hetcl_status s)
 {
     switch (s) {
-#define X(name, value, msg)                                                                         \
-    case HETCL_##name:                                                                             \
+#define X(name, value, msg) \
+    case HETCL_##name:      \
         return "HETCL_" #name;
         HETCL_STATUS_MAP(X)
 #undef X
@@ -16,8 +16,8 @@ const char *hetcl_status_name(hetcl_status s)
 const char *hetcl_status_str(hetcl_status s)
 {
     switch (s) {
-#define X(name, value, msg)                                                                         \
-    case HETCL_##name:                                                                             \
+#define X(name, value, msg) \
+    case HETCL_##name:      \
         return msg;
         HETCL_STATUS_MAP(X)
 #undef X

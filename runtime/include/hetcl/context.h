@@ -28,8 +28,8 @@ struct hetcl_context_options {
 
 /* Creates a context. *out is NULL on failure. Thread-safety: the context may be shared between
  * threads; the last error is per context, so concurrent failures overwrite each other's detail. */
-HETCL_API HETCL_NODISCARD hetcl_status hetcl_context_create(const struct hetcl_context_options *opts,
-                                                            hetcl_context **out);
+HETCL_API HETCL_NODISCARD hetcl_status
+hetcl_context_create(const struct hetcl_context_options *opts, hetcl_context **out);
 /* Destroys the context; NULL is a no-op. */
 HETCL_API void hetcl_context_destroy(hetcl_context *ctx);
 

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HETCL_STR_MAX 256 /* capacity of the string fields below, terminator included */
-#define HETCL_CPUSET_MAX 256
+#define HETCL_STR_MAX        256 /* capacity of the string fields below, terminator included */
+#define HETCL_CPUSET_MAX     256
 #define HETCL_MAX_SUBDEVICES 64
 
 typedef enum hetcl_device_type {
@@ -91,7 +91,7 @@ struct hetcl_platform_desc {
     char vendor[HETCL_STR_MAX];
     char version[HETCL_STR_MAX];
     unsigned n_devices;
-    bool broken;                 /* its queries failed, hung or crashed */
+    bool broken; /* its queries failed, hung or crashed */
     char broken_reason[HETCL_STR_MAX];
 };
 
@@ -126,6 +126,11 @@ struct hetcl_device_list {
     char no_device_reason[HETCL_STR_MAX];
     /* The ICD loader's name and version if it reports them (ocl-icd does), else "". */
     char icd_loader[HETCL_STR_MAX];
+    /* When a vendor driver broke the ICD loader, OCL_ICD_VENDORS points at this private
+     * directory of the working vendors until the list is destroyed (which restores it);
+     * "" otherwise. */
+    char icd_dir[HETCL_STR_MAX];
+    char icd_saved_env[HETCL_STR_MAX];
 };
 
 /* Lists every platform and device. Returns HETCL_OK even when there is no platform (then

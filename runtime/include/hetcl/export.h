@@ -9,7 +9,7 @@
 #endif
 
 #if defined(__GNUC__)
-#define HETCL_NODISCARD __attribute__((warn_unused_result))
+#define HETCL_NODISCARD         __attribute__((warn_unused_result))
 #define HETCL_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
 #define HETCL_NODISCARD

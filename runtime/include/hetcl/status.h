@@ -14,20 +14,20 @@
 
 #include <hetcl/export.h>
 
-#define HETCL_STATUS_MAP(X)                                                                         \
-    X(OK, 0, "success")                                                                            \
-    X(ERR_INVALID_ARG, -1, "invalid argument")                                                     \
-    X(ERR_NO_MEMORY, -2, "out of host memory")                                                     \
-    X(ERR_NO_DEVICE, -3, "no suitable device")                                                     \
-    X(ERR_UNSUPPORTED, -4, "operation not supported by this device")                               \
-    X(ERR_OPENCL, -5, "OpenCL call failed (see detail)")                                           \
-    X(ERR_BUILD, -6, "OpenCL program build failed (see log)")                                      \
-    X(ERR_IO, -7, "file I/O failed")                                                               \
-    X(ERR_FORMAT, -8, "malformed input")                                                           \
-    X(ERR_BUSY, -9, "object still in use")                                                         \
-    X(ERR_CANCELLED, -10, "cancelled")                                                             \
-    X(ERR_TIMEOUT, -11, "timed out")                                                               \
-    X(ERR_CRASHED, -12, "a probed driver crashed")                                                 \
+#define HETCL_STATUS_MAP(X)                                          \
+    X(OK, 0, "success")                                              \
+    X(ERR_INVALID_ARG, -1, "invalid argument")                       \
+    X(ERR_NO_MEMORY, -2, "out of host memory")                       \
+    X(ERR_NO_DEVICE, -3, "no suitable device")                       \
+    X(ERR_UNSUPPORTED, -4, "operation not supported by this device") \
+    X(ERR_OPENCL, -5, "OpenCL call failed (see detail)")             \
+    X(ERR_BUILD, -6, "OpenCL program build failed (see log)")        \
+    X(ERR_IO, -7, "file I/O failed")                                 \
+    X(ERR_FORMAT, -8, "malformed input")                             \
+    X(ERR_BUSY, -9, "object still in use")                           \
+    X(ERR_CANCELLED, -10, "cancelled")                               \
+    X(ERR_TIMEOUT, -11, "timed out")                                 \
+    X(ERR_CRASHED, -12, "a probed driver crashed")                   \
     X(ERR_INTERNAL, -13, "internal error (a bug)")
 
 typedef enum hetcl_status {
