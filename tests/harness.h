@@ -14,43 +14,43 @@
 
 extern int hetcl_test_failures;
 
-#define CHECK(cond)                                                                                 \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            hetcl_test_failures++;                                                                 \
-        }                                                                                          \
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            hetcl_test_failures++;                                                   \
+        }                                                                            \
     } while (0)
 
-#define CHECK_EQ_INT(a, b)                                                                          \
-    do {                                                                                           \
-        long long va_ = (long long) (a), vb_ = (long long) (b);                                    \
-        if (va_ != vb_) {                                                                          \
-            fprintf(stderr, "%s:%d: CHECK_EQ_INT failed: %s = %lld, %s = %lld\n", __FILE__,        \
-                    __LINE__, #a, va_, #b, vb_);                                                   \
-            hetcl_test_failures++;                                                                 \
-        }                                                                                          \
+#define CHECK_EQ_INT(a, b)                                                                  \
+    do {                                                                                    \
+        long long va_ = (long long) (a), vb_ = (long long) (b);                             \
+        if (va_ != vb_) {                                                                   \
+            fprintf(stderr, "%s:%d: CHECK_EQ_INT failed: %s = %lld, %s = %lld\n", __FILE__, \
+                    __LINE__, #a, va_, #b, vb_);                                            \
+            hetcl_test_failures++;                                                          \
+        }                                                                                   \
     } while (0)
 
-#define CHECK_EQ_STR(a, b)                                                                          \
-    do {                                                                                           \
-        const char *sa_ = (a), *sb_ = (b);                                                         \
-        if (!sa_ || !sb_ || strcmp(sa_, sb_) != 0) {                                               \
-            fprintf(stderr, "%s:%d: CHECK_EQ_STR failed: %s = \"%s\", %s = \"%s\"\n", __FILE__,    \
-                    __LINE__, #a, sa_ ? sa_ : "(null)", #b, sb_ ? sb_ : "(null)");                 \
-            hetcl_test_failures++;                                                                 \
-        }                                                                                          \
+#define CHECK_EQ_STR(a, b)                                                                      \
+    do {                                                                                        \
+        const char *sa_ = (a), *sb_ = (b);                                                      \
+        if (!sa_ || !sb_ || strcmp(sa_, sb_) != 0) {                                            \
+            fprintf(stderr, "%s:%d: CHECK_EQ_STR failed: %s = \"%s\", %s = \"%s\"\n", __FILE__, \
+                    __LINE__, #a, sa_ ? sa_ : "(null)", #b, sb_ ? sb_ : "(null)");              \
+            hetcl_test_failures++;                                                              \
+        }                                                                                       \
     } while (0)
 
 /* CHECK that a hetcl_status is HETCL_OK, printing the context's detail if not. */
-#define CHECK_OK(ctx, expr)                                                                         \
-    do {                                                                                           \
-        hetcl_status s_ = (expr);                                                                  \
-        if (s_ != HETCL_OK) {                                                                      \
-            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #expr,              \
-                    hetcl_status_name(s_), hetcl_context_last_error(ctx));                         \
-            hetcl_test_failures++;                                                                 \
-        }                                                                                          \
+#define CHECK_OK(ctx, expr)                                                           \
+    do {                                                                              \
+        hetcl_status s_ = (expr);                                                     \
+        if (s_ != HETCL_OK) {                                                         \
+            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #expr, \
+                    hetcl_status_name(s_), hetcl_context_last_error(ctx));            \
+            hetcl_test_failures++;                                                    \
+        }                                                                             \
     } while (0)
 
 /* Returns the test's seed (HETCL_TEST_SEED or a fixed default) and prints it. */

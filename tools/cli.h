@@ -14,6 +14,10 @@ enum {
 /* Each subcommand: argv[0] is the subcommand's name. */
 int cli_devices(int argc, char **argv);
 
+/* Writes text to path through a temporary file and a rename, so that a crash never leaves a
+ * half-written report. Prints the error and returns -1 on failure. */
+int cli_write_file_atomic(const char *path, const char *text);
+
 /* Prints "hetcl: <message>" on stderr, one line. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

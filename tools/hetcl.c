@@ -1,6 +1,8 @@
 /* hetcl: the command-line tool. Dispatches to one file per subcommand. */
 #include "cli.h"
 
+#include <hetcl/context.h>
+#include <hetcl/fileio.h>
 #include <hetcl/version.h>
 
 #include <errno.h>
@@ -16,8 +18,9 @@ struct command {
 };
 
 static const struct command commands[] = {
-        {"devices", "list the hardware topology, OpenCL devices and the device map; --probe measures"
-                    " their ceilings",
+        {"devices",
+         "list the hardware topology, OpenCL devices and the device map; --probe measures"
+         " their ceilings",
          cli_devices},
 };
 
@@ -57,6 +60,22 @@ bool cli_parse_uint(const char *flag, const char *value, unsigned long max, unsi
     }
     *out = v;
     return true;
+}
+
+int cli_write_file_atomic(const char *path, const char *text)
+{
+    hetcl_context *ctx = NULL;
+    if (hetcl_context_create(NULL, &ctx) != HETCL_OK) {
+        cli_error("out of memory");
+        return -1;
+    }
+    int rc = 0;
+    if (hetcl_file_write_atomic(ctx, path, text, strlen(text)) != HETCL_OK) {
+        cli_error("%s", hetcl_context_last_error(ctx));
+        rc = -1;
+    }
+    hetcl_context_destroy(ctx);
+    return rc;
 }
 
 int main(int argc, char **argv)

@@ -5,6 +5,7 @@
 #include <hetcl/context.h>
 #include <hetcl/device.h>
 #include <hetcl/devmap.h>
+#include <hetcl/fileio.h>
 #include <hetcl/status.h>
 #include <hetcl/topology.h>
 #include <hetcl/version.h>

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages hetcl needs to build, test and run its main job.
+# Idempotent: installs only what is missing. Works as root or through sudo.
+set -euo pipefail
+
+packages=(
+  # build
+  gcc make cmake
+  # libraries (find_package in cmake/HetclDeps.cmake names the same packages)
+  ocl-icd-opencl-dev opencl-headers libclblast-dev libhwloc-dev libcjson-dev zlib1g-dev
+  # the CPU OpenCL device used by tests and CI, and a tool to list OpenCL devices
+  pocl-opencl-icd clinfo
+  # the default dataset (/usr/share/datasets/fashion-mnist)
+  dataset-fashion-mnist
+  # tests: the OpenCL C syntax check of clkernels/*.cl, the format check, the sanitizer runtimes
+  clang clang-format libclang-rt-14-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "install-deps: need root or sudo to install: ${missing[*]}" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}"

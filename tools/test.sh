@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (README, command 2):
+#   1. the format check of every C source and header (clang-format);
+#   2. a build with warnings as errors, and every test (unit, lint, kernel, opencl);
+#   3. the same build under AddressSanitizer + UBSan, and the unit and OpenCL tests again.
+# Tests that need an OpenCL device are skipped (exit 77) where there is none.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "== format check"
+git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+
+echo "== build (warnings are errors) and test"
+cmake --preset dev >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== AddressSanitizer + UBSan build and test"
+cmake --preset asan-ubsan >/dev/null
+cmake --build build-asan -j "$jobs"
+# ICDs allocate at load and never free: tests/lsan.supp names their frames only, never ours.
+ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L "unit|opencl|kernel"
