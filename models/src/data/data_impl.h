@@ -1,0 +1,67 @@
+/* Internal helpers shared by the dataset loaders (models/src/data only). */
+#ifndef HETCL_DATA_IMPL_H
+#define HETCL_DATA_IMPL_H
+
+#include "internal.h"
+
+#include <hetcl/data.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HETCL_DATA_DEFAULT_MAX_BYTES ((size_t) 16 << 30)
+
+/* xoshiro256** (Blackman and Vigna), seeded with splitmix64: see hetcl_data_permutation. */
+struct hetcl__rng {
+    uint64_t s[4];
+};
+void hetcl__rng_seed(struct hetcl__rng *rng, uint64_t seed);
+uint64_t hetcl__rng_next(struct hetcl__rng *rng);
+/* Uniform in [0, bound), unbiased (rejection); bound > 0. */
+uint64_t hetcl__rng_below(struct hetcl__rng *rng, uint64_t bound);
+/* Uniform in [0, 1) with 53 random bits. */
+double hetcl__rng_uniform(struct hetcl__rng *rng);
+
+#define HETCL__FNV_BASIS UINT64_C(0xcbf29ce484222325)
+uint64_t hetcl__fnv1a(uint64_t h, const void *bytes, size_t len);
+
+/* opts->max_bytes or the default. */
+size_t hetcl__data_max_bytes(const struct hetcl_data_options *opts);
+
+/* Reads a whole file into a new buffer (one extra NUL byte past len, so that text parsers may
+ * look one byte ahead). HETCL_ERR_IO names the path and errno; files larger than max_bytes are
+ * HETCL_ERR_FORMAT. The caller frees *bytes with hetcl__free. */
+hetcl_status hetcl__data_read_file(hetcl_context *ctx, const char *path, size_t max_bytes,
+                                   char **bytes, size_t *len);
+
+/* The part of a path after the last '/'. */
+const char *hetcl__data_basename(const char *path);
+
+/* A new, empty dataset with a copy of name; NULL when out of memory. */
+hetcl_dataset *hetcl__dataset_new(const char *name);
+
+/* Writes tok[0..len) into buf[cap] for an error detail: at most ~40 characters, non-printable
+ * bytes as \xNN, "..." when cut. Returns buf. */
+const char *hetcl__data_quote(char *buf, size_t cap, const char *tok, size_t len);
+
+/* Parses tok[0..len) as a finite float (strtod syntax, the whole token). false when it is not a
+ * number or not finite. */
+bool hetcl__data_parse_float(const char *tok, size_t len, double *out);
+/* Parses tok[0..len) as a decimal integer, optional sign, within [INT64_MIN, INT64_MAX]; also
+ * accepts an integral float such as "3.0" or "1e2" when allow_float. */
+bool hetcl__data_parse_int(const char *tok, size_t len, bool allow_float, int64_t *out);
+
+/* Label handling common to the text formats. Given raw labels[0..n) (values as read), either
+ * checks that they lie in [0, n_classes) (n_classes 0: max + 1) or, with remap, replaces them by
+ * their rank among the distinct values and returns the table of values in *values (n_classes
+ * entries, caller frees). On a label out of range, *bad is its index and HETCL_ERR_FORMAT is
+ * returned without a detail (the caller knows the line). */
+hetcl_status hetcl__data_finish_labels(int64_t *labels, size_t n, bool remap, int64_t *n_classes,
+                                       int64_t **values, size_t *bad);
+
+/* Applies opts->normalize to a freshly loaded dataset. */
+hetcl_status hetcl__data_apply_normalize(hetcl_context *ctx, hetcl_dataset *ds,
+                                         const struct hetcl_data_options *opts);
+
+#endif /* HETCL_DATA_IMPL_H */
