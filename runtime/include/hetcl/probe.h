@@ -82,7 +82,7 @@ struct hetcl_ceilings {
 
     /* Global memory bandwidth, GB/s (1e9 bytes): 2 * bytes copied / kernel time, from events. */
     struct hetcl_figure mem_bandwidth;
-    /* fp32 peak, GFLOP/s: chains of float8 mad, from events. */
+    /* fp32 peak, GFLOP/s: independent chains of float16 fma, from events. */
     struct hetcl_figure fp32_gflops;
     /* CLBlast SGEMM, GFLOP/s (2 n^3 / time), host-timed from enqueue to completion of the
      * event CLBlast returns (that event covers only its last kernel, not the helper kernels). */

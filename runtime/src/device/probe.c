@@ -21,7 +21,7 @@
 
 #define MIB            (1024ull * 1024ull)
 #define PROBE_SOURCE   "probe.cl"
-#define FLOPS_PER_ITER 2048.0 /* probe_flops_f8: 16 steps x 8 chains x 8 lanes x 2 */
+#define FLOPS_PER_ITER 4096.0 /* probe_flops_f16: 16 steps x 8 chains x 16 lanes x 2 */
 
 /* Records the failing OpenCL call with its error name, then jumps to fail. Needs `p` and `st`. */
 #define CL_TRY(call)                                                         \
@@ -185,8 +185,8 @@ static hetcl_status measure_compute(struct probe *p, struct hetcl_ceilings *c)
     /* x <- 0.999 x + 0.001 converges to 1: no overflow, no denormals, however long it runs. */
     const float b = 0.999f, cc = 0.001f;
 
-    k = clCreateKernel(p->prog, "probe_flops_f8", &err);
-    CL_CHECK_ERR("clCreateKernel(probe_flops_f8)");
+    k = clCreateKernel(p->prog, "probe_flops_f16", &err);
+    CL_CHECK_ERR("clCreateKernel(probe_flops_f16)");
     size_t local = pick_local(p, k);
     size_t global = (size_t) p->compute_units * local * 8;
     out = clCreateBuffer(p->clctx, CL_MEM_WRITE_ONLY, global * sizeof(float), NULL, &err);
