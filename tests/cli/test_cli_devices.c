@@ -147,6 +147,25 @@ int main(void)
         return 1;
     check_bad_input();
 
+    /* No OpenCL platform at all: the host is still listed and the output says why. */
+    char path0[400];
+    snprintf(path0, sizeof path0, "%s/none.json", tmpdir);
+    {
+        /* run() puts the binary first; the variable must come before it, so call the shell. */
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "OCL_ICD_VENDORS=%s/no-such-dir %s devices --json %s 2>%s/err0",
+                 tmpdir, bin, path0, tmpdir);
+        CHECK_EQ_INT(system(cmd), 0);
+        CHECK_EQ_INT(validate(path0), 0);
+        cJSON *none = load_json(path0);
+        CHECK(none != NULL);
+        CHECK_EQ_INT(cJSON_GetArraySize(get(get(none, "opencl"), "devices")), 0);
+        const char *why = cJSON_GetStringValue(get(get(none, "opencl"), "no_device_reason"));
+        CHECK(why && strstr(why, "no OpenCL platform") != NULL);
+        CHECK(get(get(none, "topology"), "n_pus")->valueint >= 1);
+        cJSON_Delete(none);
+    }
+
     /* The JSON document validates even when there is no device (the topology is still there). */
     char args[512], path[400], err[4096];
     snprintf(path, sizeof path, "%s/devices.json", tmpdir);

@@ -6,6 +6,7 @@
 #include <hetcl/device.h>
 #include <hetcl/devmap.h>
 #include <hetcl/fileio.h>
+#include <hetcl/program.h>
 #include <hetcl/status.h>
 #include <hetcl/topology.h>
 #include <hetcl/version.h>

@@ -53,6 +53,16 @@ static cl_int get_platforms(cl_platform_id *ids, cl_uint *n)
     return e;
 }
 
+/* The directory (or single file) ocl-icd reads vendors from, as it decides it. */
+static const char *vendors_location(void)
+{
+    const char *v = getenv("OCL_ICD_VENDORS");
+    if (v && *v)
+        return v;
+    v = getenv("OPENCL_VENDOR_PATH");
+    return v && *v ? v : "/etc/OpenCL/vendors";
+}
+
 /* Job 1: the platforms. Output: header, icd loader string, n platform descs. */
 static int job_platforms(void *argp, void *out, size_t cap, size_t *len)
 {
@@ -72,9 +82,9 @@ static int job_platforms(void *argp, void *out, size_t cap, size_t *len)
     if (e != CL_SUCCESS || n == 0) {
         h->status = HETCL_ERR_NO_DEVICE;
         snprintf(h->message, sizeof h->message,
-                 "no OpenCL platform found (clGetPlatformIDs: %s): no ICD is registered in "
-                 "/etc/OpenCL/vendors (for the CPU device: apt-get install pocl-opencl-icd)",
-                 e == CL_SUCCESS ? "0 platforms" : hetcl__cl_error_name(e));
+                 "no OpenCL platform found (clGetPlatformIDs: %s): no working ICD is "
+                 "registered in %s (for the CPU device: apt-get install pocl-opencl-icd)",
+                 e == CL_SUCCESS ? "0 platforms" : hetcl__cl_error_name(e), vendors_location());
         *len = sizeof *h + HETCL_STR_MAX;
         return 0;
     }
@@ -264,16 +274,6 @@ static hetcl_status append(void **array, size_t *n, size_t *cap_items, size_t it
     memcpy((char *) *array + *n * item_size, item, item_size);
     (*n)++;
     return HETCL_OK;
-}
-
-/* The directory (or single file) ocl-icd reads vendors from, as it decides it. */
-static const char *vendors_location(void)
-{
-    const char *v = getenv("OCL_ICD_VENDORS");
-    if (v && *v)
-        return v;
-    v = getenv("OPENCL_VENDOR_PATH");
-    return v && *v ? v : "/etc/OpenCL/vendors";
 }
 
 static void remove_icd_dir(const char *dir)
