@@ -228,6 +228,27 @@ int main(void)
         cJSON_Delete(doc);
     }
 
+    /* --probe --quick measures ceilings into the document; a later run shows the cached ones. */
+    snprintf(path, sizeof path, "%s/probe.json", tmpdir);
+    snprintf(args, sizeof args, "devices --probe --quick --cache-dir %s/cache --json %s", tmpdir,
+             path);
+    CHECK_EQ_INT(run(args, NULL, 0, err, sizeof err), 0);
+    CHECK_EQ_INT(validate(path), 0);
+    doc = load_json(path);
+    const cJSON *ceil = get(cJSON_GetArrayItem(get(get(doc, "opencl"), "devices"), 0), "ceilings");
+    CHECK(ceil != NULL);
+    CHECK_EQ_STR(cJSON_GetStringValue(get(ceil, "source")), "measured");
+    const cJSON *bw = get(get(ceil, "figures"), "mem_bandwidth");
+    CHECK(cJSON_IsTrue(get(bw, "measured")) && get(bw, "median")->valuedouble > 0);
+    cJSON_Delete(doc);
+    snprintf(args, sizeof args, "devices --cache-dir %s/cache --json %s", tmpdir, path);
+    CHECK_EQ_INT(run(args, NULL, 0, err, sizeof err), 0);
+    CHECK_EQ_INT(validate(path), 0);
+    doc = load_json(path);
+    ceil = get(cJSON_GetArrayItem(get(get(doc, "opencl"), "devices"), 0), "ceilings");
+    CHECK_EQ_STR(cJSON_GetStringValue(get(ceil, "source")), "cache");
+    cJSON_Delete(doc);
+
     /* The human table lists the device and the map. */
     char out[65536];
     CHECK_EQ_INT(run("devices", out, sizeof out, err, sizeof err), 0);
