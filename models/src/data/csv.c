@@ -253,26 +253,6 @@ done:
 hetcl_status hetcl_dataset_load_csv(hetcl_context *ctx, const char *path,
                                     const struct hetcl_data_options *opts, hetcl_dataset **out)
 {
-    if (out)
-        *out = NULL;
-    if (!path || !out)
-        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
-                           "hetcl_dataset_load_csv: path and out are required");
-    char *bytes = NULL;
-    size_t len = 0;
-    hetcl_status s = hetcl__data_read_file(ctx, path, hetcl__data_max_bytes(opts), &bytes, &len);
-    if (s == HETCL_OK)
-        s = hetcl_dataset_load_csv_mem(ctx, path, bytes, len, opts, out);
-    hetcl__free(bytes);
-    if (s == HETCL_OK) {
-        char *base = hetcl__strdup(hetcl__data_basename(path));
-        if (!base) {
-            hetcl_dataset_destroy(*out);
-            *out = NULL;
-            return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "out of memory");
-        }
-        hetcl__free((*out)->name);
-        (*out)->name = base;
-    }
-    return s;
+    return hetcl__data_load_file(ctx, "hetcl_dataset_load_csv", path, opts,
+                                 hetcl_dataset_load_csv_mem, out);
 }

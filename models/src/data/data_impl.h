@@ -38,6 +38,22 @@ hetcl_status hetcl__data_read_file(hetcl_context *ctx, const char *path, size_t 
 /* The part of a path after the last '/'. */
 const char *hetcl__data_basename(const char *path);
 
+/* Renames a freshly loaded dataset after its file's base name (error details use the full path).
+ * On failure destroys *ds, sets it to NULL and returns HETCL_ERR_NO_MEMORY. */
+hetcl_status hetcl__data_name_after_file(hetcl_context *ctx, hetcl_dataset **ds, const char *path);
+
+/* A loader of one in-memory text format (CSV, LIBSVM). */
+typedef hetcl_status (*hetcl__data_mem_loader)(hetcl_context *ctx, const char *name,
+                                               const void *bytes, size_t len,
+                                               const struct hetcl_data_options *opts,
+                                               hetcl_dataset **out);
+
+/* Reads path (within the options' size limit) and parses it with load: the file entry points of
+ * the text formats. api names the public function in the argument-error detail. */
+hetcl_status hetcl__data_load_file(hetcl_context *ctx, const char *api, const char *path,
+                                   const struct hetcl_data_options *opts,
+                                   hetcl__data_mem_loader load, hetcl_dataset **out);
+
 /* A new, empty dataset with a copy of name; NULL when out of memory. */
 hetcl_dataset *hetcl__dataset_new(const char *name);
 

@@ -667,3 +667,35 @@ done:
     hetcl__free(name_test);
     return s;
 }
+
+hetcl_status hetcl__data_name_after_file(hetcl_context *ctx, hetcl_dataset **ds, const char *path)
+{
+    char *base = hetcl__strdup(hetcl__data_basename(path));
+    if (!base) {
+        hetcl_dataset_destroy(*ds);
+        *ds = NULL;
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "out of memory");
+    }
+    hetcl__free((*ds)->name);
+    (*ds)->name = base;
+    return HETCL_OK;
+}
+
+hetcl_status hetcl__data_load_file(hetcl_context *ctx, const char *api, const char *path,
+                                   const struct hetcl_data_options *opts,
+                                   hetcl__data_mem_loader load, hetcl_dataset **out)
+{
+    if (out)
+        *out = NULL;
+    if (!path || !out)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: path and out are required", api);
+    char *bytes = NULL;
+    size_t len = 0;
+    hetcl_status s = hetcl__data_read_file(ctx, path, hetcl__data_max_bytes(opts), &bytes, &len);
+    if (s == HETCL_OK)
+        s = load(ctx, path, bytes, len, opts, out);
+    hetcl__free(bytes);
+    if (s == HETCL_OK)
+        s = hetcl__data_name_after_file(ctx, out, path);
+    return s;
+}

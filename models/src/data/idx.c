@@ -350,17 +350,8 @@ hetcl_status hetcl_dataset_load_idx(hetcl_context *ctx, const char *images_path,
                                        opts, out);
     hetcl__free(img);
     hetcl__free(lab);
-    /* The name is the file's base name; error details used the full path. */
-    if (s == HETCL_OK) {
-        char *base = hetcl__strdup(hetcl__data_basename(images_path));
-        if (!base) {
-            hetcl_dataset_destroy(*out);
-            *out = NULL;
-            return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "out of memory");
-        }
-        hetcl__free((*out)->name);
-        (*out)->name = base;
-    }
+    if (s == HETCL_OK)
+        s = hetcl__data_name_after_file(ctx, out, images_path);
     return s;
 }
 
