@@ -1,0 +1,207 @@
+/*
+ * Model specs: a network described as JSON (the files in models/, format in models/README.md),
+ * parsed and resolved into per-layer shapes, named parameter tensors, a parameter count and forward
+ * FLOPs, so that trainers, the CLI and reports agree on what "mlp" or "lenet" means.
+ *
+ *     hetcl_model_spec *spec = NULL;
+ *     if (hetcl_model_spec_load(ctx, "models/lenet.json", &spec) != HETCL_OK) {
+ *         fprintf(stderr, "%s\n", hetcl_context_last_error(ctx));
+ *         // -> "models/lenet.json: layers[2].units: expected an integer >= 1, got "x""
+ *         ...
+ *     }
+ *     for (int i = 0; i < spec->n_params; i++)   // "layers.0.weight" [6, 1, 5, 5] ...
+ *         allocate(spec->params[i].name, spec->params[i].n_elements);
+ *     hetcl_model_spec_destroy(spec);
+ *
+ * Errors: a spec that is not valid gives HETCL_ERR_FORMAT with a one-line detail on the context
+ * naming the file (or the name given to _parse), the JSON path of the field and what was
+ * expected. JSON syntax errors give the byte offset (and line and column). Unknown and duplicate
+ * fields are errors, so that a misspelt "activaton" is not silently ignored. An unreadable file
+ * gives HETCL_ERR_IO; NULL arguments HETCL_ERR_INVALID_ARG.
+ *
+ * Shape rules (see models/README.md): shapes are per example, without the batch dimension;
+ * images are [channels, height, width]. A dense layer needs a flat ([n]) input: a dense layer
+ * after conv2d or a pool without a {"type": "flatten"} between them is an error, never an
+ * implicit flatten, so that the flattening order (channel-major, row-major) is always visible
+ * in the spec.
+ *
+ * Thread-safety: parsing keeps no global state; a spec is read-only after creation except
+ * through hetcl_model_spec_set_input, which must not run while another thread reads the spec.
+ */
+#ifndef HETCL_MODEL_SPEC_H
+#define HETCL_MODEL_SPEC_H
+
+#include <hetcl/context.h>
+#include <hetcl/export.h>
+#include <hetcl/status.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The only "schema_version" this parser reads. */
+#define HETCL_MODEL_SPEC_SCHEMA_VERSION 1
+
+/* Bounds that keep a hostile or mistaken spec from asking for absurd memory. */
+#define HETCL_MODEL_SPEC_MAX_RANK        3                   /* [n] or [c, h, w] */
+#define HETCL_MODEL_SPEC_MAX_LAYERS      1024                /* entries of "layers" */
+#define HETCL_MODEL_SPEC_MAX_PARAMS      INT64_C(1000000000) /* parameters in all */
+#define HETCL_MODEL_SPEC_MAX_ACTIVATIONS (INT64_C(1) << 28)  /* elements of one layer's output */
+#define HETCL_MODEL_SPEC_MAX_DIM         (INT64_C(1) << 24)  /* any integer field */
+#define HETCL_MODEL_SPEC_MAX_FILE_BYTES  ((size_t) 1 << 20)  /* spec files are a few KiB */
+#define HETCL_MODEL_SPEC_MAX_NAME        64                  /* bytes of "name", NUL excluded */
+#define HETCL_MODEL_SPEC_MAX_DESCRIPTION 4096                /* bytes of "description" */
+
+enum hetcl_model_layer_type {
+    HETCL_MODEL_LAYER_DENSE = 0, /* "dense": y = act(W x + b) */
+    HETCL_MODEL_LAYER_CONV2D,    /* "conv2d": cross-correlation, zero padding */
+    HETCL_MODEL_LAYER_MAXPOOL2D, /* "maxpool2d": no padding, floor output size */
+    HETCL_MODEL_LAYER_AVGPOOL2D, /* "avgpool2d": no padding, floor output size */
+    HETCL_MODEL_LAYER_FLATTEN,   /* "flatten": [c, h, w] -> [c * h * w], row-major */
+};
+
+enum hetcl_model_activation {
+    HETCL_MODEL_ACT_NONE = 0, /* "none" (identity) */
+    HETCL_MODEL_ACT_RELU,     /* "relu" */
+    HETCL_MODEL_ACT_SIGMOID,  /* "sigmoid" */
+    HETCL_MODEL_ACT_TANH,     /* "tanh" */
+};
+
+enum hetcl_model_loss {
+    HETCL_MODEL_LOSS_SOFTMAX_CE = 0, /* "softmax_cross_entropy": one class per example */
+    HETCL_MODEL_LOSS_SIGMOID_CE,     /* "sigmoid_cross_entropy": independent (multi-label) */
+    HETCL_MODEL_LOSS_MSE,            /* "mse" */
+};
+
+/* Initialisers; fan_in and fan_out are those of hetcl_model_param. */
+enum hetcl_model_init {
+    HETCL_MODEL_INIT_HE_UNIFORM = 0, /* "he_uniform": U(-a, a), a = sqrt(6 / fan_in) */
+    HETCL_MODEL_INIT_HE_NORMAL,      /* "he_normal": N(0, 2 / fan_in) */
+    HETCL_MODEL_INIT_XAVIER_UNIFORM, /* "xavier_uniform": a = sqrt(6 / (fan_in + fan_out)) */
+    HETCL_MODEL_INIT_XAVIER_NORMAL,  /* "xavier_normal": N(0, 2 / (fan_in + fan_out)) */
+    HETCL_MODEL_INIT_NORMAL,         /* "normal": N(0, init_std^2) */
+    HETCL_MODEL_INIT_ZEROS,          /* "zeros" */
+};
+
+/* A per-example shape: dims[0 .. rank). */
+struct hetcl_model_shape {
+    int rank; /* 1 or 3 */
+    int64_t dims[HETCL_MODEL_SPEC_MAX_RANK];
+};
+
+enum hetcl_model_param_kind {
+    HETCL_MODEL_PARAM_WEIGHT = 0,
+    HETCL_MODEL_PARAM_BIAS,
+};
+
+/*
+ * A parameter tensor, stored row-major in the layout of its shape:
+ *   dense weight  [units, in]                              (y = W x: one row per output)
+ *   conv2d weight [filters, in_channels, kernel_h, kernel_w]
+ *   bias          [units] or [filters]
+ */
+struct hetcl_model_param {
+    char name[32]; /* "layers.<i>.weight" or "layers.<i>.bias", i = index in "layers" */
+    int layer;     /* index into hetcl_model_spec.layers */
+    enum hetcl_model_param_kind kind;
+    int rank; /* 1, 2 or 4 */
+    int64_t dims[4];
+    int64_t n_elements;
+    enum hetcl_model_init init; /* resolved: never "auto" */
+    int64_t fan_in;             /* dense: in; conv2d: in_channels * kh * kw */
+    int64_t fan_out;            /* dense: units; conv2d: filters * kh * kw */
+};
+
+/* A resolved layer. Fields that do not apply to its type are 0. */
+struct hetcl_model_layer {
+    enum hetcl_model_layer_type type;
+    enum hetcl_model_activation activation; /* NONE for pools and flatten */
+    int64_t units;                          /* dense */
+    int64_t filters;                        /* conv2d */
+    int64_t kernel[2];                      /* conv2d kernel, pool size: [h, w] */
+    int64_t stride[2];                      /* conv2d, pools: [h, w] */
+    int64_t padding[2];                     /* conv2d: zeros added on each side, [h, w] */
+    bool bias;                              /* dense, conv2d: has a bias tensor */
+    enum hetcl_model_init init;             /* dense, conv2d: resolved weight init */
+    struct hetcl_model_shape in_shape, out_shape;
+    int first_param;      /* index into hetcl_model_spec.params of its first tensor */
+    int n_param_tensors;  /* 0, 1 (weight) or 2 (weight, bias) */
+    int64_t n_parameters; /* elements in its tensors */
+    int64_t flops;        /* forward FLOPs per example, as defined in models/README.md */
+};
+
+/*
+ * A parsed and resolved spec. Every field is read-only for the caller; every array and string
+ * belongs to the spec (freed by hetcl_model_spec_destroy).
+ */
+struct hetcl_model_spec {
+    char *source;      /* the path given to _load or the name given to _parse */
+    char *name;        /* "name" */
+    char *description; /* "description", "" when absent */
+    struct hetcl_model_shape input_shape;
+    struct hetcl_model_shape output_shape; /* the last layer's, always [n] */
+    enum hetcl_model_loss loss;
+    enum hetcl_model_init bias_init; /* "init.bias": zeros or normal */
+    double init_std;                 /* "init.std": the standard deviation of "normal" */
+    int n_layers;
+    struct hetcl_model_layer *layers;
+    int n_params;
+    struct hetcl_model_param *params;
+    int64_t n_parameters; /* sum of params[i].n_elements */
+    int64_t flops;        /* forward FLOPs per example, sum over layers */
+};
+typedef struct hetcl_model_spec hetcl_model_spec;
+
+/*
+ * Reads and parses the spec at path (at most HETCL_MODEL_SPEC_MAX_FILE_BYTES). On success *out is
+ * a new spec owned by the caller; on failure *out is NULL and the context holds the detail, which
+ * starts with path. Returns HETCL_OK, HETCL_ERR_INVALID_ARG, HETCL_ERR_IO, HETCL_ERR_FORMAT or
+ * HETCL_ERR_NO_MEMORY.
+ */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_model_spec_load(hetcl_context *ctx, const char *path,
+                                                             hetcl_model_spec **out);
+
+/*
+ * Parses a spec from text[0 .. len) (need not be NUL-terminated; a NUL byte inside is an error).
+ * name is what error messages and spec->source call it (copied); NULL means "<memory>". Same
+ * results as hetcl_model_spec_load, less HETCL_ERR_IO.
+ */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_model_spec_parse(hetcl_context *ctx, const char *name,
+                                                              const char *text, size_t len,
+                                                              hetcl_model_spec **out);
+
+/*
+ * Replaces the input shape (e.g. a dataset with 3072 features for a spec written for 784) and
+ * re-resolves every layer's shapes, the parameter tensors, counts and FLOPs. On failure
+ * (HETCL_ERR_INVALID_ARG for a rank other than 1 or 3 or a dimension outside [1, MAX_DIM],
+ * HETCL_ERR_FORMAT when a layer no longer fits, e.g. a conv whose output would be empty) the
+ * spec is unchanged. Pointers into spec->params and spec->layers taken before the call are
+ * invalid after a successful one.
+ */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_model_spec_set_input(hetcl_context *ctx,
+                                                                  hetcl_model_spec *spec, int rank,
+                                                                  const int64_t *dims);
+
+/* Frees spec and everything it owns; NULL is a no-op. */
+HETCL_API void hetcl_model_spec_destroy(hetcl_model_spec *spec);
+
+/* The parameter tensor with this name ("layers.0.weight"), borrowed from spec, or NULL. */
+HETCL_API const struct hetcl_model_param *hetcl_model_spec_find_param(const hetcl_model_spec *spec,
+                                                                      const char *name);
+
+/* The JSON names ("dense", "relu", "softmax_cross_entropy", "he_uniform"); static strings,
+ * "?" for values outside the enum. */
+HETCL_API const char *hetcl_model_layer_type_name(enum hetcl_model_layer_type t);
+HETCL_API const char *hetcl_model_activation_name(enum hetcl_model_activation a);
+HETCL_API const char *hetcl_model_loss_name(enum hetcl_model_loss l);
+HETCL_API const char *hetcl_model_init_name(enum hetcl_model_init i);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HETCL_MODEL_SPEC_H */

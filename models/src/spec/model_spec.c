@@ -1,0 +1,962 @@
+/*
+ * Model specs: JSON -> struct hetcl_model_spec (see hetcl/model_spec.h and models/README.md).
+ *
+ * Two passes: parse() checks every field and fills the layers' configuration (type, sizes,
+ * activation, init), then resolve() walks the layers from the input shape and derives shapes,
+ * parameter tensors and FLOPs. resolve() is separate so that hetcl_model_spec_set_input can
+ * rerun it for another input shape without reparsing.
+ *
+ * Every error names the source and the JSON path of the field and says what was expected; all
+ * arithmetic on sizes is overflow-checked, and the HETCL_MODEL_SPEC_MAX_* bounds are enforced
+ * before anything proportional to them is allocated.
+ */
+#include "internal.h"
+
+#include <hetcl/model_spec.h>
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- names -------------------------------------------------------------------------------- */
+
+static const char *const layer_type_names[] = {"dense", "conv2d", "maxpool2d", "avgpool2d",
+                                               "flatten"};
+static const char *const activation_names[] = {"none", "relu", "sigmoid", "tanh"};
+static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
+/* Index INIT_AUTO is "auto", resolved at parse time (he_uniform after relu, else xavier). */
+static const char *const init_names[] = {
+        "he_uniform", "he_normal", "xavier_uniform", "xavier_normal", "normal", "zeros", "auto"};
+#define INIT_AUTO 6
+static const char *const bias_init_names[] = {"zeros", "normal"};
+
+#define N_OF(a) ((int) (sizeof(a) / sizeof((a)[0])))
+
+static const char *name_of(const char *const *names, int n, int v)
+{
+    return v >= 0 && v < n ? names[v] : "?";
+}
+
+const char *hetcl_model_layer_type_name(enum hetcl_model_layer_type t)
+{
+    return name_of(layer_type_names, N_OF(layer_type_names), (int) t);
+}
+
+const char *hetcl_model_activation_name(enum hetcl_model_activation a)
+{
+    return name_of(activation_names, N_OF(activation_names), (int) a);
+}
+
+const char *hetcl_model_loss_name(enum hetcl_model_loss l)
+{
+    return name_of(loss_names, N_OF(loss_names), (int) l);
+}
+
+const char *hetcl_model_init_name(enum hetcl_model_init i)
+{
+    /* "auto" never survives parsing, so it is not a name of the public enum. */
+    return name_of(init_names, INIT_AUTO, (int) i);
+}
+
+/* ---- error helpers ------------------------------------------------------------------------ */
+
+struct parser {
+    hetcl_context *ctx;
+    const char *source; /* file path or name, the first word of every message */
+};
+
+/* "<source>: <where>: <message>", or "<source>: <message>" when where is NULL or "". */
+static hetcl_status bad(const struct parser *p, const char *where, const char *fmt, ...)
+        HETCL_PRINTF(3, 4);
+
+static hetcl_status bad(const struct parser *p, const char *where, const char *fmt, ...)
+{
+    char msg[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (where && *where)
+        return hetcl__fail(p->ctx, HETCL_ERR_FORMAT, "%s: %s: %s", p->source, where, msg);
+    return hetcl__fail(p->ctx, HETCL_ERR_FORMAT, "%s: %s", p->source, msg);
+}
+
+/* A JSON value as an error message shows it: strings quoted and cut, containers by kind. */
+static void describe(const cJSON *x, char *buf, size_t cap)
+{
+    if (!x) {
+        snprintf(buf, cap, "nothing");
+    } else if (cJSON_IsString(x) && x->valuestring) {
+        size_t n = 0;
+        const unsigned char *s = (const unsigned char *) x->valuestring;
+        if (cap < 8) {
+            snprintf(buf, cap, "\"\"");
+            return;
+        }
+        buf[n++] = '"';
+        for (; *s && n + 5 < cap && n < 40; s++)
+            buf[n++] = (*s >= 0x20 && *s != 0x7f) ? (char) *s : '?';
+        if (*s) {
+            buf[n++] = '.';
+            buf[n++] = '.';
+            buf[n++] = '.';
+        }
+        buf[n++] = '"';
+        buf[n] = '\0';
+    } else if (cJSON_IsNumber(x)) {
+        snprintf(buf, cap, "%.10g", x->valuedouble);
+    } else if (cJSON_IsBool(x)) {
+        snprintf(buf, cap, "%s", cJSON_IsTrue(x) ? "true" : "false");
+    } else if (cJSON_IsNull(x)) {
+        snprintf(buf, cap, "null");
+    } else if (cJSON_IsArray(x)) {
+        snprintf(buf, cap, "an array of %d", cJSON_GetArraySize(x));
+    } else if (cJSON_IsObject(x)) {
+        snprintf(buf, cap, "an object");
+    } else {
+        snprintf(buf, cap, "an invalid value");
+    }
+}
+
+static void join_path(char *dst, size_t cap, const char *prefix, const char *key)
+{
+    snprintf(dst, cap, "%s%s%s", prefix, *prefix ? "." : "", key);
+}
+
+static void format_shape(const struct hetcl_model_shape *s, char *buf, size_t cap)
+{
+    size_t n = (size_t) snprintf(buf, cap, "[");
+    for (int i = 0; i < s->rank && n < cap; i++)
+        n += (size_t) snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long) s->dims[i]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+}
+
+/* ---- field readers ------------------------------------------------------------------------ */
+
+/* Rejects members not in allowed[] (a misspelt field would otherwise be ignored) and repeated
+ * members (cJSON would keep the first silently). Stops at the first offence, so the quadratic
+ * duplicate scan covers at most n_allowed + 1 members. */
+static hetcl_status check_fields(const struct parser *p, const cJSON *obj, const char *prefix,
+                                 const char *const *allowed, int n_allowed)
+{
+    char where[128];
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        const char *key = c->string ? c->string : "";
+        join_path(where, sizeof where, prefix, key);
+        bool known = false;
+        for (int i = 0; i < n_allowed && !known; i++)
+            known = strcmp(key, allowed[i]) == 0;
+        if (!known) {
+            char list[256];
+            size_t n = 0;
+            list[0] = '\0';
+            for (int i = 0; i < n_allowed && n < sizeof list; i++)
+                n += (size_t) snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
+                                       allowed[i]);
+            return bad(p, where, "unknown field (expected one of: %s)", list);
+        }
+        for (const cJSON *d = obj->child; d != c; d = d->next)
+            if (d->string && strcmp(d->string, key) == 0)
+                return bad(p, where, "duplicate field");
+    }
+    return HETCL_OK;
+}
+
+/* Checks that x is an integer in [min, HETCL_MODEL_SPEC_MAX_DIM]; where names it. */
+static hetcl_status to_int(const struct parser *p, const cJSON *x, const char *where, int64_t min,
+                           int64_t *out)
+{
+    char got[64];
+    if (cJSON_IsNumber(x) && isfinite(x->valuedouble) && x->valuedouble == floor(x->valuedouble)) {
+        double v = x->valuedouble;
+        if (v >= (double) min && v <= (double) HETCL_MODEL_SPEC_MAX_DIM) {
+            *out = (int64_t) v;
+            return HETCL_OK;
+        }
+        if (v > (double) HETCL_MODEL_SPEC_MAX_DIM) {
+            describe(x, got, sizeof got);
+            return bad(p, where, "expected an integer <= %lld, got %s",
+                       (long long) HETCL_MODEL_SPEC_MAX_DIM, got);
+        }
+    }
+    describe(x, got, sizeof got);
+    return bad(p, where, "expected an integer >= %lld, got %s", (long long) min, got);
+}
+
+static hetcl_status get_int(const struct parser *p, const cJSON *obj, const char *prefix,
+                            const char *key, bool required, int64_t def, int64_t min, int64_t *out)
+{
+    char where[128];
+    join_path(where, sizeof where, prefix, key);
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!x) {
+        if (required)
+            return bad(p, where, "missing (expected an integer >= %lld)", (long long) min);
+        *out = def;
+        return HETCL_OK;
+    }
+    return to_int(p, x, where, min, out);
+}
+
+/* An [h, w] pair written as one integer (both) or an array of two integers. */
+static hetcl_status get_pair(const struct parser *p, const cJSON *obj, const char *prefix,
+                             const char *key, bool required, const int64_t def[2], int64_t min,
+                             int64_t out[2])
+{
+    char where[128], item[160], got[64];
+    join_path(where, sizeof where, prefix, key);
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!x) {
+        if (required)
+            return bad(p, where, "missing (expected an integer >= %lld or [height, width])",
+                       (long long) min);
+        out[0] = def[0];
+        out[1] = def[1];
+        return HETCL_OK;
+    }
+    if (cJSON_IsNumber(x)) {
+        hetcl_status s = to_int(p, x, where, min, &out[0]);
+        out[1] = out[0];
+        return s;
+    }
+    if (cJSON_IsArray(x) && cJSON_GetArraySize(x) == 2) {
+        for (int i = 0; i < 2; i++) {
+            snprintf(item, sizeof item, "%s[%d]", where, i);
+            hetcl_status s = to_int(p, cJSON_GetArrayItem(x, i), item, min, &out[i]);
+            if (s != HETCL_OK)
+                return s;
+        }
+        return HETCL_OK;
+    }
+    describe(x, got, sizeof got);
+    return bad(p, where, "expected an integer >= %lld or an array of 2 ([height, width]), got %s",
+               (long long) min, got);
+}
+
+/* A string from names[0 .. n); noun says what kind of name it is ("activation"). */
+static hetcl_status get_enum(const struct parser *p, const cJSON *obj, const char *prefix,
+                             const char *key, const char *noun, const char *const *names, int n,
+                             bool required, int def, int *out)
+{
+    char where[128], list[256], got[64];
+    size_t len = 0;
+    list[0] = '\0';
+    for (int i = 0; i < n && len < sizeof list; i++)
+        len += (size_t) snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
+    join_path(where, sizeof where, prefix, key);
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!x) {
+        if (required)
+            return bad(p, where, "missing (expected one of: %s)", list);
+        *out = def;
+        return HETCL_OK;
+    }
+    describe(x, got, sizeof got);
+    if (!cJSON_IsString(x) || !x->valuestring)
+        return bad(p, where, "expected a string, one of: %s; got %s", list, got);
+    for (int i = 0; i < n; i++)
+        if (strcmp(x->valuestring, names[i]) == 0) {
+            *out = i;
+            return HETCL_OK;
+        }
+    return bad(p, where, "unknown %s %s (expected one of: %s)", noun, got, list);
+}
+
+static hetcl_status get_bool(const struct parser *p, const cJSON *obj, const char *prefix,
+                             const char *key, bool def, bool *out)
+{
+    char where[128], got[64];
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!x) {
+        *out = def;
+        return HETCL_OK;
+    }
+    if (cJSON_IsBool(x)) {
+        *out = cJSON_IsTrue(x);
+        return HETCL_OK;
+    }
+    join_path(where, sizeof where, prefix, key);
+    describe(x, got, sizeof got);
+    return bad(p, where, "expected true or false, got %s", got);
+}
+
+/* ---- layers ------------------------------------------------------------------------------- */
+
+static const char *const dense_fields[] = {"type", "units", "activation", "bias", "init"};
+static const char *const conv_fields[] = {"type",    "filters",    "kernel", "stride",
+                                          "padding", "activation", "bias",   "init"};
+static const char *const pool_fields[] = {"type", "size", "stride"};
+static const char *const flatten_fields[] = {"type"};
+
+static enum hetcl_model_init resolve_init(int init, enum hetcl_model_activation act)
+{
+    if (init != INIT_AUTO)
+        return (enum hetcl_model_init) init;
+    /* He et al. derive their scale for ReLU; Glorot's suits the symmetric activations. */
+    return act == HETCL_MODEL_ACT_RELU ? HETCL_MODEL_INIT_HE_UNIFORM
+                                       : HETCL_MODEL_INIT_XAVIER_UNIFORM;
+}
+
+static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int index, int default_init,
+                                struct hetcl_model_layer *l)
+{
+    char prefix[32], got[64];
+    snprintf(prefix, sizeof prefix, "layers[%d]", index);
+    if (!cJSON_IsObject(x)) {
+        describe(x, got, sizeof got);
+        return bad(p, prefix, "expected an object with a \"type\", got %s", got);
+    }
+    int type = 0;
+    hetcl_status s = get_enum(p, x, prefix, "type", "layer type", layer_type_names,
+                              N_OF(layer_type_names), true, 0, &type);
+    if (s != HETCL_OK)
+        return s;
+    memset(l, 0, sizeof *l);
+    l->type = (enum hetcl_model_layer_type) type;
+    static const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
+    int act = 0, init = default_init;
+    switch (l->type) {
+    case HETCL_MODEL_LAYER_DENSE:
+        if ((s = check_fields(p, x, prefix, dense_fields, N_OF(dense_fields))) != HETCL_OK ||
+            (s = get_int(p, x, prefix, "units", true, 0, 1, &l->units)) != HETCL_OK)
+            return s;
+        break;
+    case HETCL_MODEL_LAYER_CONV2D:
+        if ((s = check_fields(p, x, prefix, conv_fields, N_OF(conv_fields))) != HETCL_OK ||
+            (s = get_int(p, x, prefix, "filters", true, 0, 1, &l->filters)) != HETCL_OK ||
+            (s = get_pair(p, x, prefix, "kernel", true, one, 1, l->kernel)) != HETCL_OK ||
+            (s = get_pair(p, x, prefix, "stride", false, one, 1, l->stride)) != HETCL_OK ||
+            (s = get_pair(p, x, prefix, "padding", false, zero, 0, l->padding)) != HETCL_OK)
+            return s;
+        break;
+    case HETCL_MODEL_LAYER_MAXPOOL2D:
+    case HETCL_MODEL_LAYER_AVGPOOL2D:
+        if ((s = check_fields(p, x, prefix, pool_fields, N_OF(pool_fields))) != HETCL_OK ||
+            (s = get_pair(p, x, prefix, "size", true, one, 1, l->kernel)) != HETCL_OK ||
+            /* The stride defaults to the size: non-overlapping windows, as in LeNet. */
+            (s = get_pair(p, x, prefix, "stride", false, l->kernel, 1, l->stride)) != HETCL_OK)
+            return s;
+        return HETCL_OK;
+    case HETCL_MODEL_LAYER_FLATTEN:
+        return check_fields(p, x, prefix, flatten_fields, N_OF(flatten_fields));
+    }
+    /* dense and conv2d */
+    if ((s = get_enum(p, x, prefix, "activation", "activation", activation_names,
+                      N_OF(activation_names), false, HETCL_MODEL_ACT_NONE, &act)) != HETCL_OK ||
+        (s = get_bool(p, x, prefix, "bias", true, &l->bias)) != HETCL_OK ||
+        (s = get_enum(p, x, prefix, "init", "init", init_names, N_OF(init_names), false,
+                      default_init, &init)) != HETCL_OK)
+        return s;
+    l->activation = (enum hetcl_model_activation) act;
+    l->init = resolve_init(init, l->activation);
+    return HETCL_OK;
+}
+
+/* ---- shape resolution --------------------------------------------------------------------- */
+
+struct resolved {
+    struct hetcl_model_param *params;
+    int n_params;
+    int64_t n_parameters, flops;
+    struct hetcl_model_shape output;
+};
+
+static bool mul(int64_t a, int64_t b, int64_t *r)
+{
+    return !__builtin_mul_overflow(a, b, r);
+}
+
+static bool add(int64_t a, int64_t b, int64_t *r)
+{
+    return !__builtin_add_overflow(a, b, r);
+}
+
+static int64_t shape_elements(const struct hetcl_model_shape *s)
+{
+    /* Callers keep every shape under HETCL_MODEL_SPEC_MAX_ACTIVATIONS, so no overflow here. */
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++)
+        n *= s->dims[i];
+    return n;
+}
+
+static void add_param(struct resolved *r, int layer, enum hetcl_model_param_kind kind,
+                      enum hetcl_model_init init, int rank, const int64_t *dims, int64_t n,
+                      int64_t fan_in, int64_t fan_out)
+{
+    struct hetcl_model_param *q = &r->params[r->n_params++];
+    snprintf(q->name, sizeof q->name, "layers.%d.%s", layer,
+             kind == HETCL_MODEL_PARAM_WEIGHT ? "weight" : "bias");
+    q->layer = layer;
+    q->kind = kind;
+    q->rank = rank;
+    memcpy(q->dims, dims, (size_t) rank * sizeof *dims);
+    q->n_elements = n;
+    q->init = init;
+    q->fan_in = fan_in;
+    q->fan_out = fan_out;
+}
+
+/* Output size of a window of size k and stride s sliding over n (padding included in n);
+ * 0 when the window does not fit once. */
+static int64_t window_out(int64_t n, int64_t k, int64_t s)
+{
+    return n < k ? 0 : (n - k) / s + 1;
+}
+
+/* Walks the layers from input, filling their shapes, parameter indices and FLOPs and r. On
+ * failure r->params is freed. bias_init applies to every bias tensor. */
+static hetcl_status resolve(const struct parser *p, const struct hetcl_model_shape *input,
+                            enum hetcl_model_init bias_init, int n_layers,
+                            struct hetcl_model_layer *layers, struct resolved *r)
+{
+    memset(r, 0, sizeof *r);
+    r->params = hetcl__calloc((size_t) n_layers * 2, sizeof *r->params);
+    if (!r->params)
+        return hetcl__fail(p->ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", p->source);
+    struct hetcl_model_shape cur = *input;
+    char where[32], shape[96];
+    hetcl_status s = HETCL_OK;
+    for (int i = 0; i < n_layers; i++) {
+        struct hetcl_model_layer *l = &layers[i];
+        const char *tname = hetcl_model_layer_type_name(l->type);
+        snprintf(where, sizeof where, "layers[%d]", i);
+        format_shape(&cur, shape, sizeof shape);
+        l->in_shape = cur;
+        l->first_param = r->n_params;
+        l->n_param_tensors = 0;
+        l->n_parameters = 0;
+        struct hetcl_model_shape out = {0};
+        int64_t wdims[4] = {0}, n_weight = 0, macs = 0, fan_in = 0, fan_out = 0, window = 0;
+        int wrank = 0;
+        bool ok = true;
+        switch (l->type) {
+        case HETCL_MODEL_LAYER_DENSE:
+            if (cur.rank != 1) {
+                s = bad(p, where,
+                        "dense needs a flat [n] input, got %s; add {\"type\": \"flatten\"} "
+                        "before it",
+                        shape);
+                goto fail;
+            }
+            out.rank = 1;
+            out.dims[0] = l->units;
+            wrank = 2;
+            wdims[0] = l->units;
+            wdims[1] = cur.dims[0];
+            fan_in = cur.dims[0];
+            fan_out = l->units;
+            ok = mul(l->units, cur.dims[0], &n_weight);
+            macs = n_weight;
+            break;
+        case HETCL_MODEL_LAYER_CONV2D:
+        case HETCL_MODEL_LAYER_MAXPOOL2D:
+        case HETCL_MODEL_LAYER_AVGPOOL2D: {
+            if (cur.rank != 3) {
+                s = bad(p, where, "%s needs a [channels, height, width] input, got %s", tname,
+                        shape);
+                goto fail;
+            }
+            bool conv = l->type == HETCL_MODEL_LAYER_CONV2D;
+            static const char *const axis[2] = {"height", "width"};
+            out.rank = 3;
+            out.dims[0] = conv ? l->filters : cur.dims[0];
+            for (int a = 0; a < 2; a++) {
+                int64_t span = cur.dims[1 + a] + 2 * l->padding[a];
+                out.dims[1 + a] = window_out(span, l->kernel[a], l->stride[a]);
+                if (out.dims[1 + a] < 1) {
+                    if (conv)
+                        s = bad(p, where,
+                                "conv2d output %s would be < 1: input %s %lld + 2 * padding "
+                                "%lld < kernel %lld (input %s)",
+                                axis[a], axis[a], (long long) cur.dims[1 + a],
+                                (long long) l->padding[a], (long long) l->kernel[a], shape);
+                    else
+                        s = bad(p, where,
+                                "%s output %s would be < 1: input %s %lld < size %lld "
+                                "(input %s)",
+                                tname, axis[a], axis[a], (long long) cur.dims[1 + a],
+                                (long long) l->kernel[a], shape);
+                    goto fail;
+                }
+            }
+            if (conv) {
+                wrank = 4;
+                wdims[0] = l->filters;
+                wdims[1] = cur.dims[0];
+                wdims[2] = l->kernel[0];
+                wdims[3] = l->kernel[1];
+                ok = mul(cur.dims[0], l->kernel[0], &fan_in) &&
+                     mul(fan_in, l->kernel[1], &fan_in) &&
+                     mul(l->filters, l->kernel[0], &fan_out) &&
+                     mul(fan_out, l->kernel[1], &fan_out) && mul(fan_in, l->filters, &n_weight);
+            } else {
+                ok = mul(l->kernel[0], l->kernel[1], &window);
+            }
+            break;
+        }
+        case HETCL_MODEL_LAYER_FLATTEN:
+            out.rank = 1;
+            out.dims[0] = shape_elements(&cur);
+            break;
+        }
+        int64_t n_out = 1;
+        for (int d = 0; d < out.rank && ok; d++)
+            ok = mul(n_out, out.dims[d], &n_out);
+        if (!ok || n_out > HETCL_MODEL_SPEC_MAX_ACTIVATIONS) {
+            s = bad(p, where, "%s output would have more than %lld elements per example (input %s)",
+                    tname, (long long) HETCL_MODEL_SPEC_MAX_ACTIVATIONS, shape);
+            goto fail;
+        }
+        int64_t n_bias = l->bias ? (l->type == HETCL_MODEL_LAYER_DENSE ? l->units : l->filters) : 0;
+        int64_t total = r->n_parameters;
+        if (n_weight > HETCL_MODEL_SPEC_MAX_PARAMS || !add(total, n_weight, &total) ||
+            !add(total, n_bias, &total) || total > HETCL_MODEL_SPEC_MAX_PARAMS) {
+            s = bad(p, where, "the model would have more than %lld parameters (input %s)",
+                    (long long) HETCL_MODEL_SPEC_MAX_PARAMS, shape);
+            goto fail;
+        }
+        if (wrank) {
+            add_param(r, i, HETCL_MODEL_PARAM_WEIGHT, l->init, wrank, wdims, n_weight, fan_in,
+                      fan_out);
+            l->n_param_tensors++;
+            if (l->bias) {
+                int64_t bdims[1] = {n_bias};
+                add_param(r, i, HETCL_MODEL_PARAM_BIAS, bias_init, 1, bdims, n_bias, fan_in,
+                          fan_out);
+                l->n_param_tensors++;
+            }
+        }
+        l->n_parameters = n_weight + n_bias;
+        r->n_parameters = total;
+        /* FLOPs: 2 per multiply-add of dense and conv2d (for conv2d, n_weight MACs per output
+         * position), one add per output for the bias, one op per window element for pools;
+         * activations and the loss are not counted (models/README.md). */
+        if (l->type == HETCL_MODEL_LAYER_CONV2D)
+            ok = mul(n_weight, out.dims[1], &macs) && mul(macs, out.dims[2], &macs);
+        int64_t flops = 0;
+        ok = ok && mul(macs, 2, &flops) && add(flops, l->bias ? n_out : 0, &flops);
+        if (ok && window) {
+            int64_t pool = 0;
+            ok = mul(window, n_out, &pool) && add(flops, pool, &flops);
+        }
+        if (!ok || !add(r->flops, flops, &r->flops)) {
+            s = bad(p, where, "forward FLOPs per example overflow a 64-bit count (input %s)",
+                    shape);
+            goto fail;
+        }
+        l->flops = flops;
+        l->out_shape = out;
+        cur = out;
+    }
+    r->output = cur;
+    return HETCL_OK;
+fail:
+    hetcl__free(r->params);
+    r->params = NULL;
+    return s;
+}
+
+/* Checks that the network's output suits the loss. */
+static hetcl_status check_output(const struct parser *p, enum hetcl_model_loss loss, int n_layers,
+                                 const struct hetcl_model_layer *layers,
+                                 const struct hetcl_model_shape *output)
+{
+    char shape[96];
+    const char *lname = hetcl_model_loss_name(loss);
+    format_shape(output, shape, sizeof shape);
+    if (output->rank != 1)
+        return bad(p, "loss", "%s needs a flat [n] output from the last layer, got %s", lname,
+                   shape);
+    if (loss == HETCL_MODEL_LOSS_SOFTMAX_CE && output->dims[0] < 2)
+        return bad(p, "loss", "softmax_cross_entropy needs at least 2 outputs, got %lld",
+                   (long long) output->dims[0]);
+    const struct hetcl_model_layer *last = &layers[n_layers - 1];
+    /* The cross-entropy losses take logits and apply softmax/sigmoid themselves: an activation
+     * on the last layer would apply a second squashing, a common silent bug. */
+    if (loss != HETCL_MODEL_LOSS_MSE && last->activation != HETCL_MODEL_ACT_NONE) {
+        char where[48];
+        snprintf(where, sizeof where, "layers[%d].activation", n_layers - 1);
+        return bad(p, where,
+                   "expected \"none\" on the last layer, got \"%s\": %s applies the output "
+                   "function itself",
+                   hetcl_model_activation_name(last->activation), lname);
+    }
+    return HETCL_OK;
+}
+
+/* ---- top level ---------------------------------------------------------------------------- */
+
+static const char *const top_fields[] = {"schema_version", "name", "description", "input",
+                                         "layers",         "loss", "init"};
+static const char *const input_fields[] = {"shape"};
+static const char *const init_fields[] = {"default", "bias", "std"};
+
+static hetcl_status parse_string(const struct parser *p, const cJSON *root, const char *key,
+                                 bool required, size_t max_len, char **out)
+{
+    char got[64];
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!x) {
+        if (required)
+            return bad(p, key, "missing (expected a string)");
+        *out = hetcl__strdup("");
+    } else {
+        if (!cJSON_IsString(x) || !x->valuestring) {
+            describe(x, got, sizeof got);
+            return bad(p, key, "expected a string, got %s", got);
+        }
+        if (strlen(x->valuestring) > max_len)
+            return bad(p, key, "expected at most %zu bytes, got %zu", max_len,
+                       strlen(x->valuestring));
+        *out = hetcl__strdup(x->valuestring);
+    }
+    if (!*out)
+        return hetcl__fail(p->ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", p->source);
+    return HETCL_OK;
+}
+
+static hetcl_status parse_name(const struct parser *p, const cJSON *root, char **out)
+{
+    hetcl_status s = parse_string(p, root, "name", true, HETCL_MODEL_SPEC_MAX_NAME, out);
+    if (s != HETCL_OK)
+        return s;
+    /* Names become file names and CLI arguments: keep them to a portable alphabet. */
+    const char *c = *out;
+    if (!*c)
+        return bad(p, "name", "expected a non-empty string");
+    for (; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '-' || *c == '_' || *c == '.'))
+            return bad(p, "name", "expected letters, digits, '-', '_' or '.', got \"%s\"", *out);
+    return HETCL_OK;
+}
+
+static hetcl_status parse_input(const struct parser *p, const cJSON *root,
+                                struct hetcl_model_shape *shape)
+{
+    char got[64], where[32];
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "input");
+    if (!in)
+        return bad(p, "input", "missing (expected an object with a \"shape\")");
+    if (!cJSON_IsObject(in)) {
+        describe(in, got, sizeof got);
+        return bad(p, "input", "expected an object with a \"shape\", got %s", got);
+    }
+    hetcl_status s = check_fields(p, in, "input", input_fields, N_OF(input_fields));
+    if (s != HETCL_OK)
+        return s;
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(in, "shape");
+    if (!sh)
+        return bad(p, "input.shape", "missing (expected [features] or [channels, height, width])");
+    int n = cJSON_IsArray(sh) ? cJSON_GetArraySize(sh) : -1;
+    if (n != 1 && n != 3) {
+        describe(sh, got, sizeof got);
+        return bad(p, "input.shape", "expected [features] or [channels, height, width], got %s",
+                   got);
+    }
+    shape->rank = n;
+    int64_t elements = 1;
+    for (int i = 0; i < n; i++) {
+        snprintf(where, sizeof where, "input.shape[%d]", i);
+        if ((s = to_int(p, cJSON_GetArrayItem(sh, i), where, 1, &shape->dims[i])) != HETCL_OK)
+            return s;
+        /* Each factor is <= 2^24 and the running product is kept <= 2^28: no overflow. */
+        elements *= shape->dims[i];
+        if (elements > HETCL_MODEL_SPEC_MAX_ACTIVATIONS)
+            return bad(p, "input.shape", "expected at most %lld elements per example",
+                       (long long) HETCL_MODEL_SPEC_MAX_ACTIVATIONS);
+    }
+    return HETCL_OK;
+}
+
+static hetcl_status parse_init(const struct parser *p, const cJSON *root, int *default_init,
+                               hetcl_model_spec *spec)
+{
+    char got[64];
+    *default_init = INIT_AUTO;
+    spec->bias_init = HETCL_MODEL_INIT_ZEROS;
+    spec->init_std = 0.01;
+    const cJSON *init = cJSON_GetObjectItemCaseSensitive(root, "init");
+    if (!init)
+        return HETCL_OK;
+    if (!cJSON_IsObject(init)) {
+        describe(init, got, sizeof got);
+        return bad(p, "init", "expected an object, got %s", got);
+    }
+    int bias = 0;
+    hetcl_status s;
+    if ((s = check_fields(p, init, "init", init_fields, N_OF(init_fields))) != HETCL_OK ||
+        (s = get_enum(p, init, "init", "default", "init", init_names, N_OF(init_names), false,
+                      INIT_AUTO, default_init)) != HETCL_OK ||
+        (s = get_enum(p, init, "init", "bias", "bias init", bias_init_names, N_OF(bias_init_names),
+                      false, 0, &bias)) != HETCL_OK)
+        return s;
+    spec->bias_init = bias ? HETCL_MODEL_INIT_NORMAL : HETCL_MODEL_INIT_ZEROS;
+    const cJSON *std = cJSON_GetObjectItemCaseSensitive(init, "std");
+    if (std) {
+        if (!cJSON_IsNumber(std) || !isfinite(std->valuedouble) || std->valuedouble <= 0 ||
+            std->valuedouble > 1e3) {
+            describe(std, got, sizeof got);
+            return bad(p, "init.std", "expected a number > 0 and <= 1000, got %s", got);
+        }
+        spec->init_std = std->valuedouble;
+    }
+    return HETCL_OK;
+}
+
+static hetcl_status build(const struct parser *p, const cJSON *root, hetcl_model_spec *spec)
+{
+    char got[64];
+    if (!cJSON_IsObject(root)) {
+        describe(root, got, sizeof got);
+        return bad(p, NULL, "expected a JSON object at the top level, got %s", got);
+    }
+    hetcl_status s = check_fields(p, root, "", top_fields, N_OF(top_fields));
+    if (s != HETCL_OK)
+        return s;
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "schema_version");
+    if (!ver)
+        return bad(p, "schema_version", "missing (expected %d)", HETCL_MODEL_SPEC_SCHEMA_VERSION);
+    if (!cJSON_IsNumber(ver) || ver->valuedouble != HETCL_MODEL_SPEC_SCHEMA_VERSION) {
+        describe(ver, got, sizeof got);
+        return bad(p, "schema_version", "expected %d (the version this parser reads), got %s",
+                   HETCL_MODEL_SPEC_SCHEMA_VERSION, got);
+    }
+    int loss = 0, default_init = INIT_AUTO;
+    if ((s = parse_name(p, root, &spec->name)) != HETCL_OK ||
+        (s = parse_string(p, root, "description", false, HETCL_MODEL_SPEC_MAX_DESCRIPTION,
+                          &spec->description)) != HETCL_OK ||
+        (s = parse_input(p, root, &spec->input_shape)) != HETCL_OK ||
+        (s = parse_init(p, root, &default_init, spec)) != HETCL_OK)
+        return s;
+
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    if (!layers)
+        return bad(p, "layers", "missing (expected an array of layer objects)");
+    if (!cJSON_IsArray(layers)) {
+        describe(layers, got, sizeof got);
+        return bad(p, "layers", "expected an array of layer objects, got %s", got);
+    }
+    int n = 0;
+    for (const cJSON *c = layers->child; c && n <= HETCL_MODEL_SPEC_MAX_LAYERS; c = c->next)
+        n++;
+    if (n < 1 || n > HETCL_MODEL_SPEC_MAX_LAYERS)
+        return bad(p, "layers", "expected 1 to %d layers, got %s%d", HETCL_MODEL_SPEC_MAX_LAYERS,
+                   n > HETCL_MODEL_SPEC_MAX_LAYERS ? "more than " : "",
+                   n > HETCL_MODEL_SPEC_MAX_LAYERS ? HETCL_MODEL_SPEC_MAX_LAYERS : n);
+    spec->layers = hetcl__calloc((size_t) n, sizeof *spec->layers);
+    if (!spec->layers)
+        return hetcl__fail(p->ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", p->source);
+    spec->n_layers = n;
+    int i = 0;
+    for (const cJSON *c = layers->child; c; c = c->next, i++)
+        if ((s = parse_layer(p, c, i, default_init, &spec->layers[i])) != HETCL_OK)
+            return s;
+    if ((s = get_enum(p, root, "", "loss", "loss", loss_names, N_OF(loss_names), true, 0, &loss)) !=
+        HETCL_OK)
+        return s;
+    spec->loss = (enum hetcl_model_loss) loss;
+
+    struct resolved r;
+    if ((s = resolve(p, &spec->input_shape, spec->bias_init, n, spec->layers, &r)) != HETCL_OK)
+        return s;
+    spec->params = r.params;
+    spec->n_params = r.n_params;
+    spec->n_parameters = r.n_parameters;
+    spec->flops = r.flops;
+    spec->output_shape = r.output;
+    return check_output(p, spec->loss, n, spec->layers, &spec->output_shape);
+}
+
+/* 1-based line and column of byte offset off in text. */
+static void line_col(const char *text, size_t off, size_t *line, size_t *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < off; i++) {
+        if (text[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+hetcl_status hetcl_model_spec_parse(hetcl_context *ctx, const char *name, const char *text,
+                                    size_t len, hetcl_model_spec **out)
+{
+    if (!out)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_model_spec_parse: out is NULL");
+    *out = NULL;
+    if (!text && len)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_model_spec_parse: text is NULL");
+    struct parser p = {ctx, name ? name : "<memory>"};
+    if (len > HETCL_MODEL_SPEC_MAX_FILE_BYTES)
+        return bad(&p, NULL, "%zu bytes, more than the limit of %zu for a spec", len,
+                   HETCL_MODEL_SPEC_MAX_FILE_BYTES);
+    const char *nul = len ? memchr(text, '\0', len) : NULL;
+    if (nul)
+        return bad(&p, NULL, "NUL byte at byte %zu (expected JSON text)", (size_t) (nul - text));
+    size_t lead = 0;
+    while (lead < len && strchr(" \t\r\n", text[lead]))
+        lead++;
+    if (lead == len)
+        return bad(&p, NULL, "empty (expected a JSON object)");
+
+    /* cJSON gets its own NUL-terminated copy: its length-bounded parser is then never the
+     * only thing between it and the end of the caller's buffer. */
+    char *buf = hetcl__malloc(len + 1);
+    hetcl_model_spec *spec = hetcl__calloc(1, sizeof *spec);
+    if (!buf || !spec) {
+        hetcl__free(buf);
+        hetcl__free(spec);
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", p.source);
+    }
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    hetcl_status s = HETCL_OK;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+    if (!root) {
+        size_t off = end && end >= buf && end <= buf + len ? (size_t) (end - buf) : 0, line, col;
+        line_col(buf, off, &line, &col);
+        s = bad(&p, NULL, "JSON syntax error at byte %zu (line %zu, column %zu)", off, line, col);
+        goto done;
+    }
+    size_t off = end && end >= buf && end <= buf + len ? (size_t) (end - buf) : len;
+    while (off < len && strchr(" \t\r\n", buf[off]))
+        off++;
+    if (off < len) {
+        size_t line, col;
+        line_col(buf, off, &line, &col);
+        s = bad(&p, NULL, "unexpected text after the JSON value at byte %zu (line %zu, column %zu)",
+                off, line, col);
+        goto done;
+    }
+    if (!(spec->source = hetcl__strdup(p.source))) {
+        s = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", p.source);
+        goto done;
+    }
+    s = build(&p, root, spec);
+done:
+    cJSON_Delete(root);
+    hetcl__free(buf);
+    if (s != HETCL_OK) {
+        hetcl_model_spec_destroy(spec);
+        return s;
+    }
+    *out = spec;
+    return HETCL_OK;
+}
+
+hetcl_status hetcl_model_spec_load(hetcl_context *ctx, const char *path, hetcl_model_spec **out)
+{
+    if (!out)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_model_spec_load: out is NULL");
+    *out = NULL;
+    if (!path)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_model_spec_load: path is NULL");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return hetcl__fail(ctx, HETCL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* One byte more than the limit is read, so that an oversized file is seen as such. */
+    size_t cap = HETCL_MODEL_SPEC_MAX_FILE_BYTES + 1;
+    char *buf = hetcl__malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", path);
+    }
+    size_t n = fread(buf, 1, cap, f);
+    int err = ferror(f) ? errno : 0;
+    fclose(f);
+    hetcl_status s;
+    if (err)
+        s = hetcl__fail(ctx, HETCL_ERR_IO, "%s: read failed: %s", path, strerror(err));
+    else
+        s = hetcl_model_spec_parse(ctx, path, buf, n, out);
+    hetcl__free(buf);
+    return s;
+}
+
+hetcl_status hetcl_model_spec_set_input(hetcl_context *ctx, hetcl_model_spec *spec, int rank,
+                                        const int64_t *dims)
+{
+    if (!spec || !dims)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "hetcl_model_spec_set_input: spec and dims must not be NULL");
+    if (rank != 1 && rank != 3)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "hetcl_model_spec_set_input: rank %d (expected 1 or 3)", rank);
+    struct hetcl_model_shape in = {.rank = rank};
+    int64_t elements = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] < 1 || dims[i] > HETCL_MODEL_SPEC_MAX_DIM)
+            return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                               "hetcl_model_spec_set_input: dims[%d] = %lld (expected 1 to %lld)",
+                               i, (long long) dims[i], (long long) HETCL_MODEL_SPEC_MAX_DIM);
+        in.dims[i] = dims[i];
+        elements *= dims[i];
+        if (elements > HETCL_MODEL_SPEC_MAX_ACTIVATIONS)
+            return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                               "hetcl_model_spec_set_input: more than %lld elements",
+                               (long long) HETCL_MODEL_SPEC_MAX_ACTIVATIONS);
+    }
+    /* Resolve into a copy so that a failure leaves the spec as it was. */
+    char shape[96], source[512];
+    format_shape(&in, shape, sizeof shape);
+    snprintf(source, sizeof source, "%s (input %s)", spec->source, shape);
+    struct parser p = {ctx, source};
+    size_t bytes = (size_t) spec->n_layers * sizeof *spec->layers;
+    struct hetcl_model_layer *layers = hetcl__malloc(bytes);
+    if (!layers)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", source);
+    memcpy(layers, spec->layers, bytes);
+    struct resolved r;
+    hetcl_status s = resolve(&p, &in, spec->bias_init, spec->n_layers, layers, &r);
+    if (s == HETCL_OK)
+        s = check_output(&p, spec->loss, spec->n_layers, layers, &r.output);
+    if (s != HETCL_OK) {
+        hetcl__free(r.params);
+        hetcl__free(layers);
+        return s;
+    }
+    hetcl__free(spec->layers);
+    hetcl__free(spec->params);
+    spec->layers = layers;
+    spec->params = r.params;
+    spec->n_params = r.n_params;
+    spec->n_parameters = r.n_parameters;
+    spec->flops = r.flops;
+    spec->input_shape = in;
+    spec->output_shape = r.output;
+    return HETCL_OK;
+}
+
+void hetcl_model_spec_destroy(hetcl_model_spec *spec)
+{
+    if (!spec)
+        return;
+    hetcl__free(spec->source);
+    hetcl__free(spec->name);
+    hetcl__free(spec->description);
+    hetcl__free(spec->layers);
+    hetcl__free(spec->params);
+    hetcl__free(spec);
+}
+
+const struct hetcl_model_param *hetcl_model_spec_find_param(const hetcl_model_spec *spec,
+                                                            const char *name)
+{
+    if (!spec || !name)
+        return NULL;
+    for (int i = 0; i < spec->n_params; i++)
+        if (strcmp(spec->params[i].name, name) == 0)
+            return &spec->params[i];
+    return NULL;
+}
