@@ -371,36 +371,8 @@ int cli_devices(int argc, char **argv)
 
     doc = document_header();
     json_add(doc, "topology", devices_json_topology(topo));
-    cJSON *cl = cJSON_CreateObject();
-    json_add(cl, "icd_loader", cJSON_CreateString(list->icd_loader));
-    json_add(cl, "no_device_reason", cJSON_CreateString(list->no_device_reason));
-    cJSON *plats = cJSON_CreateArray();
-    for (size_t p = 0; plats && p < list->n_platforms; p++) {
-        const struct hetcl_platform_desc *pd = &list->platforms[p];
-        cJSON *po = cJSON_CreateObject();
-        json_add(po, "index", cJSON_CreateNumber(pd->index));
-        json_add(po, "name", cJSON_CreateString(pd->name));
-        json_add(po, "vendor", cJSON_CreateString(pd->vendor));
-        json_add(po, "version", cJSON_CreateString(pd->version));
-        json_add(po, "n_devices", cJSON_CreateNumber(pd->n_devices));
-        json_add(po, "broken", cJSON_CreateBool(pd->broken));
-        json_add(po, "broken_reason", cJSON_CreateString(pd->broken_reason));
-        cJSON_AddItemToArray(plats, po);
-    }
-    json_add(cl, "platforms", plats);
-    cJSON *devs = cJSON_CreateArray();
-    for (size_t i = 0; devs && i < list->n_devices; i++)
-        cJSON_AddItemToArray(devs, devices_json_device(&list->devices[i], &locs[i]));
-    json_add(cl, "devices", devs);
-    cJSON *broken = cJSON_CreateArray();
-    for (size_t b = 0; broken && b < list->n_broken; b++) {
-        cJSON *bo = cJSON_CreateObject();
-        json_add(bo, "id", cJSON_CreateString(list->broken[b].id));
-        json_add(bo, "reason", cJSON_CreateString(list->broken[b].reason));
-        cJSON_AddItemToArray(broken, bo);
-    }
-    json_add(cl, "broken_devices", broken);
-    json_add(cl, "split_cpu", o.split_cpu ? cJSON_CreateString(o.split_cpu) : cJSON_CreateNull());
+    cJSON *cl = devices_json_opencl(list, locs, o.split_cpu);
+    cJSON *devs = cJSON_GetObjectItemCaseSensitive(cl, "devices");
     json_add(doc, "opencl", cl);
 
     if (!o.json_path) {

@@ -246,6 +246,45 @@ cJSON *devices_json_device(const struct hetcl_device_desc *d,
     return o;
 }
 
+static cJSON *platform_json(const struct hetcl_platform_desc *pd)
+{
+    cJSON *o = cJSON_CreateObject();
+    json_add(o, "index", cJSON_CreateNumber(pd->index));
+    json_add(o, "name", cJSON_CreateString(pd->name));
+    json_add(o, "vendor", cJSON_CreateString(pd->vendor));
+    json_add(o, "version", cJSON_CreateString(pd->version));
+    json_add(o, "n_devices", cJSON_CreateNumber(pd->n_devices));
+    json_add(o, "broken", cJSON_CreateBool(pd->broken));
+    json_add(o, "broken_reason", cJSON_CreateString(pd->broken_reason));
+    return o;
+}
+
+cJSON *devices_json_opencl(const struct hetcl_device_list *list,
+                           const struct hetcl_device_locality *locs, const char *split_cpu)
+{
+    cJSON *cl = cJSON_CreateObject();
+    json_add(cl, "icd_loader", cJSON_CreateString(list->icd_loader));
+    json_add(cl, "no_device_reason", cJSON_CreateString(list->no_device_reason));
+    cJSON *plats = cJSON_CreateArray();
+    for (size_t p = 0; plats && p < list->n_platforms; p++)
+        cJSON_AddItemToArray(plats, platform_json(&list->platforms[p]));
+    json_add(cl, "platforms", plats);
+    cJSON *devs = cJSON_CreateArray();
+    for (size_t i = 0; devs && i < list->n_devices; i++)
+        cJSON_AddItemToArray(devs, devices_json_device(&list->devices[i], &locs[i]));
+    json_add(cl, "devices", devs);
+    cJSON *broken = cJSON_CreateArray();
+    for (size_t b = 0; broken && b < list->n_broken; b++) {
+        cJSON *bo = cJSON_CreateObject();
+        json_add(bo, "id", cJSON_CreateString(list->broken[b].id));
+        json_add(bo, "reason", cJSON_CreateString(list->broken[b].reason));
+        cJSON_AddItemToArray(broken, bo);
+    }
+    json_add(cl, "broken_devices", broken);
+    json_add(cl, "split_cpu", split_cpu ? cJSON_CreateString(split_cpu) : cJSON_CreateNull());
+    return cl;
+}
+
 static bool perf_relevant(const char *name)
 {
     static const char *const prefixes[] = {

@@ -16,6 +16,11 @@ cJSON *devices_json_topology(const hetcl_topology *topo);
 cJSON *devices_json_device(const struct hetcl_device_desc *d,
                            const struct hetcl_device_locality *loc);
 
+/* The "opencl" section: ICD loader, platforms, devices (each with its locality, locs[i] for
+ * list->devices[i]), broken devices and the split spec (or NULL). Returns a new object or NULL. */
+cJSON *devices_json_opencl(const struct hetcl_device_list *list,
+                           const struct hetcl_device_locality *locs, const char *split_cpu);
+
 /* The performance-relevant environment variables that are set (OPENBLAS_*, OMP_*, POCL_*,
  * OCL_ICD_*, CL_*, HETCL_*, CUDA_VISIBLE_DEVICES...). Returns a new object or NULL. */
 cJSON *devices_json_environment(void);
