@@ -7,6 +7,7 @@
 #include <hetcl/devmap.h>
 #include <hetcl/fileio.h>
 #include <hetcl/program.h>
+#include <hetcl/runtime.h>
 #include <hetcl/status.h>
 #include <hetcl/topology.h>
 #include <hetcl/version.h>

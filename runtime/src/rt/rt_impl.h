@@ -1,0 +1,271 @@
+/*
+ * The task-graph runtime's internal structures, shared by its modules. Internal.
+ *
+ * Modules (one job each):
+ *   rt_create.c    runtime create/destroy: devices opened in-process, contexts, workers
+ *   rt_task.c      submission, dependency inference, completion, waiting
+ *   rt_worker.c    worker threads: host loop, OpenCL loop (in-flight tasks, event callbacks)
+ *   rt_data.c      handles, memory nodes, coherence and transfers
+ *   rt_kernels.c   the per-worker kernel cache behind hetcl_cl_kernel
+ *   sched.c        policy registry; sched_eager.c, sched_ws.c, sched_dmda.c the policies
+ *   perfmodel.c    online performance models (median, outlier rejection), persisted as JSON
+ *   rt_trace.c     trace records and the Chrome Trace Event writer
+ *
+ * Locks (always taken in this order, never two of the same level):
+ *   1. rt->graph_lock  dependency bookkeeping: handle->last_writer/readers, task->successors,
+ *                      rt->n_pending, rt->first_error
+ *   2. handle->lock    a handle's copies (validity, cl_mem, ready events)
+ *   3. policy locks    inside the scheduler policies (never held while calling out of them,
+ *                      except rt_wake_worker, which takes only worker->lock)
+ *   4. worker->lock    a worker's mailbox and sleep state
+ *   5. perfmodel/trace locks (leaves)
+ */
+#ifndef HETCL_RT_IMPL_H
+#define HETCL_RT_IMPL_H
+
+#include "internal.h"
+
+#include <hetcl/runtime.h>
+#include <hetcl/topology.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define RT_MAX_WORKERS   128
+#define RT_MAX_NODES     32 /* memory nodes: 0 = host */
+#define RT_MAX_PLATFORMS 16
+#define RT_ARGS_INLINE   64 /* argument blobs up to this size live inside the task */
+
+struct rt_sched_policy;
+struct rt_perfmodel;
+struct rt_trace;
+struct rt_kernel_cache;
+
+/* ---------------------------------------------------------------- tasks */
+
+typedef enum rt_task_state {
+    RT_TASK_SUBMITTED = 0, /* waiting for dependencies */
+    RT_TASK_READY = 1,     /* given to the scheduler */
+    RT_TASK_RUNNING = 2,   /* popped by a worker */
+    RT_TASK_DONE = 3,      /* completed, failed or cancelled: status says which */
+} rt_task_state;
+
+struct rt_task {
+    struct hetcl_runtime *rt;
+    uint64_t id;     /* submission sequence number, from 1 */
+    atomic_int refs; /* the runtime's reference (until done) + the caller's (until release) */
+
+    /* The description, copied at submission. */
+    const struct hetcl_codelet *codelet;
+    unsigned n_buffers;
+    struct rt_handle *handles[HETCL_TASK_MAX_BUFFERS];
+    hetcl_access modes[HETCL_TASK_MAX_BUFFERS];
+    void *args; /* points at args_inline or a heap copy */
+    size_t args_size;
+    unsigned char args_inline[RT_ARGS_INLINE];
+    int priority;
+    uint32_t footprint;
+    uint64_t cost_hint_ns;
+    int pinned_worker; /* -1: any */
+    int restrict_kind; /* -1: any, else a hetcl_worker_kind */
+    char label[48];
+
+    /* Dependencies (graph_lock). */
+    atomic_int n_unfinished_deps; /* + 1 while submission is in progress */
+    struct rt_task **successors;
+    size_t n_successors, cap_successors;
+    uint64_t dep_ids[HETCL_TASK_MAX_DEPS * 2]; /* first predecessors, for trace flow arrows */
+    unsigned n_dep_ids;
+
+    /* Lifecycle. state and status are written by the completing thread under graph_lock and
+     * read with acquire semantics by waiters. */
+    _Atomic rt_task_state state;
+    hetcl_status status;
+    int worker; /* the worker that ran it, -1 before */
+
+    /* Scheduler scratch: the policy owns these while the task is READY. */
+    struct rt_task *sched_next;
+    int sched_worker;    /* the worker dmda/ws queued it for, -1 none */
+    double predicted_ns; /* dmda's predicted execution time, 0 when none */
+
+    /* OpenCL execution (worker-owned while RUNNING). */
+    cl_event done_event;
+    unsigned n_transfers;
+    struct rt_task *mail_next; /* completion mailbox link */
+
+    /* Times, host monotonic ns (hetcl__now_ns). Device times are converted to host time. */
+    uint64_t t_submit_ns, t_ready_ns, t_start_ns, t_enqueued_ns, t_dev_start_ns, t_dev_end_ns,
+            t_end_ns;
+};
+
+/* ---------------------------------------------------------------- data */
+
+/* One copy of a handle on one memory node. */
+struct rt_copy {
+    bool valid;
+    cl_mem mem;           /* the device buffer (nodes > 0); NULL until allocated */
+    cl_event ready;       /* completes when the copy's contents are in place; NULL: already */
+    cl_context ready_ctx; /* the context `ready` belongs to */
+};
+
+struct rt_handle {
+    struct hetcl_runtime *rt;
+    uint64_t id;
+    size_t bytes;
+    void *host_ptr;
+    bool host_owned; /* allocated by the runtime */
+    pthread_mutex_t lock;
+    struct rt_copy copies[RT_MAX_NODES]; /* copies[0] is the host copy */
+    /* CL_MEM_USE_HOST_PTR buffers over host_ptr, one per OpenCL platform context, used by
+     * host-unified devices (node 0). */
+    cl_mem host_mems[RT_MAX_PLATFORMS];
+    /* The platform whose node-0 device wrote it last through host_mems and has not been
+     * synchronised with the host (map/unmap) since; -1 none. */
+    int host_dirty_platform;
+
+    /* Dependency tracking (graph_lock). */
+    struct rt_task *last_writer; /* a reference is held while set */
+    struct rt_task **readers;    /* readers since last_writer, references held */
+    size_t n_readers, cap_readers;
+    struct rt_task **concurrent; /* RW_CONCURRENT tasks since last_writer */
+    size_t n_concurrent, cap_concurrent;
+};
+
+/* ---------------------------------------------------------------- workers */
+
+struct rt_worker {
+    struct hetcl_runtime *rt;
+    int index;
+    hetcl_worker_kind kind;
+    char name[64];
+    int node;                      /* memory node */
+    char model_key[HETCL_STR_MAX]; /* performance-model key: device name, CUs, driver */
+    struct hetcl_device_desc desc; /* zeroed for host workers */
+    int platform;                  /* index into rt->platforms; -1 for host */
+    cl_context clctx;              /* borrowed from rt->platforms */
+    cl_device_id device;           /* owned reference (sub-devices are released) */
+    cl_command_queue queue;
+    struct rt_kernel_cache *kernels;
+
+    pthread_t thread;
+    bool thread_started;
+    char cpuset[HETCL_CPUSET_MAX];
+    bool pinned;
+
+    /* Sleep and mailbox (lock). */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool wake; /* a wake-up is pending */
+    bool stop;
+    struct rt_task *mail_head, *mail_tail; /* OpenCL tasks whose done_event completed */
+    atomic_bool idle;  /* set before the worker's last pop attempt before sleeping */
+    unsigned inflight; /* OpenCL tasks enqueued and not yet completed (worker thread only) */
+
+    atomic_bool excluded;
+    char excluded_reason[HETCL_STR_MAX];
+    atomic_uint fault_alloc; /* injected faults left */
+    atomic_uint fault_task;
+
+    /* Counters. */
+    atomic_uint_fast64_t tasks_done, busy_ns, bytes_in, transfers_in;
+
+    /* Policy scratch, owned by the scheduler. */
+    void *sched_data;
+};
+
+/* ---------------------------------------------------------------- the runtime */
+
+struct rt_platform {
+    cl_platform_id id;
+    cl_context clctx; /* all selected devices of the platform */
+};
+
+struct hetcl_runtime {
+    hetcl_context *ctx;
+    struct hetcl_runtime_options opts; /* strings not kept: see below */
+    char scheduler_name[32];
+    hetcl_topology *topo;
+    struct hetcl_device_list *own_list; /* when enumerated here */
+    uint64_t t0_ns;                     /* creation time: trace origin */
+
+    struct rt_platform platforms[RT_MAX_PLATFORMS];
+    size_t n_platforms;
+    struct rt_worker *workers[RT_MAX_WORKERS];
+    size_t n_workers;
+    int n_nodes;
+    /* Link figures per memory node (to and from host), from probe ceilings or defaults. */
+    double node_h2d_gbs[RT_MAX_NODES], node_d2h_gbs[RT_MAX_NODES];
+    double node_latency_ns[RT_MAX_NODES];
+
+    const struct rt_sched_policy *policy;
+    void *sched_state;
+    struct rt_perfmodel *perf;
+    struct rt_trace *trace; /* NULL when tracing is off */
+
+    pthread_mutex_t graph_lock;
+    pthread_cond_t done_cond; /* broadcast when a task finishes */
+    uint64_t next_task_id;
+    uint64_t next_handle_id;
+    size_t n_pending;         /* submitted, not yet done */
+    hetcl_status first_error; /* since the last wait_all */
+    unsigned calibrate_min;
+    unsigned cl_inflight;
+};
+
+/* ---------------------------------------------------------------- cross-module calls */
+
+/* Can worker w run task t: an implementation for its kind, not excluded, pinning and kind
+ * restrictions, every buffer within the device's max allocation, RW_CONCURRENT only on node 0.
+ * (rt_task.c) */
+bool hetcl__rt_can_run(const struct rt_worker *w, const struct rt_task *t);
+
+/* Wakes worker w (sets its wake flag and signals it). Takes w->lock only. (rt_worker.c) */
+void hetcl__rt_wake(struct rt_worker *w);
+/* Wakes one idle worker able to run t, if any (eager-style policies). (rt_worker.c) */
+void hetcl__rt_wake_idle_for(struct hetcl_runtime *rt, const struct rt_task *t);
+
+/* Called by the worker that finished t (status set in t->status), after data validity was
+ * updated: releases successors, records the perf sample and trace, wakes waiters. (rt_task.c) */
+void hetcl__rt_task_finished(struct rt_worker *w, struct rt_task *t);
+void hetcl__rt_task_unref(struct rt_task *t);
+
+/* Data (rt_data.c). */
+/* Bytes of t's inputs that are not valid on `node` (what a run there would transfer). */
+size_t hetcl__rt_data_missing_bytes(const struct hetcl_runtime *rt, const struct rt_task *t,
+                                    int node);
+/* Predicted time to bring t's missing inputs to `node`, from the link figures. */
+double hetcl__rt_data_transfer_estimate_ns(const struct hetcl_runtime *rt, const struct rt_task *t,
+                                           int node);
+/* Before running t on OpenCL worker w: allocates w's copies and enqueues the transfers for
+ * every read buffer that is invalid on w->node. Fills mems[] and adds the events the task must
+ * wait for to wait[] (*n_wait in/out, capacity HETCL_TASK_MAX_BUFFERS * 2). Blocking only when
+ * a source copy lives in another OpenCL context. HETCL_ERR_NO_MEMORY-class failures of the
+ * device are returned as HETCL_ERR_NO_DEVICE with the detail (so that the worker can be
+ * excluded). */
+hetcl_status hetcl__rt_data_acquire_cl(struct rt_worker *w, struct rt_task *t, cl_mem *mems,
+                                       cl_event *wait, cl_uint *n_wait);
+/* Before running t on host worker w: makes every read buffer's host copy valid (blocking
+ * reads from devices) and fills ptrs[]. */
+hetcl_status hetcl__rt_data_acquire_host(struct rt_worker *w, struct rt_task *t, void **ptrs);
+/* After t completed successfully on w: written buffers become valid on w->node only. For
+ * OpenCL tasks `done` (may be NULL) is the completion event. */
+void hetcl__rt_data_release(struct rt_worker *w, struct rt_task *t);
+/* Frees a handle's device copies (no waiting: the caller made sure nothing is pending). */
+void hetcl__rt_data_free_copies(struct hetcl_runtime *rt, struct rt_handle *h);
+/* Makes h's host copy valid (blocking); with `invalidate_devices`, marks every other copy
+ * invalid. */
+hetcl_status hetcl__rt_data_to_host(struct hetcl_runtime *rt, struct rt_handle *h,
+                                    bool invalidate_devices);
+
+/* Trace (rt_trace.c); all no-ops when rt->trace is NULL. */
+hetcl_status hetcl__rt_trace_create(struct rt_trace **out);
+void hetcl__rt_trace_destroy(struct rt_trace *tr);
+/* Records a finished task (copies what it needs from t). */
+void hetcl__rt_trace_task(struct hetcl_runtime *rt, const struct rt_task *t);
+/* Records a transfer of `bytes` of handle `handle_id` from node src to node dst, done by
+ * worker `worker` for task `task_id` between host times start and end. */
+void hetcl__rt_trace_transfer(struct hetcl_runtime *rt, int worker, uint64_t task_id,
+                              uint64_t handle_id, size_t bytes, int src, int dst, uint64_t start_ns,
+                              uint64_t end_ns);
+
+#endif /* HETCL_RT_IMPL_H */
