@@ -1,0 +1,131 @@
+/*
+ * Operators: what training and inference of hetcl's models need, as runtime codelets with an
+ * implementation for the host backend (native C) and one for OpenCL devices.
+ *
+ *     struct hetcl_op_bias_act_args a = {.rows = batch, .cols = 256, .act = HETCL_ACT_RELU};
+ *     struct hetcl_task_desc t = {.codelet = &hetcl_op_bias_act_fwd, .n_buffers = 3,
+ *                                 .handles = {z, bias, y}, .modes = {HETCL_R, HETCL_R, HETCL_W},
+ *                                 .args = &a, .args_size = sizeof a};
+ *     hetcl_task_submit(rt, &t, NULL);
+ *
+ * Conventions: float32 unless the name says f16; row-major; activations are [batch][features]
+ * (dense) or [batch][channels][height][width] (conv, NCHW); labels are int32 class indices.
+ * Each codelet documents its buffers in order with their access mode. Every operator is
+ * checked on every device against tests/ref (naive double precision).
+ */
+#ifndef HETCL_OPS_H
+#define HETCL_OPS_H
+
+#include <hetcl/runtime.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum hetcl_act {
+    HETCL_ACT_NONE = 0,
+    HETCL_ACT_RELU = 1,
+    HETCL_ACT_SIGMOID = 2,
+    HETCL_ACT_TANH = 3,
+} hetcl_act;
+
+/* GEMM: C[m,n] = alpha * op(A) * op(B) + beta * C, row-major, packed (lda = row length).
+ * Buffers: A (R), B (R), C (beta == 0 ? W : RW). */
+struct hetcl_op_gemm_args {
+    int64_t m, n, k;
+    bool trans_a, trans_b;
+    float alpha, beta;
+};
+
+/* Fused bias + activation, forward: y[r][c] = act(x[r][c] + bias[c]).
+ * Buffers: x (R), bias (R), y (W). x and y may be the same handle only with mode RW on one
+ * buffer: use hetcl_op_bias_act_fwd_inplace (buffers: x (RW), bias (R)). */
+struct hetcl_op_bias_act_args {
+    int64_t rows, cols;
+    hetcl_act act;
+    /* backward only: add into dbias instead of overwriting it (gradient accumulation) */
+    bool accumulate;
+};
+/* Backward, from the activation's output y: dz = dy * act'(y), dbias[c] (+)= sum_r dz[r][c].
+ * Buffers: y (R), dy (R), dz (W), dbias (W, or RW when accumulate). */
+
+/* Softmax with cross-entropy over `classes` per row and int32 labels.
+ * Forward+backward in one pass: loss[r] = -log softmax(logits[r])[label[r]],
+ * dlogits[r] = (softmax(logits[r]) - onehot(label[r])) * scale (scale: 1/batch for a mean loss).
+ * Buffers: logits (R), labels (R), dlogits (W), loss (W: rows floats). */
+struct hetcl_op_xent_args {
+    int64_t rows, classes;
+    float scale;
+};
+/* Sigmoid cross-entropy, multi-label: targets are floats in [0,1] ([rows][classes]).
+ * Buffers: logits (R), targets (R), dlogits (W), loss (W: rows floats, summed over classes). */
+/* Mean-squared error: loss[r] = sum_c (pred - target)^2 / classes,
+ * dpred = 2 (pred - target) * scale / classes. Same buffers as sigmoid cross-entropy. */
+
+/* Softmax only (inference). Buffers: logits (R), probs (W). Args: hetcl_op_xent_args. */
+
+/* Conv2d, NCHW, weight [cout][cin][kh][kw], bias [cout].
+ * Forward buffers: x (R), w (R), bias (R), y (W).
+ * Backward buffers: x (R), w (R), dy (R), dx (W), dw (W or RW), dbias (W or RW). */
+struct hetcl_op_conv2d_args {
+    int64_t batch, in_c, in_h, in_w, out_c, k_h, k_w, stride, pad;
+    bool accumulate; /* backward: add into dw and dbias */
+};
+
+/* Max and average pooling, NCHW. Max forward buffers: x (R), y (W), argmax (W: int32 index into
+ * the input plane per output); max backward: dy (R), argmax (R), dx (W).
+ * Average forward: x (R), y (W); backward: dy (R), dx (W). */
+struct hetcl_op_pool2d_args {
+    int64_t batch, channels, in_h, in_w, k, stride;
+};
+
+/* SGD with momentum and weight decay, in place:
+ *   g' = g + weight_decay * w;  v = momentum * v + g';  w -= lr * v   (momentum == 0: w -= lr*g')
+ * Buffers: w (RW), g (R), v (RW; unused but required when momentum == 0). */
+struct hetcl_op_sgd_args {
+    int64_t n;
+    float lr, momentum, weight_decay;
+};
+
+/* y += alpha * x (gradient accumulation, replica merge). Buffers: x (R), y (RW). */
+struct hetcl_op_axpy_args {
+    int64_t n;
+    float alpha;
+};
+
+/* Reductions. sum: x (R) -> out (W: 1 float). count_correct: logits (R), labels (R) ->
+ * out (W: 1 int32, rows whose argmax equals the label; ties go to the lowest index).
+ * argmax: logits (R) -> out (W: rows int32). */
+struct hetcl_op_reduce_args {
+    int64_t rows, cols; /* sum: rows * cols elements */
+};
+
+/* Half precision (cl_khr_fp16; inference only): storage in half, accumulation in float.
+ * gemm_f16: A, B, C half (C = alpha op(A) op(B) + beta C). bias_act_fwd_f16: x, bias, y half.
+ * Float<->half conversion: convert_f32_f16 / convert_f16_f32, buffers src (R), dst (W), args
+ * hetcl_op_axpy_args (n). Only on devices with fp16; the host backend converts in software. */
+
+/* The codelets. */
+HETCL_API extern const struct hetcl_codelet hetcl_op_gemm;
+HETCL_API extern const struct hetcl_codelet hetcl_op_bias_act_fwd;
+HETCL_API extern const struct hetcl_codelet hetcl_op_bias_act_fwd_inplace;
+HETCL_API extern const struct hetcl_codelet hetcl_op_bias_act_bwd;
+HETCL_API extern const struct hetcl_codelet hetcl_op_softmax_xent;
+HETCL_API extern const struct hetcl_codelet hetcl_op_sigmoid_xent;
+HETCL_API extern const struct hetcl_codelet hetcl_op_mse;
+HETCL_API extern const struct hetcl_codelet hetcl_op_softmax;
+HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_fwd;
+HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_bwd;
+HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_fwd;
+HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_bwd;
+HETCL_API extern const struct hetcl_codelet hetcl_op_avgpool_fwd;
+HETCL_API extern const struct hetcl_codelet hetcl_op_avgpool_bwd;
+HETCL_API extern const struct hetcl_codelet hetcl_op_sgd;
+HETCL_API extern const struct hetcl_codelet hetcl_op_axpy;
+HETCL_API extern const struct hetcl_codelet hetcl_op_sum;
+HETCL_API extern const struct hetcl_codelet hetcl_op_count_correct;
+HETCL_API extern const struct hetcl_codelet hetcl_op_argmax;
+HETCL_API extern const struct hetcl_codelet hetcl_op_gemm_f16;
+HETCL_API extern const struct hetcl_codelet hetcl_op_bias_act_fwd_f16;
+HETCL_API extern const struct hetcl_codelet hetcl_op_convert_f32_f16;
+HETCL_API extern const struct hetcl_codelet hetcl_op_convert_f16_f32;
+
+#endif /* HETCL_OPS_H */
