@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it (README, command 2):
 #   1. the format check of every C source and header (clang-format);
 #   2. a build with warnings as errors, and every test (unit, lint, kernel, opencl);
-#   3. the same build under AddressSanitizer + UBSan, and the unit and OpenCL tests again.
+#   3. the same build under AddressSanitizer + UBSan, and the unit and OpenCL tests again;
+#   4. every parser's libFuzzer target for a few seconds (tools/fuzz.sh).
 # Tests that need an OpenCL device are skipped (exit 77) where there is none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,3 +24,6 @@ cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -L "unit|opencl|kernel"
+
+echo "== fuzzing the parsers (${HETCL_FUZZ_SECONDS:-10} s each)"
+tools/fuzz.sh
