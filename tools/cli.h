@@ -7,12 +7,14 @@
 /* Exit codes of the CLI, documented in the README. */
 enum {
     CLI_EXIT_OK = 0,
-    CLI_EXIT_FAILURE = 1, /* the command ran and failed (a device error, a write that failed) */
-    CLI_EXIT_USAGE = 2,   /* bad flags or arguments */
+    CLI_EXIT_FAILURE = 1,    /* the command ran and failed (a device error, a write that failed) */
+    CLI_EXIT_USAGE = 2,      /* bad flags or arguments, unusable input */
+    CLI_EXIT_REGRESSION = 3, /* hetcl compare: at least one metric regressed */
 };
 
 /* Each subcommand: argv[0] is the subcommand's name. */
 int cli_devices(int argc, char **argv);
+int cli_compare(int argc, char **argv);
 
 /* Writes text to path through a temporary file and a rename, so that a crash never leaves a
  * half-written report. Prints the error and returns -1 on failure. */

@@ -22,6 +22,10 @@ static const struct command commands[] = {
          "list the hardware topology, OpenCL devices and the device map; --probe measures"
          " their ceilings",
          cli_devices},
+        {"compare",
+         "compare reports (BASE NEW...): per metric ratio, confidence interval, p-value and"
+         " verdict; exit 3 on a regression",
+         cli_compare},
 };
 
 static void usage(FILE *out)
@@ -95,6 +99,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
-    cli_error("unknown command '%s' (expected one of: devices); see 'hetcl --help'", argv[1]);
+    cli_error("unknown command '%s' (expected one of: devices, compare); see 'hetcl --help'",
+              argv[1]);
     return CLI_EXIT_USAGE;
 }

@@ -1,0 +1,147 @@
+/*
+ * `hetcl compare`: reading reports. The kind table maps a report's "kind" to the newest schema
+ * version this build reads and its extractor; a new report kind (train) is one more row.
+ */
+#include "cli.h"
+#include "compare.h"
+
+#include <hetcl/schema.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct report_kind {
+    const char *kind;
+    int version; /* the schema versions read: 1 .. version */
+    bool (*extract)(struct cmp_report *r);
+};
+
+static const struct report_kind kinds[] = {
+        {"hetcl.bench", 1, cmp_extract_bench},
+};
+
+bool cmp_field_error(const struct cmp_report *r, const char *field, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cli_error("%s: %s: %s", r->path, field, msg);
+    return false;
+}
+
+struct cmp_entry *cmp_report_add_entry(struct cmp_report *r, char *key)
+{
+    struct cmp_entry *e = realloc(r->entries, (r->n_entries + 1) * sizeof *e);
+    if (!e) {
+        free(key);
+        return NULL;
+    }
+    r->entries = e;
+    e = &r->entries[r->n_entries++];
+    memset(e, 0, sizeof *e);
+    e->key = key;
+    return e;
+}
+
+bool cmp_read_samples(const struct cmp_report *r, const cJSON *array, const char *field,
+                      bool non_empty, double **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!cJSON_IsArray(array) || (non_empty && cJSON_GetArraySize(array) == 0))
+        return cmp_field_error(r, field, "expected a%s array of numbers",
+                               non_empty ? " non-empty" : "n");
+    size_t count = (size_t) cJSON_GetArraySize(array), i = 0;
+    double *x = malloc((count ? count : 1) * sizeof *x);
+    if (!x)
+        return cmp_field_error(r, field, "out of memory for %zu samples", count);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, array)
+    {
+        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble)) {
+            free(x);
+            return cmp_field_error(r, field, "element %zu: expected a finite number", i);
+        }
+        x[i++] = it->valuedouble;
+    }
+    *out = x;
+    *n = count;
+    return true;
+}
+
+static const char *string_member(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+bool cmp_report_load(const char *path, struct cmp_report *r)
+{
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    char err[1024];
+    if (hetcl_schema_read_json(path, &r->root, err, sizeof err) != HETCL_OK) {
+        cli_error("%s", err); /* names the file: "x.json: cannot open: ..." */
+        return false;
+    }
+    if (!cJSON_IsObject(r->root))
+        return cmp_field_error(r, "$", "expected a JSON object (a hetcl report)");
+    r->kind = string_member(r->root, "kind");
+    if (!r->kind)
+        return cmp_field_error(r, "$.kind", "missing: not a hetcl report");
+    const struct report_kind *k = NULL;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(kinds[i].kind, r->kind))
+            k = &kinds[i];
+    if (!k)
+        return cmp_field_error(r, "$.kind",
+                               "'%s' reports cannot be compared (this hetcl compares: "
+                               "hetcl.bench)",
+                               r->kind);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->root, "schema_version");
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 1)
+        return cmp_field_error(r, "$.schema_version", "expected a positive integer");
+    if (v->valuedouble > k->version)
+        return cmp_field_error(r, "$.schema_version",
+                               "version %.0f of %s is unknown to this hetcl (it reads 1 to %d); "
+                               "use a newer hetcl",
+                               v->valuedouble, r->kind, k->version);
+    r->schema_version = (int) v->valuedouble;
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(r->root, "hetcl");
+    r->hetcl_version = string_member(h, "version");
+    r->hetcl_commit = string_member(h, "commit");
+    r->generated_at = string_member(r->root, "generated_at");
+    if (!r->hetcl_version)
+        r->hetcl_version = "";
+    if (!r->hetcl_commit)
+        r->hetcl_commit = "";
+    if (!r->generated_at)
+        r->generated_at = "";
+    if (!k->extract(r))
+        return false;
+    /* Keys must be unique, or matching would be ambiguous. */
+    for (size_t i = 0; i < r->n_entries; i++)
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(r->entries[i].key, r->entries[j].key))
+                return cmp_field_error(r, "$.configurations",
+                                       "configurations %zu and %zu are the same (%s)", j, i,
+                                       r->entries[i].key);
+    return true;
+}
+
+void cmp_report_free(struct cmp_report *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_entries; i++) {
+        free(r->entries[i].key);
+        for (size_t m = 0; m < r->entries[i].n_metrics; m++)
+            free(r->entries[i].metrics[m].samples);
+    }
+    free(r->entries);
+    cJSON_Delete(r->root);
+    memset(r, 0, sizeof *r);
+}
