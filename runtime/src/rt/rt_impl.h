@@ -6,7 +6,8 @@
  *   rt_task.c      submission, dependency inference, completion, waiting
  *   rt_worker.c    worker threads: host loop, OpenCL loop (in-flight tasks, event callbacks)
  *   rt_data.c      handles, memory nodes, coherence and transfers
- *   rt_kernels.c   the per-worker kernel cache behind hetcl_cl_kernel
+ *   rt_kernels.c   the per-worker kernel cache behind hetcl_cl_kernel, and hetcl_cl_scratch
+ *   rt_info.c      read-only accessors (worker info, scheduler name, context)
  *   sched.c        policy registry; sched_eager.c, sched_ws.c, sched_dmda.c the policies
  *   perfmodel.c    online performance models (median, outlier rejection), persisted as JSON
  *   rt_trace.c     trace records and the Chrome Trace Event writer
@@ -146,6 +147,9 @@ struct rt_worker {
     cl_device_id device;           /* owned reference (sub-devices are released) */
     cl_command_queue queue;
     struct rt_kernel_cache *kernels;
+    /* hetcl_cl_scratch's buffers (worker thread only) and their sizes. */
+    cl_mem scratch[HETCL_CL_SCRATCH_SLOTS];
+    size_t scratch_bytes[HETCL_CL_SCRATCH_SLOTS];
 
     pthread_t thread;
     bool thread_started;
