@@ -242,14 +242,16 @@ static void test_ckpt(hetcl_context *ctx)
         p[i] = (float) i * 0.25f - 1;
         v[i] = 1.0f / (float) (i + 1);
     }
-    struct hetcl_train_epoch hist[2] = {{1, 2.5, 2.25, 0.5, 1.5, 100},
-                                        {2, 1.5, 1.25, 0.75, 3, 200}};
+    struct hetcl_train_epoch hist[2] = {{1, 2.5, 2.25, 0.5, 1.5, 100, 1000, 0.25},
+                                        {2, 1.5, 1.25, 0.75, 3, 200, 2000, 0.125}};
     struct hetcl__ckpt_state st = {.epoch = 2,
                                    .pos = 17,
                                    .seed = 99,
                                    .examples = 217,
                                    .updates = 30,
                                    .elapsed_s = 3.25,
+                                   .epoch_loss_sum = 12.5,
+                                   .epoch_examples = 17,
                                    .algo = HETCL_TRAIN_HOGBATCH,
                                    .n_dev = 2,
                                    .batch = {16, 512},
@@ -274,7 +276,10 @@ static void test_ckpt(hetcl_context *ctx)
     CHECK_EQ_INT(r.n_dev, 2);
     CHECK_EQ_INT(r.batch[1], 512);
     CHECK(fabs(r.elapsed_s - 3.25) < 1e-9);
-    CHECK(r.hist && r.hist[1].examples == 200 && fabs(r.hist[1].test_acc - 0.75) < 1e-9);
+    CHECK(r.epoch_loss_sum == 12.5);
+    CHECK_EQ_INT(r.epoch_examples, 17);
+    CHECK(r.hist && r.hist[1].examples == 200 && fabs(r.hist[1].test_acc - 0.75) < 1e-9 &&
+          r.hist[1].lr == 0.125 && r.hist[0].examples_per_s == 1000);
     free(r.hist); /* hetcl__calloc is malloc unless a test hooks it */
     /* Another model is refused with a detail naming the file. */
     hetcl_model_spec *other = NULL;

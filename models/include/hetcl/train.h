@@ -109,9 +109,11 @@ struct hetcl_train_options {
     double adapt_period_s;
     double adapt_dead_band;
     uint64_t seed; /* init, shuffling */
-    /* Checkpoints: written atomically every checkpoint_every epochs (default 1) when set. */
+    /* Checkpoints, written atomically when checkpoint_path is set: at the end of every epoch,
+     * and also every checkpoint_every_s seconds of training when > 0 (mid-epoch: the devices
+     * are drained first, and the cursor position is saved). */
     const char *checkpoint_path;
-    int64_t checkpoint_every;
+    double checkpoint_every_s;
     bool resume; /* continue from checkpoint_path when it exists */
     /* Evaluate on at most this many test examples per epoch (0: all). */
     int64_t eval_limit;
@@ -144,6 +146,14 @@ struct hetcl_train_epoch {
     double loss;   /* mean training loss over the epoch's batches */
     double test_loss, test_acc, wall_s;
     uint64_t examples;
+    double examples_per_s; /* this epoch's training throughput (evaluation excluded) */
+    double lr;             /* learning rate at the epoch's end, for a batch of lr_batch */
+};
+
+enum hetcl_train_stop {
+    HETCL_TRAIN_STOP_EPOCHS = 0,
+    HETCL_TRAIN_STOP_TIME,
+    HETCL_TRAIN_STOP_TARGET,
 };
 
 struct hetcl_train_result {
@@ -157,8 +167,18 @@ struct hetcl_train_result {
     uint64_t examples, updates;
     double examples_per_s;
     int64_t resumed_from_epoch; /* -1 when not resumed */
-    uint64_t model_hash;        /* FNV-1a of the final parameters (reproducibility) */
-    float *params;              /* final parameters (n_params floats), owned by the result */
+    enum hetcl_train_stop stopped_by;
+    /* Staleness of every update (see README): count, mean, percentiles, max. */
+    uint64_t stale_n;
+    double stale_mean, stale_p50, stale_p99, stale_max;
+    /* Update shares over time: n_share points, each the shares of the n_devices devices over
+     * the window of share_window_s seconds ending at share_t_s[i]; owned by the result. */
+    double share_window_s;
+    int64_t n_share;
+    double *share_t_s;
+    double *share_values; /* [n_share][n_devices] */
+    uint64_t model_hash;  /* FNV-1a of the final parameters (reproducibility) */
+    float *params;        /* final parameters (n_params floats), owned by the result */
     int64_t n_params;
 };
 

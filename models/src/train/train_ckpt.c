@@ -31,7 +31,7 @@ static hetcl_status set_u64(hetcl_context *ctx, hetcl_st_writer *w, const char *
     return hetcl_st_writer_set_metadata(ctx, w, k, buf);
 }
 
-/* "b0,b1,..." and "epoch:loss:test_loss:test_acc:wall_s:examples;..." */
+/* "b0,b1,..." and "epoch:loss:test_loss:test_acc:wall_s:examples:examples_per_s:lr;..." */
 static char *join_batches(const struct hetcl__ckpt_state *st)
 {
     size_t cap = (size_t) st->n_dev * 24 + 1;
@@ -55,9 +55,10 @@ static char *join_hist(const struct hetcl__ckpt_state *st)
     s[0] = '\0';
     for (int64_t i = 0; i < st->epoch && st->hist; i++) {
         const struct hetcl_train_epoch *e = &st->hist[i];
-        len += (size_t) snprintf(s + len, cap - len, "%s%" PRId64 ":%.9g:%.9g:%.9g:%.9g:%" PRIu64,
+        len += (size_t) snprintf(s + len, cap - len,
+                                 "%s%" PRId64 ":%.9g:%.9g:%.9g:%.9g:%" PRIu64 ":%.9g:%.9g",
                                  i ? ";" : "", e->epoch, e->loss, e->test_loss, e->test_acc,
-                                 e->wall_s, e->examples);
+                                 e->wall_s, e->examples, e->examples_per_s, e->lr);
     }
     return s;
 }
@@ -112,6 +113,11 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
     if (s == HETCL_OK)
         s = hetcl_st_writer_set_metadata(ctx, w, "elapsed_s", num);
     if (s == HETCL_OK)
+        s = set_u64(ctx, w, "epoch_examples", st->epoch_examples);
+    snprintf(num, sizeof num, "%.17g", st->epoch_loss_sum);
+    if (s == HETCL_OK)
+        s = hetcl_st_writer_set_metadata(ctx, w, "epoch_loss_sum", num);
+    if (s == HETCL_OK)
         s = hetcl_st_writer_set_metadata(ctx, w, "batches", batches);
     if (s == HETCL_OK)
         s = hetcl_st_writer_set_metadata(ctx, w, "history", hist);
@@ -160,6 +166,9 @@ static hetcl_status parse_hist(hetcl_context *ctx, const char *path, const char 
         if (!end || *end != ':')
             goto bad;
         e->examples = strtoull(end + 1, &end, 10);
+        double *g[2] = {&e->examples_per_s, &e->lr};
+        for (int k = 0; k < 2 && *end == ':'; k++)
+            *g[k] = strtod(end + 1, &end);
         if (*end != (i + 1 < st->epoch ? ';' : '\0'))
             goto bad;
         p = end + 1;
@@ -219,6 +228,10 @@ hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_
     }
     st->epoch = (int64_t) epoch;
     st->pos = (int64_t) pos;
+    const char *els = hetcl_st_metadata(f, "epoch_loss_sum");
+    st->epoch_loss_sum = els ? strtod(els, NULL) : 0;
+    if ((s = meta_u64(ctx, f, path, "epoch_examples", &st->epoch_examples)) != HETCL_OK)
+        goto out;
     const char *el = hetcl_st_metadata(f, "elapsed_s");
     st->elapsed_s = el ? strtod(el, NULL) : 0;
     const char *algo = hetcl_st_metadata(f, "algo");

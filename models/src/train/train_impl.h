@@ -95,8 +95,10 @@ double hetcl__lr_at(const struct hetcl_train_options *o, int64_t batch, double t
 /* ---- Checkpoints --------------------------------------------------------------------------- */
 
 struct hetcl__ckpt_state {
-    int64_t epoch; /* completed epochs */
-    int64_t pos;   /* cursor position in the next epoch (0 at an epoch boundary) */
+    int64_t epoch;           /* completed epochs */
+    int64_t pos;             /* cursor position in the next epoch (0 at an epoch boundary) */
+    double epoch_loss_sum;   /* the partial epoch's summed loss (pos > 0) */
+    uint64_t epoch_examples; /* and its examples */
     uint64_t seed;
     uint64_t examples, updates;
     double elapsed_s;
