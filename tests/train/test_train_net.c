@@ -172,11 +172,15 @@ static void check_net(hetcl_context *ctx, const char *json, int64_t rows)
         vd[i] = v[i];
     }
     ref_sgd_update_f64((int64_t) n, wd, gref, vd, sgd.lr, sgd.momentum, sgd.weight_decay);
+    /* hetcl keeps the velocity scaled by the rate: u = lr v. */
+    for (size_t i = 0; i < n; i++)
+        v[i] *= sgd.lr;
     l = 0;
     CHECK_OK(ctx, hetcl_net_host_train_step(net, w, v, x, y, rows, &sgd, ws, &l));
     err = 0;
     for (size_t i = 0; i < n; i++)
-        err = fmax(err, fabs((double) w[i] - wd[i]) + fabs((double) v[i] - vd[i]));
+        err = fmax(err,
+                   fabs((double) w[i] - wd[i]) + fabs((double) v[i] - (double) sgd.lr * vd[i]));
     printf("  step max err %.3g\n", err);
     CHECK(err <= 1e-5 * fmax(1, gmax));
     /* Bad arguments. */

@@ -74,7 +74,10 @@ HETCL_API void hetcl_net_init_params(const hetcl_net *net, uint64_t seed, float 
 /* Floats of workspace a host step or evaluation of `rows` examples needs. */
 HETCL_API size_t hetcl_net_workspace_floats(const hetcl_net *net, int64_t rows);
 
-/* SGD hyper-parameters of one update (PyTorch's SGD: g += wd * w; v = m v + g; w -= lr v). */
+/* SGD hyper-parameters of one update: PyTorch's SGD (g' = g + wd w; v = m v + g'; w -= lr v)
+ * with the velocity stored scaled by the rate: u = m u + lr g'; w -= u (u = lr v for a
+ * constant rate). Updates of different rates can then share one velocity buffer (Hogwild
+ * devices with different batch sizes): each gradient enters it with its own rate. */
 struct hetcl_net_sgd {
     float lr, momentum, weight_decay;
 };

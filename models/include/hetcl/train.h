@@ -2,7 +2,7 @@
  * Training: asynchronous heterogeneous SGD over the task-graph runtime (issue 5; design in
  * README.md "hetcl train" and ../shared/research/seeds.md section 1).
  *
- *     struct hetcl_train_options o = {.algo = HETCL_TRAIN_ADAPTIVE, .epochs = 10, .lr = 0.05,
+ *     struct hetcl_train_options o = {.algo = HETCL_TRAIN_ADAPTIVE, .epochs = 10, .lr = 0.02,
  *                                     .momentum = 0.9, .seed = 1};
  *     struct hetcl_train_result *res = NULL;
  *     if (hetcl_train_run(ctx, rt, spec, train, test, &o, &res) != HETCL_OK)
@@ -93,7 +93,7 @@ struct hetcl_train_options {
     double time_s;
     double target_acc; /* test accuracy in [0, 1] */
     /* Optimiser: SGD + momentum + L2 weight decay (PyTorch's convention). */
-    double lr;        /* default 0.05, for a batch of lr_batch examples */
+    double lr;        /* default 0.02, for a batch of lr_batch examples */
     int64_t lr_batch; /* default 64 */
     double momentum;  /* default 0 (set 0.9 for the usual) */
     double weight_decay;
@@ -124,17 +124,22 @@ struct hetcl_train_options {
 
 /* One device of a run. */
 struct hetcl_train_device {
-    char name[64]; /* runtime worker name: "host0", "p0d0" */
-    int worker;    /* runtime worker index */
+    char name[64];       /* runtime worker name: "host0", "p0d0" */
+    char long_name[128]; /* the OpenCL device's name; "" for host workers */
+    char type[16];       /* "host", or the OpenCL type: "CPU", "GPU", "ACCELERATOR", "CUSTOM" */
+    int worker;          /* runtime worker index */
     bool is_host;
-    uint64_t updates;  /* batches applied to the shared model */
-    uint64_t examples; /* examples processed */
-    double share;      /* updates / all updates */
-    uint64_t busy_ns;  /* sum of its batches' durations as measured by the coordinator */
-    double utilization;
-    uint64_t bytes_moved;  /* replica copies in and out, batch data */
-    double staleness_mean; /* model versions between snapshot and merge (see README) */
+    uint64_t updates;   /* batches applied to the shared model */
+    uint64_t examples;  /* examples processed */
+    double share;       /* updates / all updates */
+    uint64_t busy_ns;   /* sum of its batches' durations as measured by the tasks */
+    double utilization; /* busy / training wall time (evaluation excluded) */
+    /* Bytes copied to the device (replica, batches: the runtime's transfers into its memory
+     * node) and back; 0 for host workers, which update the shared model in place. */
+    uint64_t bytes_in, bytes_out;
+    double staleness_mean; /* updates by others between its model read and its update */
     uint64_t staleness_max;
+    int64_t batch_min_bound, batch_max_bound; /* the bounds it was kept within */
     int64_t batch_first, batch_last, batch_min_seen, batch_max_seen;
     int64_t n_traj;   /* entries of traj_* (batch trajectory: time, size at each change) */
     double *traj_t_s; /* owned by the result */
@@ -162,7 +167,9 @@ struct hetcl_train_result {
     int n_devices;
     struct hetcl_train_device devices[HETCL_TRAIN_MAX_DEVICES];
     double wall_s;
-    double time_to_target_s; /* -1 when not reached or no target */
+    /* Wall time at which the test accuracy reached target_acc, interpolated linearly between
+     * the evaluations around it (from 0 s for the first); -1 when not reached or no target. */
+    double time_to_target_s;
     double final_test_acc, final_test_loss;
     uint64_t examples, updates;
     double examples_per_s;

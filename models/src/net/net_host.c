@@ -223,15 +223,18 @@ HOT static float grad_row(const float *dz, const float *a, int64_t rows, int64_t
     return gb;
 }
 
+/* The velocity is kept scaled by the learning rate (u = lr v: u = m u + lr g', w -= u), which
+ * equals PyTorch's v = m v + g', w -= lr v for a constant rate, but lets updates of different
+ * rates (batch sizes) share one buffer: each gradient enters with its own rate. */
 HOT static void sgd_row(float *w, float *v, const float *g, int64_t n,
                         const struct hetcl_net_sgd *o)
 {
     const float lr = o->lr, m = o->momentum, wd = o->weight_decay;
     if (m != 0.0f) {
         for (int64_t k = 0; k < n; k++) {
-            float vk = m * v[k] + g[k] + wd * w[k];
-            v[k] = vk;
-            w[k] -= lr * vk;
+            float uk = m * v[k] + lr * (g[k] + wd * w[k]);
+            v[k] = uk;
+            w[k] -= uk;
         }
     } else {
         for (int64_t k = 0; k < n; k++)

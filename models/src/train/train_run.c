@@ -474,12 +474,13 @@ static void apply_update(struct tr *t, const float *g, float lr)
     const float m = (float) t->o.momentum, wd = (float) t->o.weight_decay;
     float *w = t->params, *v = t->velocity;
     for (size_t k = 0; k < t->net->n_params; k++) {
-        float gk = g[k] + wd * w[k];
+        /* The rate-scaled velocity of <hetcl/net.h>. */
+        float gk = lr * (g[k] + wd * w[k]);
         if (m != 0.0f) {
             v[k] = m * v[k] + gk;
             gk = v[k];
         }
-        w[k] -= lr * gk;
+        w[k] -= gk;
     }
 }
 
@@ -788,10 +789,20 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
         hetcl__adapt_init(&t->adapt, t->n_dev,
                           (uint64_t) ((t->o.adapt_period_s > 0 ? t->o.adapt_period_s : 0.05) * 1e9),
                           t->o.adapt_dead_band, hetcl__now_ns());
+        /* The rule fixes shares, not the scale of the batches: one size must stay put or
+         * every size would drift together. As in the paper, the host devices keep their small
+         * batch and the accelerators adapt to them; with devices of one kind only, the first
+         * device is the anchor and the others adapt to it. */
+        bool any_cl = false;
+        for (int i = 0; i < t->n_dev; i++)
+            any_cl |= !t->dev[i].is_host;
         for (int i = 0; i < t->n_dev; i++) {
             struct tr_dev *d = &t->dev[i];
+            bool anchor = any_cl ? d->is_host : i == 0;
+            if (t->o.algo == HETCL_TRAIN_ADAPTIVE && anchor)
+                d->b_min = d->b_max = d->b_init;
             hetcl__adapt_set(&t->adapt, i, d->b_init, d->b_min, d->b_max,
-                             t->o.algo == HETCL_TRAIN_ADAPTIVE);
+                             t->o.algo == HETCL_TRAIN_ADAPTIVE && !anchor);
             if (s == HETCL_OK)
                 s = traj_push(t, d, d->b_init);
         }
@@ -843,8 +854,14 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
         t->hist = res->epochs;
         t->n_hist = res->n_epochs;
         t->examples_done = examples;
-        if (t->o.target_acc > 0 && ta >= t->o.target_acc && res->time_to_target_s < 0)
-            res->time_to_target_s = e->wall_s;
+        if (t->o.target_acc > 0 && ta >= t->o.target_acc && res->time_to_target_s < 0) {
+            /* Interpolated between the previous evaluation (or the start) and this one. */
+            double t0 = res->n_epochs > 1 ? e[-1].wall_s : 0,
+                   a0 = res->n_epochs > 1 ? e[-1].test_acc : 0;
+            res->time_to_target_s =
+                    ta > a0 ? t0 + (e->wall_s - t0) * (t->o.target_acc - a0) / (ta - a0)
+                            : e->wall_s;
+        }
         res->stopped_by = t->o.target_acc > 0 && ta >= t->o.target_acc ? HETCL_TRAIN_STOP_TARGET
                           : time_up(t)                                 ? HETCL_TRAIN_STOP_TIME
                                                                        : HETCL_TRAIN_STOP_EPOCHS;
@@ -930,8 +947,18 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
             rd->busy_ns = d->busy_ns;
             rd->utilization = train_s > 0 ? (double) d->busy_ns * 1e-9 / train_s : 0;
             struct hetcl_worker_info wi;
-            if (hetcl_runtime_worker_info(rt, (size_t) d->worker, &wi) == HETCL_OK)
-                rd->bytes_moved = d->bytes + wi.bytes_in;
+            hetcl__strlcpy(rd->type, "host", sizeof rd->type);
+            if (hetcl_runtime_worker_info(rt, (size_t) d->worker, &wi) == HETCL_OK) {
+                rd->bytes_in = d->is_host ? 0 : wi.bytes_in + d->bytes;
+                rd->bytes_out = d->is_host ? 0 : d->bytes_out;
+                if (wi.desc) {
+                    hetcl__strlcpy(rd->long_name, wi.desc->name, sizeof rd->long_name);
+                    hetcl__strlcpy(rd->type, hetcl_device_type_name(wi.desc->type),
+                                   sizeof rd->type);
+                }
+            }
+            rd->batch_min_bound = t->o.algo == HETCL_TRAIN_ADAPTIVE ? d->b_min : d->b_init;
+            rd->batch_max_bound = t->o.algo == HETCL_TRAIN_ADAPTIVE ? d->b_max : d->b_init;
             rd->staleness_mean = d->updates ? (double) d->stale_sum / (double) d->updates : 0;
             rd->staleness_max = d->stale_max;
             rd->batch_first = d->n_traj ? d->traj_b[0] : d->b_init;

@@ -40,7 +40,7 @@ struct tr_dev {
     struct tr_cl *cl;
     int inflight;
     /* Statistics (coordinator only). */
-    uint64_t updates, examples, busy_ns, bytes, stale_sum, stale_max;
+    uint64_t updates, examples, busy_ns, bytes, bytes_out, stale_sum, stale_max;
     int64_t batch_lo, batch_hi;
     int64_t n_traj, cap_traj;
     double *traj_t;
