@@ -1,11 +1,15 @@
 /*
  * The train report schema and `hetcl report`, end to end through the CLI: synthetic train
  * reports (gen_train_report) validate against reports/schema/train.schema.json and broken ones
- * do not.
+ * do not; `hetcl report` renders bench, train and devices reports as Markdown and HTML; the
+ * HTML is well-formed (a tag-balance checker), has exactly one <svg> per chart and no external
+ * reference; every string from a report is escaped (a device named <script>); bad input exits
+ * 2 with one line naming the file and the field.
  */
 #include "harness.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <stdbool.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -169,6 +173,341 @@ static void test_train_schema(void)
     }
 }
 
+static int report(const char *args)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s report %s", bin, args);
+    return sh(cmd);
+}
+
+static bool one_line_error(void)
+{
+    const char *nl = strchr(err, '\n');
+    return !strncmp(err, "hetcl: ", 7) && nl && nl[1] == '\0';
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/*
+ * Checks that html is well-formed in the XHTML sense: every element closed in order (void
+ * elements written <x/>), no stray '<' or '&' in text, attribute values quoted. Returns NULL
+ * or what is wrong.
+ */
+static const char *tag_balance(const char *html, char *why, size_t cap)
+{
+    char stack[64][32];
+    int depth = 0;
+    const char *p = html;
+    if (!strncmp(p, "<!DOCTYPE html>", 15))
+        p += 15;
+    for (; *p; p++) {
+        if (*p == '&') {
+            const char *q = p + 1;
+            while (isalnum((unsigned char) *q) || *q == '#')
+                q++;
+            if (*q != ';' || q == p + 1) {
+                snprintf(why, cap, "bare '&' at offset %td", p - html);
+                return why;
+            }
+            continue;
+        }
+        if (*p != '<')
+            continue;
+        bool closing = p[1] == '/';
+        const char *name = p + 1 + closing, *q = name;
+        while (isalnum((unsigned char) *q))
+            q++;
+        size_t len = (size_t) (q - name);
+        if (len == 0 || len >= sizeof stack[0]) {
+            snprintf(why, cap, "stray '<' at offset %td", p - html);
+            return why;
+        }
+        /* Skip the attributes, honouring quotes. */
+        bool quote = false;
+        for (; *q && (quote || *q != '>'); q++) {
+            if (*q == '"')
+                quote = !quote;
+            else if (!quote && *q == '<') {
+                snprintf(why, cap, "'<' inside a tag at offset %td", q - html);
+                return why;
+            }
+        }
+        if (!*q) {
+            snprintf(why, cap, "unterminated tag at offset %td", p - html);
+            return why;
+        }
+        bool self_closing = q[-1] == '/';
+        if (closing) {
+            if (depth == 0 || strlen(stack[depth - 1]) != len ||
+                strncmp(stack[depth - 1], name, len)) {
+                snprintf(why, cap, "</%.*s> at offset %td closes <%s>", (int) len, name, p - html,
+                         depth ? stack[depth - 1] : "(nothing)");
+                return why;
+            }
+            depth--;
+        } else if (!self_closing) {
+            static const char *const voids[] = {"meta", "br", "hr", "img", "link", "input"};
+            for (size_t v = 0; v < sizeof voids / sizeof voids[0]; v++)
+                if (strlen(voids[v]) == len && !strncmp(voids[v], name, len)) {
+                    snprintf(why, cap, "void element <%s> not written <%s/>", voids[v], voids[v]);
+                    return why;
+                }
+            if (depth == 64) {
+                snprintf(why, cap, "nesting deeper than 64");
+                return why;
+            }
+            memcpy(stack[depth], name, len);
+            stack[depth++][len] = '\0';
+        }
+        p = q;
+    }
+    if (depth) {
+        snprintf(why, cap, "<%s> never closed", stack[depth - 1]);
+        return why;
+    }
+    return NULL;
+}
+
+/* The HTML in out is one self-contained, well-formed page with n_charts charts. */
+static void check_html(const char *what, size_t n_charts)
+{
+    char why[256];
+    const char *bad = tag_balance(out, why, sizeof why);
+    if (bad) {
+        fprintf(stderr, "%s: HTML not well-formed: %s\n", what, bad);
+        hetcl_test_failures++;
+    }
+    CHECK(!strncmp(out, "<!DOCTYPE html>", 15));
+    /* One <svg> per chart, each in its own <figure>. */
+    if (count(out, "<svg") != n_charts || count(out, "</svg>") != n_charts ||
+        count(out, "<figure>") != n_charts) {
+        fprintf(stderr, "%s: %zu <svg>, %zu </svg>, %zu <figure>; want %zu charts\n", what,
+                count(out, "<svg"), count(out, "</svg>"), count(out, "<figure>"), n_charts);
+        hetcl_test_failures++;
+    }
+    for (const char *f = strstr(out, "<figure>"); f; f = strstr(f + 1, "<figure>")) {
+        const char *end = strstr(f, "</figure>");
+        const char *svg = strstr(f, "<svg");
+        CHECK(end && svg && svg < end &&
+              !(strstr(svg + 1, "<svg") && strstr(svg + 1, "<svg") < end));
+    }
+    /* Self-contained: nothing fetched, nothing run. */
+    static const char *const banned[] = {"http://", "https://",    "src=",    "<script", "<link",
+                                         "<iframe", "url(",        "@import", "href=",   "<object",
+                                         "<embed",  "javascript:", "onload"};
+    for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++)
+        if (strstr(out, banned[i])) {
+            fprintf(stderr, "%s: HTML contains '%s'\n", what, banned[i]);
+            hetcl_test_failures++;
+        }
+}
+
+static void render_both(const char *name, const char *what, size_t n_charts, const char *md_has)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "%s/%s", tmpdir, name);
+    int rc = report(args);
+    if (rc != 0)
+        fprintf(stderr, "%s md: exit %d: %s\n", what, rc, err);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(strlen(err), 0);
+    CHECK(strstr(out, md_has) != NULL);
+    CHECK(strstr(out, "<svg") == NULL); /* Markdown has tables, not charts */
+    CHECK(strstr(out, "\n| --- |") != NULL);
+    snprintf(args, sizeof args, "%s/%s --format html", tmpdir, name);
+    rc = report(args);
+    CHECK_EQ_INT(rc, 0);
+    check_html(what, n_charts);
+}
+
+static void test_render(void)
+{
+    /* Train: loss, accuracy, and per run update shares and batch sizes. */
+    make(gen_train, "t-adaptive.json", "--algo adaptive --devices 3");
+    make(gen_train, "t-hogbatch.json", "--algo hogbatch --devices 2 --seed 5");
+    render_both("t-adaptive.json", "train", 4, "## Epochs");
+    CHECK(strstr(out, "Test accuracy against wall time") != NULL);
+    char args[1024];
+    snprintf(args, sizeof args, "%s/t-adaptive.json %s/t-hogbatch.json --format html", tmpdir,
+             tmpdir);
+    CHECK_EQ_INT(report(args), 0);
+    check_html("two train runs", 2 + 2 * 2);
+    /* Bench: 6 configurations with 2 layers each: 1 CDF chart (up to 8 per chart), 1
+     * throughput chart, 6 per-layer charts. */
+    make(gen_bench, "bench.json", "--configs 6 --samples 40");
+    render_both("bench.json", "bench", 1 + 1 + 6, "## Latency and throughput");
+    /* 20 configurations: CDFs in 3 charts. */
+    make(gen_bench, "bench20.json", "--configs 20 --samples 20");
+    snprintf(args, sizeof args, "%s/bench20.json --format html", tmpdir);
+    CHECK_EQ_INT(report(args), 0);
+    check_html("bench with 20 configurations", 3 + 1 + 20);
+    /* Devices, as this machine describes itself (with or without an OpenCL device). */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s devices --json %s/devices.json", bin, tmpdir);
+    CHECK_EQ_INT(sh(cmd), 0);
+    render_both("devices.json", "devices", 0, "## OpenCL platforms and devices");
+
+    /* --output: written there, nothing on stdout. */
+    snprintf(args, sizeof args, "%s/t-hogbatch.json --format html --output %s/page.html", tmpdir,
+             tmpdir);
+    CHECK_EQ_INT(report(args), 0);
+    CHECK_EQ_INT(strlen(out), 0);
+    snprintf(cmd, sizeof cmd, "cat %s/page.html", tmpdir);
+    CHECK_EQ_INT(sh(cmd), 0);
+    check_html("--output page", 4);
+    CHECK_EQ_INT(report("--help"), 0);
+    CHECK(strstr(out, "exit status") && strstr(out, "--format"));
+}
+
+static void set_string(cJSON *o, const char *name, const char *v)
+{
+    cJSON_ReplaceItemInObject(o, name, cJSON_CreateString(v));
+}
+
+static void test_escaping(void)
+{
+    static const char evil[] = "<script>alert(1)</script>&\"'|*_`";
+    char args[1024];
+    /* Train: every device's name (a quote in a shell argument would need escaping, so the
+     * generator's --device-name is not used here). */
+    make(gen_train, "evil-train.json", "--devices 2");
+    cJSON *t = load("evil-train.json"), *dev;
+    cJSON_ArrayForEach(dev, cJSON_GetObjectItem(t, "devices"))
+    {
+        set_string(dev, "name", evil);
+    }
+    save(t, "evil-train.json");
+    cJSON_Delete(t);
+    /* Bench: a device name, a model name and an environment value. */
+    make(gen_bench, "evil-bench.json", "--configs 2 --samples 20");
+    cJSON *doc = load("evil-bench.json");
+    cJSON *prov = cJSON_GetObjectItem(doc, "provenance");
+    set_string(cJSON_GetArrayItem(
+                       cJSON_GetObjectItem(cJSON_GetObjectItem(prov, "opencl"), "devices"), 0),
+               "name", evil);
+    set_string(cJSON_GetObjectItem(cJSON_GetObjectItem(prov, "host"), "environment"),
+               "POCL_AFFINITY", evil);
+    set_string(cJSON_GetObjectItem(
+                       cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "configurations"), 1), "config"),
+               "model", evil);
+    save(doc, "evil-bench.json");
+    cJSON_Delete(doc);
+    static const char *const files[] = {"evil-train.json", "evil-bench.json"};
+    static const char *const formats[] = {"md", "html"};
+    for (size_t f = 0; f < 2; f++)
+        for (size_t k = 0; k < 2; k++) {
+            snprintf(args, sizeof args, "%s/%s --format %s", tmpdir, files[f], formats[k]);
+            CHECK_EQ_INT(report(args), 0);
+            if (strstr(out, "<script") || strstr(out, "</script")) {
+                fprintf(stderr, "%s as %s: <script> not escaped\n", files[f], formats[k]);
+                hetcl_test_failures++;
+            }
+            CHECK(strstr(out, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL);
+            if (k == 1)
+                check_html(files[f], f == 0 ? 4 : 1 + 1 + 2);
+            else /* a '|' in a cell would split the row */
+                CHECK(strstr(out, "\\|") != NULL && strstr(out, "\\*") != NULL);
+        }
+}
+
+static void drop_epochs(cJSON *d)
+{
+    cJSON_DeleteItemFromObject(d, "epochs");
+}
+
+static void bad_acc(cJSON *d)
+{
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(d, "epochs"), 1), "test_acc",
+                              cJSON_CreateString("high"));
+}
+
+static void future_version(cJSON *d)
+{
+    cJSON_ReplaceItemInObject(d, "schema_version", cJSON_CreateNumber(7));
+}
+
+static void other_kind(cJSON *d)
+{
+    set_string(d, "kind", "hetcl.weather");
+}
+
+static void bad_trajectory(cJSON *d)
+{
+    cJSON *dev = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "devices"), 1);
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(dev, "batch_trajectory"), 2),
+                              "batch", cJSON_CreateNull());
+}
+
+static void test_bad_input(void)
+{
+    static const struct {
+        void (*edit)(cJSON *);
+        const char *name, *has;
+    } broken[] = {
+            {drop_epochs, "no-epochs.json", "no-epochs.json: $.epochs: missing"},
+            {bad_acc, "bad-acc.json", "bad-acc.json: $.epochs[1].test_acc: expected a number"},
+            {future_version, "v7.json", "v7.json: $.schema_version: version 7"},
+            {other_kind, "kind.json", "kind.json: $.kind: 'hetcl.weather' reports cannot be"},
+            {bad_trajectory, "traj.json", "traj.json: $.devices[1].batch_trajectory[2].batch"},
+    };
+    char args[1024];
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        cJSON *doc = load("t-adaptive.json");
+        broken[i].edit(doc);
+        save(doc, broken[i].name);
+        cJSON_Delete(doc);
+        for (int html = 0; html < 2; html++) {
+            snprintf(args, sizeof args, "%s/%s%s", tmpdir, broken[i].name,
+                     html ? " --format html" : "");
+            CHECK_EQ_INT(report(args), 2);
+            CHECK_EQ_INT(strlen(out), 0);
+            if (!one_line_error() || !strstr(err, broken[i].has)) {
+                fprintf(stderr, "%s: error '%s', want one line with '%s'\n", broken[i].name, err,
+                        broken[i].has);
+                hetcl_test_failures++;
+            }
+        }
+    }
+    static const struct {
+        const char *args, *has;
+    } usage[] = {
+            {"", "needs a report file"},
+            {"@/missing.json", "missing.json"},
+            {"@/stdout", "stdout"}, /* not JSON */
+            {"@/t-adaptive.json --format pdf", "--format expects md or html, got 'pdf'"},
+            {"@/t-adaptive.json --frobnicate", "unknown option '--frobnicate'"},
+            {"@/t-adaptive.json --output", "--output expects a value"},
+            {"@/t-adaptive.json @/bench.json", "bench.json: $.kind: several reports"},
+    };
+    for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++) {
+        /* "@" stands for the temporary directory. */
+        char a[512] = "";
+        for (const char *p = usage[i].args; *p; p++) {
+            size_t len = strlen(a);
+            if (*p == '@')
+                snprintf(a + len, sizeof a - len, "%s", tmpdir);
+            else
+                snprintf(a + len, sizeof a - len, "%c", *p);
+        }
+        CHECK_EQ_INT(report(a), 2);
+        if (!one_line_error() || !strstr(err, usage[i].has)) {
+            fprintf(stderr, "report %s: error '%s', want one line with '%s'\n", a, err,
+                    usage[i].has);
+            hetcl_test_failures++;
+        }
+    }
+    /* An output that cannot be written: exit 1. */
+    snprintf(args, sizeof args, "%s/t-adaptive.json --output %s/no/such/dir/x.md", tmpdir, tmpdir);
+    CHECK_EQ_INT(report(args), 1);
+    CHECK(one_line_error());
+}
+
 int main(void)
 {
     bin = getenv("HETCL_BIN");
@@ -187,6 +526,9 @@ int main(void)
         return 1;
     }
     test_train_schema();
+    test_render();
+    test_escaping();
+    test_bad_input();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (!hetcl_test_failures && system(cmd) != 0)
