@@ -275,7 +275,7 @@ static void cdf_charts(struct rw *w, struct report_doc *d, struct cfg *cfgs, siz
             if (!svg_cdf_series(samples, m, 1e-6, &xs[ns], &ys[ns], &np) && m)
                 w->b->failed = true;
             free(samples);
-            s[ns] = (struct svg_series){cfgs[i].key, xs[ns], ys[ns], np, true};
+            s[ns] = (struct svg_series){cfgs[i].key, xs[ns], ys[ns], np, true, false};
             ns++;
         }
         char title[128];

@@ -202,8 +202,10 @@ static void config_table(struct rw *w, struct run *r)
     double ts = rd_number(d, r->stop, "$.config.stop", "time_s", true);
     double ta = rd_number(d, r->stop, "$.config.stop", "target_acc", true);
     char e2[32], e3[32];
-    rw_kv(w, "stop rule", "epochs %s, time %s s, target accuracy %s", num(e1, sizeof e1, ep, 6),
-          num(e2, sizeof e2, ts, 6), pct(e3, sizeof e3, ta));
+    rw_kv(w, "stop rule", "epochs: %s; time: %s%s; target accuracy: %s",
+          isnan(ep) ? "not set" : num(e1, sizeof e1, ep, 6),
+          isnan(ts) ? "not set" : num(e2, sizeof e2, ts, 6), isnan(ts) ? "" : " s",
+          isnan(ta) ? "not set" : pct(e3, sizeof e3, ta));
     const cJSON *h = rd_object(d, d->root, "$", "hetcl");
     rw_kv(w, "hetcl", "%s (commit %s), report written %s", rd_string(d, h, "$.hetcl", "version"),
           rd_string(d, h, "$.hetcl", "commit"), d->generated_at);
@@ -374,12 +376,14 @@ static void curves_charts(struct rw *w, struct run *runs, size_t n)
         snprintf(names[3 * i + 1], sizeof names[0], "%s%stest loss", pre, sep);
         snprintf(names[3 * i + 2], sizeof names[0], "%s%stest accuracy (%%)", pre, sep);
         size_t m = epoch_series(r, "train_loss", 1, &bufs[6 * i], &bufs[6 * i + 1]);
-        ls[2 * i] = (struct svg_series){names[3 * i], bufs[6 * i], bufs[6 * i + 1], m, false};
+        ls[2 * i] =
+                (struct svg_series){names[3 * i], bufs[6 * i], bufs[6 * i + 1], m, false, false};
         m = epoch_series(r, "test_loss", 1, &bufs[6 * i + 2], &bufs[6 * i + 3]);
-        ls[2 * i + 1] =
-                (struct svg_series){names[3 * i + 1], bufs[6 * i + 2], bufs[6 * i + 3], m, false};
+        ls[2 * i + 1] = (struct svg_series){
+                names[3 * i + 1], bufs[6 * i + 2], bufs[6 * i + 3], m, false, false};
         m = epoch_series(r, "test_acc", 100, &bufs[6 * i + 4], &bufs[6 * i + 5]);
-        as[i] = (struct svg_series){names[3 * i + 2], bufs[6 * i + 4], bufs[6 * i + 5], m, false};
+        as[i] = (struct svg_series){
+                names[3 * i + 2], bufs[6 * i + 4], bufs[6 * i + 5], m, false, false};
         for (size_t k = 0; k < m; k++)
             tmax = fmax(tmax, bufs[6 * i][k]);
         double ta = rd_number(r->d, r->stop, "$.config.stop", "target_acc", true);
@@ -398,7 +402,7 @@ static void curves_charts(struct rw *w, struct run *runs, size_t n)
     double tx[2] = {0, tmax}, ty[2] = {target * 100, target * 100};
     size_t n_acc = n;
     if (!isnan(target) && tmax > 0)
-        as[n_acc++] = (struct svg_series){"target accuracy", tx, ty, 2, false};
+        as[n_acc++] = (struct svg_series){"target accuracy", tx, ty, 2, false, false};
     struct svg_line_chart ac = {.title = "Test accuracy against wall time",
                                 .x_label = "wall time (s)",
                                 .y_label = "test accuracy (%)",
@@ -456,7 +460,7 @@ static void device_charts(struct rw *w, struct run *r)
         char at[64], tat[96];
         rd_index_path(at, sizeof at, "$.devices", j);
         const char *id = rd_string(d, dv, at, "id");
-        ss[j] = (struct svg_series){id, t, sh + j * np, np, false};
+        ss[j] = (struct svg_series){id, t, sh + j * np, np, false, false};
         const cJSON *tr = rd_array(d, dv, at, "batch_trajectory"), *q;
         size_t m = (size_t) cJSON_GetArraySize(tr), i = 0;
         traj[2 * j] = calloc(m ? m : 1, sizeof **traj);
@@ -474,7 +478,7 @@ static void device_charts(struct rw *w, struct run *r)
             traj[2 * j + 1][i] = rd_number(d, q, pat, "batch", false);
             i++;
         }
-        bs[j] = (struct svg_series){id, traj[2 * j], traj[2 * j + 1], m, true};
+        bs[j] = (struct svg_series){id, traj[2 * j], traj[2 * j + 1], m, true, true};
         j++;
     }
     char title[256];

@@ -194,7 +194,7 @@ void svg_line_chart(struct sbuf *b, const struct svg_line_chart *c)
             have_prev = true;
             prev_y = y;
         }
-        if (se->step && have_prev) /* a step line holds its last value to the right edge */
+        if (se->step && se->hold && have_prev)
             sb_printf(b, "%.1f,%.1f", PX(xr.hi), PY(prev_y));
         sb_puts(b, "\"/>\n");
     }

@@ -31,6 +31,8 @@ struct svg_series {
     const double *x, *y; /* n points, x ascending for step lines; NAN points are skipped */
     size_t n;
     bool step; /* y holds until the next x (a CDF, a batch size over time) */
+    bool hold; /* a step line holds its last y to the right edge (a batch size that has not
+                * changed since its last point); not for a CDF, which ends at its maximum */
 };
 
 struct svg_line_chart {
