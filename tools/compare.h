@@ -68,6 +68,8 @@ bool cmp_read_samples(const struct cmp_report *r, const cJSON *array, const char
 
 /* The extractor of "hetcl.bench" reports, schema version 1. */
 bool cmp_extract_bench(struct cmp_report *r);
+/* The extractor of "hetcl.train" reports, schema version 1 (compare_train.c). */
+bool cmp_extract_train(struct cmp_report *r);
 
 /* ---- results ------------------------------------------------------------------------------ */
 

@@ -18,6 +18,7 @@ struct report_kind {
 
 static const struct report_kind kinds[] = {
         {"hetcl.bench", 1, cmp_extract_bench},
+        {"hetcl.train", 1, cmp_extract_train},
 };
 
 bool cmp_field_error(const struct cmp_report *r, const char *field, const char *fmt, ...)
