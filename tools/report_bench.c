@@ -290,7 +290,7 @@ static void cdf_charts(struct rw *w, struct report_doc *d, struct cfg *cfgs, siz
                                    .n_series = ns,
                                    .y_min = 0,
                                    .y_max = 1};
-        svg_line_chart(rw_chart_buf(w, title), &c);
+        svg_line_chart(rw_chart_buf(w), &c);
         for (size_t k = 0; k < ns; k++) {
             free(xs[k]);
             free(ys[k]);
@@ -326,7 +326,7 @@ static void throughput_charts(struct rw *w, struct report_doc *d, struct cfg *cf
                                   .value_label = "items per second",
                                   .bars = bars + first,
                                   .n = nb - first < BARS_PER_CHART ? nb - first : BARS_PER_CHART};
-        svg_bar_chart(rw_chart_buf(w, title), &c);
+        svg_bar_chart(rw_chart_buf(w), &c);
     }
     free(bars);
 }
@@ -369,7 +369,7 @@ static void layer_charts(struct rw *w, struct report_doc *d, struct cfg *cfgs, s
                                   .value_label = "mean device time per request (ms)",
                                   .bars = bars,
                                   .n = m};
-        svg_bar_chart(rw_chart_buf(w, title), &c);
+        svg_bar_chart(rw_chart_buf(w), &c);
         drawn++;
         free(bars);
         free(labels);

@@ -45,8 +45,9 @@ void rw_kv(struct rw *w, const char *key, const char *fmt, ...)
 
 /* Whether charts are written (HTML). Renderers call svg_chart.h through rw_chart_buf. */
 bool rw_charts(const struct rw *w);
-/* The buffer to write a chart into, after a caption heading; counts the chart. */
-struct sbuf *rw_chart_buf(struct rw *w, const char *caption);
+/* The buffer to write a chart into (svg_chart.h; the chart carries its own title); counts
+ * the chart. */
+struct sbuf *rw_chart_buf(struct rw *w);
 
 /* Formats v in at most `digits` significant digits, "n/a" for NAN, no exponent for the usual
  * magnitudes (1e-3 .. 1e9). */

@@ -398,7 +398,7 @@ static void curves_charts(struct rw *w, struct run *runs, size_t n)
                                 .y_min = NAN,
                                 .y_max = NAN,
                                 .y_zero = true};
-    svg_line_chart(rw_chart_buf(w, "Loss against wall time"), &lc);
+    svg_line_chart(rw_chart_buf(w), &lc);
     double tx[2] = {0, tmax}, ty[2] = {target * 100, target * 100};
     size_t n_acc = n;
     if (!isnan(target) && tmax > 0)
@@ -410,7 +410,7 @@ static void curves_charts(struct rw *w, struct run *runs, size_t n)
                                 .n_series = n_acc,
                                 .y_min = NAN,
                                 .y_max = NAN};
-    svg_line_chart(rw_chart_buf(w, "Test accuracy against wall time"), &ac);
+    svg_line_chart(rw_chart_buf(w), &ac);
 done:
     for (size_t i = 0; bufs && i < 6 * n; i++)
         free(bufs[i]);
@@ -490,7 +490,7 @@ static void device_charts(struct rw *w, struct run *r)
                                 .n_series = nd,
                                 .y_min = 0,
                                 .y_max = 100};
-    svg_line_chart(rw_chart_buf(w, title), &sc);
+    svg_line_chart(rw_chart_buf(w), &sc);
     snprintf(title, sizeof title, "Batch size per device over time: %s", r->label);
     struct svg_line_chart bc = {.title = title,
                                 .x_label = "wall time (s)",
@@ -500,7 +500,7 @@ static void device_charts(struct rw *w, struct run *r)
                                 .y_min = NAN,
                                 .y_max = NAN,
                                 .y_zero = true};
-    svg_line_chart(rw_chart_buf(w, title), &bc);
+    svg_line_chart(rw_chart_buf(w), &bc);
 done:
     for (size_t i = 0; traj && i < 2 * nd; i++)
         free(traj[i]);

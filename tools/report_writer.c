@@ -235,9 +235,8 @@ bool rw_charts(const struct rw *w)
     return w->f == REPORT_HTML;
 }
 
-struct sbuf *rw_chart_buf(struct rw *w, const char *caption)
+struct sbuf *rw_chart_buf(struct rw *w)
 {
-    (void) caption; /* the chart's own title says it, inside the <svg> */
     w->n_charts++;
     return w->b;
 }

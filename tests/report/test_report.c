@@ -274,6 +274,36 @@ static const char *tag_balance(const char *html, char *why, size_t cap)
     return NULL;
 }
 
+/* The checker itself: it must reject what it is there to catch. */
+static void test_tag_balance(void)
+{
+    static const char *const good[] = {
+            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"/></head><body><p>a &amp; b "
+            "&lt;c&gt; &#39;</p><svg width=\"1\"><line x1=\"0\"/></svg></body></html>",
+            "<p title=\"a>b\">x</p>"};
+    static const char *const bad[] = {"<p><b></p></b>",
+                                      "<p>a < b</p>",
+                                      "<meta charset=\"x\">",
+                                      "<p>a & b</p>",
+                                      "<p>",
+                                      "</p>",
+                                      "<p x=\"<\">",
+                                      "<p"};
+    char why[256];
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        const char *w = tag_balance(good[i], why, sizeof why);
+        if (w) {
+            fprintf(stderr, "tag_balance rejects good input %zu: %s\n", i, w);
+            hetcl_test_failures++;
+        }
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (!tag_balance(bad[i], why, sizeof why)) {
+            fprintf(stderr, "tag_balance accepts '%s'\n", bad[i]);
+            hetcl_test_failures++;
+        }
+}
+
 /* The HTML in out is one self-contained, well-formed page with n_charts charts. */
 static void check_html(const char *what, size_t n_charts)
 {
@@ -525,6 +555,7 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
+    test_tag_balance();
     test_train_schema();
     test_render();
     test_escaping();
