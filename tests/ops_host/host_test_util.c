@@ -95,3 +95,52 @@ bool ht_check_same(const char *what, const void *ref, const void *out, size_t n)
     }
     return true;
 }
+
+void ht_check_rejects(const char *what, ht_op_fn fn, struct ht_call *c, int n_buffers)
+{
+    void *saved[8] = {0};
+    for (int i = 0; i < n_buffers; i++) {
+        saved[i] = malloc(c->sizes[i] + 1);
+        memcpy(saved[i], c->ptrs[i], c->sizes[i]);
+    }
+    for (int i = 0; i < n_buffers; i++) {
+        if (c->sizes[i] < 4) {
+            continue;
+        }
+        c->sizes[i] -= 4;
+        hetcl_status s = fn(&c->call);
+        c->sizes[i] += 4;
+        if (s != HETCL_ERR_INVALID_ARG) {
+            fprintf(stderr, "%s: buffer %d one element short: status %d, expected rejection\n",
+                    what, i, (int) s);
+            hetcl_test_failures++;
+        }
+    }
+    c->call.args_size--;
+    if (fn(&c->call) != HETCL_ERR_INVALID_ARG) {
+        fprintf(stderr, "%s: argument blob one byte short was accepted\n", what);
+        hetcl_test_failures++;
+    }
+    c->call.args_size++;
+    for (int i = 0; i < n_buffers; i++) {
+        if (memcmp(saved[i], c->ptrs[i], c->sizes[i]) != 0) {
+            fprintf(stderr, "%s: buffer %d written by a rejected call\n", what, i);
+            hetcl_test_failures++;
+        }
+        free(saved[i]);
+    }
+}
+
+bool ht_check_rel(const char *what, const float *ref, const float *out, size_t n, double rel)
+{
+    for (size_t i = 0; i < n; i++) {
+        double r = (double) ref[i], o = (double) out[i];
+        if (!(fabs(r - o) <= rel * fabs(r) + 1e-37)) {
+            fprintf(stderr, "%s: element %zu = %.9g, reference %.9g (relative bound %.3g)\n", what,
+                    i, o, r, rel);
+            hetcl_test_failures++;
+            return false;
+        }
+    }
+    return true;
+}

@@ -44,7 +44,15 @@ void ht_call_init(struct ht_call *c, const void *args, size_t args_size, int n, 
 bool ht_check_close(const char *what, const float *ref, const float *out, size_t n,
                     double nmse_bound, double max_bound);
 
+/* |out - ref| <= rel |ref| elementwise (NaN fails). */
+bool ht_check_rel(const char *what, const float *ref, const float *out, size_t n, double rel);
+
 /* Bit-exact comparison of n 4-byte elements. */
 bool ht_check_same(const char *what, const void *ref, const void *out, size_t n);
 
+/* With the call valid (as ht_call_init made it): each buffer in turn one element (4 bytes)
+ * short, then the argument blob one byte short, must each give HETCL_ERR_INVALID_ARG and leave
+ * every buffer as it was. */
+typedef hetcl_status (*ht_op_fn)(const struct hetcl_host_call *call);
+void ht_check_rejects(const char *what, ht_op_fn fn, struct ht_call *c, int n_buffers);
 #endif
