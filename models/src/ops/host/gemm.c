@@ -71,9 +71,24 @@ static int64_t balanced_block(int64_t total, int64_t cap, int64_t unit)
     return round_up((total + blocks - 1) / blocks, unit);
 }
 
+/* The transposing pack of a full panel: register transposes where the CPU has AVX (avx is only
+ * true then), else one strided store per element. */
+static void pack_transposed(const float *src, int64_t ld, int w, int64_t kb, float *dst)
+{
+#ifdef HETCL_GEMM_HAVE_X86
+    hetcl__gemm_pack_transposed_avx(src, ld, w, kb, dst);
+#else
+    for (int r = 0; r < w; r++) {
+        for (int64_t p = 0; p < kb; p++) {
+            dst[p * w + r] = src[r * ld + p];
+        }
+    }
+#endif
+}
+
 /* op(A)[i0 .. i0+rows) x [p0 .. p0+kb) into mr-tall panels: dst[panel][p][r]. */
 static void pack_a(bool trans, const float *a, int64_t lda, int64_t i0, int64_t rows, int64_t p0,
-                   int64_t kb, int mr, float *dst)
+                   int64_t kb, int mr, bool avx, float *dst)
 {
     for (int64_t ir = 0; ir < rows; ir += mr, dst += mr * kb) {
         int64_t n_r = min64(mr, rows - ir);
@@ -87,6 +102,8 @@ static void pack_a(bool trans, const float *a, int64_t lda, int64_t i0, int64_t 
                     d[r] = 0.0f;
                 }
             }
+        } else if (avx && n_r == mr) {
+            pack_transposed(a + (i0 + ir) * lda + p0, lda, mr, kb, dst);
         } else {
             for (int64_t r = 0; r < n_r; r++) {
                 const float *src = a + (i0 + ir + r) * lda + p0;
@@ -105,7 +122,7 @@ static void pack_a(bool trans, const float *a, int64_t lda, int64_t i0, int64_t 
 
 /* op(B)[p0 .. p0+kb) x [j0 .. j0+cols) into nr-wide panels: dst[panel][p][c]. */
 static void pack_b(bool trans, const float *b, int64_t ldb, int64_t j0, int64_t cols, int64_t p0,
-                   int64_t kb, int nr, float *dst)
+                   int64_t kb, int nr, bool avx, float *dst)
 {
     for (int64_t jr = 0; jr < cols; jr += nr, dst += nr * kb) {
         int64_t n_c = min64(nr, cols - jr);
@@ -118,6 +135,8 @@ static void pack_b(bool trans, const float *b, int64_t ldb, int64_t j0, int64_t 
                     d[c] = 0.0f;
                 }
             }
+        } else if (avx && n_c == nr) {
+            pack_transposed(b + (j0 + jr) * ldb + p0, ldb, nr, kb, dst);
         } else {
             /* stored [n][ldb]: column c of op(B) is row j0+jr+c of B */
             for (int64_t c = 0; c < n_c; c++) {
@@ -164,6 +183,8 @@ hetcl_status hetcl__sgemm(hetcl_context *ctx, const struct hetcl_gemm_kernel *ke
     }
     const struct hetcl_gemm_kernel *kern = kernel ? kernel : hetcl__gemm_kernel(HETCL_GEMM_AUTO);
     const int mr = kern->mr, nr = kern->nr;
+    /* the AVX and AVX-512 kernels run only where AVX exists: their packing may use it too */
+    const bool avx = kern != &hetcl__gemm_kernel_generic;
     const int64_t kc = balanced_block(k, kern->kc, 1);
     const int64_t mc = balanced_block(m, kern->mc, mr);
     const int64_t nc = balanced_block(n, kern->nc, nr);
@@ -188,10 +209,10 @@ hetcl_status hetcl__sgemm(hetcl_context *ctx, const struct hetcl_gemm_kernel *ke
         for (int64_t pc = 0; pc < k; pc += kc) {
             const int64_t kb = min64(kc, k - pc);
             const float beta_blk = pc == 0 ? beta : 1.0f;
-            pack_b(trans_b, b, ldb, jc, nb, pc, kb, nr, bp);
+            pack_b(trans_b, b, ldb, jc, nb, pc, kb, nr, avx, bp);
             for (int64_t ic = 0; ic < m; ic += mc) {
                 const int64_t mb = min64(mc, m - ic);
-                pack_a(trans_a, a, lda, ic, mb, pc, kb, mr, ap);
+                pack_a(trans_a, a, lda, ic, mb, pc, kb, mr, avx, ap);
                 for (int64_t jr = 0; jr < nb; jr += nr) {
                     const int64_t n_c = min64(nr, nb - jr);
                     const float *bpanel = bp + jr * kb;

@@ -82,6 +82,9 @@ extern const struct hetcl_gemm_kernel hetcl__gemm_kernel_generic;
 #define HETCL_GEMM_HAVE_X86 1
 extern const struct hetcl_gemm_kernel hetcl__gemm_kernel_avx2;
 extern const struct hetcl_gemm_kernel hetcl__gemm_kernel_avx512;
+/* dst[p*w + r] = src[r*ld + p] for r < w, p < kb: the transposing pack with AVX register
+ * transposes (gemm_pack_x86.c); only on CPUs with AVX. */
+void hetcl__gemm_pack_transposed_avx(const float *src, int64_t ld, int w, int64_t kb, float *dst);
 #endif
 
 /* C = alpha * op(A) * op(B) + beta * C, row-major with leading dimensions, as the BLAS: op(A) is
