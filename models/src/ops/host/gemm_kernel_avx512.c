@@ -1,19 +1,19 @@
 /*
- * The AVX-512F SGEMM micro-kernel: a 12 x 32 tile of C in 24 zmm accumulators (two vectors of B
- * and one broadcast of A per row stay within the 32 registers). Per depth step: 2 loads of B,
- * 12 broadcasts of A (folded into the FMAs as embedded broadcasts), 24 FMAs, which keeps both
- * FMA pipes busy with more independent chains than their latency needs.
- * Built with a target attribute, not -march: the driver calls it only when the CPU has
- * AVX-512F (hetcl__gemm_kernel).
+ * The AVX-512F SGEMM micro-kernel: an 8 x 32 tile of C in 16 zmm accumulators. Per depth step:
+ * 2 aligned loads of B, 8 broadcasts of A (embedded in the FMAs), 16 FMAs: 16 independent chains
+ * cover the FMA latency of both pipes. A 12 x 32 tile (24 accumulators) measured only 141-157
+ * GFLOP/s against 200-221 for this one at the MLP shapes on the development EPYC (GCC 12): the
+ * larger tile also pads batch 64 to 72 rows. Built with a target attribute, not -march: the
+ * driver calls it only when the CPU has AVX-512F (hetcl__gemm_kernel).
  */
 #include "host_ops.h"
 
 #ifdef HETCL_GEMM_HAVE_X86
 #include <immintrin.h>
 
-#define MR      12
+#define MR      8
 #define NR      32
-#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
 __attribute__((target("avx512f"))) static void kernel_12x32(int64_t k, const float *a,
                                                             const float *b, float *c, int64_t ldc,
@@ -63,7 +63,7 @@ const struct hetcl_gemm_kernel hetcl__gemm_kernel_avx512 = {
         .name = "avx512",
         .mr = MR,
         .nr = NR,
-        .mc = 16 * MR,
+        .mc = 24 * MR,
         .kc = 256,
         .nc = 512,
         .run = kernel_12x32,
