@@ -45,8 +45,8 @@ static double validate(const struct gemm_shape *s, const float *a, const float *
         int64_t j = (int64_t) ref_rng_below(rng, (uint64_t) s->n);
         double sum = 0.0, abs_sum = 0.0;
         for (int64_t p = 0; p < s->k; p++) {
-            double x = s->ta ? a[p * lda + i] : a[i * lda + p];
-            double y = s->tb ? b[j * ldb + p] : b[p * ldb + j];
+            double x = (double) (s->ta ? a[p * lda + i] : a[i * lda + p]);
+            double y = (double) (s->tb ? b[j * ldb + p] : b[p * ldb + j]);
             sum += x * y;
             abs_sum += fabs(x * y);
         }

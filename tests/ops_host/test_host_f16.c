@@ -11,7 +11,8 @@
 
 #include <math.h>
 
-#if defined(__x86_64__) && defined(__GNUC__)
+/* GCC only: clang 14 does not know "f16c" in __builtin_cpu_supports */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define HAVE_F16C_CHECK 1
 __attribute__((target("f16c"))) static uint16_t hw_f32_to_f16(float f)
