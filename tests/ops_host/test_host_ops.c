@@ -167,39 +167,54 @@ static void test_finite_differences(void)
             }
         }
     }
+}
 
-    /* softmax cross-entropy: d(sum of row losses * scale)/dlogits */
-    const int64_t classes = 5;
-    float logits[20], dl[20], loss[4];
-    int32_t labels[4];
-    ref_fill_normal(&rng, logits, 20, 0.0f, 2.0f);
-    ref_fill_labels(&rng, labels, 4, (int32_t) classes);
-    struct hetcl_op_xent_args xa = {.rows = 4, .classes = classes, .scale = 0.25f};
-    void *ptrs[4] = {logits, labels, dl, loss};
-    size_t szs[4] = {80, 16, 80, 16};
+/* For the three losses, the gradient is scale * d(sum of row losses)/dlogits: checked by
+ * central differences of the op's own loss output. `second` is labels or targets. */
+static void loss_finite_differences(const char *what, ht_op_fn fn, const void *second)
+{
+    enum { ROWS = 4, CLASSES = 5, N = ROWS * CLASSES };
+    float logits[N], dl[N], loss[ROWS], grad[N];
+    ref_fill_normal(&rng, logits, N, 0.0f, 2.0f);
+    struct hetcl_op_xent_args xa = {.rows = ROWS, .classes = CLASSES, .scale = 0.25f};
+    void *ptrs[4] = {logits, (void *) (uintptr_t) second, dl, loss};
+    size_t szs[4] = {sizeof logits, fn == hetcl__op_softmax_xent_host ? ROWS * 4 : N * 4, sizeof dl,
+                     sizeof loss};
     struct hetcl_host_call call = {.ptrs = ptrs, .sizes = szs, .args = &xa, .args_size = sizeof xa};
-    CHECK_EQ_INT(hetcl__op_softmax_xent_host(&call), HETCL_OK);
-    float grad[20];
+    CHECK_EQ_INT(fn(&call), HETCL_OK);
     memcpy(grad, dl, sizeof grad);
-    for (size_t i = 0; i < 20; i++) {
+    for (size_t i = 0; i < N; i++) {
         const float h = 1e-2f, x0 = logits[i];
         double f[2];
         for (int side = 0; side < 2; side++) {
             logits[i] = side ? x0 - h : x0 + h;
-            CHECK_EQ_INT(hetcl__op_softmax_xent_host(&call), HETCL_OK);
+            CHECK_EQ_INT(fn(&call), HETCL_OK);
             f[side] = 0.0;
-            for (int r = 0; r < 4; r++) {
+            for (int r = 0; r < ROWS; r++) {
                 f[side] += (double) loss[r] * (double) xa.scale;
             }
         }
         logits[i] = x0;
         double fd = (f[0] - f[1]) / (2.0 * (double) h);
         if (!(fabs(fd - (double) grad[i]) <= 2e-3 * (1.0 + fabs(fd)))) {
-            fprintf(stderr, "softmax_xent: dlogits[%zu] = %.6g, finite difference %.6g\n", i,
+            fprintf(stderr, "%s: gradient[%zu] = %.6g, finite difference %.6g\n", what, i,
                     (double) grad[i], fd);
             hetcl_test_failures++;
         }
     }
+}
+
+static void test_loss_finite_differences(void)
+{
+    int32_t labels[4];
+    float targets[20], soft[20];
+    ref_fill_labels(&rng, labels, 4, 5);
+    ref_fill_binary(&rng, targets, 20, 0.4);
+    ref_fill_uniform(&rng, soft, 20, 0.0f, 1.0f);
+    loss_finite_differences("softmax_xent", hetcl__op_softmax_xent_host, labels);
+    loss_finite_differences("sigmoid_xent", hetcl__op_sigmoid_xent_host, targets);
+    loss_finite_differences("sigmoid_xent (soft targets)", hetcl__op_sigmoid_xent_host, soft);
+    loss_finite_differences("mse", hetcl__op_mse_host, soft);
 }
 
 static void test_losses(void)
@@ -473,6 +488,7 @@ int main(void)
     ref_rng_init(&rng, hetcl_test_seed());
     test_bias_act();
     test_finite_differences();
+    test_loss_finite_differences();
     test_losses();
     test_sgd_axpy();
     test_reductions();
