@@ -257,6 +257,9 @@ static void result_table(struct rw *w, struct run *r)
           num(c, sizeof c, rd_number(d, st, "$.staleness", "p99", true), 3),
           num(e, sizeof e, rd_number(d, st, "$.staleness", "max", true), 3),
           num(f, sizeof f, rd_number(d, st, "$.staleness", "n", false), 12));
+    const cJSON *hash = cJSON_GetObjectItemCaseSensitive(r->final, "model_hash");
+    if (cJSON_IsString(hash))
+        rw_kv(w, "final model hash", "%s", hash->valuestring);
     rw_table_end(w);
 }
 
