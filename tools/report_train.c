@@ -405,7 +405,7 @@ static void curves_charts(struct rw *w, struct run *runs, size_t n)
     double tx[2] = {0, tmax}, ty[2] = {target * 100, target * 100};
     size_t n_acc = n;
     if (!isnan(target) && tmax > 0)
-        as[n_acc++] = (struct svg_series){"target accuracy", tx, ty, 2, false, false};
+        as[n_acc++] = (struct svg_series){"target accuracy", tx, ty, 2, true, false};
     struct svg_line_chart ac = {.title = "Test accuracy against wall time",
                                 .x_label = "wall time (s)",
                                 .y_label = "test accuracy (%)",
