@@ -531,6 +531,9 @@ void report_render_train(struct rw *w, struct report_doc *docs, size_t n)
     else
         rw_heading(w, 1, "hetcl train: %zu runs", n);
     for (size_t i = 0; i < n; i++)
+        rw_para(w, "Report %s (%s, schema version %d), written %s by hetcl %s.", docs[i].path,
+                docs[i].kind, docs[i].schema_version, docs[i].generated_at, docs[i].hetcl_version);
+    for (size_t i = 0; i < n; i++)
         slowdown_warnings(w, &runs[i]);
     if (n > 1) {
         rw_heading(w, 2, "Runs");

@@ -217,7 +217,7 @@ void svg_line_chart(struct sbuf *b, const struct svg_line_chart *c)
                   "stroke-width=\"3\"%s/>\n<text x=\"%.1f\" y=\"%.1f\">",
                   lx, ly, lx + 22, ly, palette[s % SVG_PALETTE_SIZE],
                   dashes[(s / SVG_PALETTE_SIZE) % 3], lx + 28, ly + 4);
-        text_cut(b, c->series[s].name ? c->series[s].name : "", 52);
+        text_cut(b, c->series[s].name ? c->series[s].name : "", 48);
         sb_puts(b, "</text>\n");
     }
 #undef PX
