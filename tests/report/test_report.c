@@ -467,12 +467,12 @@ static void test_escaping(void)
                 hetcl_test_failures++;
             }
             CHECK(strstr(out, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL);
-            if (k == 1)
+            if (k == 0) /* a '|' in a cell would split the row */
+                CHECK(strstr(out, "\\|") != NULL && strstr(out, "\\*") != NULL);
+            else
                 check_html(files[f], f == 0 ? 4 : 1 + 1 + 2);
             if (k == 1 && f == 1) /* the long model name was cut in a legend */
                 CHECK(strstr(out, "\xc3\xa9\xe2\x80\xa6") != NULL);
-            else /* a '|' in a cell would split the row */
-                CHECK(strstr(out, "\\|") != NULL && strstr(out, "\\*") != NULL);
         }
 }
 
