@@ -483,10 +483,64 @@ static void test_reductions(void)
     CHECK_EQ_INT(hetcl__op_argmax_host(&call), HETCL_ERR_INVALID_ARG);
 }
 
+/* sigmoid and tanh over their whole range (a dense grid to +-20, sparse beyond, tiny values,
+ * zeros, infinities, NaN) against double precision: within 8 ulp of the correctly rounded
+ * value (relative 2^-21), or 2e-38 absolute where the result underflows. */
+static void test_activation_accuracy(void)
+{
+    enum { N = 48000 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *zero = calloc(N, sizeof *zero);
+    size_t n = 0;
+    for (int i = -40000; i <= 40000; i += 2) {
+        x[n++] = (float) i * 5e-4f;
+    }
+    for (int i = -3000; i <= 3000; i += 1) {
+        x[n++] = (float) i * 0.04f; /* to +-120 */
+    }
+    const float special[] = {1e-30f, -1e-30f, 1e-8f, -3e-6f, 0.0f,     -0.0f,     87.5f,
+                             -87.5f, -103.0f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) {
+        x[n++] = special[i];
+    }
+    const hetcl_act acts[] = {HETCL_ACT_SIGMOID, HETCL_ACT_TANH};
+    for (int a = 0; a < 2; a++) {
+        hetcl__bias_act_rows(acts[a], 1, (int64_t) n, x, zero, y);
+        double worst = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double z = (double) x[i];
+            double ref = a == 0 ? 1.0 / (1.0 + exp(-z)) : tanh(z);
+            if (isnan(z)) {
+                if (!isnan(y[i])) {
+                    fprintf(stderr, "activation %d: NaN in, %.9g out\n", a, (double) y[i]);
+                    hetcl_test_failures++;
+                }
+                continue;
+            }
+            double err = fabs((double) y[i] - ref);
+            double rel = err / fabs(ref);
+            if (!(err <= 2e-38 || rel <= ldexp(1.0, -21))) {
+                fprintf(stderr, "%s(%.9g) = %.9g, expected %.9g (relative error %.3g)\n",
+                        a == 0 ? "sigmoid" : "tanh", z, (double) y[i], ref, rel);
+                hetcl_test_failures++;
+                break;
+            }
+            if (fabs(ref) > 1e-37 && rel > worst) {
+                worst = rel;
+            }
+        }
+        printf("%s: worst relative error %.3g (%.2f ulp of 2^-24)\n", a == 0 ? "sigmoid" : "tanh",
+               worst, worst / ldexp(1.0, -24));
+    }
+    free(x);
+    free(y);
+    free(zero);
+}
+
 int main(void)
 {
     ref_rng_init(&rng, hetcl_test_seed());
     test_bias_act();
+    test_activation_accuracy();
     test_finite_differences();
     test_loss_finite_differences();
     test_losses();
