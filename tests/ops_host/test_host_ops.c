@@ -265,16 +265,28 @@ static void test_losses(void)
         ht_guards_ok(&d, what);
         ht_guards_ok(&loss, what);
         ht_check_rejects(what, hetcl__op_softmax_xent_host, &c, 4);
-        /* a label out of range fails the task, writing nothing */
-        memcpy(refd, d.p, n * 4);
-        int32_t *lp = lab.p;
-        int32_t saved = lp[nr - 1];
-        lp[nr - 1] = (int32_t) classes;
-        CHECK_EQ_INT(hetcl__op_softmax_xent_host(&c.call), HETCL_ERR_INVALID_ARG);
-        lp[nr - 1] = -1;
-        CHECK_EQ_INT(hetcl__op_softmax_xent_host(&c.call), HETCL_ERR_INVALID_ARG);
-        lp[nr - 1] = saved;
-        ht_check_same("softmax_xent after a bad label", refd, d.p, n);
+        /* a label out of range: that row's loss is NaN and its gradient has no one-hot term
+         * (the OpenCL kernel's rule); the other rows are unchanged */
+        {
+            int32_t *lp = lab.p;
+            float *lossp = loss.p, *dp = d.p;
+            memcpy(refd, d.p, n * 4);
+            for (int bad = 0; bad < 2; bad++) {
+                const int32_t saved = lp[nr - 1];
+                lp[nr - 1] = bad ? -1 : (int32_t) classes;
+                CHECK_EQ_INT(hetcl__op_softmax_xent_host(&c.call), HETCL_OK);
+                CHECK(isnan(lossp[nr - 1]));
+                ht_check_same("softmax_xent: rows before a bad label", refd, d.p,
+                              (nr - 1) * (size_t) classes);
+                double row_sum = 0.0;
+                for (int64_t cc = 0; cc < classes; cc++) {
+                    row_sum += (double) dp[(nr - 1) * (size_t) classes + (size_t) cc];
+                }
+                /* softmax * scale sums to scale; with the one-hot term it would sum to 0 */
+                CHECK(fabs(row_sum - (double) args.scale) <= 1e-5 * (double) args.scale);
+                lp[nr - 1] = saved;
+            }
+        }
 
         /* softmax alone */
         snprintf(what, sizeof what, "softmax %" PRId64 "x%" PRId64, rows, classes);
