@@ -1,9 +1,9 @@
 /*
  * Fused bias + activation, forward (out of place and in place) and backward, on the host.
  * Every loop vectorises through the target clones (HETCL_HOST_CLONES): sigmoid and tanh use
- * exp_reduce below instead of libm's expf/tanhf, which do not vectorise without -ffast-math
- * (which we do not use) and cost 6 and 18 ns per element, more than the GEMM that precedes them
- * in a 512-wide sigmoid layer.
+ * host_exp_reduce (host_ops.h) instead of libm's expf/tanhf, which do not vectorise without
+ * -ffast-math (which we do not use) and cost 6 and 18 ns per element, more than the GEMM that
+ * precedes them in a 512-wide sigmoid layer.
  */
 #include "host_ops.h"
 
@@ -40,48 +40,12 @@ HETCL_HOST_CLONES static void bias_row(int64_t cols, const float *x, const float
     }
 }
 
-/*
- * For x in [-87, 0] (clamped; NaN passes through): x = n ln2 + r with |r| <= ln2/2, and
- * *scale = 2^n, *poly = expm1(r) (Taylor to r^7: truncation below 2e-8 relative). Then
- * exp(x) = scale + scale poly and expm1(x) = (scale - 1) + scale poly, both accurate to a few
- * ulp, expm1 without cancellation near 0 (n = 0 there). Only float arithmetic and unsigned bit
- * operations: no float-to-int conversion (undefined for NaN), so the loops vectorise.
- */
-static inline void exp_reduce(float x, float *scale, float *poly)
-{
-    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-    x = x < -87.0f ? -87.0f : x;
-    const float t = x * 1.44269504f + magic;
-    const float n = t - magic;
-    const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-    union {
-        float f;
-        uint32_t u;
-    } tb = {.f = t}, mb = {.f = magic}, sb;
-    sb.u = ((tb.u - mb.u) + 127u) << 23; /* 2^n, n >= -126: a normal float */
-    *scale = sb.f;
-    *poly = r + r * r *
-                        (0.5f + r * (1.0f / 6 +
-                                     r * (1.0f / 24 + r * (1.0f / 120 +
-                                                           r * (1.0f / 720 + r * (1.0f / 5040))))));
-}
-
-/* 1 / (1 + exp(-z)) from e = exp(-|z|) in (0, 1]: no overflow for either sign. */
-static inline float sigmoid_fast(float z)
-{
-    float s, p;
-    exp_reduce(z < 0.0f ? z : -z, &s, &p);
-    const float e = s + s * p;
-    const float v = (z >= 0.0f ? 1.0f : e) / (1.0f + e);
-    return z != z ? z : v;
-}
-
 /* tanh(|z|) = -expm1(-2|z|) / (2 + expm1(-2|z|)), with the sign of z. */
 static inline float tanh_fast(float z)
 {
     const float a = z < 0.0f ? -z : z;
     float s, p;
-    exp_reduce(-2.0f * a, &s, &p);
+    host_exp_reduce(-2.0f * a, &s, &p);
     const float em1 = (s - 1.0f) + s * p;
     const float v = -em1 / (2.0f + em1);
     return z != z ? z : (z < 0.0f ? -v : v);
@@ -91,7 +55,7 @@ HETCL_HOST_CLONES static void bias_sigmoid_row(int64_t cols, const float *x, con
                                                float *y)
 {
     for (int64_t c = 0; c < cols; c++) {
-        y[c] = sigmoid_fast(x[c] + bias[c]);
+        y[c] = host_sigmoid(x[c] + bias[c]);
     }
 }
 
