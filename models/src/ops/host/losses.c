@@ -1,10 +1,10 @@
 /*
  * Losses with their gradients, and softmax, on the host. Per row: softmax subtracts the row's
- * maximum before exp and forms log-sum-exp as max + log(sum), the sum in double (rows of tens of
- * classes: libm's expf is fine there); sigmoid cross-entropy uses the softplus form
- * max(x, 0) - x t + log1p(exp(-|x|)), finite for any logit, with the vectorisable exp and log1p
- * of host_ops.h, since its rows can hold tens of thousands of labels (extreme classification),
- * where libm's expf + log1pf cost ~20 ns per element.
+ * maximum before exp and forms log-sum-exp as max + log(sum), the sum in double; sigmoid
+ * cross-entropy uses the softplus form max(x, 0) - x t + log1p(exp(-|x|)), finite for any
+ * logit. Both use the vectorisable exp and log1p of host_ops.h rather than libm's expf and
+ * log1pf (~20 ns per element, not vectorised without -ffast-math): rows can hold tens of
+ * thousands of labels (extreme classification).
  */
 #include "host_ops.h"
 
@@ -29,23 +29,56 @@ static hetcl_status check_xent(const struct hetcl_host_call *call, const char *o
     return HETCL_OK;
 }
 
-/* probs = softmax(x) over one row; returns log(sum exp(x - max)) and *max. */
+/* e[c] = exp(x[c] - max), max being the row's maximum: arguments <= 0, so host_exp_reduce's
+ * range holds (below -87 it gives 1.6e-38 instead of a smaller number: nothing next to the
+ * row's largest term, which is 1). */
+HETCL_HOST_CLONES static void exp_shifted(int64_t n, const float *x, float max, float *e)
+{
+    for (int64_t c = 0; c < n; c++) {
+        float s, p;
+        host_exp_reduce(x[c] - max, &s, &p);
+        e[c] = s + s * p;
+    }
+}
+
+HETCL_HOST_CLONES static void scale_row(int64_t n, float k, float *x)
+{
+    for (int64_t c = 0; c < n; c++) {
+        x[c] *= k;
+    }
+}
+
+/* Sum in eight independent double lanes (vectorises without reassociation). */
+HETCL_HOST_CLONES static double sum_lanes(int64_t n, const float *x)
+{
+    double lane[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        for (int j = 0; j < 8; j++) {
+            lane[j] += (double) x[i + j];
+        }
+    }
+    double total = 0.0;
+    for (; i < n; i++) {
+        total += (double) x[i];
+    }
+    for (int j = 0; j < 8; j++) {
+        total += lane[j];
+    }
+    return total;
+}
+
+/* probs = softmax(x) over one row; returns log(sum exp(x - max)) and *max. A NaN anywhere in
+ * the row makes every probability NaN. */
 static double softmax_row(int64_t classes, const float *x, float *probs, float *max_out)
 {
     float max = x[0];
     for (int64_t c = 1; c < classes; c++) {
         max = x[c] > max ? x[c] : max;
     }
-    double sum = 0.0;
-    for (int64_t c = 0; c < classes; c++) {
-        float e = expf(x[c] - max);
-        probs[c] = e;
-        sum += (double) e;
-    }
-    const float inv = (float) (1.0 / sum);
-    for (int64_t c = 0; c < classes; c++) {
-        probs[c] *= inv;
-    }
+    exp_shifted(classes, x, max, probs);
+    const double sum = sum_lanes(classes, probs);
+    scale_row(classes, (float) (1.0 / sum), probs);
     *max_out = max;
     return log(sum);
 }
@@ -132,26 +165,6 @@ HETCL_HOST_CLONES static void sigmoid_xent_grad(int64_t n, const float *x, const
     for (int64_t c = 0; c < n; c++) {
         d[c] = (host_sigmoid(x[c]) - t[c]) * scale;
     }
-}
-
-/* Sum in eight independent double lanes (vectorises without reassociation). */
-HETCL_HOST_CLONES static double sum_lanes(int64_t n, const float *x)
-{
-    double lane[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        for (int j = 0; j < 8; j++) {
-            lane[j] += (double) x[i + j];
-        }
-    }
-    double total = 0.0;
-    for (; i < n; i++) {
-        total += (double) x[i];
-    }
-    for (int j = 0; j < 8; j++) {
-        total += lane[j];
-    }
-    return total;
 }
 
 /* Buffers: logits (R), targets (R), dlogits (W), loss (W: rows floats, summed over classes). */
