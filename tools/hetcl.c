@@ -1,5 +1,6 @@
 /* hetcl: the command-line tool. Dispatches to one file per subcommand. */
 #include "cli.h"
+#include "train_cli.h"
 
 #include <hetcl/context.h>
 #include <hetcl/fileio.h>
@@ -22,6 +23,10 @@ static const struct command commands[] = {
          "list the hardware topology, OpenCL devices and the device map; --probe measures"
          " their ceilings",
          cli_devices},
+        {"train",
+         "train a model on every device at once: Hogbatch, Adaptive Hogbatch, and sync,"
+         " hogwild and single-device baselines",
+         cli_train},
         {"compare",
          "compare reports (BASE NEW...): per metric ratio, confidence interval, p-value and"
          " verdict; exit 3 on a regression",
@@ -103,8 +108,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
-    cli_error(
-            "unknown command '%s' (expected one of: devices, compare, report); see 'hetcl --help'",
-            argv[1]);
+    cli_error("unknown command '%s' (expected one of: devices, train, compare, report); see "
+              "'hetcl --help'",
+              argv[1]);
     return CLI_EXIT_USAGE;
 }

@@ -96,6 +96,10 @@ struct hetcl_train_options {
     double lr;        /* default 0.02, for a batch of lr_batch examples */
     int64_t lr_batch; /* default 64 */
     double momentum;  /* default 0 (set 0.9 for the usual) */
+    /* The asynchronous algorithms with M > 1 devices lower the momentum to
+     * max(0, momentum - (1 - 1/M)), the implicit momentum asynchrony adds (see train_run.c);
+     * true keeps it as given. */
+    bool no_momentum_correction;
     double weight_decay;
     enum hetcl_lr_schedule schedule;
     double step_gamma;    /* default 0.1 */
@@ -185,6 +189,7 @@ struct hetcl_train_result {
     double *share_t_s;
     double *share_values; /* [n_share][n_devices] */
     uint64_t model_hash;  /* FNV-1a of the final parameters (reproducibility) */
+    double momentum_used; /* after the asynchrony correction */
     float *params;        /* final parameters (n_params floats), owned by the result */
     int64_t n_params;
 };

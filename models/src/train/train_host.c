@@ -37,7 +37,7 @@ static hetcl_status step_host(const struct hetcl_host_call *call)
     s->v_start = atomic_load_explicit(&t->version, memory_order_relaxed);
     hetcl__tr_gather(t, s, d->xb, d->yb);
     struct hetcl_net_sgd sgd = {.lr = s->lr,
-                                .momentum = (float) t->o.momentum,
+                                .momentum = (float) t->momentum,
                                 .weight_decay = (float) t->o.weight_decay};
     s->loss = 0;
     s->status = hetcl_net_host_train_step(t->net, call->ptrs[0], call->ptrs[1], d->xb, d->yb, s->n,

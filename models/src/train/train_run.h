@@ -73,6 +73,7 @@ struct tr {
     const hetcl_dataset *train, *test;
     struct hetcl_train_options o; /* resolved */
     float *params, *velocity;     /* the shared model (host), registered as handles */
+    double momentum; /* the explicit momentum the updates use (see hetcl_train_options) */
     hetcl_handle *h_params, *h_vel;
     int n_dev;
     struct tr_dev dev[HETCL_TRAIN_MAX_DEVICES];
