@@ -61,20 +61,33 @@ bool hetcl__adapt_decide(struct hetcl__adapt *a, uint64_t now_ns)
     }
     a->last_decision_ns = now_ns;
     a->n_decisions++;
-    double mu = 1.0 / a->n_dev;
+    double mu = 1.0 / a->n_dev, ratio[HETCL_TRAIN_MAX_DEVICES], log_sum = 0, worst = 0;
+    int n_adapt = 0;
+    for (int d = 0; d < a->n_dev; d++) {
+        ratio[d] = (1.0 / a->dev[d].t_batch_ns) / sum / mu;
+        worst = fmax(worst, fabs(ratio[d] - 1));
+        if (a->dev[d].adapt) {
+            n_adapt++;
+            log_sum += log(ratio[d]);
+        }
+    }
+    if (worst <= a->dead_band || n_adapt == 0)
+        return false;
+    /* When every device adapts, nothing fixes the scale of the sizes (doubling them all keeps
+     * the shares): divide the ratios by their geometric mean so that the product of the sizes
+     * stays put (up to the bounds) and they meet in the middle. */
+    double norm = n_adapt == a->n_dev ? exp(log_sum / n_adapt) : 1.0;
     bool changed = false;
     for (int d = 0; d < a->n_dev; d++) {
         struct hetcl__adapt_dev *v = &a->dev[d];
         if (!v->adapt)
             continue;
-        double ratio = (1.0 / v->t_batch_ns) / sum / mu;
-        if (fabs(ratio - 1) <= a->dead_band)
-            continue;
-        if (ratio > a->max_ratio)
-            ratio = a->max_ratio;
-        if (ratio < 1 / a->max_ratio)
-            ratio = 1 / a->max_ratio;
-        int64_t nb = clamp64((int64_t) llround((double) v->batch * ratio), v->b_min, v->b_max);
+        double r = ratio[d] / norm;
+        if (r > a->max_ratio)
+            r = a->max_ratio;
+        if (r < 1 / a->max_ratio)
+            r = 1 / a->max_ratio;
+        int64_t nb = clamp64((int64_t) llround((double) v->batch * r), v->b_min, v->b_max);
         if (nb != v->batch) {
             /* Expected time at the new size, so that the next decision does not act on the
              * old figure before a fresh sample arrives. */

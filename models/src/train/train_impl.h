@@ -49,13 +49,15 @@ void hetcl__adapt_set(struct hetcl__adapt *a, int d, int64_t batch, int64_t b_mi
 void hetcl__adapt_record(struct hetcl__adapt *a, int d, int64_t batch, uint64_t duration_ns);
 /* The rule, applied at most once per period (returns true when a batch size changed):
  *   rate_d = 1 / t_d, t_d the EWMA batch time of device d at its current size b_d;
- *   mu = 1 / n (target share of the updates), p_d = rate_d / sum_j rate_j;
- *   for each adaptive device with at least one sample since its last change:
- *     if |p_d / mu - 1| > epsilon:  b_d <- clamp(round(b_d * clamp(p_d / mu, 1/2, 2)),
- *                                               b_min_d, b_max_d)
- * A device that updates too often (p_d > mu) gets larger batches, one that updates too rarely
- * smaller ones. If the time per batch is proportional to its size, one decision equalises the
- * rates (the update rate r_d / b_d scales by mu / p_d); the ratio clamp damps the latency part
+ *   mu = 1 / n (target share of the updates), p_d = rate_d / sum_j rate_j, r_d = p_d / mu;
+ *   nothing changes while every |r_d - 1| <= epsilon (the dead band);
+ *   otherwise, for each adaptive device (one whose bounds differ) with a sample since its
+ *   last change: b_d <- clamp(round(b_d * clamp(r_d / g, 1/2, 2)), b_min_d, b_max_d),
+ *   where g = 1 when some device has fixed bounds (it sets the scale), and otherwise the
+ *   geometric mean of the r_d (so that the product of the sizes stays put).
+ * A device that updates too often (r_d > 1) gets larger batches, one that updates too rarely
+ * smaller ones. If a batch's time is proportional to its size, one decision equalises the
+ * rates (the update rate r_d / b_d scales by 1 / r_d); the ratio clamp damps the latency part
  * that does not scale. b_min of an accelerator is the paper's threshold: it keeps the
  * accelerator's batch large enough to use it well, at the cost of balance. */
 bool hetcl__adapt_decide(struct hetcl__adapt *a, uint64_t now_ns);

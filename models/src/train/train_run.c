@@ -799,20 +799,10 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
         hetcl__adapt_init(&t->adapt, t->n_dev,
                           (uint64_t) ((t->o.adapt_period_s > 0 ? t->o.adapt_period_s : 0.05) * 1e9),
                           t->o.adapt_dead_band, hetcl__now_ns());
-        /* The rule fixes shares, not the scale of the batches: one size must stay put or
-         * every size would drift together. As in the paper, the host devices keep their small
-         * batch and the accelerators adapt to them; with devices of one kind only, the first
-         * device is the anchor and the others adapt to it. */
-        bool any_cl = false;
-        for (int i = 0; i < t->n_dev; i++)
-            any_cl |= !t->dev[i].is_host;
         for (int i = 0; i < t->n_dev; i++) {
             struct tr_dev *d = &t->dev[i];
-            bool anchor = any_cl ? d->is_host : i == 0;
-            if (t->o.algo == HETCL_TRAIN_ADAPTIVE && anchor)
-                d->b_min = d->b_max = d->b_init;
             hetcl__adapt_set(&t->adapt, i, d->b_init, d->b_min, d->b_max,
-                             t->o.algo == HETCL_TRAIN_ADAPTIVE && !anchor);
+                             t->o.algo == HETCL_TRAIN_ADAPTIVE && d->b_min < d->b_max);
             if (s == HETCL_OK)
                 s = traj_push(t, d, d->b_init);
         }
