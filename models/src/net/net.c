@@ -168,6 +168,10 @@ size_t hetcl_net_workspace_floats(const hetcl_net *net, int64_t rows)
     size_t r = (size_t) (rows > 0 ? rows : 1), acts = 0;
     for (int i = 0; i < net->n_layers; i++)
         acts += r * (size_t) net->layers[i].out + ALIGN_FLOATS;
+    size_t wmax = 0; /* the largest weight gradient (GEMM path) */
+    for (int i = 0; i < net->n_layers; i++)
+        if ((size_t) (net->layers[i].in * net->layers[i].out) > wmax)
+            wmax = (size_t) (net->layers[i].in * net->layers[i].out);
     return acts + 2 * (r * (size_t) net->max_width + ALIGN_FLOATS) + (size_t) net->max_width +
-           ALIGN_FLOATS;
+           ALIGN_FLOATS + wmax + ALIGN_FLOATS;
 }

@@ -9,6 +9,7 @@
  *    applied at once (w and v are streamed once per batch), the gradient never materialised.
  * The naive reference (tests/ref) is what the tests compare this with.
  */
+#include "../ops/host/host_ops.h"
 #include "internal.h"
 
 #include <hetcl/net.h>
@@ -246,7 +247,12 @@ HOT static void sgd_row(float *w, float *v, const float *g, int64_t n,
 struct ws_layout {
     float *act[64];
     float *d0, *d1, *g;
+    float *gm; /* a whole weight gradient (GEMM path) */
 };
+
+/* From this many rows on, the GEMM-shaped loops go through the host operators' packed GEMM
+ * (hetcl__sgemm, cache-blocked micro-kernels); below it, packing costs more than it saves. */
+#define GEMM_MIN_ROWS 8
 
 static hetcl_status layout(const hetcl_net *net, int64_t rows, float *ws, struct ws_layout *L)
 {
@@ -262,6 +268,8 @@ static hetcl_status layout(const hetcl_net *net, int64_t rows, float *ws, struct
     L->d1 = p;
     p += pad((size_t) (rows * net->max_width));
     L->g = p;
+    p += pad((size_t) net->max_width);
+    L->gm = p;
     return HETCL_OK;
 }
 
@@ -271,8 +279,16 @@ static void forward(const hetcl_net *net, const float *params, const float *x, i
     const float *a = x;
     for (int i = 0; i < net->n_layers; i++) {
         const struct hetcl_net_layer *nl = &net->layers[i];
-        dense_forward(a, rows, nl->in, params + nl->w_off,
-                      nl->b_off == SIZE_MAX ? NULL : params + nl->b_off, nl->out, L->act[i]);
+        const float *b = nl->b_off == SIZE_MAX ? NULL : params + nl->b_off;
+        if (rows >= GEMM_MIN_ROWS &&
+            hetcl__sgemm(NULL, NULL, false, true, rows, nl->out, nl->in, 1.0f, a, nl->in,
+                         params + nl->w_off, nl->in, 0.0f, L->act[i], nl->out) == HETCL_OK) {
+            for (int64_t r = 0; b && r < rows; r++)
+                for (int64_t u = 0; u < nl->out; u++)
+                    L->act[i][r * nl->out + u] += b[u];
+        } else {
+            dense_forward(a, rows, nl->in, params + nl->w_off, b, nl->out, L->act[i]);
+        }
         activate(nl->act, L->act[i], (size_t) (rows * nl->out));
         a = L->act[i];
     }
@@ -290,8 +306,33 @@ static void backward(const hetcl_net *net, float *params, float *velocity, float
         const float *a_in = i ? L->act[i - 1] : x;
         activate_backward(nl->act, L->act[i], dz, (size_t) (rows * nl->out));
         float *w = params + nl->w_off;
-        if (i > 0)
+        bool gemm = rows >= GEMM_MIN_ROWS;
+        if (i > 0 && (!gemm || hetcl__sgemm(NULL, NULL, false, false, rows, nl->in, nl->out, 1.0f,
+                                            dz, nl->out, w, nl->in, 0.0f, dn, nl->in) != HETCL_OK))
             dense_backward_input(dz, rows, nl->out, w, nl->in, dn);
+        /* The whole weight gradient at once: dW = dz^T a. */
+        float *gm = grad ? grad + nl->w_off : L->gm;
+        if (gemm && hetcl__sgemm(NULL, NULL, true, false, nl->out, nl->in, rows, 1.0f, dz, nl->out,
+                                 a_in, nl->in, 0.0f, gm, nl->in) == HETCL_OK) {
+            for (int64_t u = 0; u < nl->out; u++) {
+                float gb = 0.0f;
+                for (int64_t r = 0; r < rows; r++)
+                    gb += dz[r * nl->out + u];
+                if (grad) {
+                    if (nl->b_off != SIZE_MAX)
+                        grad[nl->b_off + (size_t) u] = gb;
+                    continue;
+                }
+                sgd_row(w + u * nl->in, velocity + nl->w_off + u * nl->in, gm + u * nl->in, nl->in,
+                        sgd);
+                if (nl->b_off != SIZE_MAX)
+                    sgd_row(params + nl->b_off + u, velocity + nl->b_off + u, &gb, 1, sgd);
+            }
+            float *t = dz;
+            dz = dn;
+            dn = t;
+            continue;
+        }
         for (int64_t u = 0; u < nl->out; u++) {
             float *gu = grad ? grad + nl->w_off + u * nl->in : L->g;
             float gb = grad_row(dz, a_in, rows, nl->out, nl->in, u, gu);

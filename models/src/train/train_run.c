@@ -21,17 +21,16 @@
 #include <string.h>
 #include <time.h>
 
-#define DEF_LR         0.05
-#define DEF_LR_BATCH   64
-#define DEF_HOST_B     16
-#define DEF_HOST_MIN   1
-#define DEF_HOST_MAX   256
-#define DEF_CL_B       256
-#define DEF_CL_MIN     64 /* the threshold: smallest accelerator batch */
-#define DEF_CL_MAX     1024
-#define DEF_SINGLE_HB  64
-#define EVAL_CHUNK     2500
-#define SHARE_WINDOW_S 1.0
+#define DEF_LR        0.05
+#define DEF_LR_BATCH  64
+#define DEF_HOST_B    32
+#define DEF_HOST_MIN  1
+#define DEF_HOST_MAX  256
+#define DEF_CL_B      256
+#define DEF_CL_MIN    64 /* the threshold: smallest accelerator batch */
+#define DEF_CL_MAX    1024
+#define DEF_SINGLE_HB 64
+#define EVAL_CHUNK    2500
 
 static double elapsed_s(const struct tr *t)
 {
@@ -56,6 +55,8 @@ static hetcl_status resolve(hetcl_context *ctx, struct hetcl_train_options *o)
         o->step_gamma = 0.1;
     if (o->step_epochs <= 0)
         o->step_epochs = 5;
+    if (o->share_window_s <= 0)
+        o->share_window_s = 1.0;
     if (o->checkpoint_every_s < 0)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "train: checkpoint interval must be >= 0");
     if ((unsigned) o->algo > HETCL_TRAIN_SINGLE)
@@ -193,7 +194,7 @@ static bool ckpt_due(const struct tr *t)
 /* Closes the update-share windows that ended before now. */
 static hetcl_status share_tick(struct tr *t, uint64_t now)
 {
-    uint64_t w = (uint64_t) (SHARE_WINDOW_S * 1e9);
+    uint64_t w = (uint64_t) (t->o.share_window_s * 1e9);
     while (now - t->win_start_ns >= w) {
         uint64_t tot = 0;
         for (int i = 0; i < t->n_dev; i++)
@@ -929,7 +930,7 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
         res->stale_p50 = stale_quantile(t, 0.5);
         res->stale_p99 = stale_quantile(t, 0.99);
         res->stale_max = (double) t->stale_max;
-        res->share_window_s = SHARE_WINDOW_S;
+        res->share_window_s = t->o.share_window_s;
         res->n_share = t->n_share;
         res->share_t_s = t->share_t;
         res->share_values = t->share_v;
