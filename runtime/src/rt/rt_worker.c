@@ -8,11 +8,12 @@
  * last pop sees the task or the pusher sees the idle flag. Nothing spins or polls.
  *
  * OpenCL workers keep up to rt->cl_inflight tasks enqueued on their in-order queue. Completion
- * arrives through clSetEventCallback: the callback (a driver thread) only posts the task to the
- * worker's mailbox under w->lock; the worker thread does everything else. Enqueues of one loop
- * iteration are flushed together. Early chaining: a task whose unfinished predecessors are all
- * enqueued on this worker's queue is enqueued right behind them (the in-order queue orders
- * them), without waiting for their completion callbacks.
+ * arrives through clSetEventCallback on the last task of each batch of enqueues (the queue is in
+ * order: the earlier ones are complete when it is): the callback (a driver thread) only posts
+ * the task to the worker's mailbox under w->lock; the worker thread does everything else.
+ * Enqueues of one loop iteration are flushed together. Early chaining: a task whose unfinished
+ * predecessors are all enqueued on this worker's queue is enqueued right behind them (the in-order
+ * queue orders them), without waiting for their completion callbacks.
  */
 #include "device/cl_util.h"
 #include "rt/rt_impl.h"
@@ -260,12 +261,6 @@ static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
         hetcl__rt_data_release(w, t);
         mark_enqueued(w, t);
         w->inflight_tasks[w->inflight++] = t;
-        if (clSetEventCallback(done, CL_COMPLETE, on_complete, t) != CL_SUCCESS) {
-            /* No callback: wait here and post the completion ourselves. */
-            clFlush(w->queue);
-            clWaitForEvents(1, &done);
-            on_complete(done, CL_COMPLETE, t);
-        }
         return true;
     }
 
@@ -306,6 +301,22 @@ static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
     t->status = st;
     hetcl__rt_task_finished(w, t);
     return false;
+}
+
+/* Flushes a batch of enqueues. Only the batch's last task gets a completion callback: the queue
+ * is in order, so its completion means the earlier ones completed too (one callback and one
+ * wake-up per batch instead of per task). */
+static void flush_batch(struct rt_worker *w)
+{
+    struct rt_task *last = w->inflight_tasks[w->inflight - 1];
+    if (clSetEventCallback(last->done_event, CL_COMPLETE, on_complete, last) != CL_SUCCESS) {
+        /* No callback: wait here and post the completion ourselves. */
+        clFlush(w->queue);
+        clWaitForEvents(1, &last->done_event);
+        on_complete(last->done_event, CL_COMPLETE, last);
+        return;
+    }
+    clFlush(w->queue);
 }
 
 /* Processes the completion of the oldest task in flight. */
@@ -390,7 +401,12 @@ static void *cl_main(void *arg)
             struct rt_task *t = mail;
             mail = t->mail_next;
             t->mail_next = NULL;
-            t->cl_complete = true;
+            /* t and everything queued before it (see flush_batch). */
+            for (unsigned i = 0; i < w->inflight; i++) {
+                w->inflight_tasks[i]->cl_complete = true;
+                if (w->inflight_tasks[i] == t)
+                    break;
+            }
         }
         /* In queue order, whatever order the callbacks came in: a chained task must not
          * finish before the predecessors it was queued behind. */
@@ -421,7 +437,7 @@ static void *cl_main(void *arg)
             }
         }
         if (enqueued) {
-            clFlush(w->queue);
+            flush_batch(w);
             progress = true;
         }
         if (progress)
@@ -431,7 +447,7 @@ static void *cl_main(void *arg)
         struct rt_task *t =
                 sleep_or_pop(w, w->inflight < cap && !atomic_load(&w->excluded) && !stop);
         if (t && enqueue_task(w, t, false))
-            clFlush(w->queue);
+            flush_batch(w);
     }
     return NULL;
 }
