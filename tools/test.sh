@@ -16,7 +16,7 @@ git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 echo "== build (warnings are errors) and test"
 cmake --preset dev >/dev/null
 cmake --build build -j "$jobs"
-ctest --test-dir build --output-on-failure -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs" -LE perf  # perf: figures, run by hand
 
 echo "== AddressSanitizer + UBSan build and test"
 cmake --preset asan-ubsan >/dev/null

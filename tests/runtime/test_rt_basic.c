@@ -61,6 +61,19 @@ static void host_tests(hetcl_context *ctx)
     hetcl_runtime *rt = rt_test_runtime(ctx, &o, 0);
     CHECK_EQ_INT(hetcl_runtime_n_workers(rt), 2);
     CHECK_EQ_STR(hetcl_runtime_scheduler(rt), "eager");
+    for (size_t i = 0; i < 2; i++) {
+        struct hetcl_worker_info info;
+        CHECK_OK(ctx, hetcl_runtime_worker_info(rt, i, &info));
+        CHECK_EQ_INT(info.kind, HETCL_WORKER_HOST);
+        CHECK_EQ_INT(info.memory_node, 0);
+        CHECK(info.desc == NULL);
+        CHECK(strncmp(info.model_key, "host:", 5) == 0 && info.model_key[5] != ' ');
+        CHECK(info.cpuset[0] != '\0');
+        printf("%s: %s, cpuset %s, %s\n", info.name, info.model_key, info.cpuset,
+               info.pinned ? "pinned" : "not pinned");
+    }
+    struct hetcl_worker_info bad_info;
+    CHECK_EQ_INT(hetcl_runtime_worker_info(rt, 2, &bad_info), HETCL_ERR_INVALID_ARG);
     chain(rt, &rt_test_affine, 200);
 
     /* A task reference: status, worker, wait. */

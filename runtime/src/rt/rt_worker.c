@@ -126,23 +126,10 @@ static struct rt_task *sleep_or_pop(struct rt_worker *w, bool accept)
     return NULL;
 }
 
-static void pin_thread(struct rt_worker *w)
-{
-    if (!w->pinned || !w->rt->topo)
-        return;
-    hwloc_topology_t h = hetcl_topology_hwloc(w->rt->topo);
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    if (set && hwloc_bitmap_list_sscanf(set, w->cpuset) == 0 &&
-        hwloc_set_cpubind(h, set, HWLOC_CPUBIND_THREAD) != 0)
-        w->pinned = false; /* the OS refused: it runs unpinned, and says so in worker_info */
-    hwloc_bitmap_free(set);
-}
-
 static void *host_main(void *arg)
 {
     struct rt_worker *w = arg;
     struct hetcl_runtime *rt = w->rt;
-    pin_thread(w);
     for (;;) {
         struct rt_task *t = rt->policy->pop(rt->sched_state, w);
         if (!t) {
@@ -467,6 +454,16 @@ hetcl_status hetcl__rt_worker_start(struct rt_worker *w)
         return hetcl__fail(w->rt->ctx, HETCL_ERR_NO_MEMORY, "worker %s: pthread_create: %s",
                            w->name, strerror(e));
     w->thread_started = true;
+    /* Pinned from here (not from the thread itself), so that `pinned` is final before anyone
+     * can read it. */
+    if (w->pinned) {
+        hwloc_topology_t h = hetcl_topology_hwloc(w->rt->topo);
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        if (!set || hwloc_bitmap_list_sscanf(set, w->cpuset) != 0 ||
+            hwloc_set_thread_cpubind(h, w->thread, set, HWLOC_CPUBIND_THREAD) != 0)
+            w->pinned = false; /* the OS refused: it runs unpinned, and worker_info says so */
+        hwloc_bitmap_free(set);
+    }
     return HETCL_OK;
 }
 
