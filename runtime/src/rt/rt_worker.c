@@ -312,9 +312,15 @@ static void complete_task(struct rt_worker *w, struct rt_task *t)
     struct hetcl_runtime *rt = w->rt;
     cl_int es = CL_COMPLETE;
     hetcl_status st = HETCL_OK;
-    if (clGetEventInfo(t->done_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof es, &es, NULL) !=
-                CL_SUCCESS ||
-        es < 0) {
+    cl_int qe =
+            clGetEventInfo(t->done_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof es, &es, NULL);
+    if (qe == CL_SUCCESS && es > CL_COMPLETE) {
+        /* Queued before a completed command of the in-order queue, so complete by now in every
+         * driver we know; wait (at once) rather than trust it. */
+        clWaitForEvents(1, &t->done_event);
+        qe = clGetEventInfo(t->done_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof es, &es, NULL);
+    }
+    if (qe != CL_SUCCESS || es < 0) {
         st = hetcl__fail(rt->ctx, HETCL_ERR_OPENCL, "task %s on %s: its commands failed: %s",
                          t->label, w->name, hetcl__cl_error_name(es));
         if (is_device_failure(es) && !rt->opts.keep_failed_devices) {
