@@ -194,6 +194,40 @@ static void bad_options(hetcl_context *ctx)
     CHECK_EQ_INT(hetcl_runtime_create(ctx, &o, &rt), HETCL_ERR_NO_DEVICE);
 }
 
+/* hetcl_cl_scratch and hetcl_cl_kernel from an implementation: x is copied into a scratch
+ * buffer, transformed there (2x + 1) and copied back; the error cases return
+ * HETCL_ERR_INTERNAL if they do not fail as documented. */
+static hetcl_status scratch_cl(const struct hetcl_cl_call *c, cl_event *done)
+{
+    cl_mem s = NULL, s2 = NULL;
+    cl_kernel k = NULL;
+    if (hetcl_cl_scratch(c, HETCL_CL_SCRATCH_SLOTS, 64, &s) != HETCL_ERR_INVALID_ARG ||
+        hetcl_cl_kernel(c, "rt_test.cl", NULL, "no_such_kernel", &k) != HETCL_ERR_INVALID_ARG ||
+        hetcl_cl_kernel(c, "no_such_file.cl", NULL, "rt_empty", &k) != HETCL_ERR_INVALID_ARG)
+        return HETCL_ERR_INTERNAL;
+    if (hetcl_cl_scratch(c, 1, c->sizes[0], &s) != HETCL_OK ||
+        hetcl_cl_scratch(c, 1, c->sizes[0] / 2, &s2) != HETCL_OK || s2 != s ||
+        hetcl_cl_kernel(c, "rt_test.cl", NULL, "rt_affine_u32", &k) != HETCL_OK)
+        return HETCL_ERR_INTERNAL;
+    cl_kernel k2 = NULL;
+    if (hetcl_cl_kernel(c, "rt_test.cl", NULL, "rt_affine_u32", &k2) != HETCL_OK || k2 != k)
+        return HETCL_ERR_INTERNAL;
+    cl_uint n = (cl_uint) (c->sizes[0] / 4), a = 2, b = 1;
+    size_t g = n;
+    if (clEnqueueCopyBuffer(c->queue, c->mems[0], s, 0, 0, c->sizes[0], c->n_wait, c->wait, NULL) !=
+                CL_SUCCESS ||
+        clSetKernelArg(k, 0, sizeof s, &s) != CL_SUCCESS ||
+        clSetKernelArg(k, 1, sizeof a, &a) != CL_SUCCESS ||
+        clSetKernelArg(k, 2, sizeof b, &b) != CL_SUCCESS ||
+        clSetKernelArg(k, 3, sizeof n, &n) != CL_SUCCESS ||
+        clEnqueueNDRangeKernel(c->queue, k, 1, NULL, &g, NULL, 0, NULL, NULL) != CL_SUCCESS ||
+        clEnqueueCopyBuffer(c->queue, s, c->mems[0], 0, 0, c->sizes[0], 0, NULL, done) !=
+                CL_SUCCESS)
+        return HETCL_ERR_OPENCL;
+    return HETCL_OK;
+}
+static const struct hetcl_codelet scratch_codelet = {.name = "scratch", .opencl = scratch_cl};
+
 static void opencl_tests(hetcl_context *ctx, bool no_zero_copy)
 {
     struct hetcl_runtime_options o = {.devices = "opencl",
@@ -216,6 +250,20 @@ static void opencl_tests(hetcl_context *ctx, bool no_zero_copy)
         CHECK_EQ_INT(info.transfers_in, 1);
     else
         CHECK_EQ_INT(info.transfers_in, 0);
+    /* Scratch buffers and the kernel cache from an implementation. */
+    uint32_t x[100], ref[100];
+    for (int i = 0; i < 100; i++)
+        x[i] = ref[i] = (uint32_t) i;
+    hetcl_handle *h = NULL;
+    CHECK_OK(ctx, hetcl_handle_register(rt, x, sizeof x, &h));
+    hetcl_access m = HETCL_RW;
+    for (int k = 0; k < 5; k++) {
+        rt_submit(rt, &scratch_codelet, 1, &h, &m, 0, 0);
+        rt_ref_affine(ref, 100, 2, 1);
+    }
+    CHECK_EQ_INT(hetcl_runtime_wait_all(rt), HETCL_OK);
+    CHECK_OK(ctx, hetcl_handle_unregister(rt, h));
+    CHECK(memcmp(x, ref, sizeof x) == 0);
     hetcl_runtime_destroy(rt);
 
     /* Everything: host and OpenCL workers on one chain. */
