@@ -6,6 +6,8 @@
 #include "harness.h"
 #include "rt_common.h"
 
+#include <hetcl/device.h>
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +278,29 @@ static void opencl_tests(hetcl_context *ctx, bool no_zero_copy)
     hetcl_runtime_destroy(rt);
 }
 
+/* A device list enumerated by the caller, and devices named by id. */
+static void given_list(hetcl_context *ctx)
+{
+    struct hetcl_device_list *list = NULL;
+    CHECK_OK(ctx, hetcl_device_enumerate(ctx, NULL, &list));
+    if (!list || list->n_devices == 0) {
+        hetcl_device_list_destroy(list);
+        return;
+    }
+    char ids[64];
+    snprintf(ids, sizeof ids, "%s,host", list->devices[0].id);
+    struct hetcl_runtime_options o = {
+            .devices = ids, .host_workers = 1, .device_list = list, .perfmodel_dir = ""};
+    hetcl_runtime *rt = rt_test_runtime(ctx, &o, 1);
+    CHECK_EQ_INT(hetcl_runtime_n_workers(rt), 2);
+    struct hetcl_worker_info info;
+    CHECK_OK(ctx, hetcl_runtime_worker_info(rt, 0, &info));
+    CHECK_EQ_STR(info.name, list->devices[0].id);
+    chain(rt, &rt_test_affine, 20);
+    hetcl_runtime_destroy(rt);
+    hetcl_device_list_destroy(list);
+}
+
 int main(void)
 {
     hetcl_context *ctx = rt_test_context();
@@ -283,6 +308,7 @@ int main(void)
     bad_options(ctx);
     opencl_tests(ctx, false);
     opencl_tests(ctx, true);
+    given_list(ctx);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_rt_basic");
 }
