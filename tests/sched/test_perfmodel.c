@@ -169,6 +169,28 @@ static void test_kind_stats(hetcl_context *ctx)
     hetcl__perf_kind_stats(pm, NULL, 0, &n);
     CHECK_EQ_INT(n, 3);
     hetcl__perf_destroy(pm);
+
+    /* Many kinds (the index grows): each keeps its own count, in first-seen order. */
+    CHECK_OK(ctx, hetcl__perf_create(ctx, NULL, 0, &pm));
+    for (int round = 0; round < 3; round++)
+        for (int w = 0; w < 4; w++)
+            for (uint32_t fp = 0; fp < 100; fp++)
+                hetcl__perf_record(pm, w % 2 ? "odd" : "even", "dev", w, fp,
+                                   (uint64_t) (1000 * w) + fp, 0);
+    struct hetcl_kind_stats *many = calloc(400, sizeof *many);
+    hetcl__perf_kind_stats(pm, many, 400, &n);
+    CHECK_EQ_INT(n, 400);
+    bool ok = true;
+    for (size_t i = 0; i < 400 && n == 400; i++) {
+        int w = (int) (i / 100);
+        uint32_t fp = (uint32_t) (i % 100);
+        ok = ok && many[i].worker == w && many[i].footprint == fp && many[i].n_tasks == 3 &&
+             many[i].measured_median_ns == 1000.0 * w + fp &&
+             strcmp(many[i].codelet, w % 2 ? "odd" : "even") == 0;
+    }
+    CHECK(ok);
+    free(many);
+    hetcl__perf_destroy(pm);
     /* The public wrapper on no runtime. */
     hetcl_runtime_kind_stats(NULL, ks, 8, &n);
     CHECK_EQ_INT(n, 0);

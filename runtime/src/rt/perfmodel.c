@@ -31,7 +31,8 @@ struct perf_entry {
     uint32_t footprint;
     double samples[RT_PERF_WINDOW]; /* a ring: the last n samples end at next - 1 */
     size_t n, next;
-    double estimate; /* robust median of the samples, updated on every change */
+    double estimate; /* robust median of the samples, when !stale */
+    bool stale;      /* samples changed since estimate was computed */
 };
 
 struct perf_key {
@@ -49,6 +50,7 @@ struct kind_entry {
     double window[RT_PERF_WINDOW];
     size_t n_window, next;
     double sum_ns, sum_predicted_ns;
+    uint64_t hash;
 };
 
 struct rt_perfmodel {
@@ -60,6 +62,8 @@ struct rt_perfmodel {
     size_t n_keys, cap_keys;
     struct kind_entry *kinds;
     size_t n_kinds, cap_kinds;
+    size_t *kind_slots; /* hash table of kinds index + 1 */
+    size_t n_kind_slots;
 };
 
 /* ------------------------------------------------------------------ statistics */
@@ -136,11 +140,17 @@ static uint64_t entry_hash(const char *codelet, uint32_t footprint)
     return h;
 }
 
-static void entry_update(struct perf_entry *e)
+/* The estimate is computed when asked for, not at every record: every task records a sample,
+ * whatever the policy, while only dmda predicts. */
+static double entry_estimate(struct perf_entry *e)
 {
-    double tmp[RT_PERF_WINDOW];
-    memcpy(tmp, e->samples, e->n * sizeof *tmp);
-    e->estimate = hetcl__perf_robust_median(tmp, e->n);
+    if (e->stale) {
+        double tmp[RT_PERF_WINDOW];
+        memcpy(tmp, e->samples, e->n * sizeof *tmp);
+        e->estimate = hetcl__perf_robust_median(tmp, e->n);
+        e->stale = false;
+    }
+    return e->estimate;
 }
 
 static void entry_add(struct perf_entry *e, double ns)
@@ -287,6 +297,7 @@ void hetcl__perf_destroy(struct rt_perfmodel *pm)
         key_clear(&pm->keys[i]);
     hetcl__free(pm->keys);
     hetcl__free(pm->kinds);
+    hetcl__free(pm->kind_slots);
     hetcl__free(pm->dir);
     pthread_mutex_destroy(&pm->lock);
     hetcl__free(pm);
@@ -399,7 +410,7 @@ void hetcl__perf_load(struct rt_perfmodel *pm, const char *model_key)
         }
         for (size_t i = 0; i < n_mine; i++)
             entry_add(pe, mine[i]);
-        entry_update(pe);
+        pe->stale = true;
     }
     pthread_mutex_unlock(&pm->lock);
     cJSON_Delete(json);
@@ -497,14 +508,43 @@ hetcl_status hetcl__perf_save(struct rt_perfmodel *pm)
 
 /* ------------------------------------------------------------------ record / predict */
 
+static uint64_t kind_hash(const char *codelet, int worker, uint32_t footprint)
+{
+    uint64_t h = entry_hash(codelet, footprint);
+    h ^= (uint64_t) (unsigned) worker;
+    return h * 0x100000001b3ull;
+}
+
+/* The statistics of (codelet, worker, footprint), added if new; NULL when out of memory. A
+ * hash table of indexes, like the models', since every task records here. */
 static struct kind_entry *get_kind(struct rt_perfmodel *pm, const char *codelet, int worker,
                                    uint32_t footprint)
 {
-    for (size_t i = 0; i < pm->n_kinds; i++) {
-        struct kind_entry *k = &pm->kinds[i];
-        if (k->s.worker == worker && k->s.footprint == footprint &&
-            strncmp(k->s.codelet, codelet, sizeof k->s.codelet - 1) == 0)
-            return k;
+    char name[sizeof pm->kinds[0].s.codelet];
+    hetcl__strlcpy(name, codelet, sizeof name); /* the stored, possibly truncated, name */
+    uint64_t h = kind_hash(name, worker, footprint);
+    size_t mask = pm->n_kind_slots - 1;
+    if (pm->n_kind_slots) {
+        for (size_t i = (size_t) h & mask;; i = (i + 1) & mask) {
+            size_t s = pm->kind_slots[i];
+            if (s == 0)
+                break;
+            struct kind_entry *k = &pm->kinds[s - 1];
+            if (k->hash == h && k->s.worker == worker && k->s.footprint == footprint &&
+                strcmp(k->s.codelet, name) == 0)
+                return k;
+        }
+    }
+    if (2 * (pm->n_kinds + 1) > pm->n_kind_slots) {
+        size_t n_slots = pm->n_kind_slots ? 2 * pm->n_kind_slots : 64;
+        size_t *slots = hetcl__calloc(n_slots, sizeof *slots);
+        if (!slots)
+            return NULL;
+        for (size_t i = 0; i < pm->n_kinds; i++)
+            slot_insert(slots, n_slots, pm->kinds[i].hash, i);
+        hetcl__free(pm->kind_slots);
+        pm->kind_slots = slots;
+        pm->n_kind_slots = n_slots;
     }
     if (pm->n_kinds == pm->cap_kinds) {
         size_t cap = pm->cap_kinds ? 2 * pm->cap_kinds : 16;
@@ -514,11 +554,14 @@ static struct kind_entry *get_kind(struct rt_perfmodel *pm, const char *codelet,
         pm->kinds = nk;
         pm->cap_kinds = cap;
     }
-    struct kind_entry *k = &pm->kinds[pm->n_kinds++];
+    struct kind_entry *k = &pm->kinds[pm->n_kinds];
     memset(k, 0, sizeof *k);
-    hetcl__strlcpy(k->s.codelet, codelet, sizeof k->s.codelet);
+    hetcl__strlcpy(k->s.codelet, name, sizeof k->s.codelet);
     k->s.worker = worker;
     k->s.footprint = footprint;
+    k->hash = h;
+    slot_insert(pm->kind_slots, pm->n_kind_slots, h, pm->n_kinds);
+    pm->n_kinds++;
     return k;
 }
 
@@ -536,7 +579,7 @@ void hetcl__perf_record(struct rt_perfmodel *pm, const char *codelet, const char
         e = add_entry(k, codelet, footprint);
     if (e) {
         entry_add(e, ns);
-        entry_update(e);
+        e->stale = true;
         k->dirty = true;
     }
     struct kind_entry *ks = get_kind(pm, codelet, worker, footprint);
@@ -562,10 +605,10 @@ bool hetcl__perf_predict(struct rt_perfmodel *pm, const char *codelet, const cha
     if (!pm || !codelet || !model_key)
         return false;
     pthread_mutex_lock(&pm->lock);
-    const struct perf_entry *e = find_entry(find_key(pm, model_key), codelet, footprint);
+    struct perf_entry *e = find_entry(find_key(pm, model_key), codelet, footprint);
     bool ok = e && e->n >= pm->min_samples;
     if (ok)
-        *ns = e->estimate;
+        *ns = entry_estimate(e);
     pthread_mutex_unlock(&pm->lock);
     return ok;
 }
