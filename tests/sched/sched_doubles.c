@@ -1,9 +1,10 @@
 /* Test doubles of the runtime calls the scheduler policies make: capability from the codelet's
  * implementations, pinning, kind restriction and exclusion (as hetcl__rt_can_run documents),
- * wake-ups counted, transfer estimates from a table. */
+ * wake-ups and failed tasks counted, transfer estimates from a table. */
 #include "sched_doubles.h"
 
 #include "rt/perfmodel.h"
+#include "rt/sched_queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 atomic_int fake_wakes[RT_MAX_WORKERS];
 atomic_int fake_idle_wakes[RT_MAX_WORKERS];
 atomic_int fake_idle_wake_calls;
+atomic_int fake_failed;
 double fake_transfer_ns[RT_MAX_NODES];
 
 bool hetcl__rt_can_run(const struct rt_worker *w, const struct rt_task *t)
@@ -23,6 +25,21 @@ bool hetcl__rt_can_run(const struct rt_worker *w, const struct rt_task *t)
     if (t->restrict_kind >= 0 && t->restrict_kind != (int) w->kind)
         return false;
     return w->kind == HETCL_WORKER_HOST ? t->codelet->host != NULL : t->codelet->opencl != NULL;
+}
+
+bool hetcl__rt_any_can_run(const struct hetcl_runtime *rt, const struct rt_task *t)
+{
+    for (size_t i = 0; i < rt->n_workers; i++)
+        if (hetcl__rt_can_run(rt->workers[i], t))
+            return true;
+    return false;
+}
+
+void hetcl__rt_task_fail_unrunnable(struct hetcl_runtime *rt, struct rt_task *t)
+{
+    (void) rt;
+    t->status = HETCL_ERR_NO_DEVICE;
+    atomic_fetch_add(&fake_failed, 1);
 }
 
 void hetcl__rt_wake(struct rt_worker *w)
@@ -58,6 +75,7 @@ void fake_reset_counters(void)
         atomic_store(&fake_idle_wakes[i], 0);
     }
     atomic_store(&fake_idle_wake_calls, 0);
+    atomic_store(&fake_failed, 0);
     memset(fake_transfer_ns, 0, sizeof fake_transfer_ns);
 }
 

@@ -14,6 +14,7 @@
 extern atomic_int fake_wakes[RT_MAX_WORKERS];      /* hetcl__rt_wake */
 extern atomic_int fake_idle_wakes[RT_MAX_WORKERS]; /* hetcl__rt_wake_idle_for, per worker woken */
 extern atomic_int fake_idle_wake_calls;            /* hetcl__rt_wake_idle_for calls */
+extern atomic_int fake_failed; /* hetcl__rt_task_fail_unrunnable calls (status set NO_DEVICE) */
 /* What hetcl__rt_data_transfer_estimate_ns returns, per memory node. */
 extern double fake_transfer_ns[RT_MAX_NODES];
 

@@ -278,6 +278,36 @@ static void test_ws_locality_and_exclusion(struct fake_rt *f)
     pol_close(&p);
 }
 
+/* Tasks that only an excluded worker could run fail (HETCL_ERR_NO_DEVICE) instead of waiting
+ * forever: at push, and when the worker is excluded with them queued. */
+static void test_unrunnable(struct fake_rt *f, const struct rt_sched_policy *policy)
+{
+    fake_reset_counters();
+    struct pol p = pol_open(policy, f);
+    struct rt_task t[4];
+    for (int i = 0; i < 4; i++) {
+        /* Calibrated (queued for worker 2) and uncalibrated (dmda's shared queue). */
+        fake_task_init(&t[i], (uint64_t) i + 1, i % 2 ? &codelet_new : &codelet_any, 0, 7);
+        t[i].pinned_worker = 2;
+        t[i].status = HETCL_OK;
+    }
+    p.p->push(p.s, &t[0]);
+    p.p->push(p.s, &t[1]);
+    CHECK_EQ_INT(atomic_load(&fake_failed), 0);
+    atomic_store(&f->workers[2].excluded, true);
+    p.p->excluded(p.s, &f->workers[2]);
+    CHECK_EQ_INT(atomic_load(&fake_failed), 2);
+    CHECK_EQ_INT(t[0].status, HETCL_ERR_NO_DEVICE);
+    CHECK_EQ_INT(t[1].status, HETCL_ERR_NO_DEVICE);
+    p.p->push(p.s, &t[2]);
+    p.p->push(p.s, &t[3]);
+    CHECK_EQ_INT(atomic_load(&fake_failed), 4);
+    for (int i = 0; i < FAKE_WORKERS; i++)
+        CHECK(p.p->pop(p.s, &f->workers[i]) == NULL);
+    atomic_store(&f->workers[2].excluded, false);
+    pol_close(&p);
+}
+
 /* ------------------------------------------------------------------ concurrency */
 
 enum { N_ROOTS = 4000, N_TASKS = 2 * N_ROOTS };
@@ -491,8 +521,8 @@ static void test_dmda_running_remainder(struct fake_rt *f)
     calibrate(f, "long", "devA", 0, 100000000);
     calibrate(f, "long", "devB", 0, 120000000);
     struct pol p = pol_open(&hetcl__sched_dmda, f);
-    struct rt_task t[3];
-    for (int i = 0; i < 3; i++)
+    struct rt_task t[4], chained;
+    for (int i = 0; i < 4; i++)
         fake_task_init(&t[i], (uint64_t) i + 1, &codelet_long, 0, 0);
     p.p->push(p.s, &t[0]);
     CHECK_EQ_INT(t[0].sched_worker, 2);
@@ -500,12 +530,20 @@ static void test_dmda_running_remainder(struct fake_rt *f)
     /* devA is busy for about 100 ms more: devB (120 ms) finishes first. */
     p.p->push(p.s, &t[1]);
     CHECK_EQ_INT(t[1].sched_worker, 3);
-    /* Once devA is done, it is the best again (devB has 120 ms queued). */
-    p.p->done(p.s, &f->workers[2], &t[0], 100000000);
+    /* A task the runtime chained on devA's queue without the policy (sched_worker -1)
+     * finishing does not end the one dmda gave it: devA still has ~100 ms to go, so the host
+     * (150 ms) beats devA (~200 ms) and devB (240 ms). */
+    fake_task_init(&chained, 99, &codelet_long, 0, 0);
+    p.p->done(p.s, &f->workers[2], &chained, 1000);
     p.p->push(p.s, &t[2]);
-    CHECK_EQ_INT(t[2].sched_worker, 2);
-    while (p.p->pop(p.s, &f->workers[2]) || p.p->pop(p.s, &f->workers[3]))
-        ;
+    CHECK_EQ_INT(t[2].sched_worker, 0);
+    /* Once devA is done, it is the best again. */
+    p.p->done(p.s, &f->workers[2], &t[0], 100000000);
+    p.p->push(p.s, &t[3]);
+    CHECK_EQ_INT(t[3].sched_worker, 2);
+    for (int i = 0; i < FAKE_WORKERS; i++)
+        while (p.p->pop(p.s, &f->workers[i]))
+            ;
     pol_close(&p);
 }
 
@@ -585,6 +623,8 @@ int main(void)
     test_dmda_running_remainder(f);
     test_dmda_priorities_and_pinning(f);
     test_dmda_excluded(f);
+    test_unrunnable(f, &hetcl__sched_ws);
+    test_unrunnable(f, &hetcl__sched_dmda);
     test_concurrent(f, &hetcl__sched_dmda);
 
     fake_rt_destroy(f);

@@ -83,9 +83,9 @@ static double running_remainder(const struct dmda_worker *dw, uint64_t now)
     return dw->inflight_ns > elapsed ? dw->inflight_ns - elapsed : 0.0;
 }
 
-static void dmda_push(void *state, struct rt_task *t)
+/* Places t once: false when the chosen worker was excluded meanwhile (try again). */
+static bool place(struct dmda_state *s, struct rt_task *t)
 {
-    struct dmda_state *s = state;
     struct hetcl_runtime *rt = s->rt;
     size_t n = s->n_workers;
     double exec[RT_MAX_WORKERS], xfer[RT_MAX_WORKERS];
@@ -100,12 +100,14 @@ static void dmda_push(void *state, struct rt_task *t)
     size_t n_capable = 0;
     const char *codelet = t->codelet && t->codelet->name ? t->codelet->name : "";
 
-    for (size_t i = 0; i < n && calibrated; i++) {
+    for (size_t i = 0; i < n; i++) {
         const struct rt_worker *w = rt->workers[i];
         capable[i] = hetcl__rt_can_run(w, t);
         if (!capable[i])
             continue;
         n_capable++;
+        if (!calibrated)
+            continue; /* only counting the capable workers now */
         if (!last_key || strcmp(last_key, w->model_key) != 0) {
             last_key = w->model_key;
             last_ok =
@@ -124,15 +126,26 @@ static void dmda_push(void *state, struct rt_task *t)
         }
         xfer[i] = node_xfer[node];
     }
+    if (n_capable == 0) {
+        hetcl__rt_task_fail_unrunnable(rt, t);
+        return true;
+    }
 
     pthread_mutex_lock(&s->lock);
-    if (!calibrated || n_capable == 0) {
+    if (!calibrated) {
+        /* Checked under the lock: an exclusion after this check runs the excluded hook, which
+         * takes the lock after the task is queued and finds it. */
+        if (!hetcl__rt_any_can_run(rt, t)) {
+            pthread_mutex_unlock(&s->lock);
+            hetcl__rt_task_fail_unrunnable(rt, t);
+            return true;
+        }
         t->predicted_ns = 0.0;
         t->sched_worker = -1;
         hetcl__sq_push(&s->shared, t);
         hetcl__rt_wake_idle_for(rt, t);
         pthread_mutex_unlock(&s->lock);
-        return;
+        return true;
     }
     uint64_t now = hetcl__now_ns();
     size_t best = n;
@@ -148,6 +161,10 @@ static void dmda_push(void *state, struct rt_task *t)
             best_c = c;
         }
     }
+    if (!hetcl__rt_can_run(rt->workers[best], t)) { /* excluded since the estimate */
+        pthread_mutex_unlock(&s->lock);
+        return false;
+    }
     struct dmda_worker *dw = &s->w[best];
     t->predicted_ns = exec[best];
     t->sched_worker = (int) best;
@@ -155,6 +172,13 @@ static void dmda_push(void *state, struct rt_task *t)
     hetcl__sq_push(&dw->q, t);
     hetcl__rt_wake(rt->workers[best]);
     pthread_mutex_unlock(&s->lock);
+    return true;
+}
+
+static void dmda_push(void *state, struct rt_task *t)
+{
+    while (!place(state, t))
+        ;
 }
 
 static struct rt_task *dmda_pop(void *state, struct rt_worker *w)
@@ -172,10 +196,18 @@ static struct rt_task *dmda_pop(void *state, struct rt_worker *w)
         dw->queued_ns = dw->q.n ? fmax(0.0, dw->queued_ns - t->predicted_ns) : 0.0;
     } else if (shared) {
         t = hetcl__sq_pop(&s->shared, hetcl__rt_can_run, w);
+        t->sched_worker = w->index; /* so that done() accounts for it */
     }
     if (t) {
+        uint64_t now = hetcl__now_ns();
+        /* Tasks that failed never come back through done(): once the predictions in flight
+         * have all elapsed, start the count afresh rather than carry them forever. */
+        if (dw->n_inflight > 0 && running_remainder(dw, now) <= 0.0) {
+            dw->n_inflight = 0;
+            dw->inflight_ns = 0.0;
+        }
         if (dw->n_inflight++ == 0)
-            dw->busy_since_ns = hetcl__now_ns();
+            dw->busy_since_ns = now;
         dw->inflight_ns += t->predicted_ns;
     }
     pthread_mutex_unlock(&s->lock);
@@ -186,6 +218,10 @@ static void dmda_done(void *state, struct rt_worker *w, struct rt_task *t, uint6
 {
     (void) exec_ns; /* the runtime records it in the model */
     struct dmda_state *s = state;
+    /* Only tasks that w popped from this policy: the runtime may also run tasks it chained
+     * behind their predecessors on an OpenCL queue without asking the policy. */
+    if (t->sched_worker != w->index)
+        return;
     struct dmda_worker *dw = &s->w[w->index];
     pthread_mutex_lock(&s->lock);
     if (dw->n_inflight > 0) {
@@ -197,19 +233,42 @@ static void dmda_done(void *state, struct rt_worker *w, struct rt_task *t, uint6
     pthread_mutex_unlock(&s->lock);
 }
 
+/* Re-places what was queued for w; fails the shared queue's tasks that nobody left can run;
+ * wakes the others for what w would have taken from the shared queue. */
 static void dmda_excluded(void *state, struct rt_worker *w)
 {
     struct dmda_state *s = state;
+    struct hetcl_runtime *rt = s->rt;
     struct dmda_worker *dw = &s->w[w->index];
     pthread_mutex_lock(&s->lock);
     struct rt_task *list = hetcl__sq_take_all(&dw->q);
     dw->queued_ns = 0.0;
+    struct rt_task *keep = hetcl__sq_take_all(&s->shared), *dead = NULL;
+    while (keep) {
+        struct rt_task *next = keep->sched_next;
+        if (hetcl__rt_any_can_run(rt, keep)) {
+            hetcl__sq_push(&s->shared, keep); /* same order: priorities are already sorted */
+        } else {
+            keep->sched_next = dead;
+            dead = keep;
+        }
+        keep = next;
+    }
     pthread_mutex_unlock(&s->lock);
+    while (dead) {
+        struct rt_task *next = dead->sched_next;
+        dead->sched_next = NULL;
+        hetcl__rt_task_fail_unrunnable(rt, dead);
+        dead = next;
+    }
     while (list) {
         struct rt_task *next = list->sched_next;
         dmda_push(s, list); /* w is excluded: not capable any more */
         list = next;
     }
+    for (size_t i = 0; i < s->n_workers; i++)
+        if (!atomic_load(&rt->workers[i]->excluded))
+            hetcl__rt_wake(rt->workers[i]);
 }
 
 const struct rt_sched_policy hetcl__sched_dmda = {

@@ -82,50 +82,66 @@ static struct rt_worker *calling_worker(const struct ws_state *s)
     return NULL;
 }
 
+/* The queue a task should go to, or NULL when no capable worker is left (an exclusion raced
+ * with the caller's check). */
+static struct rt_worker *choose(struct ws_state *s, const struct rt_task *t, struct rt_worker *me)
+{
+    struct hetcl_runtime *rt = s->rt;
+    size_t n = s->n_workers;
+    if (t->pinned_worker >= 0 && (size_t) t->pinned_worker < n)
+        return rt->workers[t->pinned_worker];
+    if (me && hetcl__rt_can_run(me, t))
+        return me;
+    /* The cursor moves past the worker chosen, so that the capable workers take turns even
+     * when others in between cannot run the task. Concurrent submitters may now and then pick
+     * the same worker: harmless. */
+    size_t start = atomic_load(&s->next) % n;
+    for (size_t k = 0; k < n; k++) {
+        struct rt_worker *w = rt->workers[(start + k) % n];
+        if (hetcl__rt_can_run(w, t)) {
+            atomic_store(&s->next, (unsigned) (w->index + 1));
+            return w;
+        }
+    }
+    return NULL;
+}
+
 static void ws_push(void *state, struct rt_task *t)
 {
     struct ws_state *s = state;
     struct hetcl_runtime *rt = s->rt;
-    size_t n = s->n_workers;
     struct rt_worker *me = calling_worker(s);
-    struct rt_worker *target = NULL;
-    if (t->pinned_worker >= 0 && (size_t) t->pinned_worker < n) {
-        target = rt->workers[t->pinned_worker];
-    } else if (me && hetcl__rt_can_run(me, t)) {
-        target = me;
-    } else {
-        /* The cursor moves past the worker chosen, so that the capable workers take turns
-         * even when others in between cannot run the task. Concurrent submitters may pick the
-         * same worker now and then: harmless. */
-        size_t start = atomic_load(&s->next) % n;
-        for (size_t k = 0; k < n && !target; k++) {
-            struct rt_worker *w = rt->workers[(start + k) % n];
-            if (hetcl__rt_can_run(w, t))
-                target = w;
+    for (;;) {
+        if (!hetcl__rt_any_can_run(rt, t)) {
+            hetcl__rt_task_fail_unrunnable(rt, t);
+            return;
         }
-        if (target)
-            atomic_store(&s->next, (unsigned) (target->index + 1));
-        /* Nobody can run it any more (every capable worker was excluded): park it where it
-         * would have gone; the runtime fails what can no longer run. */
+        struct rt_worker *target = choose(s, t, me);
         if (!target)
-            target = rt->workers[start];
-    }
-    t->sched_worker = target->index;
-
-    struct ws_queue *q = &s->queues[target->index];
-    pthread_mutex_lock(&q->lock);
-    hetcl__sq_push(&q->q, t);
-    atomic_store(&q->n, q->q.n);
-    if (target != me) {
-        hetcl__rt_wake(target);
-        /* A busy target leaves the task waiting: let an idle worker steal it. */
-        if (!atomic_load(&target->idle))
+            continue;
+        struct ws_queue *q = &s->queues[target->index];
+        pthread_mutex_lock(&q->lock);
+        /* Exclusion sets the flag, then drains the queue under this lock: a target seen
+         * capable here will have its queue drained after this push, if it is excluded. */
+        if (!hetcl__rt_can_run(target, t)) {
+            pthread_mutex_unlock(&q->lock);
+            continue;
+        }
+        t->sched_worker = target->index;
+        hetcl__sq_push(&q->q, t);
+        atomic_store(&q->n, q->q.n);
+        if (target != me) {
+            hetcl__rt_wake(target);
+            /* A busy target leaves the task waiting: let an idle worker steal it. */
+            if (!atomic_load(&target->idle))
+                hetcl__rt_wake_idle_for(rt, t);
+        } else if (q->q.n >= 2) {
+            /* Our own queue has more than we are about to take: someone may steal. */
             hetcl__rt_wake_idle_for(rt, t);
-    } else if (q->q.n >= 2) {
-        /* Our own queue has more than we are about to take: someone may steal. */
-        hetcl__rt_wake_idle_for(rt, t);
+        }
+        pthread_mutex_unlock(&q->lock);
+        return;
     }
-    pthread_mutex_unlock(&q->lock);
 }
 
 static struct rt_task *pop_from(struct ws_queue *q, struct rt_worker *w)
