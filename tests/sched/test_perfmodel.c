@@ -77,8 +77,8 @@ static void test_robust_median(void)
     CHECK(hetcl__perf_robust_median(same, 5) == 5); /* MAD 0: only the 5s are kept */
 
     for (int iter = 0; iter < 2000; iter++) {
-        size_t n = 1 + (size_t) (rnd() * 40);
-        double v[64], w[64];
+        size_t n = 1 + (size_t) (rnd() * 100); /* beyond 64: the qsort path */
+        double v[128], w[128];
         for (size_t i = 0; i < n; i++) {
             /* Ties (rounding) and heavy tails, as measured times have. */
             double x = floor(1000 + 50 * rnd());

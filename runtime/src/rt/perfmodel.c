@@ -101,11 +101,30 @@ static double kth_deviation(const double *v, size_t n, double m, size_t k)
     return d;
 }
 
+/* Sorts v ascending: insertion sort for a window's worth (no call per comparison: dmda asks
+ * for an estimate on every push after a new sample), qsort beyond. */
+static void sort_doubles(double *v, size_t n)
+{
+    if (n > 2 * RT_PERF_WINDOW) {
+        qsort(v, n, sizeof *v, cmp_double);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        double x = v[i];
+        size_t j = i;
+        while (j > 0 && v[j - 1] > x) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
+}
+
 double hetcl__perf_robust_median(double *v, size_t n)
 {
     if (n == 0)
         return 0.0;
-    qsort(v, n, sizeof *v, cmp_double);
+    sort_doubles(v, n);
     double m = sorted_median(v, n);
     double mad = n % 2 ? kth_deviation(v, n, m, n / 2)
                        : 0.5 * (kth_deviation(v, n, m, n / 2 - 1) + kth_deviation(v, n, m, n / 2));
@@ -637,7 +656,7 @@ void hetcl__perf_kind_stats(struct rt_perfmodel *pm, struct hetcl_kind_stats *ou
         const struct kind_entry *k = &pm->kinds[i];
         double tmp[RT_PERF_WINDOW];
         memcpy(tmp, k->window, k->n_window * sizeof *tmp);
-        qsort(tmp, k->n_window, sizeof *tmp, cmp_double);
+        sort_doubles(tmp, k->n_window);
         out[i] = k->s;
         out[i].measured_mean_ns = k->s.n_tasks ? k->sum_ns / (double) k->s.n_tasks : 0.0;
         /* The median of the last RT_PERF_WINDOW tasks (plain, no outlier rejection). */
