@@ -151,7 +151,7 @@ static cJSON *check_file(const char *path, int want_tasks, int want_transfers, i
     CHECK_EQ_INT(n_xfer, want_transfers);
     CHECK_EQ_INT(n_s, want_flows);
     CHECK_EQ_INT(n_f, want_flows);
-    CHECK_EQ_INT(n_names, 6);
+    CHECK_EQ_INT(n_names, 7); /* two per worker, and the host syncs */
     return doc;
 }
 
@@ -176,6 +176,8 @@ static void test_small(hetcl_context *ctx, const char *path)
     t2.predicted_ns = 900000;
     hetcl__rt_trace_task(&f->rt, &t2);
     hetcl__rt_trace_transfer(&f->rt, 1, 2, 5, 4096, 0, 1, 3200000, 3400000);
+    /* A transfer for no worker (a host sync): its own track, no arrow. */
+    hetcl__rt_trace_transfer(&f->rt, -1, 0, 5, 4096, 1, 0, 5300000, 5400000);
     /* Its device times overlap t2's by 0.1 ms (clock conversion jitter): clipped for display. */
     struct rt_task t3 = task(3, 1, 3150000, 5100000, 4400000, 5000000);
     t3.dep_ids[0] = 1;
@@ -197,7 +199,7 @@ static void test_small(hetcl_context *ctx, const char *path)
 
     CHECK_OK(ctx, hetcl_runtime_write_trace(&f->rt, path));
     /* Flows: 1->2, 1->3, 2->3, 3->5 and the transfer into 2. */
-    cJSON *doc = check_file(path, 4, 1, 5);
+    cJSON *doc = check_file(path, 4, 2, 5);
     const cJSON *other = cJSON_GetObjectItemCaseSensitive(doc, "otherData");
     CHECK_EQ_INT(nval(other, "n_tasks_not_run"), 1);
     CHECK_EQ_STR(sval(other, "scheduler"), "dmda");

@@ -6,7 +6,8 @@
  * one JSON object:
  *   {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {schema_version, kind, ...}}
  * with, in process 1 ("hetcl runtime"), two tracks per worker: its tasks (tid 2i+1) and the
- * transfers into its memory node (tid 2i+2); an "X" slice per task and per transfer; flow events
+ * transfers into its memory node (tid 2i+2), plus one for the transfers done for no worker
+ * (hetcl_handle_sync_host; tid 2n+1); an "X" slice per task and per transfer; flow events
  * "s"/"f" from each predecessor's slice to its successor's (dependencies) and from a transfer
  * to the task it fed. Times are microseconds since the runtime's creation, as the format wants.
  *
@@ -19,6 +20,7 @@
 #include "util/fileio.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,9 +217,11 @@ static int task_tid(int worker)
     return 2 * worker + 1;
 }
 
-static int transfer_tid(int worker)
+/* Transfers done for no worker (hetcl_handle_sync_host from the caller's thread) have a track
+ * of their own, after the workers'. */
+static int transfer_tid(const struct writer *w, int worker)
 {
-    return 2 * worker + 2;
+    return worker >= 0 ? 2 * worker + 2 : 2 * (int) w->rt->n_workers + 1;
 }
 
 static void metadata(struct writer *w)
@@ -234,11 +238,15 @@ static void metadata(struct writer *w)
         e = event(w, "thread_sort_index", "M", task_tid(idx));
         num(w, obj(w, e, "args"), "sort_index", task_tid(idx));
         snprintf(name, sizeof name, "%s transfers in", wk->name);
-        e = event(w, "thread_name", "M", transfer_tid(idx));
+        e = event(w, "thread_name", "M", transfer_tid(w, idx));
         str(w, obj(w, e, "args"), "name", name);
-        e = event(w, "thread_sort_index", "M", transfer_tid(idx));
-        num(w, obj(w, e, "args"), "sort_index", transfer_tid(idx));
+        e = event(w, "thread_sort_index", "M", transfer_tid(w, idx));
+        num(w, obj(w, e, "args"), "sort_index", transfer_tid(w, idx));
     }
+    e = event(w, "thread_name", "M", transfer_tid(w, -1));
+    str(w, obj(w, e, "args"), "name", "host syncs (transfers for the caller)");
+    e = event(w, "thread_sort_index", "M", transfer_tid(w, -1));
+    num(w, obj(w, e, "args"), "sort_index", transfer_tid(w, -1));
 }
 
 /* Orders by worker, then displayed start. */
@@ -364,7 +372,7 @@ static void transfer_slices(struct writer *w, struct trace_transfer **xs, size_t
         char name[96];
         snprintf(name, sizeof name, "h%llu node%d->node%d", (unsigned long long) x->handle_id,
                  x->src, x->dst);
-        cJSON *e = event(w, name, "X", transfer_tid(x->worker));
+        cJSON *e = event(w, name, "X", transfer_tid(w, x->worker));
         str(w, e, "cat", "transfer");
         num(w, e, "ts", us(w, x->show_start));
         num(w, e, "dur", (double) (x->show_end - x->show_start) / 1000.0);
@@ -378,7 +386,7 @@ static void transfer_slices(struct writer *w, struct trace_transfer **xs, size_t
         num(w, a, "gb_per_s", dur ? (double) x->bytes / (double) dur : 0.0);
         const struct trace_task *t = find_task(byid, n_tasks, x->task_id);
         if (t && t->worker >= 0)
-            flow(w, "transfer", transfer_tid(x->worker), x->show_start, x->show_end,
+            flow(w, "transfer", transfer_tid(w, x->worker), x->show_start, x->show_end,
                  task_tid(t->worker), t->show_start, t->show_end);
     }
 }
@@ -426,8 +434,10 @@ static cJSON *build(const struct hetcl_runtime *rt, struct rt_trace *tr)
     }
     for (size_t i = 0; !w.oom && i < tr->n_transfers; i++) {
         struct trace_transfer *x = &tr->transfers[i];
-        if (x->worker < 0 || (size_t) x->worker >= rt->n_workers)
+        if (x->worker >= (int) rt->n_workers)
             continue;
+        if (x->worker < 0)
+            x->worker = -1; /* one track for every transfer done for no worker */
         x->show_start = x->start_ns;
         x->show_end = x->end_ns;
         xs[nx++] = x;
@@ -437,10 +447,11 @@ static cJSON *build(const struct hetcl_runtime *rt, struct rt_trace *tr)
         qsort(byid, n, sizeof *byid, cmp_id);
         qsort(xs, nx, sizeof *xs, cmp_transfer);
         uint64_t prev_end = 0;
-        int prev_worker = -1;
+        int prev_worker = INT_MIN;
         for (size_t i = 0; i < n; i++)
             clip(&ts[i]->show_start, &ts[i]->show_end, &prev_end, &prev_worker, ts[i]->worker);
-        prev_worker = -1;
+        prev_end = 0;
+        prev_worker = INT_MIN;
         for (size_t i = 0; i < nx; i++)
             clip(&xs[i]->show_start, &xs[i]->show_end, &prev_end, &prev_worker, xs[i]->worker);
         metadata(&w);
