@@ -39,16 +39,4 @@ struct rt_task *hetcl__sq_peek(const struct sched_queue *q, sched_queue_pred pre
 /* Empties the queue and returns its tasks as a list through sched_next, in queue order. */
 struct rt_task *hetcl__sq_take_all(struct sched_queue *q);
 
-/* From the runtime core (rt_task.c), declared in rt_impl.h there; repeated here until this
- * branch has it. Is there a worker, not excluded, able to run t. */
-bool hetcl__rt_any_can_run(const struct hetcl_runtime *rt, const struct rt_task *t);
-/* Fails a READY task that no worker can run any more, with HETCL_ERR_NO_DEVICE. Called without
- * the policy's locks, on a task removed from its queues. */
-void hetcl__rt_task_fail_unrunnable(struct hetcl_runtime *rt, struct rt_task *t);
-
-/* The policies (sched_ws.c, sched_dmda.c), for the registry in sched.c. */
-struct rt_sched_policy;
-extern const struct rt_sched_policy hetcl__sched_ws;
-extern const struct rt_sched_policy hetcl__sched_dmda;
-
 #endif /* HETCL_RT_SCHED_QUEUE_H */
