@@ -400,23 +400,39 @@ static void test_dmda_fallback(struct fake_rt *f)
     fake_reset_counters();
     struct pol p = pol_open(&hetcl__sched_dmda, f);
     struct rt_task t[4];
-    /* No model anywhere: the shared queue, and an idle capable worker is woken. */
+    /* No model anywhere: the shared queue, and an idle capable worker is woken (its idle flag
+     * claimed). */
     atomic_store(&f->workers[3].idle, true);
     fake_task_init(&t[0], 1, &codelet_any, 0, 7);
     p.p->push(p.s, &t[0]);
     CHECK_EQ_INT(t[0].sched_worker, -1);
     CHECK(t[0].predicted_ns == 0);
-    CHECK_EQ_INT(atomic_load(&fake_idle_wakes[3]), 1);
-    atomic_store(&f->workers[3].idle, false);
+    CHECK_EQ_INT(atomic_load(&fake_wakes[3]), 1);
+    CHECK(!atomic_load(&f->workers[3].idle));
     /* Any capable worker takes it. */
     CHECK(p.p->pop(p.s, &f->workers[3]) == &t[0]);
     p.p->done(p.s, &f->workers[3], &t[0], 100);
 
-    /* Calibrated on one key only: still eager. */
+    /* Calibrated on one key only: still eager, and of the idle workers, one without a model
+     * (devB) is woken rather than devA, which has one. */
     calibrate(f, "k", "devA", 7, 100);
+    atomic_store(&f->workers[2].idle, true);
+    atomic_store(&f->workers[3].idle, true);
+    int idle_calls = atomic_load(&fake_idle_wake_calls);
     fake_task_init(&t[1], 2, &codelet_any, 0, 7);
     p.p->push(p.s, &t[1]);
     CHECK_EQ_INT(t[1].sched_worker, -1);
+    CHECK_EQ_INT(atomic_load(&fake_wakes[3]), 2);
+    CHECK_EQ_INT(atomic_load(&fake_wakes[2]), 0);
+    CHECK_EQ_INT(atomic_load(&fake_idle_wake_calls), idle_calls);
+    CHECK(atomic_load(&f->workers[2].idle) && !atomic_load(&f->workers[3].idle));
+    /* No idle worker lacking a model: the runtime's idle wake-up is asked instead. */
+    fake_task_init(&t[2], 3, &codelet_new, 0, 0);
+    atomic_store(&f->workers[2].idle, false);
+    p.p->push(p.s, &t[2]);
+    CHECK_EQ_INT(atomic_load(&fake_idle_wake_calls), idle_calls + 1);
+    CHECK(p.p->pop(p.s, &f->workers[0]) == &t[1]);
+    CHECK(p.p->pop(p.s, &f->workers[0]) == &t[2]);
     /* A host-only codelet calibrated on the host key is placed by the model, even though the
      * OpenCL keys have no model for it: they cannot run it. */
     calibrate(f, "h", "host:cpu", 0, 500);

@@ -6,9 +6,10 @@
  *     and the task's footprint)
  *   + predicted time to bring its missing inputs to the worker's memory node.
  * While some worker able to run the task has no calibrated model for it, the task goes to a
- * shared queue that every idle capable worker pops from (eager), so that each of them gathers
- * samples; when the task carries a cost hint, the hint stands in for the missing models
- * instead. The prediction used is stored in task->predicted_ns (0 for eager placement).
+ * shared queue that every idle capable worker pops from (eager; an idle worker without a model
+ * is woken first), so that each of them gathers samples; when the task carries a cost hint, the
+ * hint stands in for the missing models instead. The prediction used is stored in
+ * task->predicted_ns (0 for eager placement).
  *
  * One lock (level 3) guards every queue and backlog: placement reads all backlogs anyway. The
  * models and transfer estimates are read before it is taken (they take the perfmodel and
@@ -100,25 +101,29 @@ static bool place(struct dmda_state *s, struct rt_task *t)
     size_t n_capable = 0;
     const char *codelet = t->codelet && t->codelet->name ? t->codelet->name : "";
 
+    int explore = -1; /* an idle capable worker without a model for t */
     for (size_t i = 0; i < n; i++) {
-        const struct rt_worker *w = rt->workers[i];
+        struct rt_worker *w = rt->workers[i];
         capable[i] = hetcl__rt_can_run(w, t);
         if (!capable[i])
             continue;
         n_capable++;
-        if (!calibrated)
-            continue; /* only counting the capable workers now */
         if (!last_key || strcmp(last_key, w->model_key) != 0) {
             last_key = w->model_key;
             last_ok =
                     hetcl__perf_predict(rt->perf, codelet, w->model_key, t->footprint, &last_pred);
         }
-        if (last_ok)
+        if (last_ok) {
             exec[i] = last_pred;
-        else if (t->cost_hint_ns)
+        } else if (t->cost_hint_ns) {
             exec[i] = (double) t->cost_hint_ns;
-        else
+        } else {
             calibrated = false;
+            if (explore < 0 && atomic_load(&w->idle))
+                explore = (int) i;
+        }
+        if (!calibrated)
+            continue; /* no placement by the model: no transfer estimate needed */
         int node = w->node >= 0 && w->node < RT_MAX_NODES ? w->node : 0;
         if (!node_done[node]) {
             node_xfer[node] = hetcl__rt_data_transfer_estimate_ns(rt, t, w->node);
@@ -143,7 +148,17 @@ static bool place(struct dmda_state *s, struct rt_task *t)
         t->predicted_ns = 0.0;
         t->sched_worker = -1;
         hetcl__sq_push(&s->shared, t);
-        hetcl__rt_wake_idle_for(rt, t);
+        /* Eager, with a preference: wake an idle worker that lacks a model for t, so that it
+         * pops t first and gathers a sample. Otherwise the first worker to pop may keep every
+         * such task (the runtime chains a task's successors on the OpenCL queue that ran it,
+         * without asking the policy), and the others would never be calibrated. The idle flag
+         * is claimed as hetcl__rt_wake_idle_for does. */
+        bool expected = true;
+        if (explore >= 0 &&
+            atomic_compare_exchange_strong(&rt->workers[explore]->idle, &expected, false))
+            hetcl__rt_wake(rt->workers[explore]);
+        else
+            hetcl__rt_wake_idle_for(rt, t);
         pthread_mutex_unlock(&s->lock);
         return true;
     }
