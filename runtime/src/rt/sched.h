@@ -37,6 +37,8 @@ struct rt_sched_policy {
 
 /* The policies (one file each). */
 extern const struct rt_sched_policy hetcl__sched_eager;
+extern const struct rt_sched_policy hetcl__sched_ws;
+extern const struct rt_sched_policy hetcl__sched_dmda;
 
 /* The policy called `name`, or NULL. */
 const struct rt_sched_policy *hetcl__sched_find(const char *name);
