@@ -1,9 +1,9 @@
 /*
  * The implementations behind the operator codelets of <hetcl/ops.h>. Internal.
  *
- *   ops/host/*.c   hetcl__op_<name>_host: native C for the host backend (the runtime's host
+ *   ops/host/<op>.c hetcl__op_<name>_host: native C for the host backend (the runtime's host
  *                  workers call them with host pointers).
- *   ops/cl/*.c     hetcl__op_<name>_cl: enqueue OpenCL kernels of clkernels/ (through
+ *   ops/cl/<op>.c   hetcl__op_<name>_cl: enqueue OpenCL kernels of clkernels/ (through
  *                  hetcl_cl_kernel) on the worker's queue, non-blocking.
  *   codelets.c     the hetcl_op_* codelets pairing them.
  *
