@@ -69,6 +69,9 @@ void ops_buf_alloc(struct ops_buf *b, size_t bytes, hetcl_access mode)
     const uint32_t g = REF_GUARD_BITS;
     for (size_t i = 0; i + sizeof g <= total; i += sizeof g)
         memcpy((char *) b->host + i, &g, sizeof g);
+    /* the guard itself starts at `bytes`, which need not be a multiple of 4 (halves) */
+    for (size_t i = 0; i < OPS_GUARD; i++)
+        memcpy((char *) b->host + bytes + i * sizeof g, &g, sizeof g);
 }
 
 void ops_buf_free(struct ops_buf *b)
