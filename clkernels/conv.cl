@@ -12,49 +12,59 @@
  * One big GEMM per pass instead of one per image: the MLP-sized register-blocked kernels need
  * long rows to reach their speed, and LeNet's per-image GEMMs are tiny.
  *
- * Every kernel writes each output element exactly once (col2im gathers), so nothing needs
- * atomics and results are deterministic. Ranges are 2-D, dimension 0 along the contiguous
- * axis of the output, each rounded up to the work-group size.
+ * Every output element is written by exactly one work-item (col2im gathers a row of dx), so
+ * nothing needs atomics and results are deterministic. Dimension 0 of each range runs along the
+ * contiguous axis; each is rounded up to the work-group size.
  */
 
-/* Range (NPQ, CRS). */
+/* One work-item per row of the output image in one row of col: (crs, n, p), looping over q.
+ * Range (N * P, CRS). Integer division is slow on CPUs (and PoCL cannot vectorise it), so the
+ * indices are split once per row, not once per element. */
 __kernel void im2col_f32(int N, int C, int H, int W, int R, int S, int stride, int pad, int P,
                          int Q, const __global float *restrict x, __global float *restrict col)
 {
-    const int npq = get_global_id(0);
+    const int np = get_global_id(0);
     const int crs = get_global_id(1);
-    if (npq >= N * P * Q || crs >= C * R * S)
+    if (np >= N * P || crs >= C * R * S)
         return;
-    const int n = npq / (P * Q), p = npq / Q % P, q = npq % Q;
+    const int n = np / P, p = np % P;
     const int c = crs / (R * S), i = crs / S % R, j = crs % S;
-    const int h = p * stride - pad + i, w = q * stride - pad + j;
-    const bool inside = h >= 0 && h < H && w >= 0 && w < W;
-    col[(size_t) crs * (N * P * Q) + npq] =
-            inside ? x[(((size_t) n * C + c) * H + h) * W + w] : 0.0f;
+    const int h = p * stride - pad + i;
+    __global float *out = col + (size_t) crs * N * P * Q + (size_t) np * Q;
+    if (h < 0 || h >= H) {
+        for (int q = 0; q < Q; q++)
+            out[q] = 0.0f;
+        return;
+    }
+    const __global float *row = x + (((size_t) n * C + c) * H + h) * W;
+    for (int q = 0; q < Q; q++) {
+        const int w = q * stride - pad + j;
+        out[q] = w >= 0 && w < W ? row[w] : 0.0f;
+    }
 }
 
-/* y[n][k][pq] = yk[k][n * PQ + pq] + bias[k]. Range (PQ, N * K). */
+/* y[n][k][pq] = yk[k][n * PQ + pq] + bias[k]. Range (PQ, K, N): no index arithmetic. */
 __kernel void conv_out_f32(int N, int K, int PQ, const __global float *restrict yk,
                            const __global float *restrict bias, __global float *restrict y)
 {
     const int pq = get_global_id(0);
-    const int nk = get_global_id(1);
-    if (pq >= PQ || nk >= N * K)
+    const int k = get_global_id(1);
+    const int n = get_global_id(2);
+    if (pq >= PQ || k >= K || n >= N)
         return;
-    const int n = nk / K, k = nk % K;
-    y[(size_t) nk * PQ + pq] = yk[((size_t) k * N + n) * PQ + pq] + bias[k];
+    y[((size_t) n * K + k) * PQ + pq] = yk[((size_t) k * N + n) * PQ + pq] + bias[k];
 }
 
-/* dyk[k][n * PQ + pq] = dy[n][k][pq]. Range (PQ, N * K). */
+/* dyk[k][n * PQ + pq] = dy[n][k][pq]. Range (PQ, K, N). */
 __kernel void conv_dy_to_k_f32(int N, int K, int PQ, const __global float *restrict dy,
                                __global float *restrict dyk)
 {
     const int pq = get_global_id(0);
-    const int nk = get_global_id(1);
-    if (pq >= PQ || nk >= N * K)
+    const int k = get_global_id(1);
+    const int n = get_global_id(2);
+    if (pq >= PQ || k >= K || n >= N)
         return;
-    const int n = nk / K, k = nk % K;
-    dyk[((size_t) k * N + n) * PQ + pq] = dy[(size_t) nk * PQ + pq];
+    dyk[((size_t) k * N + n) * PQ + pq] = dy[((size_t) n * K + k) * PQ + pq];
 }
 
 /* dbias[k] (+)= sum of dyk[k][:]. Range K. */
@@ -70,31 +80,34 @@ __kernel void conv_dbias_f32(int K, int NPQ, int accumulate, const __global floa
     dbias[k] = accumulate ? dbias[k] + s : s;
 }
 
-/* dx[n][c][h][w] = sum of the dcol entries that im2col read from x[n][c][h][w]. Range
- * (H * W, N * C). */
+/* dx[n][c][h][:] = the sum of the dcol entries that im2col read from that row of x. One
+ * work-item per row (n, c, h), looping over w. Range (H, N * C). */
 __kernel void col2im_f32(int N, int C, int H, int W, int R, int S, int stride, int pad, int P,
                          int Q, const __global float *restrict dcol, __global float *restrict dx)
 {
-    const int hw = get_global_id(0);
+    const int h = get_global_id(0);
     const int nc = get_global_id(1);
-    if (hw >= H * W || nc >= N * C)
+    if (h >= H || nc >= N * C)
         return;
-    const int n = nc / C, c = nc % C, h = hw / W, w = hw % W;
-    const size_t npq0 = (size_t) n * P * Q;
+    const int n = nc / C, c = nc % C;
     const size_t ld = (size_t) N * P * Q;
-    float g = 0.0f;
+    __global float *out = dx + ((size_t) nc * H + h) * W;
+    for (int w = 0; w < W; w++)
+        out[w] = 0.0f;
     for (int i = 0; i < R; i++) {
         const int hp = h + pad - i; /* = p * stride */
         if (hp < 0 || hp % stride != 0 || hp / stride >= P)
             continue;
         const int p = hp / stride;
         for (int j = 0; j < S; j++) {
-            const int wq = w + pad - j;
-            if (wq < 0 || wq % stride != 0 || wq / stride >= Q)
-                continue;
-            const int q = wq / stride;
-            g += dcol[(size_t) ((c * R + i) * S + j) * ld + npq0 + p * Q + q];
+            /* the entries of dcol row (c, i, j) for output row (n, p) */
+            const __global float *src =
+                    dcol + (size_t) ((c * R + i) * S + j) * ld + ((size_t) n * P + p) * Q;
+            for (int q = 0; q < Q; q++) {
+                const int w = q * stride - pad + j;
+                if (w >= 0 && w < W)
+                    out[w] += src[q];
+            }
         }
     }
-    dx[(size_t) nc * H * W + hw] = g;
 }

@@ -25,6 +25,15 @@ inline void neumaier_add(float *s, float *c, float v)
     *s = t;
 }
 
+/* Neumaier on 16 lanes at once, branch-free: the scalar loop is bound by the latency of one
+ * add per element; 16 independent lanes are not. */
+inline void neumaier_add16(float16 *s, float16 *c, float16 v)
+{
+    const float16 t = *s + v;
+    *c += select((v - t) + *s, (*s - t) + v, isgreaterequal(fabs(*s), fabs(v)));
+    *s = t;
+}
+
 __kernel void sum_f32_partial(int n, int chunk, const __global float *restrict x,
                               __global float *restrict partial)
 {
@@ -33,8 +42,19 @@ __kernel void sum_f32_partial(int n, int chunk, const __global float *restrict x
     if (begin >= n)
         return;
     const int end = min(begin + chunk, n);
+    float16 s16 = (float16) (0.0f), c16 = (float16) (0.0f);
+    int j = begin;
+    for (; j + 16 <= end; j += 16)
+        neumaier_add16(&s16, &c16, vload16(0, x + j));
     float s = 0.0f, c = 0.0f;
-    for (int j = begin; j < end; j++)
+    float l[16], lc[16];
+    vstore16(s16, 0, l);
+    vstore16(c16, 0, lc);
+    for (int k = 0; k < 16; k++) {
+        neumaier_add(&s, &c, l[k]);
+        c += lc[k];
+    }
+    for (; j < end; j++)
         neumaier_add(&s, &c, x[j]);
     partial[i] = s + c;
 }

@@ -80,11 +80,11 @@ static hetcl_status im2col(struct clop_chain *ch, const struct conv_shape *c, cl
                                     CLOP_ARG(c->Q),      CLOP_ARG(x),      CLOP_ARG(col)};
     if ((s = hetcl__clop_set(ch->call, k, kname, args, 12)) != HETCL_OK)
         return s;
-    const size_t g[2] = {c->npq, c->crs};
+    const size_t g[2] = {(size_t) c->N * (size_t) c->P, c->crs};
     return hetcl__clop_chain_launch(ch, k, kname, 2, g, NULL);
 }
 
-/* A kernel of conv.cl taking (N, K, PQ, in, out) over the range (PQ, N * K). */
+/* A kernel of conv.cl taking (N, K, PQ, in, [extra,] out) over the range (PQ, K, N). */
 static hetcl_status reorder(struct clop_chain *ch, const char *kname, const struct conv_shape *c,
                             cl_mem in, cl_mem extra, cl_mem out)
 {
@@ -100,8 +100,8 @@ static hetcl_status reorder(struct clop_chain *ch, const char *kname, const stru
     args[n++] = CLOP_ARG(out);
     if ((s = hetcl__clop_set(ch->call, k, kname, args, n)) != HETCL_OK)
         return s;
-    const size_t g[2] = {(size_t) PQ, (size_t) c->N * (size_t) c->K};
-    return hetcl__clop_chain_launch(ch, k, kname, 2, g, NULL);
+    const size_t g[3] = {(size_t) PQ, (size_t) c->K, (size_t) c->N};
+    return hetcl__clop_chain_launch(ch, k, kname, 3, g, NULL);
 }
 
 hetcl_status hetcl__op_conv2d_fwd_cl(const struct hetcl_cl_call *call, cl_event *done)
@@ -201,7 +201,7 @@ hetcl_status hetcl__op_conv2d_bwd_cl(const struct hetcl_cl_call *call, cl_event 
     if (s == HETCL_OK)
         s = hetcl__clop_gemm(&ch, &gx);
     if (s == HETCL_OK) {
-        const size_t g[2] = {(size_t) c.H * (size_t) c.W, (size_t) c.N * (size_t) c.C};
+        const size_t g[2] = {(size_t) c.H, (size_t) c.N * (size_t) c.C};
         s = hetcl__clop_chain_launch(&ch, kc, "col2im_f32", 2, g, NULL);
     }
     return hetcl__clop_chain_end(&ch, s, done);

@@ -42,10 +42,11 @@ static hetcl_status check(const struct hetcl_cl_call *call, const char *op, stru
     return HETCL_OK;
 }
 
-/* Runs kernel kname over `global` work-items with the shape arguments followed by the buffers
- * mems[0 .. n_mems). */
+/* Runs kernel kname, one work-item per output (or per input row when over_input), with the
+ * shape arguments followed by the buffers mems[0 .. n_mems). */
 static hetcl_status run(const struct hetcl_cl_call *call, const char *kname,
-                        const struct pool_shape *p, unsigned n_mems, size_t global, cl_event *done)
+                        const struct pool_shape *p, unsigned n_mems, bool over_input,
+                        cl_event *done)
 {
     cl_kernel k = NULL;
     hetcl_status s = hetcl_cl_kernel(call, "pool.cl", NULL, kname, &k);
@@ -59,8 +60,11 @@ static hetcl_status run(const struct hetcl_cl_call *call, const char *kname,
     struct clop_chain ch = {.call = call};
     s = hetcl__clop_set(call, k, kname, args, 7 + n_mems);
     if (s == HETCL_OK) {
-        const size_t g[1] = {global};
-        s = hetcl__clop_chain_launch(&ch, k, kname, 1, g, NULL);
+        /* (width, height, planes) of the output, or (rows, planes) of the input */
+        const size_t gf[3] = {(size_t) p->out_w, (size_t) p->out_h, (size_t) p->planes};
+        const size_t gb[2] = {(size_t) p->in_h, (size_t) p->planes};
+        s = over_input ? hetcl__clop_chain_launch(&ch, k, kname, 2, gb, NULL)
+                       : hetcl__clop_chain_launch(&ch, k, kname, 3, gf, NULL);
     }
     return hetcl__clop_chain_end(&ch, s, done);
 }
@@ -75,7 +79,7 @@ hetcl_status hetcl__op_maxpool_fwd_cl(const struct hetcl_cl_call *call, cl_event
         (s = hetcl__clop_need(call, op, 0, "x", p.n_in * sizeof(float))) == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 1, "y", p.n_out * sizeof(float))) == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 2, "argmax", p.n_out * sizeof(cl_int))) == HETCL_OK)
-        s = run(call, "maxpool_f32_fwd", &p, 3, p.n_out, done);
+        s = run(call, "maxpool_f32_fwd", &p, 3, false, done);
     return s;
 }
 
@@ -89,7 +93,7 @@ hetcl_status hetcl__op_maxpool_bwd_cl(const struct hetcl_cl_call *call, cl_event
         (s = hetcl__clop_need(call, op, 0, "dy", p.n_out * sizeof(float))) == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 1, "argmax", p.n_out * sizeof(cl_int))) == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 2, "dx", p.n_in * sizeof(float))) == HETCL_OK)
-        s = run(call, "maxpool_f32_bwd", &p, 3, p.n_in, done);
+        s = run(call, "maxpool_f32_bwd", &p, 3, true, done);
     return s;
 }
 
@@ -102,7 +106,7 @@ hetcl_status hetcl__op_avgpool_fwd_cl(const struct hetcl_cl_call *call, cl_event
     if (s == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 0, "x", p.n_in * sizeof(float))) == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 1, "y", p.n_out * sizeof(float))) == HETCL_OK)
-        s = run(call, "avgpool_f32_fwd", &p, 2, p.n_out, done);
+        s = run(call, "avgpool_f32_fwd", &p, 2, false, done);
     return s;
 }
 
@@ -115,6 +119,6 @@ hetcl_status hetcl__op_avgpool_bwd_cl(const struct hetcl_cl_call *call, cl_event
     if (s == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 0, "dy", p.n_out * sizeof(float))) == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 1, "dx", p.n_in * sizeof(float))) == HETCL_OK)
-        s = run(call, "avgpool_f32_bwd", &p, 2, p.n_in, done);
+        s = run(call, "avgpool_f32_bwd", &p, 2, true, done);
     return s;
 }

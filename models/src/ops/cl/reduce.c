@@ -27,10 +27,12 @@ static hetcl_status two_pass(const struct hetcl_cl_call *call, cl_kernel k1, con
 {
     const struct clop_arg args2[] = {CLOP_ARG(parts), CLOP_ARG(partial), CLOP_ARG(out)};
     struct clop_chain ch = {.call = call};
-    const size_t g1[1] = {(size_t) parts}, g2[1] = {1};
+    /* one work-item per work-group in pass 1: on a CPU device each work-group runs on one core,
+     * so 64 chunks in one group would be summed one after another */
+    const size_t g1[1] = {(size_t) parts}, g2[1] = {1}, one[1] = {1};
     hetcl_status s = hetcl__clop_set(call, k2, k2name, args2, 3);
     if (s == HETCL_OK)
-        s = hetcl__clop_chain_launch(&ch, k1, k1name, 1, g1, NULL);
+        s = hetcl__clop_chain_launch(&ch, k1, k1name, 1, g1, one);
     if (s == HETCL_OK)
         s = hetcl__clop_chain_launch(&ch, k2, k2name, 1, g2, NULL);
     return hetcl__clop_chain_end(&ch, s, done);
@@ -53,7 +55,7 @@ hetcl_status hetcl__op_sum_cl(const struct hetcl_cl_call *call, cl_event *done)
         (s = hetcl__clop_need(call, op, 1, "out", sizeof(float))) != HETCL_OK)
         return s;
     cl_int parts = 0, chunk = 0;
-    split(n, 4096, &parts, &chunk);
+    split(n, 2048, &parts, &chunk);
     if (n == 0)
         parts = 0;
     cl_mem partial = NULL;
