@@ -1,5 +1,5 @@
 /*
- * Helpers shared by the OpenCL operator implementations (ops/cl/<op>.c). Internal.
+ * Helpers shared by the OpenCL operator implementations (ops/cl/X.c). Internal.
  *
  * Every hetcl__op_<name>_cl follows the same steps: check the argument blob and the sizes
  * (clop_args, clop_dim, clop_need: HETCL_ERR_INVALID_ARG with "<op>: <what>" on the runtime's
