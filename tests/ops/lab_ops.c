@@ -8,7 +8,10 @@
  *
  *     lab_ops [reps] [batch ...]        default: 20 runs, batches 64 and 256
  *
- * The machine is shared: run it alone, take the figures of several runs.
+ * Every figure is one task pinned to one worker of a runtime, so it includes the runtime's
+ * per-task overhead (submission, scheduling, completion callback): what training sees. All
+ * workers are timed in turn, host ones included (one GEMM there, no variants). The machine is
+ * shared: run it alone, take the figures of several runs.
  */
 #include "harness.h"
 #include "ops_util.h"
@@ -23,8 +26,8 @@ static struct ops_env E;
 static int reps = 20;
 
 /* Allocates n buffers of the given sizes (filled with small values) and times fn. */
-static double time_op(hetcl_cl_fn fn, const size_t *bytes, unsigned n, const void *args,
-                      size_t args_size)
+static double time_op(const struct hetcl_codelet *fn, const size_t *bytes, unsigned n,
+                      const void *args, size_t args_size)
 {
     struct ops_buf b[8];
     for (unsigned i = 0; i < n; i++) {
@@ -63,17 +66,20 @@ static double gemm(int64_t m, int64_t n, int64_t k, bool ta, bool tb, const char
             .m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .alpha = 1.0f};
     const size_t bytes[3] = {(size_t) (m * k) * 4, (size_t) (k * n) * 4, (size_t) (m * n) * 4};
     if (!variant) /* let the measurement finish first (4 variants x samples + slack) */
-        time_op(hetcl__op_gemm_cl, bytes, 3, &a, sizeof a);
-    const double ns = time_op(hetcl__op_gemm_cl, bytes, 3, &a, sizeof a);
+        time_op(&hetcl_op_gemm, bytes, 3, &a, sizeof a);
+    const double ns = time_op(&hetcl_op_gemm, bytes, 3, &a, sizeof a);
     char shape[64], how[32];
     snprintf(shape, sizeof shape, "%s %c%c %lldx%lldx%lld", label, ta ? 't' : 'n', tb ? 't' : 'n',
              (long long) m, (long long) n, (long long) k);
     if (!variant) {
         char key[256];
         struct hetcl_gemm_choice c;
-        hetcl_ops_gemm_device_key(E.dev, key, sizeof key);
-        const bool known = hetcl_ops_gemm_choice(key, m, n, k, ta, tb, &c);
-        snprintf(how, sizeof how, "=%s%s", known ? hetcl_gemm_variant_name(c.variant) : "?",
+        hetcl_ops_gemm_desc_key(E.info.desc, key, sizeof key);
+        const bool known = ops_env_is_cl(&E) && hetcl_ops_gemm_choice(key, m, n, k, ta, tb, &c);
+        snprintf(how, sizeof how, "=%s%s",
+                 known               ? hetcl_gemm_variant_name(c.variant)
+                 : ops_env_is_cl(&E) ? "?"
+                                     : "host",
                  known && !c.decided ? "*" : "");
     } else {
         snprintf(how, sizeof how, "%s", variant);
@@ -98,7 +104,7 @@ static void mlp(int64_t b)
         for (int p = 0; p < 3; p++) {
             if (p == 2 && l == 0)
                 continue;
-            for (int v = 0; v < 5; v++) {
+            for (int v = ops_env_is_cl(&E) ? 0 : 4; v < 5; v++) {
                 const double ns = gemm(shapes[p][0], shapes[p][1], shapes[p][2], tr[p][0], tr[p][1],
                                        variants[v], labels[p]);
                 if (!variants[v] && ns > 0) {
@@ -117,30 +123,29 @@ static void mlp(int64_t b)
         const size_t fb[3] = {(size_t) (b * n) * 4, (size_t) n * 4, (size_t) (b * n) * 4};
         const size_t bb[4] = {fb[0], fb[0], fb[0], (size_t) n * 4};
         snprintf(shape, sizeof shape, "%lldx%lld relu", (long long) b, (long long) n);
-        report("bias_act_fwd", shape, "", time_op(hetcl__op_bias_act_fwd_cl, fb, 3, &a, sizeof a),
-               0, 2.0 * (double) fb[0]);
-        report("bias_act_bwd", shape, "", time_op(hetcl__op_bias_act_bwd_cl, bb, 4, &a, sizeof a),
-               0, 3.0 * (double) fb[0]);
+        report("bias_act_fwd", shape, "", time_op(&hetcl_op_bias_act_fwd, fb, 3, &a, sizeof a), 0,
+               2.0 * (double) fb[0]);
+        report("bias_act_bwd", shape, "", time_op(&hetcl_op_bias_act_bwd, bb, 4, &a, sizeof a), 0,
+               3.0 * (double) fb[0]);
     }
     const struct hetcl_op_xent_args x = {.rows = b, .classes = 10, .scale = 1.0f / (float) b};
     const size_t xb[4] = {(size_t) b * 40, (size_t) b * 4, (size_t) b * 40, (size_t) b * 4};
     snprintf(shape, sizeof shape, "%lldx10", (long long) b);
-    report("softmax_xent", shape, "", time_op(hetcl__op_softmax_xent_cl, xb, 4, &x, sizeof x), 0,
+    report("softmax_xent", shape, "", time_op(&hetcl_op_softmax_xent, xb, 4, &x, sizeof x), 0,
            (double) (xb[0] + xb[1] + xb[2] + xb[3]));
     const struct hetcl_op_reduce_args r = {.rows = b, .cols = 10};
     const size_t rb[3] = {(size_t) b * 40, (size_t) b * 4, 4};
-    report("count_correct", shape, "", time_op(hetcl__op_count_correct_cl, rb, 3, &r, sizeof r), 0,
+    report("count_correct", shape, "", time_op(&hetcl_op_count_correct, rb, 3, &r, sizeof r), 0,
            (double) (rb[0] + rb[1]));
     const int64_t params = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10;
     const struct hetcl_op_sgd_args s = {.n = params, .lr = 0.1f, .momentum = 0.9f};
     const size_t sb[3] = {(size_t) params * 4, (size_t) params * 4, (size_t) params * 4};
     snprintf(shape, sizeof shape, "n=%lld (all weights)", (long long) params);
-    report("sgd", shape, "momentum", time_op(hetcl__op_sgd_cl, sb, 3, &s, sizeof s), 0,
+    report("sgd", shape, "momentum", time_op(&hetcl_op_sgd, sb, 3, &s, sizeof s), 0,
            5.0 * (double) sb[0]);
     const struct hetcl_op_reduce_args sr = {.rows = 1, .cols = params};
     const size_t sumb[2] = {(size_t) params * 4, 4};
-    report("sum", shape, "", time_op(hetcl__op_sum_cl, sumb, 2, &sr, sizeof sr), 0,
-           (double) sumb[0]);
+    report("sum", shape, "", time_op(&hetcl_op_sum, sumb, 2, &sr, sizeof sr), 0, (double) sumb[0]);
 }
 
 static void lenet(int64_t b)
@@ -179,20 +184,20 @@ static void lenet(int64_t b)
         const size_t fb[4] = {nx, nw, nb, ny}, bb[6] = {nx, nw, ny, nx, nw, nb};
         snprintf(shape, sizeof shape, "conv%d %lldx%lldx%lld->%lld", i + 1, (long long) a->in_c,
                  (long long) a->in_h, (long long) a->in_w, (long long) a->out_c);
-        time_op(hetcl__op_conv2d_fwd_cl, fb, 4, a, sizeof *a); /* GEMM measurement */
+        time_op(&hetcl_op_conv2d_fwd, fb, 4, a, sizeof *a); /* GEMM measurement */
         report("conv2d_fwd", shape, "im2col+gemm",
-               time_op(hetcl__op_conv2d_fwd_cl, fb, 4, a, sizeof *a), flops, 0);
-        time_op(hetcl__op_conv2d_bwd_cl, bb, 6, a, sizeof *a);
+               time_op(&hetcl_op_conv2d_fwd, fb, 4, a, sizeof *a), flops, 0);
+        time_op(&hetcl_op_conv2d_bwd, bb, 6, a, sizeof *a);
         report("conv2d_bwd", shape, "im2col+gemm",
-               time_op(hetcl__op_conv2d_bwd_cl, bb, 6, a, sizeof *a), 2.0 * flops, 0);
+               time_op(&hetcl_op_conv2d_bwd, bb, 6, a, sizeof *a), 2.0 * flops, 0);
         const struct hetcl_op_pool2d_args *q = &p[i];
         const size_t px = (size_t) (b * q->channels * q->in_h * q->in_w) * 4, py = px / 4;
         const size_t mf[3] = {px, py, py}, mb[3] = {py, py, px};
         snprintf(shape, sizeof shape, "pool%d %lldx%lldx%lld k2", i + 1, (long long) q->channels,
                  (long long) q->in_h, (long long) q->in_w);
-        report("maxpool_fwd", shape, "", time_op(hetcl__op_maxpool_fwd_cl, mf, 3, q, sizeof *q), 0,
+        report("maxpool_fwd", shape, "", time_op(&hetcl_op_maxpool_fwd, mf, 3, q, sizeof *q), 0,
                (double) (px + 2 * py));
-        report("maxpool_bwd", shape, "", time_op(hetcl__op_maxpool_bwd_cl, mb, 3, q, sizeof *q), 0,
+        report("maxpool_bwd", shape, "", time_op(&hetcl_op_maxpool_bwd, mb, 3, q, sizeof *q), 0,
                (double) (px + 2 * py));
     }
 }
@@ -210,9 +215,13 @@ int main(int argc, char **argv)
     }
     ops_env_init(&E);
     printf("%d runs per figure (median)\n", reps);
-    for (int i = 0; i < n_b; i++) {
-        mlp(batches[i]);
-        lenet(batches[i]);
+    for (size_t w = 0; w < E.n_workers; w++) {
+        if (!ops_env_use_worker(&E, w))
+            continue;
+        for (int i = 0; i < n_b; i++) {
+            mlp(batches[i]);
+            lenet(batches[i]);
+        }
     }
     struct hetcl_gemm_choice ch[64];
     const size_t n = hetcl_ops_gemm_choices(ch, 64);

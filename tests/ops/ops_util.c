@@ -3,7 +3,6 @@
 #include "ops_util.h"
 
 #include "harness.h"
-#include "rt/rt_impl.h" /* the stand-in runtime (TEMPORARY: see cl_stub_tmp.c) */
 
 #include <math.h>
 #include <stdio.h>
@@ -11,51 +10,44 @@
 #include <string.h>
 #include <time.h>
 
-void ops_stub_release_all(void);
-
-static void die(const char *what, int code)
+static void die(const char *what, hetcl_context *ctx)
 {
-    fprintf(stderr, "%s failed (%d)\n", what, code);
+    fprintf(stderr, "%s failed: %s\n", what, ctx ? hetcl_context_last_error(ctx) : "");
     exit(1);
 }
 
 void ops_env_init(struct ops_env *E)
 {
     memset(E, 0, sizeof *E);
-    cl_uint n_plat = 0;
-    cl_platform_id plat = NULL;
-    if (clGetPlatformIDs(1, &plat, &n_plat) != CL_SUCCESS || n_plat == 0 ||
-        clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &E->dev, NULL) != CL_SUCCESS)
-        hetcl_test_skip("no OpenCL device");
-    clGetDeviceInfo(E->dev, CL_DEVICE_NAME, sizeof E->name - 1, E->name, NULL);
-    cl_int err = CL_SUCCESS;
-    E->clctx = clCreateContext(NULL, 1, &E->dev, NULL, NULL, &err);
-    if (err != CL_SUCCESS)
-        die("clCreateContext", err);
-    E->q = clCreateCommandQueue(E->clctx, E->dev, CL_QUEUE_PROFILING_ENABLE, &err);
-    if (err != CL_SUCCESS)
-        die("clCreateCommandQueue", err);
     if (hetcl_context_create(NULL, &E->ctx) != HETCL_OK)
-        die("hetcl_context_create", 0);
-    char ext[4096] = "";
-    clGetDeviceInfo(E->dev, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
-    snprintf(E->desc.name, sizeof E->desc.name, "%s", E->name);
-    E->desc.fp16 = strstr(ext, "cl_khr_fp16") != NULL;
-    E->desc.type = HETCL_DEVICE_CPU;
-    E->rt = calloc(1, sizeof *E->rt);
-    if (!E->rt)
-        die("calloc", 0);
-    E->rt->ctx = E->ctx;
-    printf("device: %s (fp16: %s)\n", E->name, E->desc.fp16 ? "yes" : "no");
+        die("hetcl_context_create", NULL);
+    const struct hetcl_runtime_options o = {.scheduler = "eager", .devices = "all"};
+    const hetcl_status s = hetcl_runtime_create(E->ctx, &o, &E->rt);
+    if (s != HETCL_OK)
+        die("hetcl_runtime_create", E->ctx);
+    E->n_workers = hetcl_runtime_n_workers(E->rt);
+    E->worker = -1;
 }
 
 void ops_env_deinit(struct ops_env *E)
 {
-    ops_stub_release_all();
-    free(E->rt);
-    clReleaseCommandQueue(E->q);
-    clReleaseContext(E->clctx);
+    hetcl_runtime_destroy(E->rt);
     hetcl_context_destroy(E->ctx);
+}
+
+bool ops_env_use_worker(struct ops_env *E, size_t w)
+{
+    if (hetcl_runtime_worker_info(E->rt, w, &E->info) != HETCL_OK || E->info.excluded)
+        return false;
+    E->worker = (int) w;
+    printf("== worker %zu: %s (%s%s%s)\n", w, E->info.name, hetcl_worker_kind_name(E->info.kind),
+           E->info.desc ? ", " : "", E->info.desc ? E->info.desc->name : "");
+    return true;
+}
+
+bool ops_env_is_cl(const struct ops_env *E)
+{
+    return E->info.kind == HETCL_WORKER_OPENCL;
 }
 
 void ops_buf_alloc(struct ops_buf *b, size_t bytes, hetcl_access mode)
@@ -95,76 +87,62 @@ bool ops_buf_guard_ok(const struct ops_buf *b, const char *op)
     return true;
 }
 
-static cl_mem upload(struct ops_env *E, const struct ops_buf *b)
+/* Handles over the buffers (host arrays borrowed; at least 4 bytes: the runtime has no empty
+ * handles, and the operators check sizes against their shapes only). */
+static bool register_all(struct ops_env *E, struct ops_buf *bufs, unsigned n, hetcl_handle **h)
 {
-    cl_int err = CL_SUCCESS;
-    cl_mem m = clCreateBuffer(E->clctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                              b->bytes + OPS_GUARD * sizeof(float), b->host, &err);
-    if (err != CL_SUCCESS)
-        die("clCreateBuffer", err);
-    return m;
+    for (unsigned i = 0; i < n; i++)
+        h[i] = NULL;
+    for (unsigned i = 0; i < n; i++) {
+        if (hetcl_handle_register(E->rt, bufs[i].host, bufs[i].bytes ? bufs[i].bytes : 4, &h[i]) !=
+            HETCL_OK) {
+            fprintf(stderr, "hetcl_handle_register: %s\n", hetcl_context_last_error(E->ctx));
+            hetcl_test_failures++;
+            return false;
+        }
+    }
+    return true;
 }
 
-static hetcl_status call_fn(struct ops_env *E, hetcl_cl_fn fn, const cl_mem *mems,
-                            const size_t *sizes, const void *args, size_t args_size, cl_event *ev)
+static void unregister_all(struct ops_env *E, hetcl_handle **h, unsigned n)
 {
-    const struct hetcl_cl_call call = {.rt = E->rt,
-                                       .worker = 0,
-                                       .context = E->clctx,
-                                       .device = E->dev,
-                                       .queue = E->q,
-                                       .desc = &E->desc,
-                                       .mems = mems,
-                                       .sizes = sizes,
-                                       .args = args,
-                                       .args_size = args_size};
-    *ev = NULL;
-    const hetcl_status s = fn(&call, ev);
-    if (s != HETCL_OK && *ev) {
-        fprintf(stderr, "  a failing operator returned an event\n");
-        hetcl_test_failures++;
+    for (unsigned i = 0; i < n; i++)
+        if (h[i])
+            (void) hetcl_handle_unregister(E->rt, h[i]);
+}
+
+static hetcl_status submit(struct ops_env *E, const struct hetcl_codelet *cl,
+                           const struct ops_buf *bufs, hetcl_handle **h, unsigned n,
+                           const void *args, size_t args_size)
+{
+    struct hetcl_task_desc d = {.codelet = cl,
+                                .n_buffers = n,
+                                .args = args,
+                                .args_size = args_size,
+                                .worker = E->worker,
+                                .pin_worker = true};
+    for (unsigned i = 0; i < n; i++) {
+        d.handles[i] = h[i];
+        d.modes[i] = bufs[i].mode;
     }
+    hetcl_task *t = NULL;
+    hetcl_status s = hetcl_task_submit(E->rt, &d, &t);
+    if (s == HETCL_OK) {
+        s = hetcl_task_wait(t);
+        hetcl_task_release(t);
+    }
+    (void) hetcl_runtime_wait_all(E->rt); /* resets the runtime's first error */
     return s;
 }
 
-hetcl_status ops_run(struct ops_env *E, hetcl_cl_fn fn, struct ops_buf *bufs, unsigned n,
-                     const void *args, size_t args_size)
+hetcl_status ops_run(struct ops_env *E, const struct hetcl_codelet *cl, struct ops_buf *bufs,
+                     unsigned n, const void *args, size_t args_size)
 {
-    cl_mem mems[HETCL_TASK_MAX_BUFFERS];
-    size_t sizes[HETCL_TASK_MAX_BUFFERS];
-    for (unsigned i = 0; i < n; i++) {
-        mems[i] = upload(E, &bufs[i]);
-        sizes[i] = bufs[i].bytes;
-    }
-    cl_event ev = NULL;
-    hetcl_status s = call_fn(E, fn, mems, sizes, args, args_size, &ev);
-    if (s == HETCL_OK) {
-        if (!ev) {
-            fprintf(stderr, "  the operator returned no event\n");
-            hetcl_test_failures++;
-        } else {
-            cl_int err = clWaitForEvents(1, &ev);
-            cl_int st = CL_COMPLETE;
-            clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
-            if (err != CL_SUCCESS || st != CL_COMPLETE)
-                die("the operator's event", err != CL_SUCCESS ? err : st);
-            clReleaseEvent(ev);
-        }
-        clFinish(E->q);
-        for (unsigned i = 0; i < n; i++) {
-            if (bufs[i].mode == HETCL_R)
-                continue;
-            cl_int err = clEnqueueReadBuffer(E->q, mems[i], CL_TRUE, 0,
-                                             bufs[i].bytes + OPS_GUARD * sizeof(float),
-                                             bufs[i].host, 0, NULL, NULL);
-            if (err != CL_SUCCESS)
-                die("clEnqueueReadBuffer", err);
-        }
-    } else {
-        clFinish(E->q);
-    }
-    for (unsigned i = 0; i < n; i++)
-        clReleaseMemObject(mems[i]);
+    hetcl_handle *h[HETCL_TASK_MAX_BUFFERS];
+    hetcl_status s = HETCL_ERR_INTERNAL;
+    if (register_all(E, bufs, n, h))
+        s = submit(E, cl, bufs, h, n, args, args_size);
+    unregister_all(E, h, n);
     return s;
 }
 
@@ -181,35 +159,27 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-double ops_time_ns(struct ops_env *E, hetcl_cl_fn fn, struct ops_buf *bufs, unsigned n,
-                   const void *args, size_t args_size, int reps)
+double ops_time_ns(struct ops_env *E, const struct hetcl_codelet *cl, struct ops_buf *bufs,
+                   unsigned n, const void *args, size_t args_size, int reps)
 {
-    cl_mem mems[HETCL_TASK_MAX_BUFFERS];
-    size_t sizes[HETCL_TASK_MAX_BUFFERS];
-    for (unsigned i = 0; i < n; i++) {
-        mems[i] = upload(E, &bufs[i]);
-        sizes[i] = bufs[i].bytes;
-    }
+    hetcl_handle *h[HETCL_TASK_MAX_BUFFERS];
     double *t = calloc((size_t) reps, sizeof *t);
     double result = -1.0;
     int done = 0;
-    for (; t && done < reps; done++) {
-        cl_event ev = NULL;
-        const uint64_t t0 = now_ns();
-        if (call_fn(E, fn, mems, sizes, args, args_size, &ev) != HETCL_OK || !ev)
-            break;
-        clWaitForEvents(1, &ev);
-        t[done] = (double) (now_ns() - t0);
-        clReleaseEvent(ev);
+    if (t && register_all(E, bufs, n, h)) {
+        for (; done < reps; done++) {
+            const uint64_t t0 = now_ns();
+            if (submit(E, cl, bufs, h, n, args, args_size) != HETCL_OK)
+                break;
+            t[done] = (double) (now_ns() - t0);
+        }
     }
-    clFinish(E->q);
+    unregister_all(E, h, n);
     if (t && done == reps) {
         qsort(t, (size_t) reps, sizeof *t, cmp_double);
         result = t[reps / 2];
     }
     free(t);
-    for (unsigned i = 0; i < n; i++)
-        clReleaseMemObject(mems[i]);
     return result;
 }
 

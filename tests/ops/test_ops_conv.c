@@ -62,7 +62,7 @@ static void conv_case(const struct hetcl_op_conv2d_args *a)
     ref_fill_uniform(&rng, F(&f[2]), nb, -1, 1);
     float *yref = malloc((ny + 1) * 4);
     ref_conv2d_forward(&sh, F(&f[0]), F(&f[1]), F(&f[2]), yref);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_conv2d_fwd_cl, f, 4, a, sizeof *a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_conv2d_fwd, f, 4, a, sizeof *a));
     const double crs = (double) (a->in_c * a->k_h * a->k_w);
     ops_check(what, yref, F(&f[3]), ny, 1e-10, 1e-6 * (crs + 2));
     ops_buf_guard_ok(&f[3], what);
@@ -87,7 +87,7 @@ static void conv_case(const struct hetcl_op_conv2d_args *a)
         for (size_t i = 0; i < nb; i++)
             db[i] = (float) ((double) db[i] + (double) F(&b[5])[i]);
     }
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_conv2d_bwd_cl, b, 6, a, sizeof *a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_conv2d_bwd, b, 6, a, sizeof *a));
     const double npq = (double) (a->batch * P * Q);
     ops_check(what, dx, F(&b[3]), nx, 1e-10, 1e-6 * ((double) (a->out_c * a->k_h * a->k_w) + 2));
     ops_check(what, dw, F(&b[4]), nw, 1e-10, 1e-6 * (npq + 2));
@@ -116,7 +116,7 @@ static double conv_loss(const struct hetcl_op_conv2d_args *a, const float *x, co
     memcpy(f[0].host, x, nx * 4);
     memcpy(f[1].host, w, nw * 4);
     memcpy(f[2].host, bias, (size_t) a->out_c * 4);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_conv2d_fwd_cl, f, 4, a, sizeof *a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_conv2d_fwd, f, 4, a, sizeof *a));
     double l = 0;
     for (size_t i = 0; i < ny; i++)
         l += (double) dy[i] * (double) F(&f[3])[i];
@@ -154,7 +154,7 @@ static void conv_fd(void)
     memcpy(b[0].host, x, nx * 4);
     memcpy(b[1].host, w, nw * 4);
     memcpy(b[2].host, dy, ny * 4);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_conv2d_bwd_cl, b, 6, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_conv2d_bwd, b, 6, &a, sizeof a));
     const float eps = 1e-2f;
     /* every 3rd input, every 2nd weight, every bias */
     for (size_t i = 0; i < nx + nw + 3; i++) {
@@ -248,7 +248,7 @@ static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int
     ops_buf_alloc(&f[1], ny * 4, HETCL_W);
     ops_buf_alloc(&f[2], ny * 4, HETCL_W);
     memcpy(f[0].host, x, nx * 4);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_maxpool_fwd_cl, f, 3, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_maxpool_fwd, f, 3, &a, sizeof a));
     long bad = 0;
     for (size_t o = 0; o < ny; o++) {
         const int64_t plane_off = (int64_t) (o / (size_t) (P * Q)) * h * w;
@@ -270,7 +270,7 @@ static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int
     ops_buf_alloc(&b[2], nx * 4, HETCL_W);
     memcpy(b[0].host, dy, ny * 4);
     memcpy(b[1].host, f[2].host, ny * 4);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_maxpool_bwd_cl, b, 3, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_maxpool_bwd, b, 3, &a, sizeof a));
     ops_check(what, dxref, F(&b[2]), nx, 1e-12, 1e-6 * (double) (k * k));
     ops_buf_guard_ok(&b[2], what);
     if (!ties) {
@@ -280,7 +280,7 @@ static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int
         ops_buf_alloc(&g[0], nx * 4, HETCL_R);
         ops_buf_alloc(&g[1], ny * 4, HETCL_W);
         memcpy(g[0].host, x, nx * 4);
-        CHECK_OK(E.ctx, ops_run(&E, hetcl__op_avgpool_fwd_cl, g, 2, &a, sizeof a));
+        CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_avgpool_fwd, g, 2, &a, sizeof a));
         ops_check(what, yref, F(&g[1]), ny, 1e-12, 1e-6);
         ops_buf_guard_ok(&g[1], what);
         ref_avgpool2d_backward(&sh, dy, dxref);
@@ -292,7 +292,7 @@ static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int
         ops_buf_alloc(&gb[0], ny * 4, HETCL_R);
         memcpy(gb[0].host, dy, ny * 4);
         gb[1] = g[1];
-        CHECK_OK(E.ctx, ops_run(&E, hetcl__op_avgpool_bwd_cl, gb, 2, &a, sizeof a));
+        CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_avgpool_bwd, gb, 2, &a, sizeof a));
         ops_check(what, dxref, F(&gb[1]), nx, 1e-12, 1e-6);
         ops_buf_guard_ok(&gb[1], what);
         ops_buf_free(&gb[0]);
@@ -336,7 +336,7 @@ static void test_bad_args(void)
                                             .k_h = 5,
                                             .k_w = 5,
                                             .stride = 1};
-    CHECK_EQ_INT(ops_run(&E, hetcl__op_conv2d_fwd_cl, b, 4, &c0, sizeof c0), HETCL_ERR_INVALID_ARG);
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_conv2d_fwd, b, 4, &c0, sizeof c0), HETCL_ERR_INVALID_ARG);
     const struct hetcl_op_conv2d_args c1 = {.batch = 1,
                                             .in_c = 1,
                                             .in_h = 8,
@@ -345,7 +345,7 @@ static void test_bad_args(void)
                                             .k_h = 3,
                                             .k_w = 3,
                                             .stride = 0};
-    CHECK_EQ_INT(ops_run(&E, hetcl__op_conv2d_bwd_cl, b, 6, &c1, sizeof c1), HETCL_ERR_INVALID_ARG);
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_conv2d_bwd, b, 6, &c1, sizeof c1), HETCL_ERR_INVALID_ARG);
     const struct hetcl_op_conv2d_args c2 = {.batch = 64,
                                             .in_c = 1,
                                             .in_h = 28,
@@ -354,17 +354,16 @@ static void test_bad_args(void)
                                             .k_h = 5,
                                             .k_w = 5,
                                             .stride = 1};
-    CHECK_EQ_INT(ops_run(&E, hetcl__op_conv2d_fwd_cl, b, 4, &c2, sizeof c2),
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_conv2d_fwd, b, 4, &c2, sizeof c2),
                  HETCL_ERR_INVALID_ARG); /* x too small */
     const struct hetcl_op_pool2d_args p0 = {
             .batch = 1, .channels = 1, .in_h = 2, .in_w = 2, .k = 3, .stride = 1};
-    CHECK_EQ_INT(ops_run(&E, hetcl__op_maxpool_fwd_cl, b, 3, &p0, sizeof p0),
-                 HETCL_ERR_INVALID_ARG);
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_maxpool_fwd, b, 3, &p0, sizeof p0), HETCL_ERR_INVALID_ARG);
     const struct hetcl_op_pool2d_args p1 = {
             .batch = 1, .channels = 1, .in_h = 64, .in_w = 64, .k = 2, .stride = 2};
-    CHECK_EQ_INT(ops_run(&E, hetcl__op_avgpool_bwd_cl, b, 2, &p1, sizeof p1),
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_avgpool_bwd, b, 2, &p1, sizeof p1),
                  HETCL_ERR_INVALID_ARG); /* dx too small */
-    CHECK_EQ_INT(ops_run(&E, hetcl__op_maxpool_bwd_cl, b, 3, &p1, sizeof p1 + 1),
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_maxpool_bwd, b, 3, &p1, sizeof p1 + 1),
                  HETCL_ERR_INVALID_ARG);
     for (int i = 0; i < 6; i++)
         ops_buf_free(&b[i]);
@@ -374,12 +373,16 @@ int main(void)
 {
     ref_rng_init(&rng, hetcl_test_seed());
     ops_env_init(&E);
-    printf("conv2d\n");
-    test_conv();
-    printf("pooling\n");
-    test_pool();
-    printf("bad arguments\n");
-    test_bad_args();
+    for (size_t w = 0; w < E.n_workers; w++) {
+        if (!ops_env_use_worker(&E, w))
+            continue;
+        printf("conv2d\n");
+        test_conv();
+        printf("pooling\n");
+        test_pool();
+        printf("bad arguments\n");
+        test_bad_args();
+    }
     ops_env_deinit(&E);
     return hetcl_test_finish("test_ops_conv");
 }

@@ -53,7 +53,7 @@ static void gemm_case(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float a
     snprintf(what, sizeof what, "gemm %s %c%c m=%lld n=%lld k=%lld alpha=%g beta=%g%s", variant,
              ta ? 't' : 'n', tb ? 't' : 'n', (long long) m, (long long) n, (long long) k,
              (double) alpha, (double) beta, nan_c ? " C=NaN" : "");
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_gemm_cl, b, 3, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_gemm, b, 3, &a, sizeof a));
     ops_check(what, ref, F(&b[2]), (size_t) (m * n), 1e-10, 1e-6 * (double) (k + 2));
     ops_buf_guard_ok(&b[2], what);
     free(ref);
@@ -64,9 +64,11 @@ static void gemm_case(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float a
 static void test_gemm_variants(void)
 {
     static const char *const variants[] = {"tiled", "tiled_mfast", "naive", "clblast"};
+    /* host workers have one GEMM: run the sizes once */
+    const int n_variants = ops_env_is_cl(&E) ? 4 : 1;
     static const int64_t sizes[][3] = {{1, 1, 1},    {3, 17, 1},    {17, 3, 33},    {1, 1000, 17},
                                        {1023, 3, 5}, {64, 10, 128}, {64, 256, 784}, {5, 7, 0}};
-    for (int v = 0; v < 4; v++) {
+    for (int v = 0; v < n_variants; v++) {
         setenv("HETCL_GEMM_VARIANT", variants[v], 1);
         for (int l = 0; l < 4; l++) {
             for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
@@ -75,7 +77,7 @@ static void test_gemm_variants(void)
                     continue;
                 const float alpha = s % 2 ? 1.5f : 1.0f, beta = s % 3 == 1 ? -0.5f : 0.0f;
                 gemm_case(sizes[s][0], sizes[s][1], sizes[s][2], l & 2, l & 1, alpha, beta,
-                          beta == 0.0f && s % 2 == 0, variants[v]);
+                          beta == 0.0f && s % 2 == 0, ops_env_is_cl(&E) ? variants[v] : "host");
             }
         }
     }
@@ -93,7 +95,7 @@ static void test_gemm_choice(void)
     for (int i = 0; i < 4 * HETCL_GEMM_SAMPLES + 2; i++)
         gemm_case(m, n, k, false, true, 1.0f, 0.0f, false, "measured");
     char key[256];
-    hetcl_ops_gemm_device_key(E.dev, key, sizeof key);
+    hetcl_ops_gemm_desc_key(E.info.desc, key, sizeof key);
     struct hetcl_gemm_choice c;
     CHECK(hetcl_ops_gemm_choice(key, m, n, k, false, true, &c));
     CHECK(c.decided);
@@ -152,11 +154,11 @@ static void bias_act_case(int64_t rows, int64_t cols, hetcl_act act, bool inplac
     snprintf(what, sizeof what, "bias_act_fwd%s %s %lldx%lld", inplace ? "_inplace" : "",
              ref_act_name(ref_acts[act]), (long long) rows, (long long) cols);
     if (inplace) {
-        CHECK_OK(E.ctx, ops_run(&E, hetcl__op_bias_act_fwd_inplace_cl, b, 2, &a, sizeof a));
+        CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_bias_act_fwd_inplace, b, 2, &a, sizeof a));
         ops_check(what, ref, F(&b[0]), n, 1e-12, 1e-6);
         ops_buf_guard_ok(&b[0], what);
     } else {
-        CHECK_OK(E.ctx, ops_run(&E, hetcl__op_bias_act_fwd_cl, b, 3, &a, sizeof a));
+        CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_bias_act_fwd, b, 3, &a, sizeof a));
         ops_check(what, ref, F(&b[2]), n, 1e-12, 1e-6);
         ops_buf_guard_ok(&b[2], what);
     }
@@ -190,7 +192,7 @@ static void bias_act_bwd_case(int64_t rows, int64_t cols, hetcl_act act, bool ac
     char what[128];
     snprintf(what, sizeof what, "bias_act_bwd %s %lldx%lld%s", ref_act_name(ref_acts[act]),
              (long long) rows, (long long) cols, accumulate ? " accumulate" : "");
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_bias_act_bwd_cl, b, 4, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_bias_act_bwd, b, 4, &a, sizeof a));
     ops_check(what, dz, F(&b[2]), n, 1e-12, 1e-6);
     ops_check(what, db, F(&b[3]), (size_t) cols, 1e-10, 1e-5 * (double) (rows + 1));
     ops_buf_guard_ok(&b[2], what);
@@ -215,7 +217,7 @@ static double bias_act_loss(const float *x, const float *bias, const float *dy, 
     memcpy(b[0].host, x, n * 4);
     memcpy(b[1].host, bias, (size_t) cols * 4);
     const struct hetcl_op_bias_act_args a = {.rows = rows, .cols = cols, .act = act};
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_bias_act_fwd_cl, b, 3, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_bias_act_fwd, b, 3, &a, sizeof a));
     double l = 0;
     for (size_t i = 0; i < n; i++)
         l += (double) dy[i] * (double) F(&b[2])[i];
@@ -243,14 +245,14 @@ static void bias_act_fd(hetcl_act act)
     memcpy(f[0].host, x, sizeof x);
     memcpy(f[1].host, bias, sizeof bias);
     const struct hetcl_op_bias_act_args a = {.rows = rows, .cols = cols, .act = act};
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_bias_act_fwd_cl, f, 3, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_bias_act_fwd, f, 3, &a, sizeof a));
     ops_buf_alloc(&b[0], n * 4, HETCL_R);
     ops_buf_alloc(&b[1], n * 4, HETCL_R);
     ops_buf_alloc(&b[2], n * 4, HETCL_W);
     ops_buf_alloc(&b[3], (size_t) cols * 4, HETCL_W);
     memcpy(b[0].host, f[2].host, n * 4);
     memcpy(b[1].host, dy, sizeof dy);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_bias_act_bwd_cl, b, 4, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_bias_act_bwd, b, 4, &a, sizeof a));
     const float eps = 1e-2f;
     for (size_t i = 0; i < n + (size_t) cols; i++) {
         float *p = i < n ? &x[i] : &bias[i - n];
@@ -306,7 +308,7 @@ static void softmax_xent_case(int64_t rows, int64_t classes, float spread)
     char what[128];
     snprintf(what, sizeof what, "softmax_xent %lldx%lld spread %g", (long long) rows,
              (long long) classes, (double) spread);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_softmax_xent_cl, b, 4, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_softmax_xent, b, 4, &a, sizeof a));
     double l = 0;
     for (int64_t r = 0; r < rows; r++)
         l += (double) F(&b[3])[r];
@@ -321,7 +323,8 @@ static void softmax_xent_case(int64_t rows, int64_t classes, float spread)
         ops_buf_free(&b[i]);
 }
 
-static void float_loss_case(const char *name, hetcl_cl_fn fn, int64_t rows, int64_t classes)
+static void float_loss_case(const char *name, const struct hetcl_codelet *fn, int64_t rows,
+                            int64_t classes)
 {
     const size_t n = (size_t) (rows * classes);
     const bool sig = strcmp(name, "sigmoid_xent") == 0;
@@ -376,7 +379,7 @@ static void softmax_case(int64_t rows, int64_t classes)
     const struct hetcl_op_xent_args a = {.rows = rows, .classes = classes};
     char what[64];
     snprintf(what, sizeof what, "softmax %lldx%lld", (long long) rows, (long long) classes);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_softmax_cl, b, 2, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_softmax, b, 2, &a, sizeof a));
     ops_check(what, ref, F(&b[1]), n, 1e-10, 1e-6);
     ops_buf_guard_ok(&b[1], what);
     free(ref);
@@ -399,7 +402,7 @@ static void softmax_xent_fd(void)
     memcpy(b[1].host, lab, sizeof lab);
     const struct hetcl_op_xent_args a = {.rows = R, .classes = C, .scale = 1.0f / R};
     memcpy(b[0].host, x, sizeof x);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_softmax_xent_cl, b, 4, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_softmax_xent, b, 4, &a, sizeof a));
     float grad[R * C];
     memcpy(grad, b[2].host, sizeof grad);
     const float eps = 1e-2f;
@@ -408,7 +411,7 @@ static void softmax_xent_fd(void)
         for (int sgn = 0; sgn < 2; sgn++) {
             memcpy(b[0].host, x, sizeof x);
             F(&b[0])[i] += sgn ? -eps : eps;
-            CHECK_OK(E.ctx, ops_run(&E, hetcl__op_softmax_xent_cl, b, 4, &a, sizeof a));
+            CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_softmax_xent, b, 4, &a, sizeof a));
             l[sgn] = ((double) F(&b[3])[0] + (double) F(&b[3])[1]) / R;
         }
         const double fd = (l[0] - l[1]) / (2.0 * (double) eps);
@@ -427,14 +430,16 @@ static void test_losses(void)
     static const int64_t shapes[][2] = {{1, 1}, {3, 17}, {64, 10}, {17, 1000}, {1023, 3}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         softmax_xent_case(shapes[s][0], shapes[s][1], 5.0f);
-        float_loss_case("sigmoid_xent", hetcl__op_sigmoid_xent_cl, shapes[s][0], shapes[s][1]);
-        float_loss_case("mse", hetcl__op_mse_cl, shapes[s][0], shapes[s][1]);
+        float_loss_case("sigmoid_xent", &hetcl_op_sigmoid_xent, shapes[s][0], shapes[s][1]);
+        float_loss_case("mse", &hetcl_op_mse, shapes[s][0], shapes[s][1]);
         softmax_case(shapes[s][0], shapes[s][1]);
     }
     softmax_xent_case(64, 10, 1000.0f); /* large logits: the max must be subtracted */
     softmax_xent_fd();
 
-    /* a label out of range gives NaN for its row, never an out-of-bounds read */
+    /* A label out of range is never an out-of-bounds read: the host operator, which can see
+     * the labels, rejects the task; an OpenCL one (which cannot without blocking) gives NaN
+     * for that row's loss. */
     struct ops_buf b[4];
     ops_buf_alloc(&b[0], 2 * 3 * 4, HETCL_R);
     ops_buf_alloc(&b[1], 2 * 4, HETCL_R);
@@ -444,8 +449,13 @@ static void test_losses(void)
     const int32_t lab[2] = {2, 3};
     memcpy(b[1].host, lab, sizeof lab);
     const struct hetcl_op_xent_args a = {.rows = 2, .classes = 3, .scale = 1.0f};
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_softmax_xent_cl, b, 4, &a, sizeof a));
-    CHECK(isfinite(F(&b[3])[0]) && isnan(F(&b[3])[1]));
+    const hetcl_status st = ops_run(&E, &hetcl_op_softmax_xent, b, 4, &a, sizeof a);
+    if (ops_env_is_cl(&E)) {
+        CHECK_EQ_INT(st, HETCL_OK);
+        CHECK(isfinite(F(&b[3])[0]) && isnan(F(&b[3])[1]));
+    } else {
+        CHECK_EQ_INT(st, HETCL_ERR_INVALID_ARG);
+    }
     for (int i = 0; i < 4; i++)
         ops_buf_free(&b[i]);
 }
@@ -471,7 +481,7 @@ static void sgd_case(int64_t n, float lr, float momentum, float wd)
     char what[96];
     snprintf(what, sizeof what, "sgd n=%lld momentum %g wd %g", (long long) n, (double) momentum,
              (double) wd);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_sgd_cl, b, 3, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_sgd, b, 3, &a, sizeof a));
     ops_check(what, w, F(&b[0]), (size_t) n, 1e-12, 1e-6);
     /* with momentum 0 the velocity is not touched */
     ops_check(what, momentum != 0.0f ? v : v0, F(&b[2]), (size_t) n, 1e-12, 1e-6);
@@ -499,7 +509,7 @@ static void axpy_case(int64_t n, float alpha)
     const struct hetcl_op_axpy_args a = {.n = n, .alpha = alpha};
     char what[64];
     snprintf(what, sizeof what, "axpy n=%lld alpha %g", (long long) n, (double) alpha);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_axpy_cl, b, 2, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_axpy, b, 2, &a, sizeof a));
     ops_check(what, ref, F(&b[1]), (size_t) n, 1e-12, 1e-6);
     ops_buf_guard_ok(&b[1], what);
     free(ref);
@@ -535,7 +545,7 @@ static void sum_case(int64_t rows, int64_t cols)
     const struct hetcl_op_reduce_args a = {.rows = rows, .cols = cols};
     char what[64];
     snprintf(what, sizeof what, "sum %lldx%lld", (long long) rows, (long long) cols);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_sum_cl, b, 2, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_sum, b, 2, &a, sizeof a));
     ops_check(what, &ref, F(&b[1]), 1, 1e-12, 1e-7 * (1e6 + (double) n));
     ops_buf_guard_ok(&b[1], what);
     ops_buf_free(&b[0]);
@@ -564,7 +574,7 @@ static void argmax_case(int64_t rows, int64_t cols)
     const int64_t correct = ref_count_correct(rows, cols, F(&b[0]), b[1].host);
     const struct hetcl_op_reduce_args a = {.rows = rows, .cols = cols};
     struct ops_buf am[2] = {b[0], b[2]};
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_argmax_cl, am, 2, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_argmax, am, 2, &a, sizeof a));
     b[2] = am[1];
     long bad = 0;
     for (int64_t r = 0; r < rows; r++)
@@ -575,7 +585,7 @@ static void argmax_case(int64_t rows, int64_t cols)
         hetcl_test_failures++;
     }
     struct ops_buf cc[3] = {b[0], b[1], b[3]};
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_count_correct_cl, cc, 3, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_count_correct, cc, 3, &a, sizeof a));
     b[3] = cc[2];
     CHECK_EQ_INT(*(int32_t *) b[3].host, correct);
     ops_buf_guard_ok(&b[2], "argmax");
@@ -599,8 +609,8 @@ static void test_reductions(void)
 
 /* ------------------------------------------------------------------ bad arguments */
 
-static void expect_invalid(const char *what, hetcl_cl_fn fn, struct ops_buf *b, unsigned n,
-                           const void *args, size_t size)
+static void expect_invalid(const char *what, const struct hetcl_codelet *fn, struct ops_buf *b,
+                           unsigned n, const void *args, size_t size)
 {
     const hetcl_status s = ops_run(&E, fn, b, n, args, size);
     if (s != HETCL_ERR_INVALID_ARG) {
@@ -618,31 +628,30 @@ static void test_bad_args(void)
     for (int i = 0; i < 4; i++)
         ops_buf_alloc(&b[i], 64 * 4, HETCL_RW);
     const struct hetcl_op_gemm_args g = {.m = 8, .n = 8, .k = 8, .alpha = 1};
-    expect_invalid("gemm, short blob", hetcl__op_gemm_cl, b, 3, &g, sizeof g - 1);
-    expect_invalid("gemm, no blob", hetcl__op_gemm_cl, b, 3, NULL, 0);
+    expect_invalid("gemm, short blob", &hetcl_op_gemm, b, 3, &g, sizeof g - 1);
+    expect_invalid("gemm, no blob", &hetcl_op_gemm, b, 3, NULL, 0);
     const struct hetcl_op_gemm_args g2 = {.m = 9, .n = 8, .k = 8, .alpha = 1};
-    expect_invalid("gemm, A too small", hetcl__op_gemm_cl, b, 3, &g2, sizeof g2);
+    expect_invalid("gemm, A too small", &hetcl_op_gemm, b, 3, &g2, sizeof g2);
     const struct hetcl_op_gemm_args g3 = {.m = -1, .n = 8, .k = 8};
-    expect_invalid("gemm, m < 0", hetcl__op_gemm_cl, b, 3, &g3, sizeof g3);
+    expect_invalid("gemm, m < 0", &hetcl_op_gemm, b, 3, &g3, sizeof g3);
     const struct hetcl_op_gemm_args g4 = {.m = 1LL << 32, .n = 1, .k = 1};
-    expect_invalid("gemm, m > INT32_MAX", hetcl__op_gemm_cl, b, 3, &g4, sizeof g4);
+    expect_invalid("gemm, m > INT32_MAX", &hetcl_op_gemm, b, 3, &g4, sizeof g4);
     const struct hetcl_op_bias_act_args ba = {.rows = 8, .cols = 8, .act = (hetcl_act) 9};
-    expect_invalid("bias_act, bad act", hetcl__op_bias_act_fwd_cl, b, 3, &ba, sizeof ba);
+    expect_invalid("bias_act, bad act", &hetcl_op_bias_act_fwd, b, 3, &ba, sizeof ba);
     const struct hetcl_op_bias_act_args bb = {.rows = 8, .cols = 65, .act = HETCL_ACT_RELU};
-    expect_invalid("bias_act_bwd, dbias too small", hetcl__op_bias_act_bwd_cl, b, 4, &bb,
-                   sizeof bb);
+    expect_invalid("bias_act_bwd, dbias too small", &hetcl_op_bias_act_bwd, b, 4, &bb, sizeof bb);
     const struct hetcl_op_xent_args x0 = {.rows = 4, .classes = 0};
-    expect_invalid("softmax_xent, 0 classes", hetcl__op_softmax_xent_cl, b, 4, &x0, sizeof x0);
+    expect_invalid("softmax_xent, 0 classes", &hetcl_op_softmax_xent, b, 4, &x0, sizeof x0);
     const struct hetcl_op_xent_args x1 = {.rows = 65, .classes = 1};
-    expect_invalid("mse, loss too small", hetcl__op_mse_cl, b, 4, &x1, sizeof x1);
+    expect_invalid("mse, loss too small", &hetcl_op_mse, b, 4, &x1, sizeof x1);
     const struct hetcl_op_sgd_args s0 = {.n = 65, .lr = 0.1f};
-    expect_invalid("sgd, w too small", hetcl__op_sgd_cl, b, 3, &s0, sizeof s0);
+    expect_invalid("sgd, w too small", &hetcl_op_sgd, b, 3, &s0, sizeof s0);
     const struct hetcl_op_axpy_args a0 = {.n = -3};
-    expect_invalid("axpy, n < 0", hetcl__op_axpy_cl, b, 2, &a0, sizeof a0);
+    expect_invalid("axpy, n < 0", &hetcl_op_axpy, b, 2, &a0, sizeof a0);
     const struct hetcl_op_reduce_args r0 = {.rows = 8, .cols = 9};
-    expect_invalid("sum, x too small", hetcl__op_sum_cl, b, 2, &r0, sizeof r0);
+    expect_invalid("sum, x too small", &hetcl_op_sum, b, 2, &r0, sizeof r0);
     const struct hetcl_op_reduce_args r1 = {.rows = 65, .cols = 1};
-    expect_invalid("argmax, out too small", hetcl__op_argmax_cl, b, 2, &r1, sizeof r1);
+    expect_invalid("argmax, out too small", &hetcl_op_argmax, b, 2, &r1, sizeof r1);
     for (int i = 0; i < 4; i++)
         ops_buf_free(&b[i]);
 }
@@ -651,20 +660,27 @@ int main(void)
 {
     ref_rng_init(&rng, hetcl_test_seed());
     ops_env_init(&E);
-    printf("gemm variants\n");
-    test_gemm_variants();
-    printf("gemm choice\n");
-    test_gemm_choice();
-    printf("bias + activation\n");
-    test_bias_act();
-    printf("losses\n");
-    test_losses();
-    printf("sgd, axpy\n");
-    test_updates();
-    printf("reductions\n");
-    test_reductions();
-    printf("bad arguments\n");
-    test_bad_args();
+    size_t n_cl = 0;
+    for (size_t w = 0; w < E.n_workers; w++) {
+        if (!ops_env_use_worker(&E, w))
+            continue;
+        printf("gemm\n");
+        test_gemm_variants();
+        if (ops_env_is_cl(&E) && n_cl++ == 0) {
+            printf("gemm choice\n");
+            test_gemm_choice();
+        }
+        printf("bias + activation\n");
+        test_bias_act();
+        printf("losses\n");
+        test_losses();
+        printf("sgd, axpy\n");
+        test_updates();
+        printf("reductions\n");
+        test_reductions();
+        printf("bad arguments\n");
+        test_bad_args();
+    }
     ops_env_deinit(&E);
     return hetcl_test_finish("test_ops_dense");
 }

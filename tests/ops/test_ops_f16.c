@@ -50,8 +50,8 @@ static void check_half(const char *what, const float *ref, const uint16_t *out, 
 
 static void test_unsupported(void)
 {
-    if (E.desc.fp16) {
-        printf("  the device has cl_khr_fp16: nothing to reject\n");
+    if (!ops_env_is_cl(&E) || E.info.desc->fp16) {
+        printf("  host worker or a device with cl_khr_fp16: nothing to reject\n");
         return;
     }
     struct ops_buf b[3];
@@ -60,12 +60,10 @@ static void test_unsupported(void)
     const struct hetcl_op_axpy_args c = {.n = 8};
     const struct hetcl_op_gemm_args g = {.m = 2, .n = 2, .k = 2, .alpha = 1};
     const struct hetcl_op_bias_act_args ba = {.rows = 2, .cols = 2};
-    CHECK_EQ_INT(ops_run(&E, hetcl__op_convert_f32_f16_cl, b, 2, &c, sizeof c),
-                 HETCL_ERR_UNSUPPORTED);
-    CHECK_EQ_INT(ops_run(&E, hetcl__op_convert_f16_f32_cl, b, 2, &c, sizeof c),
-                 HETCL_ERR_UNSUPPORTED);
-    CHECK_EQ_INT(ops_run(&E, hetcl__op_gemm_f16_cl, b, 3, &g, sizeof g), HETCL_ERR_UNSUPPORTED);
-    CHECK_EQ_INT(ops_run(&E, hetcl__op_bias_act_fwd_f16_cl, b, 3, &ba, sizeof ba),
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_convert_f32_f16, b, 2, &c, sizeof c), HETCL_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_convert_f16_f32, b, 2, &c, sizeof c), HETCL_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_gemm_f16, b, 3, &g, sizeof g), HETCL_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_bias_act_fwd_f16, b, 3, &ba, sizeof ba),
                  HETCL_ERR_UNSUPPORTED);
     printf("  rejected: %s\n", hetcl_context_last_error(E.ctx));
     for (int i = 0; i < 3; i++)
@@ -107,7 +105,7 @@ static void test_convert(size_t n)
         }
     }
     const struct hetcl_op_axpy_args a = {.n = (int64_t) n};
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_convert_f32_f16_cl, b, 2, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_convert_f32_f16, b, 2, &a, sizeof a));
     long bad = 0;
     for (size_t i = 0; i < n; i++) {
         if (H(&b[1])[i] != ops_f32_to_f16(src[i]) && bad++ < 3)
@@ -120,7 +118,7 @@ static void test_convert(size_t n)
     ops_buf_alloc(&c[0], n * 2, HETCL_R);
     ops_buf_alloc(&c[1], n * 4, HETCL_W);
     memcpy(c[0].host, b[1].host, n * 2);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_convert_f16_f32_cl, c, 2, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_convert_f16_f32, c, 2, &a, sizeof a));
     for (size_t i = 0; i < n; i++) {
         const float want = ops_f16_to_f32(H(&c[0])[i]);
         const float got = ((float *) c[1].host)[i];
@@ -157,7 +155,7 @@ static void test_gemm(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float a
     char what[128];
     snprintf(what, sizeof what, "gemm_f16 %c%c m=%lld n=%lld k=%lld", ta ? 't' : 'n',
              tb ? 't' : 'n', (long long) m, (long long) n, (long long) k);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_gemm_f16_cl, b, 3, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_gemm_f16, b, 3, &a, sizeof a));
     check_half(what, fc, H(&b[2]), (size_t) (m * n), 1e-3);
     ops_buf_guard_ok(&b[2], what);
     free(fa);
@@ -184,7 +182,7 @@ static void test_bias_act(int64_t rows, int64_t cols, hetcl_act act)
     char what[96];
     snprintf(what, sizeof what, "bias_act_fwd_f16 %s %lldx%lld", ref_act_name(acts[act]),
              (long long) rows, (long long) cols);
-    CHECK_OK(E.ctx, ops_run(&E, hetcl__op_bias_act_fwd_f16_cl, b, 3, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_bias_act_fwd_f16, b, 3, &a, sizeof a));
     check_half(what, y, H(&b[2]), n, 1e-3);
     ops_buf_guard_ok(&b[2], what);
     free(x);
@@ -198,25 +196,29 @@ int main(void)
 {
     ref_rng_init(&rng, hetcl_test_seed());
     ops_env_init(&E);
-    printf("without cl_khr_fp16\n");
-    test_unsupported();
-    printf("forced (HETCL_F16_ANY_DEVICE=1)\n");
-    setenv("HETCL_F16_ANY_DEVICE", "1", 1);
-    static const size_t ns[] = {1, 3, 17, 1000, 1023, 4097};
-    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
-        test_convert(ns[i]);
-    static const int64_t shapes[][3] = {{1, 1, 1},     {3, 17, 5},   {17, 3, 64},
-                                        {64, 10, 128}, {33, 65, 17}, {5, 4, 0}};
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (int l = 0; l < 4; l++)
-            test_gemm(shapes[s][0], shapes[s][1], shapes[s][2], l & 2, l & 1, s % 2 ? 0.5f : 1.0f,
-                      s % 3 == 1 ? 0.25f : 0.0f);
-    for (int act = 0; act < 4; act++) {
-        test_bias_act(1, 1, (hetcl_act) act);
-        test_bias_act(17, 1023, (hetcl_act) act);
-        test_bias_act(64, 256, (hetcl_act) act);
+    for (size_t w = 0; w < E.n_workers; w++) {
+        if (!ops_env_use_worker(&E, w))
+            continue;
+        printf("without cl_khr_fp16\n");
+        test_unsupported();
+        printf("forced (HETCL_F16_ANY_DEVICE=1)\n");
+        setenv("HETCL_F16_ANY_DEVICE", "1", 1);
+        static const size_t ns[] = {1, 3, 17, 1000, 1023, 4097};
+        for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+            test_convert(ns[i]);
+        static const int64_t shapes[][3] = {{1, 1, 1},     {3, 17, 5},   {17, 3, 64},
+                                            {64, 10, 128}, {33, 65, 17}, {5, 4, 0}};
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int l = 0; l < 4; l++)
+                test_gemm(shapes[s][0], shapes[s][1], shapes[s][2], l & 2, l & 1,
+                          s % 2 ? 0.5f : 1.0f, s % 3 == 1 ? 0.25f : 0.0f);
+        for (int act = 0; act < 4; act++) {
+            test_bias_act(1, 1, (hetcl_act) act);
+            test_bias_act(17, 1023, (hetcl_act) act);
+            test_bias_act(64, 256, (hetcl_act) act);
+        }
+        unsetenv("HETCL_F16_ANY_DEVICE");
     }
-    unsetenv("HETCL_F16_ANY_DEVICE");
     ops_env_deinit(&E);
     return hetcl_test_finish("test_ops_f16");
 }

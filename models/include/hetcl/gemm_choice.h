@@ -23,8 +23,9 @@
  *
  * Choices are kept in memory for the process and in <cache_dir>/gemm/choices-v1.json (read
  * once per cache directory, rewritten atomically after each new decision), so later
- * processes skip the measurement. The key is the device model (hetcl_ops_gemm_device_key: name,
- * compute units, driver version) and the shape (m, n, k, trans_a, trans_b).
+ * processes skip the measurement. The key is the device model (hetcl_ops_gemm_device_key or
+ * hetcl_ops_gemm_desc_key: name, compute units, driver version) and the shape (m, n, k, trans_a,
+ * trans_b).
  *
  * HETCL_GEMM_VARIANT=tiled|tiled_mfast|clblast|naive in the environment forces one variant and
  * skips measurement (for comparisons and tests).
@@ -35,6 +36,7 @@
 #define HETCL_GEMM_CHOICE_H
 
 #include <CL/cl.h>
+#include <hetcl/device.h>
 #include <hetcl/export.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -81,5 +83,7 @@ HETCL_API bool hetcl_ops_gemm_choice(const char *device_key, int64_t m, int64_t 
 /* The device model key: "<name> / <compute units> CU / <driver version>", written into
  * buf[cap] (truncated, always terminated; "" when the device cannot be queried). */
 HETCL_API void hetcl_ops_gemm_device_key(cl_device_id dev, char *buf, size_t cap);
+/* The same key from a device description (a runtime worker's hetcl_worker_info.desc). */
+HETCL_API void hetcl_ops_gemm_desc_key(const struct hetcl_device_desc *desc, char *buf, size_t cap);
 
 #endif /* HETCL_GEMM_CHOICE_H */

@@ -109,7 +109,11 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
     if (g->m == 0 || g->n == 0)
         return HETCL_OK; /* nothing to write; the chain's end gives a marker if needed */
     char key[256];
-    hetcl_ops_gemm_device_key(call->device, key, sizeof key);
+    /* the runtime's description when there is one, so that reports find the same key */
+    if (call->desc)
+        hetcl_ops_gemm_desc_key(call->desc, key, sizeof key);
+    else
+        hetcl_ops_gemm_device_key(call->device, key, sizeof key);
     struct gemm_pick p = hetcl__gemm_pick(hetcl__clop_ctx(call), key, g);
     if (g->k == 0 && p.variant == HETCL_GEMM_CLBLAST) {
         /* C = beta C: not a GEMM worth measuring, and not every BLAS accepts k = 0 */

@@ -65,6 +65,16 @@ void hetcl_ops_gemm_device_key(cl_device_id dev, char *buf, size_t cap)
     snprintf(buf, cap, "%s / %u CU / %s", name, (unsigned) cu, driver);
 }
 
+void hetcl_ops_gemm_desc_key(const struct hetcl_device_desc *desc, char *buf, size_t cap)
+{
+    if (cap == 0)
+        return;
+    buf[0] = '\0';
+    if (desc)
+        snprintf(buf, cap, "%s / %u CU / %s", desc->name, (unsigned) desc->compute_units,
+                 desc->driver_version);
+}
+
 static struct entry *find(const char *key, int64_t m, int64_t n, int64_t k, bool ta, bool tb)
 {
     for (size_t i = 0; i < n_entries; i++) {
