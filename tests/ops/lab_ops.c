@@ -202,6 +202,19 @@ static void lenet(int64_t b)
     }
 }
 
+/* The 1-minute load average, so that figures taken on a shared machine say how shared. */
+static void print_load(const char *when)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double l1 = -1;
+    if (f) {
+        if (fscanf(f, "%lf", &l1) != 1)
+            l1 = -1;
+        fclose(f);
+    }
+    printf("load average (1 min) %s: %.2f\n", when, l1);
+}
+
 int main(int argc, char **argv)
 {
     int64_t batches[8] = {64, 256};
@@ -215,6 +228,7 @@ int main(int argc, char **argv)
     }
     ops_env_init(&E);
     printf("%d runs per figure (median)\n", reps);
+    print_load("before");
     for (size_t w = 0; w < E.n_workers; w++) {
         if (!ops_env_use_worker(&E, w))
             continue;
@@ -223,6 +237,7 @@ int main(int argc, char **argv)
             lenet(batches[i]);
         }
     }
+    print_load("after");
     struct hetcl_gemm_choice ch[64];
     const size_t n = hetcl_ops_gemm_choices(ch, 64);
     printf("\n== GEMM choices (%zu) ==\n", n);

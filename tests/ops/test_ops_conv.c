@@ -362,8 +362,10 @@ static void test_bad_args(void)
     const struct hetcl_op_pool2d_args p1 = {
             .batch = 1, .channels = 1, .in_h = 64, .in_w = 64, .k = 2, .stride = 2};
     CHECK_EQ_INT(ops_run(&E, &hetcl_op_avgpool_bwd, b, 2, &p1, sizeof p1),
-                 HETCL_ERR_INVALID_ARG); /* dx too small */
-    CHECK_EQ_INT(ops_run(&E, &hetcl_op_maxpool_bwd, b, 3, &p1, sizeof p1 + 1),
+                 HETCL_ERR_INVALID_ARG);       /* dx too small */
+    unsigned char longer[sizeof p1 + 1] = {0}; /* a blob one byte too long */
+    memcpy(longer, &p1, sizeof p1);
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_maxpool_bwd, b, 3, longer, sizeof longer),
                  HETCL_ERR_INVALID_ARG);
     for (int i = 0; i < 6; i++)
         ops_buf_free(&b[i]);

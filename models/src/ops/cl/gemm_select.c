@@ -11,6 +11,8 @@
  */
 #include "cl_gemm.h"
 
+#include "util/fileio.h"
+
 #include <hetcl/fileio.h>
 
 #include <cjson/cJSON.h>
@@ -158,19 +160,11 @@ static void load(const char *dir)
 {
     char path[1200];
     file_path(dir, path, sizeof path, true);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
     char *text = NULL;
-    long len = -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && len < (1L << 24) &&
-        fseek(f, 0, SEEK_SET) == 0 && (text = hetcl__malloc((size_t) len + 1)) != NULL &&
-        fread(text, 1, (size_t) len, f) == (size_t) len)
-        text[len] = '\0';
-    else
-        len = -1;
-    fclose(f);
-    cJSON *root = len > 0 ? cJSON_Parse(text) : NULL;
+    size_t len = 0;
+    if (hetcl__read_file(NULL, path, &text, &len) != HETCL_OK)
+        return;
+    cJSON *root = cJSON_ParseWithLength(text, len);
     hetcl__free(text);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "choices");
     if (num(root, "format_version") != FORMAT_VERSON || !cJSON_IsArray(list)) {
@@ -208,13 +202,14 @@ static void load(const char *dir)
     cJSON_Delete(root);
 }
 
-/* Writes every decided entry to dir's file. Failures are ignored (the choice stays in
- * memory; the next process measures again). Lock held. */
-static void save(hetcl_context *ctx, const char *dir)
+/* Writes every decided entry to dir's file. Failures are ignored and recorded nowhere (the
+ * operator that triggered the save succeeded; the choice stays in memory and the next process
+ * measures again). Lock held. */
+static void save(const char *dir)
 {
     char path[1200];
     file_path(dir, path, sizeof path, false);
-    if (hetcl_dir_check_writable(ctx, path, "GEMM choice directory") != HETCL_OK)
+    if (hetcl_dir_check_writable(NULL, path, "GEMM choice directory") != HETCL_OK)
         return;
     cJSON *root = cJSON_CreateObject(), *list = NULL;
     bool ok = root && cJSON_AddNumberToObject(root, "format_version", FORMAT_VERSON) &&
@@ -245,7 +240,7 @@ static void save(hetcl_context *ctx, const char *dir)
     char *text = ok ? cJSON_Print(root) : NULL;
     if (text) {
         file_path(dir, path, sizeof path, true);
-        if (hetcl_file_write_atomic(ctx, path, text, strlen(text)) == HETCL_OK) {
+        if (hetcl_file_write_atomic(NULL, path, text, strlen(text)) == HETCL_OK) {
             for (size_t i = 0; i < n_entries; i++)
                 table[i].dirty = false;
             any_dirty = false;
@@ -272,7 +267,7 @@ struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const str
         hetcl__strlcpy(loaded_dir, dir, sizeof loaded_dir);
     }
     if (dir && any_dirty)
-        save(ctx, dir);
+        save(dir);
     struct entry *e = find(key, g->m, g->n, g->k, g->trans_a, g->trans_b);
     if (!e)
         e = add(key, g->m, g->n, g->k, g->trans_a, g->trans_b);
