@@ -37,6 +37,21 @@ __kernel void im2col_f32(int N, int C, int H, int W, int R, int S, int stride, i
         return;
     }
     const __global float *row = x + (((size_t) n * C + c) * H + h) * W;
+    if (stride == 1) {
+        /* out[q] = row[q + j - pad]: zeros, a contiguous copy (16 at a time), zeros */
+        const int shift = j - pad;
+        const int q_lo = clamp(-shift, 0, Q), q_hi = clamp(W - shift, q_lo, Q);
+        int q = 0;
+        for (; q < q_lo; q++)
+            out[q] = 0.0f;
+        for (; q + 16 <= q_hi; q += 16)
+            vstore16(vload16(0, row + q + shift), 0, out + q);
+        for (; q < q_hi; q++)
+            out[q] = row[q + shift];
+        for (; q < Q; q++)
+            out[q] = 0.0f;
+        return;
+    }
     for (int q = 0; q < Q; q++) {
         const int w = q * stride - pad + j;
         out[q] = w >= 0 && w < W ? row[w] : 0.0f;
@@ -67,15 +82,22 @@ __kernel void conv_dy_to_k_f32(int N, int K, int PQ, const __global float *restr
     dyk[((size_t) k * N + n) * PQ + pq] = dy[((size_t) n * K + k) * PQ + pq];
 }
 
-/* dbias[k] (+)= sum of dyk[k][:]. Range K. */
+/* dbias[k] (+)= sum of dyk[k][:]. Range K, one work-item per work-group (the host's choice):
+ * K is small and each sum long, so 16 lanes and every core matter. */
 __kernel void conv_dbias_f32(int K, int NPQ, int accumulate, const __global float *restrict dyk,
                              __global float *restrict dbias)
 {
     const int k = get_global_id(0);
     HETCL_GUARD(k, K);
     const __global float *row = dyk + (size_t) k * NPQ;
-    float s = 0.0f;
-    for (int i = 0; i < NPQ; i++)
+    float16 s16 = (float16) (0.0f);
+    int i = 0;
+    for (; i + 16 <= NPQ; i += 16)
+        s16 += vload16(0, row + i);
+    float8 s8 = s16.lo + s16.hi;
+    float4 s4 = s8.lo + s8.hi;
+    float s = (s4.x + s4.y) + (s4.z + s4.w);
+    for (; i < NPQ; i++)
         s += row[i];
     dbias[k] = accumulate ? dbias[k] + s : s;
 }
@@ -103,6 +125,17 @@ __kernel void col2im_f32(int N, int C, int H, int W, int R, int S, int stride, i
             /* the entries of dcol row (c, i, j) for output row (n, p) */
             const __global float *src =
                     dcol + (size_t) ((c * R + i) * S + j) * ld + ((size_t) n * P + p) * Q;
+            if (stride == 1) {
+                /* out[q + shift] += src[q] over the q that land inside the row, 16 at a time */
+                const int shift = j - pad;
+                const int q_lo = clamp(-shift, 0, Q), q_hi = clamp(W - shift, q_lo, Q);
+                int q = q_lo;
+                for (; q + 16 <= q_hi; q += 16)
+                    vstore16(vload16(0, out + q + shift) + vload16(0, src + q), 0, out + q + shift);
+                for (; q < q_hi; q++)
+                    out[q + shift] += src[q];
+                continue;
+            }
             for (int q = 0; q < Q; q++) {
                 const int w = q * stride - pad + j;
                 if (w >= 0 && w < W)
