@@ -112,7 +112,7 @@ static void test_gemm_choice(void)
     CHECK(c.decided && c.loaded && c.variant == HETCL_GEMM_NAIVE);
 
     const int64_t m = 33, n = 65, k = 129;
-    for (int i = 0; i < 4 * HETCL_GEMM_SAMPLES + 2; i++)
+    for (int i = 0; i < 4 * (HETCL_GEMM_SAMPLES + 1) + 2; i++)
         gemm_case(m, n, k, false, true, 1.0f, 0.0f, false, "measured");
     /* the last samples arrive by event callbacks, possibly just after the task completed */
     for (int i = 0; i < 100; i++) {

@@ -16,10 +16,12 @@
  * kernel. No fixed rule picks well across devices (CLBlast has no tuning for PoCL's CPU device
  * and is ~15x slower there than gemm.cl; on GPUs it knows, CLBlast wins), so the operator
  * measures: the first calls of each (device model, shape) are spread over the variants, each
- * timed from the device's profiling events without blocking (an event callback records it),
- * and once every variant has HETCL_GEMM_SAMPLES samples (or was dropped: unavailable, or over
- * 4x slower than the best after one sample) the fastest sample wins for that key. Every call
- * computes the right result whatever variant runs it.
+ * timed from the device's profiling events without blocking (an event callback records it);
+ * the first run of each variant is a warm-up (program builds, CLBlast's kernel compilation,
+ * the driver's lazy compilation) and not counted. Once every variant has HETCL_GEMM_SAMPLES
+ * samples (or was dropped: unavailable, over 16x slower than the best after one sample, or
+ * over 4x after two) the fastest sample wins for that key. Every call computes the right
+ * result whatever variant runs it.
  *
  * Choices are kept in memory for the process and in <cache_dir>/gemm/choices-v1.json (read
  * once per cache directory, rewritten atomically after each new decision), so later
@@ -50,7 +52,7 @@ typedef enum hetcl_gemm_variant {
     HETCL_GEMM_N_VARIANTS = 4,
 } hetcl_gemm_variant;
 
-/* Samples per variant before a choice is made. */
+/* Samples per variant before a choice is made (after one warm-up run each). */
 #define HETCL_GEMM_SAMPLES 3
 
 /* "tiled", "tiled_mfast", "clblast", "naive"; "?" otherwise. Static strings. */

@@ -22,14 +22,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TABLE_CAP     512
-#define DROP_FACTOR   4.0
-#define FILE_NAME     "choices-v1.json"
-#define FORMAT_VERSON 1
+#define TABLE_CAP       512
+#define DROP_FACTOR     4.0  /* slower than the best by this after two samples: dropped */
+#define DROP_FACTOR_ONE 16.0 /* ... or by this after one */
+#define FILE_NAME       "choices-v1.json"
+#define FORMAT_VERSON   1
 
 struct entry {
     struct hetcl_gemm_choice c;
     unsigned issued[HETCL_GEMM_N_VARIANTS]; /* measurements enqueued, results pending or in */
+    bool warm[HETCL_GEMM_N_VARIANTS];       /* the variant's warm-up run has completed */
     bool dirty;                             /* decided, not yet written to the file */
 };
 
@@ -124,8 +126,12 @@ static void update(struct entry *e)
     for (int v = 0; v < HETCL_GEMM_N_VARIANTS; v++) {
         if (e->c.dropped[v])
             continue;
-        if (best >= 0 && v != best && e->c.samples[v] > 0 &&
-            e->c.best_ns[v] > DROP_FACTOR * e->c.best_ns[best]) {
+        /* Far slower after one sample, or slower after two: one sample alone may be a
+         * hiccup of a loaded machine. */
+        const double ratio = best >= 0 && v != best && e->c.samples[v] > 0
+                                     ? e->c.best_ns[v] / e->c.best_ns[best]
+                                     : 0.0;
+        if (ratio > DROP_FACTOR_ONE || (e->c.samples[v] >= 2 && ratio > DROP_FACTOR)) {
             e->c.dropped[v] = true;
             continue;
         }
@@ -277,7 +283,7 @@ struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const str
             /* the variant with the fewest measurements enqueued, if one still needs some */
             int next = -1;
             for (int v = 0; v < HETCL_GEMM_N_VARIANTS; v++)
-                if (!e->c.dropped[v] && e->issued[v] < HETCL_GEMM_SAMPLES &&
+                if (!e->c.dropped[v] && e->issued[v] < HETCL_GEMM_SAMPLES + 1 &&
                     (next < 0 || e->issued[v] < e->issued[next]))
                     next = v;
             if (next >= 0) {
@@ -327,7 +333,13 @@ static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *user)
     pthread_mutex_lock(&lock);
     struct entry *e = &table[w->p.entry];
     const int v = w->p.variant;
-    if (ok) {
+    if (ok && !e->warm[v]) {
+        /* The first run of each variant is a warm-up, not a sample: it may include what the
+         * host did between the start marker and the enqueue (building the program, CLBlast
+         * compiling its kernels: seconds on a GPU where CLBlast then wins) and the driver's
+         * lazy compilation on first execution. */
+        e->warm[v] = true;
+    } else if (ok) {
         const double ns = (double) (t1 - t0);
         if (e->c.samples[v] == 0 || ns < e->c.best_ns[v])
             e->c.best_ns[v] = ns > 0 ? ns : 1.0;
