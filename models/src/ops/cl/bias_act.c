@@ -97,10 +97,9 @@ hetcl_status hetcl__op_bias_act_bwd_cl(const struct hetcl_cl_call *call, cl_even
     struct clop_chain ch = {.call = call};
     s = hetcl__clop_set(call, k, kname, args, 8);
     if (s == HETCL_OK) {
-        /* 16 columns per work-item, one work-item per work-group: a CPU device runs a group
-         * on one core, and there are only cols / 16 of them */
-        const size_t global[1] = {((size_t) cols + 15) / 16}, one[1] = {1};
-        s = hetcl__clop_chain_launch(&ch, k, kname, 1, global, one);
+        /* 16 columns per work-item: few, long work-items */
+        const size_t global[1] = {((size_t) cols + 15) / 16};
+        s = hetcl__clop_chain_launch(&ch, k, kname, 1, global, hetcl__clop_local_few(call));
     }
     return hetcl__clop_chain_end(&ch, s, done);
 }

@@ -134,6 +134,17 @@ hetcl_status hetcl__clop_launch(const struct hetcl_cl_call *call, cl_kernel k, c
     return HETCL_OK;
 }
 
+const size_t *hetcl__clop_local_few(const struct hetcl_cl_call *call)
+{
+    static const size_t one[3] = {1, 1, 1};
+    cl_device_type t = CL_DEVICE_TYPE_CPU;
+    if (call->desc)
+        return call->desc->type == HETCL_DEVICE_CPU ? one : NULL;
+    if (clGetDeviceInfo(call->device, CL_DEVICE_TYPE, sizeof t, &t, NULL) != CL_SUCCESS)
+        return one;
+    return (t & CL_DEVICE_TYPE_CPU) ? one : NULL;
+}
+
 bool hetcl__clop_has_fp16(const struct hetcl_cl_call *call)
 {
     const char *force = getenv("HETCL_F16_ANY_DEVICE");

@@ -50,6 +50,12 @@ hetcl_status hetcl__clop_launch(const struct hetcl_cl_call *call, cl_kernel k, c
                                 unsigned dims, const size_t *global, const size_t *local,
                                 cl_uint n_wait, const cl_event *wait, cl_event *ev);
 
+/* The work-group size for kernels whose work-items are few and long (a chunk of a reduction,
+ * 16 columns): {1, 1, 1} on CPU devices, where a work-group runs on one core and several
+ * work-items in one group would run one after another; NULL elsewhere (clop's choice: a GPU
+ * wants its work-groups full). */
+const size_t *hetcl__clop_local_few(const struct hetcl_cl_call *call);
+
 /* A marker waiting for wait[] (the event of an operator with nothing to compute). */
 hetcl_status hetcl__clop_marker(const struct hetcl_cl_call *call, cl_uint n_wait,
                                 const cl_event *wait, cl_event *ev);

@@ -193,8 +193,8 @@ hetcl_status hetcl__op_conv2d_bwd_cl(const struct hetcl_cl_call *call, cl_event 
     if (s == HETCL_OK)
         s = reorder(&ch, "conv_dy_to_k_f32", &c, call->mems[2], NULL, dyk);
     if (s == HETCL_OK) {
-        const size_t g[1] = {(size_t) c.K}, one[1] = {1};
-        s = hetcl__clop_chain_launch(&ch, kb, "conv_dbias_f32", 1, g, one);
+        const size_t g[1] = {(size_t) c.K};
+        s = hetcl__clop_chain_launch(&ch, kb, "conv_dbias_f32", 1, g, hetcl__clop_local_few(call));
     }
     if (s == HETCL_OK)
         s = hetcl__clop_gemm(&ch, &gw);

@@ -27,12 +27,11 @@ static hetcl_status two_pass(const struct hetcl_cl_call *call, cl_kernel k1, con
 {
     const struct clop_arg args2[] = {CLOP_ARG(parts), CLOP_ARG(partial), CLOP_ARG(out)};
     struct clop_chain ch = {.call = call};
-    /* one work-item per work-group in pass 1: on a CPU device each work-group runs on one core,
-     * so 64 chunks in one group would be summed one after another */
-    const size_t g1[1] = {(size_t) parts}, g2[1] = {1}, one[1] = {1};
+    /* pass 1: few, long work-items (hetcl__clop_local_few) */
+    const size_t g1[1] = {(size_t) parts}, g2[1] = {1};
     hetcl_status s = hetcl__clop_set(call, k2, k2name, args2, 3);
     if (s == HETCL_OK)
-        s = hetcl__clop_chain_launch(&ch, k1, k1name, 1, g1, one);
+        s = hetcl__clop_chain_launch(&ch, k1, k1name, 1, g1, hetcl__clop_local_few(call));
     if (s == HETCL_OK)
         s = hetcl__clop_chain_launch(&ch, k2, k2name, 1, g2, NULL);
     return hetcl__clop_chain_end(&ch, s, done);
