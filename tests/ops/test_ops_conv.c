@@ -310,6 +310,76 @@ static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int
     }
 }
 
+/* L = sum dy * pool(x) from the device's forward; its central differences against the device's
+ * backward, for max (distinct inputs 0.05 apart, so that a 1e-2 step never changes a window's
+ * winner) and average pooling, with overlapping windows. */
+static double pool_loss(bool max, const struct hetcl_op_pool2d_args *a, const float *x,
+                        const float *dy, size_t nx, size_t ny)
+{
+    struct ops_buf f[3];
+    ops_buf_alloc(&f[0], nx * 4, HETCL_R);
+    ops_buf_alloc(&f[1], ny * 4, HETCL_W);
+    ops_buf_alloc(&f[2], ny * 4, HETCL_W);
+    memcpy(f[0].host, x, nx * 4);
+    CHECK_OK(E.ctx, ops_run(&E, max ? &hetcl_op_maxpool_fwd : &hetcl_op_avgpool_fwd, f, max ? 3 : 2,
+                            a, sizeof *a));
+    double l = 0;
+    for (size_t i = 0; i < ny; i++)
+        l += (double) dy[i] * (double) F(&f[1])[i];
+    for (int i = 0; i < 3; i++)
+        ops_buf_free(&f[i]);
+    return l;
+}
+
+static void pool_fd(bool max)
+{
+    const struct hetcl_op_pool2d_args a = {
+            .batch = 2, .channels = 2, .in_h = 5, .in_w = 6, .k = 3, .stride = 2};
+    enum { NX = 2 * 2 * 5 * 6, NY = 2 * 2 * 2 * 2 };
+    float x[NX], dy[NY];
+    for (int i = 0; i < NX; i++) /* a shuffled ramp: distinct values */
+        x[i] = 0.05f * (float) ((i * 37) % NX);
+    ref_fill_uniform(&rng, dy, NY, -1, 1);
+    struct ops_buf f[3], b[3];
+    ops_buf_alloc(&f[0], sizeof x, HETCL_R);
+    ops_buf_alloc(&f[1], sizeof dy, HETCL_W);
+    ops_buf_alloc(&f[2], sizeof dy, HETCL_W);
+    memcpy(f[0].host, x, sizeof x);
+    if (max)
+        CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_maxpool_fwd, f, 3, &a, sizeof a));
+    ops_buf_alloc(&b[0], sizeof dy, HETCL_R);
+    ops_buf_alloc(&b[1], sizeof dy, HETCL_R);
+    ops_buf_alloc(&b[2], sizeof x, HETCL_W);
+    memcpy(b[0].host, dy, sizeof dy);
+    if (max) {
+        memcpy(b[1].host, f[2].host, sizeof dy);
+        CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_maxpool_bwd, b, 3, &a, sizeof a));
+    } else {
+        struct ops_buf g[2] = {b[0], b[2]};
+        CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_avgpool_bwd, g, 2, &a, sizeof a));
+    }
+    const float eps = 1e-2f;
+    for (int i = 0; i < NX; i++) {
+        const float keep = x[i];
+        x[i] = keep + eps;
+        const double lp = pool_loss(max, &a, x, dy, NX, NY);
+        x[i] = keep - eps;
+        const double lm = pool_loss(max, &a, x, dy, NX, NY);
+        x[i] = keep;
+        const double fd = (lp - lm) / (2.0 * (double) eps);
+        const double an = (double) F(&b[2])[i];
+        if (!(fabs(fd - an) <= 1e-3 + 1e-2 * fabs(fd))) {
+            fprintf(stderr, "  FAIL %s backward vs finite differences at %d: %g vs %g\n",
+                    max ? "maxpool" : "avgpool", i, an, fd);
+            hetcl_test_failures++;
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        ops_buf_free(&f[i]);
+        ops_buf_free(&b[i]);
+    }
+}
+
 static void test_pool(void)
 {
     pool_case(8, 6, 24, 24, 2, 2, false); /* LeNet pool1 */
@@ -321,6 +391,8 @@ static void test_pool(void)
     pool_case(2, 3, 17, 13, 3, 2, true);
     pool_case(4, 4, 8, 8, 2, 2, true);
     pool_case(0, 3, 8, 8, 2, 2, false);
+    pool_fd(true);
+    pool_fd(false);
 }
 
 static void test_bad_args(void)

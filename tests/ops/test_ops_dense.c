@@ -413,22 +413,24 @@ static void softmax_case(int64_t rows, int64_t classes)
     ops_buf_free(&b[1]);
 }
 
-/* The mean softmax cross-entropy of the device against central differences of itself. */
-static void softmax_xent_fd(void)
+/* A loss's gradient against central differences of L = scale * sum_r loss[r], all from the
+ * device (every loss operator's gradient is dL/dx for that L). */
+static void loss_fd(const struct hetcl_codelet *cl, const char *name, bool int_labels)
 {
     enum { R = 2, C = 5 };
-    float x[R * C];
+    float x[R * C], t[R * C];
     int32_t lab[R] = {1, 4};
     ref_fill_uniform(&rng, x, R * C, -2, 2);
+    ref_fill_uniform(&rng, t, R * C, 0, 1);
     struct ops_buf b[4];
     ops_buf_alloc(&b[0], sizeof x, HETCL_R);
-    ops_buf_alloc(&b[1], sizeof lab, HETCL_R);
+    ops_buf_alloc(&b[1], int_labels ? sizeof lab : sizeof t, HETCL_R);
     ops_buf_alloc(&b[2], sizeof x, HETCL_W);
     ops_buf_alloc(&b[3], R * 4, HETCL_W);
-    memcpy(b[1].host, lab, sizeof lab);
+    memcpy(b[1].host, int_labels ? (void *) lab : (void *) t, b[1].bytes);
     const struct hetcl_op_xent_args a = {.rows = R, .classes = C, .scale = 1.0f / R};
     memcpy(b[0].host, x, sizeof x);
-    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_softmax_xent, b, 4, &a, sizeof a));
+    CHECK_OK(E.ctx, ops_run(&E, cl, b, 4, &a, sizeof a));
     float grad[R * C];
     memcpy(grad, b[2].host, sizeof grad);
     const float eps = 1e-2f;
@@ -437,12 +439,12 @@ static void softmax_xent_fd(void)
         for (int sgn = 0; sgn < 2; sgn++) {
             memcpy(b[0].host, x, sizeof x);
             F(&b[0])[i] += sgn ? -eps : eps;
-            CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_softmax_xent, b, 4, &a, sizeof a));
-            l[sgn] = ((double) F(&b[3])[0] + (double) F(&b[3])[1]) / R;
+            CHECK_OK(E.ctx, ops_run(&E, cl, b, 4, &a, sizeof a));
+            l[sgn] = ((double) F(&b[3])[0] + (double) F(&b[3])[1]) * (double) a.scale;
         }
         const double fd = (l[0] - l[1]) / (2.0 * (double) eps);
         if (!(fabs(fd - (double) grad[i]) <= 1e-3 + 1e-2 * fabs(fd))) {
-            fprintf(stderr, "  FAIL softmax_xent vs finite differences at %d: %g vs %g\n", i,
+            fprintf(stderr, "  FAIL %s vs finite differences at %d: %g vs %g\n", name, i,
                     (double) grad[i], fd);
             hetcl_test_failures++;
         }
@@ -461,7 +463,9 @@ static void test_losses(void)
         softmax_case(shapes[s][0], shapes[s][1]);
     }
     softmax_xent_case(64, 10, 1000.0f); /* large logits: the max must be subtracted */
-    softmax_xent_fd();
+    loss_fd(&hetcl_op_softmax_xent, "softmax_xent", true);
+    loss_fd(&hetcl_op_sigmoid_xent, "sigmoid_xent", false);
+    loss_fd(&hetcl_op_mse, "mse", false);
 
     /* A label out of range is never an out-of-bounds read: on every device its row's loss is
      * NaN (a device cannot reject it without reading the labels back, so the host does not
