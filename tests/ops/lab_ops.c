@@ -254,9 +254,13 @@ int main(int argc, char **argv)
     const size_t n = hetcl_ops_gemm_choices(ch, 64);
     printf("\n== GEMM choices (%zu) ==\n", n);
     for (size_t i = 0; i < n && i < 64; i++) {
-        printf("%5lld %5lld %5lld %c%c %-12s", (long long) ch[i].m, (long long) ch[i].n,
-               (long long) ch[i].k, ch[i].trans_a ? 't' : 'n', ch[i].trans_b ? 't' : 'n',
-               hetcl_gemm_variant_name(ch[i].variant));
+        /* the chosen variant's fastest device time (profiling events), without the runtime */
+        const double best = ch[i].best_ns[ch[i].variant];
+        printf("%5lld %5lld %5lld %c%c %-12s %7.1f GFLOP/s on the device |", (long long) ch[i].m,
+               (long long) ch[i].n, (long long) ch[i].k, ch[i].trans_a ? 't' : 'n',
+               ch[i].trans_b ? 't' : 'n', hetcl_gemm_variant_name(ch[i].variant),
+               best > 0 ? 2.0 * (double) ch[i].m * (double) ch[i].n * (double) ch[i].k / best
+                        : 0.0);
         for (int v = 0; v < HETCL_GEMM_N_VARIANTS; v++)
             if (ch[i].best_ns[v] > 0)
                 printf(" %s=%.0fus%s", hetcl_gemm_variant_name((hetcl_gemm_variant) v),
