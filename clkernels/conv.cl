@@ -9,8 +9,13 @@
  *                dW[K][CRS] (+)= dYk * col^T             (NT: long dot products over NPQ)
  *                dcol[CRS][NPQ] = W^T * dYk              (TN)  -> dx by col2im
  *                dbias[k] (+)= sum of dy over n, p, q
- * One big GEMM per pass instead of one per image: the MLP-sized register-blocked kernels need
- * long rows to reach their speed, and LeNet's per-image GEMMs are tiny.
+ * The batch is processed in slices of images [n0, n0 + N) (N: the slice's size in every
+ * kernel below; x, y, dy and dx are indexed from image n0, the scratch matrices from 0): one
+ * GEMM per slice rather than one per image, since the register-blocked kernels need long rows
+ * to reach their speed and LeNet's per-image GEMMs are tiny, but not one for the whole batch
+ * either, since the column matrix grows with it (25x the input for LeNet's first layer) and
+ * once it spills out of the caches every pass over it runs at memory speed. The host picks
+ * slices of a few MB (conv.c).
  *
  * Every output element is written by exactly one work-item (col2im gathers a row of dx), so
  * nothing needs atomics and results are deterministic. Dimension 0 of each range runs along the
@@ -20,8 +25,9 @@
 /* One work-item per row of the output image in one row of col: (crs, n, p), looping over q.
  * Range (N * P, CRS). Integer division is slow on CPUs (and PoCL cannot vectorise it), so the
  * indices are split once per row, not once per element. */
-__kernel void im2col_f32(int N, int C, int H, int W, int R, int S, int stride, int pad, int P,
-                         int Q, const __global float *restrict x, __global float *restrict col)
+__kernel void im2col_f32(int n0, int N, int C, int H, int W, int R, int S, int stride, int pad,
+                         int P, int Q, const __global float *restrict x,
+                         __global float *restrict col)
 {
     const int np = get_global_id(0);
     const int crs = get_global_id(1);
@@ -36,7 +42,7 @@ __kernel void im2col_f32(int N, int C, int H, int W, int R, int S, int stride, i
             out[q] = 0.0f;
         return;
     }
-    const __global float *row = x + (((size_t) n * C + c) * H + h) * W;
+    const __global float *row = x + (((size_t) (n0 + n) * C + c) * H + h) * W;
     if (stride == 1) {
         /* out[q] = row[q + j - pad]: zeros, a contiguous copy (16 at a time), zeros */
         const int shift = j - pad;
@@ -59,7 +65,7 @@ __kernel void im2col_f32(int N, int C, int H, int W, int R, int S, int stride, i
 }
 
 /* y[n][k][pq] = yk[k][n * PQ + pq] + bias[k]. Range (PQ, K, N): no index arithmetic. */
-__kernel void conv_out_f32(int N, int K, int PQ, const __global float *restrict yk,
+__kernel void conv_out_f32(int n0, int N, int K, int PQ, const __global float *restrict yk,
                            const __global float *restrict bias, __global float *restrict y)
 {
     const int pq = get_global_id(0);
@@ -67,11 +73,11 @@ __kernel void conv_out_f32(int N, int K, int PQ, const __global float *restrict 
     const int n = get_global_id(2);
     if (pq >= PQ || k >= K || n >= N)
         return;
-    y[((size_t) n * K + k) * PQ + pq] = yk[((size_t) k * N + n) * PQ + pq] + bias[k];
+    y[((size_t) (n0 + n) * K + k) * PQ + pq] = yk[((size_t) k * N + n) * PQ + pq] + bias[k];
 }
 
 /* dyk[k][n * PQ + pq] = dy[n][k][pq]. Range (PQ, K, N). */
-__kernel void conv_dy_to_k_f32(int N, int K, int PQ, const __global float *restrict dy,
+__kernel void conv_dy_to_k_f32(int n0, int N, int K, int PQ, const __global float *restrict dy,
                                __global float *restrict dyk)
 {
     const int pq = get_global_id(0);
@@ -79,7 +85,7 @@ __kernel void conv_dy_to_k_f32(int N, int K, int PQ, const __global float *restr
     const int n = get_global_id(2);
     if (pq >= PQ || k >= K || n >= N)
         return;
-    dyk[((size_t) k * N + n) * PQ + pq] = dy[((size_t) n * K + k) * PQ + pq];
+    dyk[((size_t) k * N + n) * PQ + pq] = dy[((size_t) (n0 + n) * K + k) * PQ + pq];
 }
 
 /* dbias[k] (+)= sum of dyk[k][:]. Range K, one work-item per work-group (the host's choice):
@@ -104,8 +110,9 @@ __kernel void conv_dbias_f32(int K, int NPQ, int accumulate, const __global floa
 
 /* dx[n][c][h][:] = the sum of the dcol entries that im2col read from that row of x. One
  * work-item per row (n, c, h), looping over w. Range (H, N * C). */
-__kernel void col2im_f32(int N, int C, int H, int W, int R, int S, int stride, int pad, int P,
-                         int Q, const __global float *restrict dcol, __global float *restrict dx)
+__kernel void col2im_f32(int n0, int N, int C, int H, int W, int R, int S, int stride, int pad,
+                         int P, int Q, const __global float *restrict dcol,
+                         __global float *restrict dx)
 {
     const int h = get_global_id(0);
     const int nc = get_global_id(1);
@@ -113,7 +120,7 @@ __kernel void col2im_f32(int N, int C, int H, int W, int R, int S, int stride, i
         return;
     const int n = nc / C, c = nc % C;
     const size_t ld = (size_t) N * P * Q;
-    __global float *out = dx + ((size_t) nc * H + h) * W;
+    __global float *out = dx + (((size_t) n0 * C + nc) * H + h) * W;
     for (int w = 0; w < W; w++)
         out[w] = 0.0f;
     for (int i = 0; i < R; i++) {

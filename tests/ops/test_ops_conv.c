@@ -187,9 +187,15 @@ static void test_conv(void)
     static const int64_t cases[][10] = {
             {8, 1, 28, 28, 6, 5, 5, 1, 0, 0},  /* LeNet conv1 */
             {8, 6, 12, 12, 16, 5, 5, 1, 0, 1}, /* LeNet conv2 */
-            {1, 1, 1, 1, 1, 1, 1, 1, 0, 0},    {3, 3, 17, 13, 5, 3, 3, 2, 1, 0},
-            {2, 4, 7, 9, 17, 1, 1, 1, 0, 1},   {1, 2, 6, 5, 3, 2, 4, 3, 2, 0},
+            {1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+            {3, 3, 17, 13, 5, 3, 3, 2, 1, 0},
+            {2, 4, 7, 9, 17, 1, 1, 1, 0, 1},
+            {1, 2, 6, 5, 3, 2, 4, 3, 2, 0},
             {0, 2, 5, 5, 3, 3, 3, 1, 1, 0},
+            /* more than 4 MB of columns: the OpenCL operator runs two slices of 38 and 37
+             * images (conv.c), the second accumulating into dw and dbias */
+            {75, 1, 28, 28, 6, 5, 5, 1, 2, 0},
+            {75, 1, 28, 28, 6, 5, 5, 1, 2, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int64_t *c = cases[i];
