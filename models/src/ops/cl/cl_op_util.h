@@ -29,7 +29,7 @@ hetcl_status hetcl__clop_count(const struct hetcl_cl_call *call, const char *op,
 hetcl_status hetcl__clop_need(const struct hetcl_cl_call *call, const char *op, unsigned index,
                               const char *name, size_t bytes);
 
-/* One kernel argument: CLOP_ARG(x) for a variable, CLOP_MEM(m) for a cl_mem. */
+/* One kernel argument: CLOP_ARG(x) for any lvalue x (a cl_int, a float, a cl_mem). */
 struct clop_arg {
     size_t size;
     const void *ptr;
