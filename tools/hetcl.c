@@ -26,6 +26,9 @@ static const struct command commands[] = {
          "compare reports (BASE NEW...): per metric ratio, confidence interval, p-value and"
          " verdict; exit 3 on a regression",
          cli_compare},
+        {"bench",
+         "measure: 'bench runtime' (per-task overhead), 'bench ops' (operators per device)",
+         cli_bench},
 };
 
 static void usage(FILE *out)
@@ -99,7 +102,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
-    cli_error("unknown command '%s' (expected one of: devices, compare); see 'hetcl --help'",
+    cli_error("unknown command '%s' (expected one of: devices, compare, bench); see 'hetcl --help'",
               argv[1]);
     return CLI_EXIT_USAGE;
 }
