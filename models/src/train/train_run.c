@@ -144,9 +144,13 @@ static hetcl_status pick_devices(struct tr *t)
                            "train: no device to train on (%s needs %s)",
                            hetcl_train_algo_name(t->o.algo),
                            t->o.algo == HETCL_TRAIN_HOGWILD ? "host workers" : "a worker");
+    /* Replica copies and merges run on host workers, trained on or not (single). */
     bool any_host = false;
-    for (int i = 0; i < t->n_dev; i++)
-        any_host |= t->dev[i].is_host;
+    for (size_t i = 0; i < nw; i++) {
+        struct hetcl_worker_info wi;
+        any_host |= hetcl_runtime_worker_info(t->rt, i, &wi) == HETCL_OK && !wi.excluded &&
+                    wi.kind == HETCL_WORKER_HOST;
+    }
     for (int i = 0; i < t->n_dev; i++) {
         struct tr_dev *d = &t->dev[i];
         device_batches(t, d);
