@@ -47,6 +47,7 @@ static void train_usage(FILE *out)
             "optimiser (SGD, PyTorch's convention):\n"
             "  --lr X                learning rate for a batch of --lr-batch (default 0.02)\n"
             "  --lr-batch N          reference batch of the linear lr scaling (default 64)\n"
+            "  --lr-scale-max X      the scaling stops at X times --lr (default 2)\n"
             "  --momentum X          (default 0.9)   --weight-decay X (default 0)\n"
             "  --no-momentum-correction  keep the momentum as given with several asynchronous\n"
             "                        devices (default: lowered by the implicit momentum of\n"
@@ -211,6 +212,10 @@ static int parse_args(int argc, char **argv, struct train_cli *c)
                 return CLI_EXIT_USAGE;
             }
             o->lr_batch = (int64_t) u;
+        } else if (!strcmp(a, "--lr-scale-max")) {
+            NEED_VALUE();
+            if (!parse_double(a, v, 1e-6, 1e6, &o->lr_scale_max))
+                return CLI_EXIT_USAGE;
         } else if (!strcmp(a, "--momentum")) {
             NEED_VALUE();
             if (!parse_double(a, v, 0, 0.999999, &o->momentum))

@@ -130,6 +130,7 @@ static cJSON *config(const struct train_cli *c, const struct hetcl_train_result 
     /* The threshold: the smallest accelerator batch (min bound of the OpenCL devices). */
     json_add(ap, "threshold", cJSON_CreateNumber(o->cl_batch.min ? (double) o->cl_batch.min : 64));
     json_add(ap, "devices", cJSON_CreateString(c->devices));
+    json_add(ap, "lr-scale-max", cJSON_CreateNumber(o->lr_scale_max > 0 ? o->lr_scale_max : 2));
     json_add(ap, "momentum-correction", cJSON_CreateBool(!o->no_momentum_correction));
     json_add(ap, "momentum-used", cJSON_CreateNumber(r->momentum_used));
     json_add(ap, "split-cpu", c->split_cpu ? cJSON_CreateString(c->split_cpu) : cJSON_CreateNull());

@@ -2,7 +2,7 @@
  * Tests the OpenCL replica path of the trainer (models/src/train/train_cl.c) on the machine's
  * OpenCL devices (PoCL in CI): one step of `single` on an OpenCL device equals the sequential
  * reference (the mean gradient of the batch and one SGD step, computed on the host), and
- * hogbatch and adaptive over a host worker and an OpenCL device learn, with both devices
+ * hogbatch, adaptive and sync over a host worker and an OpenCL device learn, with both devices
  * applying updates and the replica merges accounted. Exits 77 without an OpenCL device.
  */
 #include "harness.h"
@@ -71,7 +71,8 @@ static hetcl_runtime *runtime_all(hetcl_context *ctx)
     return rt;
 }
 
-static void one_step(hetcl_context *ctx, const hetcl_model_spec *spec, const hetcl_dataset *ds)
+static void one_step(hetcl_context *ctx, const hetcl_model_spec *spec, const hetcl_dataset *ds,
+                     enum hetcl_train_algo algo)
 {
     const int64_t B = 50;
     int64_t idx[50];
@@ -115,9 +116,10 @@ static void one_step(hetcl_context *ctx, const hetcl_model_spec *spec, const het
             err = fmax(err, fabs((double) w[i] - d - (double) r->params[i]));
             step = fmax(step, fabs(d));
         }
-        printf("single on %s: one step, max |w - ref| %.3g (steps up to %.3g), loss %.5f vs "
+        printf("%s on %s: one step, max |w - ref| %.3g (steps up to %.3g), loss %.5f vs "
                "%.5f\n",
-               r->devices[0].name, err, step, r->epochs[0].loss, loss / (double) B);
+               hetcl_train_algo_name(algo), r->devices[0].name, err, step, r->epochs[0].loss,
+               loss / (double) B);
         CHECK(err <= 1e-3 * step);
         CHECK(fabs(r->epochs[0].loss - loss / (double) B) < 1e-4);
         free(w);
@@ -163,7 +165,8 @@ static void together(hetcl_context *ctx, const hetcl_model_spec *spec, const het
     printf("%s: test accuracy %.3f\n", hetcl_train_algo_name(algo), r->final_test_acc);
     CHECK(r->final_test_acc > 0.9);
     CHECK(cl >= 0 && r->devices[cl].updates > 0);
-    CHECK_EQ_INT(upd, r->updates);
+    /* sync: every device contributes to every step */
+    CHECK_EQ_INT(upd, algo == HETCL_TRAIN_SYNC ? r->updates * (uint64_t) r->n_devices : r->updates);
     CHECK_EQ_INT(r->examples, 3 * tr->n);
     hetcl_train_result_destroy(r);
 }
@@ -182,9 +185,11 @@ int main(void)
     CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "small", spec_json, strlen(spec_json), &spec));
     hetcl_dataset *tr = blobs(ctx, 3000, seed), *te = blobs(ctx, 600, seed + 1);
     if (spec && tr && te) {
-        one_step(ctx, spec, tr);
+        one_step(ctx, spec, tr, HETCL_TRAIN_SINGLE);
+        one_step(ctx, spec, tr, HETCL_TRAIN_SYNC);
         together(ctx, spec, tr, te, HETCL_TRAIN_HOGBATCH);
         together(ctx, spec, tr, te, HETCL_TRAIN_ADAPTIVE);
+        together(ctx, spec, tr, te, HETCL_TRAIN_SYNC);
     }
     hetcl_dataset_destroy(tr);
     hetcl_dataset_destroy(te);

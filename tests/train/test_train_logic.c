@@ -208,6 +208,10 @@ static void test_lr(void)
     CHECK(fabs(hetcl__lr_at(&o, 64, 0, 10) - 0.1) < 1e-12);
     CHECK(fabs(hetcl__lr_at(&o, 256, 3, 10) - 0.4) < 1e-12);
     CHECK(fabs(hetcl__lr_at(&o, 1, 3, 10) - 0.1 / 64) < 1e-12);
+    o.lr_scale_max = 2; /* the cap */
+    CHECK(fabs(hetcl__lr_at(&o, 256, 3, 10) - 0.2) < 1e-12);
+    CHECK(fabs(hetcl__lr_at(&o, 96, 3, 10) - 0.15) < 1e-12);
+    o.lr_scale_max = 0;
     o.schedule = HETCL_LR_STEP;
     o.step_gamma = 0.5;
     o.step_epochs = 2;

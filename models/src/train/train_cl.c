@@ -104,6 +104,39 @@ static hetcl_status merge_host(const struct hetcl_host_call *call)
     return HETCL_OK;
 }
 
+/* Sync: buffers loss (R), then gw0, gb0, gw1, ... (R, biases of bias-less layers skipped).
+ * Copies the replica's gradient into the device's gradient array in the net's layout. */
+static hetcl_status grad_out_host(const struct hetcl_host_call *call)
+{
+    const struct cl_args *a = call->args;
+    struct tr_slot *s = a->slot;
+    struct tr *t = s->tr;
+    struct tr_dev *d = s->dev;
+    struct tr_cl *c = d->cl;
+    const hetcl_net *net = t->net;
+    const float *loss = call->ptrs[0];
+    double l = 0;
+    for (int64_t i = 0; i < s->n; i++)
+        l += (double) loss[i];
+    memset(d->grad, 0, net->n_params * sizeof *d->grad);
+    unsigned k = 1;
+    for (int li = 0; li < c->n_layers; li++) {
+        const struct hetcl_net_layer *nl = &net->layers[li];
+        memcpy(d->grad + nl->w_off, call->ptrs[k++], (size_t) (nl->in * nl->out) * sizeof(float));
+        if (c->has_bias[li])
+            memcpy(d->grad + nl->b_off, call->ptrs[k++], (size_t) nl->out * sizeof(float));
+    }
+    s->loss = l;
+    s->status = HETCL_OK;
+    s->stale = 0;
+    s->t_end_ns = hetcl__now_ns();
+    hetcl__tr_complete(t, s);
+    return HETCL_OK;
+}
+
+static const struct hetcl_codelet grad_out_codelet = {.name = "train_replica_grad",
+                                                      .host = grad_out_host};
+
 static const struct hetcl_codelet copy_in_codelet = {.name = "train_replica_in",
                                                      .host = copy_in_host};
 static const struct hetcl_codelet merge_codelet = {.name = "train_replica_merge",
@@ -218,7 +251,7 @@ static hetcl_status op(struct tr *t, struct tr_dev *d, const struct hetcl_codele
     return hetcl_task_submit(t->rt, &desc, NULL);
 }
 
-hetcl_status hetcl__tr_cl_submit(struct tr *t, struct tr_slot *s)
+static hetcl_status submit(struct tr *t, struct tr_slot *s, bool sync)
 {
     struct tr_dev *d = s->dev;
     struct tr_cl *c = d->cl;
@@ -237,7 +270,7 @@ hetcl_status hetcl__tr_cl_submit(struct tr *t, struct tr_slot *s)
                                  .label = "replica_in"};
     unsigned k = 0;
     in.handles[k] = t->h_params;
-    in.modes[k++] = HETCL_RW_CONCURRENT;
+    in.modes[k++] = sync ? HETCL_R : HETCL_RW_CONCURRENT;
     for (int l = 0; l < L; l++) {
         in.handles[k] = c->w[l];
         in.modes[k++] = HETCL_W;
@@ -302,18 +335,42 @@ hetcl_status hetcl__tr_cl_submit(struct tr *t, struct tr_slot *s)
             hetcl_access m2[3] = {HETCL_R, HETCL_R, HETCL_W};
             st = op(t, d, &hetcl_op_gemm, &g, sizeof g, 3, h2, m2, "bwd_gemm_w");
         }
-        if (st == HETCL_OK) {
+        if (st == HETCL_OK && !sync) {
             sg.n = nl->in * nl->out;
             hetcl_handle *h3[3] = {c->w[l], c->gw[l], c->vw[l]};
             hetcl_access m3[3] = {HETCL_RW, HETCL_R, HETCL_RW};
             st = op(t, d, &hetcl_op_sgd, &sg, sizeof sg, 3, h3, m3, "sgd_w");
         }
-        if (st == HETCL_OK && c->has_bias[l]) {
+        if (st == HETCL_OK && !sync && c->has_bias[l]) {
             sg.n = nl->out;
             hetcl_handle *h3[3] = {c->b[l], c->gb[l], c->vb[l]};
             hetcl_access m3[3] = {HETCL_RW, HETCL_R, HETCL_RW};
             st = op(t, d, &hetcl_op_sgd, &sg, sizeof sg, 3, h3, m3, "sgd_b");
         }
+    }
+    /* 3s. Sync: the gradient back to the host (the step's last task on this device). */
+    if (st == HETCL_OK && sync) {
+        struct hetcl_task_desc go = {.codelet = &grad_out_codelet,
+                                     .args = &ca,
+                                     .args_size = sizeof ca,
+                                     .worker = -1,
+                                     .restrict_kind = true,
+                                     .kind = HETCL_WORKER_HOST,
+                                     .priority = 10,
+                                     .label = "replica_grad"};
+        k = 0;
+        go.handles[k] = c->loss;
+        go.modes[k++] = HETCL_R;
+        for (int l = 0; l < L; l++) {
+            go.handles[k] = c->gw[l];
+            go.modes[k++] = HETCL_R;
+            if (c->has_bias[l]) {
+                go.handles[k] = c->gb[l];
+                go.modes[k++] = HETCL_R;
+            }
+        }
+        go.n_buffers = k;
+        return hetcl_task_submit(t->rt, &go, &s->task);
     }
     /* 3. Merge on a host worker: the batch's last task. */
     if (st == HETCL_OK) {
@@ -342,4 +399,14 @@ hetcl_status hetcl__tr_cl_submit(struct tr *t, struct tr_slot *s)
         st = hetcl_task_submit(t->rt, &mg, &s->task);
     }
     return st;
+}
+
+hetcl_status hetcl__tr_cl_submit(struct tr *t, struct tr_slot *s)
+{
+    return submit(t, s, false);
+}
+
+hetcl_status hetcl__tr_cl_submit_grad(struct tr *t, struct tr_slot *s)
+{
+    return submit(t, s, true);
 }

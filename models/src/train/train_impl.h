@@ -90,8 +90,9 @@ uint64_t hetcl__cursor_epoch_seed(uint64_t seed, int64_t epoch);
 
 /* The schedule's factor at time t (epochs, fractional) of a budget of total epochs. */
 double hetcl__lr_schedule(const struct hetcl_train_options *o, double t, double total);
-/* The learning rate of one update of `batch` examples at time t: lr * batch / lr_batch *
- * schedule(t) * warm-up(t). Options must be resolved (defaults filled). */
+/* The learning rate of one update of `batch` examples at time t:
+ * lr * min(batch / lr_batch, lr_scale_max) * schedule(t) * warm-up(t) (lr_scale_max <= 0: no
+ * cap). Options must be resolved (defaults filled). */
 double hetcl__lr_at(const struct hetcl_train_options *o, int64_t batch, double t, double total);
 
 /* ---- Checkpoints --------------------------------------------------------------------------- */

@@ -23,7 +23,10 @@ double hetcl__lr_schedule(const struct hetcl_train_options *o, double t, double 
 
 double hetcl__lr_at(const struct hetcl_train_options *o, int64_t batch, double t, double total)
 {
-    double lr = o->lr * (double) batch / (double) (o->lr_batch > 0 ? o->lr_batch : 1);
+    double scale = (double) batch / (double) (o->lr_batch > 0 ? o->lr_batch : 1);
+    if (o->lr_scale_max > 0 && scale > o->lr_scale_max)
+        scale = o->lr_scale_max;
+    double lr = o->lr * scale;
     lr *= hetcl__lr_schedule(o, t, total);
     if (o->warmup_epochs > 0 && t < o->warmup_epochs)
         lr *= (t + 1e-3) / o->warmup_epochs;

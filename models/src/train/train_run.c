@@ -51,6 +51,8 @@ static hetcl_status resolve(hetcl_context *ctx, struct hetcl_train_options *o)
                            "train: lr must be > 0, momentum in [0, 1), weight decay >= 0");
     if (o->lr_batch <= 0)
         o->lr_batch = DEF_LR_BATCH;
+    if (o->lr_scale_max == 0)
+        o->lr_scale_max = 2;
     if (o->step_gamma <= 0)
         o->step_gamma = 0.1;
     if (o->step_epochs <= 0)
@@ -176,6 +178,9 @@ static hetcl_status pick_devices(struct tr *t)
             hetcl_status s = hetcl__tr_cl_prepare(t, d);
             if (s != HETCL_OK)
                 return s;
+            if (t->o.algo == HETCL_TRAIN_SYNC &&
+                !(d->grad = hetcl__malloc(t->net->n_params * sizeof *d->grad)))
+                return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "device %s gradient", d->name);
         }
     }
     return HETCL_OK;
@@ -521,6 +526,15 @@ static hetcl_status epoch_sync(struct tr *t, struct epoch_acc *acc)
             sl->used = true;
             sl->status = HETCL_OK;
             given += k;
+            sl->t_start_ns = hetcl__now_ns();
+            if (!d->is_host) {
+                s = hetcl__tr_cl_submit_grad(t, sl);
+                if (s == HETCL_OK)
+                    used = i + 1;
+                else
+                    sl->used = false;
+                continue;
+            }
             struct tr_task_args a = {.slot = sl};
             struct hetcl_task_desc desc = {.codelet = &hetcl__tr_grad_codelet,
                                            .n_buffers = 1,

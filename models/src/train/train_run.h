@@ -133,6 +133,9 @@ void hetcl__tr_gather(const struct tr *t, const struct tr_slot *s, float *xb, in
  * release frees them. HETCL_ERR_UNSUPPORTED when the operators are not available. */
 hetcl_status hetcl__tr_cl_prepare(struct tr *t, struct tr_dev *d);
 hetcl_status hetcl__tr_cl_submit(struct tr *t, struct tr_slot *s);
+/* Sync: copy-in, forward and backward on the device, the gradient into s->dev->grad (mean over
+ * the batch, in the net's layout); slot->task = the last task. */
+hetcl_status hetcl__tr_cl_submit_grad(struct tr *t, struct tr_slot *s);
 void hetcl__tr_cl_release(struct tr *t, struct tr_dev *d);
 
 #endif /* HETCL_TRAIN_RUN_H */
