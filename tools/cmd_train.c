@@ -439,7 +439,7 @@ int cli_train(int argc, char **argv)
             cli_error("--checkpoint %s: %s", c.opts.checkpoint_path, detail);
             rc = CLI_EXIT_FAILURE;
         } else {
-            cli_error("training failed: %s (%s)", hetcl_status_str(s), detail);
+            cli_error("training failed: %s", detail[0] ? detail : hetcl_status_str(s));
             rc = CLI_EXIT_FAILURE;
         }
         goto out;

@@ -16,15 +16,17 @@
  *    forward/backward/update task on the shared model in place, lock-free
  *    (HETCL_RW_CONCURRENT: Hogwild); OpenCL workers copy the model into a replica, train their
  *    batch there and merge back shared += replica - snapshot. Fixed batch per device kind.
- *  - ADAPTIVE: the same, with each device's batch resized every control period so that the
- *    devices' update rates (hence shares of the updates) stay balanced; see the rule at
- *    hetcl__adapt_decide in models/src/train/train_impl.h and README.md.
+ *  - ADAPTIVE: the same, with each device's batch resized every control period, within its
+ *    bounds, so that the devices' update rates (hence shares of the updates) stay balanced;
+ *    the rule is at hetcl__adapt_decide in models/src/train/train_impl.h and in README.md.
  *  - SYNC: synchronous data parallel: each step splits one global batch over the devices in
  *    proportion to their batch sizes, averages the gradients and applies one update.
  *  - HOGWILD: host workers only, small batches, lock-free.
  *  - SINGLE: one device (the first selected), one large batch per update.
  * The learning rate is given for a batch of lr_batch examples and scaled linearly with each
- * update's batch size (lr * b / lr_batch), then by the schedule (step or cosine over epochs).
+ * update's batch size (lr * min(b / lr_batch, lr_scale_max)), then by the schedule (step or
+ * cosine over epochs). Host devices and OpenCL replicas may both be used by every algorithm
+ * (hogwild: host workers only).
  *
  * Thread-safety: one run per runtime at a time. Library code: nothing is printed; progress is
  * reported through the optional callback, which runs on the calling thread.
@@ -109,7 +111,7 @@ struct hetcl_train_options {
     double step_gamma;    /* default 0.1 */
     int64_t step_epochs;  /* default 5 */
     double warmup_epochs; /* linear warm-up of the lr from 0 (default 0) */
-    /* Batches: defaults per kind, overridden per device (index = device in the run). */
+    /* Batches: defaults per kind, overridden per device (index = the runtime worker's). */
     struct hetcl_train_batch host_batch; /* default 32, bounds [1, 256] */
     struct hetcl_train_batch cl_batch;   /* default 256, bounds [64 (threshold), 1024] */
     struct hetcl_train_batch dev_batch[HETCL_TRAIN_MAX_DEVICES];

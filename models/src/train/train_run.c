@@ -395,9 +395,13 @@ static hetcl_status wait_slot(struct tr *t, struct tr_slot **out)
             if (!s->used || !s->task)
                 continue;
             hetcl_status st = hetcl_task_status(s->task);
-            if (st != HETCL_OK && st != HETCL_ERR_BUSY)
-                return hetcl__fail(t->ctx, st, "train: a batch on %s failed: %s (%s)", s->dev->name,
-                                   hetcl_status_str(st), hetcl_context_last_error(t->ctx));
+            if (st != HETCL_OK && st != HETCL_ERR_BUSY) {
+                /* The context's detail is the first failure's; copied before it is replaced. */
+                char why[512];
+                hetcl__strlcpy(why, hetcl_context_last_error(t->ctx), sizeof why);
+                return hetcl__fail(t->ctx, st, "a batch on %s failed: %s%s%s", s->dev->name,
+                                   hetcl_status_str(st), why[0] ? ": " : "", why);
+            }
         }
         pthread_mutex_lock(&t->lock);
     }
