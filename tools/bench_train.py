@@ -139,13 +139,25 @@ def main():
     p.add_argument("--torch-threads", type=int, default=2)
     p.add_argument("--out", default="/tmp/hetcl-bench-train")
     p.add_argument("--skip-torch", action="store_true")
+    p.add_argument("--blas-dir", help="directory with a libblas.so.3 for PyTorch (e.g. OpenBLAS "
+                   "extracted with apt-get download libopenblas0-pthread && dpkg -x): Debian's "
+                   "torch otherwise runs on whatever libblas.so.3 is installed, often the "
+                   "reference BLAS")
     p.add_argument("hetcl_args", nargs="*", help="extra flags for hetcl train (after --)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    if os.environ.get("OPENBLAS_NUM_THREADS") != "1" or "OPENBLAS_CORETYPE" in os.environ:
+    want_ld = args.blas_dir and os.environ.get("LD_LIBRARY_PATH", "").split(":")[0] != args.blas_dir
+    if os.environ.get("OPENBLAS_NUM_THREADS") != "1" or "OPENBLAS_CORETYPE" in os.environ or want_ld:
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
         env.pop("OPENBLAS_CORETYPE", None)
+        if want_ld:
+            env["LD_LIBRARY_PATH"] = args.blas_dir + ":" + env.get("LD_LIBRARY_PATH", "")
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    if not args.skip_torch:
+        import torch
+        print("torch " + torch.__version__ + ", BLAS: " +
+              next((l.strip() for l in open("/proc/self/maps") if "blas" in l and ".so" in l),
+                   "?").split()[-1], flush=True)
     load = os.getloadavg()[0]
     print(f"load average before: {load:.2f} (timings are noisy when others run)", flush=True)
     results = {}
