@@ -100,6 +100,7 @@ struct rt_task {
     /* OpenCL execution (worker-owned while RUNNING). */
     cl_event done_event;
     bool cl_complete; /* its completion callback came (worker thread only) */
+    bool cl_armed;    /* a completion callback was set on done_event (worker thread only) */
     unsigned n_transfers;
     struct rt_task *mail_next; /* completion mailbox link */
 
