@@ -239,6 +239,7 @@ struct hetcl_runtime {
     uint64_t next_handle_id;
     size_t n_pending;          /* submitted, not yet done */
     size_t n_waiters;          /* threads sleeping on done_cond (no broadcast when none) */
+    size_t n_task_waiters;     /* those waiting for one task (OpenCL workers then notify early) */
     struct rt_handle *handles; /* registered handles, freed at destroy if still there */
     hetcl_status first_error;  /* since the last wait_all */
     unsigned calibrate_min;

@@ -478,9 +478,11 @@ hetcl_status hetcl_task_wait(hetcl_task *task)
         struct hetcl_runtime *rt = t->rt;
         pthread_mutex_lock(&rt->graph_lock);
         rt->n_waiters++;
+        rt->n_task_waiters++;
         while (atomic_load(&t->state) != RT_TASK_DONE)
             pthread_cond_wait(&rt->done_cond, &rt->graph_lock);
         rt->n_waiters--;
+        rt->n_task_waiters--;
         pthread_mutex_unlock(&rt->graph_lock);
     }
     return t->status;

@@ -312,14 +312,17 @@ static bool awaited_elsewhere(const struct rt_worker *w, const struct rt_task *t
  * batch's last task, and on the earlier ones that a successor elsewhere is waiting for: the
  * queue is in order, so a completion means the tasks before it completed too. Tasks nobody else
  * waits for (independent work, chains on this queue) cost one callback and one wake-up per
- * batch; a dependent on another worker still hears of its predecessor at once. */
+ * batch; a dependent on another worker, or a thread in hetcl_task_wait, still hears of its
+ * predecessor at once (a successor submitted after the flush hears of it at the batch's end). */
 static void flush_batch(struct rt_worker *w, unsigned first)
 {
     struct hetcl_runtime *rt = w->rt;
     unsigned last = w->inflight - 1;
     pthread_mutex_lock(&rt->graph_lock);
+    /* A thread in hetcl_task_wait (or sync_host) may wait for any of them. */
+    bool waiters = rt->n_task_waiters > 0;
     for (unsigned i = first; i < last; i++)
-        w->inflight_tasks[i]->cl_armed = awaited_elsewhere(w, w->inflight_tasks[i]);
+        w->inflight_tasks[i]->cl_armed = waiters || awaited_elsewhere(w, w->inflight_tasks[i]);
     pthread_mutex_unlock(&rt->graph_lock);
     w->inflight_tasks[last]->cl_armed = true;
     for (unsigned i = first; i <= last; i++) {
