@@ -312,8 +312,9 @@ static bool awaited_elsewhere(const struct rt_worker *w, const struct rt_task *t
  * batch's last task, and on the earlier ones that a successor elsewhere is waiting for: the
  * queue is in order, so a completion means the tasks before it completed too. Tasks nobody else
  * waits for (independent work, chains on this queue) cost one callback and one wake-up per
- * batch; a dependent on another worker, or a thread in hetcl_task_wait, still hears of its
- * predecessor at once (a successor submitted after the flush hears of it at the batch's end). */
+ * batch (two for long batches: see below); a dependent on another worker, or a thread in
+ * hetcl_task_wait, still hears of its predecessor at once (a successor submitted after the
+ * flush hears of it at the batch's end). */
 static void flush_batch(struct rt_worker *w, unsigned first)
 {
     struct hetcl_runtime *rt = w->rt;
@@ -325,6 +326,11 @@ static void flush_batch(struct rt_worker *w, unsigned first)
         w->inflight_tasks[i]->cl_armed = waiters || awaited_elsewhere(w, w->inflight_tasks[i]);
     pthread_mutex_unlock(&rt->graph_lock);
     w->inflight_tasks[last]->cl_armed = true;
+    /* And the one with half a queue behind it: the worker refills while those run, so that the
+     * device does not idle through each wake-up. */
+    unsigned margin = rt->cl_inflight / 2;
+    if (margin > 0 && last >= first + margin)
+        w->inflight_tasks[last - margin]->cl_armed = true;
     for (unsigned i = first; i <= last; i++) {
         struct rt_task *t = w->inflight_tasks[i];
         if (!t->cl_armed)
