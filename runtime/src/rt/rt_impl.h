@@ -184,7 +184,11 @@ struct rt_worker {
     struct rt_task *mail_head, *mail_tail; /* OpenCL tasks whose done_event completed */
     atomic_bool idle;  /* set before the worker's last pop attempt before sleeping */
     unsigned inflight; /* OpenCL tasks enqueued and not yet completed (worker thread only) */
-    struct rt_task **inflight_tasks; /* [rt->cl_inflight], in enqueue order (worker thread only) */
+    /* In enqueue order: [cl_inflight * RT_CHAIN_FACTOR] (worker thread only). */
+    struct rt_task **inflight_tasks;
+    /* Host clock minus device clock, estimated from completion callbacks (worker thread). */
+    int64_t dev_offset_ns;
+    bool have_dev_offset;
 
     /* Detail of the last device failure in rt_data.c or hetcl_cl_scratch (worker thread). */
     char fail_detail[HETCL_STR_MAX];

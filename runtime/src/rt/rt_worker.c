@@ -354,6 +354,23 @@ static void flush_batch(struct rt_worker *w, unsigned first)
     clFlush(w->queue);
 }
 
+/* Device clock to host clock: a callback reports a completion some time after it happened, so
+ * host time now minus the device's end time bounds the offset from above; the smallest bound
+ * seen is the best estimate (the callback latency at its least). */
+static void note_clock_offset(struct rt_worker *w, struct rt_task *t)
+{
+    cl_ulong end = 0;
+    if (clGetEventProfilingInfo(t->done_event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) !=
+                CL_SUCCESS ||
+        end == 0)
+        return;
+    int64_t off = (int64_t) hetcl__now_ns() - (int64_t) end;
+    if (!w->have_dev_offset || off < w->dev_offset_ns) {
+        w->dev_offset_ns = off;
+        w->have_dev_offset = true;
+    }
+}
+
 /* Processes the completion of the oldest task in flight. */
 static void complete_task(struct rt_worker *w, struct rt_task *t)
 {
@@ -386,9 +403,15 @@ static void complete_task(struct rt_worker *w, struct rt_task *t)
         clGetEventProfilingInfo(t->done_event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
                 CL_SUCCESS &&
         end >= start) {
-        /* Device times, placed on the host clock at the completion we observed. */
-        t->t_dev_end_ns = t->t_end_ns;
-        t->t_dev_start_ns = t->t_end_ns - (end - start);
+        /* Device times on the host clock: through the worker's clock offset when known (see
+         * note_clock_offset), else placed at the completion we observed. */
+        if (w->have_dev_offset) {
+            t->t_dev_start_ns = (uint64_t) ((int64_t) start + w->dev_offset_ns);
+            t->t_dev_end_ns = (uint64_t) ((int64_t) end + w->dev_offset_ns);
+        } else {
+            t->t_dev_end_ns = t->t_end_ns;
+            t->t_dev_start_ns = t->t_end_ns - (end - start);
+        }
     }
     clReleaseEvent(t->done_event);
     t->done_event = NULL;
@@ -449,6 +472,8 @@ static void *cl_main(void *arg)
                 k++;
             for (unsigned i = 0; k < w->inflight && i <= k; i++)
                 w->inflight_tasks[i]->cl_complete = true;
+            if (k < w->inflight)
+                note_clock_offset(w, t);
             hetcl__rt_task_unref(t); /* the callback's reference */
         }
         /* In queue order, whatever order the callbacks came in: a chained task must not
