@@ -441,6 +441,7 @@ static struct rt_task *claim_chainable(struct rt_worker *w)
                 !hetcl__rt_can_run(w, s))
                 continue;
             s->chained = true;
+            s->t_ready_ns = hetcl__now_ns(); /* ready to go behind its predecessors */
             found = s;
             break;
         }
