@@ -135,7 +135,8 @@ void hetcl__rt_trace_task(struct hetcl_runtime *rt, const struct rt_task *t)
     if (deps_ok) {
         r.dep_off = tr->n_deps;
         r.n_dep_ids = n_deps;
-        memcpy(tr->deps + tr->n_deps, t->dep_ids, n_deps * sizeof *tr->deps);
+        if (n_deps) /* deps is still NULL before the first task that has any */
+            memcpy(tr->deps + tr->n_deps, t->dep_ids, n_deps * sizeof *tr->deps);
         tr->n_deps += n_deps;
     }
     if (grow((void **) &tr->tasks, tr->n_tasks, &tr->cap_tasks, sizeof *tr->tasks))
