@@ -355,7 +355,7 @@ static void on_progress(void *user, const struct hetcl_train_progress *p)
         printf("/%lld", (long long) c->opts.epochs);
     printf("  loss %.4f  acc %.2f%%  %.0f ex/s ", p->loss, 100 * p->test_acc, p->examples_per_s);
     for (int i = 0; i < p->n_devices; i++)
-        printf(" %s %.0f%% (b%lld)", c->dev_names[i], 100 * p->update_share[i],
+        printf(" %s %.0f%% (b%lld)", p->device_names[i], 100 * p->update_share[i],
                (long long) p->batch[i]);
     printf("   ");
     fflush(stdout);
@@ -414,17 +414,31 @@ int cli_train(int argc, char **argv)
                                                                     : CLI_EXIT_FAILURE;
         goto out;
     }
+    /* With OpenCL devices, a second host worker serves the replicas' copies and merges (see
+     * train_run.h): when the automatic choice gave one, ask for two. */
+    if (!c.host_workers && c.opts.algo != HETCL_TRAIN_HOGWILD &&
+        c.opts.algo != HETCL_TRAIN_SINGLE) {
+        int n_host = 0, n_cl = 0;
+        for (size_t w = 0; w < hetcl_runtime_n_workers(rt); w++) {
+            struct hetcl_worker_info wi;
+            if (hetcl_runtime_worker_info(rt, w, &wi) == HETCL_OK && !wi.excluded)
+                wi.kind == HETCL_WORKER_HOST ? n_host++ : n_cl++;
+        }
+        if (n_host == 1 && n_cl > 0) {
+            hetcl_runtime_destroy(rt);
+            rt = NULL;
+            ro.host_workers = 2;
+            s = hetcl_runtime_create(ctx, &ro, &rt);
+            if (s != HETCL_OK) {
+                cli_error("--devices %s: %s", c.devices, hetcl_context_last_error(ctx));
+                rc = CLI_EXIT_FAILURE;
+                goto out;
+            }
+        }
+    }
     rc = apply_batches(&c, rt);
     if (rc != CLI_EXIT_OK)
         goto out;
-    /* Names for the progress line: the workers the run will use, in its order. */
-    for (size_t w = 0, k = 0; w < hetcl_runtime_n_workers(rt) && k < HETCL_TRAIN_MAX_DEVICES; w++) {
-        struct hetcl_worker_info wi;
-        if (hetcl_runtime_worker_info(rt, w, &wi) != HETCL_OK || wi.excluded ||
-            (c.opts.algo == HETCL_TRAIN_HOGWILD && wi.kind != HETCL_WORKER_HOST))
-            continue;
-        snprintf(c.dev_names[k++], sizeof c.dev_names[0], "%s", wi.name);
-    }
     c.opts.progress = on_progress;
     c.opts.progress_user = &c;
     s = hetcl_train_run(ctx, rt, c.spec, c.train, c.test, &c.opts, &res);

@@ -29,7 +29,6 @@ struct train_cli {
     struct train_cli_batch batch[TRAIN_CLI_MAX_BATCH];
     int n_batch;
     struct hetcl_train_options opts;
-    char dev_names[HETCL_TRAIN_MAX_DEVICES][64];
     /* Loaded by train_cli_load. */
     hetcl_model_spec *spec;
     hetcl_dataset *train, *test;

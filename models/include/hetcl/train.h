@@ -83,8 +83,9 @@ struct hetcl_train_progress {
     int64_t epoch; /* completed epochs */
     double loss, test_acc, wall_s, examples_per_s;
     int n_devices;
-    const double *update_share; /* per device, over the run so far */
-    const int64_t *batch;       /* per device, current */
+    const char *const *device_names; /* per device: runtime worker names */
+    const double *update_share;      /* per device, over the run so far */
+    const int64_t *batch;            /* per device, current */
 };
 
 /* Options; zero means default for every field. */

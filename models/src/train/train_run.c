@@ -126,9 +126,26 @@ static hetcl_status traj_push(struct tr *t, struct tr_dev *d, int64_t b)
 static hetcl_status pick_devices(struct tr *t)
 {
     size_t nw = hetcl_runtime_n_workers(t->rt);
-    for (size_t i = 0; i < nw && t->n_dev < HETCL_TRAIN_MAX_DEVICES; i++) {
+    int n_host = 0, n_cl = 0, last_host = -1;
+    for (size_t i = 0; i < nw; i++) {
         struct hetcl_worker_info wi;
         if (hetcl_runtime_worker_info(t->rt, i, &wi) != HETCL_OK || wi.excluded)
+            continue;
+        if (wi.kind == HETCL_WORKER_HOST) {
+            n_host++;
+            last_host = (int) i;
+        } else {
+            n_cl++;
+        }
+    }
+    t->service_worker = -1;
+    if (n_cl > 0 && n_host >= 2 && t->o.algo != HETCL_TRAIN_HOGWILD &&
+        t->o.algo != HETCL_TRAIN_SINGLE)
+        t->service_worker = last_host;
+    for (size_t i = 0; i < nw && t->n_dev < HETCL_TRAIN_MAX_DEVICES; i++) {
+        struct hetcl_worker_info wi;
+        if (hetcl_runtime_worker_info(t->rt, i, &wi) != HETCL_OK || wi.excluded ||
+            (int) i == t->service_worker)
             continue;
         bool host = wi.kind == HETCL_WORKER_HOST;
         if (t->o.algo == HETCL_TRAIN_HOGWILD && !host)
@@ -891,12 +908,14 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
         bool partial = t->cursor.pos < t->cursor.n;
         if (t->o.progress) {
             double share[HETCL_TRAIN_MAX_DEVICES];
+            const char *names[HETCL_TRAIN_MAX_DEVICES];
             int64_t batch[HETCL_TRAIN_MAX_DEVICES];
             uint64_t tot = 0;
             for (int i = 0; i < t->n_dev; i++)
                 tot += t->dev[i].updates;
             for (int i = 0; i < t->n_dev; i++) {
                 share[i] = tot ? (double) t->dev[i].updates / (double) tot : 0;
+                names[i] = t->dev[i].name;
                 batch[i] = t->o.algo == HETCL_TRAIN_ADAPTIVE ? t->adapt.dev[i].batch
                                                              : t->dev[i].b_init;
             }
@@ -908,6 +927,7 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
                                                      (double) (examples - examples_before) /
                                                      fmax(1e-9, e->wall_s - ck.elapsed_s - eval_s),
                                              .n_devices = t->n_dev,
+                                             .device_names = names,
                                              .update_share = share,
                                              .batch = batch};
             t->o.progress(t->o.progress_user, &p);

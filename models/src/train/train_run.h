@@ -76,6 +76,10 @@ struct tr {
     double momentum; /* the explicit momentum the updates use (see hetcl_train_options) */
     hetcl_handle *h_params, *h_vel;
     int n_dev;
+    /* The host worker that runs the replica copies and merges, or -1 (any host worker). With
+     * OpenCL devices and two host workers or more, the last one serves the replicas instead of
+     * training: a replica's copy-in and merge then never wait behind a host training step. */
+    int service_worker;
     struct tr_dev dev[HETCL_TRAIN_MAX_DEVICES];
     struct tr_slot slots[TR_MAX_SLOTS];
     atomic_uint_fast64_t version;
