@@ -2,7 +2,8 @@
  * Tests the OpenCL replica path of the trainer (models/src/train/train_cl.c) on the machine's
  * OpenCL devices (PoCL in CI): one step of `single` on an OpenCL device equals the sequential
  * reference (the mean gradient of the batch and one SGD step, computed on the host), and
- * hogbatch, adaptive and sync over a host worker and an OpenCL device learn, with both devices
+ * hogbatch, adaptive and sync over a host worker and an OpenCL device learn (adaptive also
+ * with a second host worker serving the replicas), with both devices
  * applying updates and the replica merges accounted. Exits 77 without an OpenCL device.
  */
 #include "harness.h"
@@ -50,10 +51,11 @@ static hetcl_dataset *blobs(hetcl_context *ctx, int64_t n, uint64_t seed)
     return ds;
 }
 
-static hetcl_runtime *runtime_all(hetcl_context *ctx)
+static hetcl_runtime *runtime_all_n(hetcl_context *ctx, int host_workers)
 {
     hetcl_runtime *rt = NULL;
-    struct hetcl_runtime_options o = {.devices = "all", .perfmodel_dir = ""};
+    struct hetcl_runtime_options o = {
+            .devices = "all", .perfmodel_dir = "", .host_workers = host_workers};
     if (hetcl_runtime_create(ctx, &o, &rt) != HETCL_OK)
         return NULL;
     bool cl = false, host = false;
@@ -69,6 +71,11 @@ static hetcl_runtime *runtime_all(hetcl_context *ctx)
         return NULL;
     }
     return rt;
+}
+
+static hetcl_runtime *runtime_all(hetcl_context *ctx)
+{
+    return runtime_all_n(ctx, 0);
 }
 
 static void one_step(hetcl_context *ctx, const hetcl_model_spec *spec, const hetcl_dataset *ds,
@@ -134,10 +141,12 @@ static void one_step(hetcl_context *ctx, const hetcl_model_spec *spec, const het
     hetcl_dataset_destroy(one);
 }
 
+/* host_workers 2: the second host worker serves the replicas and does not train. */
 static void together(hetcl_context *ctx, const hetcl_model_spec *spec, const hetcl_dataset *tr,
-                     const hetcl_dataset *te, enum hetcl_train_algo algo)
+                     const hetcl_dataset *te, enum hetcl_train_algo algo, int host_workers)
 {
-    hetcl_runtime *rt = runtime_all(ctx);
+    hetcl_runtime *rt = runtime_all_n(ctx, host_workers);
+    int n_workers = rt ? (int) hetcl_runtime_n_workers(rt) : 0;
     struct hetcl_train_result *r = NULL;
     struct hetcl_train_options o = {.algo = algo,
                                     .epochs = 3,
@@ -168,6 +177,8 @@ static void together(hetcl_context *ctx, const hetcl_model_spec *spec, const het
     /* sync: every device contributes to every step */
     CHECK_EQ_INT(upd, algo == HETCL_TRAIN_SYNC ? r->updates * (uint64_t) r->n_devices : r->updates);
     CHECK_EQ_INT(r->examples, 3 * tr->n);
+    if (host_workers == 2)
+        CHECK_EQ_INT(r->n_devices, n_workers - 1);
     hetcl_train_result_destroy(r);
 }
 
@@ -187,9 +198,10 @@ int main(void)
     if (spec && tr && te) {
         one_step(ctx, spec, tr, HETCL_TRAIN_SINGLE);
         one_step(ctx, spec, tr, HETCL_TRAIN_SYNC);
-        together(ctx, spec, tr, te, HETCL_TRAIN_HOGBATCH);
-        together(ctx, spec, tr, te, HETCL_TRAIN_ADAPTIVE);
-        together(ctx, spec, tr, te, HETCL_TRAIN_SYNC);
+        together(ctx, spec, tr, te, HETCL_TRAIN_HOGBATCH, 0);
+        together(ctx, spec, tr, te, HETCL_TRAIN_ADAPTIVE, 0);
+        together(ctx, spec, tr, te, HETCL_TRAIN_SYNC, 0);
+        together(ctx, spec, tr, te, HETCL_TRAIN_ADAPTIVE, 2);
     }
     hetcl_dataset_destroy(tr);
     hetcl_dataset_destroy(te);
