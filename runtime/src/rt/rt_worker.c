@@ -261,6 +261,7 @@ static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
     /* Commands the implementation (or the transfers) already enqueued must finish before the
      * task's buffers are touched again. */
     clFinish(w->queue);
+    hetcl__rt_data_abandon(w, t);
     bool exclude = device_failure && !rt->opts.keep_failed_devices;
     char reason[HETCL_STR_MAX];
     if (exclude)
