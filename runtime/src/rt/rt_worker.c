@@ -266,7 +266,8 @@ static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
     char reason[HETCL_STR_MAX];
     if (exclude)
         snprintf(reason, sizeof reason, "device failure running task %s: %s", t->label,
-                 w->fail_detail[0] ? w->fail_detail : hetcl_status_str(st));
+                 w->fail_detail[0] ? w->fail_detail
+                                   : "its implementation returned HETCL_ERR_NO_DEVICE");
     t->worker = -1;
     if (chained) {
         /* Its predecessors are still on this queue, unprocessed: it must not finish before
