@@ -230,7 +230,9 @@ struct hetcl_runtime_options {
     /* Host workers: 0 = automatic (one per core that no OpenCL CPU device uses; when every core
      * is used, one unpinned worker); a positive number = that many; -1 = none. */
     int host_workers;
-    /* Tasks in flight per OpenCL worker (default 4). */
+    /* Tasks in flight per OpenCL worker (default 4). Tasks enqueued right behind their
+     * predecessors on the same in-order queue (a dependency chain on one device) may take the
+     * queue up to four times this. */
     unsigned cl_inflight;
     /* Treat host-unified OpenCL devices as having their own memory node: every access then
      * transfers. For tests of the transfer paths on CPU-only machines. */
