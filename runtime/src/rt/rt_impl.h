@@ -313,6 +313,10 @@ void hetcl__rt_data_release(struct rt_worker *w, struct rt_task *t);
 /* Frees a handle entirely: copies, host copy if the runtime allocated it, tracking (no
  * waiting: the caller made sure nothing is pending). Unlinks it from rt->handles. */
 void hetcl__rt_data_handle_free(struct hetcl_runtime *rt, struct rt_handle *h);
+/* After t failed on OpenCL worker w part way (commands may have written its buffers there):
+ * w's copies of the buffers t writes stop counting as valid where another copy is, so that a
+ * re-run elsewhere starts from clean data. */
+void hetcl__rt_data_abandon(struct rt_worker *w, struct rt_task *t);
 /* Frees a handle's device copies (no waiting: the caller made sure nothing is pending). */
 void hetcl__rt_data_free_copies(struct hetcl_runtime *rt, struct rt_handle *h);
 /* Makes h's host copy valid (blocking); with `invalidate_devices`, marks every other copy

@@ -261,11 +261,13 @@ static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
     /* Commands the implementation (or the transfers) already enqueued must finish before the
      * task's buffers are touched again. */
     clFinish(w->queue);
+    hetcl__rt_data_abandon(w, t);
     bool exclude = device_failure && !rt->opts.keep_failed_devices;
     char reason[HETCL_STR_MAX];
     if (exclude)
         snprintf(reason, sizeof reason, "device failure running task %s: %s", t->label,
-                 w->fail_detail[0] ? w->fail_detail : hetcl_status_str(st));
+                 w->fail_detail[0] ? w->fail_detail
+                                   : "its implementation returned HETCL_ERR_NO_DEVICE");
     t->worker = -1;
     if (chained) {
         /* Its predecessors are still on this queue, unprocessed: it must not finish before
