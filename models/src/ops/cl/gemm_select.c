@@ -32,6 +32,7 @@ struct entry {
     struct hetcl_gemm_choice c;
     unsigned issued[HETCL_GEMM_N_VARIANTS]; /* measurements enqueued, results pending or in */
     bool warm[HETCL_GEMM_N_VARIANTS];       /* the variant's warm-up run has completed */
+    unsigned failed[HETCL_GEMM_N_VARIANTS]; /* runs that gave no time (failed, no profiling) */
     bool dirty;                             /* decided, not yet written to the file */
 };
 
@@ -344,8 +345,13 @@ static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *user)
         if (e->c.samples[v] == 0 || ns < e->c.best_ns[v])
             e->c.best_ns[v] = ns > 0 ? ns : 1.0;
         e->c.samples[v]++;
-    } else if (e->issued[v] > 0) {
-        e->issued[v]--; /* failed or unprofiled: measure again */
+    } else {
+        /* failed or unprofiled: measure again, but not forever (a device without profiling
+         * would keep every call a measurement) */
+        if (e->issued[v] > 0)
+            e->issued[v]--;
+        if (++e->failed[v] >= 2)
+            e->c.dropped[v] = true;
     }
     update(e);
     pthread_mutex_unlock(&lock);
