@@ -273,8 +273,10 @@ struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const str
         load(dir);
         hetcl__strlcpy(loaded_dir, dir, sizeof loaded_dir);
     }
-    if (dir && any_dirty)
+    if (dir && any_dirty) {
         save(dir);
+        any_dirty = false; /* one attempt per new decision, not one per GEMM when it fails */
+    }
     struct entry *e = find(key, g->m, g->n, g->k, g->trans_a, g->trans_b);
     if (!e)
         e = add(key, g->m, g->n, g->k, g->trans_a, g->trans_b);
