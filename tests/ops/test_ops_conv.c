@@ -396,6 +396,8 @@ static void test_pool(void)
     pool_case(3, 1, 5, 11, 5, 3, false);
     pool_case(2, 3, 17, 13, 3, 2, true);
     pool_case(4, 4, 8, 8, 2, 2, true);
+    pool_case(2, 3, 20, 35, 2, 2, true); /* OpenCL's 2x2 vector path: 17 outputs a row */
+    pool_case(3, 2, 17, 48, 2, 2, false);
     pool_case(0, 3, 8, 8, 2, 2, false);
     pool_fd(true);
     pool_fd(false);
