@@ -71,10 +71,11 @@ static hetcl_status prepare_kernel(const struct hetcl_cl_call *call, const struc
 
 static hetcl_status launch_prepared(struct clop_chain *ch, const struct prepared *pk)
 {
-    /* The layout kernels take one tile per work-item and a fixed 1 x 1 work-group (gemm.cl:
-     * one compiled variant on PoCL, no measurable difference); the naive one lets clop pick. */
-    static const size_t one[2] = {1, 1};
-    return hetcl__clop_chain_launch(ch, pk->k, pk->kname, 2, pk->global, pk->naive ? NULL : one);
+    /* The layout kernels take one tile per work-item; on CPUs a fixed 1 x 1 work-group (gemm.cl:
+     * one compiled variant on PoCL, no measurable difference), on GPUs the driver's choice (a
+     * work-group of one would idle all but one lane). The naive kernel lets clop pick. */
+    const size_t *local = pk->naive ? NULL : hetcl__clop_local_few(ch->call);
+    return hetcl__clop_chain_launch(ch, pk->k, pk->kname, 2, pk->global, local);
 }
 
 static const char *clblast_status_name(CLBlastStatusCode s)
