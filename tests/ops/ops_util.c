@@ -130,7 +130,8 @@ static hetcl_status submit(struct ops_env *E, const struct hetcl_codelet *cl,
                                 .args = args,
                                 .args_size = args_size,
                                 .worker = E->worker,
-                                .pin_worker = true};
+                                .pin_worker = true,
+                                .footprint = E->footprint};
     for (unsigned i = 0; i < n; i++) {
         d.handles[i] = h[i];
         d.modes[i] = bufs[i].mode;

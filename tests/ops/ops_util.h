@@ -23,6 +23,8 @@ struct ops_env {
     /* The worker ops_run pins tasks to, and its description. */
     int worker;
     struct hetcl_worker_info info;
+    /* The footprint of the tasks ops_run and ops_time_ns submit (0: the runtime's default). */
+    uint32_t footprint;
 };
 
 /* Creates the runtime (every device, host workers; eager). Exits on failure. */
