@@ -99,6 +99,9 @@ struct rt_task {
 
     /* OpenCL execution (worker-owned while RUNNING). */
     cl_event done_event;
+    /* A marker enqueued ahead of the implementation's commands: its end starts the task's
+     * device time (the done event alone times only the last of several commands). */
+    cl_event start_event;
     bool cl_complete; /* its completion callback came (worker thread only) */
     bool cl_armed;    /* a completion callback was set on done_event (worker thread only) */
     unsigned n_transfers;
