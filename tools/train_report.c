@@ -62,7 +62,17 @@ static cJSON *provenance(const struct train_cli *c, hetcl_runtime *rt)
         cJSON_AddItemToArray(cmd, cJSON_CreateString(c->argv[i]));
     json_add(p, "command_line", cmd);
     cJSON *cl = cJSON_CreateObject(), *devs = cJSON_CreateArray();
-    json_add(cl, "icd_loader", cJSON_CreateString("")); /* not known to the runtime's API */
+    /* The ICD loader is not part of the runtime's API: ask the enumeration (isolated, quick),
+     * and leave it empty when that fails. */
+    char icd[HETCL_STR_MAX] = "";
+    hetcl_context *ectx = NULL;
+    struct hetcl_device_list *list = NULL;
+    if (hetcl_context_create(NULL, &ectx) == HETCL_OK &&
+        hetcl_device_enumerate(ectx, NULL, &list) == HETCL_OK)
+        snprintf(icd, sizeof icd, "%s", list->icd_loader);
+    hetcl_device_list_destroy(list);
+    hetcl_context_destroy(ectx);
+    json_add(cl, "icd_loader", cJSON_CreateString(icd));
     for (size_t w = 0; w < hetcl_runtime_n_workers(rt); w++) {
         struct hetcl_worker_info wi;
         if (hetcl_runtime_worker_info(rt, w, &wi) != HETCL_OK || !wi.desc)
