@@ -1,0 +1,310 @@
+/*
+ * Running an inference plan on the task-graph runtime (hetcl/infer.h, "Running a plan"): one
+ * sub-graph per share of the batch, every task pinned to its share's worker, the weights shared
+ * read-only by all shares.
+ */
+#include "internal.h"
+
+#include <hetcl/infer.h>
+
+#include <stdio.h>
+#include <string.h>
+
+/* The handles of one share: its rows of the batch on one worker. */
+struct share {
+    int worker;
+    int64_t rows, row0;
+    hetcl_handle *input;
+    hetcl_handle **out;    /* per step: its output (flatten: the previous step's) */
+    hetcl_handle **argmax; /* per step: maxpool's index scratch, else NULL */
+};
+
+struct hetcl_infer_session {
+    hetcl_context *ctx;
+    hetcl_runtime *rt;
+    const hetcl_infer_plan *plan;
+    int64_t batch;
+    hetcl_handle **weights; /* per spec param */
+    hetcl_handle *zeros;    /* a zero bias for activations without one */
+    size_t n_shares;
+    struct share *shares;
+};
+
+uint32_t hetcl_infer_footprint(int step, int task, int64_t rows)
+{
+    /* FNV-1a over the three numbers; never 0, which would mean "hash the buffer sizes". */
+    uint64_t v[3] = {(uint64_t) step, (uint64_t) task, (uint64_t) rows};
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 8; k++)
+            h = (h ^ (uint32_t) ((v[i] >> (8 * k)) & 0xff)) * 16777619u;
+    return h ? h : 1;
+}
+
+static hetcl_status reg(hetcl_infer_session *s, void *host, size_t bytes, hetcl_handle **out)
+{
+    hetcl_status st = hetcl_handle_register(s->rt, host, bytes, out);
+    if (st != HETCL_OK)
+        *out = NULL;
+    return st;
+}
+
+void hetcl_infer_session_destroy(hetcl_infer_session *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; s->shares && i < s->n_shares; i++) {
+        struct share *sh = &s->shares[i];
+        (void) hetcl_handle_unregister(s->rt, sh->input);
+        for (int k = 0; k < s->plan->n_steps; k++) {
+            if (sh->out && sh->out[k] && !(k > 0 && sh->out[k] == sh->out[k - 1]) &&
+                sh->out[k] != sh->input)
+                (void) hetcl_handle_unregister(s->rt, sh->out[k]);
+            if (sh->argmax && sh->argmax[k])
+                (void) hetcl_handle_unregister(s->rt, sh->argmax[k]);
+        }
+        hetcl__free(sh->out);
+        hetcl__free(sh->argmax);
+    }
+    for (int i = 0; s->weights && i < s->plan->spec->n_params; i++)
+        (void) hetcl_handle_unregister(s->rt, s->weights[i]);
+    (void) hetcl_handle_unregister(s->rt, s->zeros);
+    hetcl__free(s->weights);
+    hetcl__free(s->shares);
+    hetcl__free(s);
+}
+
+static hetcl_status make_share(hetcl_infer_session *s, struct share *sh)
+{
+    const hetcl_infer_plan *p = s->plan;
+    sh->out = hetcl__calloc((size_t) p->n_steps, sizeof *sh->out);
+    sh->argmax = hetcl__calloc((size_t) p->n_steps, sizeof *sh->argmax);
+    if (!sh->out || !sh->argmax)
+        return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session");
+    size_t r = (size_t) sh->rows;
+    hetcl_status st = reg(s, NULL, r * (size_t) p->in_elems * sizeof(float), &sh->input);
+    hetcl_handle *prev = sh->input;
+    for (int k = 0; k < p->n_steps && st == HETCL_OK; k++) {
+        const struct hetcl_infer_step *step = &p->steps[k];
+        if (step->op == HETCL_INFER_FLATTEN) {
+            sh->out[k] = prev;
+            continue;
+        }
+        st = reg(s, NULL, r * (size_t) step->out_elems * sizeof(float), &sh->out[k]);
+        if (st == HETCL_OK && step->op == HETCL_INFER_MAXPOOL)
+            st = reg(s, NULL, r * (size_t) step->out_elems * sizeof(int32_t), &sh->argmax[k]);
+        prev = sh->out[k];
+    }
+    return st;
+}
+
+hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
+                                        const hetcl_infer_plan *plan,
+                                        const struct hetcl_infer_session_options *o,
+                                        hetcl_infer_session **out)
+{
+    if (out)
+        *out = NULL;
+    if (!rt || !plan || !o || !out || !o->workers || o->n_workers == 0 || o->batch < 1)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "inference session: NULL argument, no worker or batch < 1");
+    int64_t sum = 0;
+    for (size_t i = 0; o->rows && i < o->n_workers; i++) {
+        if (o->rows[i] < 0)
+            return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "inference session: negative rows");
+        sum += o->rows[i];
+    }
+    if (o->rows && sum != o->batch)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "inference session: rows add up to %lld, not the batch %lld",
+                           (long long) sum, (long long) o->batch);
+    size_t n_workers = hetcl_runtime_n_workers(rt);
+    for (size_t i = 0; i < o->n_workers; i++)
+        if (o->workers[i] < 0 || (size_t) o->workers[i] >= n_workers)
+            return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                               "inference session: worker %d out of range (%zu workers)",
+                               o->workers[i], n_workers);
+
+    hetcl_infer_session *s = hetcl__calloc(1, sizeof *s);
+    if (!s)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "inference session");
+    s->ctx = ctx;
+    s->rt = rt;
+    s->plan = plan;
+    s->batch = o->batch;
+    const hetcl_model_spec *spec = plan->spec;
+    s->weights =
+            hetcl__calloc(spec->n_params > 0 ? (size_t) spec->n_params : 1, sizeof *s->weights);
+    s->shares = hetcl__calloc(o->n_workers, sizeof *s->shares);
+    hetcl_status st = s->weights && s->shares
+                              ? HETCL_OK
+                              : hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "inference session");
+    for (int i = 0; i < spec->n_params && st == HETCL_OK; i++)
+        st = reg(s, plan->params[i], (size_t) spec->params[i].n_elements * sizeof(float),
+                 &s->weights[i]);
+    int64_t zeros = 1;
+    for (int k = 0; k < plan->n_steps; k++) {
+        const struct hetcl_infer_step *step = &plan->steps[k];
+        int64_t need = step->op == HETCL_INFER_CONV2D
+                               ? step->out_shape.dims[1] * step->out_shape.dims[2]
+                               : step->out_elems;
+        if (need > zeros)
+            zeros = need;
+    }
+    if (st == HETCL_OK)
+        st = reg(s, NULL, (size_t) zeros * sizeof(float), &s->zeros);
+    int64_t row0 = 0;
+    for (size_t i = 0; i < o->n_workers && st == HETCL_OK; i++) {
+        int64_t rows = o->rows ? o->rows[i] : (i == 0 ? o->batch : 0);
+        if (rows == 0)
+            continue;
+        struct share *sh = &s->shares[s->n_shares++];
+        sh->worker = o->workers[i];
+        sh->rows = rows;
+        sh->row0 = row0;
+        row0 += rows;
+        st = make_share(s, sh);
+    }
+    if (st != HETCL_OK) {
+        hetcl_infer_session_destroy(s);
+        return st;
+    }
+    *out = s;
+    return HETCL_OK;
+}
+
+static hetcl_status submit(hetcl_infer_session *s, const struct share *sh, int step, int task,
+                           const struct hetcl_codelet *cl, const void *args, size_t args_size,
+                           unsigned n, hetcl_handle *const *h, const hetcl_access *modes)
+{
+    struct hetcl_task_desc d = {
+            .codelet = cl,
+            .n_buffers = n,
+            .args = args,
+            .args_size = args_size,
+            .footprint = hetcl_infer_footprint(step, task, sh->rows),
+            .worker = sh->worker,
+            .pin_worker = true,
+            .label = s->plan->steps[step].name,
+    };
+    for (unsigned i = 0; i < n; i++) {
+        d.handles[i] = h[i];
+        d.modes[i] = modes[i];
+    }
+    return hetcl_task_submit(s->rt, &d, NULL);
+}
+
+static hetcl_status submit_share(hetcl_infer_session *s, const struct share *sh)
+{
+    const hetcl_infer_plan *p = s->plan;
+    hetcl_handle *in = sh->input;
+    hetcl_status st = HETCL_OK;
+    for (int k = 0; k < p->n_steps && st == HETCL_OK; k++) {
+        const struct hetcl_infer_step *step = &p->steps[k];
+        const struct hetcl_model_layer *l = step->layer >= 0 ? &p->spec->layers[step->layer] : NULL;
+        hetcl_handle *y = sh->out[k];
+        hetcl_handle *bias = step->bias >= 0 ? s->weights[step->bias] : s->zeros;
+        switch (step->op) {
+        case HETCL_INFER_DENSE: {
+            struct hetcl_op_gemm_args g = {.m = sh->rows,
+                                           .n = step->out_elems,
+                                           .k = step->in_elems,
+                                           .trans_a = false,
+                                           .trans_b = true,
+                                           .alpha = 1,
+                                           .beta = 0};
+            hetcl_handle *h[3] = {in, s->weights[step->weight], y};
+            hetcl_access m[3] = {HETCL_R, HETCL_R, HETCL_W};
+            st = submit(s, sh, k, 0, &hetcl_op_gemm, &g, sizeof g, 3, h, m);
+            struct hetcl_op_bias_act_args a = {
+                    .rows = sh->rows, .cols = step->out_elems, .act = step->act};
+            hetcl_handle *h2[2] = {y, bias};
+            hetcl_access m2[2] = {HETCL_RW, HETCL_R};
+            if (st == HETCL_OK)
+                st = submit(s, sh, k, 1, &hetcl_op_bias_act_fwd_inplace, &a, sizeof a, 2, h2, m2);
+            break;
+        }
+        case HETCL_INFER_CONV2D: {
+            struct hetcl_op_conv2d_args c = {.batch = sh->rows,
+                                             .in_c = step->in_shape.dims[0],
+                                             .in_h = step->in_shape.dims[1],
+                                             .in_w = step->in_shape.dims[2],
+                                             .out_c = step->out_shape.dims[0],
+                                             .k_h = l->kernel[0],
+                                             .k_w = l->kernel[1],
+                                             .stride = l->stride[0],
+                                             .pad = l->padding[0]};
+            hetcl_handle *h[4] = {in, s->weights[step->weight], bias, y};
+            hetcl_access m[4] = {HETCL_R, HETCL_R, HETCL_R, HETCL_W};
+            st = submit(s, sh, k, 0, &hetcl_op_conv2d_fwd, &c, sizeof c, 4, h, m);
+            if (st == HETCL_OK && step->act != HETCL_ACT_NONE) {
+                int64_t plane = step->out_shape.dims[1] * step->out_shape.dims[2];
+                struct hetcl_op_bias_act_args a = {.rows = sh->rows * step->out_shape.dims[0],
+                                                   .cols = plane,
+                                                   .act = step->act};
+                hetcl_handle *h2[2] = {y, s->zeros};
+                hetcl_access m2[2] = {HETCL_RW, HETCL_R};
+                st = submit(s, sh, k, 1, &hetcl_op_bias_act_fwd_inplace, &a, sizeof a, 2, h2, m2);
+            }
+            break;
+        }
+        case HETCL_INFER_MAXPOOL:
+        case HETCL_INFER_AVGPOOL: {
+            struct hetcl_op_pool2d_args a = {.batch = sh->rows,
+                                             .channels = step->in_shape.dims[0],
+                                             .in_h = step->in_shape.dims[1],
+                                             .in_w = step->in_shape.dims[2],
+                                             .k = l->kernel[0],
+                                             .stride = l->stride[0]};
+            bool is_max = step->op == HETCL_INFER_MAXPOOL;
+            hetcl_handle *h[3] = {in, y, sh->argmax[k]};
+            hetcl_access m[3] = {HETCL_R, HETCL_W, HETCL_W};
+            st = submit(s, sh, k, 0, is_max ? &hetcl_op_maxpool_fwd : &hetcl_op_avgpool_fwd, &a,
+                        sizeof a, is_max ? 3 : 2, h, m);
+            break;
+        }
+        case HETCL_INFER_SOFTMAX: {
+            struct hetcl_op_xent_args a = {
+                    .rows = sh->rows, .classes = step->out_elems, .scale = 1};
+            hetcl_handle *h[2] = {in, y};
+            hetcl_access m[2] = {HETCL_R, HETCL_W};
+            st = submit(s, sh, k, 0, &hetcl_op_softmax, &a, sizeof a, 2, h, m);
+            break;
+        }
+        case HETCL_INFER_FLATTEN:
+            break;
+        }
+        in = y;
+    }
+    return st;
+}
+
+hetcl_status hetcl_infer_session_run(hetcl_infer_session *s, const float *x, float *probs)
+{
+    if (!s || !x)
+        return hetcl__fail(s ? s->ctx : NULL, HETCL_ERR_INVALID_ARG,
+                           "hetcl_infer_session_run: NULL argument");
+    const hetcl_infer_plan *p = s->plan;
+    hetcl_status st = HETCL_OK;
+    /* Inputs first, then every share's tasks, so that the shares run side by side. */
+    for (size_t i = 0; i < s->n_shares && st == HETCL_OK; i++) {
+        struct share *sh = &s->shares[i];
+        st = hetcl_handle_sync_host(s->rt, sh->input, HETCL_W);
+        if (st == HETCL_OK)
+            memcpy(hetcl_handle_host_ptr(sh->input), x + sh->row0 * p->in_elems,
+                   (size_t) (sh->rows * p->in_elems) * sizeof(float));
+    }
+    for (size_t i = 0; i < s->n_shares && st == HETCL_OK; i++)
+        st = submit_share(s, &s->shares[i]);
+    for (size_t i = 0; i < s->n_shares; i++) {
+        struct share *sh = &s->shares[i];
+        hetcl_handle *y = sh->out[p->n_steps - 1];
+        hetcl_status r = hetcl_handle_sync_host(s->rt, y, HETCL_R);
+        if (r == HETCL_OK && st == HETCL_OK && probs)
+            memcpy(probs + sh->row0 * p->n_classes, hetcl_handle_host_ptr(y),
+                   (size_t) (sh->rows * p->n_classes) * sizeof(float));
+        if (st == HETCL_OK)
+            st = r;
+    }
+    return st;
+}
