@@ -108,10 +108,10 @@ static double quick_median_ms(struct bench_env *env, struct bench_model *m, int6
     return t[runs / 2];
 }
 
-static void fail_config(struct bench_result *r, const char *fmt, const char *detail)
+static void fail_config(struct bench_result *r, const char *msg)
 {
     r->ok = false;
-    snprintf(r->error, sizeof r->error, fmt, detail ? detail : "");
+    snprintf(r->error, sizeof r->error, "%s", msg && *msg ? msg : "failed");
     /* one line */
     for (char *p = r->error; *p; p++)
         if (*p == '\n')
@@ -133,7 +133,7 @@ static bool place(struct bench_env *env, struct bench_model *m, const struct ben
         return true;
     }
     if (c->placement == BENCH_PIPELINE) {
-        fail_config(r, "pipeline placement is not implemented yet%s", NULL);
+        fail_config(r, "pipeline placement is not implemented yet");
         return false;
     }
     /* split and auto: each device's speed at this batch, measured now */
@@ -143,7 +143,7 @@ static bool place(struct bench_env *env, struct bench_model *m, const struct ben
         speed[i] = isfinite(ms[i]) && ms[i] > 0 ? (double) c->batch / ms[i] : 0;
     }
     if (!hetcl_infer_split_rows(speed, n, c->batch, rows)) {
-        fail_config(r, "could not split the batch%s", NULL);
+        fail_config(r, "could not split the batch");
         return false;
     }
     double total = 0;
@@ -157,7 +157,7 @@ static bool place(struct bench_env *env, struct bench_model *m, const struct ben
         r->shares[i].share = (double) rows[i] / (double) c->batch;
     }
     if (!(total > 0)) {
-        fail_config(r, "no device could run the model%s", NULL);
+        fail_config(r, "no device could run the model");
         return false;
     }
     if (c->placement == BENCH_SPLIT || n < 2) {
@@ -368,7 +368,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     char err[200] = "";
     float *inputs = make_inputs(env, m->plan, c->batch, err, sizeof err);
     if (!inputs) {
-        fail_config(r, "%s", err);
+        fail_config(r, err);
         return;
     }
     size_t per = (size_t) c->batch * (size_t) m->plan->in_elems;
@@ -413,7 +413,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         r->first_inference_ms = bench_model_now_ms() - a;
     }
     if (stt != HETCL_OK) {
-        fail_config(r, "%s", hetcl_context_last_error(env->ctx));
+        fail_config(r, hetcl_context_last_error(env->ctx));
         hetcl_infer_session_destroy(s);
         free(inputs);
         return;
@@ -470,7 +470,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         }
     }
     if (stt != HETCL_OK) {
-        fail_config(r, "%s", hetcl_context_last_error(env->ctx));
+        fail_config(r, hetcl_context_last_error(env->ctx));
         hetcl_infer_session_destroy(s);
         free(inputs);
         return;
