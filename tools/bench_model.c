@@ -4,6 +4,7 @@
  * configuration is run by bench_model_run.c.
  */
 #include "bench_model.h"
+#include "bench_build.h"
 #include "bench_machine.h"
 #include "cli.h"
 #include "devices_json.h"
@@ -35,7 +36,7 @@ struct options {
     enum bench_scenario scenarios[MAX_LIST];
     size_t n_scenarios;
     const char *devices, *data, *report, *trace, *scheduler, *split_cpu;
-    bool markdown, randomise, quiet;
+    bool markdown, randomise, quiet, quick;
     double cooldown_ms, window_ms, tolerance;
     unsigned long distinct, accuracy_samples;
     uint64_t seed, input_seed, order_seed;
@@ -165,6 +166,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                                                   .timed_max_ms = 2000};
             o->window_ms = 10;
             o->accuracy_samples = 256;
+            o->quick = true; /* also skips the cold/warm program builds */
             continue;
         }
         if (!strcmp(a, "--quiet")) {
@@ -378,7 +380,7 @@ static cJSON *provenance(int argc, char **argv, const struct hetcl_device_list *
 }
 
 /* The devices of the run: the runtime's workers, all of them or those named. */
-static int pick_devices(hetcl_runtime *rt, const char *want, struct bench_device *out,
+static int pick_devices(hetcl_runtime *rt, const char *want, bool builds, struct bench_device *out,
                         size_t *n_out)
 {
     size_t n = hetcl_runtime_n_workers(rt), k = 0;
@@ -411,11 +413,11 @@ static int pick_devices(hetcl_runtime *rt, const char *want, struct bench_device
                 d->has_ceilings = true;
                 d->ceiling_gflops = c.fp32_gflops.stat.median;
                 d->ceiling_gbps = c.mem_bandwidth.stat.median;
-                if (c.build_cold_ms.measured && c.build_warm_ms.measured) {
-                    d->build_cold_ms = c.build_cold_ms.stat.median;
-                    d->build_warm_ms = c.build_warm_ms.stat.median;
-                }
             }
+            if (builds && wi.desc &&
+                !bench_build_times(hetcl_runtime_context(rt), wi.desc, &d->build_cold_ms,
+                                   &d->build_warm_ms))
+                d->build_cold_ms = d->build_warm_ms = (double) NAN;
         }
         if (!all && !found) {
             char names[512] = "";
@@ -506,7 +508,7 @@ int cli_bench_model(int argc, char **argv)
         rc = CLI_EXIT_FAILURE;
         goto done;
     }
-    if ((rc = pick_devices(rt, o.devices, devices, &n_devices)) != 0) {
+    if ((rc = pick_devices(rt, o.devices, !o.quick, devices, &n_devices)) != 0) {
         if (rc == CLI_EXIT_FAILURE)
             cli_error("--devices: no usable worker");
         goto done;
