@@ -9,6 +9,8 @@
 #ifndef HETCL_CLI_COMPARE_H
 #define HETCL_CLI_COMPARE_H
 
+#include "textbuf.h"
+
 #include <hetcl/stats.h>
 
 #include <cjson/cJSON.h>
@@ -66,6 +68,8 @@ bool cmp_read_samples(const struct cmp_report *r, const cJSON *array, const char
 
 /* The extractor of "hetcl.bench" reports, schema version 1. */
 bool cmp_extract_bench(struct cmp_report *r);
+/* The extractor of "hetcl.train" reports, schema version 1 (compare_train.c). */
+bool cmp_extract_train(struct cmp_report *r);
 
 /* ---- results ------------------------------------------------------------------------------ */
 
@@ -106,16 +110,6 @@ bool cmp_pair_build(const struct cmp_report *base, const struct cmp_report *cand
 void cmp_pair_free(struct cmp_pair *p);
 
 /* ---- output ------------------------------------------------------------------------------- */
-
-/* A growable string; on allocation failure it sets failed and stops growing. */
-struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool failed;
-};
-void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sb_puts(struct sbuf *b, const char *s);
-void sb_free(struct sbuf *b);
 
 enum cmp_format { CMP_TABLE, CMP_MD, CMP_JSON, CMP_HTML, CMP_GAB, CMP_GAB_BIGGER };
 

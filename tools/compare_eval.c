@@ -153,10 +153,13 @@ bool cmp_pair_build(const struct cmp_report *base, const struct cmp_report *cand
         if (!find_entry(cand, base->entries[i].key))
             out->only_base[out->n_only_base++] = base->entries[i].key;
     if (out->n_configs == 0) {
-        cli_error("nothing to match: no configuration of %s (e.g. '%s') is in %s (e.g. '%s'); "
-                  "configurations match on model, devices, placement, scenario and batch",
-                  cand->path, nn ? cand->entries[0].key : "none", base->path,
-                  nb ? base->entries[0].key : "none");
+        bool train = !strcmp(base->kind, "hetcl.train");
+        cli_error("nothing to match: no %s of %s (e.g. '%s') is in %s (e.g. '%s'); %s match on "
+                  "%s",
+                  train ? "run" : "configuration", cand->path, nn ? cand->entries[0].key : "none",
+                  base->path, nb ? base->entries[0].key : "none", train ? "runs" : "configurations",
+                  train ? "model, dataset, algorithm and devices"
+                        : "model, devices, placement, scenario and batch");
         return false;
     }
     return true;

@@ -4,8 +4,7 @@
  */
 #include "cli.h"
 #include "compare.h"
-
-#include <hetcl/schema.h>
+#include "report_doc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@ struct report_kind {
 
 static const struct report_kind kinds[] = {
         {"hetcl.bench", 1, cmp_extract_bench},
+        {"hetcl.train", 1, cmp_extract_train},
 };
 
 bool cmp_field_error(const struct cmp_report *r, const char *field, const char *fmt, ...)
@@ -72,54 +72,27 @@ bool cmp_read_samples(const struct cmp_report *r, const cJSON *array, const char
     return true;
 }
 
-static const char *string_member(const cJSON *o, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 bool cmp_report_load(const char *path, struct cmp_report *r)
 {
     memset(r, 0, sizeof *r);
     r->path = path;
-    char err[1024];
-    if (hetcl_schema_read_json(path, &r->root, err, sizeof err) != HETCL_OK) {
-        cli_error("%s", err); /* names the file: "x.json: cannot open: ..." */
+    struct report_kind_info readable[sizeof kinds / sizeof kinds[0]];
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        readable[i] = (struct report_kind_info){kinds[i].kind, kinds[i].version};
+    struct report_doc d;
+    bool ok = report_doc_load(path, readable, sizeof kinds / sizeof kinds[0], "compared", &d);
+    r->root = d.root; /* owned by r from here, also on failure */
+    if (!ok)
         return false;
-    }
-    if (!cJSON_IsObject(r->root))
-        return cmp_field_error(r, "$", "expected a JSON object (a hetcl report)");
-    r->kind = string_member(r->root, "kind");
-    if (!r->kind)
-        return cmp_field_error(r, "$.kind", "missing: not a hetcl report");
+    r->kind = d.kind;
+    r->schema_version = d.schema_version;
+    r->hetcl_version = d.hetcl_version;
+    r->hetcl_commit = d.hetcl_commit;
+    r->generated_at = d.generated_at;
     const struct report_kind *k = NULL;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (!strcmp(kinds[i].kind, r->kind))
             k = &kinds[i];
-    if (!k)
-        return cmp_field_error(r, "$.kind",
-                               "'%s' reports cannot be compared (this hetcl compares: "
-                               "hetcl.bench)",
-                               r->kind);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->root, "schema_version");
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 1)
-        return cmp_field_error(r, "$.schema_version", "expected a positive integer");
-    if (v->valuedouble > k->version)
-        return cmp_field_error(r, "$.schema_version",
-                               "version %.0f of %s is unknown to this hetcl (it reads 1 to %d); "
-                               "use a newer hetcl",
-                               v->valuedouble, r->kind, k->version);
-    r->schema_version = (int) v->valuedouble;
-    const cJSON *h = cJSON_GetObjectItemCaseSensitive(r->root, "hetcl");
-    r->hetcl_version = string_member(h, "version");
-    r->hetcl_commit = string_member(h, "commit");
-    r->generated_at = string_member(r->root, "generated_at");
-    if (!r->hetcl_version)
-        r->hetcl_version = "";
-    if (!r->hetcl_commit)
-        r->hetcl_commit = "";
-    if (!r->generated_at)
-        r->generated_at = "";
     if (!k->extract(r))
         return false;
     /* Keys must be unique, or matching would be ambiguous. */

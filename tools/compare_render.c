@@ -11,48 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-    if (b->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->len;
-        int k = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) {
-            b->failed = true;
-            return;
-        }
-        if (b->p && (size_t) k < room) {
-            b->len += (size_t) k;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap - b->len <= (size_t) k)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-}
-
-void sb_puts(struct sbuf *b, const char *s)
-{
-    sb_printf(b, "%s", s);
-}
-
-void sb_free(struct sbuf *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
-
 void cmp_fmt_value(char *out, size_t cap, double v)
 {
     if (isnan(v))
@@ -364,18 +322,7 @@ void cmp_render_md(struct sbuf *b, const struct cmp_pair *pairs, size_t n,
 
 static void html_text(struct sbuf *b, const char *s)
 {
-    for (; *s; s++) {
-        if (*s == '<')
-            sb_puts(b, "&lt;");
-        else if (*s == '>')
-            sb_puts(b, "&gt;");
-        else if (*s == '&')
-            sb_puts(b, "&amp;");
-        else if (*s == '"')
-            sb_puts(b, "&quot;");
-        else
-            sb_printf(b, "%c", *s);
-    }
+    sb_html_text(b, s);
 }
 
 void cmp_render_html(struct sbuf *b, const struct cmp_pair *pairs, size_t n,

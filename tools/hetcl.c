@@ -26,6 +26,10 @@ static const struct command commands[] = {
          "compare reports (BASE NEW...): per metric ratio, confidence interval, p-value and"
          " verdict; exit 3 on a regression",
          cli_compare},
+        {"report",
+         "render a report (bench, train, devices) as Markdown tables or a self-contained HTML"
+         " page with charts",
+         cli_report},
 };
 
 static void usage(FILE *out)
@@ -99,7 +103,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
-    cli_error("unknown command '%s' (expected one of: devices, compare); see 'hetcl --help'",
-              argv[1]);
+    cli_error(
+            "unknown command '%s' (expected one of: devices, compare, report); see 'hetcl --help'",
+            argv[1]);
     return CLI_EXIT_USAGE;
 }

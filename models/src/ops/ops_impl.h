@@ -1,11 +1,12 @@
 /*
  * The implementations behind the operator codelets of <hetcl/ops.h>. Internal.
  *
- *   ops/host/*.c   hetcl__op_<name>_host: native C for the host backend (the runtime's host
+ *   ops/host/X.c   hetcl__op_<name>_host: native C for the host backend (the runtime's host
  *                  workers call them with host pointers).
- *   ops/cl/*.c     hetcl__op_<name>_cl: enqueue OpenCL kernels of clkernels/ (through
+ *   ops/cl/X.c     hetcl__op_<name>_cl: enqueue OpenCL kernels of clkernels/ (through
  *                  hetcl_cl_kernel) on the worker's queue, non-blocking.
  *   codelets.c     the hetcl_op_* codelets pairing them.
+ *   (X: one file per operator or family; a glob here would open a comment.)
  *
  * Both receive the buffers in the order <hetcl/ops.h> documents and the args struct it names;
  * both check args_size and the buffer sizes against the shapes and return

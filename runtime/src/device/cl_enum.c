@@ -136,15 +136,29 @@ static int job_count_devices(void *argp, void *out, size_t cap, size_t *len)
     return 0;
 }
 
-/* Creates the planned sub-devices of a CPU device and describes them into subs[]. */
-static hetcl_status split_device(cl_device_id dev, const struct hetcl_device_desc *root,
-                                 const struct job_arg *arg, struct hetcl_device_desc *subs,
-                                 uint32_t *n_subs, char *msg, size_t cap)
+cl_int hetcl__cl_get_platform(int platform, cl_platform_id *out)
+{
+    cl_platform_id pids[MAX_PLATFORMS];
+    cl_uint np = 0;
+    *out = NULL;
+    cl_int e = get_platforms(pids, &np);
+    if (e != CL_SUCCESS)
+        return e;
+    if (platform < 0 || (cl_uint) platform >= np)
+        return CL_INVALID_PLATFORM;
+    *out = pids[platform];
+    return CL_SUCCESS;
+}
+
+hetcl_status hetcl__cl_split_device(cl_device_id dev, const struct hetcl_device_desc *root,
+                                    const char *spec, const hetcl_topology *topo, cl_device_id *ids,
+                                    struct hetcl_device_desc *subs, uint32_t *n_subs, char *msg,
+                                    size_t cap)
 {
     *n_subs = 0;
     if (!root->partition_equally && !root->partition_by_counts) {
-        snprintf(msg, cap, "--split-cpu %s: device %s (%s) does not support partitioning",
-                 arg->split_spec, root->id, root->name);
+        snprintf(msg, cap, "--split-cpu %s: device %s (%s) does not support partitioning", spec,
+                 root->id, root->name);
         return HETCL_ERR_UNSUPPORTED;
     }
     hetcl_context *ctx = NULL;
@@ -152,9 +166,9 @@ static hetcl_status split_device(cl_device_id dev, const struct hetcl_device_des
     struct hetcl_cpu_split_plan plan;
     hetcl_status st = hetcl_context_create(NULL, &ctx);
     if (st == HETCL_OK)
-        st = hetcl_device_locate(ctx, arg->topo, root, &loc);
+        st = hetcl_device_locate(ctx, topo, root, &loc);
     if (st == HETCL_OK)
-        st = hetcl_cpu_split_plan_make(ctx, arg->topo, loc.cpuset, arg->split_spec, &plan);
+        st = hetcl_cpu_split_plan_make(ctx, topo, loc.cpuset, spec, &plan);
     if (st != HETCL_OK) {
         snprintf(msg, cap, "%s", ctx ? hetcl_context_last_error(ctx) : "out of memory");
         hetcl_context_destroy(ctx);
@@ -168,8 +182,8 @@ static hetcl_status split_device(cl_device_id dev, const struct hetcl_device_des
         snprintf(msg, cap,
                  "--split-cpu %s: device %s has %u compute units and at most %u sub-devices; "
                  "the plan needs %u units in %u parts",
-                 arg->split_spec, root->id, root->compute_units, root->partition_max_sub_devices,
-                 total, plan.n_parts);
+                 spec, root->id, root->compute_units, root->partition_max_sub_devices, total,
+                 plan.n_parts);
         return HETCL_ERR_UNSUPPORTED;
     }
 
@@ -186,26 +200,33 @@ static hetcl_status split_device(cl_device_id dev, const struct hetcl_device_des
             props[np++] = (cl_device_partition_property) plan.counts[i];
         props[np++] = CL_DEVICE_PARTITION_BY_COUNTS_LIST_END;
     } else {
-        snprintf(msg, cap, "--split-cpu %s: device %s supports only equal partitions",
-                 arg->split_spec, root->id);
+        snprintf(msg, cap, "--split-cpu %s: device %s supports only equal partitions", spec,
+                 root->id);
         return HETCL_ERR_UNSUPPORTED;
     }
     props[np] = 0;
-    cl_device_id ids[HETCL_MAX_SUBDEVICES];
     cl_uint n = 0;
     cl_int e = clCreateSubDevices(dev, props, HETCL_MAX_SUBDEVICES, ids, &n);
     if (e != CL_SUCCESS) {
-        snprintf(msg, cap, "--split-cpu %s: clCreateSubDevices on %s: %s", arg->split_spec,
-                 root->id, hetcl__cl_error_name(e));
+        snprintf(msg, cap, "--split-cpu %s: clCreateSubDevices on %s: %s", spec, root->id,
+                 hetcl__cl_error_name(e));
         return HETCL_ERR_UNSUPPORTED;
     }
+    if (n > HETCL_MAX_SUBDEVICES)
+        n = HETCL_MAX_SUBDEVICES;
+    /* Parts beyond the plan (PARTITION_EQUALLY makes as many as fit) are released. */
+    for (cl_uint i = plan.n_parts; i < n; i++)
+        clReleaseDevice(ids[i]);
     if (n > plan.n_parts)
         n = plan.n_parts;
     for (cl_uint i = 0; i < n; i++) {
         struct hetcl_device_desc *d = &subs[i];
         memset(d, 0, sizeof *d);
-        if (hetcl__cl_describe_device(ids[i], d, msg, cap) != HETCL_OK)
+        if (hetcl__cl_describe_device(ids[i], d, msg, cap) != HETCL_OK) {
+            for (cl_uint j = 0; j < n; j++)
+                clReleaseDevice(ids[j]);
             return HETCL_ERR_OPENCL;
+        }
         d->platform_index = root->platform_index;
         d->device_index = root->device_index;
         d->sub_index = (int) i;
@@ -248,7 +269,11 @@ static int job_describe_device(void *argp, void *out, size_t cap, size_t *len)
     h->n = 1;
     if (arg->split_spec && d->type == HETCL_DEVICE_CPU) {
         uint32_t n_subs = 0;
-        st = split_device(ids[arg->device], d, arg, d + 1, &n_subs, h->message, sizeof h->message);
+        cl_device_id sub_ids[HETCL_MAX_SUBDEVICES];
+        st = hetcl__cl_split_device(ids[arg->device], d, arg->split_spec, arg->topo, sub_ids, d + 1,
+                                    &n_subs, h->message, sizeof h->message);
+        for (uint32_t i = 0; st == HETCL_OK && i < n_subs; i++)
+            clReleaseDevice(sub_ids[i]);
         if (st != HETCL_OK) {
             h->status = st;
             h->n = 0;

@@ -73,6 +73,7 @@ struct rt_task {
 
     /* Dependencies (graph_lock). */
     atomic_int n_unfinished_deps; /* + 1 while submission is in progress */
+    bool cancel; /* a predecessor failed: the task will not run (HETCL_ERR_CANCELLED) */
     struct rt_task **successors;
     size_t n_successors, cap_successors;
     uint64_t dep_ids[HETCL_TASK_MAX_DEPS * 2]; /* first predecessors, for trace flow arrows */
@@ -89,8 +90,16 @@ struct rt_task {
     int sched_worker;    /* the worker dmda/ws queued it for, -1 none */
     double predicted_ns; /* dmda's predicted execution time, 0 when none */
 
+    /* Early chaining (graph_lock): a task whose unfinished predecessors are all enqueued on one
+     * OpenCL worker's in-order queue may be enqueued right behind them (rt_worker.c). */
+    int enq_worker;   /* the OpenCL worker whose queue holds it, -1 none */
+    int chain_worker; /* the one worker that holds its enqueued predecessors; -1 none, -2 several */
+    int n_chained;    /* unfinished predecessors enqueued on chain_worker */
+    bool chained;     /* claimed by early chaining: never pushed to the policy */
+
     /* OpenCL execution (worker-owned while RUNNING). */
     cl_event done_event;
+    bool cl_complete; /* its completion callback came (worker thread only) */
     unsigned n_transfers;
     struct rt_task *mail_next; /* completion mailbox link */
 
@@ -115,6 +124,8 @@ struct rt_handle {
     size_t bytes;
     void *host_ptr;
     bool host_owned; /* allocated by the runtime */
+    void *host_base; /* the allocation host_ptr was aligned within (host_owned) */
+    struct rt_handle *reg_prev, *reg_next; /* rt->handles, under graph_lock */
     pthread_mutex_t lock;
     struct rt_copy copies[RT_MAX_NODES]; /* copies[0] is the host copy */
     /* CL_MEM_USE_HOST_PTR buffers over host_ptr, one per OpenCL platform context, used by
@@ -164,7 +175,10 @@ struct rt_worker {
     struct rt_task *mail_head, *mail_tail; /* OpenCL tasks whose done_event completed */
     atomic_bool idle;  /* set before the worker's last pop attempt before sleeping */
     unsigned inflight; /* OpenCL tasks enqueued and not yet completed (worker thread only) */
+    struct rt_task **inflight_tasks; /* [rt->cl_inflight], in enqueue order (worker thread only) */
 
+    /* Detail of the last device failure in rt_data.c or hetcl_cl_scratch (worker thread). */
+    char fail_detail[HETCL_STR_MAX];
     atomic_bool excluded;
     char excluded_reason[HETCL_STR_MAX];
     atomic_uint fault_alloc; /* injected faults left */
@@ -182,6 +196,9 @@ struct rt_worker {
 struct rt_platform {
     cl_platform_id id;
     cl_context clctx; /* all selected devices of the platform */
+    /* A queue on the platform's first selected device, for the blocking transfers and
+     * map/unmap synchronisations done on behalf of host threads (thread-safe per OpenCL). */
+    cl_command_queue aux_queue;
 };
 
 struct hetcl_runtime {
@@ -197,6 +214,7 @@ struct hetcl_runtime {
     struct rt_worker *workers[RT_MAX_WORKERS];
     size_t n_workers;
     int n_nodes;
+    int node_platform[RT_MAX_NODES]; /* the platform whose context holds a node's copies; -1 */
     /* Link figures per memory node (to and from host), from probe ceilings or defaults. */
     double node_h2d_gbs[RT_MAX_NODES], node_d2h_gbs[RT_MAX_NODES];
     double node_latency_ns[RT_MAX_NODES];
@@ -210,8 +228,10 @@ struct hetcl_runtime {
     pthread_cond_t done_cond; /* broadcast when a task finishes */
     uint64_t next_task_id;
     uint64_t next_handle_id;
-    size_t n_pending;         /* submitted, not yet done */
-    hetcl_status first_error; /* since the last wait_all */
+    size_t n_pending;          /* submitted, not yet done */
+    size_t n_waiters;          /* threads sleeping on done_cond (no broadcast when none) */
+    struct rt_handle *handles; /* registered handles, freed at destroy if still there */
+    hetcl_status first_error;  /* since the last wait_all */
     unsigned calibrate_min;
     unsigned cl_inflight;
 };
@@ -227,11 +247,32 @@ bool hetcl__rt_can_run(const struct rt_worker *w, const struct rt_task *t);
 void hetcl__rt_wake(struct rt_worker *w);
 /* Wakes one idle worker able to run t, if any (eager-style policies). (rt_worker.c) */
 void hetcl__rt_wake_idle_for(struct hetcl_runtime *rt, const struct rt_task *t);
+/* Worker threads (rt_worker.c): start, stop (join; waits for the tasks in flight), and
+ * exclusion after a device failure (from the worker's own thread: the policy's excluded hook
+ * then re-places what was queued for it). */
+hetcl_status hetcl__rt_worker_start(struct rt_worker *w);
+void hetcl__rt_worker_stop(struct rt_worker *w);
+void hetcl__rt_worker_exclude(struct rt_worker *w, const char *reason);
+/* Is there a worker, not excluded, able to run t. (rt_task.c) */
+bool hetcl__rt_any_can_run(const struct hetcl_runtime *rt, const struct rt_task *t);
+/* Fails a READY task that no worker can run any more (every capable worker was excluded)
+ * with HETCL_ERR_NO_DEVICE. For policies: call it without holding the policy lock, on a task
+ * the policy has removed from its queues. (rt_task.c) */
+void hetcl__rt_task_fail_unrunnable(struct hetcl_runtime *rt, struct rt_task *t);
 
 /* Called by the worker that finished t (status set in t->status), after data validity was
  * updated: releases successors, records the perf sample and trace, wakes waiters. (rt_task.c) */
 void hetcl__rt_task_finished(struct rt_worker *w, struct rt_task *t);
 void hetcl__rt_task_unref(struct rt_task *t);
+/* The tasks tracked on h that a host access must wait for: the last writer and the
+ * RW_CONCURRENT tasks, plus the readers unless writers_only. References are taken; the caller
+ * releases them and frees *out (hetcl__free). Returns how many. (rt_task.c) */
+size_t hetcl__rt_handle_tasks(struct hetcl_runtime *rt, struct rt_handle *h, bool writers_only,
+                              struct rt_task ***out);
+/* Forgets h's tracked tasks if they are all done (after a writing sync_host). (rt_task.c) */
+void hetcl__rt_handle_forget_done(struct hetcl_runtime *rt, struct rt_handle *h);
+/* Forgets h's tracked tasks and frees the tracking lists (unregister, destroy). (rt_task.c) */
+void hetcl__rt_handle_tracking_free(struct hetcl_runtime *rt, struct rt_handle *h);
 
 /* Data (rt_data.c). */
 /* Bytes of t's inputs that are not valid on `node` (what a run there would transfer). */
@@ -251,15 +292,22 @@ hetcl_status hetcl__rt_data_acquire_cl(struct rt_worker *w, struct rt_task *t, c
 /* Before running t on host worker w: makes every read buffer's host copy valid (blocking
  * reads from devices) and fills ptrs[]. */
 hetcl_status hetcl__rt_data_acquire_host(struct rt_worker *w, struct rt_task *t, void **ptrs);
-/* After t completed successfully on w: written buffers become valid on w->node only. For
- * OpenCL tasks `done` (may be NULL) is the completion event. */
+/* After t ran successfully on host worker w, or was enqueued successfully on OpenCL worker w:
+ * written buffers become valid on w->node only (for OpenCL, ready when t->done_event
+ * completes). */
 void hetcl__rt_data_release(struct rt_worker *w, struct rt_task *t);
+/* Frees a handle entirely: copies, host copy if the runtime allocated it, tracking (no
+ * waiting: the caller made sure nothing is pending). Unlinks it from rt->handles. */
+void hetcl__rt_data_handle_free(struct hetcl_runtime *rt, struct rt_handle *h);
 /* Frees a handle's device copies (no waiting: the caller made sure nothing is pending). */
 void hetcl__rt_data_free_copies(struct hetcl_runtime *rt, struct rt_handle *h);
 /* Makes h's host copy valid (blocking); with `invalidate_devices`, marks every other copy
  * invalid. */
 hetcl_status hetcl__rt_data_to_host(struct hetcl_runtime *rt, struct rt_handle *h,
                                     bool invalidate_devices);
+
+/* Frees a worker's kernel cache (rt_kernels.c); NULL is a no-op. */
+void hetcl__rt_kernels_destroy(struct rt_kernel_cache *kc);
 
 /* Trace (rt_trace.c); all no-ops when rt->trace is NULL. */
 hetcl_status hetcl__rt_trace_create(struct rt_trace **out);

@@ -33,6 +33,9 @@ struct rt_sched_policy {
     void (*excluded)(void *state, struct rt_worker *w);
 };
 
+/* The policies (one file each). */
+extern const struct rt_sched_policy hetcl__sched_eager;
+
 /* The policy called `name`, or NULL. */
 const struct rt_sched_policy *hetcl__sched_find(const char *name);
 /* The policies, NULL-terminated (for --help and error messages). */

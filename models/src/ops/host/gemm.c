@@ -1,0 +1,270 @@
+/*
+ * The host SGEMM: blocking and packing around a register-blocked micro-kernel (BLIS's loop
+ * order), and the gemm operator.
+ *
+ * Loops, outer to inner: columns of C in blocks of nc; depth in blocks of kc (op(B)'s kc x nc
+ * block is packed into nr-wide panels); rows in blocks of mc (op(A)'s mc x kc block is packed
+ * into mr-tall panels, alpha not applied); then each nr panel of B (stays in L1) against each mr
+ * panel of A (streams from L2). Packing makes all four transpositions one kernel: it reads A and
+ * B in their own layouts and writes the panels the kernel wants, zero-padded at the edges, so the
+ * kernel never sees a partial tile; partial tiles of C go through a small buffer.
+ *
+ * The first depth block applies beta (beta == 0: C is only written); later ones add.
+ * Blocks are balanced (784 = 4 x 196, not 3 x 256 + 16) so that no block is a sliver.
+ */
+#include "host_ops.h"
+
+#include <string.h>
+
+const struct hetcl_gemm_kernel *hetcl__gemm_kernel(hetcl_gemm_isa isa)
+{
+    bool avx512 = false, avx2 = false;
+#ifdef HETCL_GEMM_HAVE_X86
+    __builtin_cpu_init();
+    avx512 = __builtin_cpu_supports("avx512f");
+    avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    switch (isa) {
+    case HETCL_GEMM_AUTO:
+#ifdef HETCL_GEMM_HAVE_X86
+        if (avx512) {
+            return &hetcl__gemm_kernel_avx512;
+        }
+        if (avx2) {
+            return &hetcl__gemm_kernel_avx2;
+        }
+#endif
+        return &hetcl__gemm_kernel_generic;
+    case HETCL_GEMM_GENERIC:
+        return &hetcl__gemm_kernel_generic;
+    case HETCL_GEMM_AVX2:
+#ifdef HETCL_GEMM_HAVE_X86
+        return avx2 ? &hetcl__gemm_kernel_avx2 : NULL;
+#else
+        return NULL;
+#endif
+    case HETCL_GEMM_AVX512:
+#ifdef HETCL_GEMM_HAVE_X86
+        return avx512 ? &hetcl__gemm_kernel_avx512 : NULL;
+#else
+        return NULL;
+#endif
+    }
+    return NULL;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static int64_t round_up(int64_t x, int64_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+/* The block size for `total` when blocks may be at most `cap`: equal blocks, rounded up to
+ * `unit`. */
+static int64_t balanced_block(int64_t total, int64_t cap, int64_t unit)
+{
+    int64_t blocks = (total + cap - 1) / cap;
+    return round_up((total + blocks - 1) / blocks, unit);
+}
+
+/* The transposing pack of a full panel: register transposes where the CPU has AVX (avx is only
+ * true then), else one strided store per element. */
+static void pack_transposed(const float *src, int64_t ld, int w, int64_t kb, float *dst)
+{
+#ifdef HETCL_GEMM_HAVE_X86
+    hetcl__gemm_pack_transposed_avx(src, ld, w, kb, dst);
+#else
+    for (int r = 0; r < w; r++) {
+        for (int64_t p = 0; p < kb; p++) {
+            dst[p * w + r] = src[r * ld + p];
+        }
+    }
+#endif
+}
+
+/* op(A)[i0 .. i0+rows) x [p0 .. p0+kb) into mr-tall panels: dst[panel][p][r]. */
+static void pack_a(bool trans, const float *a, int64_t lda, int64_t i0, int64_t rows, int64_t p0,
+                   int64_t kb, int mr, bool avx, float *dst)
+{
+    for (int64_t ir = 0; ir < rows; ir += mr, dst += mr * kb) {
+        int64_t n_r = min64(mr, rows - ir);
+        if (trans) {
+            /* stored [k][lda]: each depth step is a contiguous run of rows */
+            for (int64_t p = 0; p < kb; p++) {
+                const float *src = a + (p0 + p) * lda + i0 + ir;
+                float *d = dst + p * mr;
+                memcpy(d, src, (size_t) n_r * sizeof *d);
+                for (int64_t r = n_r; r < mr; r++) {
+                    d[r] = 0.0f;
+                }
+            }
+        } else if (avx && n_r == mr) {
+            pack_transposed(a + (i0 + ir) * lda + p0, lda, mr, kb, dst);
+        } else {
+            for (int64_t r = 0; r < n_r; r++) {
+                const float *src = a + (i0 + ir + r) * lda + p0;
+                for (int64_t p = 0; p < kb; p++) {
+                    dst[p * mr + r] = src[p];
+                }
+            }
+            for (int64_t r = n_r; r < mr; r++) {
+                for (int64_t p = 0; p < kb; p++) {
+                    dst[p * mr + r] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* op(B)[p0 .. p0+kb) x [j0 .. j0+cols) into nr-wide panels: dst[panel][p][c]. */
+static void pack_b(bool trans, const float *b, int64_t ldb, int64_t j0, int64_t cols, int64_t p0,
+                   int64_t kb, int nr, bool avx, float *dst)
+{
+    for (int64_t jr = 0; jr < cols; jr += nr, dst += nr * kb) {
+        int64_t n_c = min64(nr, cols - jr);
+        if (!trans) {
+            for (int64_t p = 0; p < kb; p++) {
+                const float *src = b + (p0 + p) * ldb + j0 + jr;
+                float *d = dst + p * nr;
+                memcpy(d, src, (size_t) n_c * sizeof *d);
+                for (int64_t c = n_c; c < nr; c++) {
+                    d[c] = 0.0f;
+                }
+            }
+        } else if (avx && n_c == nr) {
+            pack_transposed(b + (j0 + jr) * ldb + p0, ldb, nr, kb, dst);
+        } else {
+            /* stored [n][ldb]: column c of op(B) is row j0+jr+c of B */
+            for (int64_t c = 0; c < n_c; c++) {
+                const float *src = b + (j0 + jr + c) * ldb + p0;
+                for (int64_t p = 0; p < kb; p++) {
+                    dst[p * nr + c] = src[p];
+                }
+            }
+            for (int64_t c = n_c; c < nr; c++) {
+                for (int64_t p = 0; p < kb; p++) {
+                    dst[p * nr + c] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* C = beta * C over m x n (beta == 0 writes zeros: NaN in C does not survive). */
+static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc)
+{
+    for (int64_t i = 0; i < m; i++) {
+        float *row = c + i * ldc;
+        if (beta == 0.0f) {
+            memset(row, 0, (size_t) n * sizeof *row);
+        } else if (beta != 1.0f) {
+            for (int64_t j = 0; j < n; j++) {
+                row[j] *= beta;
+            }
+        }
+    }
+}
+
+hetcl_status hetcl__sgemm(hetcl_context *ctx, const struct hetcl_gemm_kernel *kernel, bool trans_a,
+                          bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                          const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                          float *c, int64_t ldc)
+{
+    if (m <= 0 || n <= 0) {
+        return HETCL_OK;
+    }
+    if (k <= 0 || alpha == 0.0f) {
+        scale_c(m, n, beta, c, ldc);
+        return HETCL_OK;
+    }
+    const struct hetcl_gemm_kernel *kern = kernel ? kernel : hetcl__gemm_kernel(HETCL_GEMM_AUTO);
+    const int mr = kern->mr, nr = kern->nr;
+    /* the AVX and AVX-512 kernels run only where AVX exists: their packing may use it too */
+    const bool avx = kern != &hetcl__gemm_kernel_generic;
+    const int64_t kc = balanced_block(k, kern->kc, 1);
+    const int64_t mc = balanced_block(m, kern->mc, mr);
+    const int64_t nc = balanced_block(n, kern->nc, nr);
+
+    size_t a_len = (size_t) (mc * kc), b_len = (size_t) (kc * nc), t_len = (size_t) (mr * nr);
+    /* 64-byte alignment for the panels (aligned vector loads), offsets kept multiples of 16 */
+    a_len = (size_t) round_up((int64_t) a_len, 16);
+    b_len = (size_t) round_up((int64_t) b_len, 16);
+    char *raw = hetcl__malloc((a_len + b_len + t_len) * sizeof(float) + 64);
+    if (!raw) {
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY,
+                           "gemm: %zu bytes of packing buffers for m=%" PRId64 " n=%" PRId64
+                           " k=%" PRId64,
+                           (a_len + b_len + t_len) * sizeof(float) + 64, m, n, k);
+    }
+    float *ap = (float *) (void *) (raw + (64 - (uintptr_t) raw % 64) % 64);
+    float *bp = ap + a_len;
+    float *tile = bp + b_len;
+
+    for (int64_t jc = 0; jc < n; jc += nc) {
+        const int64_t nb = min64(nc, n - jc);
+        for (int64_t pc = 0; pc < k; pc += kc) {
+            const int64_t kb = min64(kc, k - pc);
+            const float beta_blk = pc == 0 ? beta : 1.0f;
+            pack_b(trans_b, b, ldb, jc, nb, pc, kb, nr, avx, bp);
+            for (int64_t ic = 0; ic < m; ic += mc) {
+                const int64_t mb = min64(mc, m - ic);
+                pack_a(trans_a, a, lda, ic, mb, pc, kb, mr, avx, ap);
+                for (int64_t jr = 0; jr < nb; jr += nr) {
+                    const int64_t n_c = min64(nr, nb - jr);
+                    const float *bpanel = bp + jr * kb;
+                    for (int64_t ir = 0; ir < mb; ir += mr) {
+                        const int64_t n_r = min64(mr, mb - ir);
+                        const float *apanel = ap + ir * kb;
+                        float *ct = c + (ic + ir) * ldc + jc + jr;
+                        if (n_r == mr && n_c == nr) {
+                            kern->run(kb, apanel, bpanel, ct, ldc, alpha, beta_blk);
+                            continue;
+                        }
+                        kern->run(kb, apanel, bpanel, tile, nr, alpha, 0.0f);
+                        for (int64_t r = 0; r < n_r; r++) {
+                            float *crow = ct + r * ldc;
+                            const float *trow = tile + r * nr;
+                            if (beta_blk == 0.0f) {
+                                memcpy(crow, trow, (size_t) n_c * sizeof *crow);
+                            } else {
+                                for (int64_t j = 0; j < n_c; j++) {
+                                    crow[j] = trow[j] + beta_blk * crow[j];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    hetcl__free(raw);
+    return HETCL_OK;
+}
+
+/* Buffers: A (R), B (R), C (beta == 0 ? W : RW). */
+hetcl_status hetcl__op_gemm_host(const struct hetcl_host_call *call)
+{
+    static const char op[] = "gemm";
+    hetcl_status s = hetcl__host_check_args(call, sizeof(struct hetcl_op_gemm_args), op);
+    if (s != HETCL_OK) {
+        return s;
+    }
+    const struct hetcl_op_gemm_args *g = call->args;
+    int64_t na, nb, nc;
+    const int64_t da[2] = {g->m, g->k}, db[2] = {g->k, g->n}, dc[2] = {g->m, g->n};
+    if ((s = hetcl__host_count(call, op, "A", 2, da, &na)) != HETCL_OK ||
+        (s = hetcl__host_count(call, op, "B", 2, db, &nb)) != HETCL_OK ||
+        (s = hetcl__host_count(call, op, "C", 2, dc, &nc)) != HETCL_OK ||
+        (s = hetcl__host_check_buf(call, op, 0, "A", na, sizeof(float))) != HETCL_OK ||
+        (s = hetcl__host_check_buf(call, op, 1, "B", nb, sizeof(float))) != HETCL_OK ||
+        (s = hetcl__host_check_buf(call, op, 2, "C", nc, sizeof(float))) != HETCL_OK) {
+        return s;
+    }
+    return hetcl__sgemm(hetcl__host_ctx(call), NULL, g->trans_a, g->trans_b, g->m, g->n, g->k,
+                        g->alpha, call->ptrs[0], g->trans_a ? g->m : g->k, call->ptrs[1],
+                        g->trans_b ? g->k : g->n, g->beta, call->ptrs[2], g->n);
+}

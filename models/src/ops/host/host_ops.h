@@ -1,0 +1,114 @@
+/*
+ * Shared by the host backend's operators (the files of ops/host). Internal.
+ *
+ * - Argument and buffer checks that every hetcl__op_<name>_host runs before touching memory.
+ * - The SGEMM behind gemm, conv2d and gemm_f16: packing + a register-blocked micro-kernel
+ *   picked at run time from the CPU's features (AVX-512F, AVX2+FMA, generic C). It runs on the
+ *   calling thread only: parallelism comes from several host workers running different tasks.
+ * - Software float <-> half conversion (round to nearest even, subnormals, inf and NaN).
+ */
+#ifndef HETCL_OPS_HOST_H
+#define HETCL_OPS_HOST_H
+
+#include "../ops_impl.h"
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The elementwise loops are cloned for AVX-512 and AVX2 and dispatched by ifunc at load time, so
+ * the auto-vectoriser can use the wider registers without -march (the binary runs on any
+ * x86-64). Elsewhere the plain loop is built. */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && defined(__linux__) && \
+        !defined(__clang__)
+#define HETCL_HOST_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define HETCL_HOST_CLONES
+#endif
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+/* The context that errors of `call` are recorded on (NULL when call->rt is NULL: unit tests). */
+hetcl_context *hetcl__host_ctx(const struct hetcl_host_call *call);
+
+/* HETCL_OK when the call carries an argument blob of exactly `size` bytes. */
+hetcl_status hetcl__host_check_args(const struct hetcl_host_call *call, size_t size,
+                                    const char *op);
+
+/* *out = the product of dims[0..n); HETCL_ERR_INVALID_ARG (detail naming `op` and `what`) when a
+ * dimension is negative or the product overflows. Dimensions may be 0. */
+hetcl_status hetcl__host_count(const struct hetcl_host_call *call, const char *op, const char *what,
+                               int n, const int64_t *dims, int64_t *out);
+
+/* HETCL_OK when buffer `index` holds at least `elems` elements of `elem_size` bytes and its
+ * pointer is not NULL (unless elems is 0). Larger buffers are accepted (a buffer allocated for
+ * the largest batch serves smaller ones). */
+hetcl_status hetcl__host_check_buf(const struct hetcl_host_call *call, const char *op, int index,
+                                   const char *name, int64_t elems, size_t elem_size);
+
+/* ---- SGEMM ------------------------------------------------------------------------------- */
+
+/* The micro-kernels. HETCL_GEMM_AUTO picks the fastest the CPU supports. */
+typedef enum hetcl_gemm_isa {
+    HETCL_GEMM_AUTO = 0,
+    HETCL_GEMM_GENERIC,
+    HETCL_GEMM_AVX2,
+    HETCL_GEMM_AVX512,
+} hetcl_gemm_isa;
+
+/* A micro-kernel computes one mr x nr tile of C from packed panels:
+ *   acc = sum_p a[p*mr + i] * b[p*nr + j] for p < k
+ *   c[i*ldc + j] = alpha * acc + beta * c[i*ldc + j]   (beta == 0: c is written, never read)
+ * a and b are 64-byte aligned; c is any float pointer. */
+typedef void (*hetcl_gemm_ukernel)(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
+                                   float alpha, float beta);
+
+struct hetcl_gemm_kernel {
+    const char *name; /* "avx512", "avx2", "generic" */
+    int mr, nr;       /* tile of C */
+    int mc, kc, nc;   /* cache blocking: rows of A (mc, multiple of mr), depth, columns of B */
+    hetcl_gemm_ukernel run;
+};
+
+/* The kernel of `isa`, or NULL when this CPU (or this build's architecture) lacks it;
+ * HETCL_GEMM_AUTO gives the best available one, never NULL. */
+const struct hetcl_gemm_kernel *hetcl__gemm_kernel(hetcl_gemm_isa isa);
+
+/* Each ISA's kernel, built in its own file. NULL descriptors where the architecture lacks it. */
+extern const struct hetcl_gemm_kernel hetcl__gemm_kernel_generic;
+#if defined(__x86_64__) || defined(__i386__)
+#define HETCL_GEMM_HAVE_X86 1
+extern const struct hetcl_gemm_kernel hetcl__gemm_kernel_avx2;
+extern const struct hetcl_gemm_kernel hetcl__gemm_kernel_avx512;
+/* dst[p*w + r] = src[r*ld + p] for r < w, p < kb: the transposing pack with AVX register
+ * transposes (gemm_pack_x86.c); only on CPUs with AVX. */
+void hetcl__gemm_pack_transposed_avx(const float *src, int64_t ld, int w, int64_t kb, float *dst);
+#endif
+
+/* C = alpha * op(A) * op(B) + beta * C, row-major with leading dimensions, as the BLAS: op(A) is
+ * m x k (stored trans_a ? [k][lda >= m] : [m][lda >= k]), op(B) k x n, C [m][ldc >= n]. beta == 0
+ * never reads C. Uses `kernel` (NULL: the best available). Errors: HETCL_ERR_NO_MEMORY (packing
+ * buffers), recorded on ctx. */
+hetcl_status hetcl__sgemm(hetcl_context *ctx, const struct hetcl_gemm_kernel *kernel, bool trans_a,
+                          bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                          const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                          float *c, int64_t ldc);
+
+/* ---- half precision ---------------------------------------------------------------------- */
+
+/* IEEE binary16 <-> binary32 in software: round to nearest even, subnormals kept, overflow to
+ * inf, NaN stays NaN (quiet, payload truncated). */
+uint16_t hetcl__f32_to_f16(float f);
+float hetcl__f16_to_f32(uint16_t h);
+void hetcl__f32_to_f16_n(const float *src, uint16_t *dst, int64_t n);
+void hetcl__f16_to_f32_n(const uint16_t *src, float *dst, int64_t n);
+
+/* ---- activations ------------------------------------------------------------------------- */
+
+/* y[i] = act(x[i] + bias[i % cols]) over rows x cols (x may equal y). */
+void hetcl__bias_act_rows(hetcl_act act, int64_t rows, int64_t cols, const float *x,
+                          const float *bias, float *y);
+
+#endif /* HETCL_OPS_HOST_H */

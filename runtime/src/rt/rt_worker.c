@@ -1,0 +1,467 @@
+/*
+ * Worker threads: the host loop and the OpenCL loop.
+ *
+ * Sleeping without lost wake-ups: an idle worker sets w->idle, tries to pop once more, and only
+ * then sleeps on its condvar until w->wake (or a completion in its mailbox, or stop). A policy
+ * pushes a task and then looks for an idle worker (hetcl__rt_wake_idle_for), claiming it by
+ * clearing its idle flag. Both sides use sequentially consistent atomics, so either the worker's
+ * last pop sees the task or the pusher sees the idle flag. Nothing spins or polls.
+ *
+ * OpenCL workers keep up to rt->cl_inflight tasks enqueued on their in-order queue. Completion
+ * arrives through clSetEventCallback: the callback (a driver thread) only posts the task to the
+ * worker's mailbox under w->lock; the worker thread does everything else. Enqueues of one loop
+ * iteration are flushed together. Early chaining: a task whose unfinished predecessors are all
+ * enqueued on this worker's queue is enqueued right behind them (the in-order queue orders
+ * them), without waiting for their completion callbacks.
+ */
+#include "device/cl_util.h"
+#include "rt/rt_impl.h"
+#include "rt/sched.h"
+
+#include <string.h>
+
+void hetcl__rt_wake(struct rt_worker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->wake = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void hetcl__rt_wake_idle_for(struct hetcl_runtime *rt, const struct rt_task *t)
+{
+    for (size_t i = 0; i < rt->n_workers; i++) {
+        struct rt_worker *w = rt->workers[i];
+        if (!atomic_load(&w->idle) || !hetcl__rt_can_run(w, t))
+            continue;
+        bool expected = true;
+        if (atomic_compare_exchange_strong(&w->idle, &expected, false)) {
+            hetcl__rt_wake(w);
+            return;
+        }
+    }
+}
+
+/* Takes one injected fault of the counter, if any is left. */
+static bool take_fault(atomic_uint *counter)
+{
+    unsigned v = atomic_load(counter);
+    while (v > 0)
+        if (atomic_compare_exchange_weak(counter, &v, v - 1))
+            return true;
+    return false;
+}
+
+/* From w's own thread only (the one writer of excluded_reason). */
+void hetcl__rt_worker_exclude(struct rt_worker *w, const char *reason)
+{
+    if (atomic_load(&w->excluded))
+        return;
+    /* The reason is written before `excluded` is published (rt_info.c reads it after). */
+    hetcl__strlcpy(w->excluded_reason, reason, sizeof w->excluded_reason);
+    atomic_store(&w->excluded, true);
+    struct hetcl_runtime *rt = w->rt;
+    if (rt->policy->excluded)
+        rt->policy->excluded(rt->sched_state, w);
+}
+
+/* ---------------------------------------------------------------- host workers */
+
+static void run_host_task(struct rt_worker *w, struct rt_task *t)
+{
+    struct hetcl_runtime *rt = w->rt;
+    void *ptrs[HETCL_TASK_MAX_BUFFERS];
+    size_t sizes[HETCL_TASK_MAX_BUFFERS];
+    t->worker = w->index;
+    atomic_store(&t->state, RT_TASK_RUNNING);
+    hetcl_status st;
+    if (take_fault(&w->fault_task))
+        st = hetcl__fail(rt->ctx, HETCL_ERR_OPENCL, "task %s on %s: injected failure", t->label,
+                         w->name);
+    else
+        st = hetcl__rt_data_acquire_host(w, t, ptrs);
+    t->t_start_ns = hetcl__now_ns();
+    if (st == HETCL_OK) {
+        for (unsigned i = 0; i < t->n_buffers; i++)
+            sizes[i] = t->handles[i]->bytes;
+        struct hetcl_host_call call = {
+                .rt = rt,
+                .worker = w->index,
+                .ptrs = ptrs,
+                .sizes = sizes,
+                .args = t->args_size ? t->args : NULL,
+                .args_size = t->args_size,
+        };
+        st = t->codelet->host(&call);
+        if (st == HETCL_OK)
+            hetcl__rt_data_release(w, t);
+    }
+    t->t_end_ns = hetcl__now_ns();
+    t->status = st;
+    hetcl__rt_task_finished(w, t);
+}
+
+/* Sleeps until woken, stopped or (OpenCL) a completion arrives. `accept` says whether the
+ * worker can take a new task (an OpenCL worker with a full queue cannot): only then is it
+ * advertised as idle, after one last pop. Returns a task popped on that last attempt, or NULL. */
+static struct rt_task *sleep_or_pop(struct rt_worker *w, bool accept)
+{
+    struct hetcl_runtime *rt = w->rt;
+    if (accept) {
+        atomic_store(&w->idle, true);
+        struct rt_task *t = rt->policy->pop(rt->sched_state, w);
+        if (t) {
+            atomic_store(&w->idle, false);
+            return t;
+        }
+    }
+    pthread_mutex_lock(&w->lock);
+    /* An OpenCL worker that is stopping still waits for its last completions. */
+    while (!w->wake && !w->mail_head && !(w->stop && w->inflight == 0))
+        pthread_cond_wait(&w->cond, &w->lock);
+    w->wake = false;
+    pthread_mutex_unlock(&w->lock);
+    atomic_store(&w->idle, false);
+    return NULL;
+}
+
+static void pin_thread(struct rt_worker *w)
+{
+    if (!w->pinned || !w->rt->topo)
+        return;
+    hwloc_topology_t h = hetcl_topology_hwloc(w->rt->topo);
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (set && hwloc_bitmap_list_sscanf(set, w->cpuset) == 0 &&
+        hwloc_set_cpubind(h, set, HWLOC_CPUBIND_THREAD) != 0)
+        w->pinned = false; /* the OS refused: it runs unpinned, and says so in worker_info */
+    hwloc_bitmap_free(set);
+}
+
+static void *host_main(void *arg)
+{
+    struct rt_worker *w = arg;
+    struct hetcl_runtime *rt = w->rt;
+    pin_thread(w);
+    for (;;) {
+        struct rt_task *t = rt->policy->pop(rt->sched_state, w);
+        if (!t) {
+            pthread_mutex_lock(&w->lock);
+            bool stop = w->stop;
+            pthread_mutex_unlock(&w->lock);
+            if (stop)
+                break;
+            t = sleep_or_pop(w, true);
+        }
+        if (t)
+            run_host_task(w, t);
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- OpenCL workers */
+
+static void CL_CALLBACK on_complete(cl_event e, cl_int status, void *user)
+{
+    (void) e;
+    (void) status;
+    struct rt_task *t = user;
+    struct rt_worker *w = t->rt->workers[t->worker];
+    pthread_mutex_lock(&w->lock);
+    t->mail_next = NULL;
+    if (w->mail_tail)
+        w->mail_tail->mail_next = t;
+    else
+        w->mail_head = t;
+    w->mail_tail = t;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    /* t belongs to the worker thread from here on: not touched again. */
+}
+
+static bool is_device_failure(cl_int e)
+{
+    return e == CL_OUT_OF_RESOURCES || e == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
+           e == CL_DEVICE_NOT_AVAILABLE;
+}
+
+/* Records that t sits on w's queue, for the early chaining of its successors (graph_lock). */
+static void mark_enqueued(struct rt_worker *w, struct rt_task *t)
+{
+    struct hetcl_runtime *rt = w->rt;
+    pthread_mutex_lock(&rt->graph_lock);
+    t->enq_worker = w->index;
+    for (size_t i = 0; i < t->n_successors; i++) {
+        struct rt_task *s = t->successors[i];
+        if (s->chain_worker == -1 || s->chain_worker == w->index) {
+            s->chain_worker = w->index;
+            s->n_chained++;
+        } else {
+            s->chain_worker = -2;
+        }
+    }
+    pthread_mutex_unlock(&rt->graph_lock);
+}
+
+/* Enqueues t on w's queue. Returns true when it was enqueued (its completion will come through
+ * the mailbox); otherwise t has been dealt with (failed, or handed back for another worker). */
+static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
+{
+    struct hetcl_runtime *rt = w->rt;
+    cl_mem mems[HETCL_TASK_MAX_BUFFERS];
+    size_t sizes[HETCL_TASK_MAX_BUFFERS];
+    cl_event wait[HETCL_TASK_MAX_BUFFERS * 2];
+    cl_uint n_wait = 0;
+    cl_event done = NULL;
+    t->worker = w->index;
+    atomic_store(&t->state, RT_TASK_RUNNING);
+    t->t_start_ns = hetcl__now_ns();
+    hetcl_status st;
+    bool device_failure = false;
+    if (take_fault(&w->fault_task)) {
+        st = hetcl__fail(rt->ctx, HETCL_ERR_OPENCL, "task %s on %s: injected failure", t->label,
+                         w->name);
+    } else {
+        st = hetcl__rt_data_acquire_cl(w, t, mems, wait, &n_wait);
+        device_failure = st == HETCL_ERR_NO_DEVICE;
+    }
+    if (st == HETCL_OK) {
+        for (unsigned i = 0; i < t->n_buffers; i++)
+            sizes[i] = t->handles[i]->bytes;
+        struct hetcl_cl_call call = {
+                .rt = rt,
+                .worker = w->index,
+                .context = w->clctx,
+                .device = w->device,
+                .queue = w->queue,
+                .desc = &w->desc,
+                .mems = mems,
+                .sizes = sizes,
+                .args = t->args_size ? t->args : NULL,
+                .args_size = t->args_size,
+                .n_wait = n_wait,
+                .wait = n_wait ? wait : NULL,
+        };
+        st = t->codelet->opencl(&call, &done);
+        if (st == HETCL_OK && !done)
+            st = hetcl__fail(rt->ctx, HETCL_ERR_INTERNAL,
+                             "task %s: its OpenCL implementation returned no event", t->label);
+        if (st != HETCL_OK && done) {
+            clReleaseEvent(done);
+            done = NULL;
+        }
+        device_failure = st == HETCL_ERR_NO_DEVICE;
+    }
+    for (cl_uint i = 0; i < n_wait; i++)
+        clReleaseEvent(wait[i]);
+
+    if (st == HETCL_OK) {
+        t->done_event = done;
+        t->t_enqueued_ns = hetcl__now_ns();
+        hetcl__rt_data_release(w, t);
+        mark_enqueued(w, t);
+        w->inflight_tasks[w->inflight++] = t;
+        if (clSetEventCallback(done, CL_COMPLETE, on_complete, t) != CL_SUCCESS) {
+            /* No callback: wait here and post the completion ourselves. */
+            clFlush(w->queue);
+            clWaitForEvents(1, &done);
+            on_complete(done, CL_COMPLETE, t);
+        }
+        return true;
+    }
+
+    /* Commands the implementation (or the transfers) already enqueued must finish before the
+     * task's buffers are touched again. */
+    clFinish(w->queue);
+    bool exclude = device_failure && !rt->opts.keep_failed_devices;
+    char reason[HETCL_STR_MAX];
+    if (exclude)
+        snprintf(reason, sizeof reason, "device failure running task %s: %s", t->label,
+                 w->fail_detail[0] ? w->fail_detail : hetcl_status_str(st));
+    t->worker = -1;
+    if (chained) {
+        /* Its predecessors are still on this queue, unprocessed: it must not finish before
+         * them. It returns to normal readiness (run elsewhere when w is excluded) or, failed,
+         * is released as a cancelled task with its own status once they are done. */
+        pthread_mutex_lock(&rt->graph_lock);
+        t->chained = false;
+        t->chain_worker = -2;
+        atomic_store(&t->state, RT_TASK_SUBMITTED);
+        if (!exclude) {
+            t->status = st;
+            t->cancel = true;
+        }
+        pthread_mutex_unlock(&rt->graph_lock);
+        if (exclude)
+            hetcl__rt_worker_exclude(w, reason);
+        return false;
+    }
+    if (exclude) {
+        atomic_store(&t->state, RT_TASK_READY);
+        hetcl__rt_worker_exclude(w, reason);
+        /* Elsewhere, or failed by the policy when no worker is left for it. */
+        rt->policy->push(rt->sched_state, t);
+        return false;
+    }
+    t->t_end_ns = hetcl__now_ns();
+    t->status = st;
+    hetcl__rt_task_finished(w, t);
+    return false;
+}
+
+/* Processes the completion of the oldest task in flight. */
+static void complete_task(struct rt_worker *w, struct rt_task *t)
+{
+    struct hetcl_runtime *rt = w->rt;
+    cl_int es = CL_COMPLETE;
+    hetcl_status st = HETCL_OK;
+    if (clGetEventInfo(t->done_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof es, &es, NULL) !=
+                CL_SUCCESS ||
+        es < 0) {
+        st = hetcl__fail(rt->ctx, HETCL_ERR_OPENCL, "task %s on %s: its commands failed: %s",
+                         t->label, w->name, hetcl__cl_error_name(es));
+        if (is_device_failure(es) && !rt->opts.keep_failed_devices) {
+            char reason[HETCL_STR_MAX];
+            snprintf(reason, sizeof reason, "task %s failed on the device: %s", t->label,
+                     hetcl__cl_error_name(es));
+            hetcl__rt_worker_exclude(w, reason);
+        }
+    }
+    t->t_end_ns = hetcl__now_ns();
+    cl_ulong start = 0, end = 0;
+    if (st == HETCL_OK &&
+        clGetEventProfilingInfo(t->done_event, CL_PROFILING_COMMAND_START, sizeof start, &start,
+                                NULL) == CL_SUCCESS &&
+        clGetEventProfilingInfo(t->done_event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
+                CL_SUCCESS &&
+        end >= start) {
+        /* Device times, placed on the host clock at the completion we observed. */
+        t->t_dev_end_ns = t->t_end_ns;
+        t->t_dev_start_ns = t->t_end_ns - (end - start);
+    }
+    clReleaseEvent(t->done_event);
+    t->done_event = NULL;
+    /* t is the oldest in flight (completions are processed in queue order). */
+    memmove(&w->inflight_tasks[0], &w->inflight_tasks[1],
+            (w->inflight - 1) * sizeof *w->inflight_tasks);
+    w->inflight--;
+    if (st == HETCL_OK && t->cancel)
+        st = HETCL_ERR_CANCELLED; /* chained behind a predecessor that failed */
+    t->status = st;
+    hetcl__rt_task_finished(w, t);
+}
+
+/* A successor of an enqueued task that may be enqueued right behind it, claimed; or NULL. */
+static struct rt_task *claim_chainable(struct rt_worker *w)
+{
+    struct hetcl_runtime *rt = w->rt;
+    struct rt_task *found = NULL;
+    pthread_mutex_lock(&rt->graph_lock);
+    for (unsigned i = w->inflight; i-- > 0 && !found;) {
+        struct rt_task *p = w->inflight_tasks[i];
+        for (size_t k = 0; k < p->n_successors; k++) {
+            struct rt_task *s = p->successors[k];
+            int unfinished = atomic_load(&s->n_unfinished_deps);
+            if (s->chained || s->cancel || s->chain_worker != w->index || unfinished == 0 ||
+                s->n_chained != unfinished || atomic_load(&s->state) != RT_TASK_SUBMITTED ||
+                !hetcl__rt_can_run(w, s))
+                continue;
+            s->chained = true;
+            found = s;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&rt->graph_lock);
+    return found;
+}
+
+static void *cl_main(void *arg)
+{
+    struct rt_worker *w = arg;
+    struct hetcl_runtime *rt = w->rt;
+    unsigned cap = rt->cl_inflight;
+    for (;;) {
+        bool progress = false;
+        pthread_mutex_lock(&w->lock);
+        struct rt_task *mail = w->mail_head;
+        w->mail_head = w->mail_tail = NULL;
+        bool stop = w->stop;
+        pthread_mutex_unlock(&w->lock);
+        while (mail) {
+            struct rt_task *t = mail;
+            mail = t->mail_next;
+            t->mail_next = NULL;
+            t->cl_complete = true;
+        }
+        /* In queue order, whatever order the callbacks came in: a chained task must not
+         * finish before the predecessors it was queued behind. */
+        while (w->inflight > 0 && w->inflight_tasks[0]->cl_complete) {
+            complete_task(w, w->inflight_tasks[0]);
+            progress = true;
+        }
+        unsigned enqueued = 0;
+        while (w->inflight < cap && w->inflight > 0) {
+            struct rt_task *s = claim_chainable(w);
+            if (!s)
+                break;
+            enqueued += enqueue_task(w, s, true);
+        }
+        while (w->inflight < cap && !atomic_load(&w->excluded)) {
+            struct rt_task *t = rt->policy->pop(rt->sched_state, w);
+            if (!t)
+                break;
+            progress = true;
+            if (enqueue_task(w, t, false)) {
+                enqueued++;
+                while (w->inflight < cap) {
+                    struct rt_task *s = claim_chainable(w);
+                    if (!s)
+                        break;
+                    enqueued += enqueue_task(w, s, true);
+                }
+            }
+        }
+        if (enqueued) {
+            clFlush(w->queue);
+            progress = true;
+        }
+        if (progress)
+            continue;
+        if (stop && w->inflight == 0)
+            break;
+        struct rt_task *t =
+                sleep_or_pop(w, w->inflight < cap && !atomic_load(&w->excluded) && !stop);
+        if (t && enqueue_task(w, t, false))
+            clFlush(w->queue);
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- start and stop */
+
+hetcl_status hetcl__rt_worker_start(struct rt_worker *w)
+{
+    if (w->kind == HETCL_WORKER_OPENCL) {
+        w->inflight_tasks = hetcl__calloc(w->rt->cl_inflight, sizeof *w->inflight_tasks);
+        if (!w->inflight_tasks)
+            return hetcl__fail(w->rt->ctx, HETCL_ERR_NO_MEMORY, "worker %s: out of memory",
+                               w->name);
+    }
+    int e = pthread_create(&w->thread, NULL, w->kind == HETCL_WORKER_HOST ? host_main : cl_main, w);
+    if (e != 0)
+        return hetcl__fail(w->rt->ctx, HETCL_ERR_NO_MEMORY, "worker %s: pthread_create: %s",
+                           w->name, strerror(e));
+    w->thread_started = true;
+    return HETCL_OK;
+}
+
+void hetcl__rt_worker_stop(struct rt_worker *w)
+{
+    if (!w->thread_started)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->stop = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    w->thread_started = false;
+}

@@ -1,0 +1,165 @@
+/*
+ * `hetcl compare`: the "hetcl.train" extractor (reports/schema/train.schema.json, version 1).
+ * A training report is one run, so one configuration, keyed "model / dataset / algo /
+ * devices" (devices joined with "+"). Its metrics:
+ *   throughput        examples/s of each epoch (higher is better): one sample per epoch, so
+ *                     ten epochs or more give a real test;
+ *   time_to_target    seconds to the target accuracy (lower is better), when reached;
+ *   final_test_acc    the final test accuracy in % (higher is better);
+ *   update_share_max  the largest device's share of the updates in % (lower is better: the
+ *                     updates are more balanced), with two devices or more.
+ * The last three are one value per run: compare shows their change, and the verdict stays
+ * inconclusive (one sample is not evidence), as the README says.
+ */
+#include "compare.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const cJSON *member(const cJSON *o, const char *name)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, name);
+}
+
+static const char *string_field(const struct cmp_report *r, const cJSON *o, const char *field,
+                                const char *name)
+{
+    const cJSON *v = member(o, name);
+    if (!cJSON_IsString(v) || !v->valuestring[0]) {
+        char f[160];
+        snprintf(f, sizeof f, "%s.%s", field, name);
+        cmp_field_error(r, f, "expected a non-empty string");
+        return NULL;
+    }
+    return v->valuestring;
+}
+
+static char *run_key(const struct cmp_report *r, const cJSON *cfg)
+{
+    const char *model = string_field(r, member(cfg, "model"), "$.config.model", "name");
+    const char *data =
+            model ? string_field(r, member(cfg, "dataset"), "$.config.dataset", "name") : NULL;
+    const char *algo = data ? string_field(r, cfg, "$.config", "algo") : NULL;
+    if (!algo)
+        return NULL;
+    const cJSON *devs = member(cfg, "devices"), *d;
+    if (!cJSON_IsArray(devs) || cJSON_GetArraySize(devs) == 0) {
+        cmp_field_error(r, "$.config.devices", "expected a non-empty array of device ids");
+        return NULL;
+    }
+    size_t len = strlen(model) + strlen(data) + strlen(algo) + 16;
+    cJSON_ArrayForEach(d, devs)
+    {
+        if (!cJSON_IsString(d) || !d->valuestring[0]) {
+            cmp_field_error(r, "$.config.devices", "expected device ids (non-empty strings)");
+            return NULL;
+        }
+        len += strlen(d->valuestring) + 1;
+    }
+    char *key = malloc(len);
+    if (!key) {
+        cmp_field_error(r, "$.config", "out of memory");
+        return NULL;
+    }
+    size_t k = (size_t) snprintf(key, len, "%s / %s / %s / ", model, data, algo);
+    bool first = true;
+    cJSON_ArrayForEach(d, devs)
+    {
+        k += (size_t) snprintf(key + k, len - k, "%s%s", first ? "" : "+", d->valuestring);
+        first = false;
+    }
+    return key;
+}
+
+/* A metric with one value (or none when v is NAN: not measured in this report). */
+static bool single(const struct cmp_report *r, struct cmp_entry *e, const char *name,
+                   const char *unit, bool higher_is_better, double v)
+{
+    struct cmp_metric *m = &e->metrics[e->n_metrics++];
+    *m = (struct cmp_metric){name, unit, "value", 0.5, 1, higher_is_better, NULL, 0};
+    if (isnan(v))
+        return true;
+    m->samples = malloc(sizeof *m->samples);
+    if (!m->samples)
+        return cmp_field_error(r, "$", "out of memory");
+    m->samples[0] = v;
+    m->n = 1;
+    return true;
+}
+
+/* A number member, NAN for null when nullable; prints the error and returns false otherwise. */
+static bool number(const struct cmp_report *r, const cJSON *o, const char *field, const char *name,
+                   bool nullable, double *out)
+{
+    const cJSON *v = member(o, name);
+    *out = (double) NAN;
+    if (nullable && cJSON_IsNull(v))
+        return true;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+        char f[160];
+        snprintf(f, sizeof f, "%s.%s", field, name);
+        return cmp_field_error(r, f, "expected a number%s", nullable ? " or null" : "");
+    }
+    *out = v->valuedouble;
+    return true;
+}
+
+bool cmp_extract_train(struct cmp_report *r)
+{
+    const cJSON *cfg = member(r->root, "config");
+    if (!cJSON_IsObject(cfg))
+        return cmp_field_error(r, "$.config", "expected an object");
+    char *key = run_key(r, cfg);
+    if (!key)
+        return false;
+    struct cmp_entry *e = cmp_report_add_entry(r, key);
+    if (!e)
+        return cmp_field_error(r, "$", "out of memory");
+    e->config = cfg;
+
+    const cJSON *epochs = member(r->root, "epochs"), *ep;
+    if (!cJSON_IsArray(epochs))
+        return cmp_field_error(r, "$.epochs", "expected an array of epochs");
+    struct cmp_metric *m = &e->metrics[e->n_metrics++];
+    *m = (struct cmp_metric){"throughput", "examples/s", "p50", 0.5, 1, true, NULL, 0};
+    size_t n = (size_t) cJSON_GetArraySize(epochs), i = 0;
+    m->samples = malloc((n ? n : 1) * sizeof *m->samples);
+    if (!m->samples)
+        return cmp_field_error(r, "$.epochs", "out of memory");
+    cJSON_ArrayForEach(ep, epochs)
+    {
+        char at[64];
+        snprintf(at, sizeof at, "$.epochs[%zu]", i);
+        if (!number(r, ep, at, "examples_per_s", false, &m->samples[i]))
+            return false;
+        i++;
+    }
+    m->n = n;
+
+    double tt, acc;
+    const cJSON *final = member(r->root, "final");
+    if (!number(r, r->root, "$", "time_to_target_s", true, &tt) ||
+        !number(r, final, "$.final", "test_acc", true, &acc))
+        return false;
+    if (!single(r, e, "time_to_target", "s", false, tt) ||
+        !single(r, e, "final_test_acc", "%", true, acc * 100))
+        return false;
+
+    const cJSON *devs = member(r->root, "devices"), *d;
+    if (!cJSON_IsArray(devs))
+        return cmp_field_error(r, "$.devices", "expected an array of devices");
+    double max_share = (double) NAN;
+    i = 0;
+    cJSON_ArrayForEach(d, devs)
+    {
+        char at[64];
+        double s;
+        snprintf(at, sizeof at, "$.devices[%zu]", i++);
+        if (!number(r, d, at, "update_share", false, &s))
+            return false;
+        max_share = isnan(max_share) || s > max_share ? s : max_share;
+    }
+    return single(r, e, "update_share_max", "%", false, i >= 2 ? max_share * 100 : (double) NAN);
+}

@@ -1,0 +1,176 @@
+/* Reading hetcl reports: kind and version checks, and field accessors (report_doc.h). */
+#include "report_doc.h"
+#include "cli.h"
+
+#include <hetcl/schema.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+bool report_doc_error(struct report_doc *d, const char *field, const char *fmt, ...)
+{
+    if (!d->failed) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        cli_error("%s: %s: %s", d->path, field, msg);
+    }
+    d->failed = true;
+    return false;
+}
+
+static const char *string_member(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+bool report_doc_load(const char *path, const struct report_kind_info *kinds, size_t n_kinds,
+                     const char *verb, struct report_doc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->path = path;
+    char err[1024];
+    if (hetcl_schema_read_json(path, &d->root, err, sizeof err) != HETCL_OK) {
+        cli_error("%s", err); /* names the file: "x.json: cannot open: ..." */
+        d->failed = true;
+        return false;
+    }
+    if (!cJSON_IsObject(d->root))
+        return report_doc_error(d, "$", "expected a JSON object (a hetcl report)");
+    d->kind = string_member(d->root, "kind");
+    if (!d->kind)
+        return report_doc_error(d, "$.kind", "missing: not a hetcl report");
+    const struct report_kind_info *k = NULL;
+    for (size_t i = 0; i < n_kinds; i++)
+        if (!strcmp(kinds[i].kind, d->kind))
+            k = &kinds[i];
+    if (!k) {
+        char known[256] = "";
+        for (size_t i = 0; i < n_kinds; i++) {
+            size_t len = strlen(known);
+            snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", kinds[i].kind);
+        }
+        return report_doc_error(d, "$.kind", "'%s' reports cannot be %s (this hetcl reads: %s)",
+                                d->kind, verb, known);
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(d->root, "schema_version");
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 1)
+        return report_doc_error(d, "$.schema_version", "expected a positive integer");
+    if (v->valuedouble > k->version)
+        return report_doc_error(d, "$.schema_version",
+                                "version %.0f of %s is unknown to this hetcl (it reads 1 to %d); "
+                                "use a newer hetcl",
+                                v->valuedouble, d->kind, k->version);
+    d->schema_version = (int) v->valuedouble;
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(d->root, "hetcl");
+    d->hetcl_version = string_member(h, "version");
+    d->hetcl_commit = string_member(h, "commit");
+    d->generated_at = string_member(d->root, "generated_at");
+    if (!d->hetcl_version)
+        d->hetcl_version = "";
+    if (!d->hetcl_commit)
+        d->hetcl_commit = "";
+    if (!d->generated_at)
+        d->generated_at = "";
+    return true;
+}
+
+void report_doc_free(struct report_doc *d)
+{
+    if (!d)
+        return;
+    cJSON_Delete(d->root);
+    memset(d, 0, sizeof *d);
+}
+
+void rd_index_path(char *out, size_t cap, const char *at, size_t i)
+{
+    snprintf(out, cap, "%s[%zu]", at, i);
+}
+
+void rd_member_path(char *out, size_t cap, const char *at, const char *name)
+{
+    snprintf(out, cap, "%s.%s", at, name);
+}
+
+/* The member, or NULL after an error "<at>.<name>: missing (expected <what>)". */
+static const cJSON *get(struct report_doc *d, const cJSON *o, const char *at, const char *name,
+                        const char *what)
+{
+    if (!o)
+        return NULL;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!v) {
+        char field[256];
+        rd_member_path(field, sizeof field, at, name);
+        report_doc_error(d, field, "missing (expected %s)", what);
+    }
+    return v;
+}
+
+static void mistyped(struct report_doc *d, const char *at, const char *name, const char *what)
+{
+    char field[256];
+    rd_member_path(field, sizeof field, at, name);
+    report_doc_error(d, field, "expected %s", what);
+}
+
+const cJSON *rd_object(struct report_doc *d, const cJSON *o, const char *at, const char *name)
+{
+    const cJSON *v = get(d, o, at, name, "an object");
+    if (v && !cJSON_IsObject(v)) {
+        mistyped(d, at, name, "an object");
+        return NULL;
+    }
+    return v;
+}
+
+const cJSON *rd_array(struct report_doc *d, const cJSON *o, const char *at, const char *name)
+{
+    const cJSON *v = get(d, o, at, name, "an array");
+    if (v && !cJSON_IsArray(v)) {
+        mistyped(d, at, name, "an array");
+        return NULL;
+    }
+    return v;
+}
+
+const char *rd_string(struct report_doc *d, const cJSON *o, const char *at, const char *name)
+{
+    const cJSON *v = get(d, o, at, name, "a string");
+    if (v && !cJSON_IsString(v)) {
+        mistyped(d, at, name, "a string");
+        return "";
+    }
+    return v ? v->valuestring : "";
+}
+
+const char *rd_string_or_null(struct report_doc *d, const cJSON *o, const char *at,
+                              const char *name)
+{
+    const cJSON *v = get(d, o, at, name, "a string or null");
+    if (v && !cJSON_IsString(v) && !cJSON_IsNull(v))
+        mistyped(d, at, name, "a string or null");
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+double rd_number(struct report_doc *d, const cJSON *o, const char *at, const char *name,
+                 bool nullable)
+{
+    const char *what = nullable ? "a number or null" : "a number";
+    const cJSON *v = get(d, o, at, name, what);
+    if (!v)
+        return (double) NAN;
+    if (nullable && cJSON_IsNull(v))
+        return (double) NAN;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+        mistyped(d, at, name, what);
+        return (double) NAN;
+    }
+    return v->valuedouble;
+}

@@ -1,0 +1,557 @@
+/*
+ * `hetcl report`: renders `hetcl.train` reports (reports/schema/train.schema.json). With more
+ * than one report, a table compares the runs and the loss and accuracy charts overlay them;
+ * each run then gets its own sections (configuration, epochs, devices, and in HTML the update
+ * shares and batch sizes over time).
+ */
+#include "report_render.h"
+#include "svg_chart.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct run {
+    struct report_doc *d;
+    const cJSON *cfg, *epochs, *devices, *final, *share_points, *stop;
+    const char *algo, *model, *dataset;
+    char label[160];
+};
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static void read_run(struct report_doc *d, struct run *r, bool several)
+{
+    memset(r, 0, sizeof *r);
+    r->d = d;
+    r->cfg = rd_object(d, d->root, "$", "config");
+    r->algo = rd_string(d, r->cfg, "$.config", "algo");
+    r->model = rd_string(d, rd_object(d, r->cfg, "$.config", "model"), "$.config.model", "name");
+    r->dataset =
+            rd_string(d, rd_object(d, r->cfg, "$.config", "dataset"), "$.config.dataset", "name");
+    r->stop = rd_object(d, r->cfg, "$.config", "stop");
+    r->epochs = rd_array(d, d->root, "$", "epochs");
+    r->devices = rd_array(d, d->root, "$", "devices");
+    r->final = rd_object(d, d->root, "$", "final");
+    r->share_points = rd_array(d, rd_object(d, d->root, "$", "share_over_time"),
+                               "$.share_over_time", "points");
+    if (several)
+        snprintf(r->label, sizeof r->label, "%s (%s)", r->algo, base_name(d->path));
+    else
+        snprintf(r->label, sizeof r->label, "%s", r->algo);
+}
+
+static const char *num(char *buf, size_t cap, double v, int digits)
+{
+    rw_num(buf, cap, v, digits);
+    return buf;
+}
+
+/* "3.2 MB" style, decimal units as the rest of the reports. */
+static const char *bytes(char *buf, size_t cap, double v)
+{
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB"};
+    int u = 0;
+    while (fabs(v) >= 1000 && u < 4) {
+        v /= 1000;
+        u++;
+    }
+    snprintf(buf, cap, u ? "%.3g %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+static const char *pct(char *buf, size_t cap, double v)
+{
+    if (isnan(v))
+        snprintf(buf, cap, "n/a");
+    else
+        snprintf(buf, cap, "%.1f%%", v * 100);
+    return buf;
+}
+
+/* Joins an object's members as "k=v, k=v" (numbers, strings, booleans, null, arrays). */
+static void join_members(struct sbuf *s, const cJSON *o)
+{
+    const cJSON *m;
+    bool first = true;
+    cJSON_ArrayForEach(m, o)
+    {
+        sb_printf(s, "%s%s=", first ? "" : ", ", m->string ? m->string : "?");
+        first = false;
+        if (cJSON_IsString(m)) {
+            sb_puts(s, m->valuestring);
+        } else {
+            char *t = cJSON_PrintUnformatted(m);
+            sb_puts(s, t ? t : "?");
+            cJSON_free(t);
+        }
+    }
+    if (first)
+        sb_puts(s, "none");
+}
+
+static void slowdown_warnings(struct rw *w, struct run *r)
+{
+    const cJSON *sl = rd_array(r->d, r->cfg, "$.config", "slowdowns"), *s;
+    size_t i = 0;
+    cJSON_ArrayForEach(s, sl)
+    {
+        char at[64], n[32];
+        rd_index_path(at, sizeof at, "$.config.slowdowns", i++);
+        rw_warning(w,
+                   "run %s: device %s was slowed down on purpose (%s, factor %s): %s. Its "
+                   "figures do not describe the hardware.",
+                   r->label, rd_string(r->d, s, at, "device"), rd_string(r->d, s, at, "knob"),
+                   num(n, sizeof n, rd_number(r->d, s, at, "factor", false), 3),
+                   rd_string(r->d, s, at, "note"));
+    }
+}
+
+static void runs_table(struct rw *w, struct run *runs, size_t n)
+{
+    static const char *const h[] = {
+            "run",       "model",           "algorithm",          "devices",
+            "final acc", "final test loss", "time to target (s)", "examples/s",
+            "wall (s)",  "stopped by"};
+    rw_table(w, h, sizeof h / sizeof h[0]);
+    for (size_t i = 0; i < n; i++) {
+        struct run *r = &runs[i];
+        struct report_doc *d = r->d;
+        char a[32], b[32], c[32], e[32], f[32];
+        rw_row(w);
+        rw_cell(w, "%s", d->path);
+        rw_cell(w, "%s", r->model);
+        rw_cell(w, "%s", r->algo);
+        rw_cell(w, "%d", r->devices ? cJSON_GetArraySize(r->devices) : 0);
+        rw_cell(w, "%s", pct(a, sizeof a, rd_number(d, r->final, "$.final", "test_acc", true)));
+        rw_cell(w, "%s", num(b, sizeof b, rd_number(d, r->final, "$.final", "test_loss", true), 4));
+        double tt = rd_number(d, d->root, "$", "time_to_target_s", true);
+        rw_cell(w, "%s", isnan(tt) ? "not reached" : num(c, sizeof c, tt, 4));
+        rw_cell(w, "%s",
+                num(e, sizeof e, rd_number(d, r->final, "$.final", "examples_per_s", false), 4));
+        rw_cell(w, "%s", num(f, sizeof f, rd_number(d, r->final, "$.final", "wall_s", false), 4));
+        rw_cell(w, "%s", rd_string(d, r->final, "$.final", "stopped_by"));
+    }
+    rw_table_end(w);
+}
+
+static void config_table(struct rw *w, struct run *r)
+{
+    struct report_doc *d = r->d;
+    const cJSON *cfg = r->cfg;
+    const cJSON *model = rd_object(d, cfg, "$.config", "model");
+    const cJSON *ds = rd_object(d, cfg, "$.config", "dataset");
+    const cJSON *ck = rd_object(d, ds, "$.config.dataset", "checksum");
+    const cJSON *op = rd_object(d, cfg, "$.config", "optimizer");
+    const cJSON *ls = rd_object(d, op, "$.config.optimizer", "lr_schedule");
+    const cJSON *bs = rd_object(d, op, "$.config.optimizer", "lr_batch_scaling");
+    const cJSON *prov = rd_object(d, d->root, "$", "provenance");
+    const cJSON *host = rd_object(d, prov, "$.provenance", "host");
+    char a[32], b[32], c[32];
+    rw_kv(w, "model", "%s (%s, %s parameters)", rd_string(d, model, "$.config.model", "name"),
+          rd_string(d, model, "$.config.model", "spec"),
+          num(a, sizeof a, rd_number(d, model, "$.config.model", "parameters", false), 9));
+    char e1[32];
+    rw_kv(w, "dataset", "%s: %s training and %s test examples, %s features, %s classes%s",
+          r->dataset, num(a, sizeof a, rd_number(d, ds, "$.config.dataset", "n_train", false), 9),
+          num(b, sizeof b, rd_number(d, ds, "$.config.dataset", "n_test", false), 9),
+          num(c, sizeof c, rd_number(d, ds, "$.config.dataset", "n_features", false), 9),
+          num(e1, sizeof e1, rd_number(d, ds, "$.config.dataset", "n_classes", false), 9),
+          cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ds, "standardize")) ? ", standardised"
+                                                                            : "");
+    rw_kv(w, "dataset checksum", "%s %s",
+          rd_string(d, ck, "$.config.dataset.checksum", "algorithm"),
+          rd_string(d, ck, "$.config.dataset.checksum", "value"));
+    rw_kv(w, "algorithm", "%s", r->algo);
+    struct sbuf s = {0};
+    join_members(&s, rd_object(d, cfg, "$.config", "algo_params"));
+    rw_kv(w, "algorithm parameters", "%s", s.p ? s.p : "");
+    sb_free(&s);
+    const char *kind = rd_string(d, ls, "$.config.optimizer.lr_schedule", "kind");
+    rw_kv(w, "optimizer",
+          "SGD, learning rate %s (at batch %s, %s scaling), momentum %s, weight decay %s, %s "
+          "schedule",
+          num(a, sizeof a, rd_number(d, op, "$.config.optimizer", "learning_rate", false), 4),
+          num(b, sizeof b,
+              rd_number(d, bs, "$.config.optimizer.lr_batch_scaling", "reference_batch", false), 6),
+          rd_string(d, bs, "$.config.optimizer.lr_batch_scaling", "rule"),
+          num(c, sizeof c, rd_number(d, op, "$.config.optimizer", "momentum", false), 4),
+          num(e1, sizeof e1, rd_number(d, op, "$.config.optimizer", "weight_decay", false), 4),
+          kind);
+    /* Per-device batch sizes and bounds. */
+    s = (struct sbuf){0};
+    const cJSON *bt, *batches = rd_array(d, cfg, "$.config", "batches");
+    size_t i = 0;
+    cJSON_ArrayForEach(bt, batches)
+    {
+        char at[64];
+        rd_index_path(at, sizeof at, "$.config.batches", i);
+        sb_printf(&s, "%s%s: %.0f (%.0f..%.0f)", i++ ? ", " : "", rd_string(d, bt, at, "device"),
+                  rd_number(d, bt, at, "initial", false), rd_number(d, bt, at, "min", false),
+                  rd_number(d, bt, at, "max", false));
+    }
+    rw_kv(w, "batch sizes (bounds)", "%s", s.p ? s.p : "");
+    sb_free(&s);
+    rw_kv(w, "seed", "%s", num(a, sizeof a, rd_number(d, cfg, "$.config", "seed", false), 16));
+    double ep = rd_number(d, r->stop, "$.config.stop", "epochs", true);
+    double ts = rd_number(d, r->stop, "$.config.stop", "time_s", true);
+    double ta = rd_number(d, r->stop, "$.config.stop", "target_acc", true);
+    char e2[32], e3[32];
+    rw_kv(w, "stop rule", "epochs: %s; time: %s%s; target accuracy: %s",
+          isnan(ep) ? "not set" : num(e1, sizeof e1, ep, 6),
+          isnan(ts) ? "not set" : num(e2, sizeof e2, ts, 6), isnan(ts) ? "" : " s",
+          isnan(ta) ? "not set" : pct(e3, sizeof e3, ta));
+    const cJSON *h = rd_object(d, d->root, "$", "hetcl");
+    rw_kv(w, "hetcl", "%s (commit %s), report written %s", rd_string(d, h, "$.hetcl", "version"),
+          rd_string(d, h, "$.hetcl", "commit"), d->generated_at);
+    rw_kv(w, "host", "%s, %s, %s", rd_string(d, host, "$.provenance.host", "hostname"),
+          rd_string(d, host, "$.provenance.host", "os"),
+          rd_string(d, host, "$.provenance.host", "cpu_model"));
+    s = (struct sbuf){0};
+    join_members(&s, rd_object(d, host, "$.provenance.host", "environment"));
+    rw_kv(w, "environment", "%s", s.p ? s.p : "");
+    sb_free(&s);
+    s = (struct sbuf){0};
+    const cJSON *arg;
+    cJSON_ArrayForEach(arg, rd_array(d, prov, "$.provenance", "command_line"))
+    {
+        sb_printf(&s, "%s%s", s.len ? " " : "", cJSON_IsString(arg) ? arg->valuestring : "?");
+    }
+    rw_kv(w, "command line", "%s", s.p ? s.p : "");
+    sb_free(&s);
+    rw_table_end(w);
+}
+
+static void result_table(struct rw *w, struct run *r)
+{
+    struct report_doc *d = r->d;
+    const cJSON *st = rd_object(d, d->root, "$", "staleness");
+    char a[32], b[32], c[32], e[32], f[32];
+    double tt = rd_number(d, d->root, "$", "time_to_target_s", true);
+    double ta = rd_number(d, r->stop, "$.config.stop", "target_acc", true);
+    rw_kv(w, "final test accuracy", "%s",
+          pct(a, sizeof a, rd_number(d, r->final, "$.final", "test_acc", true)));
+    rw_kv(w, "final loss (train / test)", "%s / %s",
+          num(a, sizeof a, rd_number(d, r->final, "$.final", "train_loss", true), 4),
+          num(b, sizeof b, rd_number(d, r->final, "$.final", "test_loss", true), 4));
+    if (isnan(ta))
+        rw_kv(w, "time to target", "no target set");
+    else if (isnan(tt))
+        rw_kv(w, "time to target", "%s not reached", pct(a, sizeof a, ta));
+    else
+        rw_kv(w, "time to target", "%s s to %s", num(a, sizeof a, tt, 4), pct(b, sizeof b, ta));
+    rw_kv(w, "training time", "%s s, %s epochs, stopped by %s",
+          num(a, sizeof a, rd_number(d, r->final, "$.final", "wall_s", false), 4),
+          num(b, sizeof b, rd_number(d, r->final, "$.final", "epochs", false), 6),
+          rd_string(d, r->final, "$.final", "stopped_by"));
+    rw_kv(w, "throughput", "%s examples/s",
+          num(a, sizeof a, rd_number(d, r->final, "$.final", "examples_per_s", false), 4));
+    rw_kv(w, "staleness (updates)", "mean %s, p50 %s, p99 %s, max %s (%s updates)",
+          num(a, sizeof a, rd_number(d, st, "$.staleness", "mean", true), 3),
+          num(b, sizeof b, rd_number(d, st, "$.staleness", "p50", true), 3),
+          num(c, sizeof c, rd_number(d, st, "$.staleness", "p99", true), 3),
+          num(e, sizeof e, rd_number(d, st, "$.staleness", "max", true), 3),
+          num(f, sizeof f, rd_number(d, st, "$.staleness", "n", false), 12));
+    rw_table_end(w);
+}
+
+static void epochs_table(struct rw *w, struct run *r)
+{
+    static const char *const h[] = {"epoch",     "wall (s)", "train loss",
+                                    "test loss", "test acc", "examples/s"};
+    rw_table(w, h, sizeof h / sizeof h[0]);
+    const cJSON *e;
+    size_t i = 0;
+    cJSON_ArrayForEach(e, r->epochs)
+    {
+        char at[64], a[32], b[32], c[32], f[32], g[32];
+        rd_index_path(at, sizeof at, "$.epochs", i++);
+        rw_row(w);
+        rw_cell(w, "%.0f", rd_number(r->d, e, at, "epoch", false));
+        rw_cell(w, "%s", num(a, sizeof a, rd_number(r->d, e, at, "wall_s", false), 4));
+        rw_cell(w, "%s", num(b, sizeof b, rd_number(r->d, e, at, "train_loss", false), 4));
+        rw_cell(w, "%s", num(c, sizeof c, rd_number(r->d, e, at, "test_loss", false), 4));
+        rw_cell(w, "%s", pct(f, sizeof f, rd_number(r->d, e, at, "test_acc", false)));
+        rw_cell(w, "%s", num(g, sizeof g, rd_number(r->d, e, at, "examples_per_s", false), 4));
+    }
+    rw_table_end(w);
+}
+
+static void devices_table(struct rw *w, struct run *r)
+{
+    static const char *const h[] = {"device",
+                                    "name",
+                                    "kind",
+                                    "updates",
+                                    "share",
+                                    "examples",
+                                    "batch (first → last, range)",
+                                    "busy (s)",
+                                    "utilisation",
+                                    "bytes in",
+                                    "bytes out"};
+    rw_table(w, h, sizeof h / sizeof h[0]);
+    const cJSON *dv;
+    size_t i = 0;
+    cJSON_ArrayForEach(dv, r->devices)
+    {
+        struct report_doc *d = r->d;
+        char at[64], tat[96], a[32], b[32], c[32], e[32], f[32], g[32];
+        rd_index_path(at, sizeof at, "$.devices", i++);
+        rw_row(w);
+        rw_cell(w, "%s", rd_string(d, dv, at, "id"));
+        rw_cell(w, "%s", rd_string(d, dv, at, "name"));
+        rw_cell(w, "%s", rd_string(d, dv, at, "kind"));
+        rw_cell(w, "%s", num(a, sizeof a, rd_number(d, dv, at, "updates", false), 12));
+        rw_cell(w, "%s", pct(b, sizeof b, rd_number(d, dv, at, "update_share", false)));
+        rw_cell(w, "%s", num(c, sizeof c, rd_number(d, dv, at, "examples", false), 12));
+        const cJSON *traj = rd_array(d, dv, at, "batch_trajectory"), *p;
+        double first = NAN, last = NAN, lo = INFINITY, hi = -INFINITY;
+        size_t k = 0;
+        rd_member_path(tat, sizeof tat, at, "batch_trajectory");
+        cJSON_ArrayForEach(p, traj)
+        {
+            char pat[128];
+            rd_index_path(pat, sizeof pat, tat, k++);
+            double bsz = rd_number(d, p, pat, "batch", false);
+            if (isnan(first))
+                first = bsz;
+            last = bsz;
+            lo = fmin(lo, bsz);
+            hi = fmax(hi, bsz);
+        }
+        if (k)
+            rw_cell(w, "%.0f → %.0f (%.0f..%.0f)", first, last, lo, hi);
+        else
+            rw_cell(w, "n/a");
+        rw_cell(w, "%s", num(e, sizeof e, rd_number(d, dv, at, "busy_s", false), 4));
+        rw_cell(w, "%s", pct(f, sizeof f, rd_number(d, dv, at, "utilisation", false)));
+        rw_cell(w, "%s", bytes(g, sizeof g, rd_number(d, dv, at, "bytes_in", false)));
+        rw_cell(w, "%s", bytes(a, sizeof a, rd_number(d, dv, at, "bytes_out", false)));
+    }
+    rw_table_end(w);
+}
+
+/* x = epochs[].wall_s, y = epochs[].<field>; the arrays are owned by the caller. */
+static size_t epoch_series(struct run *r, const char *field, double scale, double **x, double **y)
+{
+    size_t n = (size_t) cJSON_GetArraySize(r->epochs), i = 0;
+    *x = calloc(n ? n : 1, sizeof **x);
+    *y = calloc(n ? n : 1, sizeof **y);
+    if (!*x || !*y)
+        return 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, r->epochs)
+    {
+        char at[64];
+        rd_index_path(at, sizeof at, "$.epochs", i);
+        (*x)[i] = rd_number(r->d, e, at, "wall_s", false);
+        (*y)[i] = rd_number(r->d, e, at, field, false) * scale;
+        i++;
+    }
+    return n;
+}
+
+static void curves_charts(struct rw *w, struct run *runs, size_t n)
+{
+    /* Loss: train and test per run; accuracy: test per run, and the target. */
+    struct svg_series *ls = calloc(2 * n, sizeof *ls), *as = calloc(n + 1, sizeof *as);
+    char(*names)[200] = calloc(3 * n, sizeof *names);
+    double **bufs = calloc(6 * n, sizeof *bufs);
+    if (!ls || !as || !names || !bufs) {
+        w->b->failed = true;
+        goto done;
+    }
+    double tmax = 0, target = NAN;
+    for (size_t i = 0; i < n; i++) {
+        struct run *r = &runs[i];
+        const char *pre = n > 1 ? r->label : "";
+        const char *sep = n > 1 ? ": " : "";
+        snprintf(names[3 * i], sizeof names[0], "%s%strain loss", pre, sep);
+        snprintf(names[3 * i + 1], sizeof names[0], "%s%stest loss", pre, sep);
+        snprintf(names[3 * i + 2], sizeof names[0], "%s%stest accuracy (%%)", pre, sep);
+        size_t m = epoch_series(r, "train_loss", 1, &bufs[6 * i], &bufs[6 * i + 1]);
+        ls[2 * i] =
+                (struct svg_series){names[3 * i], bufs[6 * i], bufs[6 * i + 1], m, false, false};
+        m = epoch_series(r, "test_loss", 1, &bufs[6 * i + 2], &bufs[6 * i + 3]);
+        ls[2 * i + 1] = (struct svg_series){
+                names[3 * i + 1], bufs[6 * i + 2], bufs[6 * i + 3], m, false, false};
+        m = epoch_series(r, "test_acc", 100, &bufs[6 * i + 4], &bufs[6 * i + 5]);
+        as[i] = (struct svg_series){
+                names[3 * i + 2], bufs[6 * i + 4], bufs[6 * i + 5], m, false, false};
+        for (size_t k = 0; k < m; k++)
+            tmax = fmax(tmax, bufs[6 * i][k]);
+        double ta = rd_number(r->d, r->stop, "$.config.stop", "target_acc", true);
+        if (!isnan(ta))
+            target = ta;
+    }
+    struct svg_line_chart lc = {.title = "Loss against wall time",
+                                .x_label = "wall time (s)",
+                                .y_label = "loss",
+                                .series = ls,
+                                .n_series = 2 * n,
+                                .y_min = NAN,
+                                .y_max = NAN,
+                                .y_zero = true};
+    svg_line_chart(rw_chart_buf(w), &lc);
+    double tx[2] = {0, tmax}, ty[2] = {target * 100, target * 100};
+    size_t n_acc = n;
+    if (!isnan(target) && tmax > 0)
+        as[n_acc++] = (struct svg_series){"target accuracy", tx, ty, 2, false, false};
+    struct svg_line_chart ac = {.title = "Test accuracy against wall time",
+                                .x_label = "wall time (s)",
+                                .y_label = "test accuracy (%)",
+                                .series = as,
+                                .n_series = n_acc,
+                                .y_min = NAN,
+                                .y_max = NAN};
+    svg_line_chart(rw_chart_buf(w), &ac);
+done:
+    for (size_t i = 0; bufs && i < 6 * n; i++)
+        free(bufs[i]);
+    free(bufs);
+    free(names);
+    free(ls);
+    free(as);
+}
+
+/* Each device's update share over time and its batch size over time, for one run. */
+static void device_charts(struct rw *w, struct run *r)
+{
+    struct report_doc *d = r->d;
+    size_t nd = (size_t) cJSON_GetArraySize(r->devices);
+    size_t np = (size_t) cJSON_GetArraySize(r->share_points);
+    struct svg_series *ss = calloc(nd ? nd : 1, sizeof *ss), *bs = calloc(nd ? nd : 1, sizeof *bs);
+    double *t = calloc(np ? np : 1, sizeof *t), *sh = calloc(nd * np + 1, sizeof *sh);
+    double **traj = calloc(2 * nd + 1, sizeof *traj);
+    if (!ss || !bs || !t || !sh || !traj) {
+        w->b->failed = true;
+        goto done;
+    }
+    const cJSON *p;
+    size_t k = 0;
+    cJSON_ArrayForEach(p, r->share_points)
+    {
+        char at[80];
+        rd_index_path(at, sizeof at, "$.share_over_time.points", k);
+        t[k] = rd_number(d, p, at, "t_s", false);
+        const cJSON *shares = rd_array(d, p, at, "shares");
+        if (shares && (size_t) cJSON_GetArraySize(shares) != nd) {
+            char f[96];
+            rd_member_path(f, sizeof f, at, "shares");
+            report_doc_error(d, f, "expected %zu shares (one per device), got %d", nd,
+                             cJSON_GetArraySize(shares));
+        }
+        for (size_t j = 0; j < nd; j++) {
+            const cJSON *v = cJSON_GetArrayItem(shares, (int) j);
+            sh[j * np + k] = cJSON_IsNumber(v) ? v->valuedouble * 100 : (double) NAN;
+        }
+        k++;
+    }
+    const cJSON *dv;
+    size_t j = 0;
+    cJSON_ArrayForEach(dv, r->devices)
+    {
+        char at[64], tat[96];
+        rd_index_path(at, sizeof at, "$.devices", j);
+        const char *id = rd_string(d, dv, at, "id");
+        ss[j] = (struct svg_series){id, t, sh + j * np, np, false, false};
+        const cJSON *tr = rd_array(d, dv, at, "batch_trajectory"), *q;
+        size_t m = (size_t) cJSON_GetArraySize(tr), i = 0;
+        traj[2 * j] = calloc(m ? m : 1, sizeof **traj);
+        traj[2 * j + 1] = calloc(m ? m : 1, sizeof **traj);
+        if (!traj[2 * j] || !traj[2 * j + 1]) {
+            w->b->failed = true;
+            goto done;
+        }
+        rd_member_path(tat, sizeof tat, at, "batch_trajectory");
+        cJSON_ArrayForEach(q, tr)
+        {
+            char pat[128];
+            rd_index_path(pat, sizeof pat, tat, i);
+            traj[2 * j][i] = rd_number(d, q, pat, "t_s", false);
+            traj[2 * j + 1][i] = rd_number(d, q, pat, "batch", false);
+            i++;
+        }
+        bs[j] = (struct svg_series){id, traj[2 * j], traj[2 * j + 1], m, true, true};
+        j++;
+    }
+    char title[256];
+    snprintf(title, sizeof title, "Update share per device over time: %s", r->label);
+    struct svg_line_chart sc = {.title = title,
+                                .x_label = "wall time (s)",
+                                .y_label = "share of updates in the window (%)",
+                                .series = ss,
+                                .n_series = nd,
+                                .y_min = 0,
+                                .y_max = 100};
+    svg_line_chart(rw_chart_buf(w), &sc);
+    snprintf(title, sizeof title, "Batch size per device over time: %s", r->label);
+    struct svg_line_chart bc = {.title = title,
+                                .x_label = "wall time (s)",
+                                .y_label = "batch size (examples)",
+                                .series = bs,
+                                .n_series = nd,
+                                .y_min = NAN,
+                                .y_max = NAN,
+                                .y_zero = true};
+    svg_line_chart(rw_chart_buf(w), &bc);
+done:
+    for (size_t i = 0; traj && i < 2 * nd; i++)
+        free(traj[i]);
+    free(traj);
+    free(ss);
+    free(bs);
+    free(t);
+    free(sh);
+}
+
+void report_render_train(struct rw *w, struct report_doc *docs, size_t n)
+{
+    struct run *runs = calloc(n, sizeof *runs);
+    if (!runs) {
+        w->b->failed = true;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        read_run(&docs[i], &runs[i], n > 1);
+    for (size_t i = 0; i < n; i++)
+        if (docs[i].failed)
+            goto done;
+    if (n == 1)
+        rw_heading(w, 1, "hetcl train: %s on %s, %s", runs[0].model, runs[0].dataset, runs[0].algo);
+    else
+        rw_heading(w, 1, "hetcl train: %zu runs", n);
+    for (size_t i = 0; i < n; i++)
+        slowdown_warnings(w, &runs[i]);
+    if (n > 1) {
+        rw_heading(w, 2, "Runs");
+        runs_table(w, runs, n);
+    }
+    if (rw_charts(w)) {
+        rw_heading(w, 2, "Learning curves");
+        curves_charts(w, runs, n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct run *r = &runs[i];
+        if (n > 1)
+            rw_heading(w, 2, "Run %s", r->label);
+        rw_heading(w, n > 1 ? 3 : 2, "Result");
+        result_table(w, r);
+        rw_heading(w, n > 1 ? 3 : 2, "Configuration and provenance");
+        config_table(w, r);
+        rw_heading(w, n > 1 ? 3 : 2, "Epochs");
+        epochs_table(w, r);
+        rw_heading(w, n > 1 ? 3 : 2, "Devices");
+        devices_table(w, r);
+        if (rw_charts(w))
+            device_charts(w, r);
+    }
+done:
+    free(runs);
+}
