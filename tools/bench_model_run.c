@@ -226,7 +226,7 @@ static void fill_layers(struct bench_env *env, struct bench_model *m, struct ben
             memset(l, 0, sizeof *l);
             snprintf(l->name, sizeof l->name, "%s", s->name);
             snprintf(l->op, sizeof l->op, "%s", hetcl_infer_op_name(s->op));
-            snprintf(l->device, sizeof l->device, "%s", r->devices[n_shares > 1 ? sh : 0]);
+            memcpy(l->device, r->devices[n_shares > 1 ? sh : 0], sizeof l->device);
             l->calls_per_request = s->n_tasks;
             for (int t = 0; t < s->n_tasks; t++) {
                 uint32_t fp = hetcl_infer_footprint(k, t, rows[sh]);

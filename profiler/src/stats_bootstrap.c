@@ -23,7 +23,7 @@ static double resample_quantile(struct resampler *r, struct hetcl__rng *rng)
 {
     memset(r->count, 0, r->n * sizeof *r->count);
     for (size_t i = 0; i < r->n; i++)
-        r->count[hetcl__rng_below(rng, r->n)]++;
+        r->count[hetcl__stats_rng_below(rng, r->n)]++;
     size_t seen = 0;
     for (size_t i = 0; i < r->n; i++) {
         seen += r->count[i];
@@ -97,7 +97,7 @@ hetcl_status hetcl_stats_bootstrap_quantile(hetcl_context *ctx, const double *x,
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "bootstrap: %u resamples", resamples);
     }
     struct hetcl__rng rng;
-    hetcl__rng_seed(&rng, seed);
+    hetcl__stats_rng_seed(&rng, seed);
     for (unsigned b = 0; b < resamples; b++)
         stat[b] = resample_quantile(&r, &rng);
     out->estimate = r.sorted[r.rank - 1];
@@ -144,7 +144,7 @@ hetcl_status hetcl_stats_bootstrap_ratio(hetcl_context *ctx, const double *a, si
     }
     /* One stream for both samples, drawn in a fixed order: reproducible from the seed. */
     struct hetcl__rng rng;
-    hetcl__rng_seed(&rng, seed);
+    hetcl__stats_rng_seed(&rng, seed);
     size_t at_most_1 = 0, at_least_1 = 0;
     for (unsigned i = 0; i < resamples; i++) {
         double qa = resample_quantile(&ra, &rng);

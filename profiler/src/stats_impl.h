@@ -14,10 +14,10 @@ struct hetcl__rng {
     uint64_t s[4];
 };
 
-void hetcl__rng_seed(struct hetcl__rng *r, uint64_t seed);
-uint64_t hetcl__rng_next(struct hetcl__rng *r);
+void hetcl__stats_rng_seed(struct hetcl__rng *r, uint64_t seed);
+uint64_t hetcl__stats_rng_next(struct hetcl__rng *r);
 /* Uniform in [0, bound), bound >= 1, without modulo bias. */
-uint64_t hetcl__rng_below(struct hetcl__rng *r, uint64_t bound);
+uint64_t hetcl__stats_rng_below(struct hetcl__rng *r, uint64_t bound);
 
 /* Sorts doubles ascending (finite values only). */
 void hetcl__sort_doubles(double *x, size_t n);
