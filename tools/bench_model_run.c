@@ -217,7 +217,7 @@ static void fill_layers(struct bench_env *env, struct bench_model *m, struct ben
     const hetcl_infer_plan *p = m->plan;
     for (size_t sh = 0; sh < n_shares; sh++) {
         size_t first = r->n_layers;
-        double dev_total = 0, flops = 0, bytes = 0;
+        double dev_total = 0;
         for (int k = 0; k < p->n_steps && r->n_layers < BENCH_MAX_LAYERS; k++) {
             const struct hetcl_infer_step *s = &p->steps[k];
             if (s->n_tasks == 0)
@@ -239,13 +239,15 @@ static void fill_layers(struct bench_env *env, struct bench_model *m, struct ben
             l->flops = hetcl_infer_step_flops(s, rows[sh]);
             l->bytes = hetcl_infer_step_bytes(p, s, rows[sh]);
             dev_total += l->mean_ns;
-            flops += l->flops;
-            bytes += l->bytes;
+        }
+        if (dev_total <= 0) {
+            /* The runtime kept no per-task statistics for these tasks: leave the layers out
+             * rather than report zero times. */
+            r->n_layers = first;
+            continue;
         }
         for (size_t i = first; i < r->n_layers; i++)
-            r->layers[i].share = dev_total > 0 ? r->layers[i].mean_ns / dev_total : 0;
-        r->dev[sh].achieved_gflops = dev_total > 0 ? flops / dev_total : 0;
-        r->dev[sh].achieved_gbps = dev_total > 0 ? bytes / dev_total : 0;
+            r->layers[i].share = r->layers[i].mean_ns / dev_total;
     }
     free(ks);
 }
@@ -419,6 +421,18 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         return;
     }
 
+    /* Offline: a second session, so that one request's inputs are prepared and its tasks
+     * submitted while the other's run (double buffering). */
+    bool offline = c->scenario == BENCH_OFFLINE;
+    hetcl_infer_session *s2 = NULL;
+    if (offline && (stt = open_session(env, m, c->batch, workers, n_workers, use_rows ? rows : NULL,
+                                       &s2)) != HETCL_OK) {
+        fail_config(r, hetcl_context_last_error(env->ctx));
+        hetcl_infer_session_destroy(s);
+        free(inputs);
+        return;
+    }
+
     /* Warm-up and timed requests. */
     struct bench_loop *L = &st->loop;
     bench_loop_init(L, &env->loop);
@@ -428,6 +442,13 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     memset(&energy, 0, sizeof energy);
     bool energy_started = false;
     bool all_zero = true;
+    hetcl_infer_session *sess[2] = {s, s2};
+    double t_submit[2] = {0, 0};
+    int cur = 0;
+    if (offline) {
+        t_submit[0] = bench_model_now_ms();
+        stt = hetcl_infer_session_submit(sess[0], inputs + (k++ % env->n_distinct) * per);
+    }
     while (L->phase != BENCH_PHASE_DONE && stt == HETCL_OK) {
         if (L->phase == BENCH_PHASE_TIMED && !energy_started) {
             bench_energy_begin("", &energy);
@@ -439,19 +460,33 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         for (size_t i = 0; i < n_workers; i++)
             b0[i] = busy_ns(env->rt, workers[i]);
         bool timed = L->phase == BENCH_PHASE_TIMED;
-        double a = bench_model_now_ms();
-        stt = hetcl_infer_session_run(s, inputs + (k++ % env->n_distinct) * per, NULL);
-        double b = bench_model_now_ms();
+        double a = 0, b = 0;
+        if (offline) {
+            /* submit the next request on the other session, then wait for this one */
+            int other = 1 - cur;
+            t_submit[other] = bench_model_now_ms();
+            stt = hetcl_infer_session_submit(sess[other], inputs + (k++ % env->n_distinct) * per);
+            if (stt == HETCL_OK)
+                stt = hetcl_infer_session_wait(sess[cur], NULL);
+            a = t_submit[cur];
+            b = bench_model_now_ms();
+            cur = other;
+        } else {
+            a = bench_model_now_ms();
+            stt = hetcl_infer_session_run(s, inputs + (k++ % env->n_distinct) * per, NULL);
+            b = bench_model_now_ms();
+        }
         if (stt != HETCL_OK)
             break;
         /* Device time: the request's task execution time on each worker (the shares run side
-         * by side, so the request's device time is the longest share's). */
+         * by side, so the request's device time is the longest share's). Offline requests
+         * overlap, so theirs cannot be separated. */
         double dev = 0;
         for (size_t i = 0; i < n_workers; i++) {
             double d = (double) (busy_ns(env->rt, workers[i]) - b0[i]);
             dev = d > dev ? d : dev;
         }
-        if (timed) {
+        if (timed && !offline) {
             if (n_dev == cap_dev) {
                 cap_dev = cap_dev ? 2 * cap_dev : 1024;
                 double *p = realloc(st->device_ns, cap_dev * sizeof *p);
@@ -469,6 +504,11 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
             break;
         }
     }
+    if (offline) {
+        hetcl_status w = hetcl_infer_session_wait(sess[cur], NULL); /* drain the last one */
+        stt = stt == HETCL_OK ? w : stt;
+        hetcl_infer_session_destroy(s2);
+    }
     if (stt != HETCL_OK) {
         fail_config(r, hetcl_context_last_error(env->ctx));
         hetcl_infer_session_destroy(s);
@@ -483,8 +523,10 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         r->device_ns = st->device_ns;
         r->n_device = n_dev;
     } else {
-        snprintf(r->device_reason, sizeof r->device_reason,
-                 "the runtime reported no busy time for these workers");
+        snprintf(r->device_reason, sizeof r->device_reason, "%s",
+                 offline ? "offline: requests overlap, so a request's device time cannot be "
+                           "separated (see utilisation)"
+                         : "the runtime reported no busy time for these workers");
     }
     r->items_per_s = timed_s > 0 ? items / timed_s : 0;
     r->requests_per_s = timed_s > 0 ? (double) L->n_timed / timed_s : 0;
@@ -512,6 +554,16 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
                          (sp->op == HETCL_INFER_MAXPOOL ? 2 : 1);
         }
         r->dev[i].allocated_bytes = (long long) bytes;
+        /* Achieved rates over the timed phase: the FLOPs and bytes of this worker's rows of
+         * every timed request, over its busy time. */
+        double f = 0, by = 0;
+        for (int q = 0; q < m->plan->n_steps; q++) {
+            f += hetcl_infer_step_flops(&m->plan->steps[q], rows[i]);
+            by += hetcl_infer_step_bytes(m->plan, &m->plan->steps[q], rows[i]);
+        }
+        double busy_ns_total = busy * 1e6;
+        r->dev[i].achieved_gflops = busy_ns_total > 0 ? f * (double) L->n_timed / busy_ns_total : 0;
+        r->dev[i].achieved_gbps = busy_ns_total > 0 ? by * (double) L->n_timed / busy_ns_total : 0;
     }
     fill_layers(env, m, r, workers, rows, n_workers);
     divergence(env, m, s, inputs, r, rows, n_workers, c->batch);

@@ -165,6 +165,15 @@ hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_in
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_infer_session_run(hetcl_infer_session *s,
                                                                const float *x, float *probs);
 
+/* The two halves of hetcl_infer_session_run, so that requests on two sessions overlap
+ * (offline scenario): submit copies x into the inputs (waiting for the session's previous
+ * request to have read its inputs) and submits the tasks; wait waits for them and copies the
+ * softmax into probs (may be NULL). A session has at most one request in flight. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_infer_session_submit(hetcl_infer_session *s,
+                                                                  const float *x);
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_infer_session_wait(hetcl_infer_session *s,
+                                                                float *probs);
+
 /* The footprint given to the tasks of step `step` of a share of `rows` rows, so that the
  * runtime's kind statistics (hetcl_runtime_kind_stats) can be mapped back to layers: task 0 of
  * a step (GEMM, conv2d, pool, softmax) gets hetcl_infer_footprint(step, 0, rows), its

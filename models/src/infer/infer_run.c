@@ -279,11 +279,11 @@ static hetcl_status submit_share(hetcl_infer_session *s, const struct share *sh)
     return st;
 }
 
-hetcl_status hetcl_infer_session_run(hetcl_infer_session *s, const float *x, float *probs)
+hetcl_status hetcl_infer_session_submit(hetcl_infer_session *s, const float *x)
 {
     if (!s || !x)
         return hetcl__fail(s ? s->ctx : NULL, HETCL_ERR_INVALID_ARG,
-                           "hetcl_infer_session_run: NULL argument");
+                           "hetcl_infer_session_submit: NULL argument");
     const hetcl_infer_plan *p = s->plan;
     hetcl_status st = HETCL_OK;
     /* Inputs first, then every share's tasks, so that the shares run side by side. */
@@ -296,6 +296,15 @@ hetcl_status hetcl_infer_session_run(hetcl_infer_session *s, const float *x, flo
     }
     for (size_t i = 0; i < s->n_shares && st == HETCL_OK; i++)
         st = submit_share(s, &s->shares[i]);
+    return st;
+}
+
+hetcl_status hetcl_infer_session_wait(hetcl_infer_session *s, float *probs)
+{
+    if (!s)
+        return HETCL_ERR_INVALID_ARG;
+    const hetcl_infer_plan *p = s->plan;
+    hetcl_status st = HETCL_OK;
     for (size_t i = 0; i < s->n_shares; i++) {
         struct share *sh = &s->shares[i];
         hetcl_handle *y = sh->out[p->n_steps - 1];
@@ -307,4 +316,11 @@ hetcl_status hetcl_infer_session_run(hetcl_infer_session *s, const float *x, flo
             st = r;
     }
     return st;
+}
+
+hetcl_status hetcl_infer_session_run(hetcl_infer_session *s, const float *x, float *probs)
+{
+    hetcl_status st = hetcl_infer_session_submit(s, x);
+    hetcl_status w = s ? hetcl_infer_session_wait(s, probs) : st;
+    return st != HETCL_OK ? st : w;
 }
