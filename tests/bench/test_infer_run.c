@@ -134,8 +134,8 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
         CHECK_EQ_INT(hetcl_infer_session_create(ctx, rt, plan, &bad, &c), HETCL_ERR_INVALID_ARG);
         CHECK(c == NULL);
         int nowhere = (int) n + 3;
-        struct hetcl_infer_session_options bad2 = {.batch = batch, .n_workers = 1,
-                                                   .workers = &nowhere};
+        struct hetcl_infer_session_options bad2 = {
+                .batch = batch, .n_workers = 1, .workers = &nowhere};
         CHECK_EQ_INT(hetcl_infer_session_create(ctx, rt, plan, &bad2, &c), HETCL_ERR_INVALID_ARG);
     }
     free(x);
