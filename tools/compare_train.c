@@ -7,9 +7,10 @@
  *   time_to_target    seconds to the target accuracy (lower is better), when reached;
  *   final_test_acc    the final test accuracy in % (higher is better);
  *   update_share_max  the largest device's share of the updates in % (lower is better: the
- *                     updates are more balanced), with two devices or more.
- * The last three are one value per run: compare shows their change, and the verdict stays
- * inconclusive (one sample is not evidence), as the README says.
+ *                     updates are more balanced), with two devices or more: one sample per
+ *                     window of share_over_time, so balance is tested too.
+ * time_to_target and final_test_acc are one value per run: compare shows their change, and
+ * the verdict stays inconclusive (one sample is not evidence), as the README says.
  */
 #include "compare.h"
 
@@ -106,6 +107,54 @@ static bool number(const struct cmp_report *r, const cJSON *o, const char *field
     return true;
 }
 
+/*
+ * update_share_max: in each window of share_over_time with updates, the largest device's share
+ * (%): one sample per window, so the balance of two runs is tested like a latency. A run
+ * without windows gives its overall largest share as one value.
+ */
+static bool window_shares(const struct cmp_report *r, struct cmp_entry *e, double overall)
+{
+    const cJSON *pts = member(member(r->root, "share_over_time"), "points"), *p;
+    if (!cJSON_IsArray(pts))
+        return cmp_field_error(r, "$.share_over_time.points", "expected an array");
+    size_t n = (size_t) cJSON_GetArraySize(pts), k = 0, i = 0;
+    double *x = malloc((n ? n : 1) * sizeof *x);
+    if (!x)
+        return cmp_field_error(r, "$.share_over_time", "out of memory");
+    cJSON_ArrayForEach(p, pts)
+    {
+        const cJSON *shares = member(p, "shares"), *v;
+        double sum = 0, max = 0;
+        if (!cJSON_IsArray(shares)) {
+            free(x);
+            char f[96];
+            snprintf(f, sizeof f, "$.share_over_time.points[%zu].shares", i);
+            return cmp_field_error(r, f, "expected an array of numbers");
+        }
+        cJSON_ArrayForEach(v, shares)
+        {
+            if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+                free(x);
+                char f[96];
+                snprintf(f, sizeof f, "$.share_over_time.points[%zu].shares", i);
+                return cmp_field_error(r, f, "expected an array of numbers");
+            }
+            sum += v->valuedouble;
+            max = v->valuedouble > max ? v->valuedouble : max;
+        }
+        if (sum > 0) /* a window without updates says nothing about balance */
+            x[k++] = max * 100;
+        i++;
+    }
+    if (k == 0) {
+        free(x);
+        return single(r, e, "update_share_max", "%", false, overall * 100);
+    }
+    struct cmp_metric *m = &e->metrics[e->n_metrics++];
+    *m = (struct cmp_metric){"update_share_max", "%", "p50", 0.5, 1, false, x, k};
+    return true;
+}
+
 bool cmp_extract_train(struct cmp_report *r)
 {
     const cJSON *cfg = member(r->root, "config");
@@ -161,5 +210,7 @@ bool cmp_extract_train(struct cmp_report *r)
             return false;
         max_share = isnan(max_share) || s > max_share ? s : max_share;
     }
-    return single(r, e, "update_share_max", "%", false, i >= 2 ? max_share * 100 : (double) NAN);
+    if (i < 2)
+        return single(r, e, "update_share_max", "%", false, (double) NAN);
+    return window_shares(r, e, max_share);
 }

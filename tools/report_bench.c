@@ -401,6 +401,8 @@ void report_render_bench(struct rw *w, struct report_doc *d)
     for (i = 0; i < n; i++)
         failed += !cfgs[i].ok;
     rw_heading(w, 1, "hetcl bench: %zu configuration%s", n, n == 1 ? "" : "s");
+    rw_para(w, "Report %s (%s, schema version %d), written %s by hetcl %s.", d->path, d->kind,
+            d->schema_version, d->generated_at, d->hetcl_version);
     if (failed)
         rw_warning(w, "%zu configuration%s failed; see the status column.", failed,
                    failed == 1 ? "" : "s");

@@ -194,6 +194,8 @@ static void ceilings(struct rw *w, struct report_doc *d)
 void report_render_devices(struct rw *w, struct report_doc *d)
 {
     rw_heading(w, 1, "hetcl devices");
+    rw_para(w, "Report %s (%s, schema version %d), written %s by hetcl %s.", d->path, d->kind,
+            d->schema_version, d->generated_at, d->hetcl_version);
     rw_heading(w, 2, "Host and topology");
     topology(w, d);
     rw_heading(w, 2, "OpenCL platforms and devices");

@@ -257,6 +257,9 @@ static void result_table(struct rw *w, struct run *r)
           num(c, sizeof c, rd_number(d, st, "$.staleness", "p99", true), 3),
           num(e, sizeof e, rd_number(d, st, "$.staleness", "max", true), 3),
           num(f, sizeof f, rd_number(d, st, "$.staleness", "n", false), 12));
+    const cJSON *hash = cJSON_GetObjectItemCaseSensitive(r->final, "model_hash");
+    if (cJSON_IsString(hash))
+        rw_kv(w, "final model hash", "%s", hash->valuestring);
     rw_table_end(w);
 }
 
@@ -402,7 +405,7 @@ static void curves_charts(struct rw *w, struct run *runs, size_t n)
     double tx[2] = {0, tmax}, ty[2] = {target * 100, target * 100};
     size_t n_acc = n;
     if (!isnan(target) && tmax > 0)
-        as[n_acc++] = (struct svg_series){"target accuracy", tx, ty, 2, false, false};
+        as[n_acc++] = (struct svg_series){"target accuracy", tx, ty, 2, true, false};
     struct svg_line_chart ac = {.title = "Test accuracy against wall time",
                                 .x_label = "wall time (s)",
                                 .y_label = "test accuracy (%)",
@@ -527,6 +530,9 @@ void report_render_train(struct rw *w, struct report_doc *docs, size_t n)
         rw_heading(w, 1, "hetcl train: %s on %s, %s", runs[0].model, runs[0].dataset, runs[0].algo);
     else
         rw_heading(w, 1, "hetcl train: %zu runs", n);
+    for (size_t i = 0; i < n; i++)
+        rw_para(w, "Report %s (%s, schema version %d), written %s by hetcl %s.", docs[i].path,
+                docs[i].kind, docs[i].schema_version, docs[i].generated_at, docs[i].hetcl_version);
     for (size_t i = 0; i < n; i++)
         slowdown_warnings(w, &runs[i]);
     if (n > 1) {

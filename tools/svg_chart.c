@@ -197,6 +197,16 @@ void svg_line_chart(struct sbuf *b, const struct svg_line_chart *c)
         if (se->step && se->hold && have_prev)
             sb_printf(b, "%.1f,%.1f", PX(xr.hi), PY(prev_y));
         sb_puts(b, "\"/>\n");
+        /* Few measured points (epochs): mark them, so a single one still shows. */
+        if (!se->step && se->n <= SVG_MARKED_POINTS) {
+            sb_printf(b, "<g fill=\"%s\">", palette[s % SVG_PALETTE_SIZE]);
+            for (size_t i = 0; i < se->n; i++)
+                if (isfinite(se->x[i]) && isfinite(se->y[i]))
+                    sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\"/>",
+                              PX(fmin(fmax(se->x[i], xr.lo), xr.hi)),
+                              PY(fmin(fmax(se->y[i], yr.lo), yr.hi)));
+            sb_puts(b, "</g>\n");
+        }
     }
     /* Legend: two columns below the x axis label. */
     for (size_t s = 0; s < c->n_series; s++) {
@@ -207,7 +217,7 @@ void svg_line_chart(struct sbuf *b, const struct svg_line_chart *c)
                   "stroke-width=\"3\"%s/>\n<text x=\"%.1f\" y=\"%.1f\">",
                   lx, ly, lx + 22, ly, palette[s % SVG_PALETTE_SIZE],
                   dashes[(s / SVG_PALETTE_SIZE) % 3], lx + 28, ly + 4);
-        text_cut(b, c->series[s].name ? c->series[s].name : "", 52);
+        text_cut(b, c->series[s].name ? c->series[s].name : "", 48);
         sb_puts(b, "</text>\n");
     }
 #undef PX

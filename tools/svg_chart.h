@@ -26,6 +26,9 @@
  * their dash pattern). */
 #define SVG_PALETTE_SIZE 10
 
+/* Non-step series with at most this many points get a dot on each point. */
+#define SVG_MARKED_POINTS 60
+
 struct svg_series {
     const char *name;    /* legend text; borrowed */
     const double *x, *y; /* n points, x ascending for step lines; NAN points are skipped */

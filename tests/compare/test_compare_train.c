@@ -1,7 +1,7 @@
 /*
  * `hetcl compare` on training reports (kind hetcl.train), through the CLI: synthetic runs
- * (gen_train_report) with a known throughput shift give known verdicts and exit codes; the
- * one-value-per-run metrics (time to target, final accuracy, largest update share) show their
+ * (gen_train_report) with a known throughput shift or update imbalance give known verdicts
+ * and exit codes; the one-value-per-run metrics (time to target, final accuracy) show their
  * change but stay inconclusive; the JSON validates against compare.schema.json; a train report
  * against a bench report, or a malformed one, is unusable input (exit 2, one line naming the
  * file and the field).
@@ -113,10 +113,21 @@ static void test_verdicts(void)
     /* Lower final accuracy: shown, inconclusive, and not a failure on its own. */
     make(gen_train, "worse.json", "--seed 5 --epochs 12 --final-acc 0.80");
     expect("base.json", "worse.json", "final_test_acc", "inconclusive", 0.80 / 0.88 - 1, 0);
-    /* hogbatch gives one device 95% of the updates, adaptive about 57%. */
+    /* hogbatch gives one device 95% of the updates, adaptive converges to 50%. Another
+     * algorithm is another run: nothing to match. */
     make(gen_train, "hog.json", "--seed 6 --epochs 12 --algo hogbatch");
-    CHECK_EQ_INT(compare("base.json", "hog.json", ""), 2); /* another algorithm: no match */
-    CHECK(strstr(err, "nothing to match") != NULL);
+    CHECK_EQ_INT(compare("base.json", "hog.json", ""), 2);
+    CHECK(strstr(err, "nothing to match") && strstr(err, "model, dataset, algorithm and devices"));
+    /* The same imbalance under the adaptive label: the largest share per window (20 windows)
+     * rose from about 52% to 95%, a regression of the balance. */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "sed -E 's/\"algo\":[[:space:]]*\"hogbatch\"/\"algo\": \"adaptive\"/' "
+             "%s/hog.json >%s/unbalanced.json",
+             tmpdir, tmpdir);
+    CHECK_EQ_INT(system(cmd), 0);
+    expect("base.json", "unbalanced.json", "update_share_max", "regressed", 0.95 / 0.5166 - 1, 3);
+    expect("base.json", "same.json", "update_share_max", "unchanged", 0, 0);
     /* Three epochs: too few samples for any verdict. */
     make(gen_train, "three.json", "--seed 7 --epochs 3");
     make(gen_train, "three-slow.json", "--seed 8 --epochs 3 --examples-per-s 10000");
@@ -127,7 +138,6 @@ static void test_verdicts(void)
           strstr(out, "update_share_max (%)") && strstr(out, "final_test_acc (%)"));
     CHECK(strstr(out, "mlp / fashion-mnist / adaptive / host+p0d0.0") != NULL);
     /* The JSON validates against the compare schema. */
-    char cmd[2048];
     CHECK_EQ_INT(compare("base.json", "slow.json", "--format json"), 3);
     snprintf(cmd, sizeof cmd, "%s/compare.json", tmpdir);
     FILE *f = fopen(cmd, "w");

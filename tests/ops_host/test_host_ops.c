@@ -265,16 +265,28 @@ static void test_losses(void)
         ht_guards_ok(&d, what);
         ht_guards_ok(&loss, what);
         ht_check_rejects(what, hetcl__op_softmax_xent_host, &c, 4);
-        /* a label out of range fails the task, writing nothing */
-        memcpy(refd, d.p, n * 4);
-        int32_t *lp = lab.p;
-        int32_t saved = lp[nr - 1];
-        lp[nr - 1] = (int32_t) classes;
-        CHECK_EQ_INT(hetcl__op_softmax_xent_host(&c.call), HETCL_ERR_INVALID_ARG);
-        lp[nr - 1] = -1;
-        CHECK_EQ_INT(hetcl__op_softmax_xent_host(&c.call), HETCL_ERR_INVALID_ARG);
-        lp[nr - 1] = saved;
-        ht_check_same("softmax_xent after a bad label", refd, d.p, n);
+        /* a label out of range: that row's loss is NaN and its gradient has no one-hot term
+         * (the OpenCL kernel's rule); the other rows are unchanged */
+        {
+            int32_t *lp = lab.p;
+            float *lossp = loss.p, *dp = d.p;
+            memcpy(refd, d.p, n * 4);
+            for (int bad = 0; bad < 2; bad++) {
+                const int32_t saved = lp[nr - 1];
+                lp[nr - 1] = bad ? -1 : (int32_t) classes;
+                CHECK_EQ_INT(hetcl__op_softmax_xent_host(&c.call), HETCL_OK);
+                CHECK(isnan(lossp[nr - 1]));
+                ht_check_same("softmax_xent: rows before a bad label", refd, d.p,
+                              (nr - 1) * (size_t) classes);
+                double row_sum = 0.0;
+                for (int64_t cc = 0; cc < classes; cc++) {
+                    row_sum += (double) dp[(nr - 1) * (size_t) classes + (size_t) cc];
+                }
+                /* softmax * scale sums to scale; with the one-hot term it would sum to 0 */
+                CHECK(fabs(row_sum - (double) args.scale) <= 1e-5 * (double) args.scale);
+                lp[nr - 1] = saved;
+            }
+        }
 
         /* softmax alone */
         snprintf(what, sizeof what, "softmax %" PRId64 "x%" PRId64, rows, classes);
@@ -483,10 +495,64 @@ static void test_reductions(void)
     CHECK_EQ_INT(hetcl__op_argmax_host(&call), HETCL_ERR_INVALID_ARG);
 }
 
+/* sigmoid and tanh over their whole range (a dense grid to +-20, sparse beyond, tiny values,
+ * zeros, infinities, NaN) against double precision: within 4 ulp of the correctly rounded
+ * value (relative 2^-22), or 2e-38 absolute where the result underflows. */
+static void test_activation_accuracy(void)
+{
+    enum { N = 48000 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *zero = calloc(N, sizeof *zero);
+    size_t n = 0;
+    for (int i = -40000; i <= 40000; i += 2) {
+        x[n++] = (float) i * 5e-4f;
+    }
+    for (int i = -3000; i <= 3000; i += 1) {
+        x[n++] = (float) i * 0.04f; /* to +-120 */
+    }
+    const float special[] = {1e-30f, -1e-30f, 1e-8f, -3e-6f, 0.0f,     -0.0f,     87.5f,
+                             -87.5f, -103.0f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) {
+        x[n++] = special[i];
+    }
+    const hetcl_act acts[] = {HETCL_ACT_SIGMOID, HETCL_ACT_TANH};
+    for (int a = 0; a < 2; a++) {
+        hetcl__bias_act_rows(acts[a], 1, (int64_t) n, x, zero, y);
+        double worst = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double z = (double) x[i];
+            double ref = a == 0 ? 1.0 / (1.0 + exp(-z)) : tanh(z);
+            if (isnan(z)) {
+                if (!isnan(y[i])) {
+                    fprintf(stderr, "activation %d: NaN in, %.9g out\n", a, (double) y[i]);
+                    hetcl_test_failures++;
+                }
+                continue;
+            }
+            double err = fabs((double) y[i] - ref);
+            double rel = err / fabs(ref);
+            if (!(err <= 2e-38 || rel <= ldexp(1.0, -22))) {
+                fprintf(stderr, "%s(%.9g) = %.9g, expected %.9g (relative error %.3g)\n",
+                        a == 0 ? "sigmoid" : "tanh", z, (double) y[i], ref, rel);
+                hetcl_test_failures++;
+                break;
+            }
+            if (fabs(ref) > 1e-37 && rel > worst) {
+                worst = rel;
+            }
+        }
+        printf("%s: worst relative error %.3g (%.2f ulp of 2^-24)\n", a == 0 ? "sigmoid" : "tanh",
+               worst, worst / ldexp(1.0, -24));
+    }
+    free(x);
+    free(y);
+    free(zero);
+}
+
 int main(void)
 {
     ref_rng_init(&rng, hetcl_test_seed());
     test_bias_act();
+    test_activation_accuracy();
     test_finite_differences();
     test_loss_finite_differences();
     test_losses();

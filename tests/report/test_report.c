@@ -304,6 +304,25 @@ static void test_tag_balance(void)
         }
 }
 
+/* Whether s is valid UTF-8 (labels cut to fit a chart must not split a character). */
+static bool valid_utf8(const unsigned char *s)
+{
+    while (*s) {
+        int n = *s < 0x80             ? 0
+                : (*s & 0xe0) == 0xc0 ? 1
+                : (*s & 0xf0) == 0xe0 ? 2
+                : (*s & 0xf8) == 0xf0 ? 3
+                                      : -1;
+        if (n < 0)
+            return false;
+        s++;
+        for (int i = 0; i < n; i++, s++)
+            if ((*s & 0xc0) != 0x80)
+                return false;
+    }
+    return true;
+}
+
 /* The HTML in out is one self-contained, well-formed page with n_charts charts. */
 static void check_html(const char *what, size_t n_charts)
 {
@@ -314,6 +333,10 @@ static void check_html(const char *what, size_t n_charts)
         hetcl_test_failures++;
     }
     CHECK(!strncmp(out, "<!DOCTYPE html>", 15));
+    if (!valid_utf8((const unsigned char *) out)) {
+        fprintf(stderr, "%s: HTML is not valid UTF-8\n", what);
+        hetcl_test_failures++;
+    }
     /* One <svg> per chart, each in its own <figure>. */
     if (count(out, "<svg") != n_charts || count(out, "</svg>") != n_charts ||
         count(out, "<figure>") != n_charts) {
@@ -423,9 +446,14 @@ static void test_escaping(void)
                "name", evil);
     set_string(cJSON_GetObjectItem(cJSON_GetObjectItem(prov, "host"), "environment"),
                "POCL_AFFINITY", evil);
+    /* A model name longer than a chart legend holds, in two-byte characters, gets cut. */
+    char long_name[512];
+    snprintf(long_name, sizeof long_name, "%s", evil);
+    for (int i = 0; i < 60; i++)
+        strcat(long_name, "\xc3\xa9");
     set_string(cJSON_GetObjectItem(
                        cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "configurations"), 1), "config"),
-               "model", evil);
+               "model", long_name);
     save(doc, "evil-bench.json");
     cJSON_Delete(doc);
     static const char *const files[] = {"evil-train.json", "evil-bench.json"};
@@ -439,10 +467,12 @@ static void test_escaping(void)
                 hetcl_test_failures++;
             }
             CHECK(strstr(out, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL);
-            if (k == 1)
-                check_html(files[f], f == 0 ? 4 : 1 + 1 + 2);
-            else /* a '|' in a cell would split the row */
+            if (k == 0) /* a '|' in a cell would split the row */
                 CHECK(strstr(out, "\\|") != NULL && strstr(out, "\\*") != NULL);
+            else
+                check_html(files[f], f == 0 ? 4 : 1 + 1 + 2);
+            if (k == 1 && f == 1) /* the long model name was cut in a legend */
+                CHECK(strstr(out, "\xc3\xa9\xe2\x80\xa6") != NULL);
         }
 }
 

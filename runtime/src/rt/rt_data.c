@@ -6,8 +6,10 @@
  * (unless no_zero_copy) use it through one CL_MEM_USE_HOST_PTR buffer per platform context
  * (h->host_mems), with no transfer. After such a device wrote it, host_dirty_platform names the
  * platform, and a host access first maps and unmaps the buffer (which makes the device's writes
- * visible to the host on drivers that cache it). Other devices have their own node; a copy
- * there is a cl_mem of the worker's context.
+ * visible to the host on drivers that cache it); after the host wrote it, host_mems_stale makes
+ * the next device use map it for writing and unmap it (which pushes the host's writes). Both
+ * are free where the driver uses the host memory in place. Other devices have their own node; a
+ * copy there is a cl_mem of the worker's context.
  *
  * Transfers into a device are enqueued on the worker's own in-order queue, non-blocking, and
  * chained through events: each copy has a `ready` event that completes when its contents are in
@@ -24,7 +26,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define HOST_ALIGN 64
+/* Page-aligned host copies: drivers then use them in place as CL_MEM_USE_HOST_PTR buffers
+ * (PoCL needs 128 bytes, integrated GPUs a page) instead of keeping copies of their own. */
+#define HOST_ALIGN 4096
 
 /* ---------------------------------------------------------------- handles */
 
@@ -147,8 +151,8 @@ static hetcl_status host_sync_dirty(struct hetcl_runtime *rt, struct rt_handle *
     if (c0->ready)
         clWaitForEvents(1, &c0->ready);
     cl_int e = CL_SUCCESS;
-    void *m = clEnqueueMapBuffer(q, h->host_mems[p], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
-                                 h->bytes, 0, NULL, NULL, &e);
+    void *m = clEnqueueMapBuffer(q, h->host_mems[p], CL_TRUE, CL_MAP_READ, 0, h->bytes, 0, NULL,
+                                 NULL, &e);
     if (e == CL_SUCCESS) {
         cl_event ev = NULL;
         e = clEnqueueUnmapMemObject(q, h->host_mems[p], m, 0, NULL, &ev);
@@ -193,6 +197,7 @@ static hetcl_status make_host_valid(struct hetcl_runtime *rt, struct rt_handle *
                                (unsigned long long) h->id, h->bytes, k, hetcl__cl_error_name(e));
         c0->valid = true;
         set_ready(c0, NULL, NULL);
+        h->host_mems_stale = ~0u;
         count_transfer(rt, w, t, h, k, 0, t0);
         return HETCL_OK;
     }
@@ -225,6 +230,7 @@ hetcl_status hetcl__rt_data_to_host(struct hetcl_runtime *rt, struct rt_handle *
     pthread_mutex_lock(&h->lock);
     hetcl_status st = make_host_valid(rt, h, NULL, NULL);
     if (st == HETCL_OK && invalidate_devices) {
+        h->host_mems_stale = ~0u; /* the caller may write the host copy now */
         for (int k = 1; k < RT_MAX_NODES; k++) {
             h->copies[k].valid = false;
             set_ready(&h->copies[k], NULL, NULL);
@@ -270,11 +276,15 @@ static hetcl_status acquire_node0(struct rt_worker *w, struct rt_task *t, struct
 {
     struct hetcl_runtime *rt = w->rt;
     cl_int e = CL_SUCCESS;
+    unsigned bit = 1u << w->platform;
     if (!h->host_mems[w->platform]) {
         h->host_mems[w->platform] = clCreateBuffer(
                 w->clctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, h->bytes, h->host_ptr, &e);
-        if (e != CL_SUCCESS)
+        if (e != CL_SUCCESS) {
+            h->host_mems[w->platform] = NULL;
             return device_failure(w, "clCreateBuffer(CL_MEM_USE_HOST_PTR)", e);
+        }
+        h->host_mems_stale &= ~bit; /* created from the host's current contents */
     }
     *mem = h->host_mems[w->platform];
     if (mode == HETCL_W)
@@ -310,6 +320,21 @@ static hetcl_status acquire_node0(struct rt_worker *w, struct rt_task *t, struct
         hetcl_status st = host_sync_dirty(rt, h);
         if (st != HETCL_OK)
             return st;
+    }
+    if ((h->host_mems_stale & bit) && c0->valid && h->host_dirty_platform < 0) {
+        /* The host wrote since this buffer last saw it: map for writing and unmap, on w's
+         * queue, so that a driver's own copy takes the host's contents. */
+        bool chain = chainable_ready(w, c0);
+        cl_event ev = NULL;
+        void *m = clEnqueueMapBuffer(w->queue, *mem, CL_FALSE, CL_MAP_WRITE_INVALIDATE_REGION, 0,
+                                     h->bytes, chain ? 1 : 0, chain ? &c0->ready : NULL, NULL, &e);
+        if (e == CL_SUCCESS)
+            e = clEnqueueUnmapMemObject(w->queue, *mem, m, 0, NULL, &ev);
+        if (e != CL_SUCCESS)
+            return hetcl__fail(rt->ctx, HETCL_ERR_OPENCL, "handle %llu: host to device buffer: %s",
+                               (unsigned long long) h->id, hetcl__cl_error_name(e));
+        set_ready(c0, ev, w->clctx);
+        h->host_mems_stale &= ~bit;
     }
     if (chainable_ready(w, c0))
         wait_on(c0->ready, wait, n_wait);
@@ -429,8 +454,10 @@ void hetcl__rt_data_release(struct rt_worker *w, struct rt_task *t)
         } else {
             set_ready(c, NULL, NULL);
         }
-        if (w->node == 0)
+        if (w->node == 0) {
             h->host_dirty_platform = cl ? w->platform : -1;
+            h->host_mems_stale = cl ? ~(1u << w->platform) : ~0u;
+        }
         pthread_mutex_unlock(&h->lock);
     }
 }

@@ -134,6 +134,10 @@ struct rt_handle {
     /* The platform whose node-0 device wrote it last through host_mems and has not been
      * synchronised with the host (map/unmap) since; -1 none. */
     int host_dirty_platform;
+    /* Platforms (bit p) whose host_mems[p] has not seen the host's latest writes: a driver
+     * may keep its own copy of a CL_MEM_USE_HOST_PTR buffer (PoCL does when the pointer is
+     * less aligned than it wants), refreshed only by map/unmap. */
+    unsigned host_mems_stale;
 
     /* Dependency tracking (graph_lock). */
     struct rt_task *last_writer; /* a reference is held while set */
@@ -141,6 +145,10 @@ struct rt_handle {
     size_t n_readers, cap_readers;
     struct rt_task **concurrent; /* RW_CONCURRENT tasks since last_writer */
     size_t n_concurrent, cap_concurrent;
+    /* The readers that the current group of RW_CONCURRENT tasks follows: every member of the
+     * group depends on them (the members do not depend on each other). */
+    struct rt_task **conc_preds;
+    size_t n_conc_preds, cap_conc_preds;
 };
 
 /* ---------------------------------------------------------------- workers */

@@ -4,8 +4,10 @@
  *
  * Dependencies are inferred per handle in submission order under rt->graph_lock: a reader
  * depends on the last writer and on the RW_CONCURRENT tasks since; a writer (W, RW) on all of
- * them and on the readers since; an RW_CONCURRENT task on the last writer and the readers since,
- * not on the other RW_CONCURRENT tasks. A task counts its unfinished predecessors
+ * them and on the readers since. RW_CONCURRENT tasks come in groups whose members do not depend
+ * on each other: a member depends on the last writer and on the readers that came before its
+ * group (conc_preds); a reader after the group starts a new group for the next RW_CONCURRENT
+ * task. A task counts its unfinished predecessors
  * (n_unfinished_deps, plus one while its submission is in progress) and becomes ready at zero.
  * A failed predecessor cancels it: it is then never run and finishes with HETCL_ERR_CANCELLED,
  * which cancels its own successors in turn. Until the next hetcl_runtime_wait_all (or a
@@ -121,6 +123,7 @@ static void handle_forget(struct rt_handle *h)
     h->last_writer = NULL;
     list_clear(h->readers, &h->n_readers);
     list_clear(h->concurrent, &h->n_concurrent);
+    list_clear(h->conc_preds, &h->n_conc_preds);
 }
 
 /* Makes t depend on p (graph_lock held). */
@@ -185,19 +188,30 @@ static hetcl_status track_access(struct rt_task *t, struct rt_handle *h, hetcl_a
         return list_push(&h->readers, &h->n_readers, &h->cap_readers, t);
     case HETCL_RW_CONCURRENT:
         if (h->n_readers) {
-            /* The readers follow every earlier concurrent task: depending on them covers all. */
-            if ((st = add_deps_list(t, h->readers, h->n_readers)) != HETCL_OK)
-                return st;
-            list_clear(h->readers, &h->n_readers);
+            /* A new group after these readers. They follow every task of the previous group,
+             * which can be forgotten; they become what the new group's members follow. */
+            list_clear(h->conc_preds, &h->n_conc_preds);
             list_clear(h->concurrent, &h->n_concurrent);
+            struct rt_task **tmp = h->conc_preds;
+            size_t cap = h->cap_conc_preds;
+            h->conc_preds = h->readers;
+            h->n_conc_preds = h->n_readers;
+            h->cap_conc_preds = h->cap_readers;
+            h->readers = tmp;
+            h->n_readers = 0;
+            h->cap_readers = cap;
         }
+        if ((st = add_deps_list(t, h->conc_preds, h->n_conc_preds)) != HETCL_OK)
+            return st;
         return list_push(&h->concurrent, &h->n_concurrent, &h->cap_concurrent, t);
     default: /* W, RW */
         if ((st = add_deps_list(t, h->readers, h->n_readers)) != HETCL_OK ||
             (st = add_deps_list(t, h->concurrent, h->n_concurrent)) != HETCL_OK)
             return st;
+        /* The group's predecessors are the concurrent tasks' ancestors: covered. */
         list_clear(h->readers, &h->n_readers);
         list_clear(h->concurrent, &h->n_concurrent);
+        list_clear(h->conc_preds, &h->n_conc_preds);
         task_ref(t);
         if (h->last_writer)
             hetcl__rt_task_unref(h->last_writer);
@@ -549,6 +563,7 @@ void hetcl__rt_handle_tracking_free(struct hetcl_runtime *rt, struct rt_handle *
     pthread_mutex_unlock(&rt->graph_lock);
     hetcl__free(h->readers);
     hetcl__free(h->concurrent);
-    h->readers = h->concurrent = NULL;
-    h->cap_readers = h->cap_concurrent = 0;
+    hetcl__free(h->conc_preds);
+    h->readers = h->concurrent = h->conc_preds = NULL;
+    h->cap_readers = h->cap_concurrent = h->cap_conc_preds = 0;
 }

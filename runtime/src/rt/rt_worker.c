@@ -465,3 +465,30 @@ void hetcl__rt_worker_stop(struct rt_worker *w)
     pthread_join(w->thread, NULL);
     w->thread_started = false;
 }
+
+hetcl_status hetcl_runtime_inject_fault(hetcl_runtime *rt, size_t worker, hetcl_fault fault,
+                                        unsigned count)
+{
+    if (!rt)
+        return HETCL_ERR_INVALID_ARG;
+    if (worker >= rt->n_workers)
+        return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG,
+                           "inject_fault: worker %zu, but the runtime has %zu", worker,
+                           rt->n_workers);
+    struct rt_worker *w = rt->workers[worker];
+    switch (fault) {
+    case HETCL_FAULT_ALLOC:
+        if (w->kind != HETCL_WORKER_OPENCL)
+            return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG,
+                               "inject_fault: allocation faults need an OpenCL worker (%s is a "
+                               "host worker)",
+                               w->name);
+        atomic_store(&w->fault_alloc, count);
+        return HETCL_OK;
+    case HETCL_FAULT_TASK:
+        atomic_store(&w->fault_task, count);
+        return HETCL_OK;
+    }
+    return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG, "inject_fault: unknown fault %d",
+                       (int) fault);
+}

@@ -1,11 +1,12 @@
 /*
  * Fused bias + activation, forward (out of place and in place) and backward, on the host.
- * ReLU and identity vectorise (target clones, see HETCL_HOST_CLONES); sigmoid and tanh call
- * libm per element (expf/tanhf do not vectorise without -ffast-math, which we do not use).
+ * Every loop vectorises through the target clones (HETCL_HOST_CLONES): sigmoid and tanh use
+ * host_exp_reduce (host_ops.h) instead of libm's expf/tanhf, which do not vectorise without
+ * -ffast-math (which we do not use) and cost 6 and 18 ns per element, more than the GEMM that
+ * precedes them in a 512-wide sigmoid layer.
  */
 #include "host_ops.h"
 
-#include <math.h>
 #include <string.h>
 
 static const char *act_name(hetcl_act act)
@@ -39,14 +40,31 @@ HETCL_HOST_CLONES static void bias_row(int64_t cols, const float *x, const float
     }
 }
 
-static float sigmoidf(float z)
+/* tanh(|z|) = -expm1(-2|z|) / (2 + expm1(-2|z|)), with the sign of z. */
+static inline float tanh_fast(float z)
 {
-    /* exp of a non-positive argument only: no overflow for either sign */
-    if (z >= 0.0f) {
-        return 1.0f / (1.0f + expf(-z));
+    const float a = z < 0.0f ? -z : z;
+    float s, p;
+    host_exp_reduce(-2.0f * a, &s, &p);
+    const float em1 = (s - 1.0f) + s * p;
+    const float v = -em1 / (2.0f + em1);
+    return z != z ? z : (z < 0.0f ? -v : v);
+}
+
+HETCL_HOST_CLONES static void bias_sigmoid_row(int64_t cols, const float *x, const float *bias,
+                                               float *y)
+{
+    for (int64_t c = 0; c < cols; c++) {
+        y[c] = host_sigmoid(x[c] + bias[c]);
     }
-    float e = expf(z);
-    return e / (1.0f + e);
+}
+
+HETCL_HOST_CLONES static void bias_tanh_row(int64_t cols, const float *x, const float *bias,
+                                            float *y)
+{
+    for (int64_t c = 0; c < cols; c++) {
+        y[c] = tanh_fast(x[c] + bias[c]);
+    }
 }
 
 void hetcl__bias_act_rows(hetcl_act act, int64_t rows, int64_t cols, const float *x,
@@ -63,14 +81,10 @@ void hetcl__bias_act_rows(hetcl_act act, int64_t rows, int64_t cols, const float
             bias_relu_row(cols, xr, bias, yr);
             break;
         case HETCL_ACT_SIGMOID:
-            for (int64_t c = 0; c < cols; c++) {
-                yr[c] = sigmoidf(xr[c] + bias[c]);
-            }
+            bias_sigmoid_row(cols, xr, bias, yr);
             break;
         case HETCL_ACT_TANH:
-            for (int64_t c = 0; c < cols; c++) {
-                yr[c] = tanhf(xr[c] + bias[c]);
-            }
+            bias_tanh_row(cols, xr, bias, yr);
             break;
         }
     }

@@ -111,4 +111,56 @@ void hetcl__f16_to_f32_n(const uint16_t *src, float *dst, int64_t n);
 void hetcl__bias_act_rows(hetcl_act act, int64_t rows, int64_t cols, const float *x,
                           const float *bias, float *y);
 
+/* ---- vectorisable elementary functions ---------------------------------------------------- */
+
+/*
+ * For x in [-87, 0] (clamped; NaN passes through): x = n ln2 + r with |r| <= ln2/2, and
+ * *scale = 2^n, *poly = expm1(r) (Taylor to r^7: truncation below 2e-8 relative). Then
+ * exp(x) = scale + scale poly and expm1(x) = (scale - 1) + scale poly, both accurate to a few
+ * ulp, expm1 without cancellation near 0 (n = 0 there). Only float arithmetic and unsigned bit
+ * operations: no float-to-int conversion (undefined for NaN), so the loops vectorise.
+ */
+static inline void host_exp_reduce(float x, float *scale, float *poly)
+{
+    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    x = x < -87.0f ? -87.0f : x;
+    const float t = x * 1.44269504f + magic;
+    const float n = t - magic;
+    const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+    union {
+        float f;
+        uint32_t u;
+    } tb = {.f = t}, mb = {.f = magic}, sb;
+    sb.u = ((tb.u - mb.u) + 127u) << 23; /* 2^n, n >= -126: a normal float */
+    *scale = sb.f;
+    *poly = r + r * r *
+                        (0.5f + r * (1.0f / 6 +
+                                     r * (1.0f / 24 + r * (1.0f / 120 +
+                                                           r * (1.0f / 720 + r * (1.0f / 5040))))));
+}
+
+/* 1 / (1 + exp(-z)) from e = exp(-|z|) in (0, 1]: no overflow for either sign. */
+static inline float host_sigmoid(float z)
+{
+    float s, p;
+    host_exp_reduce(z < 0.0f ? z : -z, &s, &p);
+    const float e = s + s * p;
+    const float v = (z >= 0.0f ? 1.0f : e) / (1.0f + e);
+    return z != z ? z : v;
+}
+
+/* log1p(e) for e in [0, 1]: 2 atanh(s) with s = e / (2 + e) in [0, 1/3], odd series to s^15
+ * (truncation below 1e-8 relative); no cancellation for tiny e, unlike log(1 + e). */
+static inline float host_log1p_unit(float e)
+{
+    const float s = e / (2.0f + e), s2 = s * s;
+    return 2.0f * s *
+           (1.0f +
+            s2 * (1.0f / 3 +
+                  s2 * (1.0f / 5 +
+                        s2 * (1.0f / 7 +
+                              s2 * (1.0f / 9 +
+                                    s2 * (1.0f / 11 + s2 * (1.0f / 13 + s2 * (1.0f / 15))))))));
+}
+
 #endif /* HETCL_OPS_HOST_H */
