@@ -11,12 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cli_bench_model(int argc, char **argv);
-static int cli_bench_local(int argc, char **argv)
-{
-    return cli_bench_model(argc - 1, argv + 1);
-}
-
 struct command {
     const char *name;
     const char *summary;
@@ -28,7 +22,6 @@ static const struct command commands[] = {
          "list the hardware topology, OpenCL devices and the device map; --probe measures"
          " their ceilings",
          cli_devices},
-        {"bench", "LOCAL", cli_bench_local},
         {"compare",
          "compare reports (BASE NEW...): per metric ratio, confidence interval, p-value and"
          " verdict; exit 3 on a regression",
