@@ -38,7 +38,8 @@ struct options {
     const char *devices, *data, *report, *trace, *scheduler, *split_cpu;
     bool markdown, randomise, quiet, quick;
     double cooldown_ms, window_ms, tolerance;
-    unsigned long distinct, accuracy_samples;
+    unsigned long distinct, accuracy_samples, host_workers;
+    bool host_workers_set;
     uint64_t seed, input_seed, order_seed;
     struct bench_loop_options loop;
     char list_buf[4][1024];
@@ -73,6 +74,8 @@ static void usage(FILE *out)
             "  --order-seed N           seed of the order (default 3)\n"
             "  --cooldown-ms MS         pause between configurations (default 0)\n"
             "  --scheduler NAME, --split-cpu SPEC   runtime options (see hetcl devices)\n"
+            "  --host-workers N         host workers (default: one per core no OpenCL CPU\n"
+            "                           device uses; 0: none)\n"
             "\n"
             "how it measures:\n"
             "  --warmup-runs N --warmup-min-ms MS --warmup-max-ms MS   warm-up minimums and\n"
@@ -256,6 +259,8 @@ static int parse_options(int argc, char **argv, struct options *o)
             o->scheduler = v;
         else if (!strcmp(a, "--split-cpu"))
             o->split_cpu = v;
+        else if (!strcmp(a, "--host-workers"))
+            ok = (o->host_workers_set = cli_parse_uint(a, v, 256, &o->host_workers));
         else if (strncmp(a, "--warmup-runs", 13) && strncmp(a, "--steady-window", 15) &&
                  strncmp(a, "--min-requests", 14)) {
             cli_error("bench model: unknown option '%s'; see 'hetcl bench model --help'", a);
@@ -502,6 +507,9 @@ int cli_bench_model(int argc, char **argv)
     struct hetcl_runtime_options ro = {.scheduler = o.scheduler,
                                        .split_cpu = o.split_cpu,
                                        .trace = o.trace != NULL,
+                                       .host_workers = !o.host_workers_set ? 0
+                                                       : o.host_workers    ? (int) o.host_workers
+                                                                           : -1,
                                        .device_list = list};
     if (hetcl_runtime_create(ctx, &ro, &rt) != HETCL_OK) {
         cli_error("runtime: %s", hetcl_context_last_error(ctx));

@@ -291,7 +291,7 @@ void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n
             fprintf(out, "| %s ", c >= 4 && c <= 9 ? "---:" : "---");
         fprintf(out, "|\n");
     } else {
-        fprintf(out, "%-8s %-14s %-8s %-13s %5s %9s %9s %9s %9s %10s %-8s %s\n", hdr[0], hdr[1],
+        fprintf(out, "%-8s %-14s %-12s %-13s %5s %9s %9s %9s %9s %10s %-8s %s\n", hdr[0], hdr[1],
                 hdr[2], hdr[3], hdr[4], hdr[5], hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11]);
     }
     for (size_t k = 0; k < n; k++) {
@@ -301,8 +301,9 @@ void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n
             size_t len = strlen(devs);
             snprintf(devs + len, sizeof devs - len, "%s%s", i ? "+" : "", x->devices[i]);
         }
-        const char *pl =
-                bench_placement_name(x->placement == BENCH_AUTO ? BENCH_SINGLE : x->placement);
+        char pl[32];
+        snprintf(pl, sizeof pl, "%s%s", x->requested == BENCH_AUTO ? "auto:" : "",
+                 bench_placement_name(x->placement == BENCH_AUTO ? BENCH_SINGLE : x->placement));
         char cells[6][32];
         bool diverged = false;
         for (size_t i = 0; i < x->n_devices; i++)
@@ -336,7 +337,7 @@ void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n
                     cells[0], cells[1], cells[2], cells[3], cells[4], cells[5],
                     diverged ? "**yes**" : "no");
         else
-            fprintf(out, "%-8s %-14s %-8s %-13s %5lld %9s %9s %9s %9s %10s %-8s %s\n", x->model,
+            fprintf(out, "%-8s %-14s %-12s %-13s %5lld %9s %9s %9s %9s %10s %-8s %s\n", x->model,
                     devs, pl, bench_scenario_name(x->scenario), (long long) x->batch, cells[0],
                     cells[1], cells[2], cells[3], cells[4], cells[5], diverged ? "YES" : "no");
         if (!x->ok)
