@@ -36,7 +36,7 @@ struct options {
     enum bench_scenario scenarios[MAX_LIST];
     size_t n_scenarios;
     const char *devices, *data, *report, *trace, *scheduler, *split_cpu;
-    bool markdown, randomise, quiet, quick;
+    bool markdown, randomise, quiet, quick, no_fuse;
     double cooldown_ms, window_ms, tolerance;
     unsigned long distinct, accuracy_samples, host_workers;
     bool host_workers_set;
@@ -74,6 +74,9 @@ static void usage(FILE *out)
             "  --order-seed N           seed of the order (default 3)\n"
             "  --cooldown-ms MS         pause between configurations (default 0)\n"
             "  --scheduler NAME, --split-cpu SPEC   runtime options (see hetcl devices)\n"
+            "  --no-fuse                one task per operator on host workers too (default:\n"
+            "                           a host worker runs a request's forward pass as one\n"
+            "                           task, timing each layer inside it)\n"
             "  --host-workers N         host workers (default: one per core no OpenCL CPU\n"
             "                           device uses; 0: none)\n"
             "\n"
@@ -174,6 +177,10 @@ static int parse_options(int argc, char **argv, struct options *o)
         }
         if (!strcmp(a, "--quiet")) {
             o->quiet = true;
+            continue;
+        }
+        if (!strcmp(a, "--no-fuse")) {
+            o->no_fuse = true;
             continue;
         }
         if (strncmp(a, "--", 2) != 0) {
@@ -572,7 +579,8 @@ int cli_bench_model(int argc, char **argv)
                             .window_ms = o.window_ms,
                             .tolerance = o.tolerance,
                             .accuracy_samples = o.accuracy_samples,
-                            .quiet = o.quiet};
+                            .quiet = o.quiet,
+                            .no_fuse = o.no_fuse};
     for (size_t k = 0; k < n_cfg; k++) {
         const struct bench_config *c = &configs[order[k]];
         struct bench_result *r = &results[order[k]];

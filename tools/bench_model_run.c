@@ -73,8 +73,11 @@ static hetcl_status open_session(struct bench_env *env, struct bench_model *m, i
                                  const int *workers, size_t n, const int64_t *rows,
                                  hetcl_infer_session **out)
 {
-    struct hetcl_infer_session_options o = {
-            .batch = batch, .n_workers = n, .workers = workers, .rows = rows};
+    struct hetcl_infer_session_options o = {.batch = batch,
+                                            .n_workers = n,
+                                            .workers = workers,
+                                            .rows = rows,
+                                            .no_fuse = env->no_fuse};
     return hetcl_infer_session_create(env->ctx, env->rt, m->plan, &o, out);
 }
 
@@ -204,8 +207,35 @@ static bool place(struct bench_env *env, struct bench_model *m, const struct ben
 
 /* Per-layer rows from the runtime's kind statistics (tasks of every run of this shape on the
  * worker so far, warm-up included). */
+/* Cumulative per-step times of the fused share on `worker` over the sessions (the offline
+ * scenario has two); false when none is fused. */
+struct layer_snap {
+    uint64_t ns[BENCH_MAX_LAYERS];
+    uint64_t runs;
+    bool ok;
+};
+
+static void snap_layers(hetcl_infer_session *const *sess, int n_sess, const int *workers,
+                        size_t n_workers, int n_steps, struct layer_snap *out)
+{
+    for (size_t i = 0; i < n_workers; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        for (int k = 0; k < n_sess; k++) {
+            uint64_t ns[BENCH_MAX_LAYERS] = {0}, runs = 0;
+            if (!sess[k] || n_steps > BENCH_MAX_LAYERS ||
+                !hetcl_infer_session_layer_ns(sess[k], workers[i], ns, &runs))
+                continue;
+            out[i].ok = true;
+            out[i].runs += runs;
+            for (int q = 0; q < n_steps; q++)
+                out[i].ns[q] += ns[q];
+        }
+    }
+}
+
 static void fill_layers(struct bench_env *env, struct bench_model *m, struct bench_result *r,
-                        const int *workers, const int64_t *rows, size_t n_shares)
+                        const int *workers, const int64_t *rows, size_t n_shares,
+                        const struct layer_snap *before, const struct layer_snap *after)
 {
     size_t cap = 1024, n = 0;
     struct hetcl_kind_stats *ks = calloc(cap, sizeof *ks);
@@ -228,7 +258,13 @@ static void fill_layers(struct bench_env *env, struct bench_model *m, struct ben
             snprintf(l->op, sizeof l->op, "%s", hetcl_infer_op_name(s->op));
             memcpy(l->device, r->devices[n_shares > 1 ? sh : 0], sizeof l->device);
             l->calls_per_request = s->n_tasks;
-            for (int t = 0; t < s->n_tasks; t++) {
+            if (before[sh].ok && after[sh].ok && after[sh].runs > before[sh].runs) {
+                /* fused: timed inside the task over the timed requests; the mean only */
+                l->mean_ns = (double) (after[sh].ns[k] - before[sh].ns[k]) /
+                             (double) (after[sh].runs - before[sh].runs);
+                l->p50_ns = l->mean_ns;
+            }
+            for (int t = 0; t < s->n_tasks && !(before[sh].ok && after[sh].ok); t++) {
                 uint32_t fp = hetcl_infer_footprint(k, t, rows[sh]);
                 for (size_t i = 0; i < n; i++)
                     if (ks[i].worker == workers[sh] && ks[i].footprint == fp) {
@@ -443,6 +479,9 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     bool energy_started = false;
     bool all_zero = true;
     hetcl_infer_session *sess[2] = {s, s2};
+    struct layer_snap snap0[BENCH_MAX_DEVICES], snap1[BENCH_MAX_DEVICES];
+    memset(snap0, 0, sizeof snap0);
+    memset(snap1, 0, sizeof snap1);
     double t_submit[2] = {0, 0};
     int cur = 0;
     if (offline) {
@@ -455,6 +494,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
             energy_started = true;
             for (size_t i = 0; i < n_workers; i++)
                 busy_start[i] = busy_ns(env->rt, workers[i]);
+            snap_layers(sess, 2, workers, n_workers, m->plan->n_steps, snap0);
         }
         uint64_t b0[BENCH_MAX_DEVICES];
         for (size_t i = 0; i < n_workers; i++)
@@ -507,8 +547,9 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     if (offline) {
         hetcl_status w = hetcl_infer_session_wait(sess[cur], NULL); /* drain the last one */
         stt = stt == HETCL_OK ? w : stt;
-        hetcl_infer_session_destroy(s2);
     }
+    snap_layers(sess, 2, workers, n_workers, m->plan->n_steps, snap1);
+    hetcl_infer_session_destroy(s2);
     if (stt != HETCL_OK) {
         fail_config(r, hetcl_context_last_error(env->ctx));
         hetcl_infer_session_destroy(s);
@@ -565,7 +606,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         r->dev[i].achieved_gflops = busy_ns_total > 0 ? f * (double) L->n_timed / busy_ns_total : 0;
         r->dev[i].achieved_gbps = busy_ns_total > 0 ? by * (double) L->n_timed / busy_ns_total : 0;
     }
-    fill_layers(env, m, r, workers, rows, n_workers);
+    fill_layers(env, m, r, workers, rows, n_workers, snap0, snap1);
     divergence(env, m, s, inputs, r, rows, n_workers, c->batch);
     accuracy(env, m, s, r, rows, n_workers, c->batch);
     r->peak_rss_bytes = bench_peak_rss_bytes();

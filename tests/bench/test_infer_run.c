@@ -80,20 +80,33 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
         }
         all[n_all++] = (int) i;
         int wk = (int) i;
-        struct hetcl_infer_session_options o = {.batch = batch, .n_workers = 1, .workers = &wk};
-        hetcl_infer_session *sess = NULL;
-        CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &o, &sess));
-        if (!sess)
-            continue;
-        memset(got, 0, ny * sizeof *got);
-        CHECK_OK(ctx, hetcl_infer_session_run(sess, x, got));
-        double d = max_diff(got, want, ny);
-        printf("%s on %s: max |p - ref| = %.3g\n", name, wi.name, d);
-        CHECK(d <= PROB_TOL);
-        /* a second input through the same session: no stale activations */
-        CHECK_OK(ctx, hetcl_infer_session_run(sess, x2, got));
-        CHECK(max_diff(got, want2, ny) <= PROB_TOL);
-        hetcl_infer_session_destroy(sess);
+        /* one task per operator, and (on host workers) the fused forward task */
+        for (int fuse = 0; fuse < 2; fuse++) {
+            struct hetcl_infer_session_options o = {
+                    .batch = batch, .n_workers = 1, .workers = &wk, .no_fuse = fuse == 0};
+            hetcl_infer_session *sess = NULL;
+            CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &o, &sess));
+            if (!sess)
+                continue;
+            memset(got, 0, ny * sizeof *got);
+            CHECK_OK(ctx, hetcl_infer_session_run(sess, x, got));
+            double d = max_diff(got, want, ny);
+            printf("%s on %s (%s): max |p - ref| = %.3g\n", name, wi.name,
+                   fuse ? "fused where host" : "task per operator", d);
+            CHECK(d <= PROB_TOL);
+            /* a second input through the same session: no stale activations */
+            CHECK_OK(ctx, hetcl_infer_session_run(sess, x2, got));
+            CHECK(max_diff(got, want2, ny) <= PROB_TOL);
+            uint64_t ns[64] = {0}, runs = 0;
+            bool timed = hetcl_infer_session_layer_ns(sess, wk, ns, &runs);
+            CHECK(timed == (fuse && wi.kind == HETCL_WORKER_HOST));
+            if (timed) {
+                CHECK_EQ_INT(runs, 2);
+                for (int k = 0; k < plan->n_steps; k++)
+                    CHECK(plan->steps[k].op == HETCL_INFER_FLATTEN ? ns[k] == 0 : ns[k] > 0);
+            }
+            hetcl_infer_session_destroy(sess);
+        }
     }
 
     /* Split across every worker (uneven rows, one worker possibly with none). */

@@ -146,6 +146,11 @@ struct hetcl_infer_session_options {
     const int *workers;  /* runtime worker indices, borrowed for the call */
     const int64_t *rows; /* rows of each worker (sum = batch; a 0 leaves it out); NULL:
                             everything on workers[0] (placement "single") */
+    /* A share on a host worker runs the whole forward pass as one task (one task's overhead
+     * per request instead of one per operator: what dominates at batch 1), calling the
+     * operators' host implementations in turn and timing each step (see
+     * hetcl_infer_session_layer_ns). true: one task per operator everywhere. */
+    bool no_fuse;
 };
 
 /*
@@ -179,6 +184,12 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_infer_session_wait(hetcl_infer_sess
  * a step (GEMM, conv2d, pool, softmax) gets hetcl_infer_footprint(step, 0, rows), its
  * activation pass (dense, conv2d) hetcl_infer_footprint(step, 1, rows). */
 HETCL_API uint32_t hetcl_infer_footprint(int step, int task, int64_t rows);
+
+/* For a fused share (a host worker's, see no_fuse): copies the cumulative time of each step
+ * (plan->n_steps values, ns; 0 for flatten) into ns and the number of requests run into *runs,
+ * and returns true; false when the session has no fused share on that worker. */
+HETCL_API bool hetcl_infer_session_layer_ns(const hetcl_infer_session *s, int worker, uint64_t *ns,
+                                            uint64_t *runs);
 
 /* Waits for the session's tasks and unregisters its handles; NULL is a no-op. */
 HETCL_API void hetcl_infer_session_destroy(hetcl_infer_session *s);

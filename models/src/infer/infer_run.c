@@ -15,8 +15,16 @@ struct share {
     int worker;
     int64_t rows, row0;
     hetcl_handle *input;
-    hetcl_handle **out;    /* per step: its output (flatten: the previous step's) */
+    hetcl_handle **out;    /* per step: its output (flatten: the previous step's); fused: only
+                              the last step's */
     hetcl_handle **argmax; /* per step: maxpool's index scratch, else NULL */
+    /* Fused (a host worker): the whole forward pass is one task, with its intermediate
+     * activations in host scratch owned by the share, and each step timed inside the task. */
+    bool fused;
+    float *scratch[2];
+    int32_t *argmax_scratch;
+    uint64_t *layer_ns; /* per step, cumulative; written only by the share's task */
+    uint64_t runs;
 };
 
 struct hetcl_infer_session {
@@ -26,6 +34,7 @@ struct hetcl_infer_session {
     int64_t batch;
     hetcl_handle **weights; /* per spec param */
     hetcl_handle *zeros;    /* a zero bias for activations without one */
+    float *zero_host;       /* the same, for fused host tasks (never written) */
     size_t n_shares;
     struct share *shares;
 };
@@ -65,10 +74,15 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
         }
         hetcl__free(sh->out);
         hetcl__free(sh->argmax);
+        hetcl__free(sh->scratch[0]);
+        hetcl__free(sh->scratch[1]);
+        hetcl__free(sh->argmax_scratch);
+        hetcl__free(sh->layer_ns);
     }
     for (int i = 0; s->weights && i < s->plan->spec->n_params; i++)
         (void) hetcl_handle_unregister(s->rt, s->weights[i]);
     (void) hetcl_handle_unregister(s->rt, s->zeros);
+    hetcl__free(s->zero_host);
     hetcl__free(s->weights);
     hetcl__free(s->shares);
     hetcl__free(s);
@@ -83,6 +97,17 @@ static hetcl_status make_share(hetcl_infer_session *s, struct share *sh)
         return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session");
     size_t r = (size_t) sh->rows;
     hetcl_status st = reg(s, NULL, r * (size_t) p->in_elems * sizeof(float), &sh->input);
+    if (st == HETCL_OK && sh->fused) {
+        size_t n = r * (size_t) p->max_elems;
+        sh->scratch[0] = hetcl__malloc(n * sizeof(float));
+        sh->scratch[1] = hetcl__malloc(n * sizeof(float));
+        sh->argmax_scratch = hetcl__malloc(n * sizeof(int32_t));
+        sh->layer_ns = hetcl__calloc((size_t) p->n_steps, sizeof *sh->layer_ns);
+        if (!sh->scratch[0] || !sh->scratch[1] || !sh->argmax_scratch || !sh->layer_ns)
+            return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session scratch");
+        int last = p->n_steps - 1;
+        return reg(s, NULL, r * (size_t) p->steps[last].out_elems * sizeof(float), &sh->out[last]);
+    }
     hetcl_handle *prev = sh->input;
     for (int k = 0; k < p->n_steps && st == HETCL_OK; k++) {
         const struct hetcl_infer_step *step = &p->steps[k];
@@ -153,6 +178,8 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
     }
     if (st == HETCL_OK)
         st = reg(s, NULL, (size_t) zeros * sizeof(float), &s->zeros);
+    if (st == HETCL_OK && !(s->zero_host = hetcl__calloc((size_t) zeros, sizeof(float))))
+        st = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "inference session");
     int64_t row0 = 0;
     for (size_t i = 0; i < o->n_workers && st == HETCL_OK; i++) {
         int64_t rows = o->rows ? o->rows[i] : (i == 0 ? o->batch : 0);
@@ -163,6 +190,10 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
         sh->rows = rows;
         sh->row0 = row0;
         row0 += rows;
+        struct hetcl_worker_info wi;
+        sh->fused = !o->no_fuse &&
+                    hetcl_runtime_worker_info(rt, (size_t) sh->worker, &wi) == HETCL_OK &&
+                    wi.kind == HETCL_WORKER_HOST;
         st = make_share(s, sh);
     }
     if (st != HETCL_OK) {
@@ -185,7 +216,7 @@ static hetcl_status submit(hetcl_infer_session *s, const struct share *sh, int s
             .footprint = hetcl_infer_footprint(step, task, sh->rows),
             .worker = sh->worker,
             .pin_worker = true,
-            .label = s->plan->steps[step].name,
+            .label = step < s->plan->n_steps ? s->plan->steps[step].name : "forward",
     };
     for (unsigned i = 0; i < n; i++) {
         d.handles[i] = h[i];
@@ -194,8 +225,167 @@ static hetcl_status submit(hetcl_infer_session *s, const struct share *sh, int s
     return hetcl_task_submit(s->rt, &d, NULL);
 }
 
+/* ---- the fused host task ------------------------------------------------------------------ */
+
+struct fused_args {
+    hetcl_infer_session *s;
+    size_t share;
+};
+
+/* Runs one operator's host implementation on host pointers, as the runtime would. */
+static hetcl_status host_op(const struct hetcl_host_call *outer, const struct hetcl_codelet *cl,
+                            const void *args, size_t args_size, unsigned n, void *const *ptrs,
+                            const size_t *sizes)
+{
+    struct hetcl_host_call c = {.rt = outer->rt,
+                                .worker = outer->worker,
+                                .ptrs = ptrs,
+                                .sizes = sizes,
+                                .args = args,
+                                .args_size = args_size};
+    (void) n;
+    return cl->host(&c);
+}
+
+/* The forward pass of one share on a host worker: every step through the operators' host
+ * implementations, activations in the share's scratch, each step timed. Buffers: input (R),
+ * output (W). The weights are read from the plan's host arrays, which the session's weight
+ * handles keep valid (they are only ever read). */
+static hetcl_status fused_host(const struct hetcl_host_call *call)
+{
+    const struct fused_args *fa = call->args;
+    hetcl_infer_session *s = fa->s;
+    struct share *sh = &s->shares[fa->share];
+    const hetcl_infer_plan *p = s->plan;
+    const size_t r = (size_t) sh->rows;
+    float *in = call->ptrs[0];
+    hetcl_status st = HETCL_OK;
+    int flip = 0;
+    for (int k = 0; k < p->n_steps && st == HETCL_OK; k++) {
+        const struct hetcl_infer_step *step = &p->steps[k];
+        if (step->op == HETCL_INFER_FLATTEN)
+            continue;
+        const struct hetcl_model_layer *l = step->layer >= 0 ? &p->spec->layers[step->layer] : NULL;
+        bool last = k == p->n_steps - 1;
+        float *y = last ? call->ptrs[1] : sh->scratch[flip];
+        size_t in_bytes = r * (size_t) step->in_elems * sizeof(float);
+        size_t out_bytes = r * (size_t) step->out_elems * sizeof(float);
+        float *w = step->weight >= 0 ? p->params[step->weight] : NULL;
+        size_t w_bytes = step->weight >= 0
+                                 ? (size_t) p->spec->params[step->weight].n_elements * sizeof(float)
+                                 : 0;
+        float *bias = step->bias >= 0 ? p->params[step->bias] : NULL;
+        size_t b_bytes = step->bias >= 0
+                                 ? (size_t) p->spec->params[step->bias].n_elements * sizeof(float)
+                                 : 0;
+        uint64_t t0 = hetcl__now_ns();
+        switch (step->op) {
+        case HETCL_INFER_DENSE: {
+            struct hetcl_op_gemm_args g = {.m = sh->rows,
+                                           .n = step->out_elems,
+                                           .k = step->in_elems,
+                                           .trans_b = true,
+                                           .alpha = 1};
+            void *ptrs[3] = {in, w, y};
+            size_t sizes[3] = {in_bytes, w_bytes, out_bytes};
+            st = host_op(call, &hetcl_op_gemm, &g, sizeof g, 3, ptrs, sizes);
+            if (st == HETCL_OK && (bias || step->act != HETCL_ACT_NONE)) {
+                struct hetcl_op_bias_act_args a = {
+                        .rows = sh->rows, .cols = step->out_elems, .act = step->act};
+                void *p2[2] = {y, bias ? bias : s->zero_host};
+                size_t s2[2] = {out_bytes,
+                                bias ? b_bytes : (size_t) step->out_elems * sizeof(float)};
+                st = host_op(call, &hetcl_op_bias_act_fwd_inplace, &a, sizeof a, 2, p2, s2);
+            }
+            break;
+        }
+        case HETCL_INFER_CONV2D: {
+            struct hetcl_op_conv2d_args c = {.batch = sh->rows,
+                                             .in_c = step->in_shape.dims[0],
+                                             .in_h = step->in_shape.dims[1],
+                                             .in_w = step->in_shape.dims[2],
+                                             .out_c = step->out_shape.dims[0],
+                                             .k_h = l->kernel[0],
+                                             .k_w = l->kernel[1],
+                                             .stride = l->stride[0],
+                                             .pad = l->padding[0]};
+            void *ptrs[4] = {in, w, bias ? bias : s->zero_host, y};
+            size_t sizes[4] = {in_bytes, w_bytes,
+                               bias ? b_bytes : (size_t) step->out_shape.dims[0] * sizeof(float),
+                               out_bytes};
+            st = host_op(call, &hetcl_op_conv2d_fwd, &c, sizeof c, 4, ptrs, sizes);
+            if (st == HETCL_OK && step->act != HETCL_ACT_NONE) {
+                int64_t plane = step->out_shape.dims[1] * step->out_shape.dims[2];
+                struct hetcl_op_bias_act_args a = {.rows = sh->rows * step->out_shape.dims[0],
+                                                   .cols = plane,
+                                                   .act = step->act};
+                void *p2[2] = {y, s->zero_host};
+                size_t s2[2] = {out_bytes, (size_t) plane * sizeof(float)};
+                st = host_op(call, &hetcl_op_bias_act_fwd_inplace, &a, sizeof a, 2, p2, s2);
+            }
+            break;
+        }
+        case HETCL_INFER_MAXPOOL:
+        case HETCL_INFER_AVGPOOL: {
+            struct hetcl_op_pool2d_args a = {.batch = sh->rows,
+                                             .channels = step->in_shape.dims[0],
+                                             .in_h = step->in_shape.dims[1],
+                                             .in_w = step->in_shape.dims[2],
+                                             .k = l->kernel[0],
+                                             .stride = l->stride[0]};
+            bool is_max = step->op == HETCL_INFER_MAXPOOL;
+            void *ptrs[3] = {in, y, sh->argmax_scratch};
+            size_t sizes[3] = {in_bytes, out_bytes, r * (size_t) step->out_elems * sizeof(int32_t)};
+            st = host_op(call, is_max ? &hetcl_op_maxpool_fwd : &hetcl_op_avgpool_fwd, &a, sizeof a,
+                         is_max ? 3 : 2, ptrs, sizes);
+            break;
+        }
+        case HETCL_INFER_SOFTMAX: {
+            struct hetcl_op_xent_args a = {
+                    .rows = sh->rows, .classes = step->out_elems, .scale = 1};
+            void *ptrs[2] = {in, y};
+            size_t sizes[2] = {in_bytes, out_bytes};
+            st = host_op(call, &hetcl_op_softmax, &a, sizeof a, 2, ptrs, sizes);
+            break;
+        }
+        case HETCL_INFER_FLATTEN:
+            break;
+        }
+        sh->layer_ns[k] += hetcl__now_ns() - t0;
+        in = y;
+        flip ^= 1;
+    }
+    if (st == HETCL_OK)
+        sh->runs++;
+    return st;
+}
+
+static const struct hetcl_codelet fused_codelet = {.name = "infer_forward", .host = fused_host};
+
+bool hetcl_infer_session_layer_ns(const hetcl_infer_session *s, int worker, uint64_t *ns,
+                                  uint64_t *runs)
+{
+    for (size_t i = 0; s && i < s->n_shares; i++) {
+        const struct share *sh = &s->shares[i];
+        if (sh->worker != worker || !sh->fused)
+            continue;
+        if (ns)
+            memcpy(ns, sh->layer_ns, (size_t) s->plan->n_steps * sizeof *ns);
+        if (runs)
+            *runs = sh->runs;
+        return true;
+    }
+    return false;
+}
+
 static hetcl_status submit_share(hetcl_infer_session *s, const struct share *sh)
 {
+    if (sh->fused) {
+        struct fused_args a = {.s = s, .share = (size_t) (sh - s->shares)};
+        hetcl_handle *h[2] = {sh->input, sh->out[s->plan->n_steps - 1]};
+        hetcl_access m[2] = {HETCL_R, HETCL_W};
+        return submit(s, sh, s->plan->n_steps, 0, &fused_codelet, &a, sizeof a, 2, h, m);
+    }
     const hetcl_infer_plan *p = s->plan;
     hetcl_handle *in = sh->input;
     hetcl_status st = HETCL_OK;
