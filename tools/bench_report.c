@@ -343,6 +343,15 @@ void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n
         if (!x->ok)
             fprintf(out, markdown ? "\n> %s: %s\n\n" : "  error (%s): %s\n", devs, x->error);
     }
+    for (size_t k = 0; k < n; k++) {
+        const struct bench_result *x = r[k];
+        for (size_t i = 0; x->ok && x->acc_evaluated && i < x->n_devices; i++)
+            if (isfinite(x->dev[i].top1))
+                fprintf(out, "%saccuracy: %s b%lld on %s: top-1 %.2f%% of %lld %s samples\n",
+                        markdown ? "\n" : "", x->model, (long long) x->batch, x->dev[i].device,
+                        100 * x->dev[i].top1, x->acc_n_samples,
+                        x->acc_dataset ? x->acc_dataset : "");
+    }
     fprintf(out, markdown ? "\n`*`: percentile not trusted (too few samples for its 99%% bound; "
                             "see reports/README.md).\n"
                           : "* percentile not trusted: too few samples for its 99%% bound.\n");

@@ -6,11 +6,43 @@
  */
 #include "harness.h"
 
+#include <hetcl/context.h>
+#include <hetcl/infer.h>
+#include <hetcl/model_spec.h>
+#include <hetcl/safetensors.h>
+
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static const char *bin, *check, *src;
+
+/* A checkpoint of mlp.json with seeded weights, written as hetcl train would. */
+static bool write_checkpoint(const char *path)
+{
+    char spec_path[1024];
+    snprintf(spec_path, sizeof spec_path, "%s/models/mlp.json", src);
+    hetcl_context *ctx = NULL;
+    hetcl_model_spec *spec = NULL;
+    hetcl_infer_plan *plan = NULL;
+    hetcl_st_writer *w = NULL;
+    bool ok = hetcl_context_create(NULL, &ctx) == HETCL_OK &&
+              hetcl_model_spec_load(ctx, spec_path, &spec) == HETCL_OK &&
+              hetcl_infer_plan_create(ctx, spec, NULL, &plan) == HETCL_OK &&
+              hetcl_st_writer_create(ctx, &w) == HETCL_OK;
+    for (int i = 0; ok && i < spec->n_params; i++)
+        ok = hetcl_st_writer_add(ctx, w, spec->params[i].name, HETCL_ST_F32, spec->params[i].dims,
+                                 spec->params[i].rank, plan->params[i]) == HETCL_OK;
+    ok = ok && hetcl_st_writer_save(ctx, w, path) == HETCL_OK;
+    if (!ok)
+        fprintf(stderr, "checkpoint: %s\n", ctx ? hetcl_context_last_error(ctx) : "no context");
+    CHECK(ok);
+    hetcl_st_writer_destroy(w);
+    hetcl_infer_plan_destroy(plan);
+    hetcl_model_spec_destroy(spec);
+    hetcl_context_destroy(ctx);
+    return ok;
+}
 static char dir[] = "/tmp/hetcl_test_bench_cli_XXXXXX";
 
 /* Runs a shell command; returns its exit status, with stdout and stderr in dir/out, dir/err. */
@@ -132,6 +164,31 @@ int main(void)
     out = slurp("out");
     CHECK(strstr(out, "lenet") != NULL);
     free(out);
+
+    /* Accuracy on Fashion-MNIST with a checkpoint (when the dataset is installed). */
+    const char *ddir = getenv("HETCL_DATA_DIR");
+    char images[1024];
+    snprintf(images, sizeof images, "%s/t10k-images-idx3-ubyte.gz",
+             ddir ? ddir : "/usr/share/datasets/fashion-mnist");
+    if (access(images, R_OK) == 0) {
+        char ck[1200], rep[1200];
+        snprintf(ck, sizeof ck, "%s/mlp.safetensors", dir);
+        snprintf(rep, sizeof rep, "%s/acc.json", dir);
+        if (write_checkpoint(ck)) {
+            snprintf(cmd, sizeof cmd,
+                     "'%s' bench model --model mlp --weights '%s' --data fashion-mnist "
+                     "--devices host0 --quick --quiet --batches 32 --report '%s'",
+                     bin, ck, rep);
+            CHECK_EQ_INT(run(cmd), 0);
+            out = slurp("out");
+            CHECK(strstr(out, "accuracy: mlp b32 on host0: top-1") != NULL);
+            free(out);
+            snprintf(cmd, sizeof cmd, "grep -Eq '\"evaluated\":[[:space:]]*true' '%s'", rep);
+            CHECK_EQ_INT(run(cmd), 0);
+        }
+    } else {
+        printf("no %s: accuracy not tested\n", images);
+    }
 
     /* An unwritable report path: the run completes, the write fails with exit 1. */
     snprintf(cmd, sizeof cmd,
