@@ -71,13 +71,14 @@ static float *make_inputs(const struct bench_env *env, const hetcl_infer_plan *p
 
 static hetcl_status open_session(struct bench_env *env, struct bench_model *m, int64_t batch,
                                  const int *workers, size_t n, const int64_t *rows,
-                                 hetcl_infer_session **out)
+                                 const int *step_workers, hetcl_infer_session **out)
 {
     struct hetcl_infer_session_options o = {.batch = batch,
-                                            .n_workers = n,
+                                            .n_workers = step_workers ? 1 : n,
                                             .workers = workers,
                                             .rows = rows,
-                                            .no_fuse = env->no_fuse};
+                                            .no_fuse = env->no_fuse,
+                                            .step_workers = step_workers};
     return hetcl_infer_session_create(env->ctx, env->rt, m->plan, &o, out);
 }
 
@@ -87,7 +88,7 @@ static double quick_median_ms(struct bench_env *env, struct bench_model *m, int6
                               int runs)
 {
     hetcl_infer_session *s = NULL;
-    if (open_session(env, m, batch, workers, n, rows, &s) != HETCL_OK)
+    if (open_session(env, m, batch, workers, n, rows, NULL, &s) != HETCL_OK)
         return (double) NAN;
     double t[16];
     if (runs > 16)
@@ -124,7 +125,7 @@ static void fail_config(struct bench_result *r, const char *msg)
 /* Placement: fills workers/rows/n_shares and the config's shares or auto reason. */
 static bool place(struct bench_env *env, struct bench_model *m, const struct bench_config *c,
                   struct bench_result *r, const float *x, int *workers, int64_t *rows,
-                  size_t *n_workers, bool *use_rows)
+                  size_t *n_workers, bool *use_rows, int *stage_of)
 {
     size_t n = c->n_devices;
     for (size_t i = 0; i < n; i++)
@@ -135,15 +136,33 @@ static bool place(struct bench_env *env, struct bench_model *m, const struct ben
         r->placement = BENCH_SINGLE;
         return true;
     }
-    if (c->placement == BENCH_PIPELINE) {
-        fail_config(r, "pipeline placement is not implemented yet");
-        return false;
-    }
-    /* split and auto: each device's speed at this batch, measured now */
+    /* split, pipeline and auto: each device's speed at this batch, measured now */
     double ms[BENCH_MAX_DEVICES], speed[BENCH_MAX_DEVICES];
     for (size_t i = 0; i < n; i++) {
         ms[i] = quick_median_ms(env, m, c->batch, &workers[i], 1, NULL, x, 5);
         speed[i] = isfinite(ms[i]) && ms[i] > 0 ? (double) c->batch / ms[i] : 0;
+    }
+    if (c->placement == BENCH_PIPELINE) {
+        const hetcl_infer_plan *p = m->plan;
+        if (p->n_steps > BENCH_MAX_LAYERS || !hetcl_infer_pipeline_stages(p, speed, n, stage_of)) {
+            fail_config(r, "could not partition the layers");
+            return false;
+        }
+        r->placement = BENCH_PIPELINE;
+        r->n_stages = 0;
+        for (size_t i = 0; i < n; i++) {
+            struct bench_stage *sg = &r->stages[r->n_stages];
+            memset(sg, 0, sizeof *sg);
+            snprintf(sg->device, sizeof sg->device, "%s", env->devices[c->devices[i]].name);
+            for (int k = 0; k < p->n_steps; k++)
+                if (stage_of[k] == (int) i)
+                    sg->layers[sg->n_layers++] = p->steps[k].name;
+            if (sg->n_layers > 0)
+                r->n_stages++;
+        }
+        for (size_t i = 0; i < n; i++)
+            rows[i] = c->batch;
+        return true;
     }
     if (!hetcl_infer_split_rows(speed, n, c->batch, rows)) {
         fail_config(r, "could not split the batch");
@@ -235,7 +254,8 @@ static void snap_layers(hetcl_infer_session *const *sess, int n_sess, const int 
 
 static void fill_layers(struct bench_env *env, struct bench_model *m, struct bench_result *r,
                         const int *workers, const int64_t *rows, size_t n_shares,
-                        const struct layer_snap *before, const struct layer_snap *after)
+                        const struct layer_snap *before, const struct layer_snap *after,
+                        const int *stage_of)
 {
     size_t cap = 1024, n = 0;
     struct hetcl_kind_stats *ks = calloc(cap, sizeof *ks);
@@ -250,7 +270,7 @@ static void fill_layers(struct bench_env *env, struct bench_model *m, struct ben
         double dev_total = 0;
         for (int k = 0; k < p->n_steps && r->n_layers < BENCH_MAX_LAYERS; k++) {
             const struct hetcl_infer_step *s = &p->steps[k];
-            if (s->n_tasks == 0)
+            if (s->n_tasks == 0 || (stage_of && stage_of[k] != (int) sh))
                 continue;
             struct bench_layer *l = &r->layers[r->n_layers++];
             memset(l, 0, sizeof *l);
@@ -415,11 +435,18 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     size_t n_workers = 0;
     bool use_rows = false;
     hetcl_infer_session *s = NULL;
-    if (!place(env, m, c, r, inputs, workers, rows, &n_workers, &use_rows)) {
+    int stage_of[BENCH_MAX_LAYERS];
+    for (int k = 0; k < BENCH_MAX_LAYERS; k++)
+        stage_of[k] = -1;
+    if (!place(env, m, c, r, inputs, workers, rows, &n_workers, &use_rows, stage_of)) {
         free(inputs);
         return;
     }
-    if (!use_rows) {
+    bool pipeline = r->placement == BENCH_PIPELINE;
+    int step_workers[BENCH_MAX_LAYERS];
+    for (int k = 0; pipeline && k < m->plan->n_steps; k++)
+        step_workers[k] = workers[stage_of[k]];
+    if (!use_rows && !pipeline) {
         n_workers = 1;
         rows[0] = c->batch;
     }
@@ -443,8 +470,8 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
             }
     }
 
-    hetcl_status stt =
-            open_session(env, m, c->batch, workers, n_workers, use_rows ? rows : NULL, &s);
+    hetcl_status stt = open_session(env, m, c->batch, workers, n_workers, use_rows ? rows : NULL,
+                                    pipeline ? step_workers : NULL, &s);
     if (stt == HETCL_OK) {
         double a = bench_model_now_ms();
         stt = hetcl_infer_session_run(s, inputs, NULL);
@@ -462,7 +489,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     bool offline = c->scenario == BENCH_OFFLINE;
     hetcl_infer_session *s2 = NULL;
     if (offline && (stt = open_session(env, m, c->batch, workers, n_workers, use_rows ? rows : NULL,
-                                       &s2)) != HETCL_OK) {
+                                       pipeline ? step_workers : NULL, &s2)) != HETCL_OK) {
         fail_config(r, hetcl_context_last_error(env->ctx));
         hetcl_infer_session_destroy(s);
         free(inputs);
@@ -524,7 +551,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         double dev = 0;
         for (size_t i = 0; i < n_workers; i++) {
             double d = (double) (busy_ns(env->rt, workers[i]) - b0[i]);
-            dev = d > dev ? d : dev;
+            dev = pipeline ? dev + d : (d > dev ? d : dev); /* stages run one after another */
         }
         if (timed && !offline) {
             if (n_dev == cap_dev) {
@@ -590,6 +617,8 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         bytes += 4.0 * (double) rows[i] * (double) m->plan->in_elems;
         for (int q = 0; q < m->plan->n_steps; q++) {
             const struct hetcl_infer_step *sp = &m->plan->steps[q];
+            if (pipeline && stage_of[q] != (int) i)
+                continue;
             if (sp->op != HETCL_INFER_FLATTEN)
                 bytes += 4.0 * (double) rows[i] * (double) sp->out_elems *
                          (sp->op == HETCL_INFER_MAXPOOL ? 2 : 1);
@@ -599,6 +628,8 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
          * every timed request, over its busy time. */
         double f = 0, by = 0;
         for (int q = 0; q < m->plan->n_steps; q++) {
+            if (pipeline && stage_of[q] != (int) i)
+                continue;
             f += hetcl_infer_step_flops(&m->plan->steps[q], rows[i]);
             by += hetcl_infer_step_bytes(m->plan, &m->plan->steps[q], rows[i]);
         }
@@ -606,9 +637,16 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         r->dev[i].achieved_gflops = busy_ns_total > 0 ? f * (double) L->n_timed / busy_ns_total : 0;
         r->dev[i].achieved_gbps = busy_ns_total > 0 ? by * (double) L->n_timed / busy_ns_total : 0;
     }
-    fill_layers(env, m, r, workers, rows, n_workers, snap0, snap1);
-    divergence(env, m, s, inputs, r, rows, n_workers, c->batch);
-    accuracy(env, m, s, r, rows, n_workers, c->batch);
+    fill_layers(env, m, r, workers, rows, n_workers, snap0, snap1, pipeline ? stage_of : NULL);
+    /* A pipeline's outputs come from all its devices together: one comparison, given to each. */
+    divergence(env, m, s, inputs, r, rows, pipeline ? 1 : n_workers, c->batch);
+    accuracy(env, m, s, r, rows, pipeline ? 1 : n_workers, c->batch);
+    for (size_t i = 1; pipeline && i < n_workers; i++) {
+        r->dev[i].max_abs_diff = r->dev[0].max_abs_diff;
+        r->dev[i].max_rel_diff = r->dev[0].max_rel_diff;
+        r->dev[i].diverged = r->dev[0].diverged;
+        r->dev[i].top1 = r->dev[0].top1;
+    }
     r->peak_rss_bytes = bench_peak_rss_bytes();
     r->machine_after = bench_machine_state("");
     r->throttled = bench_machine_throttled(r->machine_before, r->machine_after);

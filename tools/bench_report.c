@@ -84,6 +84,19 @@ static cJSON *config_json(const struct bench_result *r)
         }
         cJSON_AddItemToObject(c, "shares", sh);
     }
+    if (placed == BENCH_PIPELINE) {
+        cJSON *st = cJSON_CreateArray();
+        for (size_t i = 0; i < r->n_stages; i++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "device", r->stages[i].device);
+            cJSON *ls = cJSON_CreateArray();
+            for (size_t k = 0; k < r->stages[i].n_layers; k++)
+                cJSON_AddItemToArray(ls, cJSON_CreateString(r->stages[i].layers[k]));
+            cJSON_AddItemToObject(o, "layers", ls);
+            cJSON_AddItemToArray(st, o);
+        }
+        cJSON_AddItemToObject(c, "stages", st);
+    }
     cJSON_AddNullToObject(c, "target_qps");
     cJSON_AddNullToObject(c, "streams");
     return c;

@@ -29,6 +29,12 @@ struct bench_share {
     int64_t rows;
 };
 
+struct bench_stage {
+    char device[BENCH_NAME_MAX];
+    size_t n_layers;
+    const char *layers[BENCH_MAX_LAYERS]; /* step names, borrowed from the plan */
+};
+
 struct bench_layer {
     char name[40];
     char op[16];
@@ -66,6 +72,8 @@ struct bench_result {
     int64_t batch;
     size_t n_shares;
     struct bench_share shares[BENCH_MAX_DEVICES];
+    size_t n_stages; /* pipeline */
+    struct bench_stage stages[BENCH_MAX_DEVICES];
     /* measurement (the loop's samples; borrowed) */
     const struct bench_loop *loop;
     const double *device_ns; /* per timed request, or NULL */

@@ -310,6 +310,56 @@ static void test_split_rows(void)
     CHECK(!hetcl_infer_split_rows(s5, 2, -1, r));
 }
 
+static void test_stages(hetcl_context *ctx)
+{
+    hetcl_model_spec *mlp = load_spec(ctx, "mlp.json"), *lenet = load_spec(ctx, "lenet.json");
+    hetcl_infer_plan *p = NULL, *q = NULL;
+    if (mlp)
+        CHECK_OK(ctx, hetcl_infer_plan_create(ctx, mlp, NULL, &p));
+    if (lenet)
+        CHECK_OK(ctx, hetcl_infer_plan_create(ctx, lenet, NULL, &q));
+    int st[16];
+    if (p) {
+        /* fc1 holds 85% of the MLP's FLOPs: with equal speeds it is stage 0 alone */
+        double eq[2] = {1, 1};
+        CHECK(hetcl_infer_pipeline_stages(p, eq, 2, st));
+        CHECK_EQ_INT(st[0], 0);
+        CHECK_EQ_INT(st[1], 1);
+        CHECK_EQ_INT(st[3], 1);
+        /* one stage: everything in it */
+        CHECK(hetcl_infer_pipeline_stages(p, eq, 1, st));
+        for (int k = 0; k < p->n_steps; k++)
+            CHECK_EQ_INT(st[k], 0);
+        /* a device 20x faster takes fc1 and fc2 (fc1 alone is under its 95%) */
+        double fast[2] = {20, 1};
+        CHECK(hetcl_infer_pipeline_stages(p, fast, 2, st));
+        CHECK_EQ_INT(st[0], 0);
+        CHECK_EQ_INT(st[1], 0);
+        CHECK_EQ_INT(st[2], 1);
+        CHECK(!hetcl_infer_pipeline_stages(p, fast, 0, st));
+    }
+    if (q) {
+        double eq[3] = {1, 1, 1};
+        CHECK(hetcl_infer_pipeline_stages(q, eq, 3, st));
+        for (int k = 1; k < q->n_steps; k++)
+            CHECK(st[k] >= st[k - 1] && st[k] - st[k - 1] <= 1); /* contiguous */
+        CHECK_EQ_INT(st[0], 0);
+        CHECK(st[q->n_steps - 1] <= 2);
+        /* each stage's FLOPs near a third, within the largest step */
+        double f[3] = {0, 0, 0}, total = hetcl_infer_plan_flops(q, 1), biggest = 0;
+        for (int k = 0; k < q->n_steps; k++) {
+            f[st[k]] += (double) q->steps[k].flops;
+            biggest = fmax(biggest, (double) q->steps[k].flops);
+        }
+        for (int i = 0; i < 2; i++)
+            CHECK(fabs(f[i] - total / 3) <= biggest);
+    }
+    hetcl_infer_plan_destroy(p);
+    hetcl_infer_plan_destroy(q);
+    hetcl_model_spec_destroy(mlp);
+    hetcl_model_spec_destroy(lenet);
+}
+
 int main(void)
 {
     uint64_t seed = hetcl_test_seed();
@@ -323,6 +373,7 @@ int main(void)
     test_forward_ref(ctx, "mlp.json", seed);
     test_forward_ref(ctx, "lenet.json", seed);
     test_split_rows();
+    test_stages(ctx);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_infer_plan");
 }

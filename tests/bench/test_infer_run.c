@@ -3,7 +3,7 @@
  * and lenet.json, with seeded weights and inputs, on every worker alone and split across all
  * workers, equals the host reference (hetcl_infer_forward_ref, itself checked against tests/ref
  * in test_infer_plan) within float tolerance; the offline halves (submit/wait) on two sessions
- * give the same outputs; bad session options are refused.
+ * give the same outputs, split and pipelined; bad session options are refused.
  */
 #include "harness.h"
 
@@ -139,6 +139,30 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
         hetcl_infer_session_destroy(a);
         hetcl_infer_session_destroy(b);
 
+        /* Pipeline: step k on worker all[k % n_all], two requests in flight. */
+        int steps[64];
+        for (int k = 0; k < plan->n_steps && k < 64; k++)
+            steps[k] = all[(size_t) k % n_all];
+        struct hetcl_infer_session_options po = {
+                .batch = batch, .n_workers = 1, .workers = all, .step_workers = steps};
+        hetcl_infer_session *pa = NULL, *pb = NULL;
+        CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &po, &pa));
+        CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &po, &pb));
+        if (pa && pb) {
+            CHECK_OK(ctx, hetcl_infer_session_submit(pa, x));
+            CHECK_OK(ctx, hetcl_infer_session_submit(pb, x2));
+            CHECK_OK(ctx, hetcl_infer_session_wait(pa, got));
+            CHECK_OK(ctx, hetcl_infer_session_wait(pb, got2));
+            double d1 = max_diff(got, want, ny), d2 = max_diff(got2, want2, ny);
+            printf("%s pipelined over %zu workers: max |p - ref| = %.3g, %.3g\n", name, n_all, d1,
+                   d2);
+            CHECK(d1 <= PROB_TOL);
+            CHECK(d2 <= PROB_TOL);
+            CHECK(!hetcl_infer_session_layer_ns(pa, all[0], NULL, NULL)); /* never fused */
+        }
+        hetcl_infer_session_destroy(pa);
+        hetcl_infer_session_destroy(pb);
+
         /* Rows that do not add up to the batch, and a worker out of range, are refused. */
         int64_t bad_rows[1] = {batch + 1};
         struct hetcl_infer_session_options bad = {
@@ -150,6 +174,12 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
         struct hetcl_infer_session_options bad2 = {
                 .batch = batch, .n_workers = 1, .workers = &nowhere};
         CHECK_EQ_INT(hetcl_infer_session_create(ctx, rt, plan, &bad2, &c), HETCL_ERR_INVALID_ARG);
+        int bad_steps[64];
+        for (int k = 0; k < 64; k++)
+            bad_steps[k] = k == 1 ? (int) n + 1 : all[0];
+        struct hetcl_infer_session_options bad3 = {
+                .batch = batch, .n_workers = 1, .workers = all, .step_workers = bad_steps};
+        CHECK_EQ_INT(hetcl_infer_session_create(ctx, rt, plan, &bad3, &c), HETCL_ERR_INVALID_ARG);
     }
     free(x);
     free(x2);

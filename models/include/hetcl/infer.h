@@ -136,6 +136,16 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_infer_forward_ref(hetcl_context *ct
  */
 HETCL_API bool hetcl_infer_split_rows(const double *speed, size_t n, int64_t batch, int64_t *rows);
 
+/*
+ * Pipeline stages: assigns each step a stage 0..n-1 (stage_of_step, plan->n_steps entries),
+ * contiguous and non-decreasing, so that stage i's FLOPs are about its share of speed[] (items
+ * per second of each stage's device; <= 0 or not finite counts as 0; all 0: equal shares).
+ * A stage may be empty when a single step outweighs its share (the next stages start after
+ * it). Returns false for NULL pointers or n == 0.
+ */
+HETCL_API bool hetcl_infer_pipeline_stages(const hetcl_infer_plan *plan, const double *speed,
+                                           size_t n, int *stage_of_step);
+
 /* ---- Running a plan on the runtime ------------------------------------------------------- */
 
 typedef struct hetcl_infer_session hetcl_infer_session;
@@ -151,6 +161,10 @@ struct hetcl_infer_session_options {
      * operators' host implementations in turn and timing each step (see
      * hetcl_infer_session_layer_ns). true: one task per operator everywhere. */
     bool no_fuse;
+    /* Pipeline: the worker of each step (plan->n_steps entries, borrowed for the call), with
+     * one share of the whole batch on workers[0]; consecutive requests on two sessions then
+     * overlap, one stage each. NULL: every step on its share's worker. Excludes rows. */
+    const int *step_workers;
 };
 
 /*

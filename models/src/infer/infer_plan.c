@@ -333,3 +333,37 @@ bool hetcl_infer_split_rows(const double *speed, size_t n, int64_t batch, int64_
     }
     return true;
 }
+
+static double stage_share(const double *speed, size_t n, size_t i, double total_speed)
+{
+    if (total_speed > 0)
+        return isfinite(speed[i]) && speed[i] > 0 ? speed[i] / total_speed : 0;
+    return 1.0 / (double) n;
+}
+
+bool hetcl_infer_pipeline_stages(const hetcl_infer_plan *plan, const double *speed, size_t n,
+                                 int *stage_of_step)
+{
+    if (!plan || !speed || !stage_of_step || n == 0)
+        return false;
+    double total = 0, total_speed = 0;
+    for (int k = 0; k < plan->n_steps; k++)
+        total += (double) plan->steps[k].flops;
+    for (size_t i = 0; i < n; i++)
+        total_speed += isfinite(speed[i]) && speed[i] > 0 ? speed[i] : 0;
+    /* A step goes to the stage whose cumulative FLOP budget holds its midpoint, so that a step
+     * straddling a boundary lands on the side that holds most of it. */
+    size_t cur = 0;
+    double cum = 0, bound = stage_share(speed, n, 0, total_speed) * total;
+    for (int k = 0; k < plan->n_steps; k++) {
+        double f = (double) plan->steps[k].flops;
+        double mid = cum + f / 2;
+        while (cur + 1 < n && total > 0 && mid >= bound * (1 + 1e-12)) {
+            cur++;
+            bound += stage_share(speed, n, cur, total_speed) * total;
+        }
+        stage_of_step[k] = (int) cur;
+        cum += f;
+    }
+    return true;
+}

@@ -37,6 +37,7 @@ struct hetcl_infer_session {
     float *zero_host;       /* the same, for fused host tasks (never written) */
     size_t n_shares;
     struct share *shares;
+    int *step_worker; /* pipeline: the worker of each step; NULL otherwise */
 };
 
 uint32_t hetcl_infer_footprint(int step, int task, int64_t rows)
@@ -85,6 +86,7 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
     hetcl__free(s->zero_host);
     hetcl__free(s->weights);
     hetcl__free(s->shares);
+    hetcl__free(s->step_worker);
     hetcl__free(s);
 }
 
@@ -144,6 +146,16 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
                            "inference session: rows add up to %lld, not the batch %lld",
                            (long long) sum, (long long) o->batch);
     size_t n_workers = hetcl_runtime_n_workers(rt);
+    if (o->step_workers && o->rows)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "inference session: step_workers (pipeline) and rows (split) exclude "
+                           "each other");
+    for (int k = 0; o->step_workers && k < plan->n_steps; k++)
+        if (o->step_workers[k] < 0 || (size_t) o->step_workers[k] >= n_workers)
+            return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                               "inference session: step %d on worker %d, out of range (%zu "
+                               "workers)",
+                               k, o->step_workers[k], n_workers);
     for (size_t i = 0; i < o->n_workers; i++)
         if (o->workers[i] < 0 || (size_t) o->workers[i] >= n_workers)
             return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
@@ -167,6 +179,14 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
     for (int i = 0; i < spec->n_params && st == HETCL_OK; i++)
         st = reg(s, plan->params[i], (size_t) spec->params[i].n_elements * sizeof(float),
                  &s->weights[i]);
+    if (st == HETCL_OK && o->step_workers) {
+        s->step_worker = hetcl__malloc((size_t) plan->n_steps * sizeof *s->step_worker);
+        if (!s->step_worker)
+            st = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "inference session");
+        else
+            memcpy(s->step_worker, o->step_workers,
+                   (size_t) plan->n_steps * sizeof *s->step_worker);
+    }
     int64_t zeros = 1;
     for (int k = 0; k < plan->n_steps; k++) {
         const struct hetcl_infer_step *step = &plan->steps[k];
@@ -191,7 +211,7 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
         sh->row0 = row0;
         row0 += rows;
         struct hetcl_worker_info wi;
-        sh->fused = !o->no_fuse &&
+        sh->fused = !o->no_fuse && !o->step_workers &&
                     hetcl_runtime_worker_info(rt, (size_t) sh->worker, &wi) == HETCL_OK &&
                     wi.kind == HETCL_WORKER_HOST;
         st = make_share(s, sh);
@@ -214,7 +234,7 @@ static hetcl_status submit(hetcl_infer_session *s, const struct share *sh, int s
             .args = args,
             .args_size = args_size,
             .footprint = hetcl_infer_footprint(step, task, sh->rows),
-            .worker = sh->worker,
+            .worker = s->step_worker && step < s->plan->n_steps ? s->step_worker[step] : sh->worker,
             .pin_worker = true,
             .label = step < s->plan->n_steps ? s->plan->steps[step].name : "forward",
     };
