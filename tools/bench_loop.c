@@ -114,6 +114,16 @@ hetcl_status bench_loop_record(hetcl_context *ctx, struct bench_loop *L, double 
     return HETCL_OK;
 }
 
+double bench_next_arrival_ms(uint64_t *state, double qps)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    double u = ((double) (z >> 11) + 1.0) * (1.0 / 9007199254740993.0); /* (0, 1] */
+    return -log(u) * 1000.0 / qps;
+}
+
 size_t bench_throughput_windows(const double *end_ms, size_t n, double items, double window_ms,
                                 double *out, size_t cap)
 {

@@ -70,4 +70,8 @@ hetcl_status bench_loop_record(hetcl_context *ctx, struct bench_loop *L, double 
 size_t bench_throughput_windows(const double *end_ms, size_t n, double items, double window_ms,
                                 double *out, size_t cap);
 
+/* The server scenario's Poisson arrivals: the next exponential inter-arrival time in ms at
+ * qps requests per second (mean 1000 / qps), from a splitmix64 stream in *state. */
+double bench_next_arrival_ms(uint64_t *state, double qps);
+
 #endif /* HETCL_CLI_BENCH_LOOP_H */

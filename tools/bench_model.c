@@ -40,7 +40,8 @@ struct options {
     double cooldown_ms, window_ms, tolerance;
     unsigned long distinct, accuracy_samples, host_workers;
     bool host_workers_set;
-    uint64_t seed, input_seed, order_seed;
+    uint64_t seed, input_seed, order_seed, arrival_seed;
+    double server_qps;
     struct bench_loop_options loop;
     char list_buf[4][1024];
 };
@@ -71,7 +72,10 @@ static void usage(FILE *out)
             "                           layers partitioned across the devices by measured\n"
             "                           speed), auto (the faster of single and split,\n"
             "                           explained); default single\n"
-            "  --scenarios S[,...]      single-stream (default), offline\n"
+            "  --scenarios S[,...]      single-stream (default), offline, server (Poisson\n"
+            "                           arrivals at --server-qps; latency from arrival)\n"
+            "  --server-qps RATE        server scenario: requests per second\n"
+            "  --arrival-seed N         seed of the arrivals (default 4)\n"
             "  --order randomised|as-given   configuration order (default randomised)\n"
             "  --order-seed N           seed of the order (default 3)\n"
             "  --cooldown-ms MS         pause between configurations (default 0)\n"
@@ -146,6 +150,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     o->seed = 1;
     o->input_seed = 2;
     o->order_seed = 3;
+    o->arrival_seed = 4;
     o->distinct = 16;
     o->window_ms = 100;
     o->tolerance = 1e-4;
@@ -226,6 +231,10 @@ static int parse_options(int argc, char **argv, struct options *o)
             ok = parse_seed(a, v, &o->input_seed);
         else if (!strcmp(a, "--order-seed"))
             ok = parse_seed(a, v, &o->order_seed);
+        else if (!strcmp(a, "--arrival-seed"))
+            ok = parse_seed(a, v, &o->arrival_seed);
+        else if (!strcmp(a, "--server-qps"))
+            ok = parse_double(a, v, 1e-3, &o->server_qps);
         else if (!strcmp(a, "--distinct"))
             ok = cli_parse_uint(a, v, 4096, &o->distinct) && o->distinct >= 1;
         else if (!strcmp(a, "--accuracy-samples"))
@@ -319,10 +328,14 @@ static int parse_options(int argc, char **argv, struct options *o)
     n = bench_split_list(scenarios, sbuf, sizeof sbuf, items, MAX_LIST);
     for (int i = 0; i < n; i++) {
         int s = bench_scenario_parse(items[i]);
-        if (s != BENCH_SINGLE_STREAM && s != BENCH_OFFLINE) {
-            cli_error("--scenarios expects single-stream or offline (server and multi-stream are "
-                      "not implemented yet), got '%s'",
+        if (s != BENCH_SINGLE_STREAM && s != BENCH_OFFLINE && s != BENCH_SERVER) {
+            cli_error("--scenarios expects single-stream, offline or server (multi-stream is not "
+                      "implemented yet), got '%s'",
                       items[i]);
+            return CLI_EXIT_USAGE;
+        }
+        if (s == BENCH_SERVER && !(o->server_qps > 0)) {
+            cli_error("--scenarios server needs --server-qps RATE (requests per second)");
             return CLI_EXIT_USAGE;
         }
         o->scenarios[o->n_scenarios++] = (enum bench_scenario) s;
@@ -562,7 +575,8 @@ int cli_bench_model(int argc, char **argv)
                                 .seed_weights = o.seed,
                                 .seed_inputs = o.input_seed,
                                 .seed_order = o.order_seed,
-                                .seed_arrivals = 0};
+                                .server_qps = o.server_qps,
+                                .seed_arrivals = o.arrival_seed};
     for (int i = 0; i < o.n_models; i++) {
         ri.model_names[i] = models[i].name;
         ri.model_specs[i] = models[i].spec_path;
@@ -582,7 +596,9 @@ int cli_bench_model(int argc, char **argv)
                             .tolerance = o.tolerance,
                             .accuracy_samples = o.accuracy_samples,
                             .quiet = o.quiet,
-                            .no_fuse = o.no_fuse};
+                            .no_fuse = o.no_fuse,
+                            .server_qps = o.server_qps,
+                            .arrival_seed = o.arrival_seed};
     for (size_t k = 0; k < n_cfg; k++) {
         const struct bench_config *c = &configs[order[k]];
         struct bench_result *r = &results[order[k]];

@@ -53,7 +53,9 @@ struct bench_env {
     double tolerance;        /* max |p - p_ref| before a device is flagged */
     size_t accuracy_samples; /* 0: no accuracy pass */
     bool quiet;
-    bool no_fuse; /* one task per operator on host workers too */
+    bool no_fuse;      /* one task per operator on host workers too */
+    double server_qps; /* server scenario: Poisson arrival rate, requests/s */
+    uint64_t arrival_seed;
 };
 
 /* Runs configuration c of model m, filling r (whose loop and sample arrays are owned by the

@@ -511,6 +511,13 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     memset(snap1, 0, sizeof snap1);
     double t_submit[2] = {0, 0};
     int cur = 0;
+    bool server = c->scenario == BENCH_SERVER;
+    uint64_t arrivals = env->arrival_seed;
+    double next_arrival = 0;
+    if (server) {
+        r->target_qps = env->server_qps;
+        next_arrival = bench_model_now_ms() + bench_next_arrival_ms(&arrivals, env->server_qps);
+    }
     if (offline) {
         t_submit[0] = bench_model_now_ms();
         stt = hetcl_infer_session_submit(sess[0], inputs + (k++ % env->n_distinct) * per);
@@ -538,6 +545,20 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
             a = t_submit[cur];
             b = bench_model_now_ms();
             cur = other;
+        } else if (server) {
+            /* open loop: a request arrives at its Poisson time and waits its turn; its latency
+             * runs from its arrival, queueing included */
+            double now = bench_model_now_ms();
+            if (now < next_arrival) {
+                double wait = next_arrival - now;
+                struct timespec ts = {.tv_sec = (time_t) (wait / 1000),
+                                      .tv_nsec = (long) (fmod(wait, 1000) * 1e6)};
+                nanosleep(&ts, NULL);
+            }
+            stt = hetcl_infer_session_run(s, inputs + (k++ % env->n_distinct) * per, NULL);
+            a = next_arrival;
+            b = bench_model_now_ms();
+            next_arrival += bench_next_arrival_ms(&arrivals, env->server_qps);
         } else {
             a = bench_model_now_ms();
             stt = hetcl_infer_session_run(s, inputs + (k++ % env->n_distinct) * per, NULL);

@@ -97,7 +97,10 @@ static cJSON *config_json(const struct bench_result *r)
         }
         cJSON_AddItemToObject(c, "stages", st);
     }
-    cJSON_AddNullToObject(c, "target_qps");
+    cJSON_AddItemToObject(c, "target_qps",
+                          r->scenario == BENCH_SERVER && r->target_qps > 0
+                                  ? cJSON_CreateNumber(r->target_qps)
+                                  : cJSON_CreateNull());
     cJSON_AddNullToObject(c, "streams");
     return c;
 }
@@ -450,7 +453,9 @@ cJSON *bench_report_root(const struct bench_run_info *ri, cJSON *provenance)
     cJSON_AddNumberToObject(t, "max_time_ms", ri->loop.timed_max_ms);
     cJSON_AddItemToObject(run, "timed", t);
     cJSON_AddNumberToObject(run, "throughput_window_ms", ri->window_ms);
-    cJSON_AddNullToObject(run, "server_target_qps");
+    cJSON_AddItemToObject(run, "server_target_qps",
+                          ri->server_qps > 0 ? cJSON_CreateNumber(ri->server_qps)
+                                             : cJSON_CreateNull());
     cJSON_AddNullToObject(run, "multi_stream_streams");
     cJSON_AddItemToObject(root, "run", run);
 

@@ -70,6 +70,7 @@ struct bench_result {
     char auto_reason[256]; /* "" when not auto */
     enum bench_scenario scenario;
     int64_t batch;
+    double target_qps; /* server scenario, else 0 */
     size_t n_shares;
     struct bench_share shares[BENCH_MAX_DEVICES];
     size_t n_stages; /* pipeline */
@@ -117,6 +118,7 @@ struct bench_run_info {
     double cooldown_ms;
     struct bench_loop_options loop;
     double window_ms;
+    double server_qps; /* 0: no server scenario */
     uint64_t seed_weights, seed_inputs, seed_order, seed_arrivals;
 };
 

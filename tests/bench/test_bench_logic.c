@@ -112,6 +112,26 @@ static void test_windows(void)
     CHECK_EQ_INT(bench_throughput_windows(end, 5, 4, 0, out, 8), 0);
 }
 
+static void test_arrivals(void)
+{
+    /* exponential inter-arrival times: mean 1000 / qps ms, standard deviation the same */
+    uint64_t st = 42;
+    double sum = 0, sum2 = 0, min = 1e300;
+    const int n = 20000;
+    for (int i = 0; i < n; i++) {
+        double x = bench_next_arrival_ms(&st, 50);
+        sum += x;
+        sum2 += x * x;
+        min = x < min ? x : min;
+    }
+    double mean = sum / n, sd = sqrt(sum2 / n - mean * mean);
+    CHECK(fabs(mean - 20) < 0.5);
+    CHECK(fabs(sd - 20) < 1);
+    CHECK(min > 0);
+    uint64_t a = 7, b = 7;
+    CHECK(bench_next_arrival_ms(&a, 10) == bench_next_arrival_ms(&b, 10)); /* seeded */
+}
+
 static void test_configs(void)
 {
     int64_t batches[2] = {1, 64};
@@ -328,6 +348,7 @@ int main(void)
     test_loop_steady(ctx);
     test_loop_drift(ctx);
     test_windows();
+    test_arrivals();
     test_configs();
     test_machine();
     hetcl_context_destroy(ctx);
