@@ -42,6 +42,7 @@ struct options {
     bool host_workers_set;
     uint64_t seed, input_seed, order_seed, arrival_seed;
     double server_qps;
+    unsigned long streams;
     struct bench_loop_options loop;
     char list_buf[4][1024];
 };
@@ -74,7 +75,10 @@ static void usage(FILE *out)
             "                           explained); default single\n"
             "  --scenarios S[,...]      single-stream (default), offline, server (Poisson\n"
             "                           arrivals at --server-qps; latency from arrival)\n"
+            "                           multi-stream (--streams requests per query, issued\n"
+            "                           together; latency until all are done)\n"
             "  --server-qps RATE        server scenario: requests per second\n"
+            "  --streams N              multi-stream: requests per query (default 4, max 16)\n"
             "  --arrival-seed N         seed of the arrivals (default 4)\n"
             "  --order randomised|as-given   configuration order (default randomised)\n"
             "  --order-seed N           seed of the order (default 3)\n"
@@ -233,6 +237,9 @@ static int parse_options(int argc, char **argv, struct options *o)
             ok = parse_seed(a, v, &o->order_seed);
         else if (!strcmp(a, "--arrival-seed"))
             ok = parse_seed(a, v, &o->arrival_seed);
+        else if (!strcmp(a, "--streams"))
+            ok = cli_parse_uint(a, v, BENCH_MAX_STREAMS, &o->streams) &&
+                 (o->streams >= 1 || (cli_error("--streams expects at least 1"), false));
         else if (!strcmp(a, "--server-qps"))
             ok = parse_double(a, v, 1e-3, &o->server_qps);
         else if (!strcmp(a, "--distinct"))
@@ -328,12 +335,14 @@ static int parse_options(int argc, char **argv, struct options *o)
     n = bench_split_list(scenarios, sbuf, sizeof sbuf, items, MAX_LIST);
     for (int i = 0; i < n; i++) {
         int s = bench_scenario_parse(items[i]);
-        if (s != BENCH_SINGLE_STREAM && s != BENCH_OFFLINE && s != BENCH_SERVER) {
-            cli_error("--scenarios expects single-stream, offline or server (multi-stream is not "
-                      "implemented yet), got '%s'",
+        if (s < 0) {
+            cli_error("--scenarios expects single-stream, multi-stream, server or offline, got "
+                      "'%s'",
                       items[i]);
             return CLI_EXIT_USAGE;
         }
+        if (s == BENCH_MULTI_STREAM && o->streams == 0)
+            o->streams = 4;
         if (s == BENCH_SERVER && !(o->server_qps > 0)) {
             cli_error("--scenarios server needs --server-qps RATE (requests per second)");
             return CLI_EXIT_USAGE;
@@ -371,6 +380,9 @@ static cJSON *provenance(int argc, char **argv, const struct hetcl_device_list *
     cJSON_AddItemToObject(h, "environment", env ? env : cJSON_CreateObject());
     cJSON_AddItemToObject(p, "host", h);
     cJSON *cl = cJSON_CreateArray();
+    /* argv starts at the subcommand ("model"): the command line as typed */
+    cJSON_AddItemToArray(cl, cJSON_CreateString("hetcl"));
+    cJSON_AddItemToArray(cl, cJSON_CreateString("bench"));
     for (int i = 0; i < argc; i++)
         cJSON_AddItemToArray(cl, cJSON_CreateString(argv[i]));
     cJSON_AddItemToObject(p, "command_line", cl);
@@ -576,6 +588,7 @@ int cli_bench_model(int argc, char **argv)
                                 .seed_inputs = o.input_seed,
                                 .seed_order = o.order_seed,
                                 .server_qps = o.server_qps,
+                                .streams = (int) o.streams,
                                 .seed_arrivals = o.arrival_seed};
     for (int i = 0; i < o.n_models; i++) {
         ri.model_names[i] = models[i].name;
@@ -598,6 +611,7 @@ int cli_bench_model(int argc, char **argv)
                             .quiet = o.quiet,
                             .no_fuse = o.no_fuse,
                             .server_qps = o.server_qps,
+                            .streams = o.streams,
                             .arrival_seed = o.arrival_seed};
     for (size_t k = 0; k < n_cfg; k++) {
         const struct bench_config *c = &configs[order[k]];

@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define BENCH_MAX_STREAMS 16
+
 int cli_bench_model(int argc, char **argv);
 
 /* One model: spec, plan, the inputs cycled through, and the labels when from a dataset. */
@@ -55,6 +57,7 @@ struct bench_env {
     bool quiet;
     bool no_fuse;      /* one task per operator on host workers too */
     double server_qps; /* server scenario: Poisson arrival rate, requests/s */
+    size_t streams;    /* multi-stream scenario: sessions per query */
     uint64_t arrival_seed;
 };
 

@@ -182,12 +182,16 @@ static bool place(struct bench_env *env, struct bench_model *m, const struct ben
         fail_config(r, "no device could run the model");
         return false;
     }
-    if (c->placement == BENCH_SPLIT || n < 2) {
-        r->placement = n < 2 ? BENCH_SINGLE : BENCH_SPLIT;
-        *use_rows = n >= 2;
-        if (c->placement == BENCH_AUTO)
-            snprintf(r->auto_reason, sizeof r->auto_reason,
-                     "auto: single (only one device was given)");
+    if (c->placement == BENCH_SPLIT) {
+        /* over one device too: a split with one share (the key stays "split") */
+        r->placement = BENCH_SPLIT;
+        *use_rows = true;
+        return true;
+    }
+    if (n < 2) {
+        r->placement = BENCH_SINGLE;
+        snprintf(r->auto_reason, sizeof r->auto_reason, "auto: single (only one device was given)");
+        r->n_shares = 0;
         return true;
     }
     /* auto: the faster of the best single device and the split, measured the same way */
@@ -486,15 +490,25 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
 
     /* Offline: a second session, so that one request's inputs are prepared and its tasks
      * submitted while the other's run (double buffering). */
-    bool offline = c->scenario == BENCH_OFFLINE;
-    hetcl_infer_session *s2 = NULL;
-    if (offline && (stt = open_session(env, m, c->batch, workers, n_workers, use_rows ? rows : NULL,
-                                       pipeline ? step_workers : NULL, &s2)) != HETCL_OK) {
+    bool offline = c->scenario == BENCH_OFFLINE, multi = c->scenario == BENCH_MULTI_STREAM;
+    /* Multi-stream: one session per stream, a query submits on each and waits for all. */
+    size_t n_sess = offline ? 2 : multi ? env->streams : 1;
+    if (n_sess > BENCH_MAX_STREAMS)
+        n_sess = BENCH_MAX_STREAMS;
+    hetcl_infer_session *sess[BENCH_MAX_STREAMS] = {s};
+    for (size_t j = 1; j < n_sess && stt == HETCL_OK; j++)
+        stt = open_session(env, m, c->batch, workers, n_workers, use_rows ? rows : NULL,
+                           pipeline ? step_workers : NULL, &sess[j]);
+    if (stt != HETCL_OK) {
         fail_config(r, hetcl_context_last_error(env->ctx));
-        hetcl_infer_session_destroy(s);
+        for (size_t j = 0; j < n_sess; j++)
+            hetcl_infer_session_destroy(sess[j]);
         free(inputs);
         return;
     }
+    if (multi)
+        r->streams = (int) n_sess;
+    double per_query = (double) c->batch * (double) (multi ? n_sess : 1);
 
     /* Warm-up and timed requests. */
     struct bench_loop *L = &st->loop;
@@ -505,7 +519,6 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     memset(&energy, 0, sizeof energy);
     bool energy_started = false;
     bool all_zero = true;
-    hetcl_infer_session *sess[2] = {s, s2};
     struct layer_snap snap0[BENCH_MAX_DEVICES], snap1[BENCH_MAX_DEVICES];
     memset(snap0, 0, sizeof snap0);
     memset(snap1, 0, sizeof snap1);
@@ -528,7 +541,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
             energy_started = true;
             for (size_t i = 0; i < n_workers; i++)
                 busy_start[i] = busy_ns(env->rt, workers[i]);
-            snap_layers(sess, 2, workers, n_workers, m->plan->n_steps, snap0);
+            snap_layers(sess, (int) n_sess, workers, n_workers, m->plan->n_steps, snap0);
         }
         uint64_t b0[BENCH_MAX_DEVICES];
         for (size_t i = 0; i < n_workers; i++)
@@ -545,6 +558,15 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
             a = t_submit[cur];
             b = bench_model_now_ms();
             cur = other;
+        } else if (multi) {
+            a = bench_model_now_ms();
+            for (size_t j = 0; j < n_sess && stt == HETCL_OK; j++)
+                stt = hetcl_infer_session_submit(sess[j], inputs + (k++ % env->n_distinct) * per);
+            for (size_t j = 0; j < n_sess; j++) {
+                hetcl_status w = hetcl_infer_session_wait(sess[j], NULL);
+                stt = stt == HETCL_OK ? w : stt;
+            }
+            b = bench_model_now_ms();
         } else if (server) {
             /* open loop: a request arrives at its Poisson time and waits its turn; its latency
              * runs from its arrival, queueing included */
@@ -596,8 +618,9 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         hetcl_status w = hetcl_infer_session_wait(sess[cur], NULL); /* drain the last one */
         stt = stt == HETCL_OK ? w : stt;
     }
-    snap_layers(sess, 2, workers, n_workers, m->plan->n_steps, snap1);
-    hetcl_infer_session_destroy(s2);
+    snap_layers(sess, (int) n_sess, workers, n_workers, m->plan->n_steps, snap1);
+    for (size_t j = 1; j < n_sess; j++)
+        hetcl_infer_session_destroy(sess[j]);
     if (stt != HETCL_OK) {
         fail_config(r, hetcl_context_last_error(env->ctx));
         hetcl_infer_session_destroy(s);
@@ -605,7 +628,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         return;
     }
     double timed_s = L->timed_ms / 1000.0;
-    double items = (double) L->n_timed * (double) c->batch;
+    double items = (double) L->n_timed * per_query;
     r->energy = bench_energy_end(&energy, timed_s, items);
     r->loop = L;
     if (!all_zero) {
@@ -619,12 +642,12 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     }
     r->items_per_s = timed_s > 0 ? items / timed_s : 0;
     r->requests_per_s = timed_s > 0 ? (double) L->n_timed / timed_s : 0;
-    size_t nw = bench_throughput_windows(L->timed_end, L->n_timed, (double) c->batch,
-                                         env->window_ms, NULL, 0);
+    size_t nw =
+            bench_throughput_windows(L->timed_end, L->n_timed, per_query, env->window_ms, NULL, 0);
     st->windows = calloc(nw ? nw : 1, sizeof *st->windows);
     if (st->windows) {
-        r->n_windows = bench_throughput_windows(L->timed_end, L->n_timed, (double) c->batch,
-                                                env->window_ms, st->windows, nw);
+        r->n_windows = bench_throughput_windows(L->timed_end, L->n_timed, per_query, env->window_ms,
+                                                st->windows, nw);
         r->windows = st->windows;
     }
     for (size_t i = 0; i < n_workers; i++) {

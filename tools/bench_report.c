@@ -101,7 +101,10 @@ static cJSON *config_json(const struct bench_result *r)
                           r->scenario == BENCH_SERVER && r->target_qps > 0
                                   ? cJSON_CreateNumber(r->target_qps)
                                   : cJSON_CreateNull());
-    cJSON_AddNullToObject(c, "streams");
+    cJSON_AddItemToObject(c, "streams",
+                          r->scenario == BENCH_MULTI_STREAM && r->streams > 0
+                                  ? cJSON_CreateNumber(r->streams)
+                                  : cJSON_CreateNull());
     return c;
 }
 
@@ -456,7 +459,8 @@ cJSON *bench_report_root(const struct bench_run_info *ri, cJSON *provenance)
     cJSON_AddItemToObject(run, "server_target_qps",
                           ri->server_qps > 0 ? cJSON_CreateNumber(ri->server_qps)
                                              : cJSON_CreateNull());
-    cJSON_AddNullToObject(run, "multi_stream_streams");
+    cJSON_AddItemToObject(run, "multi_stream_streams",
+                          ri->streams > 0 ? cJSON_CreateNumber(ri->streams) : cJSON_CreateNull());
     cJSON_AddItemToObject(root, "run", run);
 
     cJSON *seeds = cJSON_CreateObject();

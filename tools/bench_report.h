@@ -71,6 +71,7 @@ struct bench_result {
     enum bench_scenario scenario;
     int64_t batch;
     double target_qps; /* server scenario, else 0 */
+    int streams;       /* multi-stream scenario, else 0 */
     size_t n_shares;
     struct bench_share shares[BENCH_MAX_DEVICES];
     size_t n_stages; /* pipeline */
@@ -119,6 +120,7 @@ struct bench_run_info {
     struct bench_loop_options loop;
     double window_ms;
     double server_qps; /* 0: no server scenario */
+    int streams;       /* 0: no multi-stream scenario */
     uint64_t seed_weights, seed_inputs, seed_order, seed_arrivals;
 };
 

@@ -115,7 +115,9 @@ int main(void)
     expect_usage("--model mlp --batches 0", "--batches");
     expect_usage("--model mlp --batches 1,,2", "--batches");
     expect_usage("--model mlp --placements sideways", "--placements");
-    expect_usage("--model mlp --scenarios server", "--scenarios");
+    expect_usage("--model mlp --scenarios server", "--server-qps");
+    expect_usage("--model mlp --scenarios sideways", "--scenarios");
+    expect_usage("--model mlp --streams 0", "--streams");
     expect_usage("--model mlp --format xml", "--format");
     expect_usage("--model mlp --data mnist-ish", "--data");
     expect_usage("--model mlp --frobnicate 1", "--frobnicate");
@@ -130,7 +132,8 @@ int main(void)
     snprintf(a, sizeof a, "%s/a.json", dir);
     snprintf(b, sizeof b, "%s/b.json", dir);
     const char *common = "bench model --model mlp,lenet --devices host0 --quick --quiet "
-                         "--batches 1,4 --scenarios single-stream,offline";
+                         "--batches 1,4 --scenarios single-stream,offline,server,multi-stream "
+                         "--server-qps 300 --streams 2 --placements single,split,pipeline";
     snprintf(cmd, sizeof cmd, "'%s' %s --report '%s'", bin, common, a);
     rc = run(cmd);
     out = slurp("out");
@@ -140,6 +143,9 @@ int main(void)
     CHECK_EQ_INT(rc, 0);
     CHECK(strstr(out, "mlp") && strstr(out, "lenet") && strstr(out, "host0"));
     CHECK(strstr(out, "offline") != NULL);
+    CHECK(strstr(out, "multi-stream") != NULL);
+    CHECK(strstr(out, "server") != NULL);
+    CHECK(strstr(out, "pipeline") != NULL);
     free(out);
     free(err);
     snprintf(cmd, sizeof cmd, "'%s' '%s/reports/schema/bench.schema.json' '%s'", check, src, a);
