@@ -15,6 +15,11 @@ tensors, --distinct of them rotated per request (like hetcl's random inputs).
 Ratios printed per (model, batch), against each hetcl configuration of that model and batch:
   latency speed-up   = torch p50 / hetcl p50   (> 1: hetcl is faster)
   throughput ratio   = hetcl items/s / torch items/s
+Debian's python3-torch calls the system libblas.so.3: without OpenBLAS installed that is the
+reference BLAS, many times slower at batch 64. The BLAS in use is printed; --blas-dir DIR puts
+another libblas.so.3 first (e.g. the one in libopenblas0-pthread, unpacked with
+`apt-get download libopenblas0-pthread && dpkg-deb -x *.deb root`, without installing it).
+
 Goals (issue 6): MLP batch 1 p50 at most half of PyTorch's (speed-up >= 2); batch 64
 throughput >= 1.2x on both models.
 """
@@ -29,14 +34,37 @@ WANT_ENV = {"OPENBLAS_NUM_THREADS": "1"}
 
 
 def fix_env():
-    """Re-exec with the baseline's environment, so that OpenBLAS reads it at load time."""
+    """Re-exec with the baseline's environment, so that OpenBLAS reads it at load time; with
+    --blas-dir DIR, DIR (holding a libblas.so.3) goes first on LD_LIBRARY_PATH."""
+    blas_dir = None
+    for i, a in enumerate(sys.argv):
+        if a == "--blas-dir" and i + 1 < len(sys.argv):
+            blas_dir = sys.argv[i + 1]
+        elif a.startswith("--blas-dir="):
+            blas_dir = a.split("=", 1)[1]
+    ld = os.environ.get("LD_LIBRARY_PATH", "")
     bad = any(os.environ.get(k) != v for k, v in WANT_ENV.items()) or "OPENBLAS_CORETYPE" in os.environ
+    bad = bad or (blas_dir is not None and not ld.startswith(blas_dir))
     if bad and os.environ.get("HETCL_BENCH_TORCH_REEXEC") != "1":
         env = dict(os.environ)
         env.update(WANT_ENV)
         env.pop("OPENBLAS_CORETYPE", None)
+        if blas_dir:
+            env["LD_LIBRARY_PATH"] = blas_dir + (":" + ld if ld else "")
         env["HETCL_BENCH_TORCH_REEXEC"] = "1"
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+def blas_in_use():
+    """The BLAS library this process mapped (after a matmul has run), for the record: Debian's
+    torch calls libblas.so.3, which is the slow reference BLAS unless OpenBLAS provides it."""
+    libs = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1] if len(line.split()) >= 6 else ""
+            if "blas" in os.path.basename(path) or "mkl" in os.path.basename(path):
+                libs.add(path)
+    return ", ".join(sorted(libs)) or "none mapped"
 
 
 def fail(msg):
@@ -193,6 +221,7 @@ def main():
     ap.add_argument("--max-time-ms", type=float, default=20000)
     ap.add_argument("--compare", action="append", default=[], help="hetcl bench report(s)")
     ap.add_argument("--json", help="write the baseline figures here")
+    ap.add_argument("--blas-dir", help="directory with the libblas.so.3 to use (e.g. OpenBLAS's)")
     args = ap.parse_args()
     try:
         batches = [int(b) for b in args.batches.split(",")]
@@ -202,9 +231,10 @@ def main():
         fail(f"--batches: expected positive integers separated by commas, got {args.batches!r}")
     import torch
     torch.set_num_threads(args.threads)
+    (torch.rand(8, 8) @ torch.rand(8, 8)).sum()  # loads the BLAS
     print(f"# PyTorch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, "
-          f"load {open('/proc/loadavg').read().split()[0]}")
+          f"load {open('/proc/loadavg').read().split()[0]}, BLAS: {blas_in_use()}")
     results = []
     for k, spec in enumerate(args.model):
         weights = load_safetensors(args.weights[k]) if k < len(args.weights) else None
@@ -218,7 +248,8 @@ def main():
     if args.json:
         tmp = args.json + ".tmp"
         with open(tmp, "w") as f:
-            json.dump({"torch": torch.__version__, "threads": args.threads, "results": results}, f, indent=1)
+            json.dump({"torch": torch.__version__, "threads": args.threads, "blas": blas_in_use(),
+                       "results": results}, f, indent=1)
         os.replace(tmp, args.json)
     for path in args.compare:
         for c in hetcl_configs(path):
