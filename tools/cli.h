@@ -16,6 +16,7 @@ enum {
 int cli_devices(int argc, char **argv);
 int cli_compare(int argc, char **argv);
 int cli_report(int argc, char **argv);
+int cli_bench(int argc, char **argv);
 
 /* Writes text to path through a temporary file and a rename, so that a crash never leaves a
  * half-written report. Prints the error and returns -1 on failure. */

@@ -30,6 +30,9 @@ static const struct command commands[] = {
          "render a report (bench, train, devices) as Markdown tables or a self-contained HTML"
          " page with charts",
          cli_report},
+        {"bench",
+         "measure: 'bench runtime' (per-task overhead), 'bench ops' (operators per device)",
+         cli_bench},
 };
 
 static void usage(FILE *out)
@@ -103,8 +106,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
-    cli_error(
-            "unknown command '%s' (expected one of: devices, compare, report); see 'hetcl --help'",
-            argv[1]);
+    char names[256] = "";
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (i)
+            strncat(names, ", ", sizeof names - strlen(names) - 1);
+        strncat(names, commands[i].name, sizeof names - strlen(names) - 1);
+    }
+    cli_error("unknown command '%s' (expected one of: %s); see 'hetcl --help'", argv[1], names);
     return CLI_EXIT_USAGE;
 }

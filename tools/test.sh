@@ -3,7 +3,8 @@
 #   1. the format check of every C source and header (clang-format);
 #   2. a build with warnings as errors, and every test (unit, lint, kernel, opencl);
 #   3. the same build under AddressSanitizer + UBSan, and the unit and OpenCL tests again;
-#   4. every parser's libFuzzer target for a few seconds (tools/fuzz.sh).
+#   4. the runtime tests under ThreadSanitizer (tests/tsan.supp names ICD and PoCL frames only);
+#   5. every parser's libFuzzer target for a few seconds (tools/fuzz.sh).
 # Tests that need an OpenCL device are skipped (exit 77) where there is none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 echo "== build (warnings are errors) and test"
 cmake --preset dev >/dev/null
 cmake --build build -j "$jobs"
-ctest --test-dir build --output-on-failure -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs" -LE perf  # perf: figures, run by hand
 
 echo "== AddressSanitizer + UBSan build and test"
 cmake --preset asan-ubsan >/dev/null
@@ -24,6 +25,12 @@ cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -L "unit|opencl|kernel"
+
+echo "== ThreadSanitizer build and the runtime tests"
+cmake --preset tsan >/dev/null
+cmake --build build-tsan -j "$jobs" --target hetcl_rt_tests
+TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp second_deadlock_stack=1" \
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^test_rt_'
 
 echo "== fuzzing the parsers (${HETCL_FUZZ_SECONDS:-10} s each)"
 tools/fuzz.sh

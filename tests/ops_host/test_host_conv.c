@@ -371,6 +371,17 @@ int main(void)
              .k_w = 2,
              .stride = 3,
              .pad = 0},
+            /* LeNet's first layer at batch 23: several chunks of images per GEMM (conv2d.c
+             * chunks its scratch at 2^18 floats: 10 images forward, 5 backward) */
+            {.batch = 23,
+             .in_c = 1,
+             .in_h = 28,
+             .in_w = 28,
+             .out_c = 6,
+             .k_h = 5,
+             .k_w = 5,
+             .stride = 1,
+             .pad = 2},
             /* batch 0: nothing computed, dw and dbias zeroed */
             {.batch = 0,
              .in_c = 1,

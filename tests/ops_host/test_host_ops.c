@@ -548,6 +548,64 @@ static void test_activation_accuracy(void)
     free(zero);
 }
 
+/* Empty shapes (no rows, or n == 0) with NULL buffers of 0 bytes: accepted, nothing touched. */
+static void test_empty(void)
+{
+    void *ptrs[8] = {0};
+    size_t szs[8] = {0};
+    struct hetcl_host_call call = {.ptrs = ptrs, .sizes = szs};
+    struct hetcl_op_gemm_args g = {.m = 0, .n = 0, .k = 3, .alpha = 1.0f};
+    struct hetcl_op_bias_act_args b = {.rows = 0, .cols = 0, .act = HETCL_ACT_RELU};
+    struct hetcl_op_xent_args x = {.rows = 0, .classes = 10, .scale = 1.0f};
+    struct hetcl_op_sgd_args sg = {.n = 0, .lr = 0.1f};
+    struct hetcl_op_axpy_args ax = {.n = 0, .alpha = 1.0f};
+    struct hetcl_op_reduce_args r = {.rows = 0, .cols = 4};
+    const struct {
+        const char *name;
+        ht_op_fn fn;
+        const void *args;
+        size_t size;
+    } cases[] = {
+            {"gemm", hetcl__op_gemm_host, &g, sizeof g},
+            {"bias_act_fwd", hetcl__op_bias_act_fwd_host, &b, sizeof b},
+            {"bias_act_fwd_inplace", hetcl__op_bias_act_fwd_inplace_host, &b, sizeof b},
+            {"bias_act_bwd", hetcl__op_bias_act_bwd_host, &b, sizeof b},
+            {"softmax_xent", hetcl__op_softmax_xent_host, &x, sizeof x},
+            {"sigmoid_xent", hetcl__op_sigmoid_xent_host, &x, sizeof x},
+            {"mse", hetcl__op_mse_host, &x, sizeof x},
+            {"softmax", hetcl__op_softmax_host, &x, sizeof x},
+            {"sgd", hetcl__op_sgd_host, &sg, sizeof sg},
+            {"axpy", hetcl__op_axpy_host, &ax, sizeof ax},
+            {"argmax", hetcl__op_argmax_host, &r, sizeof r},
+            {"gemm_f16", hetcl__op_gemm_f16_host, &g, sizeof g},
+            {"bias_act_fwd_f16", hetcl__op_bias_act_fwd_f16_host, &b, sizeof b},
+            {"convert_f32_f16", hetcl__op_convert_f32_f16_host, &ax, sizeof ax},
+            {"convert_f16_f32", hetcl__op_convert_f16_f32_host, &ax, sizeof ax},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        call.args = cases[i].args;
+        call.args_size = cases[i].size;
+        hetcl_status st = cases[i].fn(&call);
+        if (st != HETCL_OK) {
+            fprintf(stderr, "%s with an empty shape: status %d\n", cases[i].name, (int) st);
+            hetcl_test_failures++;
+        }
+    }
+    /* sum of nothing is 0; count_correct of no rows is 0 (their outputs are 1 element) */
+    float sum = 1.0f;
+    int32_t count = 7;
+    ptrs[1] = &sum;
+    szs[1] = 4;
+    call.args = &r;
+    call.args_size = sizeof r;
+    CHECK_EQ_INT(hetcl__op_sum_host(&call), HETCL_OK);
+    CHECK(sum == 0.0f);
+    ptrs[2] = &count;
+    szs[2] = 4;
+    CHECK_EQ_INT(hetcl__op_count_correct_host(&call), HETCL_OK);
+    CHECK_EQ_INT(count, 0);
+}
+
 int main(void)
 {
     ref_rng_init(&rng, hetcl_test_seed());
@@ -558,5 +616,6 @@ int main(void)
     test_losses();
     test_sgd_axpy();
     test_reductions();
+    test_empty();
     return hetcl_test_finish("test_host_ops");
 }

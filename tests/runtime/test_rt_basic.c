@@ -6,6 +6,8 @@
 #include "harness.h"
 #include "rt_common.h"
 
+#include <hetcl/device.h>
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,19 @@ static void host_tests(hetcl_context *ctx)
     hetcl_runtime *rt = rt_test_runtime(ctx, &o, 0);
     CHECK_EQ_INT(hetcl_runtime_n_workers(rt), 2);
     CHECK_EQ_STR(hetcl_runtime_scheduler(rt), "eager");
+    for (size_t i = 0; i < 2; i++) {
+        struct hetcl_worker_info info;
+        CHECK_OK(ctx, hetcl_runtime_worker_info(rt, i, &info));
+        CHECK_EQ_INT(info.kind, HETCL_WORKER_HOST);
+        CHECK_EQ_INT(info.memory_node, 0);
+        CHECK(info.desc == NULL);
+        CHECK(strncmp(info.model_key, "host:", 5) == 0 && info.model_key[5] != ' ');
+        CHECK(info.cpuset[0] != '\0');
+        printf("%s: %s, cpuset %s, %s\n", info.name, info.model_key, info.cpuset,
+               info.pinned ? "pinned" : "not pinned");
+    }
+    struct hetcl_worker_info bad_info;
+    CHECK_EQ_INT(hetcl_runtime_worker_info(rt, 2, &bad_info), HETCL_ERR_INVALID_ARG);
     chain(rt, &rt_test_affine, 200);
 
     /* A task reference: status, worker, wait. */
@@ -181,6 +196,40 @@ static void bad_options(hetcl_context *ctx)
     CHECK_EQ_INT(hetcl_runtime_create(ctx, &o, &rt), HETCL_ERR_NO_DEVICE);
 }
 
+/* hetcl_cl_scratch and hetcl_cl_kernel from an implementation: x is copied into a scratch
+ * buffer, transformed there (2x + 1) and copied back; the error cases return
+ * HETCL_ERR_INTERNAL if they do not fail as documented. */
+static hetcl_status scratch_cl(const struct hetcl_cl_call *c, cl_event *done)
+{
+    cl_mem s = NULL, s2 = NULL;
+    cl_kernel k = NULL;
+    if (hetcl_cl_scratch(c, HETCL_CL_SCRATCH_SLOTS, 64, &s) != HETCL_ERR_INVALID_ARG ||
+        hetcl_cl_kernel(c, "rt_test.cl", NULL, "no_such_kernel", &k) != HETCL_ERR_INVALID_ARG ||
+        hetcl_cl_kernel(c, "no_such_file.cl", NULL, "rt_empty", &k) != HETCL_ERR_INVALID_ARG)
+        return HETCL_ERR_INTERNAL;
+    if (hetcl_cl_scratch(c, 1, c->sizes[0], &s) != HETCL_OK ||
+        hetcl_cl_scratch(c, 1, c->sizes[0] / 2, &s2) != HETCL_OK || s2 != s ||
+        hetcl_cl_kernel(c, "rt_test.cl", NULL, "rt_affine_u32", &k) != HETCL_OK)
+        return HETCL_ERR_INTERNAL;
+    cl_kernel k2 = NULL;
+    if (hetcl_cl_kernel(c, "rt_test.cl", NULL, "rt_affine_u32", &k2) != HETCL_OK || k2 != k)
+        return HETCL_ERR_INTERNAL;
+    cl_uint n = (cl_uint) (c->sizes[0] / 4), a = 2, b = 1;
+    size_t g = n;
+    if (clEnqueueCopyBuffer(c->queue, c->mems[0], s, 0, 0, c->sizes[0], c->n_wait, c->wait, NULL) !=
+                CL_SUCCESS ||
+        clSetKernelArg(k, 0, sizeof s, &s) != CL_SUCCESS ||
+        clSetKernelArg(k, 1, sizeof a, &a) != CL_SUCCESS ||
+        clSetKernelArg(k, 2, sizeof b, &b) != CL_SUCCESS ||
+        clSetKernelArg(k, 3, sizeof n, &n) != CL_SUCCESS ||
+        clEnqueueNDRangeKernel(c->queue, k, 1, NULL, &g, NULL, 0, NULL, NULL) != CL_SUCCESS ||
+        clEnqueueCopyBuffer(c->queue, s, c->mems[0], 0, 0, c->sizes[0], 0, NULL, done) !=
+                CL_SUCCESS)
+        return HETCL_ERR_OPENCL;
+    return HETCL_OK;
+}
+static const struct hetcl_codelet scratch_codelet = {.name = "scratch", .opencl = scratch_cl};
+
 static void opencl_tests(hetcl_context *ctx, bool no_zero_copy)
 {
     struct hetcl_runtime_options o = {.devices = "opencl",
@@ -203,6 +252,20 @@ static void opencl_tests(hetcl_context *ctx, bool no_zero_copy)
         CHECK_EQ_INT(info.transfers_in, 1);
     else
         CHECK_EQ_INT(info.transfers_in, 0);
+    /* Scratch buffers and the kernel cache from an implementation. */
+    uint32_t x[100], ref[100];
+    for (int i = 0; i < 100; i++)
+        x[i] = ref[i] = (uint32_t) i;
+    hetcl_handle *h = NULL;
+    CHECK_OK(ctx, hetcl_handle_register(rt, x, sizeof x, &h));
+    hetcl_access m = HETCL_RW;
+    for (int k = 0; k < 5; k++) {
+        rt_submit(rt, &scratch_codelet, 1, &h, &m, 0, 0);
+        rt_ref_affine(ref, 100, 2, 1);
+    }
+    CHECK_EQ_INT(hetcl_runtime_wait_all(rt), HETCL_OK);
+    CHECK_OK(ctx, hetcl_handle_unregister(rt, h));
+    CHECK(memcmp(x, ref, sizeof x) == 0);
     hetcl_runtime_destroy(rt);
 
     /* Everything: host and OpenCL workers on one chain. */
@@ -215,6 +278,29 @@ static void opencl_tests(hetcl_context *ctx, bool no_zero_copy)
     hetcl_runtime_destroy(rt);
 }
 
+/* A device list enumerated by the caller, and devices named by id. */
+static void given_list(hetcl_context *ctx)
+{
+    struct hetcl_device_list *list = NULL;
+    CHECK_OK(ctx, hetcl_device_enumerate(ctx, NULL, &list));
+    if (!list || list->n_devices == 0) {
+        hetcl_device_list_destroy(list);
+        return;
+    }
+    char ids[64];
+    snprintf(ids, sizeof ids, "%s,host", list->devices[0].id);
+    struct hetcl_runtime_options o = {
+            .devices = ids, .host_workers = 1, .device_list = list, .perfmodel_dir = ""};
+    hetcl_runtime *rt = rt_test_runtime(ctx, &o, 1);
+    CHECK_EQ_INT(hetcl_runtime_n_workers(rt), 2);
+    struct hetcl_worker_info info;
+    CHECK_OK(ctx, hetcl_runtime_worker_info(rt, 0, &info));
+    CHECK_EQ_STR(info.name, list->devices[0].id);
+    chain(rt, &rt_test_affine, 20);
+    hetcl_runtime_destroy(rt);
+    hetcl_device_list_destroy(list);
+}
+
 int main(void)
 {
     hetcl_context *ctx = rt_test_context();
@@ -222,6 +308,7 @@ int main(void)
     bad_options(ctx);
     opencl_tests(ctx, false);
     opencl_tests(ctx, true);
+    given_list(ctx);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_rt_basic");
 }

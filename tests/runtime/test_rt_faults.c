@@ -106,12 +106,48 @@ static void independent(hetcl_runtime *rt, int n, hetcl_status expect)
     }
 }
 
+/* A failure in the middle of a chain (the failing task may be one enqueued right behind its
+ * predecessor): the tasks before it succeed, it fails, every task after it is cancelled. */
+static void chain_failure(hetcl_runtime *rt, size_t worker)
+{
+    hetcl_context *ctx = hetcl_runtime_context(rt);
+    enum { LEN = 24 };
+    hetcl_handle *h = NULL;
+    CHECK_OK(ctx, hetcl_handle_register(rt, NULL, N * 4, &h));
+    hetcl_task *t[LEN];
+    for (int i = 0; i < LEN; i++) {
+        if (i == LEN / 3)
+            CHECK_OK(ctx, hetcl_runtime_inject_fault(rt, worker, HETCL_FAULT_TASK, 1));
+        t[i] = submit_ref(rt, &rt_test_affine, h, 1, 1);
+    }
+    CHECK_EQ_INT(hetcl_runtime_wait_all(rt), HETCL_ERR_OPENCL);
+    int first = -1;
+    for (int i = 0; i < LEN; i++) {
+        hetcl_status st = hetcl_task_status(t[i]);
+        if (first < 0 && st != HETCL_OK) {
+            first = i;
+            CHECK_EQ_INT(st, HETCL_ERR_OPENCL);
+        } else if (first >= 0) {
+            CHECK_EQ_INT(st, HETCL_ERR_CANCELLED);
+        }
+        hetcl_task_release(t[i]);
+    }
+    CHECK(first >= 0);
+    /* The tasks before the failure ran: one +1 each. */
+    CHECK_OK(ctx, hetcl_handle_sync_host(rt, h, HETCL_R));
+    if (first >= 0)
+        CHECK_EQ_INT(((uint32_t *) hetcl_handle_host_ptr(h))[3], first);
+    CHECK_OK(ctx, hetcl_handle_unregister(rt, h));
+}
+
 static void opencl_faults(hetcl_context *ctx)
 {
     struct hetcl_runtime_options o = {.devices = "opencl", .host_workers = -1, .perfmodel_dir = ""};
     hetcl_runtime *rt = rt_test_runtime(ctx, &o, 1);
     task_failure(rt, 0, &rt_test_affine, true);
     task_failure(rt, 0, &failing, false);
+    for (int k = 0; k < 10; k++)
+        chain_failure(rt, 0);
     hetcl_runtime_destroy(rt);
 
     /* Two OpenCL workers with their own memory: worker 0's allocation fails, it is excluded,

@@ -288,8 +288,9 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_runtime_worker_info(const hetcl_run
                                                                  struct hetcl_worker_info *out);
 
 /* Fault injection, for tests: make worker i's next `count` device allocations fail as if the
- * device were out of memory (OpenCL workers only), or its next `count` tasks fail with
- * HETCL_ERR_OPENCL. */
+ * device were out of memory (OpenCL workers only; counted per task: the data acquisition of
+ * each of its next `count` tasks with buffers fails, whether or not it would have allocated, so
+ * that tests are deterministic), or its next `count` tasks fail with HETCL_ERR_OPENCL. */
 typedef enum hetcl_fault {
     HETCL_FAULT_ALLOC = 0,
     HETCL_FAULT_TASK = 1,

@@ -307,6 +307,7 @@ static hetcl_status acquire_node0(struct rt_worker *w, struct rt_task *t, struct
             c0->valid = true;
             set_ready(c0, ev, w->clctx);
             h->host_dirty_platform = w->platform;
+            h->host_mems_stale |= ~bit; /* the other platforms' buffers miss this copy */
             count_transfer(rt, w, t, h, k, 0, t0);
             break;
         }

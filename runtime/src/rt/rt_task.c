@@ -288,14 +288,18 @@ static void release_ready(struct hetcl_runtime *rt, struct rt_task *list)
 void hetcl__rt_task_finished(struct rt_worker *w, struct rt_task *t)
 {
     struct hetcl_runtime *rt = t->rt;
-    if (w && t->status == HETCL_OK) {
-        uint64_t exec_ns = t->t_dev_end_ns > t->t_dev_start_ns ? t->t_dev_end_ns - t->t_dev_start_ns
-                           : t->t_end_ns > t->t_start_ns       ? t->t_end_ns - t->t_start_ns
-                                                               : 0;
-        atomic_fetch_add(&w->tasks_done, 1);
-        atomic_fetch_add(&w->busy_ns, exec_ns);
-        hetcl__perf_record(rt->perf, t->codelet->name ? t->codelet->name : "", w->model_key,
-                           w->index, t->footprint, exec_ns, t->predicted_ns);
+    if (w) {
+        uint64_t exec_ns = 0;
+        if (t->status == HETCL_OK) {
+            exec_ns = t->t_dev_end_ns > t->t_dev_start_ns ? t->t_dev_end_ns - t->t_dev_start_ns
+                      : t->t_end_ns > t->t_start_ns       ? t->t_end_ns - t->t_start_ns
+                                                          : 0;
+            atomic_fetch_add(&w->tasks_done, 1);
+            atomic_fetch_add(&w->busy_ns, exec_ns);
+            hetcl__perf_record(rt->perf, t->codelet->name ? t->codelet->name : "", w->model_key,
+                               w->index, t->footprint, exec_ns, t->predicted_ns);
+        }
+        /* Failed tasks too (exec_ns 0): a policy's backlog for w must drop them. */
         if (rt->policy->done)
             rt->policy->done(rt->sched_state, w, t, exec_ns);
     }

@@ -8,17 +8,24 @@
  * last pop sees the task or the pusher sees the idle flag. Nothing spins or polls.
  *
  * OpenCL workers keep up to rt->cl_inflight tasks enqueued on their in-order queue. Completion
- * arrives through clSetEventCallback: the callback (a driver thread) only posts the task to the
- * worker's mailbox under w->lock; the worker thread does everything else. Enqueues of one loop
- * iteration are flushed together. Early chaining: a task whose unfinished predecessors are all
- * enqueued on this worker's queue is enqueued right behind them (the in-order queue orders
- * them), without waiting for their completion callbacks.
+ * arrives through clSetEventCallback on the last task of each batch of enqueues (the queue is in
+ * order: the earlier ones are complete when it is): the callback (a driver thread) only posts
+ * the task to the worker's mailbox under w->lock; the worker thread does everything else.
+ * Enqueues of one loop iteration are flushed together. Early chaining: a task whose unfinished
+ * predecessors are all enqueued on this worker's queue is enqueued right behind them (the in-order
+ * queue orders them), without waiting for their completion callbacks. Chained tasks may fill the
+ * queue up to RT_CHAIN_FACTOR times cl_inflight: no other worker could start them before their
+ * predecessors finish here anyway, and a deeper queue hides the hand-offs between the driver's
+ * completion thread and the worker (tens of microseconds each on a loaded machine); tasks taken
+ * from the policy still stop at cl_inflight.
  */
 #include "device/cl_util.h"
 #include "rt/rt_impl.h"
 #include "rt/sched.h"
 
 #include <string.h>
+
+#define RT_CHAIN_FACTOR 4
 
 void hetcl__rt_wake(struct rt_worker *w)
 {
@@ -125,23 +132,10 @@ static struct rt_task *sleep_or_pop(struct rt_worker *w, bool accept)
     return NULL;
 }
 
-static void pin_thread(struct rt_worker *w)
-{
-    if (!w->pinned || !w->rt->topo)
-        return;
-    hwloc_topology_t h = hetcl_topology_hwloc(w->rt->topo);
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    if (set && hwloc_bitmap_list_sscanf(set, w->cpuset) == 0 &&
-        hwloc_set_cpubind(h, set, HWLOC_CPUBIND_THREAD) != 0)
-        w->pinned = false; /* the OS refused: it runs unpinned, and says so in worker_info */
-    hwloc_bitmap_free(set);
-}
-
 static void *host_main(void *arg)
 {
     struct rt_worker *w = arg;
     struct hetcl_runtime *rt = w->rt;
-    pin_thread(w);
     for (;;) {
         struct rt_task *t = rt->policy->pop(rt->sched_state, w);
         if (!t) {
@@ -260,12 +254,6 @@ static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
         hetcl__rt_data_release(w, t);
         mark_enqueued(w, t);
         w->inflight_tasks[w->inflight++] = t;
-        if (clSetEventCallback(done, CL_COMPLETE, on_complete, t) != CL_SUCCESS) {
-            /* No callback: wait here and post the completion ourselves. */
-            clFlush(w->queue);
-            clWaitForEvents(1, &done);
-            on_complete(done, CL_COMPLETE, t);
-        }
         return true;
     }
 
@@ -308,15 +296,37 @@ static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
     return false;
 }
 
+/* Flushes a batch of enqueues. Only the batch's last task gets a completion callback: the queue
+ * is in order, so its completion means the earlier ones completed too (one callback and one
+ * wake-up per batch instead of per task). */
+static void flush_batch(struct rt_worker *w)
+{
+    struct rt_task *last = w->inflight_tasks[w->inflight - 1];
+    if (clSetEventCallback(last->done_event, CL_COMPLETE, on_complete, last) != CL_SUCCESS) {
+        /* No callback: wait here and post the completion ourselves. */
+        clFlush(w->queue);
+        clWaitForEvents(1, &last->done_event);
+        on_complete(last->done_event, CL_COMPLETE, last);
+        return;
+    }
+    clFlush(w->queue);
+}
+
 /* Processes the completion of the oldest task in flight. */
 static void complete_task(struct rt_worker *w, struct rt_task *t)
 {
     struct hetcl_runtime *rt = w->rt;
     cl_int es = CL_COMPLETE;
     hetcl_status st = HETCL_OK;
-    if (clGetEventInfo(t->done_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof es, &es, NULL) !=
-                CL_SUCCESS ||
-        es < 0) {
+    cl_int qe =
+            clGetEventInfo(t->done_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof es, &es, NULL);
+    if (qe == CL_SUCCESS && es > CL_COMPLETE) {
+        /* Queued before a completed command of the in-order queue, so complete by now in every
+         * driver we know; wait (at once) rather than trust it. */
+        clWaitForEvents(1, &t->done_event);
+        qe = clGetEventInfo(t->done_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof es, &es, NULL);
+    }
+    if (qe != CL_SUCCESS || es < 0) {
         st = hetcl__fail(rt->ctx, HETCL_ERR_OPENCL, "task %s on %s: its commands failed: %s",
                          t->label, w->name, hetcl__cl_error_name(es));
         if (is_device_failure(es) && !rt->opts.keep_failed_devices) {
@@ -378,7 +388,7 @@ static void *cl_main(void *arg)
 {
     struct rt_worker *w = arg;
     struct hetcl_runtime *rt = w->rt;
-    unsigned cap = rt->cl_inflight;
+    unsigned cap = rt->cl_inflight, chain_cap = rt->cl_inflight * RT_CHAIN_FACTOR;
     for (;;) {
         bool progress = false;
         pthread_mutex_lock(&w->lock);
@@ -390,7 +400,12 @@ static void *cl_main(void *arg)
             struct rt_task *t = mail;
             mail = t->mail_next;
             t->mail_next = NULL;
-            t->cl_complete = true;
+            /* t and everything queued before it (see flush_batch). */
+            for (unsigned i = 0; i < w->inflight; i++) {
+                w->inflight_tasks[i]->cl_complete = true;
+                if (w->inflight_tasks[i] == t)
+                    break;
+            }
         }
         /* In queue order, whatever order the callbacks came in: a chained task must not
          * finish before the predecessors it was queued behind. */
@@ -399,7 +414,7 @@ static void *cl_main(void *arg)
             progress = true;
         }
         unsigned enqueued = 0;
-        while (w->inflight < cap && w->inflight > 0) {
+        while (w->inflight < chain_cap && w->inflight > 0) {
             struct rt_task *s = claim_chainable(w);
             if (!s)
                 break;
@@ -412,7 +427,7 @@ static void *cl_main(void *arg)
             progress = true;
             if (enqueue_task(w, t, false)) {
                 enqueued++;
-                while (w->inflight < cap) {
+                while (w->inflight < chain_cap) {
                     struct rt_task *s = claim_chainable(w);
                     if (!s)
                         break;
@@ -421,7 +436,7 @@ static void *cl_main(void *arg)
             }
         }
         if (enqueued) {
-            clFlush(w->queue);
+            flush_batch(w);
             progress = true;
         }
         if (progress)
@@ -431,7 +446,7 @@ static void *cl_main(void *arg)
         struct rt_task *t =
                 sleep_or_pop(w, w->inflight < cap && !atomic_load(&w->excluded) && !stop);
         if (t && enqueue_task(w, t, false))
-            clFlush(w->queue);
+            flush_batch(w);
     }
     return NULL;
 }
@@ -441,7 +456,8 @@ static void *cl_main(void *arg)
 hetcl_status hetcl__rt_worker_start(struct rt_worker *w)
 {
     if (w->kind == HETCL_WORKER_OPENCL) {
-        w->inflight_tasks = hetcl__calloc(w->rt->cl_inflight, sizeof *w->inflight_tasks);
+        w->inflight_tasks = hetcl__calloc((size_t) w->rt->cl_inflight * RT_CHAIN_FACTOR,
+                                          sizeof *w->inflight_tasks);
         if (!w->inflight_tasks)
             return hetcl__fail(w->rt->ctx, HETCL_ERR_NO_MEMORY, "worker %s: out of memory",
                                w->name);
@@ -451,6 +467,16 @@ hetcl_status hetcl__rt_worker_start(struct rt_worker *w)
         return hetcl__fail(w->rt->ctx, HETCL_ERR_NO_MEMORY, "worker %s: pthread_create: %s",
                            w->name, strerror(e));
     w->thread_started = true;
+    /* Pinned from here (not from the thread itself), so that `pinned` is final before anyone
+     * can read it. */
+    if (w->pinned) {
+        hwloc_topology_t h = hetcl_topology_hwloc(w->rt->topo);
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        if (!set || hwloc_bitmap_list_sscanf(set, w->cpuset) != 0 ||
+            hwloc_set_thread_cpubind(h, w->thread, set, HWLOC_CPUBIND_THREAD) != 0)
+            w->pinned = false; /* the OS refused: it runs unpinned, and worker_info says so */
+        hwloc_bitmap_free(set);
+    }
     return HETCL_OK;
 }
 

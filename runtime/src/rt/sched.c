@@ -5,6 +5,8 @@
 
 const struct rt_sched_policy *const hetcl__sched_policies[] = {
         &hetcl__sched_eager,
+        &hetcl__sched_ws,
+        &hetcl__sched_dmda,
         NULL,
 };
 

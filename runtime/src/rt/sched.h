@@ -10,7 +10,9 @@
  *             true; the runtime guarantees at submission that some worker can run it;
  *   pop       from worker w's own thread when it can take a task (no runtime lock held).
  *             Returns a task w can run, or NULL; must not block;
- *   done      from w's thread after a task finished, with its measured execution time;
+ *   done      from w's thread after a task w ran finished, with its measured execution time
+ *             (also after a failure, with 0); tasks w enqueued by early chaining, which the
+ *             policy never saw, report done too;
  *   excluded  after w was excluded (device failure): the policy re-pushes whatever it queued
  *             for w elsewhere (through its own push);
  *   deinit    at destroy, after every worker stopped (queues are empty by then).
@@ -35,6 +37,8 @@ struct rt_sched_policy {
 
 /* The policies (one file each). */
 extern const struct rt_sched_policy hetcl__sched_eager;
+extern const struct rt_sched_policy hetcl__sched_ws;
+extern const struct rt_sched_policy hetcl__sched_dmda;
 
 /* The policy called `name`, or NULL. */
 const struct rt_sched_policy *hetcl__sched_find(const char *name);

@@ -1,12 +1,16 @@
 /*
- * Conv2d forward and backward on the host, NCHW: im2col per image, then the host SGEMM.
+ * Conv2d forward and backward on the host, NCHW: im2col, then the host SGEMM, over chunks of
+ * nb images at once (one large GEMM instead of nb small ones: a LeNet layer's per-image GEMM has
+ * 6 to 16 rows and a depth of 25 to 150, too small to amortise packing and tile edges).
  *
- *   forward   y_n [out_c][P] = W [out_c][K] * cols_n [K][P]   (NN; y_n prefilled with the bias)
- *   backward  dW [out_c][K] (+)= dy_n [out_c][P] * cols_n^T    (NT, summed over the batch)
- *             dcols [K][P]    = W^T * dy_n                      (TN), then col2im into dx_n
- *             dbias[o]       (+)= sum over n, p of dy_n[o][p]
- * with K = in_c * k_h * k_w and P = out_h * out_w. A 1x1 kernel with stride 1 and no padding
- * uses the image itself as cols (no copy).
+ *   cols [K][nb P]: image t's im2col in columns [t P, (t + 1) P)
+ *   forward   Y' [out_c][nb P] = W [out_c][K] * cols   (NN), scattered to y_n (+ bias)
+ *   backward  dY' [out_c][nb P] gathered from dy_n
+ *             dW [out_c][K] (+)= dY' * cols^T           (NT, accumulated over the chunks)
+ *             dcols [K][nb P] = W^T * dY'               (TN), then col2im into each dx_n
+ *             dbias[o] (+)= sum of dY'[o][:]
+ * with K = in_c k_h k_w and P = out_h out_w; nb is chosen so that the scratch stays near
+ * CHUNK_FLOATS floats.
  */
 #include "host_ops.h"
 
@@ -17,8 +21,21 @@ struct conv_geom {
     int64_t K, P;          /* GEMM depth (in_c k_h k_w) and positions (out_h out_w) */
     int64_t x_img, y_img;  /* elements per image of x and y */
     int64_t n_x, n_w, n_y; /* elements of x, w, y */
-    bool direct;           /* 1x1, stride 1, no padding: cols is the image */
 };
+
+HETCL_HOST_CLONES static void add_bias_run(int64_t n, const float *x, float b, float *y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        y[i] = x[i] + b;
+    }
+}
+
+HETCL_HOST_CLONES static void add_run(int64_t n, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        y[i] += x[i];
+    }
+}
 
 static hetcl_status check_conv(const struct hetcl_host_call *call, const char *op,
                                struct conv_geom *g)
@@ -70,18 +87,35 @@ static hetcl_status check_conv(const struct hetcl_host_call *call, const char *o
     if ((uint64_t) kp > SIZE_MAX / 8) {
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: im2col buffer too large", op);
     }
-    g->direct = a->k_h == 1 && a->k_w == 1 && a->stride == 1 && a->pad == 0;
     return HETCL_OK;
 }
 
-/* cols[(c k_h + i) k_w + j][oy out_w + ox] = x[c][oy s - pad + i][ox s - pad + j] (0 outside) */
+/* The output columns ox whose input column ox s - pad + j lies inside [0, in_w): [*lo, *hi). */
+static void valid_cols(const struct hetcl_op_conv2d_args *a, const struct conv_geom *g, int64_t j,
+                       int64_t *lo, int64_t *hi)
+{
+    const int64_t first = a->pad - j; /* ox s >= pad - j */
+    int64_t l = first <= 0 ? 0 : (first + a->stride - 1) / a->stride;
+    const int64_t last = a->in_w - 1 + a->pad - j; /* ox s <= in_w - 1 + pad - j */
+    int64_t h = last < 0 ? 0 : last / a->stride + 1;
+    h = h < g->out_w ? h : g->out_w;
+    l = l < h ? l : h;
+    *lo = l;
+    *hi = h;
+}
+
+/* cols[(c k_h + i) k_w + j][oy out_w + ox] = x[c][oy s - pad + i][ox s - pad + j] (0 outside),
+ * rows `ld` floats apart: per output row, a run of zeros, a (strided) copy and another run of
+ * zeros, with no test per element. */
 static void im2col(const struct hetcl_op_conv2d_args *a, const struct conv_geom *g, const float *x,
-                   float *cols)
+                   float *cols, int64_t ld)
 {
     for (int64_t c = 0; c < a->in_c; c++) {
         for (int64_t i = 0; i < a->k_h; i++) {
             for (int64_t j = 0; j < a->k_w; j++) {
-                float *row = cols + ((c * a->k_h + i) * a->k_w + j) * g->P;
+                float *row = cols + ((c * a->k_h + i) * a->k_w + j) * ld;
+                int64_t lo, hi;
+                valid_cols(a, g, j, &lo, &hi);
                 for (int64_t oy = 0; oy < g->out_h; oy++) {
                     const int64_t iy = oy * a->stride - a->pad + i;
                     float *out = row + oy * g->out_w;
@@ -89,11 +123,18 @@ static void im2col(const struct hetcl_op_conv2d_args *a, const struct conv_geom 
                         memset(out, 0, (size_t) g->out_w * sizeof *out);
                         continue;
                     }
+                    /* input column of output column ox: ox s + off, in range for ox in [lo, hi) */
                     const float *src = x + (c * a->in_h + iy) * a->in_w;
-                    for (int64_t ox = 0; ox < g->out_w; ox++) {
-                        const int64_t ix = ox * a->stride - a->pad + j;
-                        out[ox] = ix >= 0 && ix < a->in_w ? src[ix] : 0.0f;
+                    const int64_t off = j - a->pad;
+                    memset(out, 0, (size_t) lo * sizeof *out);
+                    if (a->stride == 1 && hi > lo) {
+                        memcpy(out + lo, src + lo + off, (size_t) (hi - lo) * sizeof *out);
+                    } else {
+                        for (int64_t ox = lo; ox < hi; ox++) {
+                            out[ox] = src[ox * a->stride + off];
+                        }
                     }
+                    memset(out + hi, 0, (size_t) (g->out_w - hi) * sizeof *out);
                 }
             }
         }
@@ -102,30 +143,45 @@ static void im2col(const struct hetcl_op_conv2d_args *a, const struct conv_geom 
 
 /* The adjoint of im2col: dx[c][iy][ix] += dcols[...] for every in-image position. */
 static void col2im(const struct hetcl_op_conv2d_args *a, const struct conv_geom *g,
-                   const float *dcols, float *dx)
+                   const float *dcols, int64_t ld, float *dx)
 {
     memset(dx, 0, (size_t) g->x_img * sizeof *dx);
     for (int64_t c = 0; c < a->in_c; c++) {
         for (int64_t i = 0; i < a->k_h; i++) {
             for (int64_t j = 0; j < a->k_w; j++) {
-                const float *row = dcols + ((c * a->k_h + i) * a->k_w + j) * g->P;
+                const float *row = dcols + ((c * a->k_h + i) * a->k_w + j) * ld;
+                int64_t lo, hi;
+                valid_cols(a, g, j, &lo, &hi);
                 for (int64_t oy = 0; oy < g->out_h; oy++) {
                     const int64_t iy = oy * a->stride - a->pad + i;
                     if (iy < 0 || iy >= a->in_h) {
                         continue;
                     }
                     float *dst = dx + (c * a->in_h + iy) * a->in_w;
+                    const int64_t off = j - a->pad;
                     const float *in = row + oy * g->out_w;
-                    for (int64_t ox = 0; ox < g->out_w; ox++) {
-                        const int64_t ix = ox * a->stride - a->pad + j;
-                        if (ix >= 0 && ix < a->in_w) {
-                            dst[ix] += in[ox];
+                    if (a->stride == 1 && hi > lo) {
+                        add_run(hi - lo, in + lo, dst + lo + off);
+                    } else {
+                        for (int64_t ox = lo; ox < hi; ox++) {
+                            dst[ox * a->stride + off] += in[ox];
                         }
                     }
                 }
             }
         }
     }
+}
+
+/* Scratch per chunk, in floats (1 MiB: larger chunks measured no faster on LeNet layers). */
+#define CHUNK_FLOATS (1 << 18)
+
+/* Images per chunk when each needs `per_image` floats of scratch (at least 1). */
+static int64_t chunk_images(int64_t batch, int64_t per_image)
+{
+    int64_t nb = per_image > 0 ? CHUNK_FLOATS / per_image : batch;
+    nb = nb < 1 ? 1 : nb;
+    return nb < batch ? nb : batch;
 }
 
 /* Buffers: x (R), w (R), bias (R), y (W). */
@@ -144,30 +200,33 @@ hetcl_status hetcl__op_conv2d_fwd_host(const struct hetcl_host_call *call)
         (s = hetcl__host_check_buf(call, op, 3, "y", g.n_y, 4)) != HETCL_OK) {
         return s;
     }
+    if (a->batch == 0) {
+        return HETCL_OK;
+    }
     hetcl_context *ctx = hetcl__host_ctx(call);
     const float *x = call->ptrs[0], *w = call->ptrs[1], *bias = call->ptrs[2];
     float *y = call->ptrs[3];
-    float *cols = NULL;
-    if (!g.direct && a->batch > 0) {
-        cols = hetcl__malloc((size_t) (g.K * g.P) * sizeof *cols);
-        if (!cols) {
-            return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: im2col buffer of %" PRId64 " floats",
-                               op, g.K * g.P);
-        }
+    const int64_t nb_max = chunk_images(a->batch, (g.K + a->out_c) * g.P);
+    const size_t cols_len = (size_t) (g.K * nb_max * g.P);
+    float *cols = hetcl__malloc((cols_len + (size_t) (a->out_c * nb_max * g.P)) * sizeof *cols);
+    if (!cols) {
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: im2col buffers of %" PRId64 " images", op,
+                           nb_max);
     }
-    for (int64_t n = 0; n < a->batch && s == HETCL_OK; n++) {
-        const float *xn = x + n * g.x_img;
-        float *yn = y + n * g.y_img;
-        for (int64_t o = 0; o < a->out_c; o++) {
-            for (int64_t p = 0; p < g.P; p++) {
-                yn[o * g.P + p] = bias[o];
+    float *yb = cols + cols_len;
+    for (int64_t n0 = 0; n0 < a->batch && s == HETCL_OK; n0 += nb_max) {
+        const int64_t nb = a->batch - n0 < nb_max ? a->batch - n0 : nb_max;
+        const int64_t ld = nb * g.P;
+        for (int64_t t = 0; t < nb; t++) {
+            im2col(a, &g, x + (n0 + t) * g.x_img, cols + t * g.P, ld);
+        }
+        s = hetcl__sgemm(ctx, NULL, false, false, a->out_c, ld, g.K, 1.0f, w, g.K, cols, ld, 0.0f,
+                         yb, ld);
+        for (int64_t t = 0; t < nb && s == HETCL_OK; t++) {
+            for (int64_t o = 0; o < a->out_c; o++) {
+                add_bias_run(g.P, yb + o * ld + t * g.P, bias[o], y + (n0 + t) * g.y_img + o * g.P);
             }
         }
-        if (!g.direct) {
-            im2col(a, &g, xn, cols);
-        }
-        s = hetcl__sgemm(ctx, NULL, false, false, a->out_c, g.P, g.K, 1.0f, w, g.K,
-                         g.direct ? xn : cols, g.P, 1.0f, yn, g.P);
     }
     hetcl__free(cols);
     return s;
@@ -194,51 +253,55 @@ hetcl_status hetcl__op_conv2d_bwd_host(const struct hetcl_host_call *call)
     hetcl_context *ctx = hetcl__host_ctx(call);
     const float *x = call->ptrs[0], *w = call->ptrs[1], *dy = call->ptrs[2];
     float *dx = call->ptrs[3], *dw = call->ptrs[4], *dbias = call->ptrs[5];
-    /* cols (unless direct) and dcols, both K x P */
-    float *scratch = NULL, *cols = NULL, *dcols = NULL;
-    if (a->batch > 0) {
-        scratch = hetcl__malloc((size_t) (g.K * g.P) * 2 * sizeof *scratch);
-        if (!scratch) {
-            return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY,
-                               "%s: im2col buffers of 2 x %" PRId64 " floats", op, g.K * g.P);
-        }
-        cols = scratch;
-        dcols = scratch + g.K * g.P;
-    }
     if (!a->accumulate) {
         memset(dbias, 0, (size_t) a->out_c * sizeof *dbias);
         if (a->batch == 0) {
             memset(dw, 0, (size_t) g.n_w * sizeof *dw);
         }
     }
-    for (int64_t n = 0; n < a->batch && s == HETCL_OK; n++) {
-        const float *xn = x + n * g.x_img, *dyn = dy + n * g.y_img;
-        const float *cn = xn;
-        if (!g.direct) {
-            im2col(a, &g, xn, cols);
-            cn = cols;
+    if (a->batch == 0) {
+        return HETCL_OK;
+    }
+    /* cols and dcols (K x nb P each) and dY' (out_c x nb P) */
+    const int64_t nb_max = chunk_images(a->batch, (2 * g.K + a->out_c) * g.P);
+    const size_t cols_len = (size_t) (g.K * nb_max * g.P);
+    float *cols = hetcl__malloc((2 * cols_len + (size_t) (a->out_c * nb_max * g.P)) * sizeof *cols);
+    if (!cols) {
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: im2col buffers of %" PRId64 " images", op,
+                           nb_max);
+    }
+    float *dcols = cols + cols_len, *dyb = dcols + cols_len;
+    for (int64_t n0 = 0; n0 < a->batch && s == HETCL_OK; n0 += nb_max) {
+        const int64_t nb = a->batch - n0 < nb_max ? a->batch - n0 : nb_max;
+        const int64_t ld = nb * g.P;
+        for (int64_t t = 0; t < nb; t++) {
+            im2col(a, &g, x + (n0 + t) * g.x_img, cols + t * g.P, ld);
+            for (int64_t o = 0; o < a->out_c; o++) {
+                memcpy(dyb + o * ld + t * g.P, dy + (n0 + t) * g.y_img + o * g.P,
+                       (size_t) g.P * sizeof *dyb);
+            }
         }
-        const float beta = n == 0 && !a->accumulate ? 0.0f : 1.0f;
-        s = hetcl__sgemm(ctx, NULL, false, true, a->out_c, g.K, g.P, 1.0f, dyn, g.P, cn, g.P, beta,
+        const float beta = n0 == 0 && !a->accumulate ? 0.0f : 1.0f;
+        s = hetcl__sgemm(ctx, NULL, false, true, a->out_c, g.K, ld, 1.0f, dyb, ld, cols, ld, beta,
                          dw, g.K);
+        if (s == HETCL_OK) {
+            s = hetcl__sgemm(ctx, NULL, true, false, g.K, ld, a->out_c, 1.0f, w, g.K, dyb, ld, 0.0f,
+                             dcols, ld);
+        }
         if (s != HETCL_OK) {
             break;
         }
-        /* dx_n: written straight into dx when the columns are the image itself */
-        float *dst = g.direct ? dx + n * g.x_img : dcols;
-        s = hetcl__sgemm(ctx, NULL, true, false, g.K, g.P, a->out_c, 1.0f, w, g.K, dyn, g.P, 0.0f,
-                         dst, g.P);
-        if (s == HETCL_OK && !g.direct) {
-            col2im(a, &g, dcols, dx + n * g.x_img);
+        for (int64_t t = 0; t < nb; t++) {
+            col2im(a, &g, dcols + t * g.P, ld, dx + (n0 + t) * g.x_img);
         }
         for (int64_t o = 0; o < a->out_c; o++) {
             double sum = 0.0;
-            for (int64_t p = 0; p < g.P; p++) {
-                sum += (double) dyn[o * g.P + p];
+            for (int64_t p = 0; p < ld; p++) {
+                sum += (double) dyb[o * ld + p];
             }
             dbias[o] += (float) sum;
         }
     }
-    hetcl__free(scratch);
+    hetcl__free(cols);
     return s;
 }

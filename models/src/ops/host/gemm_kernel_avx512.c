@@ -15,9 +15,9 @@
 #define NR      32
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
-__attribute__((target("avx512f"))) static void kernel_12x32(int64_t k, const float *a,
-                                                            const float *b, float *c, int64_t ldc,
-                                                            float alpha, float beta)
+__attribute__((target("avx512f"))) static void kernel_8x32(int64_t k, const float *a,
+                                                           const float *b, float *c, int64_t ldc,
+                                                           float alpha, float beta)
 {
 #define DECL(i) __m512 c##i##_0 = _mm512_setzero_ps(), c##i##_1 = _mm512_setzero_ps();
     ROWS(DECL)
@@ -66,7 +66,7 @@ const struct hetcl_gemm_kernel hetcl__gemm_kernel_avx512 = {
         .mc = 24 * MR,
         .kc = 256,
         .nc = 512,
-        .run = kernel_12x32,
+        .run = kernel_8x32,
 };
 #else
 /* ISO C forbids an empty translation unit. */

@@ -20,9 +20,11 @@
 
 /* The elementwise loops are cloned for AVX-512 and AVX2 and dispatched by ifunc at load time, so
  * the auto-vectoriser can use the wider registers without -march (the binary runs on any
- * x86-64). Elsewhere the plain loop is built. */
+ * x86-64). Elsewhere the plain loop is built. Not under ThreadSanitizer: the ifunc resolvers run
+ * during relocation, before its runtime is initialised, and its instrumentation of them
+ * crashes every program that links them. */
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && defined(__linux__) && \
-        !defined(__clang__)
+        !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define HETCL_HOST_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define HETCL_HOST_CLONES

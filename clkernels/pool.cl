@@ -1,0 +1,120 @@
+/* Max and average pooling over NCHW planes, square windows of k x k with a stride, no padding
+ * (ops.h: hetcl_op_maxpool_*, hetcl_op_avgpool_*). out_h = (in_h - k) / stride + 1, likewise
+ * out_w; a partial window at the edge is dropped. The forward kernels take a 3-D range (width,
+ * height, planes) of the output, the backward ones a 2-D range (rows, planes) of the input: no
+ * integer division per element to split a flat index, which CPUs do slowly and PoCL cannot
+ * vectorise.
+ *
+ *     maxpool_f32_fwd  one work-item per output: y, and argmax = the winner's index inside its
+ *                      input plane (h * in_w + w); the first NaN wins, else the first maximum
+ *                      in row-major window order
+ *     maxpool_f32_bwd  one work-item per input row: dx = the sum of dy over the outputs whose
+ *                      window contains the element and chose it
+ *     avgpool_f32_fwd  one work-item per output: the window's mean
+ *     avgpool_f32_bwd  one work-item per input row: dx = the sum of dy / (k * k) over the
+ *                      windows containing the element
+ *
+ * The backward passes gather by rows: each row of dx belongs to one work-item, so overlapping
+ * windows need no atomics and the result is deterministic.
+ */
+
+/* The range of outputs [lo, hi] along one axis whose window [o * stride, o * stride + k)
+ * contains input coordinate h; empty when lo > hi. */
+inline int2 pool_outputs_over(int h, int k, int stride, int out_n)
+{
+    const int lo = h - k + 1 <= 0 ? 0 : (h - k + stride) / stride;
+    const int hi = min(h / stride, out_n - 1);
+    return (int2) (lo, hi);
+}
+
+__kernel void maxpool_f32_fwd(int planes, int in_h, int in_w, int k, int stride, int out_h,
+                              int out_w, const __global float *restrict x,
+                              __global float *restrict y, __global int *restrict argmax)
+{
+    const int q = get_global_id(0), p = get_global_id(1), plane = get_global_id(2);
+    if (q >= out_w || p >= out_h || plane >= planes)
+        return;
+    const size_t o = ((size_t) plane * out_h + p) * out_w + q;
+    const __global float *xp = x + (size_t) plane * in_h * in_w;
+    int best_at = (p * stride) * in_w + q * stride;
+    float best = xp[best_at];
+    for (int i = 0; i < k && !isnan(best); i++) {
+        for (int j = 0; j < k; j++) {
+            const int at = (p * stride + i) * in_w + q * stride + j;
+            const float v = xp[at];
+            if (isnan(v) || v > best) {
+                best = v;
+                best_at = at;
+                if (isnan(v))
+                    break;
+            }
+        }
+    }
+    y[o] = best;
+    argmax[o] = best_at;
+}
+
+/* One work-item per input row (h, plane), range (in_h, planes): zero the row of dx, then add
+ * dy of every output whose window covers the row and whose winner lies in it, in output order
+ * (deterministic). Row-wise, the only divisions are the two of pool_outputs_over. */
+__kernel void maxpool_f32_bwd(int planes, int in_h, int in_w, int k, int stride, int out_h,
+                              int out_w, const __global float *restrict dy,
+                              const __global int *restrict argmax, __global float *restrict dx)
+{
+    const int h = get_global_id(0), plane = get_global_id(1);
+    if (h >= in_h || plane >= planes)
+        return;
+    __global float *row = dx + ((size_t) plane * in_h + h) * in_w;
+    for (int w = 0; w < in_w; w++)
+        row[w] = 0.0f;
+    const int2 ph = pool_outputs_over(h, k, stride, out_h);
+    const int lo = h * in_w, hi = lo + in_w;
+    const size_t base = (size_t) plane * out_h * out_w;
+    for (int p = ph.x; p <= ph.y; p++) {
+        for (int q = 0; q < out_w; q++) {
+            const int at = argmax[base + p * out_w + q];
+            if (at >= lo && at < hi)
+                row[at - lo] += dy[base + p * out_w + q];
+        }
+    }
+}
+
+__kernel void avgpool_f32_fwd(int planes, int in_h, int in_w, int k, int stride, int out_h,
+                              int out_w, const __global float *restrict x,
+                              __global float *restrict y)
+{
+    const int q = get_global_id(0), p = get_global_id(1), plane = get_global_id(2);
+    if (q >= out_w || p >= out_h || plane >= planes)
+        return;
+    const size_t o = ((size_t) plane * out_h + p) * out_w + q;
+    const __global float *xp = x + (size_t) plane * in_h * in_w;
+    float s = 0.0f;
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < k; j++)
+            s += xp[(p * stride + i) * in_w + q * stride + j];
+    y[o] = s / (float) (k * k);
+}
+
+/* One work-item per input row (h, plane), range (in_h, planes): zero the row, then spread
+ * dy / (k * k) of every window covering it over the window's k columns. */
+__kernel void avgpool_f32_bwd(int planes, int in_h, int in_w, int k, int stride, int out_h,
+                              int out_w, const __global float *restrict dy,
+                              __global float *restrict dx)
+{
+    const int h = get_global_id(0), plane = get_global_id(1);
+    if (h >= in_h || plane >= planes)
+        return;
+    __global float *row = dx + ((size_t) plane * in_h + h) * in_w;
+    for (int w = 0; w < in_w; w++)
+        row[w] = 0.0f;
+    const int2 ph = pool_outputs_over(h, k, stride, out_h);
+    const float inv = 1.0f / (float) (k * k);
+    const size_t base = (size_t) plane * out_h * out_w;
+    for (int p = ph.x; p <= ph.y; p++) {
+        for (int q = 0; q < out_w; q++) {
+            const float g = dy[base + p * out_w + q] * inv;
+            for (int j = 0; j < k; j++)
+                row[q * stride + j] += g;
+        }
+    }
+}

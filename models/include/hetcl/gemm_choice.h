@@ -1,0 +1,91 @@
+/*
+ * How hetcl runs each GEMM on each OpenCL device: the variant chosen by measurement, for
+ * reports and benchmarks.
+ *
+ *     struct hetcl_gemm_choice c[64];
+ *     size_t n = hetcl_ops_gemm_choices(c, 64);
+ *     for (size_t i = 0; i < n && i < 64; i++)
+ *         printf("%s %lldx%lldx%lld %s%s: %s\n", c[i].device, (long long) c[i].m,
+ *                (long long) c[i].n, (long long) c[i].k, c[i].trans_a ? "T" : "N",
+ *                c[i].trans_b ? "T" : "N", hetcl_gemm_variant_name(c[i].variant),
+ *                c[i].decided ? "" : " (still measuring)");
+ *
+ * The GEMM operator (hetcl_op_gemm, and the GEMMs inside conv2d) knows several ways to compute
+ * C = alpha op(A) op(B) + beta C on an OpenCL device: the register-blocked kernels of
+ * clkernels/gemm.cl (two orders of their tiles over the work-items), CLBlast, and the naive
+ * kernel. No fixed rule picks well across devices (CLBlast has no tuning for PoCL's CPU device
+ * and is ~15x slower there than gemm.cl; on GPUs it knows, CLBlast wins), so the operator
+ * measures: the first calls of each (device model, shape) are spread over the variants, each
+ * timed from the device's profiling events without blocking (an event callback records it);
+ * the first run of each variant is a warm-up (program builds, CLBlast's kernel compilation,
+ * the driver's lazy compilation) and not counted. Once every variant has HETCL_GEMM_SAMPLES
+ * samples (or was dropped: unavailable, over 16x slower than the best after one sample, or
+ * over 4x after two) the fastest sample wins for that key. Every call computes the right
+ * result whatever variant runs it.
+ *
+ * Choices are kept in memory for the process and in <cache_dir>/gemm/choices-v1.json (read
+ * once per cache directory, rewritten atomically after each new decision), so later
+ * processes skip the measurement. The key is the device model (hetcl_ops_gemm_device_key or
+ * hetcl_ops_gemm_desc_key: name, compute units, driver version) and the shape (m, n, k, trans_a,
+ * trans_b).
+ *
+ * HETCL_GEMM_VARIANT=tiled|tiled_mfast|clblast|naive in the environment forces one variant and
+ * skips measurement (for comparisons and tests).
+ *
+ * Thread-safety: every function may be called from any thread.
+ */
+#ifndef HETCL_GEMM_CHOICE_H
+#define HETCL_GEMM_CHOICE_H
+
+#include <CL/cl.h>
+#include <hetcl/device.h>
+#include <hetcl/export.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum hetcl_gemm_variant {
+    HETCL_GEMM_TILED = 0,       /* gemm.cl's layout kernel, tiles along N first */
+    HETCL_GEMM_TILED_MFAST = 1, /* the same, tiles along M first (*_M_FASTEST=1) */
+    HETCL_GEMM_CLBLAST = 2,     /* CLBlastSgemm */
+    HETCL_GEMM_NAIVE = 3,       /* gemm_f32_naive: one element per work-item */
+    HETCL_GEMM_N_VARIANTS = 4,
+} hetcl_gemm_variant;
+
+/* Samples per variant before a choice is made (after one warm-up run each). */
+#define HETCL_GEMM_SAMPLES 3
+
+/* "tiled", "tiled_mfast", "clblast", "naive"; "?" otherwise. Static strings. */
+HETCL_API const char *hetcl_gemm_variant_name(hetcl_gemm_variant v);
+
+/* One (device model, shape) and what was measured for it. Plain data. */
+struct hetcl_gemm_choice {
+    char device[256]; /* hetcl_ops_gemm_device_key of the device */
+    int64_t m, n, k;
+    bool trans_a, trans_b;
+    bool decided; /* false while measurements are still coming in */
+    bool loaded;  /* decided by an earlier process (read from the cache file) */
+    /* The choice; while undecided, the variant used meanwhile (the fastest so far). */
+    hetcl_gemm_variant variant;
+    /* Per variant: the fastest sample in ns (0: none), samples taken, and whether it was
+     * dropped (unavailable on the device, or far slower than the best). */
+    double best_ns[HETCL_GEMM_N_VARIANTS];
+    unsigned samples[HETCL_GEMM_N_VARIANTS];
+    bool dropped[HETCL_GEMM_N_VARIANTS];
+};
+
+/* Copies up to cap known choices into out (in the order they were first seen) and returns how
+ * many there are. out may be NULL when cap is 0. */
+HETCL_API size_t hetcl_ops_gemm_choices(struct hetcl_gemm_choice *out, size_t cap);
+
+/* The choice for one device model and shape; false (and *out untouched) if none is known. */
+HETCL_API bool hetcl_ops_gemm_choice(const char *device_key, int64_t m, int64_t n, int64_t k,
+                                     bool trans_a, bool trans_b, struct hetcl_gemm_choice *out);
+
+/* The device model key: "<name> / <compute units> CU / <driver version>", written into
+ * buf[cap] (truncated, always terminated; "" when the device cannot be queried). */
+HETCL_API void hetcl_ops_gemm_device_key(cl_device_id dev, char *buf, size_t cap);
+/* The same key from a device description (a runtime worker's hetcl_worker_info.desc). */
+HETCL_API void hetcl_ops_gemm_desc_key(const struct hetcl_device_desc *desc, char *buf, size_t cap);
+
+#endif /* HETCL_GEMM_CHOICE_H */

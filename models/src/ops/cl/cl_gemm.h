@@ -1,0 +1,45 @@
+/*
+ * GEMM on OpenCL devices, for the GEMM operator and the operators built on it (conv2d).
+ * Internal. The public side (choices, variant names) is <hetcl/gemm_choice.h>.
+ *
+ *   gemm.c         the variants' launches, hetcl__clop_gemm, the hetcl_op_gemm implementation
+ *   gemm_select.c  which variant runs a call: measurement, the choice table, its cache file
+ */
+#ifndef HETCL_CL_GEMM_H
+#define HETCL_CL_GEMM_H
+
+#include "cl_op_util.h"
+
+#include <hetcl/gemm_choice.h>
+
+/* One GEMM over packed row-major buffers: C[m,n] = alpha op(A) op(B) + beta C. */
+struct clop_gemm {
+    int64_t m, n, k; /* checked by the caller: 0 <= each <= INT32_MAX, matrices fit */
+    bool trans_a, trans_b;
+    float alpha, beta;
+    cl_mem a, b, c;
+};
+
+/* Enqueues g in chain ch with the variant chosen for (device, shape) (see gemm_choice.h),
+ * timing it when it is a measurement. */
+hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g);
+
+/* --- gemm_select.c --- */
+
+/* What to run for one call: the variant, and the choice-table entry to record a sample in
+ * (-1: not a measurement). */
+struct gemm_pick {
+    hetcl_gemm_variant variant;
+    int entry;
+};
+/* Picks the variant for g on the device with model key `key`; loads the cache file of ctx's
+ * cache directory on first use and saves decisions made since the last call. */
+struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const struct clop_gemm *g);
+/* The measurement's commands are enqueued: `start` completes when the commands before them
+ * did, `end` is the last one's event. Both are retained here and released once the sample is
+ * recorded (from an event callback). */
+void hetcl__gemm_watch(struct gemm_pick p, cl_event start, cl_event end);
+/* The variant could not be enqueued for this entry: drop it from the measurement. */
+void hetcl__gemm_unavailable(struct gemm_pick p);
+
+#endif /* HETCL_CL_GEMM_H */

@@ -1,0 +1,183 @@
+/* GEMM on OpenCL devices: the variants of <hetcl/gemm_choice.h> and the hetcl_op_gemm
+ * implementation. Which variant runs a call is gemm_select.c's business. */
+#include "cl_gemm.h"
+
+#include <clblast_c.h>
+#include <stdio.h>
+
+/* gemm.cl's tiles, passed explicitly so that the host's global sizes cannot drift from the
+ * kernel's defaults: {NN, NT, TN, TT}. */
+static const int tile_m[4] = {8, 8, 8, 16};
+static const int tile_n[4] = {32, 3, 32, 8};
+static const char opts_tiled[] = "-DNN_TM=8 -DNN_TN=32 -DNT_TM=8 -DNT_TN=3 -DTN_TM=8 -DTN_TN=32 "
+                                 "-DTT_TM=16 -DTT_TN=8";
+static const char opts_mfast[] = "-DNN_TM=8 -DNN_TN=32 -DNT_TM=8 -DNT_TN=3 -DTN_TM=8 -DTN_TN=32 "
+                                 "-DTT_TM=16 -DTT_TN=8 -DNN_M_FASTEST=1 -DNT_M_FASTEST=1 "
+                                 "-DTN_M_FASTEST=1 -DTT_M_FASTEST=1";
+
+static hetcl_status launch_kernel(struct clop_chain *ch, const struct clop_gemm *g,
+                                  hetcl_gemm_variant v)
+{
+    const struct hetcl_cl_call *call = ch->call;
+    static const char *const layout_kernels[4] = {"gemm_f32_nn", "gemm_f32_nt", "gemm_f32_tn",
+                                                  "gemm_f32_tt"};
+    const int layout = (g->trans_a ? 2 : 0) + (g->trans_b ? 1 : 0);
+    const bool naive = v == HETCL_GEMM_NAIVE;
+    const char *kname = naive ? "gemm_f32_naive" : layout_kernels[layout];
+    cl_kernel k = NULL;
+    hetcl_status s = hetcl_cl_kernel(
+            call, "gemm.cl", v == HETCL_GEMM_TILED_MFAST ? opts_mfast : opts_tiled, kname, &k);
+    if (s != HETCL_OK)
+        return s;
+    const cl_int M = (cl_int) g->m, N = (cl_int) g->n, K = (cl_int) g->k;
+    const cl_int lda = (cl_int) (g->trans_a ? g->m : g->k);
+    const cl_int ldb = (cl_int) (g->trans_b ? g->k : g->n);
+    const cl_int ldc = N;
+    const cl_int ta = g->trans_a, tb = g->trans_b;
+    struct clop_arg args[16];
+    unsigned n = 0;
+    args[n++] = CLOP_ARG(M);
+    args[n++] = CLOP_ARG(N);
+    args[n++] = CLOP_ARG(K);
+    args[n++] = CLOP_ARG(g->alpha);
+    args[n++] = CLOP_ARG(g->a);
+    args[n++] = CLOP_ARG(lda);
+    if (naive)
+        args[n++] = CLOP_ARG(ta);
+    args[n++] = CLOP_ARG(g->b);
+    args[n++] = CLOP_ARG(ldb);
+    if (naive)
+        args[n++] = CLOP_ARG(tb);
+    args[n++] = CLOP_ARG(g->beta);
+    args[n++] = CLOP_ARG(g->c);
+    args[n++] = CLOP_ARG(ldc);
+    if ((s = hetcl__clop_set(call, k, kname, args, n)) != HETCL_OK)
+        return s;
+    const size_t tm = naive ? 1 : (size_t) tile_m[layout];
+    const size_t tn = naive ? 1 : (size_t) tile_n[layout];
+    const size_t global[2] = {((size_t) N + tn - 1) / tn, ((size_t) M + tm - 1) / tm};
+    /* The layout kernels take one tile per work-item and a fixed 1 x 1 work-group (gemm.cl:
+     * one compiled variant on PoCL, no measurable difference); the naive one lets clop pick. */
+    static const size_t one[2] = {1, 1};
+    return hetcl__clop_chain_launch(ch, k, kname, 2, global, naive ? NULL : one);
+}
+
+static const char *clblast_status_name(CLBlastStatusCode s)
+{
+    switch (s) {
+    case CLBlastNotImplemented:
+        return "CLBlastNotImplemented";
+    case CLBlastInvalidLocalMemUsage:
+        return "CLBlastInvalidLocalMemUsage";
+    case CLBlastNoHalfPrecision:
+        return "CLBlastNoHalfPrecision";
+    case CLBlastUnknownError:
+        return "CLBlastUnknownError";
+    default:
+        return (int) s < 0 && (int) s > -1000 ? "an OpenCL error" : "a CLBlast error";
+    }
+}
+
+/* CLBlast takes no wait list: the chain must already have started (a marker), so that queue
+ * order makes it wait. */
+static hetcl_status launch_clblast(struct clop_chain *ch, const struct clop_gemm *g)
+{
+    cl_command_queue q = ch->call->queue;
+    cl_event ev = NULL;
+    const size_t lda = (size_t) (g->trans_a ? g->m : g->k);
+    const size_t ldb = (size_t) (g->trans_b ? g->k : g->n);
+    const CLBlastStatusCode st = CLBlastSgemm(
+            CLBlastLayoutRowMajor, g->trans_a ? CLBlastTransposeYes : CLBlastTransposeNo,
+            g->trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t) g->m, (size_t) g->n,
+            (size_t) g->k, g->alpha, g->a, 0, lda, g->b, 0, ldb, g->beta, g->c, 0, (size_t) g->n,
+            &q, &ev);
+    if (st != CLBlastSuccess)
+        return hetcl__fail(hetcl__clop_ctx(ch->call), HETCL_ERR_OPENCL,
+                           "gemm: CLBlastSgemm: %s (%d)", clblast_status_name(st), (int) st);
+    hetcl__clop_chain_push(ch, ev);
+    return HETCL_OK;
+}
+
+static hetcl_status launch(struct clop_chain *ch, const struct clop_gemm *g, hetcl_gemm_variant v)
+{
+    return v == HETCL_GEMM_CLBLAST ? launch_clblast(ch, g) : launch_kernel(ch, g, v);
+}
+
+hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
+{
+    const struct hetcl_cl_call *call = ch->call;
+    if (g->m == 0 || g->n == 0)
+        return HETCL_OK; /* nothing to write; the chain's end gives a marker if needed */
+    char key[256];
+    /* the runtime's description when there is one, so that reports find the same key */
+    if (call->desc)
+        hetcl_ops_gemm_desc_key(call->desc, key, sizeof key);
+    else
+        hetcl_ops_gemm_device_key(call->device, key, sizeof key);
+    struct gemm_pick p = hetcl__gemm_pick(hetcl__clop_ctx(call), key, g);
+    if (g->k == 0 && p.variant == HETCL_GEMM_CLBLAST) {
+        /* C = beta C: not a GEMM worth measuring, and not every BLAS accepts k = 0 */
+        p.variant = HETCL_GEMM_TILED;
+        p.entry = -1;
+    }
+    cl_event start = NULL;
+    hetcl_status s = HETCL_OK;
+    if (p.entry >= 0 || p.variant == HETCL_GEMM_CLBLAST) {
+        /* A start marker: it carries the wait list (CLBlast takes none) and its end time
+         * starts a measurement. */
+        const cl_event *wait = NULL;
+        const cl_uint n_wait = hetcl__clop_chain_wait(ch, &wait);
+        if ((s = hetcl__clop_marker(call, n_wait, wait, &start)) != HETCL_OK)
+            return s;
+        clRetainEvent(start);
+        hetcl__clop_chain_push(ch, start);
+    }
+    s = launch(ch, g, p.variant);
+    if (s != HETCL_OK && p.variant != HETCL_GEMM_TILED) {
+        /* The variant is unavailable here (CLBlast without support for the device, a build
+         * failure): drop it from the measurement and compute this call with the tiled one. */
+        hetcl__gemm_unavailable(p);
+        p.entry = -1;
+        s = launch(ch, g, HETCL_GEMM_TILED);
+    }
+    if (s == HETCL_OK && start)
+        hetcl__gemm_watch(p, start, ch->last);
+    if (start)
+        clReleaseEvent(start);
+    return s;
+}
+
+hetcl_status hetcl__op_gemm_cl(const struct hetcl_cl_call *call, cl_event *done)
+{
+    static const char op[] = "gemm";
+    *done = NULL;
+    hetcl_status s = hetcl__clop_args(call, op, sizeof(struct hetcl_op_gemm_args));
+    if (s != HETCL_OK)
+        return s;
+    const struct hetcl_op_gemm_args *a = call->args;
+    size_t na = 0, nb = 0, nc = 0;
+    const int64_t da[2] = {a->m, a->k}, db[2] = {a->k, a->n}, dc[2] = {a->m, a->n};
+    if ((s = hetcl__clop_dim(call, op, "m", a->m, 0)) != HETCL_OK ||
+        (s = hetcl__clop_dim(call, op, "n", a->n, 0)) != HETCL_OK ||
+        (s = hetcl__clop_dim(call, op, "k", a->k, 0)) != HETCL_OK ||
+        (s = hetcl__clop_count(call, op, "A", da, 2, &na)) != HETCL_OK ||
+        (s = hetcl__clop_count(call, op, "B", db, 2, &nb)) != HETCL_OK ||
+        (s = hetcl__clop_count(call, op, "C", dc, 2, &nc)) != HETCL_OK ||
+        (s = hetcl__clop_need(call, op, 0, "A", na * sizeof(float))) != HETCL_OK ||
+        (s = hetcl__clop_need(call, op, 1, "B", nb * sizeof(float))) != HETCL_OK ||
+        (s = hetcl__clop_need(call, op, 2, "C", nc * sizeof(float))) != HETCL_OK)
+        return s;
+    const struct clop_gemm g = {.m = a->m,
+                                .n = a->n,
+                                .k = a->k,
+                                .trans_a = a->trans_a,
+                                .trans_b = a->trans_b,
+                                .alpha = a->alpha,
+                                .beta = a->beta,
+                                .a = call->mems[0],
+                                .b = call->mems[1],
+                                .c = call->mems[2]};
+    struct clop_chain ch = {.call = call};
+    s = hetcl__clop_gemm(&ch, &g);
+    return hetcl__clop_chain_end(&ch, s, done);
+}

@@ -1,0 +1,405 @@
+/*
+ * Which GEMM variant runs a call, chosen by measurement per (device model, shape): see
+ * <hetcl/gemm_choice.h> for the policy.
+ *
+ * The table is process-wide state, against STYLE.md's "no mutable globals", on purpose: it is
+ * a memo of measurements of devices (like the driver's own program caches), shared by every
+ * runtime and worker of the process that meets the same device model, and hetcl_op_gemm's
+ * OpenCL implementation receives no object of ours to hang it on. It is bounded (a static
+ * array: nothing to free at exit), guarded by one mutex, and never holds anything that belongs
+ * to a runtime.
+ */
+#include "cl_gemm.h"
+
+#include "util/fileio.h"
+
+#include <hetcl/fileio.h>
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TABLE_CAP       512
+#define DROP_FACTOR     4.0  /* slower than the best by this after two samples: dropped */
+#define DROP_FACTOR_ONE 16.0 /* ... or by this after one */
+#define FILE_NAME       "choices-v1.json"
+#define FORMAT_VERSON   1
+
+struct entry {
+    struct hetcl_gemm_choice c;
+    unsigned issued[HETCL_GEMM_N_VARIANTS]; /* measurements enqueued, results pending or in */
+    bool warm[HETCL_GEMM_N_VARIANTS];       /* the variant's warm-up run has completed */
+    bool dirty;                             /* decided, not yet written to the file */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct entry table[TABLE_CAP];
+static size_t n_entries;
+static char loaded_dir[1024]; /* the cache directory whose file was read ("" none yet) */
+static bool any_dirty;
+
+const char *hetcl_gemm_variant_name(hetcl_gemm_variant v)
+{
+    static const char *const names[] = {"tiled", "tiled_mfast", "clblast", "naive"};
+    return (unsigned) v < HETCL_GEMM_N_VARIANTS ? names[v] : "?";
+}
+
+static int variant_from_name(const char *s)
+{
+    for (int v = 0; v < HETCL_GEMM_N_VARIANTS; v++)
+        if (s && strcmp(s, hetcl_gemm_variant_name((hetcl_gemm_variant) v)) == 0)
+            return v;
+    return -1;
+}
+
+void hetcl_ops_gemm_device_key(cl_device_id dev, char *buf, size_t cap)
+{
+    char name[128] = "", driver[64] = "";
+    cl_uint cu = 0;
+    if (cap == 0)
+        return;
+    buf[0] = '\0';
+    if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name - 1, name, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof driver - 1, driver, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL) != CL_SUCCESS)
+        return;
+    snprintf(buf, cap, "%s / %u CU / %s", name, (unsigned) cu, driver);
+}
+
+void hetcl_ops_gemm_desc_key(const struct hetcl_device_desc *desc, char *buf, size_t cap)
+{
+    if (cap == 0)
+        return;
+    buf[0] = '\0';
+    if (desc)
+        snprintf(buf, cap, "%s / %u CU / %s", desc->name, (unsigned) desc->compute_units,
+                 desc->driver_version);
+}
+
+static struct entry *find(const char *key, int64_t m, int64_t n, int64_t k, bool ta, bool tb)
+{
+    for (size_t i = 0; i < n_entries; i++) {
+        struct hetcl_gemm_choice *c = &table[i].c;
+        if (c->m == m && c->n == n && c->k == k && c->trans_a == ta && c->trans_b == tb &&
+            strcmp(c->device, key) == 0)
+            return &table[i];
+    }
+    return NULL;
+}
+
+static struct entry *add(const char *key, int64_t m, int64_t n, int64_t k, bool ta, bool tb)
+{
+    if (n_entries == TABLE_CAP)
+        return NULL;
+    struct entry *e = &table[n_entries++];
+    memset(e, 0, sizeof *e);
+    hetcl__strlcpy(e->c.device, key, sizeof e->c.device);
+    e->c.m = m;
+    e->c.n = n;
+    e->c.k = k;
+    e->c.trans_a = ta;
+    e->c.trans_b = tb;
+    e->c.variant = HETCL_GEMM_TILED;
+    return e;
+}
+
+/* The fastest variant measured so far, or -1. */
+static int fastest(const struct entry *e)
+{
+    int best = -1;
+    for (int v = 0; v < HETCL_GEMM_N_VARIANTS; v++)
+        if (!e->c.dropped[v] && e->c.samples[v] > 0 &&
+            (best < 0 || e->c.best_ns[v] < e->c.best_ns[best]))
+            best = v;
+    return best;
+}
+
+/* Drops variants far slower than the best, and decides when every remaining variant has its
+ * samples. Lock held. */
+static void update(struct entry *e)
+{
+    const int best = fastest(e);
+    bool complete = true;
+    for (int v = 0; v < HETCL_GEMM_N_VARIANTS; v++) {
+        if (e->c.dropped[v])
+            continue;
+        /* Far slower after one sample, or slower after two: one sample alone may be a
+         * hiccup of a loaded machine. */
+        const double ratio = best >= 0 && v != best && e->c.samples[v] > 0
+                                     ? e->c.best_ns[v] / e->c.best_ns[best]
+                                     : 0.0;
+        if (ratio > DROP_FACTOR_ONE || (e->c.samples[v] >= 2 && ratio > DROP_FACTOR)) {
+            e->c.dropped[v] = true;
+            continue;
+        }
+        if (e->c.samples[v] < HETCL_GEMM_SAMPLES)
+            complete = false;
+    }
+    if (best >= 0)
+        e->c.variant = (hetcl_gemm_variant) best;
+    if (complete && best >= 0 && !e->c.decided) {
+        e->c.decided = true;
+        e->dirty = true;
+        any_dirty = true;
+    }
+}
+
+/* ---------------------------------------------------------------- the cache file */
+
+static void file_path(const char *dir, char *path, size_t cap, bool file)
+{
+    snprintf(path, cap, "%s/gemm%s%s", dir, file ? "/" : "", file ? FILE_NAME : "");
+}
+
+static double num(const cJSON *o, const char *name)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsNumber(it) ? it->valuedouble : -1.0;
+}
+
+/* Reads the file of dir into the table (entries not already there). A missing or malformed
+ * file is not an error: measurements simply start again. Lock held. */
+static void load(const char *dir)
+{
+    char path[1200];
+    file_path(dir, path, sizeof path, true);
+    char *text = NULL;
+    size_t len = 0;
+    if (hetcl__read_file(NULL, path, &text, &len) != HETCL_OK)
+        return;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    hetcl__free(text);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "choices");
+    if (num(root, "format_version") != FORMAT_VERSON || !cJSON_IsArray(list)) {
+        cJSON_Delete(root);
+        return;
+    }
+    const cJSON *it = NULL;
+    cJSON_ArrayForEach(it, list)
+    {
+        const char *dev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "device"));
+        const int v = variant_from_name(
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "variant")));
+        const double m = num(it, "m"), n = num(it, "n"), k = num(it, "k");
+        const cJSON *ta = cJSON_GetObjectItemCaseSensitive(it, "trans_a");
+        const cJSON *tb = cJSON_GetObjectItemCaseSensitive(it, "trans_b");
+        if (!dev || v < 0 || m < 0 || n < 0 || k < 0 || m > INT32_MAX || n > INT32_MAX ||
+            k > INT32_MAX || !cJSON_IsBool(ta) || !cJSON_IsBool(tb))
+            continue;
+        const bool bta = cJSON_IsTrue(ta), btb = cJSON_IsTrue(tb);
+        if (find(dev, (int64_t) m, (int64_t) n, (int64_t) k, bta, btb))
+            continue;
+        struct entry *e = add(dev, (int64_t) m, (int64_t) n, (int64_t) k, bta, btb);
+        if (!e)
+            break;
+        e->c.decided = true;
+        e->c.loaded = true;
+        e->c.variant = (hetcl_gemm_variant) v;
+        const cJSON *best = cJSON_GetObjectItemCaseSensitive(it, "best_ns");
+        for (int w = 0; w < HETCL_GEMM_N_VARIANTS; w++) {
+            const double ns = num(best, hetcl_gemm_variant_name((hetcl_gemm_variant) w));
+            e->c.best_ns[w] = ns > 0 ? ns : 0.0;
+            e->c.dropped[w] = !(ns > 0);
+        }
+    }
+    cJSON_Delete(root);
+}
+
+/* Writes every decided entry to dir's file. Failures are ignored and recorded nowhere (the
+ * operator that triggered the save succeeded; the choice stays in memory and the next process
+ * measures again). Lock held. */
+static void save(const char *dir)
+{
+    char path[1200];
+    file_path(dir, path, sizeof path, false);
+    if (hetcl_dir_check_writable(NULL, path, "GEMM choice directory") != HETCL_OK)
+        return;
+    cJSON *root = cJSON_CreateObject(), *list = NULL;
+    bool ok = root && cJSON_AddNumberToObject(root, "format_version", FORMAT_VERSON) &&
+              (list = cJSON_AddArrayToObject(root, "choices")) != NULL;
+    for (size_t i = 0; ok && i < n_entries; i++) {
+        const struct hetcl_gemm_choice *c = &table[i].c;
+        if (!c->decided)
+            continue;
+        cJSON *o = cJSON_CreateObject(), *best = NULL;
+        ok = o && cJSON_AddItemToArray(list, o);
+        if (!ok) {
+            cJSON_Delete(o);
+            break;
+        }
+        ok = cJSON_AddStringToObject(o, "device", c->device) &&
+             cJSON_AddNumberToObject(o, "m", (double) c->m) &&
+             cJSON_AddNumberToObject(o, "n", (double) c->n) &&
+             cJSON_AddNumberToObject(o, "k", (double) c->k) &&
+             cJSON_AddBoolToObject(o, "trans_a", c->trans_a) &&
+             cJSON_AddBoolToObject(o, "trans_b", c->trans_b) &&
+             cJSON_AddStringToObject(o, "variant", hetcl_gemm_variant_name(c->variant)) &&
+             (best = cJSON_AddObjectToObject(o, "best_ns")) != NULL;
+        for (int v = 0; ok && v < HETCL_GEMM_N_VARIANTS; v++)
+            if (!c->dropped[v] && c->best_ns[v] > 0)
+                ok = cJSON_AddNumberToObject(best, hetcl_gemm_variant_name((hetcl_gemm_variant) v),
+                                             c->best_ns[v]) != NULL;
+    }
+    char *text = ok ? cJSON_Print(root) : NULL;
+    if (text) {
+        file_path(dir, path, sizeof path, true);
+        if (hetcl_file_write_atomic(NULL, path, text, strlen(text)) == HETCL_OK) {
+            for (size_t i = 0; i < n_entries; i++)
+                table[i].dirty = false;
+            any_dirty = false;
+        }
+        cJSON_free(text);
+    }
+    cJSON_Delete(root);
+}
+
+/* ---------------------------------------------------------------- picking and recording */
+
+struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const struct clop_gemm *g)
+{
+    struct gemm_pick p = {.variant = HETCL_GEMM_TILED, .entry = -1};
+    const int forced = variant_from_name(getenv("HETCL_GEMM_VARIANT"));
+    if (forced >= 0) {
+        p.variant = (hetcl_gemm_variant) forced;
+        return p;
+    }
+    const char *dir = ctx ? hetcl_context_cache_dir(ctx) : NULL;
+    pthread_mutex_lock(&lock);
+    if (dir && strcmp(dir, loaded_dir) != 0) {
+        load(dir);
+        hetcl__strlcpy(loaded_dir, dir, sizeof loaded_dir);
+    }
+    if (dir && any_dirty)
+        save(dir);
+    struct entry *e = find(key, g->m, g->n, g->k, g->trans_a, g->trans_b);
+    if (!e)
+        e = add(key, g->m, g->n, g->k, g->trans_a, g->trans_b);
+    if (e) {
+        p.variant = e->c.variant;
+        if (!e->c.decided) {
+            /* the variant with the fewest measurements enqueued, if one still needs some */
+            int next = -1;
+            for (int v = 0; v < HETCL_GEMM_N_VARIANTS; v++)
+                if (!e->c.dropped[v] && e->issued[v] < HETCL_GEMM_SAMPLES + 1 &&
+                    (next < 0 || e->issued[v] < e->issued[next]))
+                    next = v;
+            if (next >= 0) {
+                e->issued[next]++;
+                p.variant = (hetcl_gemm_variant) next;
+                p.entry = (int) (e - table);
+            }
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return p;
+}
+
+void hetcl__gemm_unavailable(struct gemm_pick p)
+{
+    if (p.entry < 0)
+        return;
+    pthread_mutex_lock(&lock);
+    struct entry *e = &table[p.entry];
+    e->c.dropped[p.variant] = true;
+    if (e->c.variant == p.variant)
+        e->c.variant = HETCL_GEMM_TILED;
+    update(e);
+    pthread_mutex_unlock(&lock);
+}
+
+struct watch {
+    struct gemm_pick p;
+    cl_event start;
+};
+
+static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *user)
+{
+    struct watch *w = user;
+    cl_ulong t0 = 0, t1 = 0;
+    bool ok = status == CL_COMPLETE && clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END,
+                                                               sizeof t1, &t1, NULL) == CL_SUCCESS;
+    /* From the end of what came before (the start marker) to the end of the last command:
+     * launch latency and any helper kernels (CLBlast's) are part of the cost. Without
+     * profiling on markers, the last command alone. */
+    if (ok && (clGetEventProfilingInfo(w->start, CL_PROFILING_COMMAND_END, sizeof t0, &t0, NULL) !=
+                       CL_SUCCESS ||
+               t0 == 0 || t0 > t1))
+        ok = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
+                     CL_SUCCESS &&
+             t0 <= t1;
+    pthread_mutex_lock(&lock);
+    struct entry *e = &table[w->p.entry];
+    const int v = w->p.variant;
+    if (ok && !e->warm[v]) {
+        /* The first run of each variant is a warm-up, not a sample: it may include what the
+         * host did between the start marker and the enqueue (building the program, CLBlast
+         * compiling its kernels: seconds on a GPU where CLBlast then wins) and the driver's
+         * lazy compilation on first execution. */
+        e->warm[v] = true;
+    } else if (ok) {
+        const double ns = (double) (t1 - t0);
+        if (e->c.samples[v] == 0 || ns < e->c.best_ns[v])
+            e->c.best_ns[v] = ns > 0 ? ns : 1.0;
+        e->c.samples[v]++;
+    } else if (e->issued[v] > 0) {
+        e->issued[v]--; /* failed or unprofiled: measure again */
+    }
+    update(e);
+    pthread_mutex_unlock(&lock);
+    clReleaseEvent(w->start);
+    clReleaseEvent(ev);
+    free(w);
+}
+
+void hetcl__gemm_watch(struct gemm_pick p, cl_event start, cl_event end)
+{
+    if (p.entry < 0)
+        return;
+    /* plain malloc: freed by a driver thread, outside any failing-allocator test scope */
+    struct watch *w = malloc(sizeof *w);
+    if (!w || clRetainEvent(start) != CL_SUCCESS) {
+        free(w);
+        hetcl__gemm_unavailable(p);
+        return;
+    }
+    w->p = p;
+    w->start = start;
+    if (clRetainEvent(end) != CL_SUCCESS) {
+        clReleaseEvent(start);
+        free(w);
+        return;
+    }
+    if (clSetEventCallback(end, CL_COMPLETE, on_complete, w) != CL_SUCCESS) {
+        clReleaseEvent(start);
+        clReleaseEvent(end);
+        free(w);
+    }
+}
+
+/* ---------------------------------------------------------------- public queries */
+
+size_t hetcl_ops_gemm_choices(struct hetcl_gemm_choice *out, size_t cap)
+{
+    pthread_mutex_lock(&lock);
+    const size_t n = n_entries;
+    for (size_t i = 0; i < n && i < cap; i++)
+        out[i] = table[i].c;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+bool hetcl_ops_gemm_choice(const char *device_key, int64_t m, int64_t n, int64_t k, bool trans_a,
+                           bool trans_b, struct hetcl_gemm_choice *out)
+{
+    if (!device_key || !out)
+        return false;
+    pthread_mutex_lock(&lock);
+    const struct entry *e = find(device_key, m, n, k, trans_a, trans_b);
+    if (e)
+        *out = e->c;
+    pthread_mutex_unlock(&lock);
+    return e != NULL;
+}

@@ -1,0 +1,124 @@
+/* Max and average pooling on OpenCL devices (clkernels/pool.cl). */
+#include "cl_op_util.h"
+
+/* Shape checks and sizes shared by the four operators. */
+struct pool_shape {
+    cl_int planes, in_h, in_w, k, stride, out_h, out_w;
+    size_t n_in, n_out; /* elements */
+};
+
+static hetcl_status check(const struct hetcl_cl_call *call, const char *op, struct pool_shape *p)
+{
+    hetcl_status s = hetcl__clop_args(call, op, sizeof(struct hetcl_op_pool2d_args));
+    if (s != HETCL_OK)
+        return s;
+    const struct hetcl_op_pool2d_args *a = call->args;
+    if ((s = hetcl__clop_dim(call, op, "batch", a->batch, 0)) != HETCL_OK ||
+        (s = hetcl__clop_dim(call, op, "channels", a->channels, 0)) != HETCL_OK ||
+        (s = hetcl__clop_dim(call, op, "in_h", a->in_h, 1)) != HETCL_OK ||
+        (s = hetcl__clop_dim(call, op, "in_w", a->in_w, 1)) != HETCL_OK ||
+        (s = hetcl__clop_dim(call, op, "stride", a->stride, 1)) != HETCL_OK ||
+        (s = hetcl__clop_dim(call, op, "k", a->k, 1)) != HETCL_OK)
+        return s;
+    if (a->k > a->in_h || a->k > a->in_w)
+        return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_INVALID_ARG,
+                           "%s: the %lldx%lld window does not fit the %lldx%lld input", op,
+                           (long long) a->k, (long long) a->k, (long long) a->in_h,
+                           (long long) a->in_w);
+    const int64_t out_h = (a->in_h - a->k) / a->stride + 1,
+                  out_w = (a->in_w - a->k) / a->stride + 1;
+    const int64_t din[4] = {a->batch, a->channels, a->in_h, a->in_w};
+    const int64_t dout[4] = {a->batch, a->channels, out_h, out_w};
+    if ((s = hetcl__clop_count(call, op, "x", din, 4, &p->n_in)) != HETCL_OK ||
+        (s = hetcl__clop_count(call, op, "y", dout, 4, &p->n_out)) != HETCL_OK)
+        return s;
+    p->planes = (cl_int) (a->batch * a->channels);
+    p->in_h = (cl_int) a->in_h;
+    p->in_w = (cl_int) a->in_w;
+    p->k = (cl_int) a->k;
+    p->stride = (cl_int) a->stride;
+    p->out_h = (cl_int) out_h;
+    p->out_w = (cl_int) out_w;
+    return HETCL_OK;
+}
+
+/* Runs kernel kname, one work-item per output (or per input row when over_input), with the
+ * shape arguments followed by the buffers mems[0 .. n_mems). */
+static hetcl_status run(const struct hetcl_cl_call *call, const char *kname,
+                        const struct pool_shape *p, unsigned n_mems, bool over_input,
+                        cl_event *done)
+{
+    cl_kernel k = NULL;
+    hetcl_status s = hetcl_cl_kernel(call, "pool.cl", NULL, kname, &k);
+    if (s != HETCL_OK)
+        return s;
+    struct clop_arg args[10] = {CLOP_ARG(p->planes), CLOP_ARG(p->in_h),   CLOP_ARG(p->in_w),
+                                CLOP_ARG(p->k),      CLOP_ARG(p->stride), CLOP_ARG(p->out_h),
+                                CLOP_ARG(p->out_w)};
+    for (unsigned i = 0; i < n_mems; i++)
+        args[7 + i] = CLOP_ARG(call->mems[i]);
+    struct clop_chain ch = {.call = call};
+    s = hetcl__clop_set(call, k, kname, args, 7 + n_mems);
+    if (s == HETCL_OK) {
+        /* (width, height, planes) of the output, or (rows, planes) of the input */
+        const size_t gf[3] = {(size_t) p->out_w, (size_t) p->out_h, (size_t) p->planes};
+        const size_t gb[2] = {(size_t) p->in_h, (size_t) p->planes};
+        s = over_input ? hetcl__clop_chain_launch(&ch, k, kname, 2, gb, NULL)
+                       : hetcl__clop_chain_launch(&ch, k, kname, 3, gf, NULL);
+    }
+    return hetcl__clop_chain_end(&ch, s, done);
+}
+
+hetcl_status hetcl__op_maxpool_fwd_cl(const struct hetcl_cl_call *call, cl_event *done)
+{
+    static const char op[] = "maxpool_fwd";
+    struct pool_shape p;
+    *done = NULL;
+    hetcl_status s = check(call, op, &p);
+    if (s == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 0, "x", p.n_in * sizeof(float))) == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 1, "y", p.n_out * sizeof(float))) == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 2, "argmax", p.n_out * sizeof(cl_int))) == HETCL_OK)
+        s = run(call, "maxpool_f32_fwd", &p, 3, false, done);
+    return s;
+}
+
+hetcl_status hetcl__op_maxpool_bwd_cl(const struct hetcl_cl_call *call, cl_event *done)
+{
+    static const char op[] = "maxpool_bwd";
+    struct pool_shape p;
+    *done = NULL;
+    hetcl_status s = check(call, op, &p);
+    if (s == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 0, "dy", p.n_out * sizeof(float))) == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 1, "argmax", p.n_out * sizeof(cl_int))) == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 2, "dx", p.n_in * sizeof(float))) == HETCL_OK)
+        s = run(call, "maxpool_f32_bwd", &p, 3, true, done);
+    return s;
+}
+
+hetcl_status hetcl__op_avgpool_fwd_cl(const struct hetcl_cl_call *call, cl_event *done)
+{
+    static const char op[] = "avgpool_fwd";
+    struct pool_shape p;
+    *done = NULL;
+    hetcl_status s = check(call, op, &p);
+    if (s == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 0, "x", p.n_in * sizeof(float))) == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 1, "y", p.n_out * sizeof(float))) == HETCL_OK)
+        s = run(call, "avgpool_f32_fwd", &p, 2, false, done);
+    return s;
+}
+
+hetcl_status hetcl__op_avgpool_bwd_cl(const struct hetcl_cl_call *call, cl_event *done)
+{
+    static const char op[] = "avgpool_bwd";
+    struct pool_shape p;
+    *done = NULL;
+    hetcl_status s = check(call, op, &p);
+    if (s == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 0, "dy", p.n_out * sizeof(float))) == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 1, "dx", p.n_in * sizeof(float))) == HETCL_OK)
+        s = run(call, "avgpool_f32_bwd", &p, 2, true, done);
+    return s;
+}

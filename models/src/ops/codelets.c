@@ -1,0 +1,63 @@
+/* The hetcl_op_* codelets of <hetcl/ops.h>: each pairs the host implementation (ops/host) with
+ * the OpenCL one (ops/cl), and says how many floating-point operations a task does where that
+ * is a meaningful measure (the matrix products and convolutions: what reports turn into
+ * GFLOP/s). The elementwise operators and reductions are memory-bound; they have none. */
+#include "ops_impl.h"
+
+static double gemm_flops(const void *args, size_t size)
+{
+    if (size != sizeof(struct hetcl_op_gemm_args))
+        return 0.0;
+    const struct hetcl_op_gemm_args *a = args;
+    return 2.0 * (double) a->m * (double) a->n * (double) a->k;
+}
+
+/* One direction of a convolution: 2 * outputs * (in_c * k_h * k_w). */
+static double conv_pass_flops(const void *args, size_t size)
+{
+    if (size != sizeof(struct hetcl_op_conv2d_args))
+        return 0.0;
+    const struct hetcl_op_conv2d_args *a = args;
+    if (a->stride < 1 || a->in_h + 2 * a->pad < a->k_h || a->in_w + 2 * a->pad < a->k_w)
+        return 0.0;
+    const double p = (double) ((a->in_h + 2 * a->pad - a->k_h) / a->stride + 1);
+    const double q = (double) ((a->in_w + 2 * a->pad - a->k_w) / a->stride + 1);
+    return 2.0 * (double) a->batch * (double) a->out_c * p * q * (double) a->in_c *
+           (double) a->k_h * (double) a->k_w;
+}
+
+/* The backward pass computes dx and dw: two products of the forward's size. */
+static double conv_bwd_flops(const void *args, size_t size)
+{
+    return 2.0 * conv_pass_flops(args, size);
+}
+
+#define CODELET(op, fl)                                                        \
+    const struct hetcl_codelet hetcl_op_##op = {.name = #op,                   \
+                                                .host = hetcl__op_##op##_host, \
+                                                .opencl = hetcl__op_##op##_cl, \
+                                                .flops = fl};
+
+CODELET(gemm, gemm_flops)
+CODELET(bias_act_fwd, NULL)
+CODELET(bias_act_fwd_inplace, NULL)
+CODELET(bias_act_bwd, NULL)
+CODELET(softmax_xent, NULL)
+CODELET(sigmoid_xent, NULL)
+CODELET(mse, NULL)
+CODELET(softmax, NULL)
+CODELET(conv2d_fwd, conv_pass_flops)
+CODELET(conv2d_bwd, conv_bwd_flops)
+CODELET(maxpool_fwd, NULL)
+CODELET(maxpool_bwd, NULL)
+CODELET(avgpool_fwd, NULL)
+CODELET(avgpool_bwd, NULL)
+CODELET(sgd, NULL)
+CODELET(axpy, NULL)
+CODELET(sum, NULL)
+CODELET(count_correct, NULL)
+CODELET(argmax, NULL)
+CODELET(gemm_f16, gemm_flops)
+CODELET(bias_act_fwd_f16, NULL)
+CODELET(convert_f32_f16, NULL)
+CODELET(convert_f16_f32, NULL)

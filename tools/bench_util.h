@@ -1,0 +1,36 @@
+/* Shared by the `hetcl bench` subcommands: clocks, medians, and a raw OpenCL queue outside the
+ * runtime for baselines. */
+#ifndef HETCL_CLI_BENCH_UTIL_H
+#define HETCL_CLI_BENCH_UTIL_H
+
+#include <CL/cl.h>
+#include <hetcl/context.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Monotonic seconds. */
+double bench_now_s(void);
+
+/* Median and minimum of n > 0 values (sorts v). */
+void bench_summarise(double *v, size_t n, double *median, double *min);
+
+/* The first OpenCL root device (platform order, then device order), or the one at
+ * (platform_index, device_index) when those are >= 0, with a context, an in-order queue and
+ * probe.cl's empty kernel, all outside the runtime. */
+struct bench_raw_cl {
+    cl_device_id device;
+    cl_context clctx;
+    cl_command_queue queue;
+    cl_program prog;
+    cl_kernel empty;
+    char device_name[256];
+};
+bool bench_raw_cl_open(hetcl_context *ctx, int platform_index, int device_index,
+                       struct bench_raw_cl *r);
+/* Releases everything; a zeroed struct is a no-op. */
+void bench_raw_cl_close(struct bench_raw_cl *r);
+
+/* "0.52 0.61 0.58 2/301 1234" from /proc/loadavg (static buffer), "" when unreadable. */
+const char *bench_loadavg(void);
+
+#endif /* HETCL_CLI_BENCH_UTIL_H */

@@ -1,0 +1,51 @@
+/* `hetcl bench`: dispatches to the benchmark subcommands. */
+#include "bench.h"
+#include "bench_model.h"
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct bench_sub {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+};
+
+static const struct bench_sub subs[] = {
+        {"runtime", "per-task overhead of the task-graph runtime against raw baselines",
+         cli_bench_runtime},
+        {"ops", "each operator on each device at the models' shapes, against device ceilings",
+         cli_bench_ops},
+        {"model",
+         "inference of models on each device and across devices: latency, throughput, cold"
+         " start, per layer, against the device ceilings",
+         cli_bench_model},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: hetcl bench <what> [options]\n\nwhat:\n");
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+        fprintf(out, "  %-9s %s\n", subs[i].name, subs[i].summary);
+    fprintf(out, "\nRun 'hetcl bench <what> --help' for its options.\n");
+}
+
+int cli_bench(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+        if (!strcmp(argv[1], subs[i].name))
+            return subs[i].run(argc - 1, argv + 1);
+    cli_error("bench: unknown benchmark '%s' (expected runtime, ops or model); see 'hetcl bench "
+              "--help'",
+              argv[1]);
+    return CLI_EXIT_USAGE;
+}
