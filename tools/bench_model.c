@@ -134,6 +134,21 @@ static bool parse_seed(const char *flag, const char *v, uint64_t *out)
     return true;
 }
 
+/* An integer in [min, max], or a one-line error naming the flag. */
+static bool parse_count(const char *flag, const char *v, unsigned long min, unsigned long max,
+                        size_t *out)
+{
+    unsigned long u = 0;
+    if (!cli_parse_uint(flag, v, max, &u))
+        return false;
+    if (u < min) {
+        cli_error("%s expects at least %lu, got %lu", flag, min, u);
+        return false;
+    }
+    *out = (size_t) u;
+    return true;
+}
+
 static bool parse_list(const char *flag, const char *v, char *buf, const char **items, int *n)
 {
     int k = bench_split_list(v, buf, 1024, items, MAX_LIST);
@@ -203,7 +218,6 @@ static int parse_options(int argc, char **argv, struct options *o)
             return CLI_EXIT_USAGE;
         }
         const char *v = argv[++i];
-        unsigned long u = 0;
         bool ok = true;
         if (!strcmp(a, "--model"))
             ok = parse_list(a, v, o->list_buf[0], o->models, &o->n_models);
@@ -252,20 +266,18 @@ static int parse_options(int argc, char **argv, struct options *o)
             ok = parse_double(a, v, 0.001, &o->window_ms);
         else if (!strcmp(a, "--tolerance"))
             ok = parse_double(a, v, 0, &o->tolerance);
-        else if (!strcmp(a, "--warmup-runs") && (ok = cli_parse_uint(a, v, 1000000, &u)))
-            o->loop.warmup_min_runs = u;
+        else if (!strcmp(a, "--warmup-runs"))
+            ok = parse_count(a, v, 0, 1000000, &o->loop.warmup_min_runs);
         else if (!strcmp(a, "--warmup-min-ms"))
             ok = parse_double(a, v, 0, &o->loop.warmup_min_ms);
         else if (!strcmp(a, "--warmup-max-ms"))
             ok = parse_double(a, v, 0, &o->loop.warmup_max_ms);
-        else if (!strcmp(a, "--steady-window") && (ok = cli_parse_uint(a, v, 100000, &u)))
-            ok = u >= 3 ? (o->loop.steady.window = u, true)
-                        : (cli_error("--steady-window expects at least 3"), false);
+        else if (!strcmp(a, "--steady-window"))
+            ok = parse_count(a, v, 3, 100000, &o->loop.steady.window);
         else if (!strcmp(a, "--steady-tolerance"))
             ok = parse_double(a, v, 0, &o->loop.steady.tolerance);
-        else if (!strcmp(a, "--min-requests") && (ok = cli_parse_uint(a, v, 100000000, &u)))
-            ok = u >= 1 ? (o->loop.timed_min_requests = u, true)
-                        : (cli_error("--min-requests expects at least 1"), false);
+        else if (!strcmp(a, "--min-requests"))
+            ok = parse_count(a, v, 1, 100000000, &o->loop.timed_min_requests);
         else if (!strcmp(a, "--min-time-ms"))
             ok = parse_double(a, v, 0, &o->loop.timed_min_ms);
         else if (!strcmp(a, "--max-time-ms"))
@@ -286,8 +298,7 @@ static int parse_options(int argc, char **argv, struct options *o)
             o->split_cpu = v;
         else if (!strcmp(a, "--host-workers"))
             ok = (o->host_workers_set = cli_parse_uint(a, v, 256, &o->host_workers));
-        else if (strncmp(a, "--warmup-runs", 13) && strncmp(a, "--steady-window", 15) &&
-                 strncmp(a, "--min-requests", 14)) {
+        else {
             cli_error("bench model: unknown option '%s'; see 'hetcl bench model --help'", a);
             return CLI_EXIT_USAGE;
         }
