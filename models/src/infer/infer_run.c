@@ -7,6 +7,7 @@
 
 #include <hetcl/infer.h>
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,8 +24,12 @@ struct share {
     bool fused;
     float *scratch[2];
     int32_t *argmax_scratch;
-    uint64_t *layer_ns; /* per step, cumulative; written only by the share's task */
-    uint64_t runs;
+    /* Per step, cumulative; written only by the share's task, read at any time (a reader may
+     * see a request's first steps before its last: atomics keep that a small bias, not a
+     * race). */
+    _Atomic uint64_t *layer_ns;
+    void *layer_ns_mem; /* the allocation behind layer_ns */
+    _Atomic uint64_t runs;
 };
 
 struct hetcl_infer_session {
@@ -78,7 +83,7 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
         hetcl__free(sh->scratch[0]);
         hetcl__free(sh->scratch[1]);
         hetcl__free(sh->argmax_scratch);
-        hetcl__free(sh->layer_ns);
+        hetcl__free(sh->layer_ns_mem);
     }
     for (int i = 0; s->weights && i < s->plan->spec->n_params; i++)
         (void) hetcl_handle_unregister(s->rt, s->weights[i]);
@@ -104,7 +109,7 @@ static hetcl_status make_share(hetcl_infer_session *s, struct share *sh)
         sh->scratch[0] = hetcl__malloc(n * sizeof(float));
         sh->scratch[1] = hetcl__malloc(n * sizeof(float));
         sh->argmax_scratch = hetcl__malloc(n * sizeof(int32_t));
-        sh->layer_ns = hetcl__calloc((size_t) p->n_steps, sizeof *sh->layer_ns);
+        sh->layer_ns = sh->layer_ns_mem = hetcl__calloc((size_t) p->n_steps, sizeof *sh->layer_ns);
         if (!sh->scratch[0] || !sh->scratch[1] || !sh->argmax_scratch || !sh->layer_ns)
             return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session scratch");
         int last = p->n_steps - 1;
@@ -371,12 +376,12 @@ static hetcl_status fused_host(const struct hetcl_host_call *call)
         case HETCL_INFER_FLATTEN:
             break;
         }
-        sh->layer_ns[k] += hetcl__now_ns() - t0;
+        atomic_fetch_add_explicit(&sh->layer_ns[k], hetcl__now_ns() - t0, memory_order_relaxed);
         in = y;
         flip ^= 1;
     }
     if (st == HETCL_OK)
-        sh->runs++;
+        atomic_fetch_add_explicit(&sh->runs, 1, memory_order_relaxed);
     return st;
 }
 
@@ -389,10 +394,10 @@ bool hetcl_infer_session_layer_ns(const hetcl_infer_session *s, int worker, uint
         const struct share *sh = &s->shares[i];
         if (sh->worker != worker || !sh->fused)
             continue;
-        if (ns)
-            memcpy(ns, sh->layer_ns, (size_t) s->plan->n_steps * sizeof *ns);
+        for (int k = 0; ns && k < s->plan->n_steps; k++)
+            ns[k] = atomic_load_explicit(&sh->layer_ns[k], memory_order_relaxed);
         if (runs)
-            *runs = sh->runs;
+            *runs = atomic_load_explicit(&sh->runs, memory_order_relaxed);
         return true;
     }
     return false;
