@@ -26,6 +26,11 @@
  * initialisers (see models/README.md). Each tensor has its own stream, seeded with
  * splitmix64(seed ^ FNV-1a(name)), so that a tensor's values do not depend on the others.
  *
+ * Placement: a session runs each request as one sub-graph per share of the batch (split), or
+ * with its steps spread over workers (pipeline: step_workers); a share on a host worker runs
+ * the whole forward pass as one fused task (no_fuse turns that off). Two sessions of one plan
+ * let consecutive requests overlap (hetcl_infer_session_submit / _wait).
+ *
  * The host reference (hetcl_infer_forward_ref) is a naive double-precision forward pass in the
  * library: `hetcl bench` compares every device's outputs with it. It is deliberately simple
  * (nested loops), not fast.
