@@ -151,8 +151,15 @@ int main(void)
     snprintf(cmd, sizeof cmd, "'%s' '%s/reports/schema/bench.schema.json' '%s'", check, src, a);
     CHECK_EQ_INT(run(cmd), 0);
 
-    snprintf(cmd, sizeof cmd, "'%s' %s --format md --order as-given --report '%s'", bin, common, b);
+    snprintf(cmd, sizeof cmd,
+             "'%s' %s --format md --order as-given --report '%s' --trace '%s/trace.json'", bin,
+             common, b, dir);
     CHECK_EQ_INT(run(cmd), 0);
+    /* the Chrome trace: a JSON document naming the layers' tasks */
+    char *trace = slurp("trace.json");
+    CHECK(trace[0] == '{' || trace[0] == '[');
+    CHECK(strstr(trace, "layers.0") != NULL || strstr(trace, "forward") != NULL);
+    free(trace);
     out = slurp("out");
     CHECK(strstr(out, "| mlp | host0 | single | single-stream | 1 |") != NULL);
     free(out);
