@@ -30,3 +30,14 @@ __kernel void rt_atomic_add_u32(__global uint *x, uint b, uint n)
     HETCL_GUARD(i, n);
     atomic_add(&x[i], b);
 }
+
+/* Keeps one work-item busy for `iters` steps of an LCG (a kernel of a chosen duration), and
+ * stores the result so that the loop is not optimised away. */
+__kernel void rt_spin_u32(__global uint *x, uint iters)
+{
+    uint v = x[0];
+    for (uint i = 0; i < iters; i++)
+        v = v * 1664525u + 1013904223u;
+    if (get_global_id(0) == 0)
+        x[0] = v;
+}

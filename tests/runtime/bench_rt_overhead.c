@@ -29,14 +29,19 @@ static double median(double *v, int n)
 }
 
 /* µs per task for n tasks of codelet cl; chained: each depends on the previous one. */
-static double run(hetcl_runtime *rt, const struct hetcl_codelet *cl, int n, bool chained,
-                  hetcl_worker_kind kind)
+static double run_args(hetcl_runtime *rt, const struct hetcl_codelet *cl, int n, bool chained,
+                       hetcl_worker_kind kind, uint32_t arg)
 {
     hetcl_context *ctx = hetcl_runtime_context(rt);
     uint64_t t0 = hetcl__now_ns();
     hetcl_task *prev = NULL;
+    struct rt_test_args args = {arg, 0};
     for (int i = 0; i < n; i++) {
-        struct hetcl_task_desc d = {.codelet = cl, .restrict_kind = true, .kind = kind};
+        struct hetcl_task_desc d = {.codelet = cl,
+                                    .restrict_kind = true,
+                                    .kind = kind,
+                                    .args = &args,
+                                    .args_size = sizeof args};
         if (chained && prev) {
             d.n_deps = 1;
             d.deps[0] = prev;
@@ -49,6 +54,46 @@ static double run(hetcl_runtime *rt, const struct hetcl_codelet *cl, int n, bool
     hetcl_task_release(prev);
     CHECK_OK(ctx, hetcl_runtime_wait_all(rt));
     return (double) (hetcl__now_ns() - t0) / 1e3 / n;
+}
+
+static double run(hetcl_runtime *rt, const struct hetcl_codelet *cl, int n, bool chained,
+                  hetcl_worker_kind kind)
+{
+    return run_args(rt, cl, n, chained, kind, 0);
+}
+
+static uint64_t busy_ns(hetcl_runtime *rt)
+{
+    struct hetcl_worker_info info;
+    CHECK_OK(hetcl_runtime_context(rt), hetcl_runtime_worker_info(rt, 0, &info));
+    return info.busy_ns;
+}
+
+/* Kernels of about `target_us` each: wall time per task against device time per task; the
+ * difference is the overhead the runtime did not hide. */
+static void busy_kernels(hetcl_runtime *rt, double target_us, int n, bool chained)
+{
+    /* Calibrate the spin count on one task. */
+    uint32_t iters = 1 << 16;
+    for (int k = 0; k < 6; k++) {
+        uint64_t b0 = busy_ns(rt);
+        run_args(rt, &rt_test_spin, 4, false, HETCL_WORKER_OPENCL, iters);
+        double per = (double) (busy_ns(rt) - b0) / 4 / 1e3;
+        if (per <= 0)
+            return;
+        iters = (uint32_t) ((double) iters * target_us / per);
+    }
+    double wall[REPS], dev[REPS], over[REPS];
+    for (int r = 0; r < REPS; r++) {
+        uint64_t b0 = busy_ns(rt);
+        wall[r] = run_args(rt, &rt_test_spin, n, chained, HETCL_WORKER_OPENCL, iters);
+        dev[r] = (double) (busy_ns(rt) - b0) / 1e3 / n;
+        over[r] = wall[r] - dev[r];
+    }
+    printf("opencl ~%.0f us kernels, %-11s wall %7.2f us/task, device %7.2f, not hidden %6.2f "
+           "(%.1f%%)\n",
+           target_us, chained ? "chain:" : "independent:", median(wall, REPS), median(dev, REPS),
+           median(over, REPS), 100.0 * median(over, REPS) / median(wall, REPS));
 }
 
 static void report(const char *what, hetcl_runtime *rt, const struct hetcl_codelet *cl, int n,
@@ -130,6 +175,8 @@ int main(int argc, char **argv)
         report("opencl empty kernel, independent", rt, &rt_test_empty, n_cl, false,
                HETCL_WORKER_OPENCL);
         report("opencl empty kernel, chain", rt, &rt_test_empty, n_cl, true, HETCL_WORKER_OPENCL);
+        busy_kernels(rt, 100, n_cl / 10, false);
+        busy_kernels(rt, 100, n_cl / 10, true);
         hetcl_runtime_destroy(rt);
         raw_queue(ctx, n_cl);
     } else {

@@ -116,6 +116,24 @@ static hetcl_status empty_cl(const struct hetcl_cl_call *c, cl_event *done)
     return launch(c, k, 1, done);
 }
 
+static hetcl_status spin_cl(const struct hetcl_cl_call *c, cl_event *done)
+{
+    const struct rt_test_args *a = args_of(c->args);
+    cl_kernel k = NULL;
+    cl_mem m = NULL;
+    hetcl_status st = hetcl_cl_kernel(c, "rt_test.cl", NULL, "rt_spin_u32", &k);
+    if (st == HETCL_OK)
+        st = hetcl_cl_scratch(c, 0, 64, &m);
+    if (st != HETCL_OK)
+        return st;
+    cl_uint iters = a->a;
+    if (clSetKernelArg(k, 0, sizeof m, &m) != CL_SUCCESS ||
+        clSetKernelArg(k, 1, sizeof iters, &iters) != CL_SUCCESS)
+        return HETCL_ERR_OPENCL;
+    return launch(c, k, 1, done);
+}
+
+const struct hetcl_codelet rt_test_spin = {.name = "rt_spin", .opencl = spin_cl};
 const struct hetcl_codelet rt_test_affine = {
         .name = "rt_affine", .host = affine_host, .opencl = affine_cl};
 const struct hetcl_codelet rt_test_axpy = {.name = "rt_axpy", .host = axpy_host, .opencl = axpy_cl};

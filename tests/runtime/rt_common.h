@@ -18,6 +18,9 @@ extern const struct hetcl_codelet rt_test_axpy;
 extern const struct hetcl_codelet rt_test_atomic_add;
 /* Does nothing (no buffers needed). Host and OpenCL (an empty kernel). */
 extern const struct hetcl_codelet rt_test_empty;
+/* OpenCL only: one work-item spins args.a steps on a scratch buffer (a kernel of a chosen
+ * duration, no buffers). */
+extern const struct hetcl_codelet rt_test_spin;
 /* Host only / OpenCL only variants of affine. */
 extern const struct hetcl_codelet rt_test_affine_host;
 extern const struct hetcl_codelet rt_test_affine_cl;

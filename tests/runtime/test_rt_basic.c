@@ -57,6 +57,39 @@ static hetcl_status check_set(const struct hetcl_host_call *c)
 static const struct hetcl_codelet slow_set_cl = {.name = "slow_set", .host = slow_set};
 static const struct hetcl_codelet check_set_cl = {.name = "check_set", .host = check_set};
 
+/* Priorities: with the only worker busy, queued tasks run by priority, FIFO among equals. */
+static atomic_int order_log[8];
+static atomic_int order_n;
+
+static hetcl_status log_id(const struct hetcl_host_call *c)
+{
+    int id = *(const int *) c->args;
+    atomic_store(&order_log[atomic_fetch_add(&order_n, 1)], id);
+    return HETCL_OK;
+}
+static const struct hetcl_codelet log_cl = {.name = "log", .host = log_id};
+
+static void priorities(hetcl_context *ctx)
+{
+    struct hetcl_runtime_options o = {.devices = "host", .host_workers = 1, .perfmodel_dir = ""};
+    hetcl_runtime *rt = rt_test_runtime(ctx, &o, 0);
+    atomic_store(&order_n, 0);
+    struct hetcl_task_desc block = {.codelet = &slow_set_cl};
+    CHECK_OK(ctx, hetcl_task_submit(rt, &block, NULL)); /* busy for 20 ms */
+    const int prio[] = {0, 5, 1, 5, -3, 1};
+    for (int i = 0; i < 6; i++) {
+        struct hetcl_task_desc d = {
+                .codelet = &log_cl, .args = &i, .args_size = sizeof i, .priority = prio[i]};
+        CHECK_OK(ctx, hetcl_task_submit(rt, &d, NULL));
+    }
+    CHECK_EQ_INT(hetcl_runtime_wait_all(rt), HETCL_OK);
+    const int expect[] = {1, 3, 2, 5, 0, 4};
+    CHECK_EQ_INT(atomic_load(&order_n), 6);
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ_INT(atomic_load(&order_log[i]), expect[i]);
+    hetcl_runtime_destroy(rt);
+}
+
 static void host_tests(hetcl_context *ctx)
 {
     struct hetcl_runtime_options o = {.devices = "host", .host_workers = 2, .perfmodel_dir = ""};
@@ -305,6 +338,7 @@ int main(void)
 {
     hetcl_context *ctx = rt_test_context();
     host_tests(ctx);
+    priorities(ctx);
     bad_options(ctx);
     opencl_tests(ctx, false);
     opencl_tests(ctx, true);

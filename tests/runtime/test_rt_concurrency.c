@@ -7,6 +7,8 @@
 #include "harness.h"
 #include "rt_common.h"
 
+#include "internal.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +161,36 @@ static void threads(hetcl_runtime *rt)
     CHECK_OK(ctx, hetcl_handle_unregister(rt, shared));
 }
 
+/* Two runtimes at once, the second created (devices enumerated again) while the first runs. */
+static void two_runtimes(hetcl_context *ctx)
+{
+    struct hetcl_runtime_options o = {.devices = "all", .host_workers = 1, .perfmodel_dir = ""};
+    hetcl_runtime *a = NULL, *b = NULL;
+    if (hetcl_runtime_create(ctx, &o, &a) != HETCL_OK)
+        return;
+    hetcl_handle *ha = NULL;
+    CHECK_OK(ctx, hetcl_handle_register(a, NULL, N * 4, &ha));
+    hetcl_access m = HETCL_RW;
+    for (int i = 0; i < 2000; i++)
+        rt_submit(a, &rt_test_affine, 1, &ha, &m, 1, 1);
+    uint64_t t0 = hetcl__now_ns();
+    CHECK_OK(ctx, hetcl_runtime_create(ctx, &o, &b));
+    printf("second runtime created in %.1f ms while the first ran\n",
+           (double) (hetcl__now_ns() - t0) / 1e6);
+    if (b) {
+        hetcl_handle *hb = NULL;
+        CHECK_OK(ctx, hetcl_handle_register(b, NULL, N * 4, &hb));
+        for (int i = 0; i < 100; i++)
+            rt_submit(b, &rt_test_affine, 1, &hb, &m, 1, 2);
+        CHECK_OK(ctx, hetcl_handle_sync_host(b, hb, HETCL_R));
+        CHECK_EQ_INT(((uint32_t *) hetcl_handle_host_ptr(hb))[0], 200);
+        hetcl_runtime_destroy(b);
+    }
+    CHECK_OK(ctx, hetcl_handle_sync_host(a, ha, HETCL_R));
+    CHECK_EQ_INT(((uint32_t *) hetcl_handle_host_ptr(ha))[N - 1], 2000);
+    hetcl_runtime_destroy(a);
+}
+
 int main(void)
 {
     hetcl_context *ctx = rt_test_context();
@@ -179,6 +211,7 @@ int main(void)
         threads(rt);
         hetcl_runtime_destroy(rt);
     }
+    two_runtimes(ctx);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_rt_concurrency");
 }

@@ -175,11 +175,13 @@ struct hetcl_task_desc {
 };
 
 /* Submits a task. It runs once its dependencies have completed successfully; if one failed, it
- * is not run and its status is HETCL_ERR_CANCELLED. out (optional): a reference to the task for
- * hetcl_task_wait/status, which the caller releases with hetcl_task_release.
- * Errors (the task is then not submitted): HETCL_ERR_INVALID_ARG (NULL codelet, too many
- * buffers, a handle of another runtime, a handle twice, no worker able to run it: the detail
- * says which), HETCL_ERR_NO_MEMORY. */
+ * is not run and its status is HETCL_ERR_CANCELLED (so is a task submitted later that depends on
+ * a failed one, until hetcl_runtime_wait_all reports the failure). A task that fails or is
+ * cancelled leaves the contents of the handles it writes undefined. out (optional): a reference to
+ * the task for hetcl_task_wait/status, which the caller releases with hetcl_task_release. Errors
+ * (the task is then not submitted): HETCL_ERR_INVALID_ARG (NULL codelet, too many buffers, a handle
+ * of another runtime, a handle twice, no worker able to run it: the detail says which),
+ * HETCL_ERR_NO_MEMORY. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_task_submit(hetcl_runtime *rt,
                                                          const struct hetcl_task_desc *desc,
                                                          hetcl_task **out);

@@ -100,6 +100,7 @@ struct rt_task {
     /* OpenCL execution (worker-owned while RUNNING). */
     cl_event done_event;
     bool cl_complete; /* its completion callback came (worker thread only) */
+    bool cl_armed;    /* a completion callback was set on done_event (worker thread only) */
     unsigned n_transfers;
     struct rt_task *mail_next; /* completion mailbox link */
 
@@ -183,7 +184,11 @@ struct rt_worker {
     struct rt_task *mail_head, *mail_tail; /* OpenCL tasks whose done_event completed */
     atomic_bool idle;  /* set before the worker's last pop attempt before sleeping */
     unsigned inflight; /* OpenCL tasks enqueued and not yet completed (worker thread only) */
-    struct rt_task **inflight_tasks; /* [rt->cl_inflight], in enqueue order (worker thread only) */
+    /* In enqueue order: [cl_inflight * RT_CHAIN_FACTOR] (worker thread only). */
+    struct rt_task **inflight_tasks;
+    /* Host clock minus device clock, estimated from completion callbacks (worker thread). */
+    int64_t dev_offset_ns;
+    bool have_dev_offset;
 
     /* Detail of the last device failure in rt_data.c or hetcl_cl_scratch (worker thread). */
     char fail_detail[HETCL_STR_MAX];
@@ -238,6 +243,7 @@ struct hetcl_runtime {
     uint64_t next_handle_id;
     size_t n_pending;          /* submitted, not yet done */
     size_t n_waiters;          /* threads sleeping on done_cond (no broadcast when none) */
+    size_t n_task_waiters;     /* those waiting for one task (OpenCL workers then notify early) */
     struct rt_handle *handles; /* registered handles, freed at destroy if still there */
     hetcl_status first_error;  /* since the last wait_all */
     unsigned calibrate_min;

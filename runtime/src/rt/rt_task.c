@@ -257,7 +257,8 @@ static void complete(struct hetcl_runtime *rt, struct rt_task *t, struct rt_task
         }
     }
     t->n_successors = 0;
-    if (rt->n_waiters)
+    /* wait_all only needs the last completion; a task waiter needs each. */
+    if (rt->n_task_waiters || (rt->n_waiters && rt->n_pending == 0))
         pthread_cond_broadcast(&rt->done_cond);
     pthread_mutex_unlock(&rt->graph_lock);
 }
@@ -478,9 +479,11 @@ hetcl_status hetcl_task_wait(hetcl_task *task)
         struct hetcl_runtime *rt = t->rt;
         pthread_mutex_lock(&rt->graph_lock);
         rt->n_waiters++;
+        rt->n_task_waiters++;
         while (atomic_load(&t->state) != RT_TASK_DONE)
             pthread_cond_wait(&rt->done_cond, &rt->graph_lock);
         rt->n_waiters--;
+        rt->n_task_waiters--;
         pthread_mutex_unlock(&rt->graph_lock);
     }
     return t->status;

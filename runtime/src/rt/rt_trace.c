@@ -36,8 +36,8 @@ struct trace_task {
     double predicted_ns;
     uint64_t t_submit_ns, t_ready_ns, t_start_ns, t_enqueued_ns, t_dev_start_ns, t_dev_end_ns,
             t_end_ns;
-    uint64_t dep_ids[HETCL_TASK_MAX_DEPS * 2];
-    unsigned n_dep_ids;
+    size_t dep_off;     /* its predecessors' ids: tr->deps[dep_off .. dep_off + n_dep_ids) */
+    unsigned n_dep_ids; /* (a shared pool: most tasks have one or two, not the 32 of rt_task) */
     /* Filled by the writer: the slice as displayed, in ns since t0 (after clipping). */
     uint64_t show_start, show_end;
 };
@@ -57,6 +57,8 @@ struct rt_trace {
     size_t n_tasks, cap_tasks;
     struct trace_transfer *transfers;
     size_t n_transfers, cap_transfers;
+    uint64_t *deps;
+    size_t n_deps, cap_deps;
     uint64_t dropped; /* records lost to allocation failures */
 };
 
@@ -80,6 +82,7 @@ void hetcl__rt_trace_destroy(struct rt_trace *tr)
         return;
     hetcl__free(tr->tasks);
     hetcl__free(tr->transfers);
+    hetcl__free(tr->deps);
     pthread_mutex_destroy(&tr->lock);
     hetcl__free(tr);
 }
@@ -120,11 +123,22 @@ void hetcl__rt_trace_task(struct hetcl_runtime *rt, const struct rt_task *t)
     r.t_dev_start_ns = t->t_dev_start_ns;
     r.t_dev_end_ns = t->t_dev_end_ns;
     r.t_end_ns = t->t_end_ns;
-    r.n_dep_ids = t->n_dep_ids < HETCL_TASK_MAX_DEPS * 2 ? t->n_dep_ids : HETCL_TASK_MAX_DEPS * 2;
-    memcpy(r.dep_ids, t->dep_ids, r.n_dep_ids * sizeof r.dep_ids[0]);
+    unsigned n_deps =
+            t->n_dep_ids < HETCL_TASK_MAX_DEPS * 2 ? t->n_dep_ids : HETCL_TASK_MAX_DEPS * 2;
 
     struct rt_trace *tr = rt->trace;
     pthread_mutex_lock(&tr->lock);
+    /* Room for the ids first: on failure the task is kept without its arrows. */
+    bool deps_ok = true;
+    for (unsigned i = 0; i < n_deps && deps_ok; i++)
+        deps_ok = grow((void **) &tr->deps, tr->n_deps + i, &tr->cap_deps, sizeof *tr->deps);
+    if (deps_ok) {
+        r.dep_off = tr->n_deps;
+        r.n_dep_ids = n_deps;
+        if (n_deps) /* deps is still NULL before the first task that has any */
+            memcpy(tr->deps + tr->n_deps, t->dep_ids, n_deps * sizeof *tr->deps);
+        tr->n_deps += n_deps;
+    }
     if (grow((void **) &tr->tasks, tr->n_tasks, &tr->cap_tasks, sizeof *tr->tasks))
         tr->tasks[tr->n_tasks++] = r;
     else
@@ -160,6 +174,7 @@ void hetcl__rt_trace_transfer(struct hetcl_runtime *rt, int worker, uint64_t tas
 /* The writer's state: the event array and the first failure. */
 struct writer {
     const struct hetcl_runtime *rt;
+    const uint64_t *deps; /* the trace's pool of predecessor ids */
     cJSON *events;
     bool oom;
     uint64_t next_flow;
@@ -397,7 +412,7 @@ static void dependency_flows(struct writer *w, struct trace_task **ts, size_t n,
     for (size_t i = 0; i < n; i++) {
         const struct trace_task *t = ts[i];
         for (unsigned d = 0; d < t->n_dep_ids; d++) {
-            const struct trace_task *p = find_task(byid, n, t->dep_ids[d]);
+            const struct trace_task *p = find_task(byid, n, w->deps[t->dep_off + d]);
             if (p)
                 flow(w, "dependency", task_tid(p->worker), p->show_start, p->show_end,
                      task_tid(t->worker), t->show_start, t->show_end);
@@ -408,7 +423,7 @@ static void dependency_flows(struct writer *w, struct trace_task **ts, size_t n,
 /* Builds the document from the records (trace lock held). */
 static cJSON *build(const struct hetcl_runtime *rt, struct rt_trace *tr)
 {
-    struct writer w = {.rt = rt};
+    struct writer w = {.rt = rt, .deps = tr->deps};
     cJSON *root = cJSON_CreateObject();
     w.events = root ? cJSON_AddArrayToObject(root, "traceEvents") : NULL;
     if (!w.events) {

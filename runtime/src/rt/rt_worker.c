@@ -8,8 +8,9 @@
  * last pop sees the task or the pusher sees the idle flag. Nothing spins or polls.
  *
  * OpenCL workers keep up to rt->cl_inflight tasks enqueued on their in-order queue. Completion
- * arrives through clSetEventCallback on the last task of each batch of enqueues (the queue is in
- * order: the earlier ones are complete when it is): the callback (a driver thread) only posts
+ * arrives through clSetEventCallback on the last task of each batch of enqueues and on the tasks
+ * a successor elsewhere waits for (the queue is in order: the earlier ones are complete when a
+ * later one is; see flush_batch): the callback (a driver thread) only posts
  * the task to the worker's mailbox under w->lock; the worker thread does everything else.
  * Enqueues of one loop iteration are flushed together. Early chaining: a task whose unfinished
  * predecessors are all enqueued on this worker's queue is enqueued right behind them (the in-order
@@ -296,20 +297,78 @@ static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
     return false;
 }
 
-/* Flushes a batch of enqueues. Only the batch's last task gets a completion callback: the queue
- * is in order, so its completion means the earlier ones completed too (one callback and one
- * wake-up per batch instead of per task). */
-static void flush_batch(struct rt_worker *w)
+/* Whether someone outside w's queue waits for t: a successor not chained behind it here. */
+static bool awaited_elsewhere(const struct rt_worker *w, const struct rt_task *t)
 {
-    struct rt_task *last = w->inflight_tasks[w->inflight - 1];
-    if (clSetEventCallback(last->done_event, CL_COMPLETE, on_complete, last) != CL_SUCCESS) {
-        /* No callback: wait here and post the completion ourselves. */
-        clFlush(w->queue);
-        clWaitForEvents(1, &last->done_event);
-        on_complete(last->done_event, CL_COMPLETE, last);
-        return;
+    for (size_t i = 0; i < t->n_successors; i++) {
+        const struct rt_task *s = t->successors[i];
+        if (!s->chained || s->enq_worker != w->index)
+            return true;
+    }
+    return false;
+}
+
+/* Flushes the batch of enqueues inflight_tasks[first..inflight). Completion callbacks go on the
+ * batch's last task, and on the earlier ones that a successor elsewhere is waiting for: the
+ * queue is in order, so a completion means the tasks before it completed too. Tasks nobody else
+ * waits for (independent work, chains on this queue) cost one callback and one wake-up per
+ * batch (two for long batches: see below); a dependent on another worker, or a thread in
+ * hetcl_task_wait, still hears of its predecessor at once (a successor submitted after the
+ * flush hears of it at the batch's end). */
+static void flush_batch(struct rt_worker *w, unsigned first)
+{
+    struct hetcl_runtime *rt = w->rt;
+    unsigned last = w->inflight - 1;
+    pthread_mutex_lock(&rt->graph_lock);
+    /* A thread in hetcl_task_wait (or sync_host) may wait for any of them. */
+    bool waiters = rt->n_task_waiters > 0;
+    for (unsigned i = first; i < last; i++)
+        w->inflight_tasks[i]->cl_armed = waiters || awaited_elsewhere(w, w->inflight_tasks[i]);
+    pthread_mutex_unlock(&rt->graph_lock);
+    w->inflight_tasks[last]->cl_armed = true;
+    /* And the one with half a queue behind it: the worker refills while those run, so that the
+     * device does not idle through each wake-up. */
+    unsigned margin = rt->cl_inflight / 2;
+    if (margin > 0 && last >= first + margin)
+        w->inflight_tasks[last - margin]->cl_armed = true;
+    for (unsigned i = first; i <= last; i++) {
+        struct rt_task *t = w->inflight_tasks[i];
+        if (!t->cl_armed)
+            continue;
+        /* The callback's reference: the worker may finish t (a later task's callback came
+         * first) before this callback runs. Dropped when the mail is read. */
+        atomic_fetch_add(&t->refs, 1);
+        if (clSetEventCallback(t->done_event, CL_COMPLETE, on_complete, t) != CL_SUCCESS) {
+            if (i < last) {
+                t->cl_armed = false;
+                hetcl__rt_task_unref(t); /* the last task's callback covers it */
+                continue;
+            }
+            /* No callback: wait here and post the completion ourselves. */
+            clFlush(w->queue);
+            clWaitForEvents(1, &t->done_event);
+            on_complete(t->done_event, CL_COMPLETE, t);
+            return;
+        }
     }
     clFlush(w->queue);
+}
+
+/* Device clock to host clock: a callback reports a completion some time after it happened, so
+ * host time now minus the device's end time bounds the offset from above; the smallest bound
+ * seen is the best estimate (the callback latency at its least). */
+static void note_clock_offset(struct rt_worker *w, struct rt_task *t)
+{
+    cl_ulong end = 0;
+    if (clGetEventProfilingInfo(t->done_event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) !=
+                CL_SUCCESS ||
+        end == 0)
+        return;
+    int64_t off = (int64_t) hetcl__now_ns() - (int64_t) end;
+    if (!w->have_dev_offset || off < w->dev_offset_ns) {
+        w->dev_offset_ns = off;
+        w->have_dev_offset = true;
+    }
 }
 
 /* Processes the completion of the oldest task in flight. */
@@ -344,9 +403,15 @@ static void complete_task(struct rt_worker *w, struct rt_task *t)
         clGetEventProfilingInfo(t->done_event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
                 CL_SUCCESS &&
         end >= start) {
-        /* Device times, placed on the host clock at the completion we observed. */
-        t->t_dev_end_ns = t->t_end_ns;
-        t->t_dev_start_ns = t->t_end_ns - (end - start);
+        /* Device times on the host clock: through the worker's clock offset when known (see
+         * note_clock_offset), else placed at the completion we observed. */
+        if (w->have_dev_offset) {
+            t->t_dev_start_ns = (uint64_t) ((int64_t) start + w->dev_offset_ns);
+            t->t_dev_end_ns = (uint64_t) ((int64_t) end + w->dev_offset_ns);
+        } else {
+            t->t_dev_end_ns = t->t_end_ns;
+            t->t_dev_start_ns = t->t_end_ns - (end - start);
+        }
     }
     clReleaseEvent(t->done_event);
     t->done_event = NULL;
@@ -376,6 +441,7 @@ static struct rt_task *claim_chainable(struct rt_worker *w)
                 !hetcl__rt_can_run(w, s))
                 continue;
             s->chained = true;
+            s->t_ready_ns = hetcl__now_ns(); /* ready to go behind its predecessors */
             found = s;
             break;
         }
@@ -400,12 +466,16 @@ static void *cl_main(void *arg)
             struct rt_task *t = mail;
             mail = t->mail_next;
             t->mail_next = NULL;
-            /* t and everything queued before it (see flush_batch). */
-            for (unsigned i = 0; i < w->inflight; i++) {
+            /* t and everything queued before it (see flush_batch), unless t was finished
+             * already (a later task's callback came first). */
+            unsigned k = 0;
+            while (k < w->inflight && w->inflight_tasks[k] != t)
+                k++;
+            for (unsigned i = 0; k < w->inflight && i <= k; i++)
                 w->inflight_tasks[i]->cl_complete = true;
-                if (w->inflight_tasks[i] == t)
-                    break;
-            }
+            if (k < w->inflight)
+                note_clock_offset(w, t);
+            hetcl__rt_task_unref(t); /* the callback's reference */
         }
         /* In queue order, whatever order the callbacks came in: a chained task must not
          * finish before the predecessors it was queued behind. */
@@ -413,7 +483,7 @@ static void *cl_main(void *arg)
             complete_task(w, w->inflight_tasks[0]);
             progress = true;
         }
-        unsigned enqueued = 0;
+        unsigned enqueued = 0, first = w->inflight;
         while (w->inflight < chain_cap && w->inflight > 0) {
             struct rt_task *s = claim_chainable(w);
             if (!s)
@@ -436,7 +506,7 @@ static void *cl_main(void *arg)
             }
         }
         if (enqueued) {
-            flush_batch(w);
+            flush_batch(w, first);
             progress = true;
         }
         if (progress)
@@ -445,8 +515,9 @@ static void *cl_main(void *arg)
             break;
         struct rt_task *t =
                 sleep_or_pop(w, w->inflight < cap && !atomic_load(&w->excluded) && !stop);
+        first = w->inflight;
         if (t && enqueue_task(w, t, false))
-            flush_batch(w);
+            flush_batch(w, first);
     }
     return NULL;
 }

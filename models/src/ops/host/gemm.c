@@ -7,10 +7,16 @@
  * into mr-tall panels, alpha not applied); then each nr panel of B (stays in L1) against each mr
  * panel of A (streams from L2). Packing makes all four transpositions one kernel: it reads A and
  * B in their own layouts and writes the panels the kernel wants, zero-padded at the edges, so the
- * kernel never sees a partial tile; partial tiles of C go through a small buffer.
+ * kernel never sees a partial tile; partial tiles of C go through a small buffer. The packs that
+ * transpose (A stored [m][k], B stored [n][k]) use AVX register transposes (gemm_pack_x86.c)
+ * with the AVX2 and AVX-512 kernels; the kernel applies alpha and beta when it stores C.
  *
  * The first depth block applies beta (beta == 0: C is only written); later ones add.
  * Blocks are balanced (784 = 4 x 196, not 3 x 256 + 16) so that no block is a sliver.
+ * A C at most half a tile wide is computed transposed (sgemm_transposed).
+ *
+ * Measured on the development EPYC (one core, lab_host_gemm): 200-225 GFLOP/s over the 8 GEMMs
+ * of an MLP 784-256-128-10 training step at batch 64-256 with the AVX-512 kernel, ~110 with AVX2.
  */
 #include "host_ops.h"
 
