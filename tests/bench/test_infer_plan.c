@@ -5,6 +5,7 @@
  * against a composition of tests/ref's naive operators, and the proportional batch split.
  */
 #include "harness.h"
+#include "infer/infer_impl.h"
 #include "ref_ops.h"
 
 #include <hetcl/context.h>
@@ -12,6 +13,7 @@
 #include <hetcl/model_spec.h>
 #include <hetcl/safetensors.h>
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -360,6 +362,56 @@ static void test_stages(hetcl_context *ctx)
     hetcl_model_spec_destroy(lenet);
 }
 
+/* The fused host task's GEMV (internal) against ref_gemm, at lengths around the 16 lanes. */
+static void test_gemv(uint64_t seed)
+{
+    static const int64_t ks[] = {1, 15, 16, 17, 33, 784};
+    static const int64_t ns[] = {1, 3, 10};
+    uint64_t st = seed;
+    for (size_t a = 0; a < sizeof ks / sizeof ks[0]; a++)
+        for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++)
+            for (int64_t m = 1; m <= HETCL_INFER_GEMV_MAX_ROWS; m++) {
+                int64_t k = ks[a], n = ns[b];
+                float *x = malloc((size_t) (m * k) * sizeof *x);
+                float *w = malloc((size_t) (n * k) * sizeof *w);
+                float *y = malloc((size_t) (m * n + 1) * sizeof *y);
+                float *want = malloc((size_t) (m * n) * sizeof *want);
+                for (int64_t i = 0; i < m * k; i++) {
+                    st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+                    x[i] = (float) (st >> 40) / 16777216.0f - 0.5f;
+                }
+                for (int64_t i = 0; i < n * k; i++) {
+                    st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+                    w[i] = (float) (st >> 40) / 16777216.0f - 0.5f;
+                }
+                y[m * n] = 12345.0f; /* guard */
+                hetcl__infer_gemv_nt(m, n, k, x, w, y);
+                ref_gemm(false, true, m, n, k, 1, x, k, w, k, 0, want, n);
+                /* the summation error bound: k eps sum |x_i w_i| (per output) */
+                bool ok = true;
+                for (int64_t r = 0; r < m; r++)
+                    for (int64_t o = 0; o < n; o++) {
+                        double mag = 0;
+                        for (int64_t i = 0; i < k; i++)
+                            mag += fabs((double) x[r * k + i] * (double) w[o * k + i]);
+                        double err = fabs((double) y[r * n + o] - (double) want[r * n + o]);
+                        double bound = (double) k * (double) FLT_EPSILON * mag + 1e-30;
+                        if (err > bound) {
+                            fprintf(stderr, "gemv m=%lld n=%lld k=%lld [%lld][%lld]: %g > %g\n",
+                                    (long long) m, (long long) n, (long long) k, (long long) r,
+                                    (long long) o, err, bound);
+                            ok = false;
+                        }
+                    }
+                CHECK(ok);
+                CHECK(y[m * n] == 12345.0f);
+                free(x);
+                free(w);
+                free(y);
+                free(want);
+            }
+}
+
 int main(void)
 {
     uint64_t seed = hetcl_test_seed();
@@ -374,6 +426,7 @@ int main(void)
     test_forward_ref(ctx, "lenet.json", seed);
     test_split_rows();
     test_stages(ctx);
+    test_gemv(seed);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_infer_plan");
 }

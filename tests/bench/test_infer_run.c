@@ -3,7 +3,8 @@
  * and lenet.json, with seeded weights and inputs, on every worker alone and split across all
  * workers, equals the host reference (hetcl_infer_forward_ref, itself checked against tests/ref
  * in test_infer_plan) within float tolerance; the offline halves (submit/wait) on two sessions
- * give the same outputs, split and pipelined; bad session options are refused.
+ * give the same outputs, split and pipelined; at batch 5 (GEMM) and 3 (the fused host task's
+ * GEMV path); bad session options are refused.
  */
 #include "harness.h"
 
@@ -38,7 +39,8 @@ static bool worker_can_run(const struct hetcl_worker_info *wi)
                                          : hetcl_op_gemm.opencl != NULL;
 }
 
-static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, uint64_t seed)
+static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, uint64_t seed,
+                      int64_t batch)
 {
     const char *src = getenv("HETCL_SOURCE_DIR");
     char path[1024];
@@ -53,7 +55,6 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
         hetcl_model_spec_destroy(spec);
         return;
     }
-    const int64_t batch = 5;
     size_t nx = (size_t) (batch * plan->in_elems), ny = (size_t) (batch * plan->n_classes);
     float *x = malloc(nx * sizeof *x), *x2 = malloc(nx * sizeof *x2);
     float *want = malloc(ny * sizeof *want), *want2 = malloc(ny * sizeof *want2);
@@ -91,7 +92,7 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
             memset(got, 0, ny * sizeof *got);
             CHECK_OK(ctx, hetcl_infer_session_run(sess, x, got));
             double d = max_diff(got, want, ny);
-            printf("%s on %s (%s): max |p - ref| = %.3g\n", name, wi.name,
+            printf("%s b%lld on %s (%s): max |p - ref| = %.3g\n", name, (long long) batch, wi.name,
                    fuse ? "fused where host" : "task per operator", d);
             CHECK(d <= PROB_TOL);
             /* a second input through the same session: no stale activations */
@@ -206,8 +207,11 @@ int main(void)
     }
     CHECK_OK(ctx, s);
     if (rt) {
-        run_model(ctx, rt, "mlp.json", seed);
-        run_model(ctx, rt, "lenet.json", seed);
+        /* batch 5: the fused host task calls the GEMM operator; batch 3: its GEMV path */
+        for (int64_t b = 3; b <= 5; b += 2) {
+            run_model(ctx, rt, "mlp.json", seed, b);
+            run_model(ctx, rt, "lenet.json", seed, b);
+        }
     }
     hetcl_runtime_destroy(rt);
     hetcl_context_destroy(ctx);

@@ -3,6 +3,7 @@
  * sub-graph per share of the batch, every task pinned to its share's worker, the weights shared
  * read-only by all shares.
  */
+#include "infer_impl.h"
 #include "internal.h"
 
 #include <hetcl/infer.h>
@@ -313,7 +314,10 @@ static hetcl_status fused_host(const struct hetcl_host_call *call)
                                            .alpha = 1};
             void *ptrs[3] = {in, w, y};
             size_t sizes[3] = {in_bytes, w_bytes, out_bytes};
-            st = host_op(call, &hetcl_op_gemm, &g, sizeof g, 3, ptrs, sizes);
+            if (sh->rows <= HETCL_INFER_GEMV_MAX_ROWS)
+                hetcl__infer_gemv_nt(sh->rows, step->out_elems, step->in_elems, in, w, y);
+            else
+                st = host_op(call, &hetcl_op_gemm, &g, sizeof g, 3, ptrs, sizes);
             if (st == HETCL_OK && (bias || step->act != HETCL_ACT_NONE)) {
                 struct hetcl_op_bias_act_args a = {
                         .rows = sh->rows, .cols = step->out_elems, .act = step->act};
