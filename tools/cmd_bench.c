@@ -17,9 +17,7 @@ static const struct bench_sub subs[] = {
          cli_bench_runtime},
         {"ops", "each operator on each device at the models' shapes, against device ceilings",
          cli_bench_ops},
-        {"model",
-         "inference of models on each device and across devices: latency, throughput, cold"
-         " start, per layer, against the device ceilings",
+        {"model", "models' inference per device and across devices: latency, throughput, layers",
          cli_bench_model},
 };
 
