@@ -81,10 +81,14 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
         }
         all[n_all++] = (int) i;
         int wk = (int) i;
-        /* one task per operator, and (on host workers) the fused forward task */
-        for (int fuse = 0; fuse < 2; fuse++) {
-            struct hetcl_infer_session_options o = {
-                    .batch = batch, .n_workers = 1, .workers = &wk, .no_fuse = fuse == 0};
+        /* one task per operator; the fused forward task on host workers; and on OpenCL
+         * workers too */
+        for (int fuse = 0; fuse < 3; fuse++) {
+            struct hetcl_infer_session_options o = {.batch = batch,
+                                                    .n_workers = 1,
+                                                    .workers = &wk,
+                                                    .no_fuse = fuse == 0,
+                                                    .fuse_opencl = fuse == 2};
             hetcl_infer_session *sess = NULL;
             CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &o, &sess));
             if (!sess)
@@ -93,7 +97,10 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
             CHECK_OK(ctx, hetcl_infer_session_run(sess, x, got));
             double d = max_diff(got, want, ny);
             printf("%s b%lld on %s (%s): max |p - ref| = %.3g\n", name, (long long) batch, wi.name,
-                   fuse ? "fused where host" : "task per operator", d);
+                   fuse == 2 ? "fused everywhere"
+                   : fuse    ? "fused where host"
+                             : "task per operator",
+                   d);
             CHECK(d <= PROB_TOL);
             /* a second input through the same session: no stale activations */
             CHECK_OK(ctx, hetcl_infer_session_run(sess, x2, got));

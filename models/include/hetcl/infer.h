@@ -166,6 +166,14 @@ struct hetcl_infer_session_options {
      * operators' host implementations in turn and timing each step (see
      * hetcl_infer_session_layer_ns). true: one task per operator everywhere. */
     bool no_fuse;
+    /* A share on an OpenCL worker also runs as one task, which enqueues every step's kernels
+     * on the worker's queue (one task's overhead per request instead of one per operator; no
+     * per-layer times then). Ignored with step_workers, or when the plan has more than
+     * HETCL_TASK_MAX_BUFFERS - 6 parameter tensors. Note: the runtime times an OpenCL task by
+     * the event it returns, here the last kernel's, so the worker's busy time then undercounts
+     * (hetcl bench model does not use this option for that reason). On PoCL it saved about
+     * 20 us per request at batch 1: the kernels' launch latency dominates there. */
+    bool fuse_opencl;
     /* Pipeline: the worker of each step (plan->n_steps entries, borrowed for the call), with
      * one share of the whole batch on workers[0]; consecutive requests on two sessions then
      * overlap, one stage each. NULL: every step on its share's worker. Excludes rows. */

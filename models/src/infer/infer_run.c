@@ -23,6 +23,10 @@ struct share {
     /* Fused (a host worker): the whole forward pass is one task, with its intermediate
      * activations in host scratch owned by the share, and each step timed inside the task. */
     bool fused;
+    /* Fused on an OpenCL worker (fuse_opencl): one task enqueues every step's kernels; the
+     * activations ping-pong between act[0] and act[1], pool indices in am. */
+    bool fused_cl;
+    hetcl_handle *act[2], *am;
     float *scratch[2];
     int32_t *argmax_scratch;
     /* Per step, cumulative; written only by the share's task, read at any time (a reader may
@@ -79,6 +83,9 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
             if (sh->argmax && sh->argmax[k])
                 (void) hetcl_handle_unregister(s->rt, sh->argmax[k]);
         }
+        (void) hetcl_handle_unregister(s->rt, sh->act[0]);
+        (void) hetcl_handle_unregister(s->rt, sh->act[1]);
+        (void) hetcl_handle_unregister(s->rt, sh->am);
         hetcl__free(sh->out);
         hetcl__free(sh->argmax);
         hetcl__free(sh->scratch[0]);
@@ -105,6 +112,15 @@ static hetcl_status make_share(hetcl_infer_session *s, struct share *sh)
         return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session");
     size_t r = (size_t) sh->rows;
     hetcl_status st = reg(s, NULL, r * (size_t) p->in_elems * sizeof(float), &sh->input);
+    if (st == HETCL_OK && sh->fused_cl) {
+        size_t n = r * (size_t) p->max_elems;
+        int last = p->n_steps - 1;
+        if ((st = reg(s, NULL, n * sizeof(float), &sh->act[0])) != HETCL_OK ||
+            (st = reg(s, NULL, n * sizeof(float), &sh->act[1])) != HETCL_OK ||
+            (st = reg(s, NULL, n * sizeof(int32_t), &sh->am)) != HETCL_OK)
+            return st;
+        return reg(s, NULL, r * (size_t) p->steps[last].out_elems * sizeof(float), &sh->out[last]);
+    }
     if (st == HETCL_OK && sh->fused) {
         size_t n = r * (size_t) p->max_elems;
         sh->scratch[0] = hetcl__malloc(n * sizeof(float));
@@ -217,9 +233,12 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
         sh->row0 = row0;
         row0 += rows;
         struct hetcl_worker_info wi;
-        sh->fused = !o->no_fuse && !o->step_workers &&
-                    hetcl_runtime_worker_info(rt, (size_t) sh->worker, &wi) == HETCL_OK &&
-                    wi.kind == HETCL_WORKER_HOST;
+        bool known = hetcl_runtime_worker_info(rt, (size_t) sh->worker, &wi) == HETCL_OK;
+        sh->fused = !o->no_fuse && !o->step_workers && known && wi.kind == HETCL_WORKER_HOST;
+        /* buffers: input, output, two activations, indices, zeros, then every parameter */
+        sh->fused_cl = o->fuse_opencl && !o->step_workers && known &&
+                       wi.kind == HETCL_WORKER_OPENCL &&
+                       6 + spec->n_params <= HETCL_TASK_MAX_BUFFERS;
         st = make_share(s, sh);
     }
     if (st != HETCL_OK) {
@@ -407,8 +426,166 @@ bool hetcl_infer_session_layer_ns(const hetcl_infer_session *s, int worker, uint
     return false;
 }
 
+/* ---- the fused OpenCL task ---------------------------------------------------------------- */
+
+/* Enqueues one operator's kernels through its OpenCL implementation, as the runtime would, on
+ * the task's queue; the first operator waits for the task's transfers. Keeps the event of the
+ * last operator in *last (releasing the previous one). */
+static hetcl_status cl_op(const struct hetcl_cl_call *outer, const struct hetcl_codelet *cl,
+                          const void *args, size_t args_size, const cl_mem *mems,
+                          const size_t *sizes, bool *first, cl_event *last)
+{
+    struct hetcl_cl_call c = *outer;
+    c.mems = mems;
+    c.sizes = sizes;
+    c.args = args;
+    c.args_size = args_size;
+    c.n_wait = *first ? outer->n_wait : 0;
+    c.wait = *first ? outer->wait : NULL;
+    cl_event ev = NULL;
+    hetcl_status st = cl->opencl(&c, &ev);
+    if (st != HETCL_OK)
+        return st;
+    *first = false;
+    if (*last)
+        clReleaseEvent(*last);
+    *last = ev;
+    return HETCL_OK;
+}
+
+/* The forward pass of one share on an OpenCL worker as one task. Buffers: input (R), output (W),
+ * act0 (W), act1 (W), indices (W), zeros (R), then the spec's parameters (R) in order. */
+static hetcl_status fused_cl(const struct hetcl_cl_call *call, cl_event *done)
+{
+    const struct fused_args *fa = call->args;
+    hetcl_infer_session *s = fa->s;
+    struct share *sh = &s->shares[fa->share];
+    const hetcl_infer_plan *p = s->plan;
+    const size_t r = (size_t) sh->rows;
+    const cl_mem *mem = call->mems;
+    const size_t *size = call->sizes;
+    cl_mem in = mem[0];
+    size_t in_size = size[0];
+    int flip = 0;
+    bool first = true;
+    cl_event last = NULL;
+    hetcl_status st = HETCL_OK;
+    for (int k = 0; k < p->n_steps && st == HETCL_OK; k++) {
+        const struct hetcl_infer_step *step = &p->steps[k];
+        if (step->op == HETCL_INFER_FLATTEN)
+            continue;
+        const struct hetcl_model_layer *l = step->layer >= 0 ? &p->spec->layers[step->layer] : NULL;
+        bool is_last = k == p->n_steps - 1;
+        cl_mem y = is_last ? mem[1] : mem[2 + flip];
+        size_t y_size = is_last ? size[1] : size[2 + flip];
+        cl_mem w = step->weight >= 0 ? mem[6 + step->weight] : NULL;
+        size_t w_size = step->weight >= 0 ? size[6 + step->weight] : 0;
+        cl_mem bias = step->bias >= 0 ? mem[6 + step->bias] : mem[5];
+        size_t b_size = step->bias >= 0 ? size[6 + step->bias] : size[5];
+        switch (step->op) {
+        case HETCL_INFER_DENSE: {
+            struct hetcl_op_gemm_args g = {.m = sh->rows,
+                                           .n = step->out_elems,
+                                           .k = step->in_elems,
+                                           .trans_b = true,
+                                           .alpha = 1};
+            cl_mem m3[3] = {in, w, y};
+            size_t s3[3] = {in_size, w_size, y_size};
+            st = cl_op(call, &hetcl_op_gemm, &g, sizeof g, m3, s3, &first, &last);
+            struct hetcl_op_bias_act_args a = {
+                    .rows = sh->rows, .cols = step->out_elems, .act = step->act};
+            cl_mem m2[2] = {y, bias};
+            size_t s2[2] = {y_size, b_size};
+            if (st == HETCL_OK)
+                st = cl_op(call, &hetcl_op_bias_act_fwd_inplace, &a, sizeof a, m2, s2, &first,
+                           &last);
+            break;
+        }
+        case HETCL_INFER_CONV2D: {
+            struct hetcl_op_conv2d_args c = {.batch = sh->rows,
+                                             .in_c = step->in_shape.dims[0],
+                                             .in_h = step->in_shape.dims[1],
+                                             .in_w = step->in_shape.dims[2],
+                                             .out_c = step->out_shape.dims[0],
+                                             .k_h = l->kernel[0],
+                                             .k_w = l->kernel[1],
+                                             .stride = l->stride[0],
+                                             .pad = l->padding[0]};
+            cl_mem m4[4] = {in, w, bias, y};
+            size_t s4[4] = {in_size, w_size, b_size, y_size};
+            st = cl_op(call, &hetcl_op_conv2d_fwd, &c, sizeof c, m4, s4, &first, &last);
+            if (st == HETCL_OK && step->act != HETCL_ACT_NONE) {
+                int64_t plane = step->out_shape.dims[1] * step->out_shape.dims[2];
+                struct hetcl_op_bias_act_args a = {.rows = sh->rows * step->out_shape.dims[0],
+                                                   .cols = plane,
+                                                   .act = step->act};
+                cl_mem m2[2] = {y, mem[5]};
+                size_t s2[2] = {y_size, size[5]};
+                st = cl_op(call, &hetcl_op_bias_act_fwd_inplace, &a, sizeof a, m2, s2, &first,
+                           &last);
+            }
+            break;
+        }
+        case HETCL_INFER_MAXPOOL:
+        case HETCL_INFER_AVGPOOL: {
+            struct hetcl_op_pool2d_args a = {.batch = sh->rows,
+                                             .channels = step->in_shape.dims[0],
+                                             .in_h = step->in_shape.dims[1],
+                                             .in_w = step->in_shape.dims[2],
+                                             .k = l->kernel[0],
+                                             .stride = l->stride[0]};
+            bool is_max = step->op == HETCL_INFER_MAXPOOL;
+            cl_mem m3[3] = {in, y, mem[4]};
+            size_t s3[3] = {in_size, y_size, size[4]};
+            st = cl_op(call, is_max ? &hetcl_op_maxpool_fwd : &hetcl_op_avgpool_fwd, &a, sizeof a,
+                       m3, s3, &first, &last);
+            break;
+        }
+        case HETCL_INFER_SOFTMAX: {
+            struct hetcl_op_xent_args a = {
+                    .rows = sh->rows, .classes = step->out_elems, .scale = 1};
+            cl_mem m2[2] = {in, y};
+            size_t s2[2] = {in_size, y_size};
+            st = cl_op(call, &hetcl_op_softmax, &a, sizeof a, m2, s2, &first, &last);
+            break;
+        }
+        case HETCL_INFER_FLATTEN:
+            break;
+        }
+        in = y;
+        in_size = y_size;
+        flip ^= 1;
+    }
+    (void) r;
+    if (st != HETCL_OK || !last) {
+        /* the contract: no event on failure (the runtime waits for what was enqueued) */
+        if (last)
+            clReleaseEvent(last);
+        return st != HETCL_OK ? st : HETCL_ERR_INTERNAL;
+    }
+    *done = last;
+    return HETCL_OK;
+}
+
+static const struct hetcl_codelet fused_cl_codelet = {.name = "infer_forward_cl",
+                                                      .opencl = fused_cl};
+
 static hetcl_status submit_share(hetcl_infer_session *s, const struct share *sh)
 {
+    if (sh->fused_cl) {
+        struct fused_args a = {.s = s, .share = (size_t) (sh - s->shares)};
+        const hetcl_model_spec *spec = s->plan->spec;
+        hetcl_handle *h[HETCL_TASK_MAX_BUFFERS] = {
+                sh->input, sh->out[s->plan->n_steps - 1], sh->act[0], sh->act[1], sh->am, s->zeros};
+        hetcl_access m[HETCL_TASK_MAX_BUFFERS] = {HETCL_R, HETCL_W, HETCL_W,
+                                                  HETCL_W, HETCL_W, HETCL_R};
+        for (int i = 0; i < spec->n_params; i++) {
+            h[6 + i] = s->weights[i];
+            m[6 + i] = HETCL_R;
+        }
+        return submit(s, sh, s->plan->n_steps, 0, &fused_cl_codelet, &a, sizeof a,
+                      (unsigned) (6 + spec->n_params), h, m);
+    }
     if (sh->fused) {
         struct fused_args a = {.s = s, .share = (size_t) (sh - s->shares)};
         hetcl_handle *h[2] = {sh->input, sh->out[s->plan->n_steps - 1]};
