@@ -12,6 +12,7 @@
 #include "cli.h"
 
 #include <hetcl/context.h>
+#include <hetcl/gemm_choice.h>
 #include <hetcl/ops.h>
 #include <hetcl/probe.h>
 #include <hetcl/runtime.h>
@@ -253,9 +254,9 @@ static bool find_stats(const struct hetcl_kind_stats *st, size_t n, const char *
     return false;
 }
 
-/* Runs case c on worker w: 2 warm-up tasks (footprint 2i+1), then reps timed ones (2i+2). */
-static void run_op(hetcl_runtime *rt, const struct op_case *c, size_t ci, int w, unsigned long reps,
-                   struct measured *m)
+/* Runs case c on worker w: `warmup` tasks (footprint 2i+1), then reps timed ones (2i+2). */
+static void run_op(hetcl_runtime *rt, const struct op_case *c, size_t ci, int w,
+                   unsigned long warmup, unsigned long reps, struct measured *m)
 {
     memset(m, 0, sizeof *m);
     hetcl_handle *h[MAX_BUF] = {0};
@@ -277,12 +278,12 @@ static void run_op(hetcl_runtime *rt, const struct op_case *c, size_t ci, int w,
         d.modes[b] = c->modes[b];
     }
     double t0 = 0;
-    for (unsigned long i = 0; s == HETCL_OK && i < 2 + reps; i++) {
-        if (i == 2) {
+    for (unsigned long i = 0; s == HETCL_OK && i < warmup + reps; i++) {
+        if (i == warmup) {
             s = hetcl_runtime_wait_all(rt);
             t0 = bench_now_s();
         }
-        d.footprint = (uint32_t) (2 * ci + (i < 2 ? 1 : 2));
+        d.footprint = (uint32_t) (2 * ci + (i < warmup ? 1 : 2));
         if (s == HETCL_OK)
             s = hetcl_task_submit(rt, &d, NULL);
     }
@@ -349,6 +350,7 @@ struct row {
     struct measured m;
     double gflops, gbs, pct_ceiling, clblast_us;
     const char *ceiling_name;
+    char variant[32]; /* the GEMM variant chosen on an OpenCL device ("" otherwise) */
 };
 
 static double case_bytes(const struct op_case *c)
@@ -475,6 +477,8 @@ static cJSON *rows_json(const struct op_case *cases, const struct row *rows, siz
             }
             if (r->clblast_us > 0)
                 cJSON_AddNumberToObject(o, "clblast_us_median", r->clblast_us);
+            if (r->variant[0])
+                cJSON_AddStringToObject(o, "gemm_variant", r->variant);
         }
         cJSON_AddItemToArray(arr, o);
     }
@@ -534,7 +538,21 @@ int cli_bench_ops(int argc, char **argv)
             memset(r, 0, sizeof *r);
             r->ci = ci;
             r->worker = (int) w;
-            run_op(rt, c, ci, (int) w, o.reps, &r->m);
+            /* On OpenCL devices the GEMM operator (conv's too) first measures its variants
+             * (<hetcl/gemm_choice.h>): up to 4 x (1 + HETCL_GEMM_SAMPLES) calls per shape,
+             * which must not be timed as the operator's speed. */
+            unsigned long warmup =
+                    wi.desc && c->flops > 0 ? 4 * (1 + HETCL_GEMM_SAMPLES) * 2 + 2 : 2;
+            run_op(rt, c, ci, (int) w, warmup, o.reps, &r->m);
+            if (wi.desc && c->is_gemm) {
+                char key[256];
+                struct hetcl_gemm_choice gc;
+                hetcl_ops_gemm_desc_key(wi.desc, key, sizeof key);
+                if (hetcl_ops_gemm_choice(key, c->gemm.m, c->gemm.n, c->gemm.k, c->gemm.trans_a,
+                                          c->gemm.trans_b, &gc))
+                    snprintf(r->variant, sizeof r->variant, "%s%s",
+                             hetcl_gemm_variant_name(gc.variant), gc.decided ? "" : "?");
+            }
             if (r->m.status != HETCL_OK) {
                 any_failed = any_failed || r->m.status != HETCL_ERR_UNSUPPORTED;
                 continue;
@@ -558,8 +576,8 @@ int cli_bench_ops(int argc, char **argv)
     }
 
     if (!o.quiet) {
-        printf("%-28s %-9s %10s %9s %8s %9s %12s\n", "case", "worker", "µs", "GFLOP/s", "GB/s",
-               "%ceiling", "CLBlast µs");
+        printf("%-28s %-9s %10s %9s %8s %9s %-12s %s\n", "case", "worker", "µs", "GFLOP/s", "GB/s",
+               "%ceiling", "variant", "CLBlast direct");
         for (size_t i = 0; i < n_rows; i++) {
             const struct row *r = &rows[i];
             struct hetcl_worker_info wi;
@@ -580,8 +598,9 @@ int cli_bench_ops(int argc, char **argv)
                 printf("%8.0f%% ", r->pct_ceiling);
             else
                 printf("%9s ", "-");
+            printf("%-12s ", r->variant[0] ? r->variant : "-");
             if (r->clblast_us > 0)
-                printf("%12.1f (%.1f GFLOP/s)", r->clblast_us,
+                printf("%.1f µs (%.1f GFLOP/s)", r->clblast_us,
                        cases[r->ci].flops / (r->clblast_us * 1e3));
             printf("\n");
         }

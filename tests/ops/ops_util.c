@@ -18,8 +18,18 @@ static void die(const char *what, hetcl_context *ctx)
 
 void ops_env_init(struct ops_env *E)
 {
+    ops_env_init_in(E, NULL);
+}
+
+void ops_env_init_in(struct ops_env *E, const char *subdir)
+{
     memset(E, 0, sizeof *E);
-    if (hetcl_context_create(NULL, &E->ctx) != HETCL_OK)
+    char dir[1024] = "";
+    const char *base = getenv("HETCL_CACHE_DIR");
+    if (subdir && base && *base)
+        snprintf(dir, sizeof dir, "%s/%s", base, subdir);
+    const struct hetcl_context_options co = {.cache_dir = dir[0] ? dir : NULL};
+    if (hetcl_context_create(&co, &E->ctx) != HETCL_OK)
         die("hetcl_context_create", NULL);
     const struct hetcl_runtime_options o = {.scheduler = "eager", .devices = "all"};
     const hetcl_status s = hetcl_runtime_create(E->ctx, &o, &E->rt);
@@ -120,7 +130,8 @@ static hetcl_status submit(struct ops_env *E, const struct hetcl_codelet *cl,
                                 .args = args,
                                 .args_size = args_size,
                                 .worker = E->worker,
-                                .pin_worker = true};
+                                .pin_worker = true,
+                                .footprint = E->footprint};
     for (unsigned i = 0; i < n; i++) {
         d.handles[i] = h[i];
         d.modes[i] = bufs[i].mode;

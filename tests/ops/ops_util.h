@@ -23,10 +23,16 @@ struct ops_env {
     /* The worker ops_run pins tasks to, and its description. */
     int worker;
     struct hetcl_worker_info info;
+    /* The footprint of the tasks ops_run and ops_time_ns submit (0: the runtime's default). */
+    uint32_t footprint;
 };
 
 /* Creates the runtime (every device, host workers; eager). Exits on failure. */
 void ops_env_init(struct ops_env *E);
+/* The same with the cache in <HETCL_CACHE_DIR>/<subdir> (when HETCL_CACHE_DIR is set): for a
+ * test that checks files of the cache, which tests running at the same time must not
+ * rewrite under it. */
+void ops_env_init_in(struct ops_env *E, const char *subdir);
 void ops_env_deinit(struct ops_env *E);
 /* Makes worker w the current one; false when it is excluded (then it is skipped). Prints it. */
 bool ops_env_use_worker(struct ops_env *E, size_t w);

@@ -396,9 +396,76 @@ static void test_pool(void)
     pool_case(3, 1, 5, 11, 5, 3, false);
     pool_case(2, 3, 17, 13, 3, 2, true);
     pool_case(4, 4, 8, 8, 2, 2, true);
+    pool_case(2, 3, 20, 35, 2, 2, true); /* OpenCL's 2x2 vector path: 17 outputs a row */
+    pool_case(3, 2, 17, 48, 2, 2, false);
     pool_case(0, 3, 8, 8, 2, 2, false);
     pool_fd(true);
     pool_fd(false);
+}
+
+/* The runtime's execution time of a conv2d task (hetcl_runtime_kind_stats: what the
+ * performance models and `hetcl bench ops` use) covers all its commands: a conv2d forward,
+ * im2col + GEMM + reordering, must take at least as long as a GEMM task of its GEMM's shape.
+ * Guards runtime/src/rt/rt_worker.c's start marker: timed by its last command only, conv2d
+ * read up to 10x too fast. */
+static double kind_median(const char *codelet, uint32_t footprint)
+{
+    struct hetcl_kind_stats st[256];
+    size_t n = 0;
+    hetcl_runtime_kind_stats(E.rt, st, 256, &n);
+    for (size_t i = 0; i < n && i < 256; i++)
+        if (strcmp(st[i].codelet, codelet) == 0 && st[i].worker == E.worker &&
+            st[i].footprint == footprint)
+            return st[i].measured_median_ns;
+    return -1.0;
+}
+
+static void test_task_time(void)
+{
+    if (!ops_env_is_cl(&E))
+        return;
+    const struct hetcl_op_conv2d_args c = {.batch = 64,
+                                           .in_c = 6,
+                                           .in_h = 14,
+                                           .in_w = 14,
+                                           .out_c = 16,
+                                           .k_h = 5,
+                                           .k_w = 5,
+                                           .stride = 1}; /* LeNet conv2 */
+    const struct hetcl_op_gemm_args g = {.m = 16, .n = 64 * 10 * 10, .k = 150, .alpha = 1.0f};
+    struct ops_buf cb[4], gb[3];
+    ops_buf_alloc(&cb[0], 64 * 6 * 14 * 14 * 4, HETCL_R);
+    ops_buf_alloc(&cb[1], 16 * 150 * 4, HETCL_R);
+    ops_buf_alloc(&cb[2], 16 * 4, HETCL_R);
+    ops_buf_alloc(&cb[3], 64 * 16 * 10 * 10 * 4, HETCL_W);
+    ops_buf_alloc(&gb[0], 16 * 150 * 4, HETCL_R);
+    ops_buf_alloc(&gb[1], 150 * 6400 * 4, HETCL_R);
+    ops_buf_alloc(&gb[2], 16 * 6400 * 4, HETCL_W);
+    for (int i = 0; i < 2; i++) {
+        memset(cb[i].host, 0, cb[i].bytes);
+        memset(gb[i].host, 0, gb[i].bytes);
+    }
+    memset(cb[2].host, 0, cb[2].bytes);
+    /* enough runs for the GEMM measurement to end first (its first runs try every variant) */
+    E.footprint = 0xC0417001u;
+    CHECK(ops_time_ns(&E, &hetcl_op_conv2d_fwd, cb, 4, &c, sizeof c, 24) > 0);
+    E.footprint = 0xC0417002u;
+    CHECK(ops_time_ns(&E, &hetcl_op_conv2d_fwd, cb, 4, &c, sizeof c, 9) > 0);
+    E.footprint = 0xC0417003u;
+    CHECK(ops_time_ns(&E, &hetcl_op_gemm, gb, 3, &g, sizeof g, 9) > 0);
+    E.footprint = 0;
+    const double conv = kind_median("conv2d_fwd", 0xC0417002u);
+    const double gemm = kind_median("gemm", 0xC0417003u);
+    printf("  task times: conv2d_fwd %.0f us, its GEMM alone %.0f us\n", conv / 1e3, gemm / 1e3);
+    if (!(conv > 0 && gemm > 0 && conv >= 0.8 * gemm)) {
+        fprintf(stderr, "  FAIL the runtime times conv2d_fwd at %.0f ns, its GEMM at %.0f ns\n",
+                conv, gemm);
+        hetcl_test_failures++;
+    }
+    for (int i = 0; i < 4; i++)
+        ops_buf_free(&cb[i]);
+    for (int i = 0; i < 3; i++)
+        ops_buf_free(&gb[i]);
 }
 
 static void test_bad_args(void)
@@ -462,6 +529,8 @@ int main(void)
         test_pool();
         printf("bad arguments\n");
         test_bad_args();
+        printf("task times\n");
+        test_task_time();
     }
     ops_env_deinit(&E);
     return hetcl_test_finish("test_ops_conv");

@@ -690,7 +690,7 @@ static void test_bad_args(void)
 int main(void)
 {
     ref_rng_init(&rng, hetcl_test_seed());
-    ops_env_init(&E);
+    ops_env_init_in(&E, "ops_dense"); /* its own GEMM choice file (test_gemm_choice) */
     size_t n_cl = 0;
     for (size_t w = 0; w < E.n_workers; w++) {
         if (!ops_env_use_worker(&E, w))

@@ -192,6 +192,27 @@ static void test_bias_act(int64_t rows, int64_t cols, hetcl_act act)
         ops_buf_free(&b[i]);
 }
 
+/* Bad shapes and sizes are rejected before anything runs (HETCL_F16_ANY_DEVICE set). */
+static void test_bad_args(void)
+{
+    struct ops_buf b[3];
+    for (int i = 0; i < 3; i++)
+        ops_buf_alloc(&b[i], 64, HETCL_RW);
+    const struct hetcl_op_gemm_args g = {.m = 4, .n = 9, .k = 2, .alpha = 1}; /* C: 72 bytes */
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_gemm_f16, b, 3, &g, sizeof g), HETCL_ERR_INVALID_ARG);
+    const struct hetcl_op_axpy_args c0 = {.n = -1};
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_convert_f32_f16, b, 2, &c0, sizeof c0),
+                 HETCL_ERR_INVALID_ARG);
+    const struct hetcl_op_axpy_args c1 = {.n = 17}; /* 68 bytes of floats */
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_convert_f32_f16, b, 2, &c1, sizeof c1),
+                 HETCL_ERR_INVALID_ARG);
+    const struct hetcl_op_bias_act_args ba = {.rows = 2, .cols = 17}; /* x: 68 bytes */
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_bias_act_fwd_f16, b, 3, &ba, sizeof ba),
+                 HETCL_ERR_INVALID_ARG);
+    for (int i = 0; i < 3; i++)
+        ops_buf_free(&b[i]);
+}
+
 int main(void)
 {
     ref_rng_init(&rng, hetcl_test_seed());
@@ -217,6 +238,7 @@ int main(void)
             test_bias_act(17, 1023, (hetcl_act) act);
             test_bias_act(64, 256, (hetcl_act) act);
         }
+        test_bad_args();
         unsetenv("HETCL_F16_ANY_DEVICE");
     }
     ops_env_deinit(&E);

@@ -76,6 +76,20 @@ static hetcl_status failing_cl(const struct hetcl_cl_call *c, cl_event *done)
 }
 static const struct hetcl_codelet failing = {.name = "failing", .opencl = failing_cl};
 
+/* Reports a device failure on worker 0 (after writing garbage into its buffer there), works
+ * elsewhere. */
+static hetcl_status worker0_fails(const struct hetcl_cl_call *c, cl_event *done)
+{
+    if (c->worker == 0) {
+        cl_uint junk = 0xdeadbeef;
+        clEnqueueFillBuffer(c->queue, c->mems[0], &junk, sizeof junk, 0, c->sizes[0], c->n_wait,
+                            c->wait, NULL);
+        return HETCL_ERR_NO_DEVICE;
+    }
+    return rt_test_affine_cl.opencl(c, done);
+}
+static const struct hetcl_codelet flaky = {.name = "flaky", .opencl = worker0_fails};
+
 static void host_faults(hetcl_context *ctx)
 {
     struct hetcl_runtime_options o = {.devices = "host", .host_workers = 1, .perfmodel_dir = ""};
@@ -140,6 +154,46 @@ static void chain_failure(hetcl_runtime *rt, size_t worker)
     CHECK_OK(ctx, hetcl_handle_unregister(rt, h));
 }
 
+/* An implementation reports a device failure on worker 0 after scribbling over its copy: the
+ * worker is excluded, the task runs on worker 1 from the clean host copy. */
+static void flaky_device(hetcl_context *ctx)
+{
+    struct hetcl_runtime_options o = {.devices = "opencl",
+                                      .host_workers = -1,
+                                      .split_cpu = "1,1",
+                                      .no_zero_copy = true,
+                                      .perfmodel_dir = ""};
+    hetcl_runtime *rt = NULL;
+    if (hetcl_runtime_create(ctx, &o, &rt) != HETCL_OK)
+        return; /* no split here: covered by opencl_faults' message */
+    enum { T = 16 };
+    struct hetcl_worker_info i0 = {0};
+    /* Rounds until worker 0 has taken one (which worker takes what is up to the policy). */
+    for (int round = 0; round < 20 && !i0.excluded; round++) {
+        hetcl_handle *h[T];
+        hetcl_access m = HETCL_RW;
+        for (int i = 0; i < T; i++) {
+            CHECK_OK(ctx, hetcl_handle_register(rt, NULL, N * 4, &h[i]));
+            uint32_t *p = hetcl_handle_host_ptr(h[i]);
+            for (int k = 0; k < N; k++)
+                p[k] = (uint32_t) (i + k);
+            rt_submit(rt, &flaky, 1, &h[i], &m, 3, 1);
+        }
+        CHECK_EQ_INT(hetcl_runtime_wait_all(rt), HETCL_OK);
+        for (int i = 0; i < T; i++) {
+            CHECK_OK(ctx, hetcl_handle_sync_host(rt, h[i], HETCL_R));
+            const uint32_t *p = hetcl_handle_host_ptr(h[i]);
+            for (int k = 0; k < N; k += 7)
+                CHECK_EQ_INT(p[k], 3 * (i + k) + 1);
+            CHECK_OK(ctx, hetcl_handle_unregister(rt, h[i]));
+        }
+        CHECK_OK(ctx, hetcl_runtime_worker_info(rt, 0, &i0));
+    }
+    CHECK(i0.excluded);
+    printf("flaky device: worker 0 excluded: %s\n", i0.excluded_reason);
+    hetcl_runtime_destroy(rt);
+}
+
 static void opencl_faults(hetcl_context *ctx)
 {
     struct hetcl_runtime_options o = {.devices = "opencl", .host_workers = -1, .perfmodel_dir = ""};
@@ -166,9 +220,12 @@ static void opencl_faults(hetcl_context *ctx)
         return;
     CHECK_EQ_INT(hetcl_runtime_n_workers(rt2), 2);
     CHECK_OK(ctx, hetcl_runtime_inject_fault(rt2, 0, HETCL_FAULT_ALLOC, 1));
-    independent(rt2, 40, HETCL_OK);
-    struct hetcl_worker_info i0, i1;
-    CHECK_OK(ctx, hetcl_runtime_worker_info(rt2, 0, &i0));
+    struct hetcl_worker_info i0 = {0}, i1;
+    /* Rounds until worker 0 has taken a task (which worker takes what is up to the policy). */
+    for (int round = 0; round < 20 && !i0.excluded; round++) {
+        independent(rt2, 40, HETCL_OK);
+        CHECK_OK(ctx, hetcl_runtime_worker_info(rt2, 0, &i0));
+    }
     CHECK_OK(ctx, hetcl_runtime_worker_info(rt2, 1, &i1));
     CHECK(i0.excluded);
     CHECK(strstr(i0.excluded_reason, "injected") != NULL);
@@ -214,6 +271,7 @@ int main(void)
     hetcl_context *ctx = rt_test_context();
     host_faults(ctx);
     opencl_faults(ctx);
+    flaky_device(ctx);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_rt_faults");
 }

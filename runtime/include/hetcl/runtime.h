@@ -107,7 +107,9 @@ struct hetcl_cl_call {
  * (owned by the runtime from then on) whose completion means the task's work is finished: the
  * event of its last command. Never blocks on the device. A non-OK status fails the task; it
  * must then not return an event (*done stays NULL), and commands already enqueued are waited
- * for by the runtime. */
+ * for by the runtime. Return HETCL_ERR_NO_DEVICE for a failure of the device itself (an
+ * enqueue or allocation answering CL_OUT_OF_RESOURCES or CL_MEM_OBJECT_ALLOCATION_FAILURE):
+ * the worker is then excluded and the task runs elsewhere (see keep_failed_devices). */
 typedef hetcl_status (*hetcl_cl_fn)(const struct hetcl_cl_call *call, cl_event *done);
 
 /* For OpenCL implementations: the kernel `kernel_name` of the clkernels/ source `source`
@@ -228,7 +230,9 @@ struct hetcl_runtime_options {
     /* Host workers: 0 = automatic (one per core that no OpenCL CPU device uses; when every core
      * is used, one unpinned worker); a positive number = that many; -1 = none. */
     int host_workers;
-    /* Tasks in flight per OpenCL worker (default 4). */
+    /* Tasks in flight per OpenCL worker (default 4). Tasks enqueued right behind their
+     * predecessors on the same in-order queue (a dependency chain on one device) may take the
+     * queue up to four times this. */
     unsigned cl_inflight;
     /* Treat host-unified OpenCL devices as having their own memory node: every access then
      * transfers. For tests of the transfer paths on CPU-only machines. */

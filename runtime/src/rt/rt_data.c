@@ -463,6 +463,26 @@ void hetcl__rt_data_release(struct rt_worker *w, struct rt_task *t)
     }
 }
 
+void hetcl__rt_data_abandon(struct rt_worker *w, struct rt_task *t)
+{
+    if (w->node == 0)
+        return; /* the host copy itself: nothing cleaner to fall back on */
+    for (unsigned i = 0; i < t->n_buffers; i++) {
+        if (t->modes[i] == HETCL_R)
+            continue;
+        struct rt_handle *h = t->handles[i];
+        pthread_mutex_lock(&h->lock);
+        bool other = false;
+        for (int k = 0; k < RT_MAX_NODES && !other; k++)
+            other = k != w->node && h->copies[k].valid;
+        if (other) {
+            h->copies[w->node].valid = false;
+            set_ready(&h->copies[w->node], NULL, NULL);
+        }
+        pthread_mutex_unlock(&h->lock);
+    }
+}
+
 /* ---------------------------------------------------------------- estimates for dmda */
 
 static bool needs_input(hetcl_access m)

@@ -99,6 +99,9 @@ struct rt_task {
 
     /* OpenCL execution (worker-owned while RUNNING). */
     cl_event done_event;
+    /* A marker enqueued ahead of the implementation's commands: its end starts the task's
+     * device time (the done event alone times only the last of several commands). */
+    cl_event start_event;
     bool cl_complete; /* its completion callback came (worker thread only) */
     bool cl_armed;    /* a completion callback was set on done_event (worker thread only) */
     unsigned n_transfers;
@@ -313,6 +316,10 @@ void hetcl__rt_data_release(struct rt_worker *w, struct rt_task *t);
 /* Frees a handle entirely: copies, host copy if the runtime allocated it, tracking (no
  * waiting: the caller made sure nothing is pending). Unlinks it from rt->handles. */
 void hetcl__rt_data_handle_free(struct hetcl_runtime *rt, struct rt_handle *h);
+/* After t failed on OpenCL worker w part way (commands may have written its buffers there):
+ * w's copies of the buffers t writes stop counting as valid where another copy is, so that a
+ * re-run elsewhere starts from clean data. */
+void hetcl__rt_data_abandon(struct rt_worker *w, struct rt_task *t);
 /* Frees a handle's device copies (no waiting: the caller made sure nothing is pending). */
 void hetcl__rt_data_free_copies(struct hetcl_runtime *rt, struct rt_handle *h);
 /* Makes h's host copy valid (blocking); with `invalidate_devices`, marks every other copy

@@ -164,7 +164,7 @@ static bool place(struct dmda_state *s, struct rt_task *t)
     }
     uint64_t now = hetcl__now_ns();
     size_t best = n;
-    double best_c = INFINITY;
+    double best_c = HUGE_VAL;
     for (size_t i = 0; i < n; i++) {
         if (!capable[i])
             continue;

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 
+/* The runtime's context, where failures are recorded. */
 hetcl_context *hetcl__clop_ctx(const struct hetcl_cl_call *call);
 
 /* The argument blob: non-NULL and exactly `size` bytes. */

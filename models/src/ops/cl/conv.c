@@ -99,8 +99,8 @@ static hetcl_status im2col(struct clop_chain *ch, const struct conv_shape *c, cl
             CLOP_ARG(c->Q), CLOP_ARG(x),    CLOP_ARG(col)};
     if ((s = hetcl__clop_set(ch->call, k, kname, args, 13)) != HETCL_OK)
         return s;
-    const size_t g[2] = {(size_t) n * (size_t) c->P, c->crs};
-    return hetcl__clop_chain_launch(ch, k, kname, 2, g, NULL);
+    const size_t g[2] = {(size_t) n, c->crs};
+    return hetcl__clop_chain_launch(ch, k, kname, 2, g, hetcl__clop_local_few(ch->call));
 }
 
 /* A kernel of conv.cl taking (n0, n, K, PQ, in, [extra,] out) over the range (PQ, K, n). */

@@ -15,18 +15,27 @@ static const char opts_mfast[] = "-DNN_TM=8 -DNN_TN=32 -DNT_TM=8 -DNT_TN=3 -DTN_
                                  "-DTT_TM=16 -DTT_TN=8 -DNN_M_FASTEST=1 -DNT_M_FASTEST=1 "
                                  "-DTN_M_FASTEST=1 -DTT_M_FASTEST=1";
 
-static hetcl_status launch_kernel(struct clop_chain *ch, const struct clop_gemm *g,
-                                  hetcl_gemm_variant v)
+/* A gemm.cl kernel with its arguments set, ready to enqueue. */
+struct prepared {
+    cl_kernel k;
+    const char *kname;
+    size_t global[2];
+    bool naive;
+};
+
+/* Fetches the variant's kernel and sets its arguments: everything but the enqueue, so that a
+ * measurement's start marker goes in after the host's work. */
+static hetcl_status prepare_kernel(const struct hetcl_cl_call *call, const struct clop_gemm *g,
+                                   hetcl_gemm_variant v, struct prepared *pk)
 {
-    const struct hetcl_cl_call *call = ch->call;
     static const char *const layout_kernels[4] = {"gemm_f32_nn", "gemm_f32_nt", "gemm_f32_tn",
                                                   "gemm_f32_tt"};
     const int layout = (g->trans_a ? 2 : 0) + (g->trans_b ? 1 : 0);
-    const bool naive = v == HETCL_GEMM_NAIVE;
-    const char *kname = naive ? "gemm_f32_naive" : layout_kernels[layout];
-    cl_kernel k = NULL;
-    hetcl_status s = hetcl_cl_kernel(
-            call, "gemm.cl", v == HETCL_GEMM_TILED_MFAST ? opts_mfast : opts_tiled, kname, &k);
+    pk->naive = v == HETCL_GEMM_NAIVE;
+    pk->kname = pk->naive ? "gemm_f32_naive" : layout_kernels[layout];
+    hetcl_status s =
+            hetcl_cl_kernel(call, "gemm.cl", v == HETCL_GEMM_TILED_MFAST ? opts_mfast : opts_tiled,
+                            pk->kname, &pk->k);
     if (s != HETCL_OK)
         return s;
     const cl_int M = (cl_int) g->m, N = (cl_int) g->n, K = (cl_int) g->k;
@@ -42,24 +51,31 @@ static hetcl_status launch_kernel(struct clop_chain *ch, const struct clop_gemm 
     args[n++] = CLOP_ARG(g->alpha);
     args[n++] = CLOP_ARG(g->a);
     args[n++] = CLOP_ARG(lda);
-    if (naive)
+    if (pk->naive)
         args[n++] = CLOP_ARG(ta);
     args[n++] = CLOP_ARG(g->b);
     args[n++] = CLOP_ARG(ldb);
-    if (naive)
+    if (pk->naive)
         args[n++] = CLOP_ARG(tb);
     args[n++] = CLOP_ARG(g->beta);
     args[n++] = CLOP_ARG(g->c);
     args[n++] = CLOP_ARG(ldc);
-    if ((s = hetcl__clop_set(call, k, kname, args, n)) != HETCL_OK)
+    if ((s = hetcl__clop_set(call, pk->k, pk->kname, args, n)) != HETCL_OK)
         return s;
-    const size_t tm = naive ? 1 : (size_t) tile_m[layout];
-    const size_t tn = naive ? 1 : (size_t) tile_n[layout];
-    const size_t global[2] = {((size_t) N + tn - 1) / tn, ((size_t) M + tm - 1) / tm};
-    /* The layout kernels take one tile per work-item and a fixed 1 x 1 work-group (gemm.cl:
-     * one compiled variant on PoCL, no measurable difference); the naive one lets clop pick. */
-    static const size_t one[2] = {1, 1};
-    return hetcl__clop_chain_launch(ch, k, kname, 2, global, naive ? NULL : one);
+    const size_t tm = pk->naive ? 1 : (size_t) tile_m[layout];
+    const size_t tn = pk->naive ? 1 : (size_t) tile_n[layout];
+    pk->global[0] = ((size_t) N + tn - 1) / tn;
+    pk->global[1] = ((size_t) M + tm - 1) / tm;
+    return HETCL_OK;
+}
+
+static hetcl_status launch_prepared(struct clop_chain *ch, const struct prepared *pk)
+{
+    /* The layout kernels take one tile per work-item; on CPUs a fixed 1 x 1 work-group (gemm.cl:
+     * one compiled variant on PoCL, no measurable difference), on GPUs the driver's choice (a
+     * work-group of one would idle all but one lane). The naive kernel lets clop pick. */
+    const size_t *local = pk->naive ? NULL : hetcl__clop_local_few(ch->call);
+    return hetcl__clop_chain_launch(ch, pk->k, pk->kname, 2, pk->global, local);
 }
 
 static const char *clblast_status_name(CLBlastStatusCode s)
@@ -98,11 +114,6 @@ static hetcl_status launch_clblast(struct clop_chain *ch, const struct clop_gemm
     return HETCL_OK;
 }
 
-static hetcl_status launch(struct clop_chain *ch, const struct clop_gemm *g, hetcl_gemm_variant v)
-{
-    return v == HETCL_GEMM_CLBLAST ? launch_clblast(ch, g) : launch_kernel(ch, g, v);
-}
-
 hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
 {
     const struct hetcl_cl_call *call = ch->call;
@@ -120,8 +131,22 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
         p.variant = HETCL_GEMM_TILED;
         p.entry = -1;
     }
-    cl_event start = NULL;
+    /* A variant that cannot run here (CLBlast without support for the device, a build
+     * failure) is dropped from the measurement and the call computed by the tiled kernel. */
+    struct prepared pk;
     hetcl_status s = HETCL_OK;
+    if (p.variant != HETCL_GEMM_CLBLAST) {
+        s = prepare_kernel(call, g, p.variant, &pk);
+        if (s != HETCL_OK && p.variant != HETCL_GEMM_TILED) {
+            hetcl__gemm_unavailable(p);
+            p.entry = -1;
+            p.variant = HETCL_GEMM_TILED;
+            s = prepare_kernel(call, g, p.variant, &pk);
+        }
+        if (s != HETCL_OK)
+            return s;
+    }
+    cl_event start = NULL;
     if (p.entry >= 0 || p.variant == HETCL_GEMM_CLBLAST) {
         /* A start marker: it carries the wait list (CLBlast takes none) and its end time
          * starts a measurement. */
@@ -132,13 +157,17 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
         clRetainEvent(start);
         hetcl__clop_chain_push(ch, start);
     }
-    s = launch(ch, g, p.variant);
-    if (s != HETCL_OK && p.variant != HETCL_GEMM_TILED) {
-        /* The variant is unavailable here (CLBlast without support for the device, a build
-         * failure): drop it from the measurement and compute this call with the tiled one. */
-        hetcl__gemm_unavailable(p);
-        p.entry = -1;
-        s = launch(ch, g, HETCL_GEMM_TILED);
+    if (p.variant == HETCL_GEMM_CLBLAST) {
+        s = launch_clblast(ch, g);
+        if (s != HETCL_OK) {
+            hetcl__gemm_unavailable(p);
+            p.entry = -1;
+            s = prepare_kernel(call, g, HETCL_GEMM_TILED, &pk);
+            if (s == HETCL_OK)
+                s = launch_prepared(ch, &pk);
+        }
+    } else {
+        s = launch_prepared(ch, &pk);
     }
     if (s == HETCL_OK && start)
         hetcl__gemm_watch(p, start, ch->last);

@@ -32,6 +32,7 @@ struct entry {
     struct hetcl_gemm_choice c;
     unsigned issued[HETCL_GEMM_N_VARIANTS]; /* measurements enqueued, results pending or in */
     bool warm[HETCL_GEMM_N_VARIANTS];       /* the variant's warm-up run has completed */
+    unsigned failed[HETCL_GEMM_N_VARIANTS]; /* runs that gave no time (failed, no profiling) */
     bool dirty;                             /* decided, not yet written to the file */
 };
 
@@ -272,8 +273,10 @@ struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const str
         load(dir);
         hetcl__strlcpy(loaded_dir, dir, sizeof loaded_dir);
     }
-    if (dir && any_dirty)
+    if (dir && any_dirty) {
         save(dir);
+        any_dirty = false; /* one attempt per new decision, not one per GEMM when it fails */
+    }
     struct entry *e = find(key, g->m, g->n, g->k, g->trans_a, g->trans_b);
     if (!e)
         e = add(key, g->m, g->n, g->k, g->trans_a, g->trans_b);
@@ -344,8 +347,13 @@ static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *user)
         if (e->c.samples[v] == 0 || ns < e->c.best_ns[v])
             e->c.best_ns[v] = ns > 0 ? ns : 1.0;
         e->c.samples[v]++;
-    } else if (e->issued[v] > 0) {
-        e->issued[v]--; /* failed or unprofiled: measure again */
+    } else {
+        /* failed or unprofiled: measure again, but not forever (a device without profiling
+         * would keep every call a measurement) */
+        if (e->issued[v] > 0)
+            e->issued[v]--;
+        if (++e->failed[v] >= 2)
+            e->c.dropped[v] = true;
     }
     update(e);
     pthread_mutex_unlock(&lock);

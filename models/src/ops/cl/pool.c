@@ -69,6 +69,29 @@ static hetcl_status run(const struct hetcl_cl_call *call, const char *kname,
     return hetcl__clop_chain_end(&ch, s, done);
 }
 
+/* Max pooling with 2 x 2 windows and stride 2 (LeNet's): a plane per work-item, eight outputs
+ * per vector step (pool.cl, maxpool_f32_fwd_k2s2). */
+static hetcl_status run_k2s2(const struct hetcl_cl_call *call, const struct pool_shape *p,
+                             cl_event *done)
+{
+    static const char kname[] = "maxpool_f32_fwd_k2s2";
+    cl_kernel k = NULL;
+    hetcl_status s = hetcl_cl_kernel(call, "pool.cl", NULL, kname, &k);
+    if (s != HETCL_OK)
+        return s;
+    const struct clop_arg args[] = {CLOP_ARG(p->planes),     CLOP_ARG(p->in_h),
+                                    CLOP_ARG(p->in_w),       CLOP_ARG(p->out_h),
+                                    CLOP_ARG(p->out_w),      CLOP_ARG(call->mems[0]),
+                                    CLOP_ARG(call->mems[1]), CLOP_ARG(call->mems[2])};
+    struct clop_chain ch = {.call = call};
+    s = hetcl__clop_set(call, k, kname, args, 8);
+    if (s == HETCL_OK) {
+        const size_t g[1] = {(size_t) p->planes};
+        s = hetcl__clop_chain_launch(&ch, k, kname, 1, g, hetcl__clop_local_few(call));
+    }
+    return hetcl__clop_chain_end(&ch, s, done);
+}
+
 hetcl_status hetcl__op_maxpool_fwd_cl(const struct hetcl_cl_call *call, cl_event *done)
 {
     static const char op[] = "maxpool_fwd";
@@ -79,7 +102,10 @@ hetcl_status hetcl__op_maxpool_fwd_cl(const struct hetcl_cl_call *call, cl_event
         (s = hetcl__clop_need(call, op, 0, "x", p.n_in * sizeof(float))) == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 1, "y", p.n_out * sizeof(float))) == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 2, "argmax", p.n_out * sizeof(cl_int))) == HETCL_OK)
-        s = run(call, "maxpool_f32_fwd", &p, 3, false, done);
+        /* the vector path needs rows of at least 8 outputs to pay for itself */
+        s = p.k == 2 && p.stride == 2 && p.out_w >= 8
+                    ? run_k2s2(call, &p, done)
+                    : run(call, "maxpool_f32_fwd", &p, 3, false, done);
     return s;
 }
 
