@@ -302,6 +302,14 @@ void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n
     const char *hdr[] = {"model",  "devices", "placement", "scenario", "batch",   "p50 ms",
                          "p90 ms", "p99 ms",  "dev p50",   "items/s",  "warm-up", "diverged"};
     const int n_cols = (int) (sizeof hdr / sizeof hdr[0]);
+    /* the devices column as wide as its longest entry ("p0d0.0+p0d0.1+host0") */
+    int dev_w = 14;
+    for (size_t k = 0; k < n; k++) {
+        int w = -1;
+        for (size_t i = 0; i < r[k]->n_devices; i++)
+            w += 1 + (int) strlen(r[k]->devices[i]);
+        dev_w = w > dev_w ? w : dev_w;
+    }
     if (markdown) {
         for (int c = 0; c < n_cols; c++)
             fprintf(out, "| %s ", hdr[c]);
@@ -310,8 +318,9 @@ void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n
             fprintf(out, "| %s ", c >= 4 && c <= 9 ? "---:" : "---");
         fprintf(out, "|\n");
     } else {
-        fprintf(out, "%-8s %-14s %-12s %-13s %5s %9s %9s %9s %9s %10s %-8s %s\n", hdr[0], hdr[1],
-                hdr[2], hdr[3], hdr[4], hdr[5], hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11]);
+        fprintf(out, "%-8s %-*s %-12s %-13s %5s %9s %9s %9s %9s %10s %-8s %s\n", hdr[0], dev_w,
+                hdr[1], hdr[2], hdr[3], hdr[4], hdr[5], hdr[6], hdr[7], hdr[8], hdr[9], hdr[10],
+                hdr[11]);
     }
     for (size_t k = 0; k < n; k++) {
         const struct bench_result *x = r[k];
@@ -356,9 +365,10 @@ void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n
                     cells[0], cells[1], cells[2], cells[3], cells[4], cells[5],
                     diverged ? "**yes**" : "no");
         else
-            fprintf(out, "%-8s %-14s %-12s %-13s %5lld %9s %9s %9s %9s %10s %-8s %s\n", x->model,
-                    devs, pl, bench_scenario_name(x->scenario), (long long) x->batch, cells[0],
-                    cells[1], cells[2], cells[3], cells[4], cells[5], diverged ? "YES" : "no");
+            fprintf(out, "%-8s %-*s %-12s %-13s %5lld %9s %9s %9s %9s %10s %-8s %s\n", x->model,
+                    dev_w, devs, pl, bench_scenario_name(x->scenario), (long long) x->batch,
+                    cells[0], cells[1], cells[2], cells[3], cells[4], cells[5],
+                    diverged ? "YES" : "no");
         if (!x->ok)
             fprintf(out, markdown ? "\n> %s: %s\n\n" : "  error (%s): %s\n", devs, x->error);
     }
