@@ -1,5 +1,6 @@
 /* `hetcl bench`: dispatches to the benchmark subcommands. */
 #include "bench.h"
+#include "bench_model.h"
 #include "cli.h"
 
 #include <stdio.h>
@@ -16,6 +17,8 @@ static const struct bench_sub subs[] = {
          cli_bench_runtime},
         {"ops", "each operator on each device at the models' shapes, against device ceilings",
          cli_bench_ops},
+        {"model", "models' inference per device and across devices: latency, throughput, layers",
+         cli_bench_model},
 };
 
 static void usage(FILE *out)
@@ -39,7 +42,8 @@ int cli_bench(int argc, char **argv)
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
         if (!strcmp(argv[1], subs[i].name))
             return subs[i].run(argc - 1, argv + 1);
-    cli_error("bench: unknown benchmark '%s' (expected runtime or ops); see 'hetcl bench --help'",
+    cli_error("bench: unknown benchmark '%s' (expected runtime, ops or model); see 'hetcl bench "
+              "--help'",
               argv[1]);
     return CLI_EXIT_USAGE;
 }

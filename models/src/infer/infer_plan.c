@@ -1,0 +1,369 @@
+/*
+ * Inference plans (hetcl/infer.h): the spec's layers as forward steps with shapes and costs, the
+ * weights from a checkpoint or a seeded init, and the proportional batch split.
+ */
+#include "internal.h"
+
+#include <hetcl/infer.h>
+#include <hetcl/safetensors.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const op_names[] = {"dense",     "conv2d",  "maxpool2d",
+                                       "avgpool2d", "flatten", "softmax"};
+
+const char *hetcl_infer_op_name(enum hetcl_infer_op op)
+{
+    return (unsigned) op < sizeof op_names / sizeof op_names[0] ? op_names[op] : "?";
+}
+
+static int64_t shape_elems(const struct hetcl_model_shape *s)
+{
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++)
+        n *= s->dims[i];
+    return n;
+}
+
+static hetcl_act act_of(enum hetcl_model_activation a)
+{
+    switch (a) {
+    case HETCL_MODEL_ACT_RELU:
+        return HETCL_ACT_RELU;
+    case HETCL_MODEL_ACT_SIGMOID:
+        return HETCL_ACT_SIGMOID;
+    case HETCL_MODEL_ACT_TANH:
+        return HETCL_ACT_TANH;
+    default:
+        return HETCL_ACT_NONE;
+    }
+}
+
+/* ---- seeded init ---------------------------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+static double uniform01(uint64_t *state)
+{
+    return (double) (splitmix64(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static double normal01(uint64_t *state)
+{
+    /* Box-Muller; 1 - u keeps the logarithm's argument in (0, 1]. */
+    double u = 1.0 - uniform01(state), v = uniform01(state);
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char) *s) * 0x100000001b3ULL;
+    return h;
+}
+
+static void init_tensor(const hetcl_model_spec *spec, const struct hetcl_model_param *p,
+                        uint64_t seed, float *out)
+{
+    uint64_t st = seed ^ fnv1a(p->name);
+    (void) splitmix64(&st);
+    enum hetcl_model_init init = p->kind == HETCL_MODEL_PARAM_BIAS ? spec->bias_init : p->init;
+    double fan_in = (double) p->fan_in, fan_out = (double) p->fan_out;
+    for (int64_t i = 0; i < p->n_elements; i++) {
+        double v = 0;
+        switch (init) {
+        case HETCL_MODEL_INIT_HE_UNIFORM:
+            v = (2 * uniform01(&st) - 1) * sqrt(6.0 / fan_in);
+            break;
+        case HETCL_MODEL_INIT_HE_NORMAL:
+            v = normal01(&st) * sqrt(2.0 / fan_in);
+            break;
+        case HETCL_MODEL_INIT_XAVIER_UNIFORM:
+            v = (2 * uniform01(&st) - 1) * sqrt(6.0 / (fan_in + fan_out));
+            break;
+        case HETCL_MODEL_INIT_XAVIER_NORMAL:
+            v = normal01(&st) * sqrt(2.0 / (fan_in + fan_out));
+            break;
+        case HETCL_MODEL_INIT_NORMAL:
+            v = normal01(&st) * spec->init_std;
+            break;
+        case HETCL_MODEL_INIT_ZEROS:
+        default:
+            v = 0;
+            break;
+        }
+        out[i] = (float) v;
+    }
+}
+
+static hetcl_status load_checkpoint(hetcl_context *ctx, hetcl_infer_plan *plan, const char *path)
+{
+    hetcl_st_file *f = NULL;
+    hetcl_status s = hetcl_st_open(ctx, path, &f);
+    if (s != HETCL_OK)
+        return s;
+    const hetcl_model_spec *spec = plan->spec;
+    for (int i = 0; i < spec->n_params && s == HETCL_OK; i++) {
+        const struct hetcl_model_param *p = &spec->params[i];
+        const struct hetcl_st_tensor *t = NULL;
+        s = hetcl_st_expect(ctx, f, p->name, HETCL_ST_F32, p->dims, p->rank, &t);
+        if (s == HETCL_OK)
+            memcpy(plan->params[i], t->data, t->nbytes); /* memcpy: data may be unaligned */
+    }
+    hetcl_st_close(f);
+    return s;
+}
+
+/* ---- the plan ------------------------------------------------------------------------------- */
+
+static void add_step(hetcl_infer_plan *plan, enum hetcl_infer_op op, int layer,
+                     const struct hetcl_model_layer *l, const hetcl_model_spec *spec)
+{
+    struct hetcl_infer_step *s = &plan->steps[plan->n_steps++];
+    memset(s, 0, sizeof *s);
+    s->op = op;
+    s->layer = layer;
+    s->weight = s->bias = -1;
+    if (l) {
+        snprintf(s->name, sizeof s->name, "layers.%d.%s", layer, hetcl_infer_op_name(op));
+        s->act = act_of(l->activation);
+        s->in_shape = l->in_shape;
+        s->out_shape = l->out_shape;
+        s->flops = l->flops;
+        if (l->n_param_tensors >= 1)
+            s->weight = l->first_param;
+        if (l->n_param_tensors >= 2)
+            s->bias = l->first_param + 1;
+    } else {
+        snprintf(s->name, sizeof s->name, "softmax");
+        s->in_shape = s->out_shape = spec->output_shape;
+    }
+    s->in_elems = shape_elems(&s->in_shape);
+    s->out_elems = shape_elems(&s->out_shape);
+    switch (op) {
+    case HETCL_INFER_DENSE:
+        s->n_tasks = 2;
+        break;
+    case HETCL_INFER_CONV2D:
+        s->n_tasks = s->act == HETCL_ACT_NONE ? 1 : 2;
+        break;
+    case HETCL_INFER_FLATTEN:
+        s->n_tasks = 0;
+        break;
+    default:
+        s->n_tasks = 1;
+        break;
+    }
+    if (s->out_elems > plan->max_elems)
+        plan->max_elems = s->out_elems;
+}
+
+hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec *spec,
+                                     const struct hetcl_infer_weights_options *w,
+                                     hetcl_infer_plan **out)
+{
+    if (out)
+        *out = NULL;
+    if (!spec || !out)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_infer_plan_create: NULL spec or out");
+    if (spec->loss != HETCL_MODEL_LOSS_SOFTMAX_CE)
+        return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                           "%s: inference plans end with a softmax; loss %s is not supported",
+                           spec->source, hetcl_model_loss_name(spec->loss));
+    struct hetcl_infer_weights_options def = {0};
+    if (!w)
+        w = &def;
+
+    hetcl_infer_plan *plan = hetcl__calloc(1, sizeof *plan);
+    if (!plan)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "inference plan");
+    plan->spec = spec;
+    plan->from_checkpoint = w->checkpoint != NULL;
+    plan->seed = w->seed;
+    plan->in_elems = shape_elems(&spec->input_shape);
+    plan->n_classes = shape_elems(&spec->output_shape);
+    plan->max_elems = plan->in_elems;
+    plan->steps = hetcl__calloc((size_t) spec->n_layers + 1, sizeof *plan->steps);
+    plan->params =
+            hetcl__calloc(spec->n_params > 0 ? (size_t) spec->n_params : 1, sizeof *plan->params);
+    if (!plan->steps || !plan->params) {
+        hetcl_infer_plan_destroy(plan);
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "inference plan");
+    }
+    for (int i = 0; i < spec->n_params; i++) {
+        plan->params[i] = hetcl__malloc((size_t) spec->params[i].n_elements * sizeof(float));
+        if (!plan->params[i]) {
+            hetcl_infer_plan_destroy(plan);
+            return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: %s", spec->source,
+                               spec->params[i].name);
+        }
+    }
+    for (int i = 0; i < spec->n_layers; i++) {
+        const struct hetcl_model_layer *l = &spec->layers[i];
+        enum hetcl_infer_op op = HETCL_INFER_DENSE;
+        switch (l->type) {
+        case HETCL_MODEL_LAYER_DENSE:
+            op = HETCL_INFER_DENSE;
+            break;
+        case HETCL_MODEL_LAYER_CONV2D:
+            op = HETCL_INFER_CONV2D;
+            break;
+        case HETCL_MODEL_LAYER_MAXPOOL2D:
+        case HETCL_MODEL_LAYER_AVGPOOL2D:
+            op = l->type == HETCL_MODEL_LAYER_MAXPOOL2D ? HETCL_INFER_MAXPOOL : HETCL_INFER_AVGPOOL;
+            /* The pool operators take one square size and stride. */
+            if (l->kernel[0] != l->kernel[1] || l->stride[0] != l->stride[1]) {
+                hetcl_infer_plan_destroy(plan);
+                return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                                   "%s: layers[%d]: pools need a square size and stride",
+                                   spec->source, i);
+            }
+            break;
+        case HETCL_MODEL_LAYER_FLATTEN:
+            op = HETCL_INFER_FLATTEN;
+            break;
+        }
+        if (op == HETCL_INFER_CONV2D &&
+            (l->stride[0] != l->stride[1] || l->padding[0] != l->padding[1])) {
+            hetcl_infer_plan_destroy(plan);
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: conv2d needs equal strides and paddings",
+                               spec->source, i);
+        }
+        add_step(plan, op, i, l, spec);
+    }
+    add_step(plan, HETCL_INFER_SOFTMAX, -1, NULL, spec);
+
+    hetcl_status s = HETCL_OK;
+    if (w->checkpoint)
+        s = load_checkpoint(ctx, plan, w->checkpoint);
+    else
+        for (int i = 0; i < spec->n_params; i++)
+            init_tensor(spec, &spec->params[i], w->seed, plan->params[i]);
+    if (s != HETCL_OK) {
+        hetcl_infer_plan_destroy(plan);
+        return s;
+    }
+    *out = plan;
+    return HETCL_OK;
+}
+
+void hetcl_infer_plan_destroy(hetcl_infer_plan *plan)
+{
+    if (!plan)
+        return;
+    if (plan->params)
+        for (int i = 0; i < plan->spec->n_params; i++)
+            hetcl__free(plan->params[i]);
+    hetcl__free(plan->params);
+    hetcl__free(plan->steps);
+    hetcl__free(plan);
+}
+
+double hetcl_infer_step_flops(const struct hetcl_infer_step *s, int64_t batch)
+{
+    return s ? (double) s->flops * (double) batch : 0;
+}
+
+double hetcl_infer_step_bytes(const hetcl_infer_plan *plan, const struct hetcl_infer_step *s,
+                              int64_t batch)
+{
+    if (!plan || !s || s->op == HETCL_INFER_FLATTEN)
+        return 0;
+    double params = 0;
+    if (s->weight >= 0)
+        params += (double) plan->spec->params[s->weight].n_elements;
+    if (s->bias >= 0)
+        params += (double) plan->spec->params[s->bias].n_elements;
+    return 4.0 * ((double) batch * (double) (s->in_elems + s->out_elems) + params);
+}
+
+double hetcl_infer_plan_flops(const hetcl_infer_plan *plan, int64_t batch)
+{
+    double f = 0;
+    for (int i = 0; plan && i < plan->n_steps; i++)
+        f += hetcl_infer_step_flops(&plan->steps[i], batch);
+    return f;
+}
+
+bool hetcl_infer_split_rows(const double *speed, size_t n, int64_t batch, int64_t *rows)
+{
+    if (!speed || !rows || n == 0 || batch < 0)
+        return false;
+    double total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(speed[i]) && speed[i] > 0)
+            total += speed[i];
+    int64_t given = 0;
+    for (size_t i = 0; i < n; i++) {
+        double w = total > 0 ? (isfinite(speed[i]) && speed[i] > 0 ? speed[i] / total : 0)
+                             : 1.0 / (double) n;
+        rows[i] = (int64_t) floor(w * (double) batch);
+        given += rows[i];
+    }
+    /* Largest remainder: the rows left go one each to the largest fractional parts. */
+    while (given < batch) {
+        size_t best = n;
+        double best_frac = -1;
+        for (size_t i = 0; i < n; i++) {
+            double w = total > 0 ? (isfinite(speed[i]) && speed[i] > 0 ? speed[i] / total : 0)
+                                 : 1.0 / (double) n;
+            if (w <= 0)
+                continue;
+            double frac = w * (double) batch - (double) rows[i];
+            if (frac > best_frac) {
+                best_frac = frac;
+                best = i;
+            }
+        }
+        if (best == n)
+            break;
+        rows[best]++;
+        given++;
+    }
+    return true;
+}
+
+static double stage_share(const double *speed, size_t n, size_t i, double total_speed)
+{
+    if (total_speed > 0)
+        return isfinite(speed[i]) && speed[i] > 0 ? speed[i] / total_speed : 0;
+    return 1.0 / (double) n;
+}
+
+bool hetcl_infer_pipeline_stages(const hetcl_infer_plan *plan, const double *speed, size_t n,
+                                 int *stage_of_step)
+{
+    if (!plan || !speed || !stage_of_step || n == 0)
+        return false;
+    double total = 0, total_speed = 0;
+    for (int k = 0; k < plan->n_steps; k++)
+        total += (double) plan->steps[k].flops;
+    for (size_t i = 0; i < n; i++)
+        total_speed += isfinite(speed[i]) && speed[i] > 0 ? speed[i] : 0;
+    /* A step goes to the stage whose cumulative FLOP budget holds its midpoint, so that a step
+     * straddling a boundary lands on the side that holds most of it. */
+    size_t cur = 0;
+    double cum = 0, bound = stage_share(speed, n, 0, total_speed) * total;
+    for (int k = 0; k < plan->n_steps; k++) {
+        double f = (double) plan->steps[k].flops;
+        double mid = cum + f / 2;
+        while (cur + 1 < n && total > 0 && mid >= bound * (1 + 1e-12)) {
+            cur++;
+            bound += stage_share(speed, n, cur, total_speed) * total;
+        }
+        stage_of_step[k] = (int) cur;
+        cum += f;
+    }
+    return true;
+}

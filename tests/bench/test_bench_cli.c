@@ -1,0 +1,217 @@
+/*
+ * `hetcl bench model` end to end through the CLI with tiny settings (--quick): bad flags and
+ * files exit 2 with one line on stderr; a run on the host worker prints the table (text and
+ * Markdown) and writes a report that validates against bench.schema.json and that
+ * `hetcl compare` accepts (exit 0 or 3, never 2: it matched the configurations).
+ */
+#include "harness.h"
+
+#include <hetcl/context.h>
+#include <hetcl/infer.h>
+#include <hetcl/model_spec.h>
+#include <hetcl/safetensors.h>
+
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *bin, *check, *src;
+
+/* A checkpoint of mlp.json with seeded weights, written as hetcl train would. */
+static bool write_checkpoint(const char *path)
+{
+    char spec_path[1024];
+    snprintf(spec_path, sizeof spec_path, "%s/models/mlp.json", src);
+    hetcl_context *ctx = NULL;
+    hetcl_model_spec *spec = NULL;
+    hetcl_infer_plan *plan = NULL;
+    hetcl_st_writer *w = NULL;
+    bool ok = hetcl_context_create(NULL, &ctx) == HETCL_OK &&
+              hetcl_model_spec_load(ctx, spec_path, &spec) == HETCL_OK &&
+              hetcl_infer_plan_create(ctx, spec, NULL, &plan) == HETCL_OK &&
+              hetcl_st_writer_create(ctx, &w) == HETCL_OK;
+    for (int i = 0; ok && i < spec->n_params; i++)
+        ok = hetcl_st_writer_add(ctx, w, spec->params[i].name, HETCL_ST_F32, spec->params[i].dims,
+                                 spec->params[i].rank, plan->params[i]) == HETCL_OK;
+    ok = ok && hetcl_st_writer_save(ctx, w, path) == HETCL_OK;
+    if (!ok)
+        fprintf(stderr, "checkpoint: %s\n", ctx ? hetcl_context_last_error(ctx) : "no context");
+    CHECK(ok);
+    hetcl_st_writer_destroy(w);
+    hetcl_infer_plan_destroy(plan);
+    hetcl_model_spec_destroy(spec);
+    hetcl_context_destroy(ctx);
+    return ok;
+}
+static char dir[] = "/tmp/hetcl_test_bench_cli_XXXXXX";
+
+/* Runs a shell command; returns its exit status, with stdout and stderr in dir/out, dir/err. */
+static int run(const char *args)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s >'%s/out' 2>'%s/err'", src, args, dir, dir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return calloc(1, 1);
+    char *buf = calloc(1, 1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    (void) n;
+    fclose(f);
+    return buf;
+}
+
+/* Exit 2 and exactly one line on stderr starting "hetcl: " and containing `what`. */
+static void expect_usage(const char *args, const char *what)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' bench model %s", bin, args);
+    int rc = run(cmd);
+    char *err = slurp("err");
+    size_t lines = 0;
+    for (char *p = err; *p; p++)
+        lines += *p == '\n';
+    if (rc != 2 || lines != 1 || strncmp(err, "hetcl: ", 7) || !strstr(err, what))
+        fprintf(stderr, "%s: exit %d, stderr: %s(expected exit 2, one line with '%s')\n", args, rc,
+                err, what);
+    CHECK_EQ_INT(rc, 2);
+    CHECK_EQ_INT(lines, 1);
+    CHECK(strstr(err, what) != NULL);
+    free(err);
+}
+
+int main(void)
+{
+    bin = getenv("HETCL_BIN");
+    check = getenv("HETCL_SCHEMA_CHECK");
+    src = getenv("HETCL_SOURCE_DIR");
+    if (!bin || !check || !src) {
+        fprintf(stderr, "HETCL_BIN, HETCL_SCHEMA_CHECK and HETCL_SOURCE_DIR must be set\n");
+        return 1;
+    }
+    if (!mkdtemp(dir))
+        return 1;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' bench model --help", bin);
+    int rc = run(cmd);
+    if (rc != 0) {
+        char *err = slurp("err");
+        fprintf(stderr, "hetcl bench model --help: exit %d: %s", rc, err);
+        free(err);
+        hetcl_test_skip("this hetcl has no 'bench model'");
+    }
+    char *out = slurp("out");
+    CHECK(strstr(out, "--placements") != NULL);
+    free(out);
+
+    expect_usage("", "--model");
+    expect_usage("--model mlp --batches 0", "--batches");
+    expect_usage("--model mlp --batches 1,,2", "--batches");
+    expect_usage("--model mlp --placements sideways", "--placements");
+    expect_usage("--model mlp --scenarios server", "--server-qps");
+    expect_usage("--model mlp --scenarios sideways", "--scenarios");
+    expect_usage("--model mlp --streams 0", "--streams");
+    expect_usage("--model mlp --format xml", "--format");
+    expect_usage("--model mlp --data mnist-ish", "--data");
+    expect_usage("--model mlp --frobnicate 1", "--frobnicate");
+    expect_usage("--model mlp --min-requests", "--min-requests");
+    expect_usage("--model mlp --tolerance -1", "--tolerance");
+    expect_usage("--model mlp,lenet --weights random", "--weights");
+    expect_usage("--model models/no-such-model.json", "no-such-model.json");
+    expect_usage("--model mlp --weights /nonexistent.safetensors", "nonexistent.safetensors");
+    expect_usage("--model mlp --devices no-such-worker --quick", "no-such-worker");
+
+    char a[1200], b[1200];
+    snprintf(a, sizeof a, "%s/a.json", dir);
+    snprintf(b, sizeof b, "%s/b.json", dir);
+    const char *common = "bench model --model mlp,lenet --devices host0 --quick --quiet "
+                         "--batches 1,4 --scenarios single-stream,offline,server,multi-stream "
+                         "--server-qps 300 --streams 2 --placements single,split,pipeline";
+    snprintf(cmd, sizeof cmd, "'%s' %s --report '%s'", bin, common, a);
+    rc = run(cmd);
+    out = slurp("out");
+    char *err = slurp("err");
+    if (rc != 0)
+        fprintf(stderr, "run a: exit %d\n%s%s", rc, out, err);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(strstr(out, "mlp") && strstr(out, "lenet") && strstr(out, "host0"));
+    CHECK(strstr(out, "offline") != NULL);
+    CHECK(strstr(out, "multi-stream") != NULL);
+    CHECK(strstr(out, "server") != NULL);
+    CHECK(strstr(out, "pipeline") != NULL);
+    free(out);
+    free(err);
+    snprintf(cmd, sizeof cmd, "'%s' '%s/reports/schema/bench.schema.json' '%s'", check, src, a);
+    CHECK_EQ_INT(run(cmd), 0);
+
+    snprintf(cmd, sizeof cmd,
+             "'%s' %s --format md --order as-given --report '%s' --trace '%s/trace.json'", bin,
+             common, b, dir);
+    CHECK_EQ_INT(run(cmd), 0);
+    /* the Chrome trace: a JSON document naming the layers' tasks */
+    char *trace = slurp("trace.json");
+    CHECK(trace[0] == '{' || trace[0] == '[');
+    CHECK(strstr(trace, "layers.0") != NULL || strstr(trace, "forward") != NULL);
+    free(trace);
+    out = slurp("out");
+    CHECK(strstr(out, "| mlp | host0 | single | single-stream | 1 |") != NULL);
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' '%s/reports/schema/bench.schema.json' '%s'", check, src, b);
+    CHECK_EQ_INT(run(cmd), 0);
+
+    snprintf(cmd, sizeof cmd, "'%s' compare '%s' '%s'", bin, a, b);
+    rc = run(cmd);
+    if (rc != 0 && rc != 3) {
+        err = slurp("err");
+        fprintf(stderr, "hetcl compare: exit %d: %s", rc, err);
+        free(err);
+    }
+    CHECK(rc == 0 || rc == 3);
+    out = slurp("out");
+    CHECK(strstr(out, "lenet") != NULL);
+    free(out);
+
+    /* Accuracy on Fashion-MNIST with a checkpoint (when the dataset is installed). */
+    const char *ddir = getenv("HETCL_DATA_DIR");
+    char images[1024];
+    snprintf(images, sizeof images, "%s/t10k-images-idx3-ubyte.gz",
+             ddir ? ddir : "/usr/share/datasets/fashion-mnist");
+    if (access(images, R_OK) == 0) {
+        char ck[1200], rep[1200];
+        snprintf(ck, sizeof ck, "%s/mlp.safetensors", dir);
+        snprintf(rep, sizeof rep, "%s/acc.json", dir);
+        if (write_checkpoint(ck)) {
+            snprintf(cmd, sizeof cmd,
+                     "'%s' bench model --model mlp --weights '%s' --data fashion-mnist "
+                     "--devices host0 --quick --quiet --batches 32 --report '%s'",
+                     bin, ck, rep);
+            CHECK_EQ_INT(run(cmd), 0);
+            out = slurp("out");
+            CHECK(strstr(out, "accuracy: mlp b32 on host0: top-1") != NULL);
+            free(out);
+            snprintf(cmd, sizeof cmd, "grep -Eq '\"evaluated\":[[:space:]]*true' '%s'", rep);
+            CHECK_EQ_INT(run(cmd), 0);
+        }
+    } else {
+        printf("no %s: accuracy not tested\n", images);
+    }
+
+    /* An unwritable report path: the run completes, the write fails with exit 1. */
+    snprintf(cmd, sizeof cmd,
+             "'%s' bench model --model mlp --devices host0 --quick --quiet "
+             "--report /nonexistent-dir/r.json",
+             bin);
+    CHECK_EQ_INT(run(cmd), 1);
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return hetcl_test_finish("test_bench_cli");
+}

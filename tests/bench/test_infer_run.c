@@ -1,0 +1,226 @@
+/*
+ * Inference plans on the runtime (models/src/infer/infer_run.c): the forward pass of mlp.json
+ * and lenet.json, with seeded weights and inputs, on every worker alone and split across all
+ * workers, equals the host reference (hetcl_infer_forward_ref, itself checked against tests/ref
+ * in test_infer_plan) within float tolerance; the offline halves (submit/wait) on two sessions
+ * give the same outputs, split and pipelined; at batch 5 (GEMM) and 3 (the fused host task's
+ * GEMV path); bad session options are refused.
+ */
+#include "harness.h"
+
+#include <hetcl/context.h>
+#include <hetcl/infer.h>
+#include <hetcl/model_spec.h>
+#include <hetcl/runtime.h>
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Largest |device - reference| on probabilities: float accumulation over <= 784 terms. */
+#define PROB_TOL 1e-4
+
+static double max_diff(const float *a, const float *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double) a[i] - (double) b[i]);
+        if (isnan(d))
+            return (double) INFINITY;
+        m = d > m ? d : m;
+    }
+    return m;
+}
+
+static bool worker_can_run(const struct hetcl_worker_info *wi)
+{
+    /* A worker kind without implementations of the operators (a build without them) is
+     * reported, not failed. */
+    return wi->kind == HETCL_WORKER_HOST ? hetcl_op_gemm.host != NULL
+                                         : hetcl_op_gemm.opencl != NULL;
+}
+
+static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, uint64_t seed,
+                      int64_t batch)
+{
+    const char *src = getenv("HETCL_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/%s", src ? src : ".", name);
+    hetcl_model_spec *spec = NULL;
+    hetcl_infer_plan *plan = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_load(ctx, path, &spec));
+    struct hetcl_infer_weights_options w = {.seed = seed};
+    if (spec)
+        CHECK_OK(ctx, hetcl_infer_plan_create(ctx, spec, &w, &plan));
+    if (!plan) {
+        hetcl_model_spec_destroy(spec);
+        return;
+    }
+    size_t nx = (size_t) (batch * plan->in_elems), ny = (size_t) (batch * plan->n_classes);
+    float *x = malloc(nx * sizeof *x), *x2 = malloc(nx * sizeof *x2);
+    float *want = malloc(ny * sizeof *want), *want2 = malloc(ny * sizeof *want2);
+    float *got = malloc(ny * sizeof *got), *got2 = malloc(ny * sizeof *got2);
+    uint64_t s = seed;
+    for (size_t i = 0; i < nx; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        x[i] = (float) (s >> 40) / 16777216.0f;
+        x2[i] = 1.0f - x[i];
+    }
+    CHECK_OK(ctx, hetcl_infer_forward_ref(ctx, plan, batch, x, want));
+    CHECK_OK(ctx, hetcl_infer_forward_ref(ctx, plan, batch, x2, want2));
+
+    size_t n = hetcl_runtime_n_workers(rt);
+    int all[16];
+    size_t n_all = 0;
+    for (size_t i = 0; i < n && n_all < 16; i++) {
+        struct hetcl_worker_info wi;
+        CHECK_OK(ctx, hetcl_runtime_worker_info(rt, i, &wi));
+        if (!worker_can_run(&wi)) {
+            printf("%s: worker %s: no %s implementation of the operators in this build\n", name,
+                   wi.name, hetcl_worker_kind_name(wi.kind));
+            continue;
+        }
+        all[n_all++] = (int) i;
+        int wk = (int) i;
+        /* one task per operator; the fused forward task on host workers; and on OpenCL
+         * workers too */
+        for (int fuse = 0; fuse < 3; fuse++) {
+            struct hetcl_infer_session_options o = {.batch = batch,
+                                                    .n_workers = 1,
+                                                    .workers = &wk,
+                                                    .no_fuse = fuse == 0,
+                                                    .fuse_opencl = fuse == 2};
+            hetcl_infer_session *sess = NULL;
+            CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &o, &sess));
+            if (!sess)
+                continue;
+            memset(got, 0, ny * sizeof *got);
+            CHECK_OK(ctx, hetcl_infer_session_run(sess, x, got));
+            double d = max_diff(got, want, ny);
+            printf("%s b%lld on %s (%s): max |p - ref| = %.3g\n", name, (long long) batch, wi.name,
+                   fuse == 2 ? "fused everywhere"
+                   : fuse    ? "fused where host"
+                             : "task per operator",
+                   d);
+            CHECK(d <= PROB_TOL);
+            /* a second input through the same session: no stale activations */
+            CHECK_OK(ctx, hetcl_infer_session_run(sess, x2, got));
+            CHECK(max_diff(got, want2, ny) <= PROB_TOL);
+            uint64_t ns[64] = {0}, runs = 0;
+            bool timed = hetcl_infer_session_layer_ns(sess, wk, ns, &runs);
+            CHECK(timed == (fuse && wi.kind == HETCL_WORKER_HOST));
+            if (timed) {
+                CHECK_EQ_INT(runs, 2);
+                for (int k = 0; k < plan->n_steps; k++)
+                    CHECK(plan->steps[k].op == HETCL_INFER_FLATTEN ? ns[k] == 0 : ns[k] > 0);
+            }
+            hetcl_infer_session_destroy(sess);
+        }
+    }
+
+    /* Split across every worker (uneven rows, one worker possibly with none). */
+    if (n_all >= 1) {
+        int64_t rows[16] = {0};
+        rows[0] = batch;
+        for (size_t i = 1; i < n_all; i++) {
+            rows[i] = 1;
+            rows[0]--;
+        }
+        if (rows[0] < 0) { /* more workers than rows: give them out one each */
+            for (size_t i = 0; i < n_all; i++)
+                rows[i] = (int64_t) i < batch ? 1 : 0;
+        }
+        struct hetcl_infer_session_options o = {
+                .batch = batch, .n_workers = n_all, .workers = all, .rows = rows};
+        hetcl_infer_session *a = NULL, *b = NULL;
+        CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &o, &a));
+        CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &o, &b));
+        if (a && b) {
+            CHECK_OK(ctx, hetcl_infer_session_submit(a, x));
+            CHECK_OK(ctx, hetcl_infer_session_submit(b, x2));
+            CHECK_OK(ctx, hetcl_infer_session_wait(a, got));
+            CHECK_OK(ctx, hetcl_infer_session_wait(b, got2));
+            double d1 = max_diff(got, want, ny), d2 = max_diff(got2, want2, ny);
+            printf("%s split over %zu workers: max |p - ref| = %.3g, %.3g\n", name, n_all, d1, d2);
+            CHECK(d1 <= PROB_TOL);
+            CHECK(d2 <= PROB_TOL);
+        }
+        hetcl_infer_session_destroy(a);
+        hetcl_infer_session_destroy(b);
+
+        /* Pipeline: step k on worker all[k % n_all], two requests in flight. */
+        int steps[64];
+        for (int k = 0; k < plan->n_steps && k < 64; k++)
+            steps[k] = all[(size_t) k % n_all];
+        struct hetcl_infer_session_options po = {
+                .batch = batch, .n_workers = 1, .workers = all, .step_workers = steps};
+        hetcl_infer_session *pa = NULL, *pb = NULL;
+        CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &po, &pa));
+        CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &po, &pb));
+        if (pa && pb) {
+            CHECK_OK(ctx, hetcl_infer_session_submit(pa, x));
+            CHECK_OK(ctx, hetcl_infer_session_submit(pb, x2));
+            CHECK_OK(ctx, hetcl_infer_session_wait(pa, got));
+            CHECK_OK(ctx, hetcl_infer_session_wait(pb, got2));
+            double d1 = max_diff(got, want, ny), d2 = max_diff(got2, want2, ny);
+            printf("%s pipelined over %zu workers: max |p - ref| = %.3g, %.3g\n", name, n_all, d1,
+                   d2);
+            CHECK(d1 <= PROB_TOL);
+            CHECK(d2 <= PROB_TOL);
+            CHECK(!hetcl_infer_session_layer_ns(pa, all[0], NULL, NULL)); /* never fused */
+        }
+        hetcl_infer_session_destroy(pa);
+        hetcl_infer_session_destroy(pb);
+
+        /* Rows that do not add up to the batch, and a worker out of range, are refused. */
+        int64_t bad_rows[1] = {batch + 1};
+        struct hetcl_infer_session_options bad = {
+                .batch = batch, .n_workers = 1, .workers = all, .rows = bad_rows};
+        hetcl_infer_session *c = NULL;
+        CHECK_EQ_INT(hetcl_infer_session_create(ctx, rt, plan, &bad, &c), HETCL_ERR_INVALID_ARG);
+        CHECK(c == NULL);
+        int nowhere = (int) n + 3;
+        struct hetcl_infer_session_options bad2 = {
+                .batch = batch, .n_workers = 1, .workers = &nowhere};
+        CHECK_EQ_INT(hetcl_infer_session_create(ctx, rt, plan, &bad2, &c), HETCL_ERR_INVALID_ARG);
+        int bad_steps[64];
+        for (int k = 0; k < 64; k++)
+            bad_steps[k] = k == 1 ? (int) n + 1 : all[0];
+        struct hetcl_infer_session_options bad3 = {
+                .batch = batch, .n_workers = 1, .workers = all, .step_workers = bad_steps};
+        CHECK_EQ_INT(hetcl_infer_session_create(ctx, rt, plan, &bad3, &c), HETCL_ERR_INVALID_ARG);
+    }
+    free(x);
+    free(x2);
+    free(want);
+    free(want2);
+    free(got);
+    free(got2);
+    hetcl_infer_plan_destroy(plan);
+    hetcl_model_spec_destroy(spec);
+}
+
+int main(void)
+{
+    uint64_t seed = hetcl_test_seed();
+    hetcl_context *ctx = NULL;
+    if (hetcl_context_create(NULL, &ctx) != HETCL_OK)
+        return 1;
+    hetcl_runtime *rt = NULL;
+    struct hetcl_runtime_options o = {.devices = "all", .perfmodel_dir = ""};
+    hetcl_status s = hetcl_runtime_create(ctx, &o, &rt);
+    if (s == HETCL_ERR_NO_DEVICE) {
+        hetcl_context_destroy(ctx);
+        hetcl_test_skip("no worker");
+    }
+    CHECK_OK(ctx, s);
+    if (rt) {
+        /* batch 5: the fused host task calls the GEMM operator; batch 3: its GEMV path */
+        for (int64_t b = 3; b <= 5; b += 2) {
+            run_model(ctx, rt, "mlp.json", seed, b);
+            run_model(ctx, rt, "lenet.json", seed, b);
+        }
+    }
+    hetcl_runtime_destroy(rt);
+    hetcl_context_destroy(ctx);
+    return hetcl_test_finish("test_infer_run");
+}

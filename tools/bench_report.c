@@ -1,0 +1,488 @@
+/* The report and tables of `hetcl bench model` (bench_report.h). */
+#include "bench_report.h"
+
+#include <hetcl/stats.h>
+#include <hetcl/version.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static cJSON *num_or_null(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static cJSON *nonneg_or_null(double v)
+{
+    return isfinite(v) && v >= 0 ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static cJSON *str_or_null(const char *s)
+{
+    return s && *s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+cJSON *bench_report_series(hetcl_context *ctx, const double *ns, size_t n)
+{
+    struct hetcl_stats_summary s;
+    if (!ns || n == 0 || hetcl_stats_summarize(ctx, ns, n, &s) != HETCL_OK)
+        return NULL;
+    cJSON *o = cJSON_CreateObject(), *st = cJSON_CreateObject(), *samples = cJSON_CreateArray();
+    if (!o || !st || !samples) {
+        cJSON_Delete(o);
+        cJSON_Delete(st);
+        cJSON_Delete(samples);
+        return NULL;
+    }
+    cJSON_AddNumberToObject(st, "n", (double) s.n);
+    cJSON_AddNumberToObject(st, "min_ns", s.min);
+    cJSON_AddNumberToObject(st, "max_ns", s.max);
+    cJSON_AddNumberToObject(st, "mean_ns", s.mean);
+    cJSON_AddNumberToObject(st, "stddev_ns", s.stddev);
+    for (int i = 0; i < HETCL_STATS_N_PCT; i++) {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddNumberToObject(p, "value_ns", s.pct[i].value);
+        cJSON_AddItemToObject(p, "bound_ns",
+                              s.pct[i].trusted ? num_or_null(s.pct[i].bound) : cJSON_CreateNull());
+        cJSON_AddBoolToObject(p, "trusted", s.pct[i].trusted);
+        cJSON_AddNumberToObject(p, "min_n", (double) s.pct[i].min_n);
+        cJSON_AddItemToObject(st, hetcl_stats_pct_name(i), p);
+    }
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(samples, cJSON_CreateNumber(round(ns[i] < 0 ? 0 : ns[i])));
+    cJSON_AddItemToObject(o, "stats", st);
+    cJSON_AddItemToObject(o, "samples_ns", samples);
+    return o;
+}
+
+static cJSON *config_json(const struct bench_result *r)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "model", r->model);
+    cJSON *devs = cJSON_CreateArray();
+    for (size_t i = 0; i < r->n_devices; i++)
+        cJSON_AddItemToArray(devs, cJSON_CreateString(r->devices[i]));
+    cJSON_AddItemToObject(c, "devices", devs);
+    /* An auto configuration that failed before choosing reports "single" as its placement
+     * (the schema's placement is what ran); requested_placement says "auto". */
+    enum bench_placement placed = r->placement == BENCH_AUTO ? BENCH_SINGLE : r->placement;
+    cJSON_AddStringToObject(c, "placement", bench_placement_name(placed));
+    cJSON_AddStringToObject(c, "scenario", bench_scenario_name(r->scenario));
+    cJSON_AddNumberToObject(c, "batch", (double) r->batch);
+    cJSON_AddStringToObject(c, "requested_placement", bench_placement_name(r->requested));
+    cJSON_AddItemToObject(c, "auto_reason", str_or_null(r->auto_reason));
+    if (placed == BENCH_SPLIT) {
+        cJSON *sh = cJSON_CreateArray();
+        for (size_t i = 0; i < r->n_shares; i++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "device", r->shares[i].device);
+            cJSON_AddNumberToObject(o, "share", r->shares[i].share);
+            cJSON_AddNumberToObject(o, "rows", (double) r->shares[i].rows);
+            cJSON_AddItemToArray(sh, o);
+        }
+        cJSON_AddItemToObject(c, "shares", sh);
+    }
+    if (placed == BENCH_PIPELINE) {
+        cJSON *st = cJSON_CreateArray();
+        for (size_t i = 0; i < r->n_stages; i++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "device", r->stages[i].device);
+            cJSON *ls = cJSON_CreateArray();
+            for (size_t k = 0; k < r->stages[i].n_layers; k++)
+                cJSON_AddItemToArray(ls, cJSON_CreateString(r->stages[i].layers[k]));
+            cJSON_AddItemToObject(o, "layers", ls);
+            cJSON_AddItemToArray(st, o);
+        }
+        cJSON_AddItemToObject(c, "stages", st);
+    }
+    cJSON_AddItemToObject(c, "target_qps",
+                          r->scenario == BENCH_SERVER && r->target_qps > 0
+                                  ? cJSON_CreateNumber(r->target_qps)
+                                  : cJSON_CreateNull());
+    cJSON_AddItemToObject(c, "streams",
+                          r->scenario == BENCH_MULTI_STREAM && r->streams > 0
+                                  ? cJSON_CreateNumber(r->streams)
+                                  : cJSON_CreateNull());
+    return c;
+}
+
+static cJSON *accuracy_json(const struct bench_result *r)
+{
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddBoolToObject(a, "evaluated", r->acc_evaluated);
+    cJSON_AddItemToObject(a, "reason", str_or_null(r->acc_reason));
+    cJSON_AddItemToObject(a, "dataset", str_or_null(r->acc_dataset));
+    cJSON_AddItemToObject(a, "n_samples",
+                          r->acc_n_samples >= 0 ? cJSON_CreateNumber((double) r->acc_n_samples)
+                                                : cJSON_CreateNull());
+    cJSON_AddItemToObject(a, "tolerance", nonneg_or_null(r->acc_tolerance));
+    cJSON *per = cJSON_CreateArray();
+    bool any = false;
+    for (size_t i = 0; i < r->n_devices; i++) {
+        const struct bench_device_result *d = &r->dev[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "device", d->device);
+        cJSON_AddItemToObject(o, "top1",
+                              isfinite(d->top1) && d->top1 >= 0 && d->top1 <= 1
+                                      ? cJSON_CreateNumber(d->top1)
+                                      : cJSON_CreateNull());
+        cJSON_AddItemToObject(o, "max_abs_diff", nonneg_or_null(d->max_abs_diff));
+        cJSON_AddItemToObject(o, "max_rel_diff", nonneg_or_null(d->max_rel_diff));
+        cJSON_AddBoolToObject(o, "diverged", d->diverged);
+        any = any || d->diverged;
+        cJSON_AddItemToArray(per, o);
+    }
+    cJSON_AddItemToObject(a, "per_device", per);
+    cJSON_AddBoolToObject(a, "diverged", any);
+    return a;
+}
+
+static cJSON *ok_body(hetcl_context *ctx, struct bench_result *r, cJSON *o)
+{
+    const struct bench_loop *L = r->loop;
+    cJSON *w = cJSON_CreateObject();
+    cJSON_AddNumberToObject(w, "runs", (double) L->n_warm);
+    cJSON_AddNumberToObject(w, "time_ms", L->warm_ms);
+    cJSON_AddBoolToObject(w, "steady", L->steady);
+    cJSON_AddStringToObject(w, "why", L->why && *L->why ? L->why : "unknown");
+    cJSON_AddItemToObject(o, "warmup", w);
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddNumberToObject(t, "requests", (double) L->n_timed);
+    cJSON_AddNumberToObject(t, "time_ms", L->timed_ms);
+    cJSON_AddStringToObject(t, "stopped_by", L->stopped_by ? L->stopped_by : "max_time");
+    cJSON_AddItemToObject(o, "timed", t);
+
+    cJSON *lat = cJSON_CreateObject();
+    cJSON *e2e = bench_report_series(ctx, L->timed, L->n_timed);
+    if (!e2e) {
+        cJSON_Delete(lat);
+        return NULL;
+    }
+    cJSON_AddItemToObject(lat, "end_to_end", e2e);
+    cJSON *dev = r->device_ns && r->n_device ? bench_report_series(ctx, r->device_ns, r->n_device)
+                                             : NULL;
+    cJSON_AddItemToObject(lat, "device", dev ? dev : cJSON_CreateNull());
+    cJSON_AddNullToObject(lat, "device_breakdown");
+    cJSON_AddItemToObject(
+            lat, "device_unavailable_reason",
+            dev ? cJSON_CreateNull()
+                : cJSON_CreateString(r->device_reason[0] ? r->device_reason : "not measured"));
+    cJSON_AddItemToObject(o, "latency", lat);
+
+    cJSON *tp = cJSON_CreateObject();
+    cJSON_AddNumberToObject(tp, "items_per_s", r->items_per_s);
+    cJSON_AddNumberToObject(tp, "requests_per_s", r->requests_per_s);
+    cJSON_AddNumberToObject(tp, "window_ms", r->window_ms);
+    cJSON *win = cJSON_CreateArray();
+    for (size_t i = 0; i < r->n_windows; i++)
+        cJSON_AddItemToArray(win, cJSON_CreateNumber(r->windows[i]));
+    cJSON_AddItemToObject(tp, "samples_items_per_s", win);
+    cJSON_AddItemToObject(o, "throughput", tp);
+
+    cJSON *cs = cJSON_CreateObject();
+    cJSON_AddItemToObject(cs, "build_cold_ms", nonneg_or_null(r->build_cold_ms));
+    cJSON_AddItemToObject(cs, "build_warm_ms", nonneg_or_null(r->build_warm_ms));
+    cJSON_AddItemToObject(cs, "model_load_ms", nonneg_or_null(r->model_load_ms));
+    cJSON_AddItemToObject(cs, "first_inference_ms", nonneg_or_null(r->first_inference_ms));
+    cJSON_AddItemToObject(o, "cold_start", cs);
+
+    cJSON *layers = cJSON_CreateArray();
+    for (size_t i = 0; i < r->n_layers; i++) {
+        const struct bench_layer *l = &r->layers[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "name", l->name);
+        cJSON_AddStringToObject(x, "op", l->op);
+        cJSON_AddStringToObject(x, "device", l->device);
+        cJSON_AddNumberToObject(x, "calls_per_request", l->calls_per_request);
+        cJSON_AddNumberToObject(x, "mean_ns", l->mean_ns);
+        cJSON_AddNumberToObject(x, "p50_ns", l->p50_ns);
+        cJSON_AddNumberToObject(x, "share", l->share < 0 ? 0 : l->share > 1 ? 1 : l->share);
+        cJSON_AddNumberToObject(x, "flops", l->flops);
+        cJSON_AddNumberToObject(x, "bytes", l->bytes);
+        double s = l->mean_ns > 0 ? l->mean_ns : 0;
+        cJSON_AddNumberToObject(x, "gflops", s > 0 ? l->flops / s : 0);
+        cJSON_AddNumberToObject(x, "gbps", s > 0 ? l->bytes / s : 0);
+        cJSON_AddItemToArray(layers, x);
+    }
+    cJSON_AddItemToObject(o, "layers", layers);
+
+    cJSON *eff = cJSON_CreateArray(), *util = cJSON_CreateArray(), *mem = cJSON_CreateArray();
+    for (size_t i = 0; i < r->n_devices; i++) {
+        const struct bench_device_result *d = &r->dev[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "device", d->device);
+        cJSON_AddNumberToObject(e, "achieved_gflops", d->achieved_gflops);
+        cJSON_AddNumberToObject(e, "achieved_gbps", d->achieved_gbps);
+        cJSON_AddItemToObject(e, "ceiling_gflops", nonneg_or_null(d->ceiling_gflops));
+        cJSON_AddItemToObject(e, "ceiling_gbps", nonneg_or_null(d->ceiling_gbps));
+        cJSON_AddItemToObject(e, "fraction_of_peak_gflops",
+                              d->ceiling_gflops > 0
+                                      ? nonneg_or_null(d->achieved_gflops / d->ceiling_gflops)
+                                      : cJSON_CreateNull());
+        cJSON_AddItemToObject(e, "fraction_of_peak_gbps",
+                              d->ceiling_gbps > 0
+                                      ? nonneg_or_null(d->achieved_gbps / d->ceiling_gbps)
+                                      : cJSON_CreateNull());
+        cJSON_AddItemToObject(e, "ceilings_source", str_or_null(d->ceilings_source));
+        cJSON_AddItemToArray(eff, e);
+        cJSON *u = cJSON_CreateObject();
+        cJSON_AddStringToObject(u, "device", d->device);
+        double f = d->busy_fraction;
+        cJSON_AddNumberToObject(u, "busy_fraction", !(f > 0) ? 0 : f > 1 ? 1 : f);
+        cJSON_AddNumberToObject(u, "busy_ms", d->busy_ms > 0 ? d->busy_ms : 0);
+        cJSON_AddItemToArray(util, u);
+        if (d->allocated_bytes >= 0) {
+            cJSON *m = cJSON_CreateObject();
+            cJSON_AddStringToObject(m, "device", d->device);
+            cJSON_AddNumberToObject(m, "bytes", (double) d->allocated_bytes);
+            cJSON_AddItemToArray(mem, m);
+        }
+    }
+    cJSON_AddItemToObject(o, "efficiency", eff);
+    cJSON_AddItemToObject(o, "utilisation", util);
+    cJSON *memory = cJSON_CreateObject();
+    cJSON_AddItemToObject(memory, "host_peak_rss_bytes",
+                          r->peak_rss_bytes >= 0 ? cJSON_CreateNumber((double) r->peak_rss_bytes)
+                                                 : cJSON_CreateNull());
+    cJSON_AddItemToObject(memory, "device_allocated_bytes", mem);
+    cJSON_AddItemToObject(o, "memory", memory);
+
+    cJSON *machine = cJSON_CreateObject();
+    cJSON_AddItemToObject(machine, "before", r->machine_before);
+    cJSON_AddItemToObject(machine, "after", r->machine_after);
+    r->machine_before = r->machine_after = NULL;
+    cJSON_AddItemToObject(machine, "throttled",
+                          r->throttled < 0 ? cJSON_CreateNull() : cJSON_CreateBool(r->throttled));
+    cJSON_AddItemToObject(o, "machine", machine);
+    cJSON_AddItemToObject(o, "energy", r->energy);
+    r->energy = NULL;
+    cJSON_AddItemToObject(o, "accuracy", accuracy_json(r));
+    cJSON_AddItemToObject(o, "trace_file", str_or_null(r->trace_file));
+    return o;
+}
+
+cJSON *bench_report_configuration(hetcl_context *ctx, struct bench_result *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddNumberToObject(o, "index", (double) r->index);
+    cJSON_AddNumberToObject(o, "order_index", (double) r->order_index);
+    bool ok = r->ok && r->loop && r->loop->n_timed > 0 && r->machine_before && r->machine_after &&
+              r->energy;
+    if (r->ok && !ok)
+        snprintf(r->error, sizeof r->error, "no timed request or machine state was recorded");
+    cJSON_AddStringToObject(o, "status", ok ? "ok" : "failed");
+    if (ok)
+        cJSON_AddNullToObject(o, "error");
+    else
+        cJSON_AddStringToObject(o, "error", r->error[0] ? r->error : "failed");
+    cJSON_AddItemToObject(o, "config", config_json(r));
+    if (ok && !ok_body(ctx, r, o)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    cJSON_Delete(r->machine_before);
+    cJSON_Delete(r->machine_after);
+    cJSON_Delete(r->energy);
+    r->machine_before = r->machine_after = r->energy = NULL;
+    return o;
+}
+
+static double pct_ms(const struct hetcl_stats_summary *s, int i, bool *trusted)
+{
+    *trusted = s->pct[i].trusted;
+    return s->pct[i].value / 1e6;
+}
+
+void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n, bool markdown)
+{
+    const char *hdr[] = {"model",  "devices", "placement", "scenario", "batch",   "p50 ms",
+                         "p90 ms", "p99 ms",  "dev p50",   "items/s",  "warm-up", "diverged"};
+    const int n_cols = (int) (sizeof hdr / sizeof hdr[0]);
+    /* the devices column as wide as its longest entry ("p0d0.0+p0d0.1+host0") */
+    int dev_w = 14;
+    for (size_t k = 0; k < n; k++) {
+        int w = -1;
+        for (size_t i = 0; i < r[k]->n_devices; i++)
+            w += 1 + (int) strlen(r[k]->devices[i]);
+        dev_w = w > dev_w ? w : dev_w;
+    }
+    if (markdown) {
+        for (int c = 0; c < n_cols; c++)
+            fprintf(out, "| %s ", hdr[c]);
+        fprintf(out, "|\n");
+        for (int c = 0; c < n_cols; c++)
+            fprintf(out, "| %s ", c >= 4 && c <= 9 ? "---:" : "---");
+        fprintf(out, "|\n");
+    } else {
+        fprintf(out, "%-8s %-*s %-12s %-13s %5s %9s %9s %9s %9s %10s %-8s %s\n", hdr[0], dev_w,
+                hdr[1], hdr[2], hdr[3], hdr[4], hdr[5], hdr[6], hdr[7], hdr[8], hdr[9], hdr[10],
+                hdr[11]);
+    }
+    for (size_t k = 0; k < n; k++) {
+        const struct bench_result *x = r[k];
+        char devs[160] = "";
+        for (size_t i = 0; i < x->n_devices; i++) {
+            size_t len = strlen(devs);
+            snprintf(devs + len, sizeof devs - len, "%s%s", i ? "+" : "", x->devices[i]);
+        }
+        char pl[32];
+        snprintf(pl, sizeof pl, "%s%s", x->requested == BENCH_AUTO ? "auto:" : "",
+                 bench_placement_name(x->placement == BENCH_AUTO ? BENCH_SINGLE : x->placement));
+        char cells[6][32];
+        bool diverged = false;
+        for (size_t i = 0; i < x->n_devices; i++)
+            diverged = diverged || x->dev[i].diverged;
+        struct hetcl_stats_summary s, d;
+        bool have = x->ok && x->loop && x->loop->n_timed > 0 &&
+                    hetcl_stats_summarize(NULL, x->loop->timed, x->loop->n_timed, &s) == HETCL_OK;
+        bool have_dev = have && x->device_ns && x->n_device > 0 &&
+                        hetcl_stats_summarize(NULL, x->device_ns, x->n_device, &d) == HETCL_OK;
+        if (have) {
+            static const int idx[3] = {HETCL_STATS_P50, HETCL_STATS_P90, HETCL_STATS_P99};
+            for (int c = 0; c < 3; c++) {
+                bool tr;
+                double v = pct_ms(&s, idx[c], &tr);
+                snprintf(cells[c], sizeof cells[c], "%.3f%s", v, tr ? "" : "*");
+            }
+            if (have_dev)
+                snprintf(cells[3], sizeof cells[3], "%.3f", d.pct[HETCL_STATS_P50].value / 1e6);
+            else
+                snprintf(cells[3], sizeof cells[3], "-");
+            snprintf(cells[4], sizeof cells[4], "%.1f", x->items_per_s);
+            snprintf(cells[5], sizeof cells[5], "%s", x->loop->steady ? "steady" : "unsteady");
+        } else {
+            for (int c = 0; c < 5; c++)
+                snprintf(cells[c], sizeof cells[c], "-");
+            snprintf(cells[5], sizeof cells[5], "FAILED");
+        }
+        if (markdown)
+            fprintf(out, "| %s | %s | %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s |\n",
+                    x->model, devs, pl, bench_scenario_name(x->scenario), (long long) x->batch,
+                    cells[0], cells[1], cells[2], cells[3], cells[4], cells[5],
+                    diverged ? "**yes**" : "no");
+        else
+            fprintf(out, "%-8s %-*s %-12s %-13s %5lld %9s %9s %9s %9s %10s %-8s %s\n", x->model,
+                    dev_w, devs, pl, bench_scenario_name(x->scenario), (long long) x->batch,
+                    cells[0], cells[1], cells[2], cells[3], cells[4], cells[5],
+                    diverged ? "YES" : "no");
+        if (!x->ok)
+            fprintf(out, markdown ? "\n> %s: %s\n\n" : "  error (%s): %s\n", devs, x->error);
+    }
+    for (size_t k = 0; k < n; k++) {
+        const struct bench_result *x = r[k];
+        for (size_t i = 0; x->ok && x->acc_evaluated && i < x->n_devices; i++)
+            if (isfinite(x->dev[i].top1))
+                fprintf(out, "%saccuracy: %s b%lld on %s: top-1 %.2f%% of %lld %s samples\n",
+                        markdown ? "\n" : "", x->model, (long long) x->batch, x->dev[i].device,
+                        100 * x->dev[i].top1, x->acc_n_samples,
+                        x->acc_dataset ? x->acc_dataset : "");
+    }
+    fprintf(out, markdown ? "\n`*`: percentile not trusted (too few samples for its 99%% bound; "
+                            "see reports/README.md).\n"
+                          : "* percentile not trusted: too few samples for its 99%% bound.\n");
+}
+
+static cJSON *str_array(const char *const *v, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+    return a;
+}
+
+cJSON *bench_report_root(const struct bench_run_info *ri, cJSON *provenance)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) {
+        cJSON_Delete(provenance);
+        return NULL;
+    }
+    cJSON_AddNumberToObject(root, "schema_version", BENCH_SCHEMA_VERSION);
+    cJSON_AddStringToObject(root, "kind", "hetcl.bench");
+    cJSON *h = cJSON_CreateObject();
+    cJSON_AddStringToObject(h, "version", hetcl_version());
+    cJSON_AddStringToObject(h, "commit", hetcl_build_commit());
+    cJSON_AddItemToObject(root, "hetcl", h);
+    char ts[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cJSON_AddStringToObject(root, "generated_at", ts);
+    cJSON_AddItemToObject(root, "provenance", provenance);
+
+    cJSON *run = cJSON_CreateObject();
+    cJSON *models = cJSON_CreateArray();
+    bool any_random = false;
+    for (size_t i = 0; i < ri->n_models; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "name", ri->model_names[i]);
+        cJSON_AddStringToObject(m, "spec", ri->model_specs[i]);
+        cJSON *w = cJSON_CreateObject();
+        cJSON_AddStringToObject(w, "source", ri->checkpoints[i] ? "checkpoint" : "random");
+        cJSON_AddItemToObject(w, "path", str_or_null(ri->checkpoints[i]));
+        any_random = any_random || !ri->checkpoints[i];
+        cJSON_AddItemToObject(m, "weights", w);
+        cJSON_AddItemToArray(models, m);
+    }
+    cJSON_AddItemToObject(run, "models", models);
+    cJSON *in = cJSON_CreateObject();
+    cJSON_AddStringToObject(in, "source", ri->dataset ? "dataset" : "random");
+    cJSON_AddItemToObject(in, "dataset", str_or_null(ri->dataset));
+    cJSON_AddNumberToObject(in, "n_distinct", (double) (ri->n_distinct > 0 ? ri->n_distinct : 1));
+    cJSON_AddItemToObject(run, "inputs", in);
+    cJSON *b = cJSON_CreateArray();
+    for (size_t i = 0; i < ri->n_batches; i++)
+        cJSON_AddItemToArray(b, cJSON_CreateNumber((double) ri->batches[i]));
+    cJSON_AddItemToObject(run, "batches", b);
+    cJSON_AddItemToObject(run, "devices", str_array(ri->devices, ri->n_devices));
+    cJSON *pl = cJSON_CreateArray(), *sc = cJSON_CreateArray();
+    for (size_t i = 0; i < ri->n_placements; i++)
+        cJSON_AddItemToArray(pl, cJSON_CreateString(bench_placement_name(ri->placements[i])));
+    for (size_t i = 0; i < ri->n_scenarios; i++)
+        cJSON_AddItemToArray(sc, cJSON_CreateString(bench_scenario_name(ri->scenarios[i])));
+    cJSON_AddItemToObject(run, "placements", pl);
+    cJSON_AddItemToObject(run, "scenarios", sc);
+    cJSON_AddStringToObject(run, "order", ri->randomised ? "randomised" : "as-given");
+    cJSON_AddNumberToObject(run, "cooldown_ms", ri->cooldown_ms);
+    cJSON *w = cJSON_CreateObject();
+    cJSON_AddNumberToObject(w, "min_runs", (double) ri->loop.warmup_min_runs);
+    cJSON_AddNumberToObject(w, "min_time_ms", ri->loop.warmup_min_ms);
+    cJSON_AddNumberToObject(w, "max_time_ms", ri->loop.warmup_max_ms);
+    cJSON_AddNumberToObject(w, "window",
+                            (double) (ri->loop.steady.window ? ri->loop.steady.window : 16));
+    cJSON_AddNumberToObject(w, "tolerance",
+                            ri->loop.steady.tolerance > 0 ? ri->loop.steady.tolerance : 0.05);
+    cJSON_AddNumberToObject(w, "trend_alpha",
+                            ri->loop.steady.trend_alpha > 0 ? ri->loop.steady.trend_alpha : 0.01);
+    cJSON_AddItemToObject(run, "warmup", w);
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddNumberToObject(t, "min_requests", (double) ri->loop.timed_min_requests);
+    cJSON_AddNumberToObject(t, "min_time_ms", ri->loop.timed_min_ms);
+    cJSON_AddNumberToObject(t, "max_time_ms", ri->loop.timed_max_ms);
+    cJSON_AddItemToObject(run, "timed", t);
+    cJSON_AddNumberToObject(run, "throughput_window_ms", ri->window_ms);
+    cJSON_AddItemToObject(run, "server_target_qps",
+                          ri->server_qps > 0 ? cJSON_CreateNumber(ri->server_qps)
+                                             : cJSON_CreateNull());
+    cJSON_AddItemToObject(run, "multi_stream_streams",
+                          ri->streams > 0 ? cJSON_CreateNumber(ri->streams) : cJSON_CreateNull());
+    cJSON_AddItemToObject(root, "run", run);
+
+    cJSON *seeds = cJSON_CreateObject();
+    /* Seeds are below 2^53 (the CLI refuses others), so JSON numbers hold them exactly. */
+#define SEED(v) cJSON_CreateNumber((double) ((v) &0x1fffffffffffffULL))
+    cJSON_AddItemToObject(seeds, "weights",
+                          any_random ? SEED(ri->seed_weights) : cJSON_CreateNull());
+    cJSON_AddItemToObject(seeds, "inputs", SEED(ri->seed_inputs));
+    cJSON_AddItemToObject(seeds, "order", SEED(ri->seed_order));
+    cJSON_AddItemToObject(seeds, "arrivals", SEED(ri->seed_arrivals));
+#undef SEED
+    cJSON_AddItemToObject(root, "seeds", seeds);
+    cJSON_AddItemToObject(root, "configurations", cJSON_CreateArray());
+    return root;
+}

@@ -1,0 +1,142 @@
+/*
+ * The report of `hetcl bench model` (reports/schema/bench.schema.json, field meanings in
+ * reports/README.md), built from plain result structs so that it can be tested without a device,
+ * and the human table (text or Markdown) printed from the same results.
+ *
+ * Unknown figures are NaN (numbers) or -1 (counts) in the structs and null in the report.
+ */
+#ifndef HETCL_CLI_BENCH_REPORT_H
+#define HETCL_CLI_BENCH_REPORT_H
+
+#include "bench_config.h"
+#include "bench_loop.h"
+
+#include <hetcl/context.h>
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define BENCH_SCHEMA_VERSION 1
+#define BENCH_NAME_MAX       64
+#define BENCH_MAX_LAYERS     64
+
+struct bench_share {
+    char device[BENCH_NAME_MAX];
+    double share;
+    int64_t rows;
+};
+
+struct bench_stage {
+    char device[BENCH_NAME_MAX];
+    size_t n_layers;
+    const char *layers[BENCH_MAX_LAYERS]; /* step names, borrowed from the plan */
+};
+
+struct bench_layer {
+    char name[40];
+    char op[16];
+    char device[BENCH_NAME_MAX];
+    int calls_per_request;
+    double mean_ns, p50_ns, share, flops, bytes;
+};
+
+/* Per device of a configuration. */
+struct bench_device_result {
+    char device[BENCH_NAME_MAX];
+    double achieved_gflops, achieved_gbps;
+    double ceiling_gflops, ceiling_gbps; /* NaN: unknown */
+    const char *ceilings_source;         /* "measured", "cache" or NULL */
+    double busy_ms, busy_fraction;
+    long long allocated_bytes; /* -1: unknown (left out of the report) */
+    /* accuracy */
+    double top1;         /* NaN: not evaluated */
+    double max_abs_diff; /* NaN: not compared */
+    double max_rel_diff;
+    bool diverged;
+};
+
+struct bench_result {
+    size_t index, order_index;
+    bool ok;
+    char error[256]; /* one line when !ok */
+    /* config */
+    const char *model;
+    size_t n_devices;
+    char devices[BENCH_MAX_DEVICES][BENCH_NAME_MAX];
+    enum bench_placement placement, requested;
+    char auto_reason[256]; /* "" when not auto */
+    enum bench_scenario scenario;
+    int64_t batch;
+    double target_qps; /* server scenario, else 0 */
+    int streams;       /* multi-stream scenario, else 0 */
+    size_t n_shares;
+    struct bench_share shares[BENCH_MAX_DEVICES];
+    size_t n_stages; /* pipeline */
+    struct bench_stage stages[BENCH_MAX_DEVICES];
+    /* measurement (the loop's samples; borrowed) */
+    const struct bench_loop *loop;
+    const double *device_ns; /* per timed request, or NULL */
+    size_t n_device;
+    char device_reason[160]; /* why device_ns is NULL */
+    double items_per_s, requests_per_s, window_ms;
+    const double *windows;
+    size_t n_windows;
+    double build_cold_ms, build_warm_ms, model_load_ms, first_inference_ms;
+    size_t n_layers;
+    struct bench_layer layers[BENCH_MAX_LAYERS];
+    struct bench_device_result dev[BENCH_MAX_DEVICES]; /* n_devices entries */
+    long long peak_rss_bytes;
+    cJSON *machine_before, *machine_after, *energy; /* moved into the report */
+    int throttled;                                  /* -1 unknown */
+    bool acc_evaluated;
+    char acc_reason[160];
+    const char *acc_dataset;
+    long long acc_n_samples;
+    double acc_tolerance;
+    const char *trace_file;
+};
+
+/* What a run asked for: the `run` and `seeds` sections. Strings are borrowed. */
+struct bench_run_info {
+    size_t n_models;
+    const char *model_names[BENCH_MAX_DEVICES];
+    const char *model_specs[BENCH_MAX_DEVICES];
+    const char *checkpoints[BENCH_MAX_DEVICES]; /* NULL: random (seeded) */
+    const char *dataset;                        /* NULL: random inputs */
+    long long n_distinct;
+    size_t n_batches;
+    const int64_t *batches;
+    size_t n_devices;
+    const char *const *devices;
+    size_t n_placements;
+    const enum bench_placement *placements;
+    size_t n_scenarios;
+    const enum bench_scenario *scenarios;
+    bool randomised;
+    double cooldown_ms;
+    struct bench_loop_options loop;
+    double window_ms;
+    double server_qps; /* 0: no server scenario */
+    int streams;       /* 0: no multi-stream scenario */
+    uint64_t seed_weights, seed_inputs, seed_order, seed_arrivals;
+};
+
+/* The report's root without configurations (an empty "configurations" array to append to);
+ * provenance is moved in. NULL when out of memory. */
+cJSON *bench_report_root(const struct bench_run_info *ri, cJSON *provenance);
+
+/* The configuration object (ok or failed). Moves r->machine_*, r->energy into it (set to NULL).
+ * NULL on failure (detail on ctx). */
+cJSON *bench_report_configuration(hetcl_context *ctx, struct bench_result *r);
+
+/* A `series` object {stats, samples_ns} of n >= 1 samples (ns); NULL on failure. */
+cJSON *bench_report_series(hetcl_context *ctx, const double *ns, size_t n);
+
+/* Prints one line per result (text) or a Markdown table: p50/p90/p99 end-to-end latency in ms
+ * (a '*' marks an untrusted percentile), device p50, items/s, warm-up state. */
+void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n, bool markdown);
+
+#endif /* HETCL_CLI_BENCH_REPORT_H */
