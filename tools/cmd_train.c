@@ -291,6 +291,21 @@ static int parse_args(int argc, char **argv, struct train_cli *c)
         cli_error("--resume needs --checkpoint FILE");
         return CLI_EXIT_USAGE;
     }
+    if (o->checkpoint_path) {
+        /* Fail now rather than after the first epoch: the file's directory must be writable. */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", o->checkpoint_path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *(slash == dir ? slash + 1 : slash) = '\0';
+        else
+            snprintf(dir, sizeof dir, ".");
+        if (access(dir, W_OK) != 0) {
+            cli_error("--checkpoint %s: directory %s is not writable (%s)", o->checkpoint_path, dir,
+                      strerror(errno));
+            return CLI_EXIT_USAGE;
+        }
+    }
     if (o->checkpoint_every_s > 0 && !o->checkpoint_path) {
         cli_error("--checkpoint-every needs --checkpoint FILE");
         return CLI_EXIT_USAGE;
