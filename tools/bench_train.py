@@ -68,6 +68,7 @@ def torch_baseline(args):
                           weight_decay=args.weight_decay)
     loss_fn = torch.nn.CrossEntropyLoss()
     n = xtr.shape[0]
+    import math
     epochs, train_s, t_target = [], 0.0, None
     t0 = time.perf_counter()
     for epoch in range(args.epochs):
@@ -77,6 +78,10 @@ def torch_baseline(args):
         total = 0.0
         for i in range(0, n, args.batch):
             idx = perm[i:i + args.batch]
+            if args.schedule == "cosine":  # as hetcl: continuous in epochs, per batch
+                t = epoch + i / n
+                for g in opt.param_groups:
+                    g["lr"] = args.lr * 0.5 * (1 + math.cos(math.pi * t / args.epochs))
             opt.zero_grad(set_to_none=True)
             loss = loss_fn(model(xtr[idx]), ytr[idx])
             loss.backward()
@@ -104,7 +109,8 @@ def hetcl_run(args, algo):
            "--algo", algo, "--epochs", str(args.epochs), "--lr", str(args.lr),
            "--lr-batch", str(args.batch), "--momentum", str(args.momentum),
            "--weight-decay", str(args.weight_decay), "--seed", str(args.seed),
-           "--devices", args.devices, "--report", report, "--quiet"]
+           "--devices", args.devices, "--schedule", args.schedule, "--report", report,
+           "--quiet"]
     if algo == "single":
         cmd += ["--batch", f"host={args.batch}"]
     cmd += args.hetcl_args
@@ -133,6 +139,8 @@ def main():
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--weight-decay", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--schedule", choices=["constant", "cosine"], default="constant",
+                   help="learning-rate schedule of both sides (cosine: per batch, to 0 at the end)")
     p.add_argument("--target", type=float, default=0.85)
     p.add_argument("--algos", default="adaptive,hogbatch,hogwild,sync,single")
     p.add_argument("--devices", default="all")

@@ -138,7 +138,7 @@ static cJSON *config(const struct train_cli *c, const struct hetcl_train_result 
     json_add(ap, "adaptive", cJSON_CreateBool(o->algo == HETCL_TRAIN_ADAPTIVE));
     json_add(ap, "batches-in-flight-per-device", cJSON_CreateNumber(2));
     /* The threshold: the smallest accelerator batch (min bound of the OpenCL devices). */
-    json_add(ap, "threshold", cJSON_CreateNumber(o->cl_batch.min ? (double) o->cl_batch.min : 64));
+    json_add(ap, "threshold", cJSON_CreateNumber(o->cl_batch.min ? (double) o->cl_batch.min : 32));
     json_add(ap, "devices", cJSON_CreateString(c->devices));
     json_add(ap, "lr-scale-max", cJSON_CreateNumber(o->lr_scale_max > 0 ? o->lr_scale_max : 2));
     json_add(ap, "momentum-correction", cJSON_CreateBool(!o->no_momentum_correction));

@@ -113,8 +113,8 @@ struct hetcl_train_options {
     int64_t step_epochs;  /* default 5 */
     double warmup_epochs; /* linear warm-up of the lr from 0 (default 0) */
     /* Batches: defaults per kind, overridden per device (index = the runtime worker's). */
-    struct hetcl_train_batch host_batch; /* default 32, bounds [1, 256] */
-    struct hetcl_train_batch cl_batch;   /* default 256, bounds [64 (threshold), 1024] */
+    struct hetcl_train_batch host_batch; /* default 32, bounds [1, 128] */
+    struct hetcl_train_batch cl_batch;   /* default 128, bounds [32 (threshold), 1024] */
     struct hetcl_train_batch dev_batch[HETCL_TRAIN_MAX_DEVICES];
     /* Adaptive: control period (default 50 ms) and dead band (default 0.1). */
     double adapt_period_s;

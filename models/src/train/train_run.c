@@ -25,9 +25,9 @@
 #define DEF_LR_BATCH  64
 #define DEF_HOST_B    32
 #define DEF_HOST_MIN  1
-#define DEF_HOST_MAX  256
-#define DEF_CL_B      256
-#define DEF_CL_MIN    64 /* the threshold: smallest accelerator batch */
+#define DEF_HOST_MAX  128
+#define DEF_CL_B      128
+#define DEF_CL_MIN    32 /* the threshold: smallest accelerator batch */
 #define DEF_CL_MAX    1024
 #define DEF_SINGLE_HB 64
 #define EVAL_CHUNK    2500
