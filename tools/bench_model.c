@@ -12,6 +12,7 @@
 #include <hetcl/context.h>
 #include <hetcl/device.h>
 #include <hetcl/probe.h>
+#include <hetcl/safetensors.h>
 #include <hetcl/version.h>
 
 #include <errno.h>
@@ -496,6 +497,65 @@ static const char *model_path(const char *m, char *buf, size_t cap)
     return buf;
 }
 
+/* A checkpoint written by `hetcl train` holds the standardisation its inputs had (tensors
+ * input.mean and input.std): apply it to the dataset, or the trained model would see inputs
+ * on another scale and its accuracy would be meaningless. Every model shares the dataset, so
+ * their checkpoints must agree. */
+static int standardise_like_training(hetcl_context *ctx, const struct bench_model *models,
+                                     size_t n_models, hetcl_dataset *data)
+{
+    float *mean = NULL, *sd = NULL;
+    const char *from = NULL;
+    int rc = CLI_EXIT_OK;
+    for (size_t i = 0; i < n_models && rc == CLI_EXIT_OK; i++) {
+        if (!models[i].checkpoint)
+            continue;
+        hetcl_st_file *f = NULL;
+        if (hetcl_st_open(ctx, models[i].checkpoint, &f) != HETCL_OK) {
+            cli_error("--weights %s: %s", models[i].checkpoint, hetcl_context_last_error(ctx));
+            rc = CLI_EXIT_USAGE;
+            break;
+        }
+        const struct hetcl_st_tensor *tm = hetcl_st_find(f, "input.mean");
+        const struct hetcl_st_tensor *ts = hetcl_st_find(f, "input.std");
+        size_t nf = (size_t) data->n_features;
+        if (tm && ts) {
+            if (tm->dtype != HETCL_ST_F32 || ts->dtype != HETCL_ST_F32 ||
+                tm->n_elements != (int64_t) nf || ts->n_elements != (int64_t) nf) {
+                cli_error("--weights %s: input.mean and input.std must be F32 tensors of %zu "
+                          "features (the dataset's)",
+                          models[i].checkpoint, nf);
+                rc = CLI_EXIT_USAGE;
+            } else if (!mean) {
+                mean = malloc(nf * sizeof *mean);
+                sd = malloc(nf * sizeof *sd);
+                if (!mean || !sd) {
+                    cli_error("out of memory");
+                    rc = CLI_EXIT_FAILURE;
+                } else {
+                    memcpy(mean, tm->data, nf * sizeof *mean);
+                    memcpy(sd, ts->data, nf * sizeof *sd);
+                    from = models[i].checkpoint;
+                }
+            } else if (memcmp(mean, tm->data, nf * sizeof *mean) ||
+                       memcmp(sd, ts->data, nf * sizeof *sd)) {
+                cli_error("--weights %s: its input standardisation differs from %s's; bench these "
+                          "models in separate runs",
+                          models[i].checkpoint, from);
+                rc = CLI_EXIT_USAGE;
+            }
+        }
+        hetcl_st_close(f);
+    }
+    if (rc == CLI_EXIT_OK && mean && hetcl_dataset_standardize(ctx, data, mean, sd) != HETCL_OK) {
+        cli_error("--weights %s: input standardisation: %s", from, hetcl_context_last_error(ctx));
+        rc = CLI_EXIT_USAGE;
+    }
+    free(mean);
+    free(sd);
+    return rc;
+}
+
 int cli_bench_model(int argc, char **argv)
 {
     struct options o;
@@ -547,6 +607,8 @@ int cli_bench_model(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
+    if (data && (rc = standardise_like_training(ctx, models, o.n_models, data)) != CLI_EXIT_OK)
+        goto done;
 
     struct hetcl_enum_options eo = {.split_cpu = o.split_cpu};
     if (hetcl_device_enumerate(ctx, &eo, &list) != HETCL_OK)
