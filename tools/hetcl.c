@@ -1,5 +1,6 @@
 /* hetcl: the command-line tool. Dispatches to one file per subcommand. */
 #include "cli.h"
+#include "train_cli.h"
 
 #include <hetcl/context.h>
 #include <hetcl/fileio.h>
@@ -22,6 +23,10 @@ static const struct command commands[] = {
          "list the hardware topology, OpenCL devices and the device map; --probe measures"
          " their ceilings",
          cli_devices},
+        {"train",
+         "train a model on every device at once: Hogbatch, Adaptive Hogbatch, and sync,"
+         " hogwild and single-device baselines",
+         cli_train},
         {"compare",
          "compare reports (BASE NEW...): per metric ratio, confidence interval, p-value and"
          " verdict; exit 3 on a regression",

@@ -19,7 +19,7 @@ struct resampler {
     size_t *count;  /* n counters */
 };
 
-static double resample_quantile(struct resampler *r, struct hetcl__rng *rng)
+static double resample_quantile(struct resampler *r, struct hetcl__stats_rng *rng)
 {
     memset(r->count, 0, r->n * sizeof *r->count);
     for (size_t i = 0; i < r->n; i++)
@@ -96,7 +96,7 @@ hetcl_status hetcl_stats_bootstrap_quantile(hetcl_context *ctx, const double *x,
         resampler_deinit(&r);
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "bootstrap: %u resamples", resamples);
     }
-    struct hetcl__rng rng;
+    struct hetcl__stats_rng rng;
     hetcl__stats_rng_seed(&rng, seed);
     for (unsigned b = 0; b < resamples; b++)
         stat[b] = resample_quantile(&r, &rng);
@@ -143,7 +143,7 @@ hetcl_status hetcl_stats_bootstrap_ratio(hetcl_context *ctx, const double *a, si
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "bootstrap: %u resamples", resamples);
     }
     /* One stream for both samples, drawn in a fixed order: reproducible from the seed. */
-    struct hetcl__rng rng;
+    struct hetcl__stats_rng rng;
     hetcl__stats_rng_seed(&rng, seed);
     size_t at_most_1 = 0, at_least_1 = 0;
     for (unsigned i = 0; i < resamples; i++) {

@@ -14,7 +14,7 @@ static uint64_t splitmix64(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-void hetcl__stats_rng_seed(struct hetcl__rng *r, uint64_t seed)
+void hetcl__stats_rng_seed(struct hetcl__stats_rng *r, uint64_t seed)
 {
     for (int i = 0; i < 4; i++)
         r->s[i] = splitmix64(&seed);
@@ -25,7 +25,7 @@ static uint64_t rotl(uint64_t x, int k)
     return (x << k) | (x >> (64 - k));
 }
 
-uint64_t hetcl__stats_rng_next(struct hetcl__rng *r)
+uint64_t hetcl__stats_rng_next(struct hetcl__stats_rng *r)
 {
     uint64_t *s = r->s;
     uint64_t result = rotl(s[1] * 5, 7) * 9;
@@ -39,7 +39,7 @@ uint64_t hetcl__stats_rng_next(struct hetcl__rng *r)
     return result;
 }
 
-uint64_t hetcl__stats_rng_below(struct hetcl__rng *r, uint64_t bound)
+uint64_t hetcl__stats_rng_below(struct hetcl__stats_rng *r, uint64_t bound)
 {
     /* Values below 2^64 mod bound would make small results more likely: reject them. */
     uint64_t threshold = (0 - bound) % bound;

@@ -1,0 +1,223 @@
+/*
+ * Training: asynchronous heterogeneous SGD over the task-graph runtime (issue 5; design in
+ * README.md "hetcl train" and ../shared/research/seeds.md section 1).
+ *
+ *     struct hetcl_train_options o = {.algo = HETCL_TRAIN_ADAPTIVE, .epochs = 10, .lr = 0.02,
+ *                                     .momentum = 0.9, .seed = 1};
+ *     struct hetcl_train_result *res = NULL;
+ *     if (hetcl_train_run(ctx, rt, spec, train, test, &o, &res) != HETCL_OK)
+ *         fprintf(stderr, "%s\n", hetcl_context_last_error(ctx));
+ *     // res->epochs[i].test_acc, res->devices[d].updates ...
+ *     hetcl_train_result_destroy(res);
+ *
+ * Algorithms (all share one model in host memory, fp32, one contiguous block):
+ *  - HOGBATCH: a coordinator (the calling thread) hands out batches; each device pulls its next
+ *    batch when its previous one is done, one batch queued per device. Host workers run a fused
+ *    forward/backward/update task on the shared model in place, lock-free
+ *    (HETCL_RW_CONCURRENT: Hogwild); OpenCL workers copy the model into a replica, train their
+ *    batch there and merge back shared += replica - snapshot. Fixed batch per device kind.
+ *  - ADAPTIVE: the same, with each device's batch resized every control period, within its
+ *    bounds, so that the devices' update rates (hence shares of the updates) stay balanced;
+ *    the rule is at hetcl__adapt_decide in models/src/train/train_impl.h and in README.md.
+ *  - SYNC: synchronous data parallel: each step splits one global batch over the devices in
+ *    proportion to their batch sizes, averages the gradients and applies one update.
+ *  - HOGWILD: host workers only, small batches, lock-free.
+ *  - SINGLE: one device (the first selected), one large batch per update.
+ * The learning rate is given for a batch of lr_batch examples and scaled linearly with each
+ * update's batch size (lr * min(b / lr_batch, lr_scale_max)), then by the schedule (step or
+ * cosine over epochs). Host devices and OpenCL replicas may both be used by every algorithm
+ * (hogwild: host workers only).
+ *
+ * Thread-safety: one run per runtime at a time. Library code: nothing is printed; progress is
+ * reported through the optional callback, which runs on the calling thread.
+ */
+#ifndef HETCL_TRAIN_H
+#define HETCL_TRAIN_H
+
+#include <hetcl/context.h>
+#include <hetcl/data.h>
+#include <hetcl/export.h>
+#include <hetcl/model_spec.h>
+#include <hetcl/runtime.h>
+#include <hetcl/status.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Devices (runtime workers) one run can use. */
+#define HETCL_TRAIN_MAX_DEVICES 32
+
+enum hetcl_train_algo {
+    HETCL_TRAIN_ADAPTIVE = 0,
+    HETCL_TRAIN_HOGBATCH,
+    HETCL_TRAIN_SYNC,
+    HETCL_TRAIN_HOGWILD,
+    HETCL_TRAIN_SINGLE,
+};
+
+enum hetcl_lr_schedule {
+    HETCL_LR_CONSTANT = 0,
+    HETCL_LR_STEP,   /* lr * gamma^floor(epoch / step_epochs) */
+    HETCL_LR_COSINE, /* lr * (1 + cos(pi * t / T)) / 2 over the epoch budget, t in epochs */
+};
+
+/* "adaptive", "hogbatch", "sync", "hogwild", "single"; static strings, "?" outside the enum. */
+HETCL_API const char *hetcl_train_algo_name(enum hetcl_train_algo a);
+/* Parses a name; false when unknown. */
+HETCL_API bool hetcl_train_algo_parse(const char *name, enum hetcl_train_algo *out);
+HETCL_API const char *hetcl_lr_schedule_name(enum hetcl_lr_schedule s);
+
+/* Per-device batch sizes: bounds and the starting size. 0 means the default of the device's
+ * kind (host or OpenCL). */
+struct hetcl_train_batch {
+    int64_t batch, min, max;
+};
+
+/* Progress after each epoch (and at the end). Borrowed for the duration of the callback. */
+struct hetcl_train_progress {
+    int64_t epoch; /* completed epochs */
+    double loss, test_acc, wall_s, examples_per_s;
+    int n_devices;
+    const char *const *device_names; /* per device: runtime worker names */
+    const double *update_share;      /* per device, over the run so far */
+    const int64_t *batch;            /* per device, current */
+};
+
+/* Options; zero means default for every field. */
+struct hetcl_train_options {
+    enum hetcl_train_algo algo;
+    /* Stopping: whichever comes first; at least one must be set (epochs default 10 if none). */
+    int64_t epochs;
+    double time_s;
+    double target_acc; /* test accuracy in [0, 1] */
+    /* Optimiser: SGD + momentum + L2 weight decay (PyTorch's convention). */
+    double lr;        /* default 0.02, for a batch of lr_batch examples */
+    int64_t lr_batch; /* default 64 */
+    /* The linear scaling stops at this factor (default 2: batches above 2 lr_batch use 2 lr;
+     * measured on Fashion-MNIST with momentum 0.9 and lr 0.02 at 64: batch 256 reached 58%
+     * after one epoch with the rate scaled 4x, 86% with it capped at 2x). */
+    double lr_scale_max;
+    double momentum; /* default 0 (set 0.9 for the usual) */
+    /* The asynchronous algorithms with M > 1 devices lower the momentum to
+     * max(0, momentum - (1 - 1/M)), the implicit momentum asynchrony adds (see train_run.c);
+     * true keeps it as given. */
+    bool no_momentum_correction;
+    double weight_decay;
+    enum hetcl_lr_schedule schedule;
+    double step_gamma;    /* default 0.1 */
+    int64_t step_epochs;  /* default 5 */
+    double warmup_epochs; /* linear warm-up of the lr from 0 (default 0) */
+    /* Batches: defaults per kind, overridden per device (index = the runtime worker's). */
+    struct hetcl_train_batch host_batch; /* default 32, bounds [1, 256] */
+    struct hetcl_train_batch cl_batch;   /* default 256, bounds [64 (threshold), 1024] */
+    struct hetcl_train_batch dev_batch[HETCL_TRAIN_MAX_DEVICES];
+    /* Adaptive: control period (default 50 ms) and dead band (default 0.1). */
+    double adapt_period_s;
+    double adapt_dead_band;
+    uint64_t seed; /* init, shuffling */
+    /* Checkpoints, written atomically when checkpoint_path is set: at the end of every epoch,
+     * and also every checkpoint_every_s seconds of training when > 0 (mid-epoch: the devices
+     * are drained first, and the cursor position is saved). */
+    const char *checkpoint_path;
+    double checkpoint_every_s;
+    bool resume; /* continue from checkpoint_path when it exists */
+    /* Width of the update-share windows of the result (default 1 s). */
+    double share_window_s;
+    /* Called after each epoch on the calling thread; may be NULL. */
+    void (*progress)(void *user, const struct hetcl_train_progress *p);
+    void *progress_user;
+};
+
+/* One device of a run. */
+struct hetcl_train_device {
+    char name[64];       /* runtime worker name: "host0", "p0d0" */
+    char long_name[128]; /* the OpenCL device's name; "" for host workers */
+    char type[16];       /* "host", or the OpenCL type: "CPU", "GPU", "ACCELERATOR", "CUSTOM" */
+    int worker;          /* runtime worker index */
+    bool is_host;
+    uint64_t updates;   /* batches applied to the shared model */
+    uint64_t examples;  /* examples processed */
+    double share;       /* updates / all updates */
+    uint64_t busy_ns;   /* sum of its batches' durations as measured by the tasks */
+    double utilization; /* busy / training wall time (evaluation excluded) */
+    /* Bytes copied to the device (replica, batches: the runtime's transfers into its memory
+     * node) and back; 0 for host workers, which update the shared model in place. */
+    uint64_t bytes_in, bytes_out;
+    double staleness_mean; /* updates by others between its model read and its update */
+    uint64_t staleness_max;
+    int64_t batch_min_bound, batch_max_bound; /* the bounds it was kept within */
+    int64_t batch_first, batch_last, batch_min_seen, batch_max_seen;
+    int64_t n_traj;   /* entries of traj_* (batch trajectory: time, size at each change) */
+    double *traj_t_s; /* owned by the result */
+    int64_t *traj_batch;
+};
+
+struct hetcl_train_epoch {
+    int64_t epoch; /* 1-based */
+    double loss;   /* mean training loss over the epoch's batches */
+    double test_loss, test_acc, wall_s;
+    uint64_t examples;
+    double examples_per_s; /* this epoch's training throughput (evaluation excluded) */
+    double lr;             /* learning rate at the epoch's end, for a batch of lr_batch */
+};
+
+enum hetcl_train_stop {
+    HETCL_TRAIN_STOP_EPOCHS = 0,
+    HETCL_TRAIN_STOP_TIME,
+    HETCL_TRAIN_STOP_TARGET,
+};
+
+struct hetcl_train_result {
+    int64_t n_epochs;
+    struct hetcl_train_epoch *epochs;
+    int n_devices;
+    struct hetcl_train_device devices[HETCL_TRAIN_MAX_DEVICES];
+    double wall_s;
+    /* Wall time at which the test accuracy reached target_acc, interpolated linearly between
+     * the evaluations around it (from 0 s for the first); -1 when not reached or no target. */
+    double time_to_target_s;
+    double final_test_acc, final_test_loss;
+    uint64_t examples, updates;
+    double examples_per_s;
+    int64_t resumed_from_epoch; /* -1 when not resumed */
+    enum hetcl_train_stop stopped_by;
+    /* Staleness of every update (see README): count, mean, percentiles, max. */
+    uint64_t stale_n;
+    double stale_mean, stale_p50, stale_p99, stale_max;
+    /* Update shares over time: n_share points, each the shares of the n_devices devices over
+     * the window of share_window_s seconds ending at share_t_s[i]; owned by the result. */
+    double share_window_s;
+    int64_t n_share;
+    double *share_t_s;
+    double *share_values; /* [n_share][n_devices] */
+    uint64_t model_hash;  /* FNV-1a of the final parameters (reproducibility) */
+    double momentum_used; /* after the asynchrony correction */
+    float *params;        /* final parameters (n_params floats), owned by the result */
+    int64_t n_params;
+};
+
+/* Trains spec on train (examples, dense features, single label) and evaluates on test after
+ * every epoch. rt: a runtime whose workers are the devices (all of them; hogwild uses the host
+ * workers only, single the first worker). Writes *out (owned by the caller, free with
+ * hetcl_train_result_destroy); *out is NULL on failure. Errors: HETCL_ERR_INVALID_ARG (bad
+ * options, data that does not fit the spec), HETCL_ERR_UNSUPPORTED (layers other than dense),
+ * HETCL_ERR_NO_DEVICE, HETCL_ERR_IO (checkpoint), task failures. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt,
+                                                       const hetcl_model_spec *spec,
+                                                       const hetcl_dataset *train,
+                                                       const hetcl_dataset *test,
+                                                       const struct hetcl_train_options *opts,
+                                                       struct hetcl_train_result **out);
+/* NULL is a no-op. */
+HETCL_API void hetcl_train_result_destroy(struct hetcl_train_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HETCL_TRAIN_H */

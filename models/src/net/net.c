@@ -1,0 +1,177 @@
+/* The network's parameter layout and its seeded initialisation (see <hetcl/net.h>). */
+#include "internal.h"
+
+#include <hetcl/net.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define ALIGN_FLOATS 16
+
+hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, hetcl_net **out)
+{
+    if (!out)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_net_create: out is NULL");
+    *out = NULL;
+    if (!spec)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_net_create: spec is NULL");
+    if (spec->loss == HETCL_MODEL_LOSS_MSE)
+        return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                           "%s: loss mse: training supports softmax_cross_entropy and "
+                           "sigmoid_cross_entropy",
+                           spec->source);
+    if (spec->input_shape.rank != 1)
+        return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                           "%s: training supports flat inputs and dense layers only", spec->source);
+    for (int i = 0; i < spec->n_layers; i++)
+        if (spec->layers[i].type != HETCL_MODEL_LAYER_DENSE)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: %s layers are not supported by training yet "
+                               "(dense only)",
+                               spec->source, i, hetcl_model_layer_type_name(spec->layers[i].type));
+    hetcl_net *net = hetcl__calloc(1, sizeof *net);
+    if (!net)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "network");
+    net->spec = spec;
+    net->n_layers = spec->n_layers;
+    net->layers = hetcl__calloc((size_t) spec->n_layers, sizeof *net->layers);
+    net->param_off = hetcl__calloc((size_t) spec->n_params + 1, sizeof *net->param_off);
+    if (!net->layers || !net->param_off) {
+        hetcl_net_destroy(net);
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "network");
+    }
+    size_t off = 0;
+    for (int i = 0; i < spec->n_params; i++) {
+        net->param_off[i] = off;
+        off += ((size_t) spec->params[i].n_elements + ALIGN_FLOATS - 1) / ALIGN_FLOATS *
+               ALIGN_FLOATS;
+    }
+    net->n_params = off;
+    net->n_inputs = spec->input_shape.dims[0];
+    net->max_width = net->n_inputs;
+    for (int i = 0; i < spec->n_layers; i++) {
+        const struct hetcl_model_layer *L = &spec->layers[i];
+        struct hetcl_net_layer *nl = &net->layers[i];
+        nl->in = L->in_shape.dims[0];
+        nl->out = L->out_shape.dims[0];
+        nl->act = L->activation;
+        nl->w_off = net->param_off[L->first_param];
+        nl->b_off = L->n_param_tensors > 1 ? net->param_off[L->first_param + 1] : SIZE_MAX;
+        if (nl->out > net->max_width)
+            net->max_width = nl->out;
+    }
+    net->n_classes = spec->output_shape.dims[0];
+    net->loss = spec->loss;
+    *out = net;
+    return HETCL_OK;
+}
+
+void hetcl_net_destroy(hetcl_net *net)
+{
+    if (!net)
+        return;
+    hetcl__free(net->layers);
+    hetcl__free(net->param_off);
+    hetcl__free(net);
+}
+
+/* xoshiro256** seeded by splitmix64 (Vigna; public domain), as in the data loaders. */
+struct rng {
+    uint64_t s[4];
+};
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t next_u64(struct rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+/* Uniform in [0, 1) with 53 bits. */
+static double uniform(struct rng *r)
+{
+    return (double) (next_u64(r) >> 11) * 0x1.0p-53;
+}
+
+/* Standard normal by Box-Muller (one value per call: simpler to reproduce elsewhere). */
+static double normal(struct rng *r)
+{
+    double u1 = 1.0 - uniform(r), u2 = uniform(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+void hetcl_net_init_params(const hetcl_net *net, uint64_t seed, float *params)
+{
+    struct rng r;
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++)
+        r.s[i] = splitmix64(&x);
+    memset(params, 0, net->n_params * sizeof *params);
+    const hetcl_model_spec *spec = net->spec;
+    for (int i = 0; i < spec->n_params; i++) {
+        const struct hetcl_model_param *p = &spec->params[i];
+        float *w = params + net->param_off[i];
+        double fi = (double) p->fan_in, fo = (double) p->fan_out, a = 0, sd = 0;
+        enum hetcl_model_init init = p->init;
+        switch (init) {
+        case HETCL_MODEL_INIT_HE_UNIFORM:
+            a = sqrt(6.0 / fi);
+            break;
+        case HETCL_MODEL_INIT_HE_NORMAL:
+            sd = sqrt(2.0 / fi);
+            break;
+        case HETCL_MODEL_INIT_XAVIER_UNIFORM:
+            a = sqrt(6.0 / (fi + fo));
+            break;
+        case HETCL_MODEL_INIT_XAVIER_NORMAL:
+            sd = sqrt(2.0 / (fi + fo));
+            break;
+        case HETCL_MODEL_INIT_NORMAL:
+            sd = spec->init_std;
+            break;
+        case HETCL_MODEL_INIT_ZEROS:
+            break;
+        }
+        for (int64_t k = 0; k < p->n_elements; k++) {
+            if (init == HETCL_MODEL_INIT_ZEROS)
+                w[k] = 0.0f;
+            else if (a > 0)
+                w[k] = (float) (a * (2.0 * uniform(&r) - 1.0));
+            else
+                w[k] = (float) (sd * normal(&r));
+        }
+    }
+}
+
+size_t hetcl_net_workspace_floats(const hetcl_net *net, int64_t rows)
+{
+    size_t r = (size_t) (rows > 0 ? rows : 1), acts = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        acts += r * (size_t) net->layers[i].out + ALIGN_FLOATS;
+    size_t wmax = 0; /* the largest weight gradient (GEMM path) */
+    for (int i = 0; i < net->n_layers; i++)
+        if ((size_t) (net->layers[i].in * net->layers[i].out) > wmax)
+            wmax = (size_t) (net->layers[i].in * net->layers[i].out);
+    return acts + 2 * (r * (size_t) net->max_width + ALIGN_FLOATS) + (size_t) net->max_width +
+           ALIGN_FLOATS + wmax + ALIGN_FLOATS;
+}

@@ -1,0 +1,61 @@
+/* The epoch cursor: each epoch visits every example once, in a permutation that depends only on
+ * the seed and the epoch number, so that a resumed run sees the same order. */
+#include "internal.h"
+#include "train_impl.h"
+
+#include <hetcl/data.h>
+
+uint64_t hetcl__cursor_epoch_seed(uint64_t seed, int64_t epoch)
+{
+    /* splitmix64's finaliser over seed + epoch * golden ratio: distinct, well-mixed seeds. */
+    uint64_t z = seed + (uint64_t) (epoch + 1) * UINT64_C(0x9e3779b97f4a7c15);
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+hetcl_status hetcl__cursor_init(hetcl_context *ctx, struct hetcl__cursor *c, int64_t n,
+                                uint64_t seed)
+{
+    c->perm = NULL;
+    if (n <= 0)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "training set is empty");
+    c->perm = hetcl__malloc((size_t) n * sizeof *c->perm);
+    if (!c->perm)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "cursor of %lld examples", (long long) n);
+    c->n = n;
+    c->seed = seed;
+    hetcl__cursor_seek(c, 0, 0);
+    return HETCL_OK;
+}
+
+void hetcl__cursor_deinit(struct hetcl__cursor *c)
+{
+    hetcl__free(c->perm);
+    c->perm = NULL;
+}
+
+void hetcl__cursor_seek(struct hetcl__cursor *c, int64_t epoch, int64_t pos)
+{
+    c->epoch = epoch;
+    c->pos = pos < 0 ? 0 : pos > c->n ? c->n : pos;
+    hetcl_data_permutation(hetcl__cursor_epoch_seed(c->seed, epoch), c->n, c->perm);
+}
+
+int64_t hetcl__cursor_take(struct hetcl__cursor *c, int64_t want, const int64_t **idx)
+{
+    int64_t left = c->n - c->pos;
+    int64_t k = want < left ? want : left;
+    if (k <= 0) {
+        *idx = NULL;
+        return 0;
+    }
+    *idx = c->perm + c->pos;
+    c->pos += k;
+    return k;
+}
+
+void hetcl__cursor_next_epoch(struct hetcl__cursor *c)
+{
+    hetcl__cursor_seek(c, c->epoch + 1, 0);
+}

@@ -1,0 +1,125 @@
+/*
+ * Internal pieces of the trainer, each pure logic with its own file and unit test
+ * (tests/train/test_train_logic.c):
+ *   train_adapt.c   the Adaptive Hogbatch batch-size controller
+ *   train_cursor.c  the epoch cursor over a seeded permutation of the examples
+ *   train_lr.c      learning-rate schedule and linear batch scaling
+ *   train_ckpt.c    checkpoints (safetensors + metadata), atomic
+ */
+#ifndef HETCL_TRAIN_IMPL_H
+#define HETCL_TRAIN_IMPL_H
+
+#include <hetcl/model_spec.h>
+#include <hetcl/train.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- Adaptive controller ------------------------------------------------------------------- */
+
+struct hetcl__adapt_dev {
+    int64_t batch, b_min, b_max;
+    bool adapt; /* false: the size stays fixed (hogbatch) */
+    /* EWMA of the time one batch takes at `batch` (ns); 0 = no sample since the last change. */
+    double t_batch_ns;
+    uint64_t samples; /* since the last change */
+    uint64_t changes;
+};
+
+struct hetcl__adapt {
+    int n_dev;
+    struct hetcl__adapt_dev dev[HETCL_TRAIN_MAX_DEVICES];
+    uint64_t period_ns; /* between decisions */
+    double dead_band;   /* epsilon: no change while |p_d / mu - 1| <= epsilon */
+    double max_ratio;   /* one decision changes a batch by at most this factor (2) */
+    double alpha;       /* EWMA weight of the newest sample (0.3) */
+    uint64_t last_decision_ns;
+    uint64_t n_decisions;
+};
+
+/* period_ns 0: 50 ms; dead_band <= 0: 0.1. Devices start with adapt false and batch 1. */
+void hetcl__adapt_init(struct hetcl__adapt *a, int n_dev, uint64_t period_ns, double dead_band,
+                       uint64_t now_ns);
+/* Sets a device's starting size and bounds (the size is clamped into them). */
+void hetcl__adapt_set(struct hetcl__adapt *a, int d, int64_t batch, int64_t b_min, int64_t b_max,
+                      bool adapt);
+/* Records that device d finished a batch of `batch` examples which it worked on for
+ * duration_ns. Samples of a size other than the current one (batches handed out before a
+ * change) are rescaled proportionally. */
+void hetcl__adapt_record(struct hetcl__adapt *a, int d, int64_t batch, uint64_t duration_ns);
+/* The rule, applied at most once per period (returns true when a batch size changed):
+ *   rate_d = 1 / t_d, t_d the EWMA batch time of device d at its current size b_d;
+ *   mu = 1 / n (target share of the updates), p_d = rate_d / sum_j rate_j, r_d = p_d / mu;
+ *   nothing changes while every |r_d - 1| <= epsilon (the dead band);
+ *   otherwise, for each adaptive device (one whose bounds differ) with a sample since its
+ *   last change: b_d <- clamp(round(b_d * clamp(r_d / g, 1/2, 2)), b_min_d, b_max_d),
+ *   where g = 1 when some device has fixed bounds (it sets the scale), and otherwise the
+ *   geometric mean of the r_d (so that the product of the sizes stays put).
+ * A device that updates too often (r_d > 1) gets larger batches, one that updates too rarely
+ * smaller ones. If a batch's time is proportional to its size, one decision equalises the
+ * rates (the update rate r_d / b_d scales by 1 / r_d); the ratio clamp damps the latency part
+ * that does not scale. b_min of an accelerator is the paper's threshold: it keeps the
+ * accelerator's batch large enough to use it well, at the cost of balance. */
+bool hetcl__adapt_decide(struct hetcl__adapt *a, uint64_t now_ns);
+
+/* ---- Epoch cursor -------------------------------------------------------------------------- */
+
+struct hetcl__cursor {
+    int64_t n;
+    uint64_t seed;
+    int64_t epoch; /* 0-based epoch whose permutation perm holds */
+    int64_t pos;   /* examples of this epoch already handed out */
+    int64_t *perm; /* owned */
+};
+
+/* Allocates perm and positions at (epoch 0, pos 0). HETCL_ERR_NO_MEMORY/INVALID_ARG. */
+hetcl_status hetcl__cursor_init(hetcl_context *ctx, struct hetcl__cursor *c, int64_t n,
+                                uint64_t seed);
+void hetcl__cursor_deinit(struct hetcl__cursor *c);
+/* Positions at (epoch, pos), regenerating the permutation: resume. */
+void hetcl__cursor_seek(struct hetcl__cursor *c, int64_t epoch, int64_t pos);
+/* Hands out up to want examples of the current epoch: *idx points into perm (borrowed until
+ * the next seek/next_epoch). Returns the count, 0 when the epoch is exhausted. */
+int64_t hetcl__cursor_take(struct hetcl__cursor *c, int64_t want, const int64_t **idx);
+/* Moves to the next epoch (a new permutation: seed mixed with the epoch number). */
+void hetcl__cursor_next_epoch(struct hetcl__cursor *c);
+/* The permutation seed of an epoch. */
+uint64_t hetcl__cursor_epoch_seed(uint64_t seed, int64_t epoch);
+
+/* ---- Learning rate ------------------------------------------------------------------------- */
+
+/* The schedule's factor at time t (epochs, fractional) of a budget of total epochs. */
+double hetcl__lr_schedule(const struct hetcl_train_options *o, double t, double total);
+/* The learning rate of one update of `batch` examples at time t:
+ * lr * min(batch / lr_batch, lr_scale_max) * schedule(t) * warm-up(t) (lr_scale_max <= 0: no
+ * cap). Options must be resolved (defaults filled). */
+double hetcl__lr_at(const struct hetcl_train_options *o, int64_t batch, double t, double total);
+
+/* ---- Checkpoints --------------------------------------------------------------------------- */
+
+struct hetcl__ckpt_state {
+    int64_t epoch;           /* completed epochs */
+    int64_t pos;             /* cursor position in the next epoch (0 at an epoch boundary) */
+    double epoch_loss_sum;   /* the partial epoch's summed loss (pos > 0) */
+    uint64_t epoch_examples; /* and its examples */
+    uint64_t seed;
+    uint64_t examples, updates;
+    double elapsed_s;
+    enum hetcl_train_algo algo;
+    int n_dev;
+    int64_t batch[HETCL_TRAIN_MAX_DEVICES];
+    /* Per completed epoch (epoch entries): so that a resumed report has the whole history. */
+    struct hetcl_train_epoch *hist; /* owned by the caller on load: hetcl__free */
+};
+
+/* Writes params and velocity (n floats each, laid out as hetcl_net: spec params in order) and
+ * the state to path, atomically. */
+hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_model_spec *spec,
+                              const float *params, const float *velocity,
+                              const struct hetcl__ckpt_state *st);
+/* Reads a checkpoint written for spec into params and velocity and *st (st->hist allocated).
+ * HETCL_ERR_IO (missing), HETCL_ERR_FORMAT (another model, bad metadata). */
+hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_model_spec *spec,
+                              float *params, float *velocity, struct hetcl__ckpt_state *st);
+
+#endif /* HETCL_TRAIN_IMPL_H */

@@ -1,0 +1,145 @@
+/*
+ * The state of one training run, shared by the coordinator (train_run.c), the host codelets
+ * (train_host.c) and the accelerator replica path (train_cl.c). Internal.
+ *
+ * Threads: the coordinator is the thread that called hetcl_train_run; host codelets run on the
+ * runtime's host workers. A slot (one batch in flight) is written by the coordinator before its
+ * tasks are submitted and by the tasks while they run; the coordinator reads it back only after
+ * the batch's last task pushed it on the completion queue (mutex: happens-before). The shared
+ * model is written by every worker without locks (Hogwild); `version` counts merged updates.
+ */
+#ifndef HETCL_TRAIN_RUN_H
+#define HETCL_TRAIN_RUN_H
+
+#include "train_impl.h"
+
+#include <hetcl/net.h>
+#include <hetcl/runtime.h>
+#include <hetcl/train.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define TR_SLOTS_PER_DEV 2 /* one batch running, one queued: a device never waits */
+#define TR_MAX_SLOTS     (HETCL_TRAIN_MAX_DEVICES * TR_SLOTS_PER_DEV)
+
+struct tr;
+struct tr_cl; /* train_cl.c */
+
+struct tr_dev {
+    int index;  /* in the run */
+    int worker; /* runtime worker */
+    bool is_host;
+    char name[64];
+    int64_t b_min, b_max, b_init;
+    /* Host: gather buffers and workspace for b_max rows (one task of a worker at a time). */
+    float *xb;
+    int32_t *yb;
+    float *ws;
+    float *grad; /* sync: this device's gradient */
+    struct tr_cl *cl;
+    int inflight;
+    /* Statistics (coordinator only). */
+    uint64_t updates, examples, busy_ns, bytes, bytes_out, stale_sum, stale_max;
+    int64_t batch_lo, batch_hi;
+    int64_t n_traj, cap_traj;
+    double *traj_t;
+    int64_t *traj_b;
+};
+
+struct tr_slot {
+    struct tr *tr;
+    struct tr_dev *dev;
+    int id;
+    bool used;
+    const int64_t *idx; /* into the cursor's permutation (valid for the epoch) */
+    int64_t n;
+    float lr;
+    hetcl_task *task; /* the batch's last task */
+    uint64_t t_submit_ns;
+    /* Written by the tasks. */
+    uint64_t t_start_ns, t_end_ns;
+    uint64_t v_start, stale;
+    double loss;
+    hetcl_status status;
+    float *snapshot; /* replica path: the shared model when copied in (train_cl.c) */
+};
+
+struct tr {
+    hetcl_context *ctx;
+    hetcl_runtime *rt;
+    const hetcl_model_spec *spec;
+    hetcl_net *net;
+    const hetcl_dataset *train, *test;
+    struct hetcl_train_options o; /* resolved */
+    float *params, *velocity;     /* the shared model (host), registered as handles */
+    double momentum; /* the explicit momentum the updates use (see hetcl_train_options) */
+    hetcl_handle *h_params, *h_vel;
+    int n_dev;
+    /* The host worker that runs the replica copies and merges, or -1 (any host worker). With
+     * OpenCL devices and two host workers or more, the last one serves the replicas instead of
+     * training: a replica's copy-in and merge then never wait behind a host training step. */
+    int service_worker;
+    struct tr_dev dev[HETCL_TRAIN_MAX_DEVICES];
+    struct tr_slot slots[TR_MAX_SLOTS];
+    atomic_uint_fast64_t version;
+    /* Completion queue: slot ids pushed by the batches' last tasks. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int queue[TR_MAX_SLOTS + 1];
+    int q_head, q_tail;
+    struct hetcl__cursor cursor;
+    struct hetcl__adapt adapt;
+    uint64_t t0_ns;
+    double total_epochs;
+    /* Checkpoint bookkeeping: the history so far and when the last one was written. */
+    const struct hetcl_train_epoch *hist;
+    int64_t n_hist;
+    uint64_t examples_done; /* before the current epoch */
+    uint64_t last_ckpt_ns;
+    /* Staleness histogram (the last bin counts everything above) and update shares over
+     * time (per device updates in the current window, and the points so far). */
+#define TR_STALE_BINS 4096
+    uint64_t stale_hist[TR_STALE_BINS + 1];
+    uint64_t stale_n, stale_max;
+    double stale_sum;
+    uint64_t win_start_ns, win_updates[HETCL_TRAIN_MAX_DEVICES];
+    int64_t n_share, cap_share;
+    double *share_t, *share_v;
+};
+
+/* Host codelets (train_host.c). */
+extern const struct hetcl_codelet hetcl__tr_step_codelet; /* fused Hogwild step */
+extern const struct hetcl_codelet hetcl__tr_grad_codelet; /* sync: gradient only */
+extern const struct hetcl_codelet hetcl__tr_eval_codelet; /* evaluation of a chunk */
+/* Arguments of the three: the slot (step, grad) or an eval chunk. */
+struct tr_task_args {
+    struct tr_slot *slot;
+};
+struct tr_eval_chunk {
+    struct tr *tr;
+    int64_t first, n;
+    double loss;
+    int64_t correct;
+    hetcl_status status;
+};
+struct tr_eval_args {
+    struct tr_eval_chunk *chunk;
+};
+
+/* Pushes a finished slot on the completion queue (from a task). */
+void hetcl__tr_complete(struct tr *t, struct tr_slot *s);
+/* Copies the batch's examples into xb/yb. */
+void hetcl__tr_gather(const struct tr *t, const struct tr_slot *s, float *xb, int32_t *yb);
+
+/* Accelerator replica path (train_cl.c). prepare allocates a device's replica handles;
+ * submit queues copy-in, the op tasks and the merge of one batch (slot->task = the merge);
+ * release frees them. HETCL_ERR_UNSUPPORTED when the operators are not available. */
+hetcl_status hetcl__tr_cl_prepare(struct tr *t, struct tr_dev *d);
+hetcl_status hetcl__tr_cl_submit(struct tr *t, struct tr_slot *s);
+/* Sync: copy-in, forward and backward on the device, the gradient into s->dev->grad (mean over
+ * the batch, in the net's layout); slot->task = the last task. */
+hetcl_status hetcl__tr_cl_submit_grad(struct tr *t, struct tr_slot *s);
+void hetcl__tr_cl_release(struct tr *t, struct tr_dev *d);
+
+#endif /* HETCL_TRAIN_RUN_H */

@@ -1,0 +1,192 @@
+/*
+ * Tests `hetcl train` as a program: bad flags and inputs give one line naming the flag or file
+ * and exit 2; a run writes a report that validates against reports/schema/train.schema.json;
+ * a run killed with SIGKILL while it checkpoints resumes with --resume from its last
+ * checkpoint and finishes the requested epochs. Host workers and generated data only.
+ */
+#include "harness.h"
+
+#include <cjson/cJSON.h>
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static char tmpdir[256];
+static const char *bin, *src;
+
+static int run(const char *args, char *err, size_t err_cap)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd %s && %s train %s >%s/out 2>%s/err", src, bin, args, tmpdir,
+             tmpdir);
+    int st = system(cmd);
+    if (st == -1 || !WIFEXITED(st))
+        return -1;
+    char path[300];
+    snprintf(path, sizeof path, "%s/err", tmpdir);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(err, 1, err_cap - 1, f) : 0;
+    err[n] = '\0';
+    if (f)
+        fclose(f);
+    return WEXITSTATUS(st);
+}
+
+static bool one_line_error(const char *err)
+{
+    const char *nl = strchr(err, '\n');
+    return !strncmp(err, "hetcl: ", 7) && nl && nl[1] == '\0';
+}
+
+static void check_bad_input(void)
+{
+    static const struct {
+        const char *args;
+        const char *mentions;
+    } cases[] = {
+            {"--bogus", "--bogus"},
+            {"--data synthetic", "--model"},
+            {"--model /nonexistent.json", "/nonexistent.json"},
+            {"--model models/mlp.json --algo fast", "--algo"},
+            {"--model models/mlp.json --epochs 0", "--epochs"},
+            {"--model models/mlp.json --epochs", "--epochs"},
+            {"--model models/mlp.json --lr -1", "--lr"},
+            {"--model models/mlp.json --momentum 1.5", "--momentum"},
+            {"--model models/mlp.json --target-acc 2", "--target-acc"},
+            {"--model models/mlp.json --batch host", "--batch"},
+            {"--model models/mlp.json --batch host=0", "--batch"},
+            {"--model models/mlp.json --schedule linear", "--schedule"},
+            {"--model models/mlp.json --resume", "--resume"},
+            {"--model models/mlp.json --data nosuch", "--data"},
+            {"--model models/mlp.json --data synthetic:100 --devices host --batch gpu7=4", "gpu7"},
+            {"--model models/mlp.json --data synthetic:100 --devices nosuchdevice", "--devices"},
+            {"--model models/lenet.json --data synthetic:100 --devices host", "flat"},
+    };
+    char err[4096];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int st = run(cases[i].args, err, sizeof err);
+        if (st != 2 || !one_line_error(err) || !strstr(err, cases[i].mentions)) {
+            fprintf(stderr, "`hetcl train %s`: status %d (want 2), stderr: %s\n", cases[i].args, st,
+                    err);
+            hetcl_test_failures++;
+        }
+    }
+    CHECK_EQ_INT(run("--help", err, sizeof err), 0);
+}
+
+static cJSON *load_json(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    static char buf[1 << 22];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return cJSON_Parse(buf);
+}
+
+static void check_report(void)
+{
+    char args[1024], err[4096], report[300];
+    snprintf(report, sizeof report, "%s/r.json", tmpdir);
+    snprintf(args, sizeof args,
+             "--model models/mlp.json --data synthetic:2000 --devices host --host-workers 2 "
+             "--algo adaptive --epochs 2 --target-acc 0.5 --report %s --quiet",
+             report);
+    CHECK_EQ_INT(run(args, err, sizeof err), 0);
+    const char *checker = getenv("HETCL_SCHEMA_CHECK");
+    if (checker) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd, "%s %s/reports/schema/train.schema.json %s", checker, src,
+                 report);
+        int st = system(cmd);
+        CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    cJSON *doc = load_json(report);
+    CHECK(doc != NULL);
+    const cJSON *devs = cJSON_GetObjectItem(doc, "devices");
+    CHECK(cJSON_GetArraySize(devs) == 2);
+    double share = 0;
+    for (int i = 0; i < cJSON_GetArraySize(devs); i++)
+        share += cJSON_GetObjectItem(cJSON_GetArrayItem(devs, i), "update_share")->valuedouble;
+    CHECK(share > 0.999 && share < 1.001);
+    cJSON_Delete(doc);
+}
+
+static void check_kill_resume(void)
+{
+    char ckpt[300], report[300];
+    snprintf(ckpt, sizeof ckpt, "%s/c.safetensors", tmpdir);
+    snprintf(report, sizeof report, "%s/resumed.json", tmpdir);
+    const char *common = "--model models/mlp.json --data synthetic:3000 --devices host "
+                         "--host-workers 1 --algo single --epochs 6 --quiet";
+    pid_t pid = fork();
+    if (pid == 0) {
+        char args[1024];
+        snprintf(args, sizeof args,
+                 "cd %s && exec %s train %s --checkpoint %s "
+                 "--checkpoint-every 0.05 >/dev/null 2>&1",
+                 src, bin, common, ckpt);
+        execl("/bin/sh", "sh", "-c", args, (char *) NULL);
+        _exit(127);
+    }
+    /* Kill it once a checkpoint exists (or after 20 s). */
+    struct stat st;
+    for (int i = 0; i < 2000 && stat(ckpt, &st) != 0; i++)
+        sleep_ms(10);
+    sleep_ms(150);
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    CHECK(stat(ckpt, &st) == 0);
+    char args[1024], err[4096];
+    snprintf(args, sizeof args, "%s --checkpoint %s --resume --report %s", common, ckpt, report);
+    CHECK_EQ_INT(run(args, err, sizeof err), 0);
+    cJSON *doc = load_json(report);
+    CHECK(doc != NULL);
+    if (doc) {
+        const cJSON *cp = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "config"), "checkpoint");
+        printf("resumed from %s, %d epochs in the report\n",
+               cJSON_IsString(cJSON_GetObjectItem(cp, "resumed_from")) ? "a checkpoint" : "nothing",
+               cJSON_GetArraySize(cJSON_GetObjectItem(doc, "epochs")));
+        CHECK(WIFEXITED(status) || cJSON_IsString(cJSON_GetObjectItem(cp, "resumed_from")));
+        CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "epochs")), 6);
+        cJSON_Delete(doc);
+    }
+    unlink(ckpt);
+    unlink(report);
+}
+
+int main(void)
+{
+    bin = getenv("HETCL_BIN");
+    src = getenv("HETCL_SOURCE_DIR");
+    if (!bin || !src)
+        hetcl_test_skip("HETCL_BIN and HETCL_SOURCE_DIR are set by CTest");
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/hetcl_train_cli_XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return 1;
+    check_bad_input();
+    check_report();
+    check_kill_resume();
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmpdir);
+    return hetcl_test_finish("test_train_cli");
+}
