@@ -12,6 +12,7 @@
 #include <hetcl/context.h>
 #include <hetcl/device.h>
 #include <hetcl/probe.h>
+#include <hetcl/safetensors.h>
 #include <hetcl/version.h>
 
 #include <errno.h>
@@ -36,7 +37,7 @@ struct options {
     enum bench_scenario scenarios[MAX_LIST];
     size_t n_scenarios;
     const char *devices, *data, *report, *trace, *scheduler, *split_cpu;
-    bool markdown, randomise, quiet, quick, no_fuse;
+    bool markdown, randomise, quiet, quick, no_fuse, no_standardize;
     double cooldown_ms, window_ms, tolerance;
     unsigned long distinct, accuracy_samples, host_workers;
     bool host_workers_set;
@@ -63,6 +64,9 @@ static void usage(FILE *out)
             "  --seed N                 seed of random weights (default 1)\n"
             "  --data fashion-mnist|random   inputs: the Fashion-MNIST test set (rotated;\n"
             "                           enables accuracy with a checkpoint) or seeded random\n"
+            "  --no-standardize         feed the dataset's raw features (default: standardised\n"
+            "                           as the checkpoint says when it carries input.mean and\n"
+            "                           input.std, else with the train split's statistics)\n"
             "  --distinct N             distinct input batches cycled through (default 16)\n"
             "  --input-seed N           seed of random inputs (default 2)\n"
             "  --batches B[,...]        batch sizes (default 1)\n"
@@ -209,6 +213,10 @@ static int parse_options(int argc, char **argv, struct options *o)
         }
         if (!strcmp(a, "--no-fuse")) {
             o->no_fuse = true;
+            continue;
+        }
+        if (!strcmp(a, "--no-standardize")) {
+            o->no_standardize = true;
             continue;
         }
         if (strncmp(a, "--", 2) != 0) {
@@ -488,12 +496,96 @@ static int pick_devices(hetcl_runtime *rt, const char *want, bool builds, struct
     return k ? 0 : CLI_EXIT_FAILURE;
 }
 
+/* Standardises the test split with the train split's feature statistics, as `hetcl train`
+ * does by default, so that a checkpoint it wrote sees the inputs it was trained on. */
+static hetcl_status standardize(hetcl_context *ctx, const char *name, hetcl_dataset *test)
+{
+    hetcl_dataset *train = NULL;
+    hetcl_status s = hetcl_dataset_load_builtin(ctx, name, "train", &train);
+    size_t f = (size_t) test->n_features;
+    float *mean = malloc(f * sizeof *mean), *sd = malloc(f * sizeof *sd);
+    if (s == HETCL_OK && (!mean || !sd))
+        s = HETCL_ERR_NO_MEMORY;
+    if (s == HETCL_OK)
+        s = hetcl_dataset_feature_stats(ctx, train, mean, sd);
+    if (s == HETCL_OK)
+        s = hetcl_dataset_standardize(ctx, test, mean, sd);
+    free(mean);
+    free(sd);
+    hetcl_dataset_destroy(train);
+    return s;
+}
+
 static const char *model_path(const char *m, char *buf, size_t cap)
 {
     if (strchr(m, '/') || strstr(m, ".json"))
         return m;
     snprintf(buf, cap, "models/%s.json", m);
     return buf;
+}
+
+/* A checkpoint written by `hetcl train` holds the standardisation its inputs had (tensors
+ * input.mean and input.std): apply it to the dataset, or the trained model would see inputs
+ * on another scale and its accuracy would be meaningless. Every model shares the dataset, so
+ * their checkpoints must agree. */
+static int standardise_like_training(hetcl_context *ctx, const struct bench_model *models,
+                                     size_t n_models, hetcl_dataset *data, bool *applied)
+{
+    *applied = false;
+    float *mean = NULL, *sd = NULL;
+    const char *from = NULL;
+    int rc = CLI_EXIT_OK;
+    for (size_t i = 0; i < n_models && rc == CLI_EXIT_OK; i++) {
+        if (!models[i].checkpoint)
+            continue;
+        hetcl_st_file *f = NULL;
+        if (hetcl_st_open(ctx, models[i].checkpoint, &f) != HETCL_OK) {
+            cli_error("--weights %s: %s", models[i].checkpoint, hetcl_context_last_error(ctx));
+            rc = CLI_EXIT_USAGE;
+            break;
+        }
+        const struct hetcl_st_tensor *tm = hetcl_st_find(f, "input.mean");
+        const struct hetcl_st_tensor *ts = hetcl_st_find(f, "input.std");
+        size_t nf = (size_t) data->n_features;
+        if (tm && ts) {
+            if (tm->dtype != HETCL_ST_F32 || ts->dtype != HETCL_ST_F32 ||
+                tm->n_elements != (int64_t) nf || ts->n_elements != (int64_t) nf) {
+                cli_error("--weights %s: input.mean and input.std must be F32 tensors of %zu "
+                          "features (the dataset's)",
+                          models[i].checkpoint, nf);
+                rc = CLI_EXIT_USAGE;
+            } else if (!mean) {
+                mean = malloc(nf * sizeof *mean);
+                sd = malloc(nf * sizeof *sd);
+                if (!mean || !sd) {
+                    cli_error("out of memory");
+                    rc = CLI_EXIT_FAILURE;
+                } else {
+                    memcpy(mean, tm->data, nf * sizeof *mean);
+                    memcpy(sd, ts->data, nf * sizeof *sd);
+                    from = models[i].checkpoint;
+                }
+            } else if (memcmp(mean, tm->data, nf * sizeof *mean) ||
+                       memcmp(sd, ts->data, nf * sizeof *sd)) {
+                cli_error("--weights %s: its input standardisation differs from %s's; bench these "
+                          "models in separate runs",
+                          models[i].checkpoint, from);
+                rc = CLI_EXIT_USAGE;
+            }
+        }
+        hetcl_st_close(f);
+    }
+    if (rc == CLI_EXIT_OK && mean) {
+        if (hetcl_dataset_standardize(ctx, data, mean, sd) != HETCL_OK) {
+            cli_error("--weights %s: input standardisation: %s", from,
+                      hetcl_context_last_error(ctx));
+            rc = CLI_EXIT_USAGE;
+        } else
+            *applied = true;
+    }
+    free(mean);
+    free(sd);
+    return rc;
 }
 
 int cli_bench_model(int argc, char **argv)
@@ -545,6 +637,18 @@ int cli_bench_model(int argc, char **argv)
     if (o.data && hetcl_dataset_load_builtin(ctx, o.data, "test", &data) != HETCL_OK) {
         cli_error("--data %s: %s", o.data, hetcl_context_last_error(ctx));
         rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    /* The checkpoints' own standardisation when they carry one (hetcl train writes it), else
+     * the train split's statistics, as hetcl train computes them by default. */
+    bool standardised = false;
+    if (data && !o.no_standardize &&
+        (rc = standardise_like_training(ctx, models, o.n_models, data, &standardised)) !=
+                CLI_EXIT_OK)
+        goto done;
+    if (data && !standardised && !o.no_standardize && standardize(ctx, o.data, data) != HETCL_OK) {
+        cli_error("--data %s: standardisation: %s", o.data, hetcl_context_last_error(ctx));
+        rc = CLI_EXIT_FAILURE;
         goto done;
     }
 

@@ -32,6 +32,7 @@ struct train_cli {
     /* Loaded by train_cli_load. */
     hetcl_model_spec *spec;
     hetcl_dataset *train, *test;
+    float *input_mean, *input_std; /* the standardisation applied (NULL: none) */
     char data_name[64];
     char data_files[2][512];
     int n_data_files;

@@ -145,8 +145,12 @@ int train_cli_load(struct train_cli *c, hetcl_context *ctx)
             s = hetcl_dataset_standardize(ctx, c->train, mean, sd);
         if (s == HETCL_OK)
             s = hetcl_dataset_standardize(ctx, c->test, mean, sd);
-        free(mean);
-        free(sd);
+        /* Kept for the checkpoint: inference must standardise its inputs the same way. */
+        c->input_mean = mean;
+        c->input_std = sd;
+        c->opts.input_mean = mean;
+        c->opts.input_std = sd;
+        c->opts.input_features = (int64_t) f;
         if (s != HETCL_OK) {
             cli_error("--data %s: standardisation failed: %s", c->data,
                       hetcl_context_last_error(ctx));
@@ -161,6 +165,10 @@ void train_cli_unload(struct train_cli *c)
     hetcl_dataset_destroy(c->train);
     hetcl_dataset_destroy(c->test);
     hetcl_model_spec_destroy(c->spec);
+    free(c->input_mean);
+    free(c->input_std);
+    c->input_mean = c->input_std = NULL;
+    c->opts.input_mean = c->opts.input_std = NULL;
     c->train = c->test = NULL;
     c->spec = NULL;
 }

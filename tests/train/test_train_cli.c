@@ -6,6 +6,9 @@
  */
 #include "harness.h"
 
+#include <hetcl/safetensors.h>
+#include <math.h>
+
 #include <cjson/cJSON.h>
 
 #include <signal.h>
@@ -128,6 +131,31 @@ static void check_report(void)
     cJSON_Delete(doc);
 }
 
+/* The checkpoint carries the inputs' standardisation (input.mean, input.std: one float per
+ * feature of mlp.json's 784), so that inference can feed the model what it was trained on. */
+static void check_input_standardisation(const char *ckpt)
+{
+    hetcl_context *ctx = NULL;
+    hetcl_st_file *f = NULL;
+    CHECK_OK(ctx, hetcl_context_create(NULL, &ctx));
+    CHECK_OK(ctx, hetcl_st_open(ctx, ckpt, &f));
+    const struct hetcl_st_tensor *m = f ? hetcl_st_find(f, "input.mean") : NULL;
+    const struct hetcl_st_tensor *sd = f ? hetcl_st_find(f, "input.std") : NULL;
+    CHECK(m && sd);
+    if (m && sd) {
+        CHECK_EQ_INT(m->n_elements, 784);
+        CHECK_EQ_INT(sd->n_elements, 784);
+        float v[784];
+        memcpy(v, sd->data, sizeof v);
+        bool positive = true;
+        for (int i = 0; i < 784; i++)
+            positive = positive && isfinite(v[i]) && v[i] > 0;
+        CHECK(positive);
+    }
+    hetcl_st_close(f);
+    hetcl_context_destroy(ctx);
+}
+
 static void check_kill_resume(void)
 {
     char ckpt[300], report[300];
@@ -169,6 +197,7 @@ static void check_kill_resume(void)
         CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "epochs")), 6);
         cJSON_Delete(doc);
     }
+    check_input_standardisation(ckpt);
     unlink(ckpt);
     unlink(report);
 }

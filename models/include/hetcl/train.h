@@ -126,6 +126,12 @@ struct hetcl_train_options {
     const char *checkpoint_path;
     double checkpoint_every_s;
     bool resume; /* continue from checkpoint_path when it exists */
+    /* The standardisation the caller applied to the inputs (x - mean) / std, per feature
+     * (input_features floats each; borrowed; NULL: none). Saved in checkpoints as the tensors
+     * `input.mean` and `input.std`, so that inference (hetcl bench model) feeds the trained
+     * model the inputs it was trained on. */
+    const float *input_mean, *input_std;
+    int64_t input_features;
     /* Width of the update-share windows of the result (default 1 s). */
     double share_window_s;
     /* Called after each epoch on the calling thread; may be NULL. */

@@ -30,7 +30,7 @@ static void dense(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, i
     const float *bias = s->bias >= 0 ? p->params[s->bias] : NULL;
     for (int64_t n = 0; n < b; n++)
         for (int64_t o = 0; o < s->out_elems; o++) {
-            double acc = bias ? bias[o] : 0;
+            double acc = bias ? (double) bias[o] : 0;
             for (int64_t i = 0; i < s->in_elems; i++)
                 acc += (double) w[o * s->in_elems + i] * x[n * s->in_elems + i];
             y[n * s->out_elems + o] = act(s->act, acc);
@@ -50,7 +50,7 @@ static void conv(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
         for (int64_t f = 0; f < F; f++)
             for (int64_t oy = 0; oy < OH; oy++)
                 for (int64_t ox = 0; ox < OW; ox++) {
-                    double acc = bias ? bias[f] : 0;
+                    double acc = bias ? (double) bias[f] : 0;
                     for (int64_t c = 0; c < C; c++)
                         for (int64_t ky = 0; ky < KH; ky++)
                             for (int64_t kx = 0; kx < KW; kx++) {
@@ -78,7 +78,7 @@ static void pool(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
             for (int64_t oy = 0; oy < OH; oy++)
                 for (int64_t ox = 0; ox < OW; ox++) {
                     const double *plane = x + (n * C + c) * H * W;
-                    double acc = is_max ? -INFINITY : 0;
+                    double acc = is_max ? -HUGE_VAL : 0;
                     for (int64_t ky = 0; ky < K; ky++)
                         for (int64_t kx = 0; kx < K; kx++) {
                             double v = plane[(oy * S + ky) * W + ox * S + kx];
@@ -94,7 +94,7 @@ static void pool(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
 static void softmax(int64_t b, int64_t k, const double *x, double *y)
 {
     for (int64_t n = 0; n < b; n++) {
-        double m = -INFINITY, sum = 0;
+        double m = -HUGE_VAL, sum = 0;
         for (int64_t j = 0; j < k; j++)
             m = x[n * k + j] > m ? x[n * k + j] : m;
         for (int64_t j = 0; j < k; j++)
@@ -118,7 +118,7 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "reference forward: %zu doubles", 2 * n);
     }
     for (size_t i = 0; i < (size_t) (batch * plan->in_elems); i++)
-        a[i] = x[i];
+        a[i] = (double) x[i];
     for (int i = 0; i < plan->n_steps; i++) {
         const struct hetcl_infer_step *s = &plan->steps[i];
         switch (s->op) {

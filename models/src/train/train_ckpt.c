@@ -84,6 +84,14 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
                                              velocity + off);
         off += (size_t) p->n_elements;
     }
+    if (s == HETCL_OK && st->input_mean && st->input_std && st->input_features > 0) {
+        int64_t dims[1] = {st->input_features};
+        s = hetcl_st_writer_add_borrowed(ctx, w, "input.mean", HETCL_ST_F32, dims, 1,
+                                         st->input_mean);
+        if (s == HETCL_OK)
+            s = hetcl_st_writer_add_borrowed(ctx, w, "input.std", HETCL_ST_F32, dims, 1,
+                                             st->input_std);
+    }
     batches = join_batches(st);
     hist = join_hist(st);
     if (s == HETCL_OK && (!batches || !hist))

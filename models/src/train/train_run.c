@@ -702,7 +702,10 @@ static hetcl_status save_ckpt(struct tr *t, const struct epoch_acc *acc)
                                    .elapsed_s = elapsed_s(t),
                                    .algo = t->o.algo,
                                    .n_dev = t->n_dev,
-                                   .hist = (struct hetcl_train_epoch *) (uintptr_t) t->hist};
+                                   .hist = (struct hetcl_train_epoch *) (uintptr_t) t->hist,
+                                   .input_mean = t->o.input_mean,
+                                   .input_std = t->o.input_std,
+                                   .input_features = t->o.input_features};
     for (int i = 0; i < t->n_dev; i++)
         st.batch[i] = t->o.algo == HETCL_TRAIN_ADAPTIVE ? t->adapt.dev[i].batch : t->dev[i].b_init;
     hetcl_status s = hetcl_handle_sync_host(t->rt, t->h_params, HETCL_R);
