@@ -194,10 +194,10 @@ HETCL_API hetcl_status hetcl_task_wait(hetcl_task *t);
 HETCL_API hetcl_status hetcl_task_status(const hetcl_task *t);
 /* The worker that ran it, or -1 if it has not run. */
 HETCL_API int hetcl_task_worker(const hetcl_task *t);
-/* When a task went through each stage of its life, host monotonic ns (the clock of
- * hetcl__now_ns / the profiler's); 0 = not known. Device times are OpenCL event profiling times
- * moved onto the host clock through the worker's estimated clock offset (an upper bound of the
- * offset, so they never read earlier than they happened on the host's clock). */
+/* When a task went through each stage of its life, host ns on CLOCK_MONOTONIC; 0 = not known.
+ * Device times are OpenCL event profiling times moved onto the host clock through the worker's
+ * estimated clock offset (an upper bound of the offset, so they never read earlier than they
+ * happened on the host's clock). */
 struct hetcl_task_times {
     uint64_t submitted;    /* hetcl_task_submit */
     uint64_t ready;        /* its dependencies were done: given to the scheduler */
