@@ -67,6 +67,8 @@ struct bench_env {
 struct bench_run_state {
     struct bench_loop loop;
     double *device_ns;
+    double *breakdown_ns[3]; /* per timed request: queued to submit, submit to start, start to end
+                              */
     double *windows;
 };
 void bench_run_config(struct bench_env *env, struct bench_model *m, const struct bench_config *c,

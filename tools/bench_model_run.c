@@ -25,8 +25,36 @@ void bench_run_free(struct bench_run_state *st)
 {
     bench_loop_deinit(&st->loop);
     free(st->device_ns);
+    for (int i = 0; i < 3; i++)
+        free(st->breakdown_ns[i]);
     free(st->windows);
     memset(st, 0, sizeof *st);
+}
+
+/* The breakdown of one request that ran on n sessions (multi-stream: one per stream, taken
+ * together as the query: the earliest queued, submitted and started, the latest ended) into
+ * out: queued to submit, submit to start, start to end (ns). false when a session has none. */
+static bool request_breakdown(hetcl_infer_session *const *sess, size_t n, double out[3])
+{
+    struct hetcl_infer_request_times q = {0};
+    for (size_t j = 0; j < n; j++) {
+        struct hetcl_infer_request_times t;
+        if (hetcl_infer_session_times(sess[j], &t) != HETCL_OK)
+            return false;
+        if (j == 0) {
+            q = t;
+            continue;
+        }
+        q.queued = t.queued < q.queued ? t.queued : q.queued;
+        q.submitted = t.submitted < q.submitted ? t.submitted : q.submitted;
+        q.started = t.started < q.started ? t.started : q.started;
+        q.ended = t.ended > q.ended ? t.ended : q.ended;
+    }
+    /* ordered per session (hetcl/infer.h), so the earliest and latest are ordered too */
+    out[0] = (double) (q.submitted - q.queued);
+    out[1] = (double) (q.started - q.submitted);
+    out[2] = (double) (q.ended - q.started);
+    return n > 0;
 }
 
 static uint64_t busy_ns(hetcl_runtime *rt, int worker)
@@ -514,6 +542,12 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     struct bench_loop *L = &st->loop;
     bench_loop_init(L, &env->loop);
     size_t cap_dev = 0, n_dev = 0, k = 0;
+    /* The breakdown of every timed request, or none at all (bd_ok false once one is missing,
+     * so that the three series stay aligned with each other). */
+    size_t cap_bd = 0, n_bd = 0;
+    bool bd_ok = true;
+    hetcl_infer_session *const *bd_sess = sess; /* the sessions that ran the last request */
+    size_t bd_n = n_sess;
     uint64_t busy_start[BENCH_MAX_DEVICES] = {0};
     struct bench_energy energy;
     memset(&energy, 0, sizeof energy);
@@ -555,6 +589,8 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
             stt = hetcl_infer_session_submit(sess[other], inputs + (k++ % env->n_distinct) * per);
             if (stt == HETCL_OK)
                 stt = hetcl_infer_session_wait(sess[cur], NULL);
+            bd_sess = &sess[cur];
+            bd_n = 1;
             a = t_submit[cur];
             b = bench_model_now_ms();
             cur = other;
@@ -609,6 +645,26 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
             st->device_ns[n_dev++] = dev;
             all_zero = all_zero && dev == 0;
         }
+        if (timed && bd_ok) {
+            double bd[3];
+            bd_ok = request_breakdown(bd_sess, bd_n, bd);
+            if (bd_ok && n_bd == cap_bd) {
+                cap_bd = cap_bd ? 2 * cap_bd : 1024;
+                for (int i = 0; i < 3; i++) {
+                    double *p = realloc(st->breakdown_ns[i], cap_bd * sizeof *p);
+                    if (!p) {
+                        stt = HETCL_ERR_NO_MEMORY;
+                        break;
+                    }
+                    st->breakdown_ns[i] = p;
+                }
+                if (stt != HETCL_OK)
+                    break;
+            }
+            for (int i = 0; bd_ok && i < 3; i++)
+                st->breakdown_ns[i][n_bd] = bd[i];
+            n_bd += bd_ok;
+        }
         if (bench_loop_record(env->ctx, L, (b - a) * 1e6, b) != HETCL_OK) {
             stt = HETCL_ERR_NO_MEMORY;
             break;
@@ -639,6 +695,11 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
                  offline ? "offline: requests overlap, so a request's device time cannot be "
                            "separated (see utilisation)"
                          : "the runtime reported no busy time for these workers");
+    }
+    if (bd_ok && n_bd > 0) {
+        for (int i = 0; i < 3; i++)
+            r->breakdown_ns[i] = st->breakdown_ns[i];
+        r->n_breakdown = n_bd;
     }
     r->items_per_s = timed_s > 0 ? items / timed_s : 0;
     r->requests_per_s = timed_s > 0 ? (double) L->n_timed / timed_s : 0;

@@ -139,6 +139,26 @@ static cJSON *accuracy_json(const struct bench_result *r)
     return a;
 }
 
+static const char *const breakdown_names[3] = {"queued_to_submit", "submit_to_start",
+                                               "start_to_end"};
+
+/* The three breakdown series, or null when not measured. */
+static cJSON *breakdown_json(hetcl_context *ctx, const struct bench_result *r)
+{
+    if (r->n_breakdown == 0 || !r->breakdown_ns[0] || !r->breakdown_ns[1] || !r->breakdown_ns[2])
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; o && i < 3; i++) {
+        cJSON *series = bench_report_series(ctx, r->breakdown_ns[i], r->n_breakdown);
+        if (!series) {
+            cJSON_Delete(o);
+            return cJSON_CreateNull();
+        }
+        cJSON_AddItemToObject(o, breakdown_names[i], series);
+    }
+    return o ? o : cJSON_CreateNull();
+}
+
 static cJSON *ok_body(hetcl_context *ctx, struct bench_result *r, cJSON *o)
 {
     const struct bench_loop *L = r->loop;
@@ -164,7 +184,7 @@ static cJSON *ok_body(hetcl_context *ctx, struct bench_result *r, cJSON *o)
     cJSON *dev = r->device_ns && r->n_device ? bench_report_series(ctx, r->device_ns, r->n_device)
                                              : NULL;
     cJSON_AddItemToObject(lat, "device", dev ? dev : cJSON_CreateNull());
-    cJSON_AddNullToObject(lat, "device_breakdown");
+    cJSON_AddItemToObject(lat, "device_breakdown", breakdown_json(ctx, r));
     cJSON_AddItemToObject(
             lat, "device_unavailable_reason",
             dev ? cJSON_CreateNull()
@@ -371,6 +391,32 @@ void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n
                     diverged ? "YES" : "no");
         if (!x->ok)
             fprintf(out, markdown ? "\n> %s: %s\n\n" : "  error (%s): %s\n", devs, x->error);
+    }
+    /* The medians of the breakdown: where a request's time went between the runtime and the
+     * device (the rest of end to end is the session's copies in and out, and waking up). */
+    for (size_t k = 0; k < n; k++) {
+        const struct bench_result *x = r[k];
+        double med[3];
+        bool have = x->ok && x->n_breakdown > 0;
+        for (int i = 0; have && i < 3; i++) {
+            struct hetcl_stats_summary b;
+            have = x->breakdown_ns[i] &&
+                   hetcl_stats_summarize(NULL, x->breakdown_ns[i], x->n_breakdown, &b) == HETCL_OK;
+            med[i] = have ? b.pct[HETCL_STATS_P50].value / 1e3 : 0;
+        }
+        if (!have)
+            continue;
+        char devs[160] = "";
+        for (size_t i = 0; i < x->n_devices; i++) {
+            size_t len = strlen(devs);
+            snprintf(devs + len, sizeof devs - len, "%s%s", i ? "+" : "", x->devices[i]);
+        }
+        fprintf(out,
+                "%sbreakdown p50: %s b%lld on %s, %s, %s: queued to submit %.1f us, submit to "
+                "start %.1f us, start to end %.1f us\n",
+                markdown ? "\n" : "", x->model, (long long) x->batch, devs,
+                bench_placement_name(x->placement == BENCH_AUTO ? BENCH_SINGLE : x->placement),
+                bench_scenario_name(x->scenario), med[0], med[1], med[2]);
     }
     for (size_t k = 0; k < n; k++) {
         const struct bench_result *x = r[k];

@@ -81,6 +81,11 @@ struct bench_result {
     const double *device_ns; /* per timed request, or NULL */
     size_t n_device;
     char device_reason[160]; /* why device_ns is NULL */
+    /* Per timed request (n_breakdown each, or NULL): the gaps between the request's first task
+     * being queued, its commands submitted, their start on the device, and the end of its last
+     * task (hetcl_infer_session_times): queued to submit, submit to start, start to end. */
+    const double *breakdown_ns[3];
+    size_t n_breakdown;
     double items_per_s, requests_per_s, window_ms;
     const double *windows;
     size_t n_windows;
@@ -136,7 +141,8 @@ cJSON *bench_report_configuration(hetcl_context *ctx, struct bench_result *r);
 cJSON *bench_report_series(hetcl_context *ctx, const double *ns, size_t n);
 
 /* Prints one line per result (text) or a Markdown table: p50/p90/p99 end-to-end latency in ms
- * (a '*' marks an untrusted percentile), device p50, items/s, warm-up state. */
+ * (a '*' marks an untrusted percentile), device p50, items/s, warm-up state; then the medians
+ * of the device breakdown of the configurations that have one. */
 void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n, bool markdown);
 
 #endif /* HETCL_CLI_BENCH_REPORT_H */

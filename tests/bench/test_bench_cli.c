@@ -2,7 +2,9 @@
  * `hetcl bench model` end to end through the CLI with tiny settings (--quick): bad flags and
  * files exit 2 with one line on stderr; a run on the host worker prints the table (text and
  * Markdown) and writes a report that validates against bench.schema.json and that
- * `hetcl compare` accepts (exit 0 or 3, never 2: it matched the configurations).
+ * `hetcl compare` accepts (exit 0 or 3, never 2: it matched the configurations). Every ok
+ * configuration has the device breakdown of its latency, whose parts of each request add up to
+ * no more than the request's end-to-end latency.
  */
 #include "harness.h"
 
@@ -11,6 +13,7 @@
 #include <hetcl/model_spec.h>
 #include <hetcl/safetensors.h>
 
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,6 +69,76 @@ static char *slurp(const char *name)
     (void) n;
     fclose(f);
     return buf;
+}
+
+static const cJSON *at(const cJSON *o, const char *a, const char *b, const char *c)
+{
+    o = cJSON_GetObjectItemCaseSensitive(o, a);
+    if (b)
+        o = cJSON_GetObjectItemCaseSensitive(o, b);
+    if (c)
+        o = cJSON_GetObjectItemCaseSensitive(o, c);
+    return o;
+}
+
+/* The report at path: every ok configuration has a device breakdown; for each timed request its
+ * three parts are non-negative and add up to no more than its end-to-end latency (the runtime's
+ * first task is queued after the request started and its last task ends before the request's
+ * wait returns); the three medians add up to no more than the end-to-end median plus slack (a
+ * sum of medians is not the median of the sums). Returns the configurations checked. */
+static int check_breakdown(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f)
+        return 0;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = calloc(1, (size_t) (len > 0 ? len : 0) + 1);
+    size_t got = buf ? fread(buf, 1, (size_t) len, f) : 0;
+    fclose(f);
+    CHECK(len > 0 && got == (size_t) len);
+    cJSON *root = cJSON_Parse(buf ? buf : "");
+    free(buf);
+    CHECK(root != NULL);
+    static const char *const parts[3] = {"queued_to_submit", "submit_to_start", "start_to_end"};
+    int n_checked = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(root, "configurations"))
+    {
+        const cJSON *status = cJSON_GetObjectItemCaseSensitive(c, "status");
+        if (!cJSON_IsString(status) || strcmp(status->valuestring, "ok") != 0)
+            continue;
+        const cJSON *bd = at(c, "latency", "device_breakdown", NULL);
+        CHECK(cJSON_IsObject(bd));
+        if (!cJSON_IsObject(bd))
+            continue;
+        const cJSON *e2e = at(c, "latency", "end_to_end", "samples_ns");
+        int n = cJSON_GetArraySize(e2e);
+        double med_sum = 0;
+        for (int k = 0; k < 3; k++) {
+            CHECK_EQ_INT(cJSON_GetArraySize(at(bd, parts[k], "samples_ns", NULL)), n);
+            med_sum += at(at(bd, parts[k], "stats", "p50"), "value_ns", NULL, NULL)->valuedouble;
+        }
+        for (int i = 0; i < n; i++) {
+            double sum = 0;
+            for (int k = 0; k < 3; k++) {
+                const cJSON *v = cJSON_GetArrayItem(at(bd, parts[k], "samples_ns", NULL), i);
+                double x = cJSON_IsNumber(v) ? v->valuedouble : -1;
+                CHECK(x >= 0);
+                sum += x;
+            }
+            /* each sample is rounded to the ns: 4 roundings */
+            CHECK(sum <= cJSON_GetArrayItem(e2e, i)->valuedouble + 4);
+        }
+        double e2e_med =
+                at(at(c, "latency", "end_to_end", "stats"), "p50", "value_ns", NULL)->valuedouble;
+        CHECK(med_sum <= e2e_med * 1.1 + 1000);
+        n_checked++;
+    }
+    cJSON_Delete(root);
+    return n_checked;
 }
 
 /* Exit 2 and exactly one line on stderr starting "hetcl: " and containing `what`. */
@@ -150,6 +223,7 @@ int main(void)
     free(err);
     snprintf(cmd, sizeof cmd, "'%s' '%s/reports/schema/bench.schema.json' '%s'", check, src, a);
     CHECK_EQ_INT(run(cmd), 0);
+    CHECK(check_breakdown(a) > 0);
 
     snprintf(cmd, sizeof cmd,
              "'%s' %s --format md --order as-given --report '%s' --trace '%s/trace.json'", bin,

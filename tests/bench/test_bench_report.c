@@ -80,9 +80,14 @@ int main(void)
         t += lat / 1e6;
         CHECK_OK(ctx, bench_loop_record(ctx, &L, lat, t));
     }
-    double dev[64], win[16];
-    for (size_t i = 0; i < L.n_timed && i < 64; i++)
+    double dev[64], win[16], bd[3][64];
+    for (size_t i = 0; i < L.n_timed && i < 64; i++) {
         dev[i] = L.timed[i] * 0.8;
+        /* parts of the request, as the runtime's times would split it (the rest: copies) */
+        bd[0][i] = L.timed[i] * 0.1;
+        bd[1][i] = L.timed[i] * 0.05;
+        bd[2][i] = L.timed[i] * 0.7;
+    }
     size_t nw = bench_throughput_windows(L.timed_end, L.n_timed, 64, 10, win, 16);
     struct bench_result ok = {
             .index = 2,
@@ -100,6 +105,8 @@ int main(void)
             .loop = &L,
             .device_ns = dev,
             .n_device = L.n_timed < 64 ? L.n_timed : 64,
+            .breakdown_ns = {bd[0], bd[1], bd[2]},
+            .n_breakdown = L.n_timed < 64 ? L.n_timed : 64,
             .items_per_s = 64 * 1000.0 / L.timed_ms * (double) L.n_timed,
             .requests_per_s = 1000.0 / L.timed_ms * (double) L.n_timed,
             .window_ms = 10,
@@ -188,6 +195,24 @@ int main(void)
     const cJSON *eff1 = cJSON_GetArrayItem(cJSON_GetObjectItem(cfg, "efficiency"), 1);
     CHECK(fabs(cJSON_GetObjectItem(eff1, "fraction_of_peak_gflops")->valuedouble - 0.05) < 1e-12);
     CHECK_EQ_STR(cJSON_GetObjectItem(cfg2, "status")->valuestring, "failed");
+    /* The breakdown: three series of every request, non-negative, their medians within the
+     * end-to-end median. */
+    const cJSON *bdj = cJSON_GetObjectItem(cJSON_GetObjectItem(cfg, "latency"), "device_breakdown");
+    CHECK(cJSON_IsObject(bdj));
+    static const char *const parts[3] = {"queued_to_submit", "submit_to_start", "start_to_end"};
+    double med_sum = 0;
+    for (int k = 0; k < 3 && cJSON_IsObject(bdj); k++) {
+        const cJSON *series = cJSON_GetObjectItem(bdj, parts[k]);
+        const cJSON *samples = cJSON_GetObjectItem(series, "samples_ns");
+        CHECK_EQ_INT(cJSON_GetArraySize(samples), (int) ok.n_breakdown);
+        const cJSON *v;
+        cJSON_ArrayForEach(v, samples) CHECK(v->valuedouble >= 0);
+        const cJSON *p50 = cJSON_GetObjectItem(cJSON_GetObjectItem(series, "stats"), "p50");
+        med_sum += cJSON_GetObjectItem(p50, "value_ns")->valuedouble;
+    }
+    const cJSON *e2e_p50 = cJSON_GetObjectItem(stats, "p50");
+    CHECK(med_sum > 0);
+    CHECK(med_sum <= cJSON_GetObjectItem(e2e_p50, "value_ns")->valuedouble * 1.01);
 
     /* The tables. */
     char *buf = NULL;
@@ -201,6 +226,7 @@ int main(void)
     CHECK(strstr(buf, "FAILED") != NULL);
     CHECK(strstr(buf, "| mlp | host0+p0d0 | split | single-stream | 64 |") != NULL);
     CHECK(strstr(buf, "out of device memory") != NULL);
+    CHECK(strstr(buf, "breakdown p50: mlp b64 on host0+p0d0, split, single-stream") != NULL);
     free(buf);
 
     cJSON_Delete(schema);

@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* Largest |device - reference| on probabilities: float accumulation over <= 784 terms. */
 #define PROB_TOL 1e-4
@@ -37,6 +38,26 @@ static bool worker_can_run(const struct hetcl_worker_info *wi)
      * reported, not failed. */
     return wi->kind == HETCL_WORKER_HOST ? hetcl_op_gemm.host != NULL
                                          : hetcl_op_gemm.opencl != NULL;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* The times of the request the session last waited for: in order, within [t0, t1] (taken
+ * before its submit and after its wait, on the runtime's clock). */
+static void check_times(hetcl_context *ctx, const hetcl_infer_session *s, uint64_t t0, uint64_t t1)
+{
+    struct hetcl_infer_request_times t;
+    CHECK_OK(ctx, hetcl_infer_session_times(s, &t));
+    CHECK(t.queued >= t0);
+    CHECK(t.submitted >= t.queued);
+    CHECK(t.started >= t.submitted);
+    CHECK(t.ended >= t.started);
+    CHECK(t.ended <= t1);
 }
 
 static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, uint64_t seed,
@@ -94,7 +115,11 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
             if (!sess)
                 continue;
             memset(got, 0, ny * sizeof *got);
+            struct hetcl_infer_request_times none;
+            CHECK_EQ_INT(hetcl_infer_session_times(sess, &none), HETCL_ERR_BUSY);
+            uint64_t t0 = mono_ns();
             CHECK_OK(ctx, hetcl_infer_session_run(sess, x, got));
+            check_times(ctx, sess, t0, mono_ns());
             double d = max_diff(got, want, ny);
             printf("%s b%lld on %s (%s): max |p - ref| = %.3g\n", name, (long long) batch, wi.name,
                    fuse == 2 ? "fused everywhere"
@@ -135,10 +160,13 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
         CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &o, &a));
         CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &o, &b));
         if (a && b) {
+            uint64_t t0 = mono_ns();
             CHECK_OK(ctx, hetcl_infer_session_submit(a, x));
             CHECK_OK(ctx, hetcl_infer_session_submit(b, x2));
             CHECK_OK(ctx, hetcl_infer_session_wait(a, got));
             CHECK_OK(ctx, hetcl_infer_session_wait(b, got2));
+            check_times(ctx, a, t0, mono_ns());
+            check_times(ctx, b, t0, mono_ns());
             double d1 = max_diff(got, want, ny), d2 = max_diff(got2, want2, ny);
             printf("%s split over %zu workers: max |p - ref| = %.3g, %.3g\n", name, n_all, d1, d2);
             CHECK(d1 <= PROB_TOL);
@@ -157,10 +185,13 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
         CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &po, &pa));
         CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &po, &pb));
         if (pa && pb) {
+            uint64_t t0 = mono_ns();
             CHECK_OK(ctx, hetcl_infer_session_submit(pa, x));
             CHECK_OK(ctx, hetcl_infer_session_submit(pb, x2));
             CHECK_OK(ctx, hetcl_infer_session_wait(pa, got));
             CHECK_OK(ctx, hetcl_infer_session_wait(pb, got2));
+            check_times(ctx, pa, t0, mono_ns());
+            check_times(ctx, pb, t0, mono_ns());
             double d1 = max_diff(got, want, ny), d2 = max_diff(got2, want2, ny);
             printf("%s pipelined over %zu workers: max |p - ref| = %.3g, %.3g\n", name, n_all, d1,
                    d2);

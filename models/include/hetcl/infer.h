@@ -206,6 +206,24 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_infer_session_submit(hetcl_infer_se
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_infer_session_wait(hetcl_infer_session *s,
                                                                 float *probs);
 
+/* When the last request waited for went through each stage, host monotonic ns (the runtime's
+ * clock, hetcl_task_times), from its first task (the first step of each share) and its last
+ * task (the softmax): the gap between a benchmark's device-only figure and what an application
+ * sees. Each is no earlier than the one before; over several shares (split placement), the
+ * earliest queued, submitted and started and the latest ended. */
+struct hetcl_infer_request_times {
+    uint64_t queued;    /* the first task was submitted to the runtime */
+    uint64_t submitted; /* its commands were enqueued (OpenCL), or a host worker took it */
+    uint64_t started;   /* its first command started on the device (OpenCL), or as submitted */
+    uint64_t ended;     /* the last task's last command ended (OpenCL), or it returned (host) */
+};
+
+/* Copies the times of the request that the last hetcl_infer_session_wait (or _run) waited for
+ * into *out. HETCL_ERR_BUSY (*out zeroed) when there are none: no request waited for since the
+ * last submit, or it failed. HETCL_ERR_INVALID_ARG for NULL. */
+HETCL_API HETCL_NODISCARD hetcl_status
+hetcl_infer_session_times(const hetcl_infer_session *s, struct hetcl_infer_request_times *out);
+
 /* The footprint given to the tasks of step `step` of a share of `rows` rows, so that the
  * runtime's kind statistics (hetcl_runtime_kind_stats) can be mapped back to layers: task 0 of
  * a step (GEMM, conv2d, pool, softmax) gets hetcl_infer_footprint(step, 0, rows), its

@@ -35,6 +35,10 @@ struct share {
     _Atomic uint64_t *layer_ns;
     void *layer_ns_mem; /* the allocation behind layer_ns */
     _Atomic uint64_t runs;
+    /* References to the first and the last task of the request in flight (its sub-graph is a
+     * chain: the first starts before the others, the last ends after them), for the request's
+     * times; released by hetcl_infer_session_wait. NULL when none. */
+    hetcl_task *first, *last;
 };
 
 struct hetcl_infer_session {
@@ -47,7 +51,9 @@ struct hetcl_infer_session {
     float *zero_host;       /* the same, for fused host tasks (never written) */
     size_t n_shares;
     struct share *shares;
-    int *step_worker; /* pipeline: the worker of each step; NULL otherwise */
+    int *step_worker;                       /* pipeline: the worker of each step; NULL otherwise */
+    struct hetcl_infer_request_times times; /* of the last request waited for */
+    bool have_times;
 };
 
 uint32_t hetcl_infer_footprint(int step, int task, int64_t rows)
@@ -69,12 +75,21 @@ static hetcl_status reg(hetcl_infer_session *s, void *host, size_t bytes, hetcl_
     return st;
 }
 
+/* Drops the references to the share's first and last task. */
+static void release_tasks(struct share *sh)
+{
+    hetcl_task_release(sh->first);
+    hetcl_task_release(sh->last);
+    sh->first = sh->last = NULL;
+}
+
 void hetcl_infer_session_destroy(hetcl_infer_session *s)
 {
     if (!s)
         return;
     for (size_t i = 0; s->shares && i < s->n_shares; i++) {
         struct share *sh = &s->shares[i];
+        release_tasks(sh);
         (void) hetcl_handle_unregister(s->rt, sh->input);
         for (int k = 0; k < s->plan->n_steps; k++) {
             if (sh->out && sh->out[k] && !(k > 0 && sh->out[k] == sh->out[k - 1]) &&
@@ -249,7 +264,7 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
     return HETCL_OK;
 }
 
-static hetcl_status submit(hetcl_infer_session *s, const struct share *sh, int step, int task,
+static hetcl_status submit(hetcl_infer_session *s, struct share *sh, int step, int task,
                            const struct hetcl_codelet *cl, const void *args, size_t args_size,
                            unsigned n, hetcl_handle *const *h, const hetcl_access *modes)
 {
@@ -267,7 +282,17 @@ static hetcl_status submit(hetcl_infer_session *s, const struct share *sh, int s
         d.handles[i] = h[i];
         d.modes[i] = modes[i];
     }
-    return hetcl_task_submit(s->rt, &d, NULL);
+    hetcl_task *t = NULL;
+    hetcl_status st = hetcl_task_submit(s->rt, &d, &t);
+    if (st != HETCL_OK)
+        return st;
+    if (!sh->first) {
+        sh->first = t;
+    } else {
+        hetcl_task_release(sh->last);
+        sh->last = t;
+    }
+    return HETCL_OK;
 }
 
 /* ---- the fused host task ------------------------------------------------------------------ */
@@ -570,7 +595,7 @@ static hetcl_status fused_cl(const struct hetcl_cl_call *call, cl_event *done)
 static const struct hetcl_codelet fused_cl_codelet = {.name = "infer_forward_cl",
                                                       .opencl = fused_cl};
 
-static hetcl_status submit_share(hetcl_infer_session *s, const struct share *sh)
+static hetcl_status submit_share(hetcl_infer_session *s, struct share *sh)
 {
     if (sh->fused_cl) {
         struct fused_args a = {.s = s, .share = (size_t) (sh - s->shares)};
@@ -675,6 +700,58 @@ static hetcl_status submit_share(hetcl_infer_session *s, const struct share *sh)
     return st;
 }
 
+/* The request's times from each share's first and last task: the earliest queued, submitted
+ * and started, the latest ended. false when a share has no task or one did not complete. */
+static bool request_times(const hetcl_infer_session *s, struct hetcl_infer_request_times *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < s->n_shares; i++) {
+        const struct share *sh = &s->shares[i];
+        hetcl_task *last = sh->last ? sh->last : sh->first; /* a fused share has one task */
+        struct hetcl_task_times f, l;
+        if (!sh->first || hetcl_task_status(sh->first) != HETCL_OK ||
+            hetcl_task_status(last) != HETCL_OK || hetcl_task_times(sh->first, &f) != HETCL_OK ||
+            hetcl_task_times(last, &l) != HETCL_OK)
+            return false;
+        struct hetcl_infer_request_times r = {
+                .queued = f.submitted,
+                .submitted = f.enqueued ? f.enqueued : f.started,
+                .started = f.device_start ? f.device_start : f.started,
+                .ended = l.device_end ? l.device_end : l.ended,
+        };
+        /* Each stage no earlier than the previous one: the device may start the first command
+         * while the host is still enqueueing the task's others (then submitted = started). */
+        if (r.submitted < r.queued)
+            r.submitted = r.queued;
+        if (r.started < r.submitted)
+            r.started = r.submitted;
+        if (r.ended < r.started)
+            r.ended = r.started;
+        if (i == 0) {
+            *out = r;
+            continue;
+        }
+        out->queued = r.queued < out->queued ? r.queued : out->queued;
+        out->submitted = r.submitted < out->submitted ? r.submitted : out->submitted;
+        out->started = r.started < out->started ? r.started : out->started;
+        out->ended = r.ended > out->ended ? r.ended : out->ended;
+    }
+    return s->n_shares > 0;
+}
+
+hetcl_status hetcl_infer_session_times(const hetcl_infer_session *s,
+                                       struct hetcl_infer_request_times *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!s || !out)
+        return HETCL_ERR_INVALID_ARG;
+    if (!s->have_times)
+        return HETCL_ERR_BUSY;
+    *out = s->times;
+    return HETCL_OK;
+}
+
 hetcl_status hetcl_infer_session_submit(hetcl_infer_session *s, const float *x)
 {
     if (!s || !x)
@@ -682,6 +759,9 @@ hetcl_status hetcl_infer_session_submit(hetcl_infer_session *s, const float *x)
                            "hetcl_infer_session_submit: NULL argument");
     const hetcl_infer_plan *p = s->plan;
     hetcl_status st = HETCL_OK;
+    s->have_times = false;
+    for (size_t i = 0; i < s->n_shares; i++)
+        release_tasks(&s->shares[i]); /* a request submitted and never waited for */
     /* Inputs first, then every share's tasks, so that the shares run side by side. */
     for (size_t i = 0; i < s->n_shares && st == HETCL_OK; i++) {
         struct share *sh = &s->shares[i];
@@ -711,6 +791,11 @@ hetcl_status hetcl_infer_session_wait(hetcl_infer_session *s, float *probs)
         if (st == HETCL_OK)
             st = r;
     }
+    /* Every task of the request is done: each share's last one wrote y, its first one ran
+     * before it. */
+    s->have_times = st == HETCL_OK && request_times(s, &s->times);
+    for (size_t i = 0; i < s->n_shares; i++)
+        release_tasks(&s->shares[i]);
     return st;
 }
 

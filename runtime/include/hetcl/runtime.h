@@ -194,6 +194,24 @@ HETCL_API hetcl_status hetcl_task_wait(hetcl_task *t);
 HETCL_API hetcl_status hetcl_task_status(const hetcl_task *t);
 /* The worker that ran it, or -1 if it has not run. */
 HETCL_API int hetcl_task_worker(const hetcl_task *t);
+/* When a task went through each stage of its life, host ns on CLOCK_MONOTONIC; 0 = not known.
+ * Device times are OpenCL event profiling times moved onto the host clock through the worker's
+ * estimated clock offset (an upper bound of the offset, so they never read earlier than they
+ * happened on the host's clock). */
+struct hetcl_task_times {
+    uint64_t submitted;    /* hetcl_task_submit */
+    uint64_t ready;        /* its dependencies were done: given to the scheduler */
+    uint64_t started;      /* a worker took it (host: its input data were in place) */
+    uint64_t enqueued;     /* OpenCL: its commands were enqueued; 0 for host tasks */
+    uint64_t device_start; /* OpenCL: its first command could start; 0 for host tasks */
+    uint64_t device_end;   /* OpenCL: its last command ended; 0 for host tasks */
+    uint64_t ended;        /* the runtime saw it finish */
+};
+/* Fills *out with t's times once t is done (completed, failed or cancelled: a cancelled task
+ * has only submitted and ended). HETCL_ERR_BUSY (and *out zeroed) while it is pending or
+ * running; HETCL_ERR_INVALID_ARG for NULL arguments. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_task_times(const hetcl_task *t,
+                                                        struct hetcl_task_times *out);
 /* Drops the caller's reference; NULL is a no-op. */
 HETCL_API void hetcl_task_release(hetcl_task *t);
 

@@ -57,3 +57,25 @@ hetcl_status hetcl_runtime_worker_info(const hetcl_runtime *rt, size_t i,
     out->transfers_in = atomic_load(&w->transfers_in);
     return HETCL_OK;
 }
+
+hetcl_status hetcl_task_times(const hetcl_task *task, struct hetcl_task_times *out)
+{
+    const struct rt_task *t = (const struct rt_task *) task;
+    if (!out)
+        return HETCL_ERR_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    if (!t)
+        return HETCL_ERR_INVALID_ARG;
+    /* The completing thread wrote the times before storing DONE (under graph_lock, sequentially
+     * consistent), so they are complete once DONE is seen. */
+    if (atomic_load(&t->state) != RT_TASK_DONE)
+        return HETCL_ERR_BUSY;
+    out->submitted = t->t_submit_ns;
+    out->ready = t->t_ready_ns;
+    out->started = t->t_start_ns;
+    out->enqueued = t->t_enqueued_ns;
+    out->device_start = t->t_dev_start_ns;
+    out->device_end = t->t_dev_end_ns;
+    out->ended = t->t_end_ns;
+    return HETCL_OK;
+}
