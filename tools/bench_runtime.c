@@ -36,7 +36,7 @@
 #define MAX_LIST 16
 
 struct options {
-    unsigned long host_tasks, cl_tasks, reps;
+    unsigned long host_tasks, cl_tasks, reps, cl_inflight;
     const char *schedulers[MAX_LIST];
     size_t n_schedulers;
     unsigned long workers[MAX_LIST];
@@ -112,6 +112,7 @@ static bool run_case(hetcl_context *ctx, const struct options *o, const char *sc
         ro.devices = "opencl";
         ro.host_workers = -1;
         ro.split_cpu = o->split_cpu;
+        ro.cl_inflight = (unsigned) o->cl_inflight;
     }
     hetcl_runtime *rt = NULL;
     if (hetcl_runtime_create(ctx, &ro, &rt) != HETCL_OK) {
@@ -288,6 +289,7 @@ static int write_json(const char *path, const struct options *o, const struct re
     cJSON_AddNumberToObject(cfg, "cl_tasks", (double) o->cl_tasks);
     cJSON_AddNumberToObject(cfg, "reps", (double) o->reps);
     cJSON_AddStringToObject(cfg, "split_cpu", o->split_cpu ? o->split_cpu : "");
+    cJSON_AddNumberToObject(cfg, "cl_inflight", (double) o->cl_inflight);
     cJSON *bj = cJSON_AddObjectToObject(root, "baselines_us");
     cJSON_AddNumberToObject(bj, "handoff", b->handoff_us);
     if (b->stream_us > 0) {
@@ -343,6 +345,7 @@ static void usage(FILE *out)
             " 8)\n"
             "  --split-cpu SPEC     split OpenCL CPU devices for the OpenCL cases (as `hetcl"
             " devices`)\n"
+            "  --cl-inflight N      tasks in flight per OpenCL worker (default: the runtime's, 8)\n"
             "  --no-opencl          host cases and the handoff baseline only\n"
             "  --json FILE          also write the results as JSON (atomically)\n"
             "  --quiet              no table on stdout\n");
@@ -400,6 +403,9 @@ static int parse_options(int argc, char **argv, struct options *o)
                     return CLI_EXIT_USAGE;
                 }
             o->n_workers = n;
+        } else if (!strcmp(a, "--cl-inflight")) {
+            if (!cli_parse_uint(a, v, 1024, &o->cl_inflight))
+                return CLI_EXIT_USAGE;
         } else if (!strcmp(a, "--split-cpu")) {
             o->split_cpu = v;
         } else if (!strcmp(a, "--json")) {

@@ -248,7 +248,7 @@ struct hetcl_runtime_options {
     /* Host workers: 0 = automatic (one per core that no OpenCL CPU device uses; when every core
      * is used, one unpinned worker); a positive number = that many; -1 = none. */
     int host_workers;
-    /* Tasks in flight per OpenCL worker (default 4). Tasks enqueued right behind their
+    /* Tasks in flight per OpenCL worker (default 8). Tasks enqueued right behind their
      * predecessors on the same in-order queue (a dependency chain on one device) may take the
      * queue up to four times this. */
     unsigned cl_inflight;
