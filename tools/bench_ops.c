@@ -420,10 +420,11 @@ static int parse_options(int argc, char **argv, struct options *o)
                     cli_error("--batch takes at most 4 sizes");
                     return CLI_EXIT_USAGE;
                 }
-                unsigned long b;
-                if (!cli_parse_uint("--batch", t, 65536, &b) || b == 0) {
-                    if (b == 0)
-                        cli_error("--batch expects sizes from 1 to 65536");
+                unsigned long b = 0;
+                if (!cli_parse_uint("--batch", t, 65536, &b))
+                    return CLI_EXIT_USAGE;
+                if (b == 0) {
+                    cli_error("--batch expects sizes from 1 to 65536, got 0");
                     return CLI_EXIT_USAGE;
                 }
                 o->batches[o->n_batches++] = b;

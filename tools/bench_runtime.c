@@ -395,13 +395,14 @@ static int parse_options(int argc, char **argv, struct options *o)
         } else if (!strcmp(a, "--workers")) {
             const char *items[MAX_LIST];
             size_t n = split_list(argv[i + 1], items, MAX_LIST);
-            for (size_t k = 0; k < n; k++)
-                if (!cli_parse_uint("--workers", items[k], 128, &o->workers[k]) ||
-                    o->workers[k] == 0) {
-                    if (o->workers[k] == 0)
-                        cli_error("--workers expects counts from 1 to 128");
+            for (size_t k = 0; k < n; k++) {
+                if (!cli_parse_uint("--workers", items[k], 128, &o->workers[k]))
+                    return CLI_EXIT_USAGE;
+                if (o->workers[k] == 0) {
+                    cli_error("--workers expects counts from 1 to 128, got 0");
                     return CLI_EXIT_USAGE;
                 }
+            }
             o->n_workers = n;
         } else if (!strcmp(a, "--cl-inflight")) {
             if (!cli_parse_uint(a, v, 1024, &o->cl_inflight))
