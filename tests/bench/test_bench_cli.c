@@ -116,11 +116,8 @@ static int check_breakdown(const char *path)
             continue;
         const cJSON *e2e = at(c, "latency", "end_to_end", "samples_ns");
         int n = cJSON_GetArraySize(e2e);
-        double med_sum = 0;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 3; k++)
             CHECK_EQ_INT(cJSON_GetArraySize(at(bd, parts[k], "samples_ns", NULL)), n);
-            med_sum += at(at(bd, parts[k], "stats", "p50"), "value_ns", NULL, NULL)->valuedouble;
-        }
         for (int i = 0; i < n; i++) {
             double sum = 0;
             for (int k = 0; k < 3; k++) {
@@ -132,9 +129,9 @@ static int check_breakdown(const char *path)
             /* each sample is rounded to the ns: 4 roundings */
             CHECK(sum <= cJSON_GetArrayItem(e2e, i)->valuedouble + 4);
         }
-        double e2e_med =
-                at(at(c, "latency", "end_to_end", "stats"), "p50", "value_ns", NULL)->valuedouble;
-        CHECK(med_sum <= e2e_med * 1.1 + 1000);
+        /* No check on the medians: the median of a sum is not the sum of the medians (the
+         * parts of one request are not each other's medians), so only the per-request sums
+         * above are bounded. */
         n_checked++;
     }
     cJSON_Delete(root);
