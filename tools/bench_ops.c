@@ -609,7 +609,7 @@ int cli_bench_ops(int argc, char **argv)
     rc = any_failed ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
     if (o.json_path) {
         cJSON *root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "schema", "hetcl-bench-ops");
+        cJSON_AddStringToObject(root, "kind", "hetcl.bench-ops");
         cJSON_AddNumberToObject(root, "schema_version", 1);
         cJSON *prov = cJSON_AddObjectToObject(root, "provenance");
         cJSON_AddStringToObject(prov, "hetcl_version", hetcl_version());

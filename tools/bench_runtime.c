@@ -277,7 +277,7 @@ static int write_json(const char *path, const struct options *o, const struct re
                       const struct baselines *b)
 {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "schema", "hetcl-bench-runtime");
+    cJSON_AddStringToObject(root, "kind", "hetcl.bench-runtime");
     cJSON_AddNumberToObject(root, "schema_version", 1);
     cJSON *prov = cJSON_AddObjectToObject(root, "provenance");
     cJSON_AddStringToObject(prov, "hetcl_version", hetcl_version());

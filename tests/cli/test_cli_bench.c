@@ -47,6 +47,21 @@ static cJSON *load_json(const char *name)
     return cJSON_Parse(buf);
 }
 
+/* Validates tmpdir/name against reports/schema/<schema>.schema.json with hetcl_schema_check:
+ * 0 valid, 1 invalid, -1 when the checker is not available. */
+static int validate(const char *schema, const char *name)
+{
+    const char *checker = getenv("HETCL_SCHEMA_CHECK");
+    const char *src = getenv("HETCL_SOURCE_DIR");
+    if (!checker || !src)
+        return -1;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s/reports/schema/%s.schema.json %s/%s", checker, src, schema,
+             tmpdir, name);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 static void check_bad_input(void)
 {
     static const struct {
@@ -83,6 +98,7 @@ static void check_bench_runtime(void)
     CHECK_EQ_INT(st, 0);
     if (st != 0)
         fprintf(stderr, "%s\n", err);
+    CHECK_EQ_INT(validate("bench-runtime", "rt.json"), 0);
     cJSON *doc = load_json("rt.json");
     CHECK(doc != NULL);
     const cJSON *res = cJSON_GetObjectItem(doc, "results");
@@ -109,6 +125,7 @@ static void check_bench_ops(void)
     CHECK_EQ_INT(st, 0);
     if (st != 0)
         fprintf(stderr, "%s\n", err);
+    CHECK_EQ_INT(validate("bench-ops", "ops.json"), 0);
     cJSON *doc = load_json("ops.json");
     CHECK(doc != NULL);
     const cJSON *res = cJSON_GetObjectItem(doc, "results");
