@@ -39,7 +39,7 @@ struct options {
     const char *devices, *data, *report, *trace, *scheduler, *split_cpu;
     bool markdown, randomise, quiet, quick, no_fuse, no_standardize;
     double cooldown_ms, window_ms, tolerance;
-    unsigned long distinct, accuracy_samples, host_workers;
+    unsigned long distinct, accuracy_samples, host_workers, spin_us;
     bool host_workers_set;
     uint64_t seed, input_seed, order_seed, arrival_seed;
     double server_qps;
@@ -94,6 +94,10 @@ static void usage(FILE *out)
             "                           task, timing each layer inside it)\n"
             "  --host-workers N         host workers (default: one per core no OpenCL CPU\n"
             "                           device uses; 0: none)\n"
+            "  --spin-us N              host workers and the waiting caller poll this long\n"
+            "                           before sleeping (default 0; recorded in the report):\n"
+            "                           waking a sleeping thread on an idle CPU costs 20-35 us\n");
+    fprintf(out,
             "\n"
             "how it measures:\n"
             "  --warmup-runs N --warmup-min-ms MS --warmup-max-ms MS   warm-up minimums and\n"
@@ -306,6 +310,8 @@ static int parse_options(int argc, char **argv, struct options *o)
             o->scheduler = v;
         else if (!strcmp(a, "--split-cpu"))
             o->split_cpu = v;
+        else if (!strcmp(a, "--spin-us"))
+            ok = cli_parse_uint(a, v, 100000, &o->spin_us);
         else if (!strcmp(a, "--host-workers"))
             ok = (o->host_workers_set = cli_parse_uint(a, v, 256, &o->host_workers));
         else {
@@ -658,6 +664,7 @@ int cli_bench_model(int argc, char **argv)
     struct hetcl_runtime_options ro = {.scheduler = o.scheduler,
                                        .split_cpu = o.split_cpu,
                                        .trace = o.trace != NULL,
+                                       .spin_us = (unsigned) o.spin_us,
                                        .host_workers = !o.host_workers_set ? 0
                                                        : o.host_workers    ? (int) o.host_workers
                                                                            : -1,
@@ -699,6 +706,7 @@ int cli_bench_model(int argc, char **argv)
                                 .scenarios = o.scenarios,
                                 .randomised = o.randomise,
                                 .cooldown_ms = o.cooldown_ms,
+                                .spin_us = (double) o.spin_us,
                                 .loop = o.loop,
                                 .window_ms = o.window_ms,
                                 .seed_weights = o.seed,

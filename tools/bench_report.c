@@ -495,6 +495,7 @@ cJSON *bench_report_root(const struct bench_run_info *ri, cJSON *provenance)
     cJSON_AddItemToObject(run, "scenarios", sc);
     cJSON_AddStringToObject(run, "order", ri->randomised ? "randomised" : "as-given");
     cJSON_AddNumberToObject(run, "cooldown_ms", ri->cooldown_ms);
+    cJSON_AddNumberToObject(run, "runtime_spin_us", ri->spin_us);
     cJSON *w = cJSON_CreateObject();
     cJSON_AddNumberToObject(w, "min_runs", (double) ri->loop.warmup_min_runs);
     cJSON_AddNumberToObject(w, "min_time_ms", ri->loop.warmup_min_ms);

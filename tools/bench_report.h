@@ -122,6 +122,7 @@ struct bench_run_info {
     const enum bench_scenario *scenarios;
     bool randomised;
     double cooldown_ms;
+    double spin_us; /* the runtime's spin before sleeping (hetcl_runtime_options.spin_us) */
     struct bench_loop_options loop;
     double window_ms;
     double server_qps; /* 0: no server scenario */

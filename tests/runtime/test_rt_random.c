@@ -155,6 +155,9 @@ int main(int argc, char **argv)
               .no_zero_copy = true,
               .cl_inflight = 1},
              true},
+            /* Host workers and waiting callers spin before sleeping (options.spin_us). */
+            {"host x2, spin", {.devices = "host", .host_workers = 2, .spin_us = 30}, false},
+            {"all, spin", {.devices = "all", .host_workers = 1, .spin_us = 30}, true},
     };
     for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
         const char *only = getenv("HETCL_RT_CONFIG"); /* debugging: one configuration */

@@ -504,6 +504,7 @@ hetcl_status hetcl_runtime_create(hetcl_context *ctx, const struct hetcl_runtime
     rt->policy = policy;
     rt->t0_ns = hetcl__now_ns();
     rt->cl_inflight = o.cl_inflight ? o.cl_inflight : DEFAULT_CL_INFLIGHT;
+    rt->spin_ns = (uint64_t) o.spin_us * 1000u;
     rt->calibrate_min = o.calibrate_min ? o.calibrate_min : 5;
     rt->n_nodes = 1;
     for (int k = 0; k < RT_MAX_NODES; k++)

@@ -251,6 +251,7 @@ struct hetcl_runtime {
     hetcl_status first_error;  /* since the last wait_all */
     unsigned calibrate_min;
     unsigned cl_inflight;
+    uint64_t spin_ns; /* options.spin_us, in ns */
 };
 
 /* ---------------------------------------------------------------- cross-module calls */
@@ -259,6 +260,16 @@ struct hetcl_runtime {
  * restrictions, every buffer within the device's max allocation, RW_CONCURRENT only on node 0.
  * (rt_task.c) */
 bool hetcl__rt_can_run(const struct rt_worker *w, const struct rt_task *t);
+
+/* One step of a bounded spin: a pause instruction where the CPU has one. */
+static inline void hetcl__rt_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 /* Wakes worker w (sets its wake flag and signals it). Takes w->lock only. (rt_worker.c) */
 void hetcl__rt_wake(struct rt_worker *w);

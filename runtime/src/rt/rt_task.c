@@ -482,6 +482,15 @@ hetcl_status hetcl_task_wait(hetcl_task *task)
         pthread_mutex_lock(&rt->graph_lock);
         rt->n_waiters++;
         rt->n_task_waiters++;
+        if (rt->spin_ns) {
+            /* Registered as a waiter first, so that OpenCL workers report completions at
+             * once; then poll the state without the lock (options.spin_us). */
+            pthread_mutex_unlock(&rt->graph_lock);
+            uint64_t t0 = hetcl__now_ns();
+            while (atomic_load(&t->state) != RT_TASK_DONE && hetcl__now_ns() - t0 < rt->spin_ns)
+                hetcl__rt_cpu_relax();
+            pthread_mutex_lock(&rt->graph_lock);
+        }
         while (atomic_load(&t->state) != RT_TASK_DONE)
             pthread_cond_wait(&rt->done_cond, &rt->graph_lock);
         rt->n_waiters--;

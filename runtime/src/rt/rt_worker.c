@@ -133,6 +133,24 @@ static struct rt_task *sleep_or_pop(struct rt_worker *w, bool accept)
     return NULL;
 }
 
+/* Polls the policy for up to rt->spin_ns before the worker sleeps (options.spin_us): a task
+ * pushed meanwhile starts without the cost of waking a sleeping thread. */
+static struct rt_task *spin_pop(struct rt_worker *w)
+{
+    struct hetcl_runtime *rt = w->rt;
+    if (!rt->spin_ns)
+        return NULL;
+    uint64_t t0 = hetcl__now_ns();
+    do {
+        for (int i = 0; i < 16; i++)
+            hetcl__rt_cpu_relax();
+        struct rt_task *t = rt->policy->pop(rt->sched_state, w);
+        if (t)
+            return t;
+    } while (hetcl__now_ns() - t0 < rt->spin_ns);
+    return NULL;
+}
+
 static void *host_main(void *arg)
 {
     struct rt_worker *w = arg;
@@ -145,7 +163,9 @@ static void *host_main(void *arg)
             pthread_mutex_unlock(&w->lock);
             if (stop)
                 break;
-            t = sleep_or_pop(w, true);
+            t = spin_pop(w);
+            if (!t)
+                t = sleep_or_pop(w, true);
         }
         if (t)
             run_host_task(w, t);
