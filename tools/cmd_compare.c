@@ -232,6 +232,7 @@ int cli_compare(int argc, char **argv)
         }
         regressed = regressed || pairs[i - 1].counts[HETCL_VERDICT_REGRESSED] > 0;
     }
+    (void) cmp_note_load(pairs, n_pairs);
     switch (o.format) {
     case CMP_TABLE:
         cmp_render_table(&out, pairs, n_pairs, &o.cmp);

@@ -39,6 +39,10 @@ struct cmp_entry {
     const char *error;   /* borrowed: non-NULL when the configuration failed */
     struct cmp_metric metrics[CMP_MAX_METRICS];
     size_t n_metrics;
+    /* The machine's 1-minute load average when the configuration started (bench reports:
+     * machine.before.load_avg_1m); valid only when has_load. */
+    bool has_load;
+    double load_avg;
 };
 
 struct cmp_report {
@@ -108,6 +112,10 @@ struct cmp_pair {
 bool cmp_pair_build(const struct cmp_report *base, const struct cmp_report *cand,
                     const struct cmp_options *o, struct cmp_pair *out);
 void cmp_pair_free(struct cmp_pair *p);
+/* Prints one note on stderr when matched configurations ran at clearly different machine
+ * loads (their samples are independent within a run, not across runs: a busier machine reads
+ * as a regression). Returns how many configurations differ. */
+size_t cmp_note_load(const struct cmp_pair *pairs, size_t n);
 
 /* ---- output ------------------------------------------------------------------------------- */
 

@@ -106,6 +106,11 @@ static bool add_configuration(struct cmp_report *r, const cJSON *c, size_t index
     if (!e)
         return cmp_field_error(r, at, "out of memory");
     e->config = cfg;
+    const cJSON *load = member(member(member(c, "machine"), "before"), "load_avg_1m");
+    if (cJSON_IsNumber(load) && load->valuedouble >= 0) {
+        e->has_load = true;
+        e->load_avg = load->valuedouble;
+    }
     const cJSON *status = member(c, "status");
     snprintf(field, sizeof field, "%s.status", at);
     if (!cJSON_IsString(status) ||

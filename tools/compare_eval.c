@@ -174,3 +174,37 @@ void cmp_pair_free(struct cmp_pair *p)
     free(p->only_new);
     memset(p, 0, sizeof *p);
 }
+
+/* Load averages differ enough to matter: by more than half a CPU's worth of runnable threads
+ * and by more than a quarter of the larger one. */
+static bool loads_differ(double a, double b)
+{
+    double hi = a > b ? a : b, d = a > b ? a - b : b - a;
+    return d > 0.5 + 0.25 * hi;
+}
+
+size_t cmp_note_load(const struct cmp_pair *pairs, size_t n)
+{
+    size_t n_differ = 0, n_known = 0;
+    const struct cmp_config_result *example = NULL;
+    for (size_t p = 0; p < n; p++)
+        for (size_t i = 0; i < pairs[p].n_configs; i++) {
+            const struct cmp_config_result *c = &pairs[p].configs[i];
+            if (!c->base || !c->cand || !c->base->has_load || !c->cand->has_load)
+                continue;
+            n_known++;
+            if (loads_differ(c->base->load_avg, c->cand->load_avg)) {
+                if (!example)
+                    example = c;
+                n_differ++;
+            }
+        }
+    if (example)
+        fprintf(stderr,
+                "hetcl: note: %zu of %zu matched configurations ran at a different machine load "
+                "(e.g. %s: load average %.2f in BASE, %.2f in NEW); their verdicts may reflect "
+                "the machine rather than the change\n",
+                n_differ, n_known, example->cand->key, example->base->load_avg,
+                example->cand->load_avg);
+    return n_differ;
+}

@@ -29,6 +29,7 @@ struct gen {
     double shift;
     int shift_only;
     const char *model_prefix;
+    double load; /* machine.before/after.load_avg_1m */
 };
 
 static unsigned long long mix(unsigned long long *s)
@@ -80,7 +81,7 @@ static cJSON *series(const double *x, int n)
     return o;
 }
 
-static cJSON *machine_state(void)
+static cJSON *machine_state(double load)
 {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "captured_at", "2026-11-22T08:00:00Z");
@@ -98,7 +99,7 @@ static cJSON *machine_state(void)
     cJSON_AddBoolToObject(t, "available", 0);
     cJSON_AddStringToObject(t, "reason", "not available: no /sys/class/thermal zones (synthetic)");
     cJSON_AddArrayToObject(t, "zones");
-    cJSON_AddNumberToObject(m, "load_avg_1m", 0.5);
+    cJSON_AddNumberToObject(m, "load_avg_1m", load);
     return m;
 }
 
@@ -216,8 +217,8 @@ static cJSON *configuration(const struct gen *g, int i, unsigned long long *rng)
     cJSON_AddNumberToObject(da, "bytes", 1048576.0 * batch);
     cJSON_AddItemToArray(cJSON_AddArrayToObject(mem, "device_allocated_bytes"), da);
     cJSON *mach = cJSON_AddObjectToObject(c, "machine");
-    cJSON_AddItemToObject(mach, "before", machine_state());
-    cJSON_AddItemToObject(mach, "after", machine_state());
+    cJSON_AddItemToObject(mach, "before", machine_state(g->load));
+    cJSON_AddItemToObject(mach, "after", machine_state(g->load));
     cJSON_AddNullToObject(mach, "throttled");
     cJSON *en = cJSON_AddObjectToObject(c, "energy");
     cJSON_AddBoolToObject(en, "available", 0);
@@ -340,7 +341,7 @@ static cJSON *report(const struct gen *g)
 
 int main(int argc, char **argv)
 {
-    struct gen g = {NULL, 1, 4, 30, 1e6, 0.03, 1.0, -1, ""};
+    struct gen g = {NULL, 1, 4, 30, 1e6, 0.03, 1.0, -1, "", 0.5};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
         if (!strcmp(a, "--out"))
@@ -361,6 +362,8 @@ int main(int argc, char **argv)
             g.shift_only = atoi(v);
         else if (!strcmp(a, "--model-prefix"))
             g.model_prefix = v;
+        else if (!strcmp(a, "--load"))
+            g.load = atof(v);
         else {
             fprintf(stderr, "gen_bench_report: unknown option %s\n", a);
             return 2;
@@ -369,7 +372,7 @@ int main(int argc, char **argv)
     if (!g.out || g.configs < 1 || g.samples < 1) {
         fprintf(stderr, "usage: gen_bench_report --out FILE [--seed N] [--configs N] "
                         "[--samples N] [--median-ns X] [--noise F] [--shift F] [--shift-only I] "
-                        "[--model-prefix S]\n");
+                        "[--model-prefix S] [--load X]\n");
         return 2;
     }
     cJSON *r = report(&g);

@@ -419,6 +419,28 @@ static void test_bad_input(void)
     CHECK(strstr(out, "exit status") && strstr(out, "--threshold"));
 }
 
+/* A clear difference of machine load between the runs gets a note on stderr (the verdicts may
+ * reflect the machine); the same load gets none. */
+static void test_load_note(void)
+{
+    make("load-quiet.json", "--seed 31 --load 0.5");
+    make("load-quiet2.json", "--seed 32 --load 0.6");
+    make("load-busy.json", "--seed 33 --load 3.5");
+    char args[1024];
+    snprintf(args, sizeof args, "%s/load-quiet.json %s/load-busy.json", tmpdir, tmpdir);
+    (void) compare(args);
+    if (!strstr(err, "different machine load") || !strstr(err, "3.50")) {
+        fprintf(stderr, "no load note for loads 0.5 and 3.5: stderr: %s\n", err);
+        hetcl_test_failures++;
+    }
+    snprintf(args, sizeof args, "%s/load-quiet.json %s/load-quiet2.json", tmpdir, tmpdir);
+    (void) compare(args);
+    if (strstr(err, "machine load")) {
+        fprintf(stderr, "a load note for loads 0.5 and 0.6: stderr: %s\n", err);
+        hetcl_test_failures++;
+    }
+}
+
 int main(void)
 {
     bin = getenv("HETCL_BIN");
@@ -439,6 +461,7 @@ int main(void)
     test_fixtures();
     test_formats();
     test_bad_input();
+    test_load_note();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (!hetcl_test_failures && system(cmd) != 0)
