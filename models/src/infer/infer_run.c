@@ -295,6 +295,41 @@ static hetcl_status submit(hetcl_infer_session *s, struct share *sh, int step, i
     return HETCL_OK;
 }
 
+/* ---- operator arguments of a step (shared by the fused host, fused OpenCL and per-operator
+ * paths) ---------------------------------------------------------------------------------- */
+
+/* Dense: y[rows, out] = x[rows, in] * W^T. */
+static struct hetcl_op_gemm_args dense_args(const struct hetcl_infer_step *step, int64_t rows)
+{
+    return (struct hetcl_op_gemm_args){
+            .m = rows, .n = step->out_elems, .k = step->in_elems, .trans_b = true, .alpha = 1};
+}
+
+static struct hetcl_op_conv2d_args conv_args(const struct hetcl_infer_step *step,
+                                             const struct hetcl_model_layer *l, int64_t rows)
+{
+    return (struct hetcl_op_conv2d_args){.batch = rows,
+                                         .in_c = step->in_shape.dims[0],
+                                         .in_h = step->in_shape.dims[1],
+                                         .in_w = step->in_shape.dims[2],
+                                         .out_c = step->out_shape.dims[0],
+                                         .k_h = l->kernel[0],
+                                         .k_w = l->kernel[1],
+                                         .stride = l->stride[0],
+                                         .pad = l->padding[0]};
+}
+
+static struct hetcl_op_pool2d_args pool_args(const struct hetcl_infer_step *step,
+                                             const struct hetcl_model_layer *l, int64_t rows)
+{
+    return (struct hetcl_op_pool2d_args){.batch = rows,
+                                         .channels = step->in_shape.dims[0],
+                                         .in_h = step->in_shape.dims[1],
+                                         .in_w = step->in_shape.dims[2],
+                                         .k = l->kernel[0],
+                                         .stride = l->stride[0]};
+}
+
 /* ---- the fused host task ------------------------------------------------------------------ */
 
 struct fused_args {
@@ -351,11 +386,7 @@ static hetcl_status fused_host(const struct hetcl_host_call *call)
         uint64_t t0 = hetcl__now_ns();
         switch (step->op) {
         case HETCL_INFER_DENSE: {
-            struct hetcl_op_gemm_args g = {.m = sh->rows,
-                                           .n = step->out_elems,
-                                           .k = step->in_elems,
-                                           .trans_b = true,
-                                           .alpha = 1};
+            struct hetcl_op_gemm_args g = dense_args(step, sh->rows);
             void *ptrs[3] = {in, w, y};
             size_t sizes[3] = {in_bytes, w_bytes, out_bytes};
             if (sh->rows <= HETCL_INFER_GEMV_MAX_ROWS)
@@ -373,15 +404,7 @@ static hetcl_status fused_host(const struct hetcl_host_call *call)
             break;
         }
         case HETCL_INFER_CONV2D: {
-            struct hetcl_op_conv2d_args c = {.batch = sh->rows,
-                                             .in_c = step->in_shape.dims[0],
-                                             .in_h = step->in_shape.dims[1],
-                                             .in_w = step->in_shape.dims[2],
-                                             .out_c = step->out_shape.dims[0],
-                                             .k_h = l->kernel[0],
-                                             .k_w = l->kernel[1],
-                                             .stride = l->stride[0],
-                                             .pad = l->padding[0]};
+            struct hetcl_op_conv2d_args c = conv_args(step, l, sh->rows);
             void *ptrs[4] = {in, w, bias ? bias : s->zero_host, y};
             size_t sizes[4] = {in_bytes, w_bytes,
                                bias ? b_bytes : (size_t) step->out_shape.dims[0] * sizeof(float),
@@ -400,12 +423,7 @@ static hetcl_status fused_host(const struct hetcl_host_call *call)
         }
         case HETCL_INFER_MAXPOOL:
         case HETCL_INFER_AVGPOOL: {
-            struct hetcl_op_pool2d_args a = {.batch = sh->rows,
-                                             .channels = step->in_shape.dims[0],
-                                             .in_h = step->in_shape.dims[1],
-                                             .in_w = step->in_shape.dims[2],
-                                             .k = l->kernel[0],
-                                             .stride = l->stride[0]};
+            struct hetcl_op_pool2d_args a = pool_args(step, l, sh->rows);
             bool is_max = step->op == HETCL_INFER_MAXPOOL;
             void *ptrs[3] = {in, y, sh->argmax_scratch};
             size_t sizes[3] = {in_bytes, out_bytes, r * (size_t) step->out_elems * sizeof(int32_t)};
@@ -509,11 +527,7 @@ static hetcl_status fused_cl(const struct hetcl_cl_call *call, cl_event *done)
         size_t b_size = step->bias >= 0 ? size[6 + step->bias] : size[5];
         switch (step->op) {
         case HETCL_INFER_DENSE: {
-            struct hetcl_op_gemm_args g = {.m = sh->rows,
-                                           .n = step->out_elems,
-                                           .k = step->in_elems,
-                                           .trans_b = true,
-                                           .alpha = 1};
+            struct hetcl_op_gemm_args g = dense_args(step, sh->rows);
             cl_mem m3[3] = {in, w, y};
             size_t s3[3] = {in_size, w_size, y_size};
             st = cl_op(call, &hetcl_op_gemm, &g, sizeof g, m3, s3, &first, &last);
@@ -527,15 +541,7 @@ static hetcl_status fused_cl(const struct hetcl_cl_call *call, cl_event *done)
             break;
         }
         case HETCL_INFER_CONV2D: {
-            struct hetcl_op_conv2d_args c = {.batch = sh->rows,
-                                             .in_c = step->in_shape.dims[0],
-                                             .in_h = step->in_shape.dims[1],
-                                             .in_w = step->in_shape.dims[2],
-                                             .out_c = step->out_shape.dims[0],
-                                             .k_h = l->kernel[0],
-                                             .k_w = l->kernel[1],
-                                             .stride = l->stride[0],
-                                             .pad = l->padding[0]};
+            struct hetcl_op_conv2d_args c = conv_args(step, l, sh->rows);
             cl_mem m4[4] = {in, w, bias, y};
             size_t s4[4] = {in_size, w_size, b_size, y_size};
             st = cl_op(call, &hetcl_op_conv2d_fwd, &c, sizeof c, m4, s4, &first, &last);
@@ -553,12 +559,7 @@ static hetcl_status fused_cl(const struct hetcl_cl_call *call, cl_event *done)
         }
         case HETCL_INFER_MAXPOOL:
         case HETCL_INFER_AVGPOOL: {
-            struct hetcl_op_pool2d_args a = {.batch = sh->rows,
-                                             .channels = step->in_shape.dims[0],
-                                             .in_h = step->in_shape.dims[1],
-                                             .in_w = step->in_shape.dims[2],
-                                             .k = l->kernel[0],
-                                             .stride = l->stride[0]};
+            struct hetcl_op_pool2d_args a = pool_args(step, l, sh->rows);
             bool is_max = step->op == HETCL_INFER_MAXPOOL;
             cl_mem m3[3] = {in, y, mem[4]};
             size_t s3[3] = {in_size, y_size, size[4]};
@@ -627,13 +628,7 @@ static hetcl_status submit_share(hetcl_infer_session *s, struct share *sh)
         hetcl_handle *bias = step->bias >= 0 ? s->weights[step->bias] : s->zeros;
         switch (step->op) {
         case HETCL_INFER_DENSE: {
-            struct hetcl_op_gemm_args g = {.m = sh->rows,
-                                           .n = step->out_elems,
-                                           .k = step->in_elems,
-                                           .trans_a = false,
-                                           .trans_b = true,
-                                           .alpha = 1,
-                                           .beta = 0};
+            struct hetcl_op_gemm_args g = dense_args(step, sh->rows);
             hetcl_handle *h[3] = {in, s->weights[step->weight], y};
             hetcl_access m[3] = {HETCL_R, HETCL_R, HETCL_W};
             st = submit(s, sh, k, 0, &hetcl_op_gemm, &g, sizeof g, 3, h, m);
@@ -646,15 +641,7 @@ static hetcl_status submit_share(hetcl_infer_session *s, struct share *sh)
             break;
         }
         case HETCL_INFER_CONV2D: {
-            struct hetcl_op_conv2d_args c = {.batch = sh->rows,
-                                             .in_c = step->in_shape.dims[0],
-                                             .in_h = step->in_shape.dims[1],
-                                             .in_w = step->in_shape.dims[2],
-                                             .out_c = step->out_shape.dims[0],
-                                             .k_h = l->kernel[0],
-                                             .k_w = l->kernel[1],
-                                             .stride = l->stride[0],
-                                             .pad = l->padding[0]};
+            struct hetcl_op_conv2d_args c = conv_args(step, l, sh->rows);
             hetcl_handle *h[4] = {in, s->weights[step->weight], bias, y};
             hetcl_access m[4] = {HETCL_R, HETCL_R, HETCL_R, HETCL_W};
             st = submit(s, sh, k, 0, &hetcl_op_conv2d_fwd, &c, sizeof c, 4, h, m);
@@ -671,12 +658,7 @@ static hetcl_status submit_share(hetcl_infer_session *s, struct share *sh)
         }
         case HETCL_INFER_MAXPOOL:
         case HETCL_INFER_AVGPOOL: {
-            struct hetcl_op_pool2d_args a = {.batch = sh->rows,
-                                             .channels = step->in_shape.dims[0],
-                                             .in_h = step->in_shape.dims[1],
-                                             .in_w = step->in_shape.dims[2],
-                                             .k = l->kernel[0],
-                                             .stride = l->stride[0]};
+            struct hetcl_op_pool2d_args a = pool_args(step, l, sh->rows);
             bool is_max = step->op == HETCL_INFER_MAXPOOL;
             hetcl_handle *h[3] = {in, y, sh->argmax[k]};
             hetcl_access m[3] = {HETCL_R, HETCL_W, HETCL_W};
