@@ -6,6 +6,7 @@
 #include "bench_model.h"
 #include "bench_build.h"
 #include "bench_machine.h"
+#include "bench_util.h"
 #include "cli.h"
 #include "devices_json.h"
 
@@ -629,7 +630,7 @@ int cli_bench_model(int argc, char **argv)
         struct bench_model *m = &models[i];
         m->spec_path = model_path(o.models[i], paths[i], sizeof paths[i]);
         m->checkpoint = o.n_weights && strcmp(o.weights[i], "random") ? o.weights[i] : NULL;
-        double t0 = bench_model_now_ms();
+        double t0 = bench_now_ms();
         struct hetcl_infer_weights_options w = {.checkpoint = m->checkpoint, .seed = o.seed};
         if (hetcl_model_spec_load(ctx, m->spec_path, &m->spec) != HETCL_OK ||
             hetcl_infer_plan_create(ctx, m->spec, &w, &m->plan) != HETCL_OK) {
@@ -637,7 +638,7 @@ int cli_bench_model(int argc, char **argv)
             rc = CLI_EXIT_USAGE;
             goto done;
         }
-        m->load_ms = bench_model_now_ms() - t0;
+        m->load_ms = bench_now_ms() - t0;
         snprintf(m->name, sizeof m->name, "%s", m->spec->name);
     }
     if (o.data && hetcl_dataset_load_builtin(ctx, o.data, "test", &data) != HETCL_OK) {

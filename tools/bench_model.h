@@ -75,7 +75,4 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
                       struct bench_result *r, struct bench_run_state *st);
 void bench_run_free(struct bench_run_state *st);
 
-/* Monotonic milliseconds. */
-double bench_model_now_ms(void);
-
 #endif /* HETCL_CLI_BENCH_MODEL_H */

@@ -6,6 +6,7 @@
  */
 #include "bench_machine.h"
 #include "bench_model.h"
+#include "bench_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,13 +14,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-double bench_model_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
-}
 
 void bench_run_free(struct bench_run_state *st)
 {
@@ -123,10 +117,10 @@ static double quick_median_ms(struct bench_env *env, struct bench_model *m, int6
         runs = 16;
     bool ok = true;
     for (int i = 0; i < runs + 2 && ok; i++) {
-        double a = bench_model_now_ms();
+        double a = bench_now_ms();
         ok = hetcl_infer_session_run(s, x, NULL) == HETCL_OK;
         if (i >= 2)
-            t[i - 2] = bench_model_now_ms() - a;
+            t[i - 2] = bench_now_ms() - a;
     }
     hetcl_infer_session_destroy(s);
     if (!ok)
@@ -505,9 +499,9 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     hetcl_status stt = open_session(env, m, c->batch, workers, n_workers, use_rows ? rows : NULL,
                                     pipeline ? step_workers : NULL, &s);
     if (stt == HETCL_OK) {
-        double a = bench_model_now_ms();
+        double a = bench_now_ms();
         stt = hetcl_infer_session_run(s, inputs, NULL);
-        r->first_inference_ms = bench_model_now_ms() - a;
+        r->first_inference_ms = bench_now_ms() - a;
     }
     if (stt != HETCL_OK) {
         fail_config(r, hetcl_context_last_error(env->ctx));
@@ -563,10 +557,10 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     double next_arrival = 0;
     if (server) {
         r->target_qps = env->server_qps;
-        next_arrival = bench_model_now_ms() + bench_next_arrival_ms(&arrivals, env->server_qps);
+        next_arrival = bench_now_ms() + bench_next_arrival_ms(&arrivals, env->server_qps);
     }
     if (offline) {
-        t_submit[0] = bench_model_now_ms();
+        t_submit[0] = bench_now_ms();
         stt = hetcl_infer_session_submit(sess[0], inputs + (k++ % env->n_distinct) * per);
     }
     while (L->phase != BENCH_PHASE_DONE && stt == HETCL_OK) {
@@ -585,28 +579,28 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         if (offline) {
             /* submit the next request on the other session, then wait for this one */
             int other = 1 - cur;
-            t_submit[other] = bench_model_now_ms();
+            t_submit[other] = bench_now_ms();
             stt = hetcl_infer_session_submit(sess[other], inputs + (k++ % env->n_distinct) * per);
             if (stt == HETCL_OK)
                 stt = hetcl_infer_session_wait(sess[cur], NULL);
             bd_sess = &sess[cur];
             bd_n = 1;
             a = t_submit[cur];
-            b = bench_model_now_ms();
+            b = bench_now_ms();
             cur = other;
         } else if (multi) {
-            a = bench_model_now_ms();
+            a = bench_now_ms();
             for (size_t j = 0; j < n_sess && stt == HETCL_OK; j++)
                 stt = hetcl_infer_session_submit(sess[j], inputs + (k++ % env->n_distinct) * per);
             for (size_t j = 0; j < n_sess; j++) {
                 hetcl_status w = hetcl_infer_session_wait(sess[j], NULL);
                 stt = stt == HETCL_OK ? w : stt;
             }
-            b = bench_model_now_ms();
+            b = bench_now_ms();
         } else if (server) {
             /* open loop: a request arrives at its Poisson time and waits its turn; its latency
              * runs from its arrival, queueing included */
-            double now = bench_model_now_ms();
+            double now = bench_now_ms();
             if (now < next_arrival) {
                 double wait = next_arrival - now;
                 struct timespec ts = {.tv_sec = (time_t) (wait / 1000),
@@ -615,12 +609,12 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
             }
             stt = hetcl_infer_session_run(s, inputs + (k++ % env->n_distinct) * per, NULL);
             a = next_arrival;
-            b = bench_model_now_ms();
+            b = bench_now_ms();
             next_arrival += bench_next_arrival_ms(&arrivals, env->server_qps);
         } else {
-            a = bench_model_now_ms();
+            a = bench_now_ms();
             stt = hetcl_infer_session_run(s, inputs + (k++ % env->n_distinct) * per, NULL);
-            b = bench_model_now_ms();
+            b = bench_now_ms();
         }
         if (stt != HETCL_OK)
             break;

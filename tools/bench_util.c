@@ -15,6 +15,11 @@ double bench_now_s(void)
     return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
+double bench_now_ms(void)
+{
+    return bench_now_s() * 1e3;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *) a, y = *(const double *) b;

@@ -8,8 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Monotonic seconds. */
+/* Monotonic seconds, and milliseconds. */
 double bench_now_s(void);
+double bench_now_ms(void);
 
 /* Median and minimum of n > 0 values (sorts v). */
 void bench_summarise(double *v, size_t n, double *median, double *min);
