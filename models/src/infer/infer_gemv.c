@@ -7,8 +7,9 @@
  */
 #include "infer_impl.h"
 
+/* Not under ThreadSanitizer: the clones' resolvers run before its runtime is initialised. */
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && defined(__linux__) && \
-        !defined(__clang__)
+        !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define INFER_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define INFER_CLONES
@@ -69,18 +70,24 @@ static float dot(const float *a, const float *b, int64_t k)
     return reduce_lanes(acc) + tail;
 }
 
-void hetcl__infer_gemv_nt(int64_t m, int64_t n, int64_t k, const float *x, const float *w, float *y)
+void hetcl__infer_gemv_nt_units(int64_t m, int64_t n, int64_t u0, int64_t u1, int64_t k,
+                                const float *x, const float *w, float *y)
 {
     /* W streamed once: each group of four of its rows (L1-resident) against every row of x */
-    int64_t o = 0;
-    for (; o + 4 <= n; o += 4)
+    int64_t o = u0;
+    for (; o + 4 <= u1; o += 4)
         for (int64_t r = 0; r < m; r++) {
             float out[4];
             dot4(w + o * k, k, x + r * k, out);
             for (int q = 0; q < 4; q++)
                 y[r * n + o + q] = out[q];
         }
-    for (; o < n; o++)
+    for (; o < u1; o++)
         for (int64_t r = 0; r < m; r++)
             y[r * n + o] = dot(w + o * k, x + r * k, k);
+}
+
+void hetcl__infer_gemv_nt(int64_t m, int64_t n, int64_t k, const float *x, const float *w, float *y)
+{
+    hetcl__infer_gemv_nt_units(m, n, 0, n, k, x, w, y);
 }
