@@ -274,6 +274,22 @@ int main(void)
         printf("no %s: accuracy not tested\n", images);
     }
 
+    /* A batch-1 split over two host workers: the one without rows helps (intra-op), and the
+     * report says so and stays valid. */
+    char team[1200];
+    snprintf(team, sizeof team, "%s/team.json", dir);
+    snprintf(cmd, sizeof cmd,
+             "'%s' bench model --model mlp --host-workers 2 --devices host0,host1 --quick --quiet "
+             "--placements split --report '%s'",
+             bin, team);
+    CHECK_EQ_INT(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "'%s' '%s/reports/schema/bench.schema.json' '%s'", check, src, team);
+    CHECK_EQ_INT(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "grep -Eq '\"helper\":[[:space:]]*true' '%s'", team);
+    CHECK_EQ_INT(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "grep -Eq '\"helped_share\":' '%s'", team);
+    CHECK_EQ_INT(run(cmd), 0);
+
     /* An unwritable report path: the run completes, the write fails with exit 1. */
     snprintf(cmd, sizeof cmd,
              "'%s' bench model --model mlp --devices host0 --quick --quiet "
