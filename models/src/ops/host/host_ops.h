@@ -139,6 +139,28 @@ hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_con
                                       const struct hetcl_op_conv2d_args *a, const float *x,
                                       const float *w, const float *bias, float *y);
 
+/* ---- max pooling ------------------------------------------------------------------------- */
+
+/* Max pooling forward over `planes` planes of in_plane floats (rows of in_w), windows k x k with
+ * `stride`, out_h x out_w outputs per plane: y and arg (the winner's index in its plane), with the
+ * reference's rule (the first NaN of the window, else its first maximum, in row-major order). */
+typedef void (*hetcl_maxpool_fn)(int64_t planes, int64_t in_w, int64_t in_plane, int64_t out_h,
+                                 int64_t out_w, int64_t k, int64_t stride, const float *x, float *y,
+                                 int32_t *arg);
+
+/* The kernel of `isa`: HETCL_GEMM_GENERIC the portable C (pool.c, vectorised by target clones),
+ * HETCL_GEMM_AVX512 the intrinsics (pool_max_avx512.c; NULL when the CPU lacks AVX-512F),
+ * HETCL_GEMM_AVX2 NULL (none of its own), HETCL_GEMM_AUTO the best available, never NULL. */
+hetcl_maxpool_fn hetcl__maxpool_kernel(hetcl_gemm_isa isa);
+void hetcl__maxpool_fwd_c(int64_t planes, int64_t in_w, int64_t in_plane, int64_t out_h,
+                          int64_t out_w, int64_t k, int64_t stride, const float *x, float *y,
+                          int32_t *arg);
+#ifdef HETCL_GEMM_HAVE_X86
+void hetcl__maxpool_fwd_avx512(int64_t planes, int64_t in_w, int64_t in_plane, int64_t out_h,
+                               int64_t out_w, int64_t k, int64_t stride, const float *x, float *y,
+                               int32_t *arg);
+#endif
+
 /* ---- half precision ---------------------------------------------------------------------- */
 
 /* IEEE binary16 <-> binary32 in software: round to nearest even, subnormals kept, overflow to
