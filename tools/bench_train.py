@@ -5,11 +5,13 @@ time-to-target ratio (issue 5).
 
     tools/bench_train.py [--hetcl build/hetcl] [--epochs 10] [--algos adaptive,hogbatch,...]
                          [--target 0.85] [--out DIR] [--torch-threads 2]
+    tools/bench_train.py --model models/lenet.json --devices host --algos adaptive,hogwild
 
 The PyTorch baseline: Debian's python3-torch with /usr/bin/python3, 2 threads, run with
 OPENBLAS_NUM_THREADS=1 and without OPENBLAS_CORETYPE (which otherwise cost it 4-5x). Model:
 models/mlp.json (784-256-128-10, ReLU, he_uniform weights, xavier_uniform output layer, zero
-biases); data: Fashion-MNIST standardised per feature with the training set's statistics;
+biases), or with --model a spec with conv2d/pool/flatten layers (models/lenet.json), built
+layer by layer from the spec (model_from_spec); data: Fashion-MNIST standardised per feature with the training set's statistics;
 SGD with momentum and weight decay as hetcl's (PyTorch's convention), batch --batch, the
 test set evaluated after every epoch. Times: training wall time from the first batch, with
 the evaluations included in wall time as hetcl counts them (time to target) and excluded from
@@ -38,6 +40,62 @@ def load_idx(images, labels):
     return x.astype(np.float32) / 255.0, y.astype(np.int64)
 
 
+def model_from_spec(spec):
+    """The PyTorch model of a hetcl spec with conv2d, pools, flatten and dense layers (models/
+    README.md): the same shapes, activations and initialisers ("auto": he_uniform before a
+    ReLU, xavier_uniform otherwise; biases zeros or normal(init.std)). Rows of the data are
+    flat; a [c, h, w] input is unflattened channel-major, as hetcl reads it."""
+    import torch
+    nn = torch.nn
+
+    def pair(v):
+        return (v, v) if isinstance(v, int) else tuple(v)
+
+    init = spec.get("init", {})
+    shape = list(spec["input"]["shape"])
+    mods = [nn.Unflatten(1, tuple(shape))] if len(shape) == 3 else []
+    for layer in spec["layers"]:
+        t, act = layer["type"], layer.get("activation", "none")
+        if t == "conv2d":
+            k, s, p = pair(layer["kernel"]), pair(layer.get("stride", 1)), pair(layer.get("padding", 0))
+            m = nn.Conv2d(shape[0], layer["filters"], k, s, p, bias=layer.get("bias", True))
+            shape = [layer["filters"], (shape[1] + 2 * p[0] - k[0]) // s[0] + 1,
+                     (shape[2] + 2 * p[1] - k[1]) // s[1] + 1]
+        elif t in ("maxpool2d", "avgpool2d"):
+            k = pair(layer["size"])
+            s = pair(layer.get("stride", layer["size"]))
+            m = (nn.MaxPool2d if t == "maxpool2d" else nn.AvgPool2d)(k, s)
+            shape = [shape[0], (shape[1] - k[0]) // s[0] + 1, (shape[2] - k[1]) // s[1] + 1]
+        elif t == "flatten":
+            m = nn.Flatten()
+            shape = [shape[0] * shape[1] * shape[2]]
+        elif t == "dense":
+            m = nn.Linear(shape[0], layer["units"], bias=layer.get("bias", True))
+            shape = [layer["units"]]
+        else:
+            raise SystemExit(f"bench_train: {t} layers have no PyTorch equivalent here")
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            name = layer.get("init", init.get("default", "auto"))
+            if name == "auto":
+                name = "he_uniform" if act == "relu" else "xavier_uniform"
+            with torch.no_grad():
+                {"he_uniform": lambda w: nn.init.kaiming_uniform_(w, a=0, nonlinearity="relu"),
+                 "he_normal": lambda w: nn.init.kaiming_normal_(w, a=0, nonlinearity="relu"),
+                 "xavier_uniform": nn.init.xavier_uniform_,
+                 "xavier_normal": nn.init.xavier_normal_,
+                 "normal": lambda w: nn.init.normal_(w, 0.0, init.get("std", 0.01)),
+                 "zeros": nn.init.zeros_}[name](m.weight)
+                if m.bias is not None:
+                    if init.get("bias", "zeros") == "normal":
+                        nn.init.normal_(m.bias, 0.0, init.get("std", 0.01))
+                    else:
+                        nn.init.zeros_(m.bias)
+        mods.append(m)
+        if act != "none":
+            mods.append({"relu": nn.ReLU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh}[act]())
+    return nn.Sequential(*mods)
+
+
 def torch_baseline(args):
     """Returns a dict like hetcl's report: per-epoch wall/acc, examples/s, time to target."""
     import numpy as np
@@ -53,17 +111,22 @@ def torch_baseline(args):
     xte = (xte - mean) / std
     xtr, ytr = torch.from_numpy(xtr), torch.from_numpy(ytr)
     xte, yte = torch.from_numpy(xte), torch.from_numpy(yte)
-    model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
-                                torch.nn.Linear(256, 128), torch.nn.ReLU(),
-                                torch.nn.Linear(128, 10))
-    with torch.no_grad():  # the spec's initialisers
-        for i, m in enumerate(model):
-            if isinstance(m, torch.nn.Linear):
-                if m.out_features == 10:
-                    torch.nn.init.xavier_uniform_(m.weight)
-                else:
-                    torch.nn.init.kaiming_uniform_(m.weight, a=0, nonlinearity="relu")
-                torch.nn.init.zeros_(m.bias)
+    with open(args.model) as f:
+        spec = json.load(f)
+    if any(layer["type"] != "dense" for layer in spec["layers"]):
+        model = model_from_spec(spec)  # LeNet and other conv specs
+    else:
+        model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
+                                    torch.nn.Linear(256, 128), torch.nn.ReLU(),
+                                    torch.nn.Linear(128, 10))
+        with torch.no_grad():  # the spec's initialisers
+            for i, m in enumerate(model):
+                if isinstance(m, torch.nn.Linear):
+                    if m.out_features == 10:
+                        torch.nn.init.xavier_uniform_(m.weight)
+                    else:
+                        torch.nn.init.kaiming_uniform_(m.weight, a=0, nonlinearity="relu")
+                    torch.nn.init.zeros_(m.bias)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum,
                           weight_decay=args.weight_decay)
     loss_fn = torch.nn.CrossEntropyLoss()

@@ -37,8 +37,56 @@ static const char *spec_sigmoid =
         " \"layers\": [{\"type\": \"dense\", \"units\": 17, \"activation\": \"sigmoid\"},"
         " {\"type\": \"dense\", \"units\": 3}], \"loss\": \"sigmoid_cross_entropy\"}";
 
+/* Conv nets: conv (relu, padded) -> maxpool -> conv (tanh, no bias) -> flatten -> dense; and
+ * two input channels, stride 2, sigmoid, overlapping average pool, a bias-less dense. */
+static const char *spec_conv =
+        "{\"schema_version\": 1, \"name\": \"c1\", \"input\": {\"shape\": [1, 8, 8]},"
+        " \"layers\": [{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, \"padding\": 1,"
+        " \"activation\": \"relu\"}, {\"type\": \"maxpool2d\", \"size\": 2},"
+        " {\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"activation\": \"tanh\","
+        " \"bias\": false}, {\"type\": \"flatten\"},"
+        " {\"type\": \"dense\", \"units\": 5, \"activation\": \"relu\"},"
+        " {\"type\": \"dense\", \"units\": 4}], \"loss\": \"softmax_cross_entropy\","
+        " \"init\": {\"default\": \"auto\", \"bias\": \"normal\", \"std\": 0.1}}";
+static const char *spec_conv2 =
+        "{\"schema_version\": 1, \"name\": \"c2\", \"input\": {\"shape\": [2, 9, 7]},"
+        " \"layers\": [{\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"stride\": 2,"
+        " \"padding\": 1, \"activation\": \"sigmoid\"},"
+        " {\"type\": \"avgpool2d\", \"size\": 2, \"stride\": 1}, {\"type\": \"flatten\"},"
+        " {\"type\": \"dense\", \"units\": 6, \"bias\": false, \"activation\": \"relu\"},"
+        " {\"type\": \"dense\", \"units\": 3}], \"loss\": \"softmax_cross_entropy\","
+        " \"init\": {\"default\": \"auto\", \"bias\": \"normal\", \"std\": 0.1}}";
+
+static ref_conv2d_shape conv_shape(const struct hetcl_net_layer *nl, int64_t rows)
+{
+    return (ref_conv2d_shape){.n = rows,
+                              .c = nl->in_c,
+                              .h = nl->in_h,
+                              .w = nl->in_w,
+                              .k = nl->out_c,
+                              .r = nl->k_h,
+                              .s = nl->k_w,
+                              .stride_h = nl->stride,
+                              .stride_w = nl->stride,
+                              .pad_h = nl->pad,
+                              .pad_w = nl->pad};
+}
+
+static ref_pool2d_shape pool_shape(const struct hetcl_net_layer *nl, int64_t rows)
+{
+    return (ref_pool2d_shape){.n = rows,
+                              .c = nl->in_c,
+                              .h = nl->in_h,
+                              .w = nl->in_w,
+                              .size_h = nl->k_h,
+                              .size_w = nl->k_w,
+                              .stride_h = nl->stride,
+                              .stride_w = nl->stride};
+}
+
 /* The reference: forward through ref ops in double, loss (sum over examples, as hetcl_net
- * reports it) and the mean gradient in the net's layout. */
+ * reports it) and the mean gradient in the net's layout. Dense layers are GEMMs, conv2d and
+ * pools the direct loops of tests/ref, flatten a copy. */
 static double ref_loss_grad(const hetcl_net *net, const float *pf, const float *xf,
                             const int32_t *y, int64_t rows, double *grad, int64_t *correct)
 {
@@ -53,11 +101,25 @@ static double ref_loss_grad(const hetcl_net *net, const float *pf, const float *
     const double *a = x;
     for (int l = 0; l < L; l++) {
         const struct hetcl_net_layer *nl = &net->layers[l];
+        const double *b = nl->b_off == SIZE_MAX ? NULL : p + nl->b_off;
         act[l] = malloc((size_t) (rows * nl->out) * sizeof(double));
-        ref_gemm_f64(false, true, rows, nl->out, nl->in, 1.0, a, nl->in, p + nl->w_off, nl->in, 0.0,
-                     act[l], nl->out);
-        ref_bias_act_forward_f64((ref_act) nl->act, rows, nl->out, act[l],
-                                 nl->b_off == SIZE_MAX ? NULL : p + nl->b_off, act[l]);
+        if (nl->type == HETCL_MODEL_LAYER_DENSE) {
+            ref_gemm_f64(false, true, rows, nl->out, nl->in, 1.0, a, nl->in, p + nl->w_off, nl->in,
+                         0.0, act[l], nl->out);
+            ref_bias_act_forward_f64((ref_act) nl->act, rows, nl->out, act[l], b, act[l]);
+        } else if (nl->type == HETCL_MODEL_LAYER_CONV2D) {
+            ref_conv2d_shape sh = conv_shape(nl, rows);
+            ref_conv2d_forward_f64(&sh, a, p + nl->w_off, b, act[l]);
+            ref_bias_act_forward_f64((ref_act) nl->act, rows, nl->out, act[l], NULL, act[l]);
+        } else if (nl->type == HETCL_MODEL_LAYER_MAXPOOL2D) {
+            ref_pool2d_shape sh = pool_shape(nl, rows);
+            ref_maxpool2d_forward_f64(&sh, a, act[l], NULL);
+        } else if (nl->type == HETCL_MODEL_LAYER_AVGPOOL2D) {
+            ref_pool2d_shape sh = pool_shape(nl, rows);
+            ref_avgpool2d_forward_f64(&sh, a, act[l]);
+        } else {
+            memcpy(act[l], a, (size_t) (rows * nl->out) * sizeof(double));
+        }
         a = act[l];
     }
     int64_t C = net->n_classes;
@@ -88,10 +150,27 @@ static double ref_loss_grad(const hetcl_net *net, const float *pf, const float *
     memset(grad, 0, net->n_params * sizeof *grad);
     for (int l = L - 1; l >= 0; l--) {
         const struct hetcl_net_layer *nl = &net->layers[l];
-        ref_bias_act_backward_f64((ref_act) nl->act, rows, nl->out, act[l], d, d,
-                                  nl->b_off == SIZE_MAX ? NULL : grad + nl->b_off);
-        ref_gemm_backward_f64(false, true, rows, nl->out, nl->in, 1.0, l ? act[l - 1] : x, nl->in,
-                              p + nl->w_off, nl->in, d, nl->out, l ? dn : NULL, grad + nl->w_off);
+        const double *a_in = l ? act[l - 1] : x;
+        double *db = nl->b_off == SIZE_MAX ? NULL : grad + nl->b_off;
+        if (nl->type == HETCL_MODEL_LAYER_DENSE) {
+            ref_bias_act_backward_f64((ref_act) nl->act, rows, nl->out, act[l], d, d, db);
+            ref_gemm_backward_f64(false, true, rows, nl->out, nl->in, 1.0, a_in, nl->in,
+                                  p + nl->w_off, nl->in, d, nl->out, l ? dn : NULL,
+                                  grad + nl->w_off);
+        } else if (nl->type == HETCL_MODEL_LAYER_CONV2D) {
+            ref_conv2d_shape sh = conv_shape(nl, rows);
+            ref_bias_act_backward_f64((ref_act) nl->act, rows, nl->out, act[l], d, d, NULL);
+            ref_conv2d_backward_f64(&sh, a_in, p + nl->w_off, d, l ? dn : NULL, grad + nl->w_off,
+                                    db);
+        } else if (nl->type == HETCL_MODEL_LAYER_MAXPOOL2D) {
+            ref_pool2d_shape sh = pool_shape(nl, rows);
+            ref_maxpool2d_backward_f64(&sh, a_in, d, dn);
+        } else if (nl->type == HETCL_MODEL_LAYER_AVGPOOL2D) {
+            ref_pool2d_shape sh = pool_shape(nl, rows);
+            ref_avgpool2d_backward_f64(&sh, d, dn);
+        } else {
+            memcpy(dn, d, (size_t) (rows * nl->out) * sizeof *d);
+        }
         double *t = d;
         d = dn;
         dn = t;
@@ -227,16 +306,44 @@ static void check_init_and_layout(hetcl_context *ctx)
     CHECK(net->layers[1].w_off % 16 == 0 && net->layers[2].b_off % 16 == 0);
     free(w);
     hetcl_net_destroy(net);
-    /* Unsupported layers are refused with the layer named. */
-    const char *conv = "{\"schema_version\": 1, \"name\": \"c\", \"input\": {\"shape\": [1, 8, 8]},"
-                       " \"layers\": [{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3},"
-                       " {\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 2}],"
-                       " \"loss\": \"softmax_cross_entropy\"}";
-    hetcl_model_spec *cs = NULL;
-    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "conv", conv, strlen(conv), &cs));
-    CHECK(hetcl_net_create(ctx, cs, &net) == HETCL_ERR_UNSUPPORTED);
-    CHECK(net == NULL);
-    hetcl_model_spec_destroy(cs);
+    /* Shapes the host operators cannot run are refused with the layer named. */
+    const char *bad[] = {
+            "{\"schema_version\": 1, \"name\": \"c\", \"input\": {\"shape\": [1, 8, 8]},"
+            " \"layers\": [{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3,"
+            " \"stride\": [1, 2]}, {\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 2}],"
+            " \"loss\": \"softmax_cross_entropy\"}",
+            "{\"schema_version\": 1, \"name\": \"c\", \"input\": {\"shape\": [1, 8, 8]},"
+            " \"layers\": [{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3},"
+            " {\"type\": \"maxpool2d\", \"size\": [2, 3]}, {\"type\": \"flatten\"},"
+            " {\"type\": \"dense\", \"units\": 2}], \"loss\": \"softmax_cross_entropy\"}"};
+    const char *named[] = {"layers[0]: conv2d", "layers[1]: maxpool2d"};
+    for (int i = 0; i < 2; i++) {
+        hetcl_model_spec *cs = NULL;
+        CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "conv", bad[i], strlen(bad[i]), &cs));
+        CHECK(hetcl_net_create(ctx, cs, &net) == HETCL_ERR_UNSUPPORTED);
+        CHECK(net == NULL);
+        CHECK(strstr(hetcl_context_last_error(ctx), named[i]) != NULL);
+        hetcl_model_spec_destroy(cs);
+    }
+    /* LeNet: every layer accepted, the conv geometry from the spec, parameters laid out. */
+    hetcl_model_spec_destroy(spec);
+    spec = NULL;
+    snprintf(path, sizeof path, "%s/models/lenet.json", dir ? dir : ".");
+    CHECK_OK(ctx, hetcl_model_spec_load(ctx, path, &spec));
+    CHECK_OK(ctx, hetcl_net_create(ctx, spec, &net));
+    if (net) {
+        CHECK(!net->dense_only);
+        CHECK_EQ_INT(net->n_inputs, 784);
+        CHECK_EQ_INT(net->layers[0].type, HETCL_MODEL_LAYER_CONV2D);
+        CHECK_EQ_INT(net->layers[0].out, 6 * 28 * 28);
+        CHECK_EQ_INT(net->layers[0].pad, 2);
+        CHECK_EQ_INT(net->layers[2].in_c, 6);
+        CHECK_EQ_INT(net->layers[3].out, 16 * 5 * 5);
+        CHECK(net->layers[1].w_off == SIZE_MAX && net->layers[4].w_off == SIZE_MAX);
+        CHECK_EQ_INT(net->layers[5].in, 400);
+        CHECK(net->n_params >= (size_t) spec->n_parameters);
+        hetcl_net_destroy(net);
+    }
     hetcl_model_spec_destroy(spec);
 }
 
@@ -251,6 +358,8 @@ int main(void)
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         check_net(ctx, spec_softmax, rows[i]);
         check_net(ctx, spec_sigmoid, rows[i]);
+        check_net(ctx, spec_conv, rows[i]);
+        check_net(ctx, spec_conv2, rows[i]);
     }
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_train_net");

@@ -17,9 +17,13 @@
  * layers.0.bias [units], layers.1.weight, ...), each starting at a multiple of 16 floats
  * (64 bytes) so that rows of different tensors never share a cache line.
  *
- * Supported: dense layers (any activation) with softmax cross-entropy or sigmoid
- * cross-entropy (single-label data: one-hot targets). Other layers give HETCL_ERR_UNSUPPORTED
- * at create.
+ * Supported: dense and conv2d layers (any activation), maxpool2d, avgpool2d and flatten, with
+ * softmax cross-entropy or sigmoid cross-entropy (single-label data: one-hot targets). conv2d
+ * needs equal strides and paddings on both axes, pools square windows and equal strides (the
+ * host operators' shapes); anything else gives HETCL_ERR_UNSUPPORTED at create. Inputs of
+ * rank 3 ([c, h, w]) are read as rows of c h w floats, channel-major (NCHW). conv2d and the
+ * pools run through the host operators (im2col + SGEMM, ops/host); dense-only networks keep
+ * their fused loops.
  *
  * Thread-safety: a net is read-only after create. The host step reads and writes params and
  * velocity without locks: concurrent steps on the same arrays are Hogwild updates (racy by
@@ -33,6 +37,7 @@
 #include <hetcl/model_spec.h>
 #include <hetcl/status.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,25 +46,32 @@ extern "C" {
 #endif
 
 struct hetcl_net_layer {
-    int64_t in, out;
+    int64_t in, out; /* floats per example of the layer's input and output (flattened) */
     enum hetcl_model_activation act;
-    size_t w_off; /* into the parameter block: [out][in] */
-    size_t b_off; /* [out]; SIZE_MAX when the layer has no bias */
+    size_t w_off; /* into the parameter block: dense [out][in], conv2d [out_c][in_c][k_h][k_w];
+                     SIZE_MAX for pools and flatten */
+    size_t b_off; /* [out] (dense) or [out_c] (conv2d); SIZE_MAX when the layer has no bias */
+    enum hetcl_model_layer_type type;
+    /* conv2d and pools: the NCHW geometry of one example; 0 for dense and flatten. Pools have
+     * k_h == k_w (the window) and pad 0. */
+    int64_t in_c, in_h, in_w, out_c, out_h, out_w, k_h, k_w, stride, pad;
 };
 
 struct hetcl_net {
     const hetcl_model_spec *spec; /* borrowed: must outlive the net */
     int n_layers;
-    struct hetcl_net_layer *layers; /* owned */
-    size_t *param_off;              /* offset of each spec param (spec->n_params), owned */
-    size_t n_params;                /* floats in the block, padding included */
-    int64_t n_inputs, n_classes, max_width;
+    struct hetcl_net_layer *layers;         /* owned */
+    size_t *param_off;                      /* offset of each spec param (spec->n_params), owned */
+    size_t n_params;                        /* floats in the block, padding included */
+    int64_t n_inputs, n_classes, max_width; /* n_inputs: the input shape's product */
     enum hetcl_model_loss loss;
+    bool dense_only; /* every layer dense (the OpenCL replica path needs it) */
 };
 typedef struct hetcl_net hetcl_net;
 
-/* Resolves the layout. Errors: HETCL_ERR_INVALID_ARG, HETCL_ERR_UNSUPPORTED (a layer other
- * than dense, or the mse loss), HETCL_ERR_NO_MEMORY. */
+/* Resolves the layout. Errors: HETCL_ERR_INVALID_ARG, HETCL_ERR_UNSUPPORTED (the mse loss, a
+ * conv2d or pool of unequal axes, more than 64 layers; the detail names the layer),
+ * HETCL_ERR_NO_MEMORY. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_net_create(hetcl_context *ctx,
                                                         const hetcl_model_spec *spec,
                                                         hetcl_net **out);
@@ -85,7 +97,10 @@ struct hetcl_net_sgd {
 /* One fused step on x [rows][n_inputs] with labels y: forward, loss (*loss_sum += the sum of
  * the per-example losses; the gradient is that of their mean), backward, and the SGD update of
  * params and velocity in place, layer by layer from the top (each layer's input
- * gradient is formed with its weights before they are updated). ws: workspace. */
+ * gradient is formed with its weights before they are updated). ws: workspace.
+ * Errors (these three functions): HETCL_ERR_INVALID_ARG (NULL pointers, rows < 1);
+ * HETCL_ERR_NO_MEMORY from a conv2d layer's im2col scratch, which the host operators allocate
+ * per call (after a failure in the backward pass, the layers above it are already updated). */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_net_host_train_step(
         const hetcl_net *net, float *params, float *velocity, const float *x, const int32_t *y,
         int64_t rows, const struct hetcl_net_sgd *sgd, float *ws, double *loss_sum);

@@ -1,5 +1,6 @@
 /* The network's parameter layout and its seeded initialisation (see <hetcl/net.h>). */
 #include "internal.h"
+#include "net_impl.h"
 
 #include <hetcl/net.h>
 
@@ -7,7 +8,47 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ALIGN_FLOATS 16
+/* The host operators take one stride and one padding for both axes and square pooling
+ * windows (ops.h): other shapes are refused here, naming the layer, rather than trained
+ * wrongly. */
+static hetcl_status check_layer(hetcl_context *ctx, const hetcl_model_spec *spec, int i)
+{
+    const struct hetcl_model_layer *L = &spec->layers[i];
+    const char *type = hetcl_model_layer_type_name(L->type);
+    switch (L->type) {
+    case HETCL_MODEL_LAYER_DENSE:
+    case HETCL_MODEL_LAYER_FLATTEN:
+        return HETCL_OK;
+    case HETCL_MODEL_LAYER_CONV2D:
+        if (L->stride[0] != L->stride[1] || L->padding[0] != L->padding[1])
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: conv2d with stride [%lld, %lld] and padding "
+                               "[%lld, %lld]: training supports equal values on both axes",
+                               spec->source, i, (long long) L->stride[0], (long long) L->stride[1],
+                               (long long) L->padding[0], (long long) L->padding[1]);
+        return HETCL_OK;
+    case HETCL_MODEL_LAYER_MAXPOOL2D:
+    case HETCL_MODEL_LAYER_AVGPOOL2D:
+        if (L->kernel[0] != L->kernel[1] || L->stride[0] != L->stride[1])
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: %s with size [%lld, %lld] and stride [%lld, %lld]: "
+                               "training supports square windows and equal strides",
+                               spec->source, i, type, (long long) L->kernel[0],
+                               (long long) L->kernel[1], (long long) L->stride[0],
+                               (long long) L->stride[1]);
+        return HETCL_OK;
+    }
+    return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED, "%s: layers[%d]: %s layers cannot be trained",
+                       spec->source, i, type);
+}
+
+static int64_t shape_elems(const struct hetcl_model_shape *sh)
+{
+    int64_t n = 1;
+    for (int d = 0; d < sh->rank; d++)
+        n *= sh->dims[d];
+    return n;
+}
 
 hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, hetcl_net **out)
 {
@@ -21,15 +62,14 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
                            "%s: loss mse: training supports softmax_cross_entropy and "
                            "sigmoid_cross_entropy",
                            spec->source);
-    if (spec->input_shape.rank != 1)
-        return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                           "%s: training supports flat inputs and dense layers only", spec->source);
-    for (int i = 0; i < spec->n_layers; i++)
-        if (spec->layers[i].type != HETCL_MODEL_LAYER_DENSE)
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: %s layers are not supported by training yet "
-                               "(dense only)",
-                               spec->source, i, hetcl_model_layer_type_name(spec->layers[i].type));
+    if (spec->n_layers > HETCL_NET_MAX_LAYERS)
+        return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED, "%s: %d layers: training supports up to %d",
+                           spec->source, spec->n_layers, HETCL_NET_MAX_LAYERS);
+    for (int i = 0; i < spec->n_layers; i++) {
+        hetcl_status s = check_layer(ctx, spec, i);
+        if (s != HETCL_OK)
+            return s;
+    }
     hetcl_net *net = hetcl__calloc(1, sizeof *net);
     if (!net)
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "network");
@@ -44,20 +84,37 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
     size_t off = 0;
     for (int i = 0; i < spec->n_params; i++) {
         net->param_off[i] = off;
-        off += ((size_t) spec->params[i].n_elements + ALIGN_FLOATS - 1) / ALIGN_FLOATS *
-               ALIGN_FLOATS;
+        off += ((size_t) spec->params[i].n_elements + HETCL_NET_ALIGN_FLOATS - 1) /
+               HETCL_NET_ALIGN_FLOATS * HETCL_NET_ALIGN_FLOATS;
     }
     net->n_params = off;
-    net->n_inputs = spec->input_shape.dims[0];
+    net->n_inputs = shape_elems(&spec->input_shape);
     net->max_width = net->n_inputs;
+    net->dense_only = true;
     for (int i = 0; i < spec->n_layers; i++) {
         const struct hetcl_model_layer *L = &spec->layers[i];
         struct hetcl_net_layer *nl = &net->layers[i];
-        nl->in = L->in_shape.dims[0];
-        nl->out = L->out_shape.dims[0];
+        nl->type = L->type;
+        nl->in = shape_elems(&L->in_shape);
+        nl->out = shape_elems(&L->out_shape);
         nl->act = L->activation;
-        nl->w_off = net->param_off[L->first_param];
+        nl->w_off = L->n_param_tensors > 0 ? net->param_off[L->first_param] : SIZE_MAX;
         nl->b_off = L->n_param_tensors > 1 ? net->param_off[L->first_param + 1] : SIZE_MAX;
+        if (L->type != HETCL_MODEL_LAYER_DENSE)
+            net->dense_only = false;
+        if (L->type == HETCL_MODEL_LAYER_CONV2D || L->type == HETCL_MODEL_LAYER_MAXPOOL2D ||
+            L->type == HETCL_MODEL_LAYER_AVGPOOL2D) {
+            nl->in_c = L->in_shape.dims[0];
+            nl->in_h = L->in_shape.dims[1];
+            nl->in_w = L->in_shape.dims[2];
+            nl->out_c = L->out_shape.dims[0];
+            nl->out_h = L->out_shape.dims[1];
+            nl->out_w = L->out_shape.dims[2];
+            nl->k_h = L->kernel[0];
+            nl->k_w = L->kernel[1];
+            nl->stride = L->stride[0];
+            nl->pad = L->type == HETCL_MODEL_LAYER_CONV2D ? L->padding[0] : 0;
+        }
         if (nl->out > net->max_width)
             net->max_width = nl->out;
     }
@@ -165,13 +222,5 @@ void hetcl_net_init_params(const hetcl_net *net, uint64_t seed, float *params)
 
 size_t hetcl_net_workspace_floats(const hetcl_net *net, int64_t rows)
 {
-    size_t r = (size_t) (rows > 0 ? rows : 1), acts = 0;
-    for (int i = 0; i < net->n_layers; i++)
-        acts += r * (size_t) net->layers[i].out + ALIGN_FLOATS;
-    size_t wmax = 0; /* the largest weight gradient (GEMM path) */
-    for (int i = 0; i < net->n_layers; i++)
-        if ((size_t) (net->layers[i].in * net->layers[i].out) > wmax)
-            wmax = (size_t) (net->layers[i].in * net->layers[i].out);
-    return acts + 2 * (r * (size_t) net->max_width + ALIGN_FLOATS) + (size_t) net->max_width +
-           ALIGN_FLOATS + wmax + ALIGN_FLOATS;
+    return hetcl__net_ws_layout(net, rows, NULL, NULL);
 }

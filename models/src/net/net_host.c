@@ -1,23 +1,23 @@
 /*
- * The fused host path of <hetcl/net.h>: forward, loss, backward and SGD update of dense layers
- * in one pass over a batch, written for the caches of one core:
+ * The fused host path of <hetcl/net.h>: forward, loss, backward and SGD update in one pass over
+ * a batch. Dense layers are written for the caches of one core:
  *  - forward z = a W^T + b: four examples at a time against each weight row, eight
  *    independent accumulators per example (vectorisable without reassociation flags);
  *  - input gradient d = dz W: rows of W added into four examples' gradients at once, skipping
  *    zero dz (half of them behind a ReLU);
  *  - weight update per output unit: its gradient row is formed in an L1-resident buffer and
  *    applied at once (w and v are streamed once per batch), the gradient never materialised.
- * The naive reference (tests/ref) is what the tests compare this with.
+ * conv2d and pool layers go to net_conv.c (the host operators) on the same workspace; flatten
+ * layers are views. The naive reference (tests/ref) is what the tests compare this with.
  */
 #include "../ops/host/host_ops.h"
 #include "internal.h"
+#include "net_impl.h"
 
 #include <hetcl/net.h>
 
 #include <math.h>
 #include <string.h>
-
-#define ALIGN_FLOATS 16
 
 /* The hot loops are compiled twice, for AVX2 and for the baseline, and the loader picks one
  * (GCC/clang function multi-versioning on x86-64 ELF): 8-wide vectors where the CPU has them,
@@ -30,7 +30,7 @@
 
 static size_t pad(size_t n)
 {
-    return (n + ALIGN_FLOATS - 1) / ALIGN_FLOATS * ALIGN_FLOATS;
+    return (n + HETCL_NET_ALIGN_FLOATS - 1) / HETCL_NET_ALIGN_FLOATS * HETCL_NET_ALIGN_FLOATS;
 }
 
 static float dot8(const float *a, const float *b, int64_t n)
@@ -243,68 +243,152 @@ HOT static void sgd_row(float *w, float *v, const float *g, int64_t n,
     }
 }
 
-/* Workspace: the activations of every layer, then two delta buffers and a gradient row. */
-struct ws_layout {
-    float *act[64];
-    float *d0, *d1, *g;
-    float *gm; /* a whole weight gradient (GEMM path) */
-};
-
 /* From this many rows on, the GEMM-shaped loops go through the host operators' packed GEMM
  * (hetcl__sgemm, cache-blocked micro-kernels); below it, packing costs more than it saves. */
 #define GEMM_MIN_ROWS 8
 
-static hetcl_status layout(const hetcl_net *net, int64_t rows, float *ws, struct ws_layout *L)
+/* Workspace: the activations of every layer (none for flatten, which aliases its input), two
+ * deltas, a gradient row, a whole weight gradient, then the maxpool layers' winners. */
+size_t hetcl__net_ws_layout(const hetcl_net *net, int64_t rows, float *ws, struct hetcl_net_ws *L)
 {
-    if (net->n_layers > 64 || rows <= 0)
-        return HETCL_ERR_INVALID_ARG;
-    float *p = ws;
+    size_t r = (size_t) (rows > 0 ? rows : 1), off = 0, wmax = 0;
     for (int i = 0; i < net->n_layers; i++) {
-        L->act[i] = p;
-        p += pad((size_t) (rows * net->layers[i].out));
+        const struct hetcl_net_layer *nl = &net->layers[i];
+        if (L) {
+            L->act[i] = nl->type == HETCL_MODEL_LAYER_FLATTEN ? NULL : ws + off;
+            L->idx[i] = NULL;
+        }
+        if (nl->type != HETCL_MODEL_LAYER_FLATTEN)
+            off += pad(r * (size_t) nl->out);
+        size_t wn = nl->type == HETCL_MODEL_LAYER_DENSE ? (size_t) (nl->in * nl->out)
+                    : nl->type == HETCL_MODEL_LAYER_CONV2D
+                            ? (size_t) (nl->out_c * nl->in_c * nl->k_h * nl->k_w)
+                            : 0;
+        wmax = wn > wmax ? wn : wmax;
     }
-    L->d0 = p;
-    p += pad((size_t) (rows * net->max_width));
-    L->d1 = p;
-    p += pad((size_t) (rows * net->max_width));
-    L->g = p;
-    p += pad((size_t) net->max_width);
-    L->gm = p;
+    if (L) {
+        L->d0 = ws + off;
+        L->d1 = ws + off + pad(r * (size_t) net->max_width);
+        L->g = L->d1 + pad(r * (size_t) net->max_width);
+        L->gm = L->g + pad((size_t) net->max_width);
+    }
+    off += 2 * pad(r * (size_t) net->max_width) + pad((size_t) net->max_width) + pad(wmax);
+    for (int i = 0; i < net->n_layers; i++) {
+        const struct hetcl_net_layer *nl = &net->layers[i];
+        if (nl->type != HETCL_MODEL_LAYER_MAXPOOL2D)
+            continue;
+        /* int32 winners in the float array: malloc'd memory takes the type of its stores, and
+         * these are only ever stored and loaded as int32. */
+        if (L)
+            L->idx[i] = (int32_t *) (void *) (ws + off);
+        off += pad(r * (size_t) nl->out);
+    }
+    return off;
+}
+
+static hetcl_status layout(const hetcl_net *net, int64_t rows, float *ws, struct hetcl_net_ws *L)
+{
+    if (net->n_layers > HETCL_NET_MAX_LAYERS || rows <= 0)
+        return HETCL_ERR_INVALID_ARG;
+    (void) hetcl__net_ws_layout(net, rows, ws, L);
     return HETCL_OK;
 }
 
-static void forward(const hetcl_net *net, const float *params, const float *x, int64_t rows,
-                    const struct ws_layout *L)
+static void dense_layer_forward(const struct hetcl_net_layer *nl, const float *params,
+                                const float *a, int64_t rows, float *z)
+{
+    const float *b = nl->b_off == SIZE_MAX ? NULL : params + nl->b_off;
+    if (rows >= GEMM_MIN_ROWS &&
+        hetcl__sgemm(NULL, NULL, false, true, rows, nl->out, nl->in, 1.0f, a, nl->in,
+                     params + nl->w_off, nl->in, 0.0f, z, nl->out) == HETCL_OK) {
+        for (int64_t r = 0; b && r < rows; r++)
+            for (int64_t u = 0; u < nl->out; u++)
+                z[r * nl->out + u] += b[u];
+    } else {
+        dense_forward(a, rows, nl->in, params + nl->w_off, b, nl->out, z);
+    }
+}
+
+static hetcl_status forward(const hetcl_net *net, const float *params, const float *x, int64_t rows,
+                            struct hetcl_net_ws *L)
 {
     const float *a = x;
     for (int i = 0; i < net->n_layers; i++) {
         const struct hetcl_net_layer *nl = &net->layers[i];
-        const float *b = nl->b_off == SIZE_MAX ? NULL : params + nl->b_off;
-        if (rows >= GEMM_MIN_ROWS &&
-            hetcl__sgemm(NULL, NULL, false, true, rows, nl->out, nl->in, 1.0f, a, nl->in,
-                         params + nl->w_off, nl->in, 0.0f, L->act[i], nl->out) == HETCL_OK) {
-            for (int64_t r = 0; b && r < rows; r++)
-                for (int64_t u = 0; u < nl->out; u++)
-                    L->act[i][r * nl->out + u] += b[u];
-        } else {
-            dense_forward(a, rows, nl->in, params + nl->w_off, b, nl->out, L->act[i]);
+        switch (nl->type) {
+        case HETCL_MODEL_LAYER_DENSE:
+            dense_layer_forward(nl, params, a, rows, L->act[i]);
+            break;
+        case HETCL_MODEL_LAYER_FLATTEN:
+            /* [c, h, w] rows are already flat: the output is the input (read-only). */
+            L->act[i] = (float *) (uintptr_t) a;
+            continue;
+        case HETCL_MODEL_LAYER_CONV2D:
+        case HETCL_MODEL_LAYER_MAXPOOL2D:
+        case HETCL_MODEL_LAYER_AVGPOOL2D: {
+            hetcl_status s =
+                    hetcl__net_spatial_forward(nl, params, a, rows, L->g, L->act[i], L->idx[i]);
+            if (s != HETCL_OK)
+                return s;
+            break;
+        }
         }
         activate(nl->act, L->act[i], (size_t) (rows * nl->out));
         a = L->act[i];
     }
+    return HETCL_OK;
+}
+
+/* The update of a whole tensor (conv2d weight or bias) from its gradient in g. */
+static void sgd_tensor(float *params, float *velocity, size_t off, const float *g, int64_t n,
+                       const struct hetcl_net_sgd *sgd)
+{
+    sgd_row(params + off, velocity + off, g, n, sgd);
+}
+
+/* A conv2d or pool layer's backward: dn from dz; a conv's gradient into grad (gradient
+ * output) or into the workspace, then its update. */
+static hetcl_status spatial_backward(const struct hetcl_net_layer *nl, int i, float *params,
+                                     float *velocity, float *grad, const float *a_in,
+                                     const float *dz, float *dn, int64_t rows,
+                                     const struct hetcl_net_sgd *sgd, struct hetcl_net_ws *L)
+{
+    bool conv = nl->type == HETCL_MODEL_LAYER_CONV2D, has_b = nl->b_off != SIZE_MAX;
+    float *dw = conv ? (grad ? grad + nl->w_off : L->gm) : NULL;
+    float *db = conv ? (grad && has_b ? grad + nl->b_off : L->g) : NULL;
+    hetcl_status s = hetcl__net_spatial_backward(nl, params, a_in, dz, rows,
+                                                 i > 0 || conv ? dn : NULL, dw, db, L->idx[i]);
+    if (s != HETCL_OK || !conv || grad)
+        return s;
+    sgd_tensor(params, velocity, nl->w_off, dw, nl->out_c * nl->in_c * nl->k_h * nl->k_w, sgd);
+    if (has_b)
+        sgd_tensor(params, velocity, nl->b_off, db, nl->out_c, sgd);
+    return HETCL_OK;
 }
 
 /* Backward from the loss gradient in L->d0; update (velocity != NULL or grad == NULL) or
  * gradient output (grad != NULL). */
-static void backward(const hetcl_net *net, float *params, float *velocity, float *grad,
-                     const float *x, int64_t rows, const struct hetcl_net_sgd *sgd,
-                     struct ws_layout *L)
+static hetcl_status backward(const hetcl_net *net, float *params, float *velocity, float *grad,
+                             const float *x, int64_t rows, const struct hetcl_net_sgd *sgd,
+                             struct hetcl_net_ws *L)
 {
     float *dz = L->d0, *dn = L->d1;
     for (int i = net->n_layers - 1; i >= 0; i--) {
         const struct hetcl_net_layer *nl = &net->layers[i];
         const float *a_in = i ? L->act[i - 1] : x;
+        if (nl->type == HETCL_MODEL_LAYER_FLATTEN)
+            continue; /* the delta of a flat view is the delta of its input */
         activate_backward(nl->act, L->act[i], dz, (size_t) (rows * nl->out));
+        if (nl->type != HETCL_MODEL_LAYER_DENSE) {
+            hetcl_status s =
+                    spatial_backward(nl, i, params, velocity, grad, a_in, dz, dn, rows, sgd, L);
+            if (s != HETCL_OK)
+                return s;
+            float *t = dz;
+            dz = dn;
+            dn = t;
+            continue;
+        }
         float *w = params + nl->w_off;
         bool gemm = rows >= GEMM_MIN_ROWS;
         if (i > 0 && (!gemm || hetcl__sgemm(NULL, NULL, false, false, rows, nl->in, nl->out, 1.0f,
@@ -349,51 +433,56 @@ static void backward(const hetcl_net *net, float *params, float *velocity, float
         dz = dn;
         dn = t;
     }
+    return HETCL_OK;
 }
 
 hetcl_status hetcl_net_host_train_step(const hetcl_net *net, float *params, float *velocity,
                                        const float *x, const int32_t *y, int64_t rows,
                                        const struct hetcl_net_sgd *sgd, float *ws, double *loss_sum)
 {
-    struct ws_layout L;
+    struct hetcl_net_ws L;
     if (!net || !params || !velocity || !x || !y || !sgd || !ws ||
         layout(net, rows, ws, &L) != HETCL_OK)
         return HETCL_ERR_INVALID_ARG;
-    forward(net, params, x, rows, &L);
+    hetcl_status s = forward(net, params, x, rows, &L);
+    if (s != HETCL_OK)
+        return s;
     double l =
             loss_and_grad(net->loss, L.act[net->n_layers - 1], y, rows, net->n_classes, L.d0, NULL);
     if (loss_sum)
         *loss_sum += l;
-    backward(net, params, velocity, NULL, x, rows, sgd, &L);
-    return HETCL_OK;
+    return backward(net, params, velocity, NULL, x, rows, sgd, &L);
 }
 
 hetcl_status hetcl_net_host_gradient(const hetcl_net *net, const float *params, const float *x,
                                      const int32_t *y, int64_t rows, float *grad, float *ws,
                                      double *loss_sum)
 {
-    struct ws_layout L;
+    struct hetcl_net_ws L;
     if (!net || !params || !x || !y || !grad || !ws || layout(net, rows, ws, &L) != HETCL_OK)
         return HETCL_ERR_INVALID_ARG;
     memset(grad, 0, net->n_params * sizeof *grad);
-    forward(net, params, x, rows, &L);
+    hetcl_status s = forward(net, params, x, rows, &L);
+    if (s != HETCL_OK)
+        return s;
     double l =
             loss_and_grad(net->loss, L.act[net->n_layers - 1], y, rows, net->n_classes, L.d0, NULL);
     if (loss_sum)
         *loss_sum += l;
     /* backward() never writes params when grad is given. */
-    backward(net, (float *) (uintptr_t) params, NULL, grad, x, rows, NULL, &L);
-    return HETCL_OK;
+    return backward(net, (float *) (uintptr_t) params, NULL, grad, x, rows, NULL, &L);
 }
 
 hetcl_status hetcl_net_host_evaluate(const hetcl_net *net, const float *params, const float *x,
                                      const int32_t *y, int64_t rows, float *ws, double *loss_sum,
                                      int64_t *correct)
 {
-    struct ws_layout L;
+    struct hetcl_net_ws L;
     if (!net || !params || !x || !y || !ws || layout(net, rows, ws, &L) != HETCL_OK)
         return HETCL_ERR_INVALID_ARG;
-    forward(net, params, x, rows, &L);
+    hetcl_status s = forward(net, params, x, rows, &L);
+    if (s != HETCL_OK)
+        return s;
     double l = loss_and_grad(net->loss, L.act[net->n_layers - 1], y, rows, net->n_classes, NULL,
                              correct);
     if (loss_sum)

@@ -150,6 +150,15 @@ static hetcl_status reg(struct tr *t, size_t bytes, hetcl_handle **h)
 hetcl_status hetcl__tr_cl_prepare(struct tr *t, struct tr_dev *d)
 {
     const hetcl_net *net = t->net;
+    /* The replica path is written for dense layers (gemm + bias_act per layer); conv and pool
+     * models train on host workers only, refused here with the first such layer named. */
+    for (int l = 0; !net->dense_only && l < net->n_layers; l++)
+        if (net->layers[l].type != HETCL_MODEL_LAYER_DENSE)
+            return hetcl__fail(t->ctx, HETCL_ERR_UNSUPPORTED,
+                               "device %s: %s: layers[%d] is %s: OpenCL devices train dense "
+                               "layers only; train this model with --devices host",
+                               d->name, net->spec->source, l,
+                               hetcl_model_layer_type_name(net->layers[l].type));
     if (net->n_layers > CL_MAX_LAYERS)
         return hetcl__fail(t->ctx, HETCL_ERR_UNSUPPORTED,
                            "device %s: the replica path supports up to %d layers", d->name,
