@@ -1,6 +1,8 @@
 /* The test harness: see harness.h. */
 #include "harness.h"
 
+#include <sys/wait.h>
+
 int hetcl_test_failures = 0;
 
 uint64_t hetcl_test_seed(void)
@@ -25,4 +27,31 @@ void hetcl_test_skip(const char *why)
 {
     printf("SKIP: %s\n", why);
     exit(HETCL_TEST_SKIP);
+}
+
+int hetcl_test_sh(const char *dir, const char *cmdline)
+{
+    size_t len = strlen(cmdline) + 2 * strlen(dir) + 32;
+    char *cmd = malloc(len);
+    if (!cmd)
+        return -1;
+    snprintf(cmd, len, "%s >'%s/out' 2>'%s/err'", cmdline, dir, dir);
+    int st = system(cmd);
+    free(cmd);
+    if (st == -1 || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
+
+void hetcl_test_read(const char *dir, const char *name, char *buf, size_t cap)
+{
+    if (!buf || cap == 0)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
 }

@@ -62,4 +62,13 @@ int hetcl_test_finish(const char *name);
 /* Exits 77 (skipped) after printing why. */
 void hetcl_test_skip(const char *why);
 
+/* For tests of the command-line tool. Runs a shell command line with its stdout and stderr
+ * redirected into dir/out and dir/err; returns its exit status, or -1 when the shell could not
+ * run it or it died of a signal (a crash: always a failure for the CLI). */
+int hetcl_test_sh(const char *dir, const char *cmdline);
+
+/* Reads the file dir/name into buf, NUL-terminated and truncated to cap - 1 bytes (empty when
+ * the file cannot be read). */
+void hetcl_test_read(const char *dir, const char *name, char *buf, size_t cap);
+
 #endif /* HETCL_TEST_HARNESS_H */

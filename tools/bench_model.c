@@ -27,6 +27,8 @@
 
 #define MAX_CONFIGS 512
 #define MAX_LIST    16
+/* --spin-us when not given (the reason is where the defaults are set) */
+#define BENCH_DEFAULT_SPIN_US 50
 
 struct options {
     const char *models[MAX_LIST], *weights[MAX_LIST];
@@ -74,7 +76,9 @@ static void usage(FILE *out)
             "  --devices D[,...]        runtime workers by name (host0, p0d0, ...) or 'all'\n"
             "                           (default): every worker the runtime creates\n"
             "  --placements P[,...]     single (each device alone), split (each batch split\n"
-            "                           across the devices by measured speed), pipeline (the\n"
+            "                           across the devices by measured speed; at batches of\n"
+            "                           1-4, host workers left without rows help a host\n"
+            "                           worker's large dense layers instead), pipeline (the\n"
             "                           layers partitioned across the devices by measured\n"
             "                           speed), auto (the faster of single and split,\n"
             "                           explained); default single\n"
@@ -96,8 +100,10 @@ static void usage(FILE *out)
             "  --host-workers N         host workers (default: one per core no OpenCL CPU\n"
             "                           device uses; 0: none)\n"
             "  --spin-us N              host workers and the waiting caller poll this long\n"
-            "                           before sleeping (default 0; recorded in the report):\n"
-            "                           waking a sleeping thread on an idle CPU costs 20-35 us\n");
+            "                           before sleeping (default %d, as thread pools such as\n"
+            "                           OpenMP's spin; 0: sleep at once; recorded in the\n"
+            "                           report): waking a sleeping thread costs 20-35 us\n",
+            BENCH_DEFAULT_SPIN_US);
     fprintf(out,
             "\n"
             "how it measures:\n"
@@ -185,6 +191,11 @@ static int parse_options(int argc, char **argv, struct options *o)
     o->window_ms = 100;
     o->tolerance = 1e-4;
     o->accuracy_samples = 2000;
+    /* Latency benchmarks spin by default, as the thread pools they are compared with do
+     * (OpenMP under PyTorch, ONNX Runtime's intra-op pool): a sleeping worker costs each
+     * request two thread wake-ups (20-35 us each on an idle VM), more than a batch-1 MLP.
+     * The spin is bounded, so idle workers still sleep; --spin-us 0 measures without it. */
+    o->spin_us = BENCH_DEFAULT_SPIN_US;
     o->loop = (struct bench_loop_options){.warmup_min_runs = 10,
                                           .warmup_min_ms = 200,
                                           .warmup_max_ms = 5000,

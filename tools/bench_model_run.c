@@ -91,16 +91,41 @@ static float *make_inputs(const struct bench_env *env, const hetcl_infer_plan *p
     return x;
 }
 
+/* A split's helpers: when a host worker has a few rows (at most 4: the fused task's GEMV
+ * path), the host workers left without rows help it with its large dense layers
+ * (hetcl_infer_session_options.helpers) instead of idling. Returns how many (<= 7). */
+static size_t pick_helpers(const struct bench_env *env, const int *workers, const int64_t *rows,
+                           size_t n, int *helpers)
+{
+    bool small_host = false;
+    bool host[BENCH_MAX_DEVICES];
+    for (size_t i = 0; i < n; i++) {
+        struct hetcl_worker_info wi;
+        host[i] = hetcl_runtime_worker_info(env->rt, (size_t) workers[i], &wi) == HETCL_OK &&
+                  wi.kind == HETCL_WORKER_HOST;
+        small_host = small_host || (host[i] && rows[i] > 0 && rows[i] <= 4);
+    }
+    size_t k = 0;
+    for (size_t i = 0; small_host && i < n && k < 7; i++)
+        if (host[i] && rows[i] == 0)
+            helpers[k++] = workers[i];
+    return k;
+}
+
 static hetcl_status open_session(struct bench_env *env, struct bench_model *m, int64_t batch,
                                  const int *workers, size_t n, const int64_t *rows,
                                  const int *step_workers, hetcl_infer_session **out)
 {
+    int helpers[BENCH_MAX_DEVICES];
+    size_t n_helpers = rows && !step_workers ? pick_helpers(env, workers, rows, n, helpers) : 0;
     struct hetcl_infer_session_options o = {.batch = batch,
                                             .n_workers = step_workers ? 1 : n,
                                             .workers = workers,
                                             .rows = rows,
                                             .no_fuse = env->no_fuse,
-                                            .step_workers = step_workers};
+                                            .step_workers = step_workers,
+                                            .helpers = helpers,
+                                            .n_helpers = n_helpers};
     return hetcl_infer_session_create(env->ctx, env->rt, m->plan, &o, out);
 }
 
@@ -199,7 +224,14 @@ static bool place(struct bench_env *env, struct bench_model *m, const struct ben
                  env->devices[c->devices[i]].name);
         r->shares[i].rows = rows[i];
         r->shares[i].share = (double) rows[i] / (double) c->batch;
+        r->shares[i].helper = false;
+        r->shares[i].helped_share = (double) NAN;
     }
+    int helpers[BENCH_MAX_DEVICES];
+    size_t n_helpers = pick_helpers(env, workers, rows, n, helpers);
+    for (size_t i = 0; i < n; i++)
+        for (size_t h = 0; h < n_helpers; h++)
+            r->shares[i].helper = r->shares[i].helper || workers[i] == helpers[h];
     if (!(total > 0)) {
         fail_config(r, "no device could run the model");
         return false;
@@ -669,6 +701,18 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         stt = stt == HETCL_OK ? w : stt;
     }
     snap_layers(sess, (int) n_sess, workers, n_workers, m->plan->n_steps, snap1);
+    /* helpers: their fraction of the team's slices, over every request of the configuration */
+    uint64_t slices = 0, helped = 0;
+    for (size_t j = 0; j < n_sess; j++) {
+        uint64_t a, b;
+        if (hetcl_infer_session_team_stats(sess[j], &a, &b)) {
+            slices += a;
+            helped += b;
+        }
+    }
+    for (size_t i = 0; i < r->n_shares && slices > 0; i++)
+        if (r->shares[i].helper)
+            r->shares[i].helped_share = (double) helped / (double) slices;
     for (size_t j = 1; j < n_sess; j++)
         hetcl_infer_session_destroy(sess[j]);
     if (stt != HETCL_OK) {

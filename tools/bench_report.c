@@ -80,6 +80,11 @@ static cJSON *config_json(const struct bench_result *r)
             cJSON_AddStringToObject(o, "device", r->shares[i].device);
             cJSON_AddNumberToObject(o, "share", r->shares[i].share);
             cJSON_AddNumberToObject(o, "rows", (double) r->shares[i].rows);
+            if (r->shares[i].helper) {
+                cJSON_AddTrueToObject(o, "helper");
+                if (isfinite(r->shares[i].helped_share))
+                    cJSON_AddNumberToObject(o, "helped_share", r->shares[i].helped_share);
+            }
             cJSON_AddItemToArray(sh, o);
         }
         cJSON_AddItemToObject(c, "shares", sh);

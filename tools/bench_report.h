@@ -27,6 +27,10 @@ struct bench_share {
     char device[BENCH_NAME_MAX];
     double share;
     int64_t rows;
+    /* A host worker without rows helping a small-batch host share's dense layers, and the
+     * helpers' fraction of the team's slices over the timed phase (NaN: not measured). */
+    bool helper;
+    double helped_share;
 };
 
 struct bench_stage {

@@ -15,7 +15,6 @@
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *bin, *check, *src;
@@ -52,22 +51,15 @@ static char dir[] = "/tmp/hetcl_test_bench_cli_XXXXXX";
 static int run(const char *args)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "cd '%s' && %s >'%s/out' 2>'%s/err'", src, args, dir, dir);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s", src, args);
+    return hetcl_test_sh(dir, cmd);
 }
 
 static char *slurp(const char *name)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return calloc(1, 1);
     char *buf = calloc(1, 1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    (void) n;
-    fclose(f);
+    if (buf)
+        hetcl_test_read(dir, name, buf, 1 << 20);
     return buf;
 }
 
@@ -273,6 +265,22 @@ int main(void)
     } else {
         printf("no %s: accuracy not tested\n", images);
     }
+
+    /* A batch-1 split over two host workers: the one without rows helps (intra-op), and the
+     * report says so and stays valid. */
+    char team[1200];
+    snprintf(team, sizeof team, "%s/team.json", dir);
+    snprintf(cmd, sizeof cmd,
+             "'%s' bench model --model mlp --host-workers 2 --devices host0,host1 --quick --quiet "
+             "--placements split --report '%s'",
+             bin, team);
+    CHECK_EQ_INT(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "'%s' '%s/reports/schema/bench.schema.json' '%s'", check, src, team);
+    CHECK_EQ_INT(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "grep -Eq '\"helper\":[[:space:]]*true' '%s'", team);
+    CHECK_EQ_INT(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "grep -Eq '\"helped_share\":' '%s'", team);
+    CHECK_EQ_INT(run(cmd), 0);
 
     /* An unwritable report path: the run completes, the write fails with exit 1. */
     snprintf(cmd, sizeof cmd,

@@ -16,6 +16,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static hetcl_model_spec *load_spec(hetcl_context *ctx, const char *name)
@@ -405,6 +406,13 @@ static void test_gemv(uint64_t seed)
                     }
                 CHECK(ok);
                 CHECK(y[m * n] == 12345.0f);
+                /* grouping outputs by four must not change a bit: each alone (n = 1) */
+                for (int64_t r = 0; r < m; r++)
+                    for (int64_t o = 0; o < n; o++) {
+                        float one;
+                        hetcl__infer_gemv_nt(1, 1, k, x + r * k, w + o * k, &one);
+                        CHECK(memcmp(&one, &y[r * n + o], sizeof one) == 0);
+                    }
                 free(x);
                 free(w);
                 free(y);

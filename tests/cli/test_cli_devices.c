@@ -20,25 +20,11 @@ static const char *bin;
 static int run(const char *args, char *out, size_t out_cap, char *err, size_t err_cap)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err", bin, args, tmpdir, tmpdir);
-    int st = system(cmd);
-    if (st == -1 || !WIFEXITED(st))
-        return -1;
-    const char *names[2] = {"out", "err"};
-    char *bufs[2] = {out, err};
-    size_t caps[2] = {out_cap, err_cap};
-    for (int i = 0; i < 2; i++) {
-        if (!bufs[i])
-            continue;
-        char path[300];
-        snprintf(path, sizeof path, "%s/%s", tmpdir, names[i]);
-        FILE *f = fopen(path, "r");
-        size_t n = f ? fread(bufs[i], 1, caps[i] - 1, f) : 0;
-        bufs[i][n] = '\0';
-        if (f)
-            fclose(f);
-    }
-    return WEXITSTATUS(st);
+    snprintf(cmd, sizeof cmd, "%s %s", bin, args);
+    int st = hetcl_test_sh(tmpdir, cmd);
+    hetcl_test_read(tmpdir, "out", out, out_cap);
+    hetcl_test_read(tmpdir, "err", err, err_cap);
+    return st;
 }
 
 /* A one-line error: exactly one newline, at the end, and the "hetcl: " prefix. */

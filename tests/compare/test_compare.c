@@ -10,7 +10,6 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -21,24 +20,10 @@ static char out[1 << 22], err[8192];
  * exit status, or -1 when it died of a signal (always a failure: compare must never crash). */
 static int sh(const char *cmdline)
 {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s >%s/stdout 2>%s/stderr", cmdline, tmpdir, tmpdir);
-    int st = system(cmd);
-    char *bufs[2] = {out, err};
-    size_t caps[2] = {sizeof out, sizeof err};
-    const char *names[2] = {"stdout", "stderr"};
-    for (int i = 0; i < 2; i++) {
-        char path[300];
-        snprintf(path, sizeof path, "%s/%s", tmpdir, names[i]);
-        FILE *f = fopen(path, "r");
-        size_t n = f ? fread(bufs[i], 1, caps[i] - 1, f) : 0;
-        bufs[i][n] = '\0';
-        if (f)
-            fclose(f);
-    }
-    if (st == -1 || !WIFEXITED(st))
-        return -1;
-    return WEXITSTATUS(st);
+    int st = hetcl_test_sh(tmpdir, cmdline);
+    hetcl_test_read(tmpdir, "out", out, sizeof out);
+    hetcl_test_read(tmpdir, "err", err, sizeof err);
+    return st;
 }
 
 static int compare(const char *args)

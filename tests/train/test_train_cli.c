@@ -33,19 +33,10 @@ static const char *bin, *src;
 static int run(const char *args, char *err, size_t err_cap)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "cd %s && %s train %s >%s/out 2>%s/err", src, bin, args, tmpdir,
-             tmpdir);
-    int st = system(cmd);
-    if (st == -1 || !WIFEXITED(st))
-        return -1;
-    char path[300];
-    snprintf(path, sizeof path, "%s/err", tmpdir);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(err, 1, err_cap - 1, f) : 0;
-    err[n] = '\0';
-    if (f)
-        fclose(f);
-    return WEXITSTATUS(st);
+    snprintf(cmd, sizeof cmd, "cd %s && %s train %s", src, bin, args);
+    int st = hetcl_test_sh(tmpdir, cmd);
+    hetcl_test_read(tmpdir, "err", err, err_cap);
+    return st;
 }
 
 static bool one_line_error(const char *err)

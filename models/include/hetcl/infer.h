@@ -178,6 +178,16 @@ struct hetcl_infer_session_options {
      * one share of the whole batch on workers[0]; consecutive requests on two sessions then
      * overlap, one stage each. NULL: every step on its share's worker. Excludes rows. */
     const int *step_workers;
+    /* Intra-operator help at small batches: host workers (runtime indices, borrowed for the
+     * call; none of them one of `workers` with rows) that help the first fused host share of
+     * at most 4 rows with its large dense layers. Each such layer's output units are cut into
+     * slices that the share's task and one helper task per helper (pinned to it, submitted
+     * with each request) claim, each its own part first, so that a batch-1 request streams
+     * the weights from several cores' caches at once, as an intra-op thread pool does. A
+     * helper busy elsewhere only leaves its part to the others. At most 7; the results are
+     * bit for bit those without helpers. */
+    const int *helpers;
+    size_t n_helpers;
 };
 
 /*
@@ -235,6 +245,12 @@ HETCL_API uint32_t hetcl_infer_footprint(int step, int task, int64_t rows);
  * and returns true; false when the session has no fused share on that worker. */
 HETCL_API bool hetcl_infer_session_layer_ns(const hetcl_infer_session *s, int worker, uint64_t *ns,
                                             uint64_t *runs);
+
+/* For a session with helpers (hetcl_infer_session_options.helpers): the slices of dense layers
+ * its team computed so far and how many of them the helpers did, and true; false when no share
+ * has a team. */
+HETCL_API bool hetcl_infer_session_team_stats(const hetcl_infer_session *s, uint64_t *slices,
+                                              uint64_t *by_helpers);
 
 /* Waits for the session's tasks and unregisters its handles; NULL is a no-op. */
 HETCL_API void hetcl_infer_session_destroy(hetcl_infer_session *s);

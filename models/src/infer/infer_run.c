@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Helper tasks a share keeps track of after their request (see struct share). */
+#define HELPERS_PENDING 64
+
 /* The handles of one share: its rows of the batch on one worker. */
 struct share {
     int worker;
@@ -39,6 +42,17 @@ struct share {
      * chain: the first starts before the others, the last ends after them), for the request's
      * times; released by hetcl_infer_session_wait. NULL when none. */
     hetcl_task *first, *last;
+    /* A fused share at a few rows with helper workers: its team (infer_impl.h), the helpers'
+     * worker indices, the number of the request in flight, and its helper tasks (NULL when
+     * none is in flight). */
+    struct hetcl__infer_team *team;
+    int helpers[HETCL_INFER_TEAM_MAX - 1];
+    uint64_t req;
+    hetcl_task *helper_tasks[HETCL_INFER_TEAM_MAX - 1];
+    /* Helper tasks of requests already waited for: done, or still queued behind other work
+     * on their worker (they return as soon as they run). Dropped once done; destroy waits. */
+    hetcl_task *pending[HELPERS_PENDING];
+    int n_pending;
 };
 
 struct hetcl_infer_session {
@@ -75,12 +89,48 @@ static hetcl_status reg(hetcl_infer_session *s, void *host, size_t bytes, hetcl_
     return st;
 }
 
-/* Drops the references to the share's first and last task. */
+/* Drops the pending helper tasks that are done; with `all`, waits for every one first. */
+static void reap_helpers(struct share *sh, bool all)
+{
+    int kept = 0;
+    for (int i = 0; i < sh->n_pending; i++) {
+        hetcl_task *t = sh->pending[i];
+        if (all)
+            (void) hetcl_task_wait(t);
+        if (all || hetcl_task_status(t) != HETCL_ERR_BUSY)
+            hetcl_task_release(t);
+        else
+            sh->pending[kept++] = t;
+    }
+    sh->n_pending = kept;
+}
+
+/* Ends the share's request in flight for its helpers: they return once the lead has no slice
+ * for them, or at once if they start later. Never waits for a helper whose worker is busy
+ * elsewhere (its request is complete without it), unless HELPERS_PENDING are queued. */
+static void release_helpers(struct share *sh)
+{
+    if (!sh->team)
+        return;
+    hetcl__infer_team_finish(sh->team, sh->req);
+    reap_helpers(sh, false);
+    for (int i = 0; i < sh->team->n_part - 1; i++) {
+        if (!sh->helper_tasks[i])
+            continue;
+        if (sh->n_pending == HELPERS_PENDING)
+            reap_helpers(sh, true);
+        sh->pending[sh->n_pending++] = sh->helper_tasks[i];
+        sh->helper_tasks[i] = NULL;
+    }
+}
+
+/* Drops the references to the share's first and last task (and its helpers). */
 static void release_tasks(struct share *sh)
 {
     hetcl_task_release(sh->first);
     hetcl_task_release(sh->last);
     sh->first = sh->last = NULL;
+    release_helpers(sh);
 }
 
 void hetcl_infer_session_destroy(hetcl_infer_session *s)
@@ -90,6 +140,10 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
     for (size_t i = 0; s->shares && i < s->n_shares; i++) {
         struct share *sh = &s->shares[i];
         release_tasks(sh);
+        if (sh->team) { /* the helpers read the team: every one must have returned */
+            hetcl__infer_team_finish(sh->team, UINT64_MAX);
+            reap_helpers(sh, true);
+        }
         (void) hetcl_handle_unregister(s->rt, sh->input);
         for (int k = 0; k < s->plan->n_steps; k++) {
             if (sh->out && sh->out[k] && !(k > 0 && sh->out[k] == sh->out[k - 1]) &&
@@ -107,6 +161,7 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
         hetcl__free(sh->scratch[1]);
         hetcl__free(sh->argmax_scratch);
         hetcl__free(sh->layer_ns_mem);
+        hetcl__free(sh->team);
     }
     for (int i = 0; s->weights && i < s->plan->spec->n_params; i++)
         (void) hetcl_handle_unregister(s->rt, s->weights[i]);
@@ -162,6 +217,54 @@ static hetcl_status make_share(hetcl_infer_session *s, struct share *sh)
     return st;
 }
 
+/* Helpers: host workers in range, at most HETCL_INFER_TEAM_MAX - 1, none given twice and none
+ * with rows of its own. */
+static hetcl_status check_helpers(hetcl_context *ctx, hetcl_runtime *rt,
+                                  const struct hetcl_infer_session_options *o)
+{
+    if (o->n_helpers > 0 && !o->helpers)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "inference session: NULL helpers");
+    if (o->n_helpers > HETCL_INFER_TEAM_MAX - 1)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "inference session: %zu helpers, at most %d",
+                           o->n_helpers, HETCL_INFER_TEAM_MAX - 1);
+    for (size_t i = 0; i < o->n_helpers; i++) {
+        int h = o->helpers[i];
+        struct hetcl_worker_info wi;
+        if (h < 0 || hetcl_runtime_worker_info(rt, (size_t) h, &wi) != HETCL_OK ||
+            wi.kind != HETCL_WORKER_HOST)
+            return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                               "inference session: helper %d is not a host worker", h);
+        for (size_t j = 0; j < i; j++)
+            if (o->helpers[j] == h)
+                return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                                   "inference session: helper %d given twice", h);
+        for (size_t j = 0; j < o->n_workers; j++)
+            if (o->workers[j] == h && (o->rows ? o->rows[j] > 0 : j == 0))
+                return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                                   "inference session: helper %d also has rows of the batch", h);
+    }
+    return HETCL_OK;
+}
+
+/* Gives the first fused host share of at most HETCL_INFER_GEMV_MAX_ROWS rows the helpers. */
+static hetcl_status make_team(hetcl_infer_session *s, const struct hetcl_infer_session_options *o)
+{
+    if (o->n_helpers == 0)
+        return HETCL_OK;
+    for (size_t i = 0; i < s->n_shares; i++) {
+        struct share *sh = &s->shares[i];
+        if (!sh->fused || sh->rows > HETCL_INFER_GEMV_MAX_ROWS)
+            continue;
+        sh->team = hetcl__calloc(1, sizeof *sh->team);
+        if (!sh->team)
+            return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session team");
+        sh->team->n_part = 1 + (int) o->n_helpers;
+        memcpy(sh->helpers, o->helpers, o->n_helpers * sizeof *o->helpers);
+        break;
+    }
+    return HETCL_OK;
+}
+
 hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
                                         const hetcl_infer_plan *plan,
                                         const struct hetcl_infer_session_options *o,
@@ -198,6 +301,9 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
             return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
                                "inference session: worker %d out of range (%zu workers)",
                                o->workers[i], n_workers);
+    hetcl_status hs = check_helpers(ctx, rt, o);
+    if (hs != HETCL_OK)
+        return hs;
 
     hetcl_infer_session *s = hetcl__calloc(1, sizeof *s);
     if (!s)
@@ -256,6 +362,8 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
                        6 + spec->n_params <= HETCL_TASK_MAX_BUFFERS;
         st = make_share(s, sh);
     }
+    if (st == HETCL_OK)
+        st = make_team(s, o);
     if (st != HETCL_OK) {
         hetcl_infer_session_destroy(s);
         return st;
@@ -335,7 +443,24 @@ static struct hetcl_op_pool2d_args pool_args(const struct hetcl_infer_step *step
 struct fused_args {
     hetcl_infer_session *s;
     size_t share;
+    uint64_t req; /* the request's number (teams) */
 };
+
+/* A helper task of a team (see struct share). */
+struct helper_args {
+    struct hetcl__infer_team *team;
+    int part;
+    uint64_t req;
+};
+
+static hetcl_status team_help(const struct hetcl_host_call *call)
+{
+    const struct helper_args *a = call->args;
+    hetcl__infer_team_help(a->team, a->part, a->req);
+    return HETCL_OK;
+}
+
+static const struct hetcl_codelet helper_codelet = {.name = "infer_team_helper", .host = team_help};
 
 /* Runs one operator's host implementation on host pointers, as the runtime would. */
 static hetcl_status host_op(const struct hetcl_host_call *outer, const struct hetcl_codelet *cl,
@@ -389,7 +514,11 @@ static hetcl_status fused_host(const struct hetcl_host_call *call)
             struct hetcl_op_gemm_args g = dense_args(step, sh->rows);
             void *ptrs[3] = {in, w, y};
             size_t sizes[3] = {in_bytes, w_bytes, out_bytes};
-            if (sh->rows <= HETCL_INFER_GEMV_MAX_ROWS)
+            if (sh->rows <= HETCL_INFER_GEMV_MAX_ROWS &&
+                hetcl__infer_team_worth(sh->team, step->out_elems, step->in_elems))
+                hetcl__infer_team_gemv(sh->team, sh->rows, step->out_elems, step->in_elems, in, w,
+                                       y);
+            else if (sh->rows <= HETCL_INFER_GEMV_MAX_ROWS)
                 hetcl__infer_gemv_nt(sh->rows, step->out_elems, step->in_elems, in, w, y);
             else
                 st = host_op(call, &hetcl_op_gemm, &g, sizeof g, 3, ptrs, sizes);
@@ -446,12 +575,28 @@ static hetcl_status fused_host(const struct hetcl_host_call *call)
         in = y;
         flip ^= 1;
     }
+    if (sh->team) /* the helpers return, whatever happened */
+        hetcl__infer_team_finish(sh->team, fa->req);
     if (st == HETCL_OK)
         atomic_fetch_add_explicit(&sh->runs, 1, memory_order_relaxed);
     return st;
 }
 
 static const struct hetcl_codelet fused_codelet = {.name = "infer_forward", .host = fused_host};
+
+bool hetcl_infer_session_team_stats(const hetcl_infer_session *s, uint64_t *slices,
+                                    uint64_t *by_helpers)
+{
+    for (size_t i = 0; s && slices && by_helpers && i < s->n_shares; i++) {
+        const struct hetcl__infer_team *t = s->shares[i].team;
+        if (t) {
+            *slices = atomic_load_explicit(&t->slices, memory_order_relaxed);
+            *by_helpers = atomic_load_explicit(&t->helped, memory_order_relaxed);
+            return true;
+        }
+    }
+    return false;
+}
 
 bool hetcl_infer_session_layer_ns(const hetcl_infer_session *s, int worker, uint64_t *ns,
                                   uint64_t *runs)
@@ -613,10 +758,21 @@ static hetcl_status submit_share(hetcl_infer_session *s, struct share *sh)
                       (unsigned) (6 + spec->n_params), h, m);
     }
     if (sh->fused) {
-        struct fused_args a = {.s = s, .share = (size_t) (sh - s->shares)};
+        struct fused_args a = {.s = s, .share = (size_t) (sh - s->shares), .req = ++sh->req};
         hetcl_handle *h[2] = {sh->input, sh->out[s->plan->n_steps - 1]};
         hetcl_access m[2] = {HETCL_R, HETCL_W};
-        return submit(s, sh, s->plan->n_steps, 0, &fused_codelet, &a, sizeof a, 2, h, m);
+        hetcl_status st = submit(s, sh, s->plan->n_steps, 0, &fused_codelet, &a, sizeof a, 2, h, m);
+        for (int i = 0; st == HETCL_OK && sh->team && i < sh->team->n_part - 1; i++) {
+            struct helper_args ha = {.team = sh->team, .part = i + 1, .req = sh->req};
+            struct hetcl_task_desc d = {.codelet = &helper_codelet,
+                                        .args = &ha,
+                                        .args_size = sizeof ha,
+                                        .worker = sh->helpers[i],
+                                        .pin_worker = true,
+                                        .label = "team helper"};
+            st = hetcl_task_submit(s->rt, &d, &sh->helper_tasks[i]);
+        }
+        return st;
     }
     const hetcl_infer_plan *p = s->plan;
     hetcl_handle *in = sh->input;

@@ -11,6 +11,9 @@
  *             dbias[o] (+)= sum of dY'[o][:]
  * with K = in_c k_h k_w and P = out_h out_w; nb is chosen so that the scratch stays near
  * CHUNK_FLOATS floats.
+ *
+ * The forward with stride 1 and few channels (LeNet's layers) goes to the direct convolution
+ * of conv2d_direct.c instead, which writes no im2col matrix (hetcl__conv2d_direct_suits).
  */
 #include "host_ops.h"
 
@@ -206,6 +209,9 @@ hetcl_status hetcl__op_conv2d_fwd_host(const struct hetcl_host_call *call)
     hetcl_context *ctx = hetcl__host_ctx(call);
     const float *x = call->ptrs[0], *w = call->ptrs[1], *bias = call->ptrs[2];
     float *y = call->ptrs[3];
+    if (hetcl__conv2d_direct_suits(a)) {
+        return hetcl__conv2d_direct_fwd(ctx, NULL, a, x, w, bias, y);
+    }
     const int64_t nb_max = chunk_images(a->batch, (g.K + a->out_c) * g.P);
     const size_t cols_len = (size_t) (g.K * nb_max * g.P);
     float *cols = hetcl__malloc((cols_len + (size_t) (a->out_c * nb_max * g.P)) * sizeof *cols);

@@ -98,6 +98,69 @@ hetcl_status hetcl__sgemm(hetcl_context *ctx, const struct hetcl_gemm_kernel *ke
                           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                           float *c, int64_t ldc);
 
+/* ---- direct conv2d (stride 1) --------------------------------------------------------------- */
+
+/* Output channels per tile at most (tiles exist for every count 1 .. HETCL_CONV_OB_MAX). */
+#define HETCL_CONV_OB_MAX 8
+
+/* A tile of the direct convolution (conv2d_direct.c): for b < ob and q < nv * lanes,
+ *   y[b * ldy + q] = bias[b] + sum_t w[t * ob + b] * x[off[t] + q]   over t < taps
+ * where ob is the tile's channel count and nv its vector count (fixed per tile function). x, w,
+ * y: any alignment; x must be readable over [off[t], off[t] + nv * lanes) for every t. */
+typedef void (*hetcl_conv_tile)(int64_t taps, const int64_t *off, const float *x, const float *w,
+                                const float *bias, float *y, int64_t ldy);
+
+struct hetcl_conv_kernel {
+    const char *name; /* "avx512", "avx2", "generic" */
+    int lanes;        /* floats per vector */
+    int ob_max;       /* channels per tile that the driver aims at (<= HETCL_CONV_OB_MAX) */
+    /* wide[ob] covers nv_wide[ob] vectors, one[ob] one vector (for the last positions) */
+    int nv_wide[HETCL_CONV_OB_MAX + 1];
+    hetcl_conv_tile wide[HETCL_CONV_OB_MAX + 1], one[HETCL_CONV_OB_MAX + 1];
+};
+
+/* The direct-convolution kernel of `isa` (the ISAs of the SGEMM), or NULL when this CPU or
+ * architecture lacks it; HETCL_GEMM_AUTO gives the best available one, never NULL. */
+const struct hetcl_conv_kernel *hetcl__conv_kernel(hetcl_gemm_isa isa);
+extern const struct hetcl_conv_kernel hetcl__conv_kernel_generic;
+#ifdef HETCL_GEMM_HAVE_X86
+extern const struct hetcl_conv_kernel hetcl__conv_kernel_avx2;
+extern const struct hetcl_conv_kernel hetcl__conv_kernel_avx512;
+#endif
+
+/* True when the direct convolution is expected to beat im2col + SGEMM on this shape (stride 1,
+ * few channels, output rows not much narrower than the padded input). Shape already checked. */
+bool hetcl__conv2d_direct_suits(const struct hetcl_op_conv2d_args *a);
+
+/* The forward conv2d of a->batch images, stride 1 only (a->stride must be 1, the shape checked
+ * by the caller): y = conv(x, w) + bias, NCHW, without im2col. Uses `kernel` (NULL: the best
+ * available). Errors: HETCL_ERR_NO_MEMORY (scratch), recorded on ctx. */
+hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
+                                      const struct hetcl_op_conv2d_args *a, const float *x,
+                                      const float *w, const float *bias, float *y);
+
+/* ---- max pooling ------------------------------------------------------------------------- */
+
+/* Max pooling forward over `planes` planes of in_plane floats (rows of in_w), windows k x k with
+ * `stride`, out_h x out_w outputs per plane: y and arg (the winner's index in its plane), with the
+ * reference's rule (the first NaN of the window, else its first maximum, in row-major order). */
+typedef void (*hetcl_maxpool_fn)(int64_t planes, int64_t in_w, int64_t in_plane, int64_t out_h,
+                                 int64_t out_w, int64_t k, int64_t stride, const float *x, float *y,
+                                 int32_t *arg);
+
+/* The kernel of `isa`: HETCL_GEMM_GENERIC the portable C (pool.c, vectorised by target clones),
+ * HETCL_GEMM_AVX512 the intrinsics (pool_max_avx512.c; NULL when the CPU lacks AVX-512F),
+ * HETCL_GEMM_AVX2 NULL (none of its own), HETCL_GEMM_AUTO the best available, never NULL. */
+hetcl_maxpool_fn hetcl__maxpool_kernel(hetcl_gemm_isa isa);
+void hetcl__maxpool_fwd_c(int64_t planes, int64_t in_w, int64_t in_plane, int64_t out_h,
+                          int64_t out_w, int64_t k, int64_t stride, const float *x, float *y,
+                          int32_t *arg);
+#ifdef HETCL_GEMM_HAVE_X86
+void hetcl__maxpool_fwd_avx512(int64_t planes, int64_t in_w, int64_t in_plane, int64_t out_h,
+                               int64_t out_w, int64_t k, int64_t stride, const float *x, float *y,
+                               int32_t *arg);
+#endif
+
 /* ---- half precision ---------------------------------------------------------------------- */
 
 /* IEEE binary16 <-> binary32 in software: round to nearest even, subnormals kept, overflow to

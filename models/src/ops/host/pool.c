@@ -2,8 +2,10 @@
  * Max and average pooling, forward and backward, on the host (NCHW, square windows of k with a
  * stride, no padding; windows may overlap). Max pooling keeps, per output, the index of its
  * winner in the input plane (int32): the first NaN of the window, else its first maximum in
- * row-major scan order (the reference's rule). The backward scatters through that index, after
- * checking every index, so a corrupt argmax buffer fails the task instead of writing outside dx.
+ * row-major scan order (the reference's rule). Its forward runs the AVX-512 kernel of
+ * pool_max_avx512.c where the CPU has it, else the portable C below. The backward scatters through
+ * that index, after checking every index, so a corrupt argmax buffer fails the task instead of
+ * writing outside dx.
  */
 #include "host_ops.h"
 
@@ -50,6 +52,126 @@ static hetcl_status check_pool(const struct hetcl_host_call *call, const char *o
     return HETCL_OK;
 }
 
+/*
+ * Max pooling forward, one plane at a time, branch-free so that the compiler vectorises along
+ * each output row (target clones: AVX-512, AVX2, baseline). Of two candidates, the later one in
+ * the window's row-major order, e, replaces the earlier, v, when
+ *   e > v, or e is NaN and v is not
+ * which gives the reference's rule: the first NaN wins (nothing replaces a NaN: NaN > e and
+ * e > NaN are false), else the first maximum (a tie is not greater). (Written with && and ||:
+ * GCC 12 if-converts and vectorises that form, not the same test with & and |.)
+ */
+static inline bool max_takes(float e, float v)
+{
+    return e > v || (e != e && v == v);
+}
+
+/* 2 x 2 windows, stride 2 (LeNet's), in one pass: the winner of the top pair against the
+ * winner of the bottom pair. The rule above is associative, so this tournament picks what the
+ * scan in row-major order picks: the first NaN of the four (found in the pair that holds it,
+ * and a NaN on top beats the bottom pair), else the first maximum (a bottom pair's winner only
+ * replaces the top one's when strictly greater). */
+HETCL_HOST_CLONES static void maxpool_k2s2(int64_t planes, int64_t in_w, int64_t in_plane,
+                                           int64_t out_h, int64_t out_w, const float *restrict x,
+                                           float *restrict y, int32_t *restrict arg)
+{
+    for (int64_t pl = 0; pl < planes; pl++) {
+        for (int64_t oy = 0; oy < out_h; oy++) {
+            const float *r0 = x + pl * in_plane + 2 * oy * in_w, *r1 = r0 + in_w;
+            float *yr = y + (pl * out_h + oy) * out_w;
+            int32_t *ar = arg + (pl * out_h + oy) * out_w;
+            const int32_t w = (int32_t) in_w;
+            int32_t i = (int32_t) (2 * oy * in_w); /* index of the window's top left */
+            for (int64_t ox = 0; ox < out_w; ox++, i += 2) {
+                const float a = r0[2 * ox], b = r0[2 * ox + 1];
+                const float c = r1[2 * ox], d = r1[2 * ox + 1];
+                bool t = max_takes(b, a);
+                const float top = t ? b : a;
+                const int32_t i_top = t ? i + 1 : i;
+                t = max_takes(d, c);
+                const float bottom = t ? d : c;
+                const int32_t i_bottom = t ? i + w + 1 : i + w;
+                t = max_takes(bottom, top);
+                yr[ox] = t ? bottom : top;
+                ar[ox] = t ? i_bottom : i_top;
+            }
+        }
+    }
+}
+
+/* Any window and stride: each output row starts from its windows' first elements, then every
+ * other element of the windows is folded in, in row-major order, across the whole row at once. */
+HETCL_HOST_CLONES static void maxpool_any(int64_t planes, int64_t in_w, int64_t in_plane,
+                                          int64_t out_h, int64_t out_w, int64_t k, int64_t stride,
+                                          const float *x, float *y, int32_t *arg)
+{
+    const int32_t s = (int32_t) stride;
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float *xp = x + pl * in_plane;
+        for (int64_t oy = 0; oy < out_h; oy++) {
+            float *yr = y + (pl * out_h + oy) * out_w;
+            int32_t *ar = arg + (pl * out_h + oy) * out_w;
+            const int32_t top = (int32_t) (oy * stride * in_w);
+            for (int64_t ox = 0; ox < out_w; ox++) {
+                yr[ox] = xp[top + ox * stride];
+                ar[ox] = top + (int32_t) ox * s;
+            }
+            for (int64_t i = 0; i < k; i++) {
+                for (int64_t j = i == 0 ? 1 : 0; j < k; j++) {
+                    const int32_t at = (int32_t) ((oy * stride + i) * in_w + j);
+                    const float *xr = xp + at;
+                    for (int64_t ox = 0; ox < out_w; ox++) {
+                        const float e = xr[ox * stride], v = yr[ox];
+                        const bool t = max_takes(e, v);
+                        yr[ox] = t ? e : v;
+                        ar[ox] = t ? at + (int32_t) ox * s : ar[ox];
+                    }
+                }
+            }
+        }
+    }
+}
+
+void hetcl__maxpool_fwd_c(int64_t planes, int64_t in_w, int64_t in_plane, int64_t out_h,
+                          int64_t out_w, int64_t k, int64_t stride, const float *x, float *y,
+                          int32_t *arg)
+{
+    if (k == 2 && stride == 2) {
+        maxpool_k2s2(planes, in_w, in_plane, out_h, out_w, x, y, arg);
+    } else {
+        maxpool_any(planes, in_w, in_plane, out_h, out_w, k, stride, x, y, arg);
+    }
+}
+
+hetcl_maxpool_fn hetcl__maxpool_kernel(hetcl_gemm_isa isa)
+{
+    bool avx512 = false;
+#ifdef HETCL_GEMM_HAVE_X86
+    __builtin_cpu_init();
+    avx512 = __builtin_cpu_supports("avx512f");
+#endif
+    switch (isa) {
+    case HETCL_GEMM_AUTO:
+#ifdef HETCL_GEMM_HAVE_X86
+        if (avx512) {
+            return hetcl__maxpool_fwd_avx512;
+        }
+#endif
+        return hetcl__maxpool_fwd_c;
+    case HETCL_GEMM_GENERIC:
+        return hetcl__maxpool_fwd_c;
+    case HETCL_GEMM_AVX2:
+        return NULL;
+    case HETCL_GEMM_AVX512:
+#ifdef HETCL_GEMM_HAVE_X86
+        return avx512 ? hetcl__maxpool_fwd_avx512 : NULL;
+#else
+        return NULL;
+#endif
+    }
+    return NULL;
+}
+
 /* Buffers: x (R), y (W), argmax (W: int32 index into the input plane per output). */
 hetcl_status hetcl__op_maxpool_fwd_host(const struct hetcl_host_call *call)
 {
@@ -65,36 +187,10 @@ hetcl_status hetcl__op_maxpool_fwd_host(const struct hetcl_host_call *call)
         (s = hetcl__host_check_buf(call, op, 2, "argmax", g.n_out, 4)) != HETCL_OK) {
         return s;
     }
-    const float *x = call->ptrs[0];
-    float *y = call->ptrs[1];
-    int32_t *arg = call->ptrs[2];
-    for (int64_t pl = 0; pl < g.planes; pl++) {
-        const float *xp = x + pl * g.in_plane;
-        float *yp = y + pl * g.out_plane;
-        int32_t *ap = arg + pl * g.out_plane;
-        for (int64_t oy = 0; oy < g.out_h; oy++) {
-            for (int64_t ox = 0; ox < g.out_w; ox++) {
-                int64_t best = oy * a->stride * a->in_w + ox * a->stride;
-                float v = xp[best];
-                for (int64_t i = 0; i < a->k && v == v; i++) {
-                    const int64_t row = (oy * a->stride + i) * a->in_w + ox * a->stride;
-                    for (int64_t j = 0; j < a->k; j++) {
-                        const float e = xp[row + j];
-                        if (e != e) { /* the first NaN wins: stop scanning */
-                            v = e;
-                            best = row + j;
-                            break;
-                        }
-                        if (e > v) {
-                            v = e;
-                            best = row + j;
-                        }
-                    }
-                }
-                yp[oy * g.out_w + ox] = v;
-                ap[oy * g.out_w + ox] = (int32_t) best;
-            }
-        }
+    if (g.n_out > 0) {
+        hetcl__maxpool_kernel(HETCL_GEMM_AUTO)(g.planes, a->in_w, g.in_plane, g.out_h, g.out_w,
+                                               a->k, a->stride, call->ptrs[0], call->ptrs[1],
+                                               call->ptrs[2]);
     }
     return HETCL_OK;
 }

@@ -1,0 +1,129 @@
+/*
+ * Teams of host workers on one small-batch dense layer (the protocol is described in
+ * infer_impl.h): the lead publishes a layer as a new phase, every participant claims slices of
+ * its output units, its own part first, and the lead returns once every slice is computed.
+ */
+#include "infer_impl.h"
+
+#include <sched.h>
+
+/* Spin iterations between yields while waiting: a participant preempted by the OS (a loaded
+ * machine) then gets its core back instead of being starved by the spinning one. */
+#define YIELD_EVERY 4096
+
+static void relax(unsigned *spins)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+    if (++*spins % YIELD_EVERY == 0)
+        sched_yield();
+}
+
+static int64_t part_begin(const struct hetcl__infer_team *t, int part)
+{
+    return t->n_slices * part / t->n_part;
+}
+
+/* A claim word: the phase (low 32 bits of it), the part's end and its next slice. */
+static uint64_t claim_word(uint64_t phase, int64_t end, int64_t next)
+{
+    return (phase & 0xffffffffu) << 32 | (uint64_t) end << 16 | (uint64_t) next;
+}
+
+/* Claims one slice of part q in phase `phase`: its index, or -1 when q has none left (or the
+ * phase is over). Reads nothing but the claim word before a claim succeeds: until every slice
+ * of the phase is computed, the lead does not touch the layer's fields, so a successful claim
+ * (acquire) sees the fields of its own phase. */
+static int64_t claim(struct hetcl__infer_team *t, int q, uint64_t phase)
+{
+    uint64_t v = atomic_load_explicit(&t->claim[q], memory_order_acquire);
+    for (;;) {
+        uint64_t next = v & 0xffffu, end = v >> 16 & 0xffffu;
+        if (v >> 32 != (phase & 0xffffffffu) || next >= end)
+            return -1;
+        if (atomic_compare_exchange_weak_explicit(&t->claim[q], &v, v + 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return (int64_t) next;
+    }
+}
+
+/* Computes every slice participant `part` can claim in `phase`: its own part, then the
+ * others' in turn. */
+static void work(struct hetcl__infer_team *t, int part, uint64_t phase)
+{
+    for (int i = 0; i < t->n_part; i++) {
+        int q = (part + i) % t->n_part;
+        int64_t slice;
+        while ((slice = claim(t, q, phase)) >= 0) {
+            int64_t u0 = slice * HETCL_INFER_TEAM_SLICE;
+            int64_t u1 = u0 + HETCL_INFER_TEAM_SLICE < t->n ? u0 + HETCL_INFER_TEAM_SLICE : t->n;
+            hetcl__infer_gemv_nt_units(t->m, t->n, u0, u1, t->k, t->x, t->w, t->y);
+            atomic_fetch_add_explicit(&t->slices, 1, memory_order_relaxed);
+            if (part > 0)
+                atomic_fetch_add_explicit(&t->helped, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&t->done, 1, memory_order_release);
+        }
+    }
+}
+
+bool hetcl__infer_team_worth(const struct hetcl__infer_team *t, int64_t n, int64_t k)
+{
+    /* at most 0xffff slices: the claim word's fields */
+    return t && t->n_part > 1 && n >= 2 * HETCL_INFER_TEAM_SLICE &&
+           n <= 0xffff * (int64_t) HETCL_INFER_TEAM_SLICE &&
+           n * k * (int64_t) sizeof(float) >= HETCL_INFER_TEAM_MIN_BYTES;
+}
+
+void hetcl__infer_team_gemv(struct hetcl__infer_team *t, int64_t m, int64_t n, int64_t k,
+                            const float *x, const float *w, float *y)
+{
+    /* Only the lead writes these, and only between phases: no participant reads them until
+     * it has seen the new phase (acquire), which is published after them (release). */
+    uint64_t phase = atomic_load_explicit(&t->phase, memory_order_relaxed) + 1;
+    t->m = m;
+    t->n = n;
+    t->k = k;
+    t->x = x;
+    t->w = w;
+    t->y = y;
+    t->n_slices = (n + HETCL_INFER_TEAM_SLICE - 1) / HETCL_INFER_TEAM_SLICE;
+    atomic_store_explicit(&t->done, 0, memory_order_relaxed);
+    for (int q = 0; q < t->n_part; q++)
+        atomic_store_explicit(&t->claim[q],
+                              claim_word(phase, part_begin(t, q + 1), part_begin(t, q)),
+                              memory_order_release);
+    atomic_store_explicit(&t->phase, phase, memory_order_release);
+    work(t, 0, phase);
+    /* What is left was claimed by helpers, which are computing it now. */
+    unsigned spins = 0;
+    while (atomic_load_explicit(&t->done, memory_order_acquire) < t->n_slices)
+        relax(&spins);
+}
+
+void hetcl__infer_team_finish(struct hetcl__infer_team *t, uint64_t req)
+{
+    uint64_t cur = atomic_load_explicit(&t->finished, memory_order_relaxed);
+    while (cur < req &&
+           !atomic_compare_exchange_weak_explicit(&t->finished, &cur, req, memory_order_release,
+                                                  memory_order_relaxed)) {
+    }
+}
+
+void hetcl__infer_team_help(struct hetcl__infer_team *t, int part, uint64_t req)
+{
+    uint64_t seen = 0;
+    unsigned spins = 0;
+    while (atomic_load_explicit(&t->finished, memory_order_acquire) < req) {
+        uint64_t phase = atomic_load_explicit(&t->phase, memory_order_acquire);
+        if (phase != seen) {
+            work(t, part, phase);
+            seen = phase;
+            spins = 0;
+        } else {
+            relax(&spins);
+        }
+    }
+}

@@ -1,0 +1,164 @@
+/*
+ * Conv2d forward with stride 1 and few channels, without im2col: the direct path of conv2d.c.
+ *
+ * Each image is copied into a zero-padded plane per input channel, hp x wp (hp = in_h + 2 pad,
+ * wp = in_w + 2 pad). On that plane, output (oy, ox) reads input (oy + i, ox + j) for tap (i, j):
+ * at the flat position q = oy wp + ox, the input of tap (c, i, j) is xpad[q + off], with
+ * off = c hp wp + i wp + j. So over the "wide" output grid (out_h rows of wp columns, the last
+ * k_w - 1 of each row wasted), every tap is a contiguous run of input against one weight: a
+ * vector FMA over consecutive q, with the same offset for all of them. The tiles
+ * (conv2d_direct_tile.h) keep ob channels x nv vectors of that grid in registers over the
+ * whole depth (in_c k_h k_w taps); the valid columns of each wide row are then copied to y.
+ *
+ * Against im2col + SGEMM (conv2d.c) on LeNet's layers (M = 6 or 16 rows, depth 25 or 150): no
+ * im2col matrix written and re-read, no packing, no partial tiles of 6 rows; the price is the
+ * wasted columns (wp - out_w of every wp: 4/32 on conv1, 4/14 on conv2). GEMM keeps the shapes
+ * with many channels (cache blocking over large depths) and strides > 1
+ * (hetcl__conv2d_direct_suits).
+ */
+#include "host_ops.h"
+
+#include <string.h>
+
+const struct hetcl_conv_kernel *hetcl__conv_kernel(hetcl_gemm_isa isa)
+{
+    bool avx512 = false, avx2 = false;
+#ifdef HETCL_GEMM_HAVE_X86
+    __builtin_cpu_init();
+    avx512 = __builtin_cpu_supports("avx512f");
+    avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    switch (isa) {
+    case HETCL_GEMM_AUTO:
+#ifdef HETCL_GEMM_HAVE_X86
+        if (avx512) {
+            return &hetcl__conv_kernel_avx512;
+        }
+        if (avx2) {
+            return &hetcl__conv_kernel_avx2;
+        }
+#endif
+        return &hetcl__conv_kernel_generic;
+    case HETCL_GEMM_GENERIC:
+        return &hetcl__conv_kernel_generic;
+    case HETCL_GEMM_AVX2:
+#ifdef HETCL_GEMM_HAVE_X86
+        return avx2 ? &hetcl__conv_kernel_avx2 : NULL;
+#else
+        return NULL;
+#endif
+    case HETCL_GEMM_AVX512:
+#ifdef HETCL_GEMM_HAVE_X86
+        return avx512 ? &hetcl__conv_kernel_avx512 : NULL;
+#else
+        return NULL;
+#endif
+    }
+    return NULL;
+}
+
+/* Largest padded image (in_c hp wp floats) for the direct path: it is swept once per block of
+ * output channels, so it should stay in L2 (256 KiB here). */
+#define DIRECT_MAX_IMAGE (1 << 16)
+/* Most output channels: beyond, GEMM's blocking amortises its packing. */
+#define DIRECT_MAX_OUT_C 64
+
+bool hetcl__conv2d_direct_suits(const struct hetcl_op_conv2d_args *a)
+{
+    if (a->stride != 1 || a->out_c > DIRECT_MAX_OUT_C || a->in_c > DIRECT_MAX_IMAGE) {
+        return false;
+    }
+    const int64_t hp = a->in_h + 2 * a->pad, wp = a->in_w + 2 * a->pad;
+    if (hp > DIRECT_MAX_IMAGE || wp > DIRECT_MAX_IMAGE || hp * wp > DIRECT_MAX_IMAGE / a->in_c) {
+        return false;
+    }
+    /* at least half of the wide grid's columns are outputs */
+    return 2 * (wp - a->k_w + 1) >= wp;
+}
+
+hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
+                                      const struct hetcl_op_conv2d_args *a, const float *x,
+                                      const float *w, const float *bias, float *y)
+{
+    const struct hetcl_conv_kernel *kern = kernel ? kernel : hetcl__conv_kernel(HETCL_GEMM_AUTO);
+    if (a->stride != 1) {
+        return hetcl__fail(ctx, HETCL_ERR_INTERNAL,
+                           "conv2d_fwd: the direct path needs stride 1, not %" PRId64, a->stride);
+    }
+    const int64_t lanes = kern->lanes;
+    const int64_t hp = a->in_h + 2 * a->pad, wp = a->in_w + 2 * a->pad, plane = hp * wp;
+    const int64_t out_h = hp - a->k_h + 1, out_w = wp - a->k_w + 1, n_out = out_h * out_w;
+    const int64_t taps = a->in_c * a->k_h * a->k_w;
+    const int64_t span = (out_h - 1) * wp + out_w; /* wide positions holding outputs */
+    const int64_t n_vec = (span + lanes - 1) / lanes, ldw = n_vec * lanes;
+    /* the tiles read up to xpad[(n_vec - 1) lanes + max off + lanes) < in_c plane + lanes */
+    const double floats = (double) a->in_c * (double) plane + (double) lanes +
+                          (double) a->out_c * (double) (ldw + taps) + (double) taps * 2.0;
+    if (floats > 0x1p40) {
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "conv2d_fwd: %.3g floats of scratch for the direct path", floats);
+    }
+    const size_t xpad_len = (size_t) (a->in_c * plane + lanes);
+    const size_t wide_len = (size_t) (a->out_c * ldw), wpk_len = (size_t) (a->out_c * taps);
+    int64_t *off = hetcl__malloc((size_t) taps * sizeof *off +
+                                 (xpad_len + wide_len + wpk_len) * sizeof(float));
+    if (!off) {
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY,
+                           "conv2d_fwd: %.3g floats of scratch for the direct path", floats);
+    }
+    float *xpad = (float *) (void *) (off + taps), *wide = xpad + xpad_len, *wpk = wide + wide_len;
+    memset(xpad, 0, xpad_len * sizeof *xpad); /* the borders stay zero: only the inside is copied */
+
+    /* channel blocks of at most ob_max, balanced (17 = 6 + 6 + 5, not 8 + 8 + 1); block b0..b0+n
+     * has its weights at wpk + b0 taps, as [tap][channel] */
+    const int64_t n_blk = (a->out_c + kern->ob_max - 1) / kern->ob_max;
+    const int64_t ob = (a->out_c + n_blk - 1) / n_blk;
+    for (int64_t b0 = 0; b0 < a->out_c; b0 += ob) {
+        const int64_t n = a->out_c - b0 < ob ? a->out_c - b0 : ob;
+        for (int64_t t = 0; t < taps; t++) {
+            for (int64_t b = 0; b < n; b++) {
+                wpk[b0 * taps + t * n + b] = w[(b0 + b) * taps + t];
+            }
+        }
+    }
+    for (int64_t c = 0, t = 0; c < a->in_c; c++) {
+        for (int64_t i = 0; i < a->k_h; i++) {
+            for (int64_t j = 0; j < a->k_w; j++) {
+                off[t++] = c * plane + i * wp + j;
+            }
+        }
+    }
+
+    const int64_t x_img = a->in_c * a->in_h * a->in_w, y_img = a->out_c * n_out;
+    for (int64_t img = 0; img < a->batch; img++) {
+        const float *xi = x + img * x_img;
+        for (int64_t c = 0; c < a->in_c; c++) {
+            for (int64_t r = 0; r < a->in_h; r++) {
+                memcpy(xpad + c * plane + (r + a->pad) * wp + a->pad,
+                       xi + (c * a->in_h + r) * a->in_w, (size_t) a->in_w * sizeof *xpad);
+            }
+        }
+        for (int64_t b0 = 0; b0 < a->out_c; b0 += ob) {
+            const int n = (int) (a->out_c - b0 < ob ? a->out_c - b0 : ob);
+            const int64_t nv = kern->nv_wide[n];
+            const float *wb = wpk + b0 * taps;
+            float *yb = wide + b0 * ldw;
+            int64_t v = 0;
+            for (; v + nv <= n_vec; v += nv) {
+                kern->wide[n](taps, off, xpad + v * lanes, wb, bias + b0, yb + v * lanes, ldw);
+            }
+            for (; v < n_vec; v++) {
+                kern->one[n](taps, off, xpad + v * lanes, wb, bias + b0, yb + v * lanes, ldw);
+            }
+        }
+        float *yi = y + img * y_img;
+        for (int64_t o = 0; o < a->out_c; o++) {
+            for (int64_t oy = 0; oy < out_h; oy++) {
+                memcpy(yi + o * n_out + oy * out_w, wide + o * ldw + oy * wp,
+                       (size_t) out_w * sizeof *yi);
+            }
+        }
+    }
+    hetcl__free(off);
+    return HETCL_OK;
+}

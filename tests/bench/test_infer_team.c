@@ -1,0 +1,180 @@
+/*
+ * Teams (hetcl_infer_session_options.helpers): a fused host share at a few rows with helper
+ * workers gives exactly the probabilities it gives alone, request after request, with one
+ * helper or two, with spinning or sleeping workers, when a helper's worker is busy elsewhere
+ * (the lead does its part and the request does not wait for it), and when requests are
+ * submitted without being waited for. Bad helpers are refused with a message.
+ */
+#include "harness.h"
+
+#include <hetcl/context.h>
+#include <hetcl/infer.h>
+#include <hetcl/model_spec.h>
+#include <hetcl/runtime.h>
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define REQUESTS 40
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* A host task that keeps its worker busy until *release is set (or a second has passed). */
+static hetcl_status hold_worker(const struct hetcl_host_call *call)
+{
+    _Atomic int *release = *(_Atomic int *const *) call->args;
+    uint64_t t0 = now_ns();
+    while (!atomic_load(release) && now_ns() - t0 < 1000000000u) {
+        struct timespec d = {0, 100000};
+        nanosleep(&d, NULL);
+    }
+    return HETCL_OK;
+}
+
+static const struct hetcl_codelet hold_codelet = {.name = "hold", .host = hold_worker};
+
+static void fill(float *x, size_t n, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        x[i] = (float) (s >> 40) / 16777216.0f;
+    }
+}
+
+/* Requests of `batch` rows on worker 0 with `n_helpers` helpers (workers 1..) against the same
+ * requests without: equal bit for bit. With `busy`, helper 1's worker is held by another task
+ * during the requests. */
+static void check_team(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_plan *plan,
+                       int64_t batch, size_t n_helpers, bool busy)
+{
+    const int lead = 0, helpers[2] = {1, 2};
+    size_t nx = (size_t) (batch * plan->in_elems), ny = (size_t) (batch * plan->n_classes);
+    float *x = malloc(nx * REQUESTS * sizeof *x);
+    float *want = malloc(ny * REQUESTS * sizeof *want), *got = malloc(ny * sizeof *got);
+    fill(x, nx * REQUESTS, 7 + (uint64_t) batch);
+    struct hetcl_infer_session_options alone = {.batch = batch, .n_workers = 1, .workers = &lead};
+    struct hetcl_infer_session_options team = alone;
+    team.helpers = helpers;
+    team.n_helpers = n_helpers;
+    hetcl_infer_session *a = NULL, *t = NULL;
+    CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &alone, &a));
+    CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &team, &t));
+    for (int r = 0; a && r < REQUESTS; r++)
+        CHECK_OK(ctx, hetcl_infer_session_run(a, x + r * nx, want + r * ny));
+    _Atomic int release = 0;
+    _Atomic int *rel = &release;
+    hetcl_task *hold = NULL;
+    if (busy) {
+        struct hetcl_task_desc d = {.codelet = &hold_codelet,
+                                    .args = &rel,
+                                    .args_size = sizeof rel,
+                                    .worker = helpers[0],
+                                    .pin_worker = true};
+        CHECK_OK(ctx, hetcl_task_submit(rt, &d, &hold));
+    }
+    int mismatches = 0;
+    for (int r = 0; t && r < REQUESTS; r++) {
+        memset(got, 0, ny * sizeof *got);
+        CHECK_OK(ctx, hetcl_infer_session_run(t, x + r * nx, got));
+        if (memcmp(got, want + r * ny, ny * sizeof *got) != 0)
+            mismatches++;
+    }
+    uint64_t slices = 0, helped = 0;
+    CHECK(t && hetcl_infer_session_team_stats(t, &slices, &helped));
+    CHECK(!hetcl_infer_session_team_stats(a, &slices, &helped) || a == NULL);
+    CHECK(t && hetcl_infer_session_team_stats(t, &slices, &helped));
+    /* mlp.json: 784-256 and 256-128 are teamed (16 + 8 slices), 128-10 is not */
+    CHECK(slices == (uint64_t) REQUESTS * 24);
+    if (busy) { /* every request completed while helper 1's worker was held: without it */
+        CHECK(hetcl_task_status(hold) == HETCL_ERR_BUSY);
+        if (n_helpers == 1)
+            CHECK(helped == 0);
+    }
+    printf("team batch %lld, %zu helper(s)%s: %llu of %llu slices by helpers\n", (long long) batch,
+           n_helpers, busy ? ", helper busy" : "", (unsigned long long) helped,
+           (unsigned long long) slices);
+    atomic_store(&release, 1);
+    if (hold) {
+        CHECK_OK(ctx, hetcl_task_wait(hold));
+        hetcl_task_release(hold);
+    }
+    /* submitted and never waited for, then a waited one: still the right answer */
+    for (int r = 0; t && r < 3; r++)
+        CHECK_OK(ctx, hetcl_infer_session_submit(t, x + r * nx));
+    if (t) {
+        CHECK_OK(ctx, hetcl_infer_session_run(t, x + 5 * nx, got));
+        if (memcmp(got, want + 5 * ny, ny * sizeof *got) != 0)
+            mismatches++;
+    }
+    if (mismatches)
+        fprintf(stderr, "team batch %lld helpers %zu busy %d: %d requests differ\n",
+                (long long) batch, n_helpers, busy, mismatches);
+    CHECK_EQ_INT(mismatches, 0);
+    hetcl_infer_session_destroy(t);
+    hetcl_infer_session_destroy(a);
+    free(x);
+    free(want);
+    free(got);
+}
+
+static void check_refused(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_plan *plan)
+{
+    const int lead = 0, self[1] = {0}, twice[2] = {1, 1}, outside[1] = {99};
+    const int *bad[3] = {self, twice, outside};
+    const size_t n_bad[3] = {1, 2, 1};
+    for (int i = 0; i < 3; i++) {
+        struct hetcl_infer_session_options o = {.batch = 1,
+                                                .n_workers = 1,
+                                                .workers = &lead,
+                                                .helpers = bad[i],
+                                                .n_helpers = n_bad[i]};
+        hetcl_infer_session *s = NULL;
+        CHECK_EQ_INT(hetcl_infer_session_create(ctx, rt, plan, &o, &s), HETCL_ERR_INVALID_ARG);
+        CHECK(s == NULL);
+        CHECK(strstr(hetcl_context_last_error(ctx), "helper") != NULL);
+    }
+}
+
+int main(void)
+{
+    hetcl_context *ctx = NULL;
+    if (hetcl_context_create(NULL, &ctx) != HETCL_OK)
+        return 1;
+    const char *src = getenv("HETCL_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/mlp.json", src ? src : ".");
+    hetcl_model_spec *spec = NULL;
+    hetcl_infer_plan *plan = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_load(ctx, path, &spec));
+    struct hetcl_infer_weights_options w = {.seed = 3};
+    if (spec)
+        CHECK_OK(ctx, hetcl_infer_plan_create(ctx, spec, &w, &plan));
+    for (unsigned spin = 0; plan && spin <= 50; spin += 50) {
+        hetcl_runtime *rt = NULL;
+        struct hetcl_runtime_options o = {
+                .devices = "host", .host_workers = 3, .perfmodel_dir = "", .spin_us = spin};
+        CHECK_OK(ctx, hetcl_runtime_create(ctx, &o, &rt));
+        if (!rt)
+            break;
+        for (int64_t batch = 1; batch <= 4; batch += 3) {
+            check_team(ctx, rt, plan, batch, 1, false);
+            check_team(ctx, rt, plan, batch, 2, false);
+        }
+        check_team(ctx, rt, plan, 1, 1, true);
+        check_refused(ctx, rt, plan);
+        hetcl_runtime_destroy(rt);
+    }
+    hetcl_infer_plan_destroy(plan);
+    hetcl_model_spec_destroy(spec);
+    hetcl_context_destroy(ctx);
+    return hetcl_test_finish("test_infer_team");
+}
