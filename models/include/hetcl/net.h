@@ -65,7 +65,7 @@ struct hetcl_net {
     size_t n_params;                        /* floats in the block, padding included */
     int64_t n_inputs, n_classes, max_width; /* n_inputs: the input shape's product */
     enum hetcl_model_loss loss;
-    bool dense_only; /* every layer dense (the OpenCL replica path needs it) */
+    bool dense_only; /* every layer dense */
 };
 typedef struct hetcl_net hetcl_net;
 
