@@ -71,6 +71,7 @@ static double time_us(lab_fn fn, void *ctx, int runs, double *wall_us)
 struct conv_ctx {
     struct hetcl_op_conv2d_args a;
     const struct hetcl_conv_kernel *kern; /* NULL: the operator */
+    bool bwd;                             /* the backward operator instead */
     struct ht_call call;
     float *x, *w, *b, *y;
 };
@@ -79,7 +80,9 @@ static void run_conv(void *p)
 {
     struct conv_ctx *c = p;
     hetcl_status s;
-    if (c->kern) {
+    if (c->bwd) {
+        s = hetcl__op_conv2d_bwd_host(&c->call.call);
+    } else if (c->kern) {
         s = hetcl__conv2d_direct_fwd(NULL, c->kern, &c->a, c->x, c->w, c->b, c->y);
     } else {
         s = hetcl__op_conv2d_fwd_host(&c->call.call);
@@ -131,6 +134,38 @@ static void lab_conv(const char *what, struct hetcl_op_conv2d_args a, int runs, 
                    what, a.batch, c.kern->name, us, wall, gflop / us * 1e6);
         }
     }
+
+    /* backward: the operator, then its dx alone as the direct path computes it (a forward
+     * convolution of dy) */
+    struct ht_buf dy = ht_alloc(ny), dx = ht_alloc(nx), dw = ht_alloc(nw),
+                  db = ht_alloc((size_t) a.out_c);
+    ref_fill_normal(rng, dy.p, ny, 0.0f, 1.0f);
+    struct conv_ctx cb = {.a = a, .bwd = true};
+    ht_call_init(&cb.call, &cb.a, sizeof cb.a, 6, &x, &w, &dy, &dx, &dw, &db);
+    us = time_us(run_conv, &cb, runs, &wall);
+    printf("%-8s b%-4" PRId64 " backward (%s)  %9.1f us (wall %9.1f)  %7.1f GFLOP/s\n", what,
+           a.batch, hetcl__conv2d_direct_bwd_suits(&a) ? "direct" : "im2col+gemm", us, wall,
+           2.0 * gflop / us * 1e6);
+    if (hetcl__conv2d_direct_bwd_suits(&a)) {
+        struct conv_ctx cx = {.a = a,
+                              .kern = hetcl__conv_kernel(HETCL_GEMM_AUTO),
+                              .x = dy.p,
+                              .w = w.p,
+                              .b = b.p,
+                              .y = dx.p};
+        cx.a.in_c = a.out_c;
+        cx.a.out_c = a.in_c;
+        cx.a.in_h = oh;
+        cx.a.in_w = ow;
+        cx.a.pad = a.k_h - 1 - a.pad;
+        us = time_us(run_conv, &cx, runs, &wall);
+        printf("%-8s b%-4" PRId64 " backward's dx alone   %9.1f us (wall %9.1f)\n", what, a.batch,
+               us, wall);
+    }
+    ht_free(&dy);
+    ht_free(&dx);
+    ht_free(&dw);
+    ht_free(&db);
     ht_free(&x);
     ht_free(&w);
     ht_free(&b);

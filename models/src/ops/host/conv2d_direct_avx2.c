@@ -12,6 +12,8 @@
 #define CD_LANES        8
 #define CD_ACC          12
 #define CD_NV_CAP       6
+#define CD_WOB          2
+#define CD_WTB          5
 #define CD_OB_MAX       4
 #define CD_TARGET       __attribute__((target("avx2,fma")))
 #define CD_LOAD(p)      _mm256_loadu_ps(p)

@@ -13,6 +13,8 @@
 #define CD_LANES        16
 #define CD_ACC          24
 #define CD_NV_CAP       6
+#define CD_WOB          4
+#define CD_WTB          5
 #define CD_OB_MAX       8
 #define CD_TARGET       __attribute__((target("avx512f")))
 #define CD_LOAD(p)      _mm512_loadu_ps(p)

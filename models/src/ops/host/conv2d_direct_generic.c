@@ -26,6 +26,8 @@ static inline void store4(float *p, cd_vec4 v)
 #define CD_LANES  4
 #define CD_ACC    12
 #define CD_NV_CAP 6
+#define CD_WOB    2
+#define CD_WTB    5
 #define CD_OB_MAX 4
 #define CD_TARGET
 #define CD_LOAD(p)      load4(p)
