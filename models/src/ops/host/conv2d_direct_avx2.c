@@ -1,7 +1,8 @@
 /*
  * The direct convolution's tiles for AVX2+FMA (conv2d_direct_tile.h): 8 floats per ymm, up to 12
- * accumulators (of 16 registers), e.g. 4 channels x 3 vectors. Built with a target attribute;
- * the driver uses them only when the CPU has AVX2 and FMA (hetcl__conv_kernel).
+ * accumulators (of 16 registers), e.g. 4 channels x 3 vectors; the weight-gradient tile 2
+ * channels x 5 taps. Built with a target attribute; the driver uses them only when the CPU has
+ * AVX2 and FMA (hetcl__conv_kernel).
  */
 #include "host_ops.h"
 
