@@ -8,9 +8,10 @@
  *     lab_host_conv -b 1 -r 15 batch 1, 15 runs
  *
  * Lines: the operator as the runtime calls it (its own choice of path), then the direct
- * convolution with each kernel this CPU has, and max pooling with each of its kernels. Each
- * figure is the median of -r runs, each run repeating the call until >= 2 ms have passed, after
- * one warm-up call. On a shared machine the figures are noisy: look at the load average.
+ * convolution with each kernel this CPU has, then max pooling. Each figure is the median of -r
+ * runs, each run repeating the call until >= 2 ms have passed, after one warm-up call, in the
+ * thread's CPU time (wall time in brackets). On a shared machine the figures are noisy: look at
+ * the load average.
  */
 #include "host_test_util.h"
 #include "ops/host/host_ops.h"
@@ -34,23 +35,35 @@ static int cmp_double(const void *a, const void *b)
 
 typedef void (*lab_fn)(void *ctx);
 
-/* Median microseconds per call of fn(ctx) over `runs` runs of >= 2 ms each. */
-static double time_us(lab_fn fn, void *ctx, int runs)
+static uint64_t thread_cpu_ns(void)
 {
-    double *t = malloc((size_t) runs * sizeof *t);
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* Median microseconds per call of fn(ctx) over `runs` runs of >= 2 ms each, from the thread's
+ * CPU time (it leaves out the slices other processes of a shared machine take from this core,
+ * not their cache pollution); *wall_us the same from wall time. */
+static double time_us(lab_fn fn, void *ctx, int runs, double *wall_us)
+{
+    double *t = malloc(2 * (size_t) runs * sizeof *t), *wt = t + runs;
     fn(ctx);
     for (int r = 0; r < runs; r++) {
-        uint64_t t0 = now_ns(), t1;
+        uint64_t t0 = now_ns(), c0 = thread_cpu_ns(), t1;
         int calls = 0;
         do {
             fn(ctx);
             calls++;
             t1 = now_ns();
         } while (t1 - t0 < 2000000u);
-        t[r] = (double) (t1 - t0) / 1e3 / calls;
+        t[r] = (double) (thread_cpu_ns() - c0) / 1e3 / calls;
+        wt[r] = (double) (t1 - t0) / 1e3 / calls;
     }
     qsort(t, (size_t) runs, sizeof *t, cmp_double);
-    double m = t[runs / 2];
+    qsort(wt, (size_t) runs, sizeof *wt, cmp_double);
+    const double m = t[runs / 2];
+    *wall_us = wt[runs / 2];
     free(t);
     return m;
 }
@@ -58,6 +71,7 @@ static double time_us(lab_fn fn, void *ctx, int runs)
 struct conv_ctx {
     struct hetcl_op_conv2d_args a;
     const struct hetcl_conv_kernel *kern; /* NULL: the operator */
+    bool bwd;                             /* the backward operator instead */
     struct ht_call call;
     float *x, *w, *b, *y;
 };
@@ -65,9 +79,14 @@ struct conv_ctx {
 static void run_conv(void *p)
 {
     struct conv_ctx *c = p;
-    hetcl_status s =
-            c->kern ? hetcl__conv2d_direct_fwd(NULL, c->kern, &c->a, c->x, c->w, c->b, c->y)
-                    : hetcl__op_conv2d_fwd_host(&c->call.call);
+    hetcl_status s;
+    if (c->bwd) {
+        s = hetcl__op_conv2d_bwd_host(&c->call.call);
+    } else if (c->kern) {
+        s = hetcl__conv2d_direct_fwd(NULL, c->kern, &c->a, c->x, c->w, c->b, c->y);
+    } else {
+        s = hetcl__op_conv2d_fwd_host(&c->call.call);
+    }
     if (s != HETCL_OK) {
         fprintf(stderr, "lab_host_conv: conv2d failed (%d)\n", (int) s);
         exit(1);
@@ -102,18 +121,51 @@ static void lab_conv(const char *what, struct hetcl_op_conv2d_args a, int runs, 
     struct conv_ctx c = {.a = a, .x = x.p, .w = w.p, .b = b.p, .y = y.p};
     ht_call_init(&c.call, &c.a, sizeof c.a, 4, &x, &w, &b, &y);
     const double gflop = 2.0 * (double) ny * (double) (a.in_c * a.k_h * a.k_w) / 1e9;
-    double us = time_us(run_conv, &c, runs);
-    printf("%-8s b%-4" PRId64 " operator (%s)  %9.1f us  %7.1f GFLOP/s\n", what, a.batch,
-           hetcl__conv2d_direct_suits(&a) ? "direct" : "im2col+gemm", us, gflop / us * 1e6);
+    double wall, us = time_us(run_conv, &c, runs, &wall);
+    printf("%-8s b%-4" PRId64 " operator (%s)  %9.1f us (wall %9.1f)  %7.1f GFLOP/s\n", what,
+           a.batch, hetcl__conv2d_direct_suits(&a) ? "direct" : "im2col+gemm", us, wall,
+           gflop / us * 1e6);
     const hetcl_gemm_isa isas[] = {HETCL_GEMM_GENERIC, HETCL_GEMM_AVX2, HETCL_GEMM_AVX512};
     for (size_t i = 0; i < 3; i++) {
         c.kern = hetcl__conv_kernel(isas[i]);
         if (c.kern) {
-            us = time_us(run_conv, &c, runs);
-            printf("%-8s b%-4" PRId64 " direct %-8s    %9.1f us  %7.1f GFLOP/s\n", what, a.batch,
-                   c.kern->name, us, gflop / us * 1e6);
+            us = time_us(run_conv, &c, runs, &wall);
+            printf("%-8s b%-4" PRId64 " direct %-8s    %9.1f us (wall %9.1f)  %7.1f GFLOP/s\n",
+                   what, a.batch, c.kern->name, us, wall, gflop / us * 1e6);
         }
     }
+
+    /* backward: the operator, then its dx alone as the direct path computes it (a forward
+     * convolution of dy) */
+    struct ht_buf dy = ht_alloc(ny), dx = ht_alloc(nx), dw = ht_alloc(nw),
+                  db = ht_alloc((size_t) a.out_c);
+    ref_fill_normal(rng, dy.p, ny, 0.0f, 1.0f);
+    struct conv_ctx cb = {.a = a, .bwd = true};
+    ht_call_init(&cb.call, &cb.a, sizeof cb.a, 6, &x, &w, &dy, &dx, &dw, &db);
+    us = time_us(run_conv, &cb, runs, &wall);
+    printf("%-8s b%-4" PRId64 " backward (%s)  %9.1f us (wall %9.1f)  %7.1f GFLOP/s\n", what,
+           a.batch, hetcl__conv2d_direct_bwd_suits(&a) ? "direct" : "im2col+gemm", us, wall,
+           2.0 * gflop / us * 1e6);
+    if (hetcl__conv2d_direct_bwd_suits(&a)) {
+        struct conv_ctx cx = {.a = a,
+                              .kern = hetcl__conv_kernel(HETCL_GEMM_AUTO),
+                              .x = dy.p,
+                              .w = w.p,
+                              .b = b.p,
+                              .y = dx.p};
+        cx.a.in_c = a.out_c;
+        cx.a.out_c = a.in_c;
+        cx.a.in_h = oh;
+        cx.a.in_w = ow;
+        cx.a.pad = a.k_h - 1 - a.pad;
+        us = time_us(run_conv, &cx, runs, &wall);
+        printf("%-8s b%-4" PRId64 " backward's dx alone   %9.1f us (wall %9.1f)\n", what, a.batch,
+               us, wall);
+    }
+    ht_free(&dy);
+    ht_free(&dx);
+    ht_free(&dw);
+    ht_free(&db);
     ht_free(&x);
     ht_free(&w);
     ht_free(&b);
@@ -129,9 +181,9 @@ static void lab_pool(const char *what, struct hetcl_op_pool2d_args a, int runs, 
     ref_fill_normal(rng, x.p, nx, 0.0f, 1.0f);
     struct pool_ctx c = {.a = a};
     ht_call_init(&c.call, &c.a, sizeof c.a, 3, &x, &y, &arg);
-    double us = time_us(run_pool, &c, runs);
-    printf("%-8s b%-4" PRId64 " operator            %9.1f us  %7.2f ns/output\n", what, a.batch, us,
-           us * 1e3 / (double) ny);
+    double wall, us = time_us(run_pool, &c, runs, &wall);
+    printf("%-8s b%-4" PRId64 " operator            %9.1f us (wall %9.1f)  %7.2f ns/output\n", what,
+           a.batch, us, wall, us * 1e3 / (double) ny);
     ht_free(&x);
     ht_free(&y);
     ht_free(&arg);

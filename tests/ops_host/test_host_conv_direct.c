@@ -3,9 +3,11 @@
  * double-precision conv2d: every tile kernel this CPU has (generic, AVX2, AVX-512) forced in
  * turn, on LeNet's two layers and on random awkward shapes (odd sizes, 1x1 to 5x5 and
  * rectangular kernels, pad 0..3, in_c 1..8, out_c 1..40: every tile width and every channel
- * count of a block, batch 1..9), with canaries around y and NaN in the unwritten output; then the
- * operator's choice between the direct path and im2col + GEMM (hetcl__conv2d_direct_suits), and
- * the operator on shapes that take each path.
+ * count of a block, batch 1..9), with canaries around y and NaN in the unwritten output; the
+ * direct backward likewise (dx, dw, dbias, overwrite and accumulate; square kernels, pad < k);
+ * then the operator's choice between the direct paths and im2col + GEMM
+ * (hetcl__conv2d_direct_suits, hetcl__conv2d_direct_bwd_suits), and the operator, forward and
+ * backward, on shapes that take each path.
  *
  * Bound, per element: |y - ref| <= 4 (depth + 2) 2^-24 (|b| + sum |x w|), the dot-product
  * bound of test_host_gemm with depth = in_c k_h k_w + 1.
@@ -93,6 +95,101 @@ static void check_conv(const struct hetcl_conv_kernel *kern, const struct hetcl_
     free(ab);
     free(ref);
     free(aref);
+}
+
+/* |out - ref| <= 4 (depth + 2) 2^-24 bound elementwise (bound = the reference on |inputs|). */
+static void check_bound(const char *what, const char *name, const float *out, const float *ref,
+                        const float *bound, size_t n, int64_t depth)
+{
+    const double tol = 4.0 * (double) (depth + 2) * ldexp(1.0, -24);
+    for (size_t i = 0; i < n; i++) {
+        const double err = fabs((double) out[i] - (double) ref[i]);
+        if (!(err <= tol * (double) bound[i] + 1e-30)) {
+            fprintf(stderr, "%s: %s[%zu] = %.9g, reference %.9g (bound %.3g)\n", what, name, i,
+                    (double) out[i], (double) ref[i], tol * (double) bound[i]);
+            hetcl_test_failures++;
+            return;
+        }
+    }
+}
+
+/* The direct backward with `kern` (NULL: through the operator), overwrite then accumulate,
+ * against the reference: dx, dw, dbias. */
+static void check_bwd(const struct hetcl_conv_kernel *kern, const struct hetcl_op_conv2d_args *a0)
+{
+    struct hetcl_op_conv2d_args a = *a0;
+    const ref_conv2d_shape sh = ref_shape(&a);
+    const int64_t oh = ref_conv2d_out_h(&sh), ow = ref_conv2d_out_w(&sh);
+    const size_t nx = (size_t) (a.batch * a.in_c * a.in_h * a.in_w);
+    const size_t nw = (size_t) (a.out_c * a.in_c * a.k_h * a.k_w), nb = (size_t) a.out_c;
+    const size_t ny = (size_t) (a.batch * a.out_c * oh * ow);
+    char what[200];
+    snprintf(what, sizeof what,
+             "conv2d backward %s n%" PRId64 " c%" PRId64 " %" PRId64 "x%" PRId64 " -> %" PRId64
+             " k%" PRId64 " p%" PRId64,
+             kern ? kern->name : "operator", a.batch, a.in_c, a.in_h, a.in_w, a.out_c, a.k_h,
+             a.pad);
+    struct ht_buf x = ht_alloc(nx), w = ht_alloc(nw), dy = ht_alloc(ny), dx = ht_alloc(nx);
+    struct ht_buf dw = ht_alloc(nw), db = ht_alloc(nb);
+    ref_fill_normal(&rng, x.p, nx, 0.0f, 1.0f);
+    ref_fill_normal(&rng, w.p, nw, 0.0f, 0.5f);
+    ref_fill_normal(&rng, dy.p, ny, 0.0f, 1.0f);
+    float *ax = malloc(nx * 4 + 4), *aw = malloc(nw * 4 + 4), *ady = malloc(ny * 4 + 4);
+    fabs_n(x.p, ax, nx);
+    fabs_n(w.p, aw, nw);
+    fabs_n(dy.p, ady, ny);
+    float *rdx = malloc(nx * 4 + 4), *rdw = malloc(nw * 4 + 4), *rdb = malloc(nb * 4 + 4);
+    float *bdx = malloc(nx * 4 + 4), *bdw = malloc(nw * 4 + 4), *bdb = malloc(nb * 4 + 4);
+    float *ew = malloc(nw * 4 + 4), *eb = malloc(nb * 4 + 4);
+    ref_conv2d_backward(&sh, x.p, w.p, dy.p, rdx, rdw, rdb);
+    ref_conv2d_backward(&sh, ax, aw, ady, bdx, bdw, bdb);
+    for (int accumulate = 0; accumulate < 2; accumulate++) {
+        a.accumulate = accumulate;
+        ref_fill_normal(&rng, dw.p, nw, 0.0f, 1.0f);
+        ref_fill_normal(&rng, db.p, nb, 0.0f, 1.0f);
+        const float *dw0 = dw.p, *db0 = db.p;
+        for (size_t i = 0; i < nw; i++) {
+            ew[i] = accumulate ? (float) ((double) rdw[i] + (double) dw0[i]) : rdw[i];
+            bdw[i] = fabsf(bdw[i]) + (accumulate ? fabsf(dw0[i]) : 0.0f);
+        }
+        for (size_t i = 0; i < nb; i++) {
+            eb[i] = accumulate ? (float) ((double) rdb[i] + (double) db0[i]) : rdb[i];
+            bdb[i] = fabsf(bdb[i]) + (accumulate ? fabsf(db0[i]) : 0.0f);
+        }
+        if (kern) {
+            CHECK_EQ_INT(hetcl__conv2d_direct_bwd(NULL, kern, &a, x.p, w.p, dy.p, dx.p, dw.p, db.p),
+                         HETCL_OK);
+        } else {
+            struct ht_call c;
+            ht_call_init(&c, &a, sizeof a, 6, &x, &w, &dy, &dx, &dw, &db);
+            CHECK_EQ_INT(hetcl__op_conv2d_bwd_host(&c.call), HETCL_OK);
+        }
+        check_bound(what, "dx", dx.p, rdx, bdx, nx, a.out_c * a.k_h * a.k_w);
+        check_bound(what, "dw", dw.p, ew, bdw, nw, a.batch * oh * ow + 1);
+        check_bound(what, "dbias", db.p, eb, bdb, nb, a.batch * oh * ow + 1);
+        ht_guards_ok(&dx, what);
+        ht_guards_ok(&dw, what);
+        ht_guards_ok(&db, what);
+        /* the next round's bounds start again from the reference on |inputs| */
+        ref_conv2d_backward(&sh, ax, aw, ady, bdx, bdw, bdb);
+    }
+    ht_free(&x);
+    ht_free(&w);
+    ht_free(&dy);
+    ht_free(&dx);
+    ht_free(&dw);
+    ht_free(&db);
+    free(ax);
+    free(aw);
+    free(ady);
+    free(rdx);
+    free(rdw);
+    free(rdb);
+    free(bdx);
+    free(bdw);
+    free(bdb);
+    free(ew);
+    free(eb);
 }
 
 static struct hetcl_op_conv2d_args lenet1(int64_t batch)
@@ -203,6 +300,34 @@ static void test_kernel(const struct hetcl_conv_kernel *kern)
         const struct hetcl_op_conv2d_args a = random_shape();
         check_conv(kern, &a);
     }
+
+    /* backward: LeNet's layers (conv2 at batch 9: several groups of images), every channel
+     * count 1..40 against the tiles' channel blocks, random square kernels with pad < k */
+    check_bwd(kern, &fixed[0]);
+    check_bwd(kern, &fixed[3]);
+    check_bwd(kern, &fixed[4]);
+    for (int64_t oc = 1; oc <= 40; oc += 3) {
+        struct hetcl_op_conv2d_args a = {.batch = 2,
+                                         .in_c = 3,
+                                         .in_h = 7,
+                                         .in_w = 9,
+                                         .out_c = oc,
+                                         .k_h = 3,
+                                         .k_w = 3,
+                                         .stride = 1,
+                                         .pad = 1};
+        check_bwd(kern, &a);
+    }
+    for (int i = 0; i < 30; i++) {
+        struct hetcl_op_conv2d_args a = random_shape();
+        a.k_w = a.k_h = a.k_h < a.k_w ? a.k_h : a.k_w;
+        a.pad = a.pad < a.k_h ? a.pad : a.k_h - 1;
+        if (a.k_h > a.in_h + 2 * a.pad || a.k_w > a.in_w + 2 * a.pad) {
+            a.k_h = a.k_w = 1;
+            a.pad = 0;
+        }
+        check_bwd(kern, &a);
+    }
 }
 
 static void test_choice(void)
@@ -222,6 +347,16 @@ static void test_choice(void)
     a = lenet2(1);
     a.in_h = a.in_w = 5; /* one output column of five: most of the wide grid wasted */
     CHECK(!hetcl__conv2d_direct_suits(&a));
+
+    a = lenet1(64);
+    CHECK(hetcl__conv2d_direct_bwd_suits(&a));
+    a = lenet2(64);
+    CHECK(hetcl__conv2d_direct_bwd_suits(&a));
+    a.k_w = 3; /* rectangular: dx would need two paddings */
+    CHECK(!hetcl__conv2d_direct_bwd_suits(&a));
+    a = lenet2(64);
+    a.pad = 5; /* pad >= k: dx would crop */
+    CHECK(!hetcl__conv2d_direct_bwd_suits(&a));
 
     /* the operator, on shapes of each path */
     const struct hetcl_op_conv2d_args op_shapes[] = {
@@ -248,6 +383,7 @@ static void test_choice(void)
     };
     for (size_t i = 0; i < sizeof op_shapes / sizeof op_shapes[0]; i++) {
         check_conv(NULL, &op_shapes[i]);
+        check_bwd(NULL, &op_shapes[i]);
     }
 }
 

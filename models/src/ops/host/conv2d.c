@@ -13,7 +13,8 @@
  * CHUNK_FLOATS floats.
  *
  * The forward with stride 1 and few channels (LeNet's layers) goes to the direct convolution
- * of conv2d_direct.c instead, which writes no im2col matrix (hetcl__conv2d_direct_suits).
+ * of conv2d_direct.c instead, which writes no im2col matrix (hetcl__conv2d_direct_suits), and so
+ * does the backward where the kernel is also square with pad < k (conv2d_direct_bwd.c).
  */
 #include "host_ops.h"
 
@@ -268,6 +269,9 @@ hetcl_status hetcl__op_conv2d_bwd_host(const struct hetcl_host_call *call)
     if (a->batch == 0) {
         return HETCL_OK;
     }
+    if (hetcl__conv2d_direct_bwd_suits(a)) {
+        return hetcl__conv2d_direct_bwd(ctx, NULL, a, x, w, dy, dx, dw, dbias);
+    }
     /* cols and dcols (K x nb P each) and dY' (out_c x nb P) */
     const int64_t nb_max = chunk_images(a->batch, (2 * g.K + a->out_c) * g.P);
     const size_t cols_len = (size_t) (g.K * nb_max * g.P);
@@ -301,11 +305,7 @@ hetcl_status hetcl__op_conv2d_bwd_host(const struct hetcl_host_call *call)
             col2im(a, &g, dcols + t * g.P, ld, dx + (n0 + t) * g.x_img);
         }
         for (int64_t o = 0; o < a->out_c; o++) {
-            double sum = 0.0;
-            for (int64_t p = 0; p < ld; p++) {
-                sum += (double) dyb[o * ld + p];
-            }
-            dbias[o] += (float) sum;
+            dbias[o] = (float) ((double) dbias[o] + hetcl__conv_sum(dyb + o * ld, ld));
         }
     }
     hetcl__free(cols);

@@ -76,6 +76,34 @@ bool hetcl__conv2d_direct_suits(const struct hetcl_op_conv2d_args *a)
     return 2 * (wp - a->k_w + 1) >= wp;
 }
 
+void hetcl__conv_copy_rows(int64_t rows, int64_t cols, const float *src, int64_t ld_src, float *dst,
+                           int64_t ld_dst)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *s = src + r * ld_src;
+        float *d = dst + r * ld_dst;
+        if (cols >= 16) {
+            int64_t c = 0;
+            for (; c + 16 <= cols; c += 16) {
+                memcpy(d + c, s + c, 64);
+            }
+            if (c < cols) { /* the last 16, overlapping what is copied already */
+                memcpy(d + cols - 16, s + cols - 16, 64);
+            }
+        } else if (cols >= 8) {
+            memcpy(d, s, 32);
+            memcpy(d + cols - 8, s + cols - 8, 32);
+        } else if (cols >= 4) {
+            memcpy(d, s, 16);
+            memcpy(d + cols - 4, s + cols - 4, 16);
+        } else {
+            for (int64_t c = 0; c < cols; c++) {
+                d[c] = s[c];
+            }
+        }
+    }
+}
+
 hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
                                       const struct hetcl_op_conv2d_args *a, const float *x,
                                       const float *w, const float *bias, float *y)
@@ -133,10 +161,8 @@ hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_con
     for (int64_t img = 0; img < a->batch; img++) {
         const float *xi = x + img * x_img;
         for (int64_t c = 0; c < a->in_c; c++) {
-            for (int64_t r = 0; r < a->in_h; r++) {
-                memcpy(xpad + c * plane + (r + a->pad) * wp + a->pad,
-                       xi + (c * a->in_h + r) * a->in_w, (size_t) a->in_w * sizeof *xpad);
-            }
+            hetcl__conv_copy_rows(a->in_h, a->in_w, xi + c * a->in_h * a->in_w, a->in_w,
+                                  xpad + c * plane + a->pad * wp + a->pad, wp);
         }
         for (int64_t b0 = 0; b0 < a->out_c; b0 += ob) {
             const int n = (int) (a->out_c - b0 < ob ? a->out_c - b0 : ob);
@@ -153,10 +179,7 @@ hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_con
         }
         float *yi = y + img * y_img;
         for (int64_t o = 0; o < a->out_c; o++) {
-            for (int64_t oy = 0; oy < out_h; oy++) {
-                memcpy(yi + o * n_out + oy * out_w, wide + o * ldw + oy * wp,
-                       (size_t) out_w * sizeof *yi);
-            }
+            hetcl__conv_copy_rows(out_h, out_w, wide + o * ldw, wp, yi + o * n_out, out_w);
         }
     }
     hetcl__free(off);

@@ -1,7 +1,8 @@
 /*
  * The direct convolution's tiles for AVX2+FMA (conv2d_direct_tile.h): 8 floats per ymm, up to 12
- * accumulators (of 16 registers), e.g. 4 channels x 3 vectors. Built with a target attribute;
- * the driver uses them only when the CPU has AVX2 and FMA (hetcl__conv_kernel).
+ * accumulators (of 16 registers), e.g. 4 channels x 3 vectors; the weight-gradient tile 2
+ * channels x 5 taps. Built with a target attribute; the driver uses them only when the CPU has
+ * AVX2 and FMA (hetcl__conv_kernel).
  */
 #include "host_ops.h"
 
@@ -12,6 +13,8 @@
 #define CD_LANES        8
 #define CD_ACC          12
 #define CD_NV_CAP       6
+#define CD_WOB          2
+#define CD_WTB          5
 #define CD_OB_MAX       4
 #define CD_TARGET       __attribute__((target("avx2,fma")))
 #define CD_LOAD(p)      _mm256_loadu_ps(p)

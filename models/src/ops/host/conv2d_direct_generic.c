@@ -1,8 +1,8 @@
 /*
  * The direct convolution's portable tiles (conv2d_direct_tile.h): GCC/Clang vector extensions of
  * 4 floats, which map to the baseline ISA (SSE2 on x86-64, NEON on AArch64) or to scalar code
- * elsewhere; up to 12 accumulators (x86-64 has 16 xmm registers). The fallback on CPUs without
- * AVX2 and on other architectures.
+ * elsewhere; up to 12 accumulators (x86-64 has 16 xmm registers), the weight-gradient tile 2
+ * channels x 5 taps. The fallback on CPUs without AVX2 and on other architectures.
  */
 #include "host_ops.h"
 
@@ -26,6 +26,8 @@ static inline void store4(float *p, cd_vec4 v)
 #define CD_LANES  4
 #define CD_ACC    12
 #define CD_NV_CAP 6
+#define CD_WOB    2
+#define CD_WTB    5
 #define CD_OB_MAX 4
 #define CD_TARGET
 #define CD_LOAD(p)      load4(p)

@@ -14,6 +14,7 @@
  *   CD_SET1(s)         broadcast
  *   CD_FMA(a, b, c)    a * b + c
  *   CD_OB_MAX          channels per tile the driver aims at (<= HETCL_CONV_OB_MAX)
+ *   CD_WOB, CD_WTB     the weight-gradient tile: channels x taps (accumulators CD_WOB CD_WTB)
  *   CD_KERNEL          the descriptor's name; CD_NAME its "name" string
  *
  * A tile of OB channels x NV vectors keeps OB NV accumulators in registers over the whole depth
@@ -72,6 +73,51 @@
         }                                                                                      \
     }
 
+/* The weight-gradient tile: CD_WOB x CD_WTB vector accumulators, per vector of positions CD_WOB
+ * loads of dy and CD_WTB of x (one per tap), CD_WOB CD_WTB FMAs. */
+CD_TARGET static void wtile(int64_t n_img, int64_t n_vec, const float *dy, int64_t ld_dy,
+                            int64_t dy_img, const int64_t *off, const float *x, int64_t x_img,
+                            float *acc)
+{
+    CD_VEC a[CD_WOB][CD_WTB];
+    const float *xt[CD_WTB];
+    CD_UNROLL for (int b = 0; b < CD_WOB; b++)
+    {
+        CD_UNROLL for (int t = 0; t < CD_WTB; t++)
+        {
+            a[b][t] = CD_LOAD(acc + (b * CD_WTB + t) * CD_LANES);
+        }
+    }
+    for (int64_t m = 0; m < n_img; m++, dy += dy_img, x += x_img) {
+        CD_UNROLL for (int t = 0; t < CD_WTB; t++)
+        {
+            xt[t] = x + off[t];
+        }
+        for (int64_t q = 0; q < n_vec * CD_LANES; q += CD_LANES) {
+            CD_VEC d[CD_WOB];
+            CD_UNROLL for (int b = 0; b < CD_WOB; b++)
+            {
+                d[b] = CD_LOAD(dy + b * ld_dy + q);
+            }
+            CD_UNROLL for (int t = 0; t < CD_WTB; t++)
+            {
+                const CD_VEC xv = CD_LOAD(xt[t] + q);
+                CD_UNROLL for (int b = 0; b < CD_WOB; b++)
+                {
+                    a[b][t] = CD_FMA(d[b], xv, a[b][t]);
+                }
+            }
+        }
+    }
+    CD_UNROLL for (int b = 0; b < CD_WOB; b++)
+    {
+        CD_UNROLL for (int t = 0; t < CD_WTB; t++)
+        {
+            CD_STORE(acc + (b * CD_WTB + t) * CD_LANES, a[b][t]);
+        }
+    }
+}
+
 #define CD_TILES(OB)                              \
     CD_DEFINE_TILE(tile_wide_##OB, OB, CD_NV(OB)) \
     CD_DEFINE_TILE(tile_one_##OB, OB, 1)
@@ -95,6 +141,9 @@ const struct hetcl_conv_kernel CD_KERNEL = {
                  tile_wide_7, tile_wide_8},
         .one = {NULL, tile_one_1, tile_one_2, tile_one_3, tile_one_4, tile_one_5, tile_one_6,
                 tile_one_7, tile_one_8},
+        .wob = CD_WOB,
+        .wtb = CD_WTB,
+        .wtile = wtile,
 };
 
 #undef CD_TILES

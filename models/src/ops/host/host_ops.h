@@ -110,6 +110,14 @@ hetcl_status hetcl__sgemm(hetcl_context *ctx, const struct hetcl_gemm_kernel *ke
 typedef void (*hetcl_conv_tile)(int64_t taps, const int64_t *off, const float *x, const float *w,
                                 const float *bias, float *y, int64_t ldy);
 
+/* A weight-gradient tile (conv2d_direct_bwd.c): for b < wob, t < wtb and each lane l,
+ *   acc[(b wtb + t) lanes + l] += sum over images m < n_img and vectors v < n_vec of
+ *       dy[m dy_img + b ld_dy + v lanes + l] * x[m x_img + off[t] + v lanes + l]
+ * (per-lane partial sums, kept in acc between calls; summed across lanes at the end). */
+typedef void (*hetcl_conv_wtile)(int64_t n_img, int64_t n_vec, const float *dy, int64_t ld_dy,
+                                 int64_t dy_img, const int64_t *off, const float *x, int64_t x_img,
+                                 float *acc);
+
 struct hetcl_conv_kernel {
     const char *name; /* "avx512", "avx2", "generic" */
     int lanes;        /* floats per vector */
@@ -117,6 +125,8 @@ struct hetcl_conv_kernel {
     /* wide[ob] covers nv_wide[ob] vectors, one[ob] one vector (for the last positions) */
     int nv_wide[HETCL_CONV_OB_MAX + 1];
     hetcl_conv_tile wide[HETCL_CONV_OB_MAX + 1], one[HETCL_CONV_OB_MAX + 1];
+    int wob, wtb; /* the weight-gradient tile: wob output channels x wtb taps */
+    hetcl_conv_wtile wtile;
 };
 
 /* The direct-convolution kernel of `isa` (the ISAs of the SGEMM), or NULL when this CPU or
@@ -138,6 +148,30 @@ bool hetcl__conv2d_direct_suits(const struct hetcl_op_conv2d_args *a);
 hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
                                       const struct hetcl_op_conv2d_args *a, const float *x,
                                       const float *w, const float *bias, float *y);
+
+/* dst[r][0 .. cols) = src[r][0 .. cols) for r < rows, rows ld_src and ld_dst floats apart (the
+ * two blocks do not overlap): the padded copies and wide grids of the direct convolution, rows
+ * of a few dozen floats, copied by fixed-size blocks (a memcpy call per row measured more than
+ * the weight-gradient tiles on LeNet's conv2 backward). */
+void hetcl__conv_copy_rows(int64_t rows, int64_t cols, const float *src, int64_t ld_src, float *dst,
+                           int64_t ld_dst);
+
+/* sum x[0 .. n) in 16 float partial sums (independent chains the compiler vectorises; a single
+ * double chain measured ~120 us of LeNet's conv2 backward at batch 64), added in double. For the
+ * bias gradients: the relative error stays below n / 16 float roundings. */
+double hetcl__conv_sum(const float *x, int64_t n);
+
+/* True when the backward of `a` can take the direct path: stride 1, a square kernel, pad below
+ * the kernel size (dx is then a direct convolution of dy), and both directions suit it. */
+bool hetcl__conv2d_direct_bwd_suits(const struct hetcl_op_conv2d_args *a);
+
+/* The backward of the direct path (a as hetcl__conv2d_direct_bwd_suits accepts, shape checked):
+ * dx = the transposed convolution of dy (overwritten), dw (+)= dy (x) x, dbias (+)= sum dy, "+"
+ * when a->accumulate. Uses `kernel` (NULL: the best available). Errors: HETCL_ERR_NO_MEMORY. */
+hetcl_status hetcl__conv2d_direct_bwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
+                                      const struct hetcl_op_conv2d_args *a, const float *x,
+                                      const float *w, const float *dy, float *dx, float *dw,
+                                      float *dbias);
 
 /* ---- max pooling ------------------------------------------------------------------------- */
 
