@@ -91,11 +91,12 @@ static float *make_inputs(const struct bench_env *env, const hetcl_infer_plan *p
     return x;
 }
 
-/* A split's helpers: when a host worker has a few rows (at most 4: the fused task's GEMV
- * path), the host workers left without rows help it with its large dense layers
- * (hetcl_infer_session_options.helpers) instead of idling. Returns how many (<= 7). */
+/* A split's team: when a host worker has a few rows (at most 4: the fused task's GEMV path),
+ * the host workers left without rows, and the thread waiting for the request, help it with its
+ * large dense layers (hetcl_infer_session_options.helpers, caller_helps) instead of idling.
+ * Sets *team when there is such a host share; returns how many helper workers (<= 6). */
 static size_t pick_helpers(const struct bench_env *env, const int *workers, const int64_t *rows,
-                           size_t n, int *helpers)
+                           size_t n, int *helpers, bool *team)
 {
     bool small_host = false;
     bool host[BENCH_MAX_DEVICES];
@@ -106,9 +107,10 @@ static size_t pick_helpers(const struct bench_env *env, const int *workers, cons
         small_host = small_host || (host[i] && rows[i] > 0 && rows[i] <= 4);
     }
     size_t k = 0;
-    for (size_t i = 0; small_host && i < n && k < 7; i++)
+    for (size_t i = 0; small_host && i < n && k < 6; i++)
         if (host[i] && rows[i] == 0)
             helpers[k++] = workers[i];
+    *team = small_host;
     return k;
 }
 
@@ -117,7 +119,9 @@ static hetcl_status open_session(struct bench_env *env, struct bench_model *m, i
                                  const int *step_workers, hetcl_infer_session **out)
 {
     int helpers[BENCH_MAX_DEVICES];
-    size_t n_helpers = rows && !step_workers ? pick_helpers(env, workers, rows, n, helpers) : 0;
+    bool team = false;
+    size_t n_helpers =
+            rows && !step_workers ? pick_helpers(env, workers, rows, n, helpers, &team) : 0;
     struct hetcl_infer_session_options o = {.batch = batch,
                                             .n_workers = step_workers ? 1 : n,
                                             .workers = workers,
@@ -125,7 +129,8 @@ static hetcl_status open_session(struct bench_env *env, struct bench_model *m, i
                                             .no_fuse = env->no_fuse,
                                             .step_workers = step_workers,
                                             .helpers = helpers,
-                                            .n_helpers = n_helpers};
+                                            .n_helpers = n_helpers,
+                                            .caller_helps = team};
     return hetcl_infer_session_create(env->ctx, env->rt, m->plan, &o, out);
 }
 
@@ -228,7 +233,7 @@ static bool place(struct bench_env *env, struct bench_model *m, const struct ben
         r->shares[i].helped_share = (double) NAN;
     }
     int helpers[BENCH_MAX_DEVICES];
-    size_t n_helpers = pick_helpers(env, workers, rows, n, helpers);
+    size_t n_helpers = pick_helpers(env, workers, rows, n, helpers, &r->caller_helps);
     for (size_t i = 0; i < n; i++)
         for (size_t h = 0; h < n_helpers; h++)
             r->shares[i].helper = r->shares[i].helper || workers[i] == helpers[h];
@@ -246,6 +251,7 @@ static bool place(struct bench_env *env, struct bench_model *m, const struct ben
         r->placement = BENCH_SINGLE;
         snprintf(r->auto_reason, sizeof r->auto_reason, "auto: single (only one device was given)");
         r->n_shares = 0;
+        r->caller_helps = false;
         return true;
     }
     /* auto: the faster of the best single device and the split, measured the same way */
@@ -273,6 +279,7 @@ static bool place(struct bench_env *env, struct bench_model *m, const struct ben
         r->n_devices = 1;
         snprintf(r->devices[0], sizeof r->devices[0], "%s", env->devices[c->devices[best]].name);
         r->n_shares = 0;
+        r->caller_helps = false;
         snprintf(r->auto_reason, sizeof r->auto_reason,
                  "auto: single on %s (median %.3f ms per batch of %lld) beat the split (%.3f ms);"
                  " alone: %s",

@@ -88,6 +88,7 @@ static cJSON *config_json(const struct bench_result *r)
             cJSON_AddItemToArray(sh, o);
         }
         cJSON_AddItemToObject(c, "shares", sh);
+        cJSON_AddBoolToObject(c, "caller_helps", r->caller_helps);
     }
     if (placed == BENCH_PIPELINE) {
         cJSON *st = cJSON_CreateArray();

@@ -78,6 +78,9 @@ struct bench_result {
     int streams;       /* multi-stream scenario, else 0 */
     size_t n_shares;
     struct bench_share shares[BENCH_MAX_DEVICES];
+    /* split at a few rows: the waiting caller computed slices of a host share's dense layers
+     * (with the helpers in shares[]); its core then served the configuration too */
+    bool caller_helps;
     size_t n_stages; /* pipeline */
     struct bench_stage stages[BENCH_MAX_DEVICES];
     /* measurement (the loop's samples; borrowed) */

@@ -1,7 +1,8 @@
 /*
  * Teams (hetcl_infer_session_options.helpers): a fused host share at a few rows with helper
  * workers gives exactly the probabilities it gives alone, request after request, with one
- * helper or two, with spinning or sleeping workers, when a helper's worker is busy elsewhere
+ * helper or two, with the waiting caller as a participant (caller_helps) or not, with spinning
+ * or sleeping workers, when a helper's worker is busy elsewhere
  * (the lead does its part and the request does not wait for it), and when requests are
  * submitted without being waited for. Bad helpers are refused with a message.
  */
@@ -54,7 +55,7 @@ static void fill(float *x, size_t n, uint64_t seed)
  * requests without: equal bit for bit. With `busy`, helper 1's worker is held by another task
  * during the requests. */
 static void check_team(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_plan *plan,
-                       int64_t batch, size_t n_helpers, bool busy)
+                       int64_t batch, size_t n_helpers, bool caller, bool busy)
 {
     const int lead = 0, helpers[2] = {1, 2};
     size_t nx = (size_t) (batch * plan->in_elems), ny = (size_t) (batch * plan->n_classes);
@@ -65,6 +66,7 @@ static void check_team(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_
     struct hetcl_infer_session_options team = alone;
     team.helpers = helpers;
     team.n_helpers = n_helpers;
+    team.caller_helps = caller;
     hetcl_infer_session *a = NULL, *t = NULL;
     CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &alone, &a));
     CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &team, &t));
@@ -96,12 +98,12 @@ static void check_team(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_
     CHECK(slices == (uint64_t) REQUESTS * 24);
     if (busy) { /* every request completed while helper 1's worker was held: without it */
         CHECK(hetcl_task_status(hold) == HETCL_ERR_BUSY);
-        if (n_helpers == 1)
+        if (n_helpers == 1 && !caller)
             CHECK(helped == 0);
     }
-    printf("team batch %lld, %zu helper(s)%s: %llu of %llu slices by helpers\n", (long long) batch,
-           n_helpers, busy ? ", helper busy" : "", (unsigned long long) helped,
-           (unsigned long long) slices);
+    printf("team batch %lld, %zu helper(s)%s%s: %llu of %llu slices by helpers\n",
+           (long long) batch, n_helpers, caller ? " and the caller" : "",
+           busy ? ", helper busy" : "", (unsigned long long) helped, (unsigned long long) slices);
     atomic_store(&release, 1);
     if (hold) {
         CHECK_OK(ctx, hetcl_task_wait(hold));
@@ -116,8 +118,8 @@ static void check_team(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_
             mismatches++;
     }
     if (mismatches)
-        fprintf(stderr, "team batch %lld helpers %zu busy %d: %d requests differ\n",
-                (long long) batch, n_helpers, busy, mismatches);
+        fprintf(stderr, "team batch %lld helpers %zu caller %d busy %d: %d requests differ\n",
+                (long long) batch, n_helpers, caller, busy, mismatches);
     CHECK_EQ_INT(mismatches, 0);
     hetcl_infer_session_destroy(t);
     hetcl_infer_session_destroy(a);
@@ -129,14 +131,16 @@ static void check_team(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_
 static void check_refused(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_plan *plan)
 {
     const int lead = 0, self[1] = {0}, twice[2] = {1, 1}, outside[1] = {99};
-    const int *bad[3] = {self, twice, outside};
-    const size_t n_bad[3] = {1, 2, 1};
-    for (int i = 0; i < 3; i++) {
+    const int many[7] = {1, 2, 1, 2, 1, 2, 1}; /* 7 helpers and the caller: one too many */
+    const int *bad[4] = {self, twice, outside, many};
+    const size_t n_bad[4] = {1, 2, 1, 7};
+    for (int i = 0; i < 4; i++) {
         struct hetcl_infer_session_options o = {.batch = 1,
                                                 .n_workers = 1,
                                                 .workers = &lead,
                                                 .helpers = bad[i],
-                                                .n_helpers = n_bad[i]};
+                                                .n_helpers = n_bad[i],
+                                                .caller_helps = i == 3};
         hetcl_infer_session *s = NULL;
         CHECK_EQ_INT(hetcl_infer_session_create(ctx, rt, plan, &o, &s), HETCL_ERR_INVALID_ARG);
         CHECK(s == NULL);
@@ -166,10 +170,13 @@ int main(void)
         if (!rt)
             break;
         for (int64_t batch = 1; batch <= 4; batch += 3) {
-            check_team(ctx, rt, plan, batch, 1, false);
-            check_team(ctx, rt, plan, batch, 2, false);
+            check_team(ctx, rt, plan, batch, 1, false, false);
+            check_team(ctx, rt, plan, batch, 2, false, false);
+            check_team(ctx, rt, plan, batch, 0, true, false);
+            check_team(ctx, rt, plan, batch, 1, true, false);
         }
-        check_team(ctx, rt, plan, 1, 1, true);
+        check_team(ctx, rt, plan, 1, 1, false, true);
+        check_team(ctx, rt, plan, 1, 1, true, true);
         check_refused(ctx, rt, plan);
         hetcl_runtime_destroy(rt);
     }

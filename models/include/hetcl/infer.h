@@ -184,10 +184,15 @@ struct hetcl_infer_session_options {
      * slices that the share's task and one helper task per helper (pinned to it, submitted
      * with each request) claim, each its own part first, so that a batch-1 request streams
      * the weights from several cores' caches at once, as an intra-op thread pool does. A
-     * helper busy elsewhere only leaves its part to the others. At most 7; the results are
-     * bit for bit those without helpers. */
+     * helper busy elsewhere only leaves its part to the others. At most 7 (6 with
+     * caller_helps); the results are bit for bit those without helpers. */
     const int *helpers;
     size_t n_helpers;
+    /* The thread waiting in hetcl_infer_session_wait (or _run) joins that team as one more
+     * participant instead of sleeping or spinning idle, as an OpenMP master thread works in
+     * its parallel region; with no helpers, the share's worker and the caller make the team.
+     * It then uses the caller's core: say so when reporting "one device". */
+    bool caller_helps;
 };
 
 /*

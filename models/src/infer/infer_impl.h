@@ -35,7 +35,7 @@ void hetcl__infer_gemv_nt_units(int64_t m, int64_t n, int64_t u0, int64_t u1, in
  * compare-and-swap, so a late claim for an old phase fails instead of computing the new one.
  * After the request's last team layer, or when the lead's task ends in any way, `finished`
  * becomes the request's number and the helpers of that request return. */
-#define HETCL_INFER_TEAM_MAX       8           /* participants: the lead and up to 7 helpers */
+#define HETCL_INFER_TEAM_MAX       8           /* participants: the lead and up to 7 others */
 #define HETCL_INFER_TEAM_SLICE     16          /* output units per slice (a multiple of 4) */
 #define HETCL_INFER_TEAM_MIN_BYTES (64 * 1024) /* smaller W: one core is as fast */
 
@@ -46,7 +46,8 @@ struct hetcl__infer_team {
     _Atomic int64_t done; /* slices computed in the current phase */
     /* slices computed over the session's life, and those of them by helpers (statistics) */
     _Atomic uint64_t slices, helped;
-    int n_part; /* participants: 1 + helpers */
+    int n_part;       /* participants: the lead, the helpers, then the waiting caller */
+    bool caller_part; /* the last part is the thread in hetcl_infer_session_wait */
     /* the layer of the current phase (written by the lead before it publishes the phase) */
     int64_t m, n, k, n_slices;
     const float *x, *w;
@@ -63,5 +64,10 @@ void hetcl__infer_team_finish(struct hetcl__infer_team *t, uint64_t req);
 /* A helper, participant `part` (1..n_part-1), for request `req`: computes slices as phases are
  * published, and returns once the request is finished. */
 void hetcl__infer_team_help(struct hetcl__infer_team *t, int part, uint64_t req);
+/* One step of that loop, for a caller that has its own reason to stop (the waiting caller
+ * stops when the lead's task ended without finishing, e.g. cancelled): computes the slices of
+ * a new phase, or pauses; false once request `req` is finished. *seen and *spins start at 0. */
+bool hetcl__infer_team_poll(struct hetcl__infer_team *t, int part, uint64_t req, uint64_t *seen,
+                            unsigned *spins);
 
 #endif /* HETCL_INFER_IMPL_H */

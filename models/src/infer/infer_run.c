@@ -89,6 +89,12 @@ static hetcl_status reg(hetcl_infer_session *s, void *host, size_t bytes, hetcl_
     return st;
 }
 
+/* The team's helper tasks per request: every part but the lead's and the caller's. */
+static int n_helper_tasks(const struct hetcl__infer_team *t)
+{
+    return t->n_part - 1 - (t->caller_part ? 1 : 0);
+}
+
 /* Drops the pending helper tasks that are done; with `all`, waits for every one first. */
 static void reap_helpers(struct share *sh, bool all)
 {
@@ -114,7 +120,7 @@ static void release_helpers(struct share *sh)
         return;
     hetcl__infer_team_finish(sh->team, sh->req);
     reap_helpers(sh, false);
-    for (int i = 0; i < sh->team->n_part - 1; i++) {
+    for (int i = 0; i < n_helper_tasks(sh->team); i++) {
         if (!sh->helper_tasks[i])
             continue;
         if (sh->n_pending == HELPERS_PENDING)
@@ -224,9 +230,10 @@ static hetcl_status check_helpers(hetcl_context *ctx, hetcl_runtime *rt,
 {
     if (o->n_helpers > 0 && !o->helpers)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "inference session: NULL helpers");
-    if (o->n_helpers > HETCL_INFER_TEAM_MAX - 1)
-        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "inference session: %zu helpers, at most %d",
-                           o->n_helpers, HETCL_INFER_TEAM_MAX - 1);
+    if (o->n_helpers + (o->caller_helps ? 1 : 0) > HETCL_INFER_TEAM_MAX - 1)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "inference session: %zu helpers%s, at most %d", o->n_helpers,
+                           o->caller_helps ? " and the caller" : "", HETCL_INFER_TEAM_MAX - 1);
     for (size_t i = 0; i < o->n_helpers; i++) {
         int h = o->helpers[i];
         struct hetcl_worker_info wi;
@@ -249,7 +256,7 @@ static hetcl_status check_helpers(hetcl_context *ctx, hetcl_runtime *rt,
 /* Gives the first fused host share of at most HETCL_INFER_GEMV_MAX_ROWS rows the helpers. */
 static hetcl_status make_team(hetcl_infer_session *s, const struct hetcl_infer_session_options *o)
 {
-    if (o->n_helpers == 0)
+    if (o->n_helpers == 0 && !o->caller_helps)
         return HETCL_OK;
     for (size_t i = 0; i < s->n_shares; i++) {
         struct share *sh = &s->shares[i];
@@ -258,7 +265,8 @@ static hetcl_status make_team(hetcl_infer_session *s, const struct hetcl_infer_s
         sh->team = hetcl__calloc(1, sizeof *sh->team);
         if (!sh->team)
             return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session team");
-        sh->team->n_part = 1 + (int) o->n_helpers;
+        sh->team->n_part = 1 + (int) o->n_helpers + (o->caller_helps ? 1 : 0);
+        sh->team->caller_part = o->caller_helps;
         memcpy(sh->helpers, o->helpers, o->n_helpers * sizeof *o->helpers);
         break;
     }
@@ -762,7 +770,7 @@ static hetcl_status submit_share(hetcl_infer_session *s, struct share *sh)
         hetcl_handle *h[2] = {sh->input, sh->out[s->plan->n_steps - 1]};
         hetcl_access m[2] = {HETCL_R, HETCL_W};
         hetcl_status st = submit(s, sh, s->plan->n_steps, 0, &fused_codelet, &a, sizeof a, 2, h, m);
-        for (int i = 0; st == HETCL_OK && sh->team && i < sh->team->n_part - 1; i++) {
+        for (int i = 0; st == HETCL_OK && sh->team && i < n_helper_tasks(sh->team); i++) {
             struct helper_args ha = {.team = sh->team, .part = i + 1, .req = sh->req};
             struct hetcl_task_desc d = {.codelet = &helper_codelet,
                                         .args = &ha,
@@ -913,12 +921,27 @@ hetcl_status hetcl_infer_session_submit(hetcl_infer_session *s, const float *x)
     return st;
 }
 
+/* The waiting caller's part in the share's team (caller_helps): slices until the lead has
+ * finished the request, or until its task ended some other way (failed, cancelled). */
+static void caller_help(struct share *sh)
+{
+    if (!sh->team || !sh->team->caller_part || !sh->first)
+        return;
+    uint64_t seen = 0;
+    unsigned spins = 0;
+    while (hetcl__infer_team_poll(sh->team, sh->team->n_part - 1, sh->req, &seen, &spins))
+        if (spins % 1024 == 1023 && hetcl_task_status(sh->first) != HETCL_ERR_BUSY)
+            break;
+}
+
 hetcl_status hetcl_infer_session_wait(hetcl_infer_session *s, float *probs)
 {
     if (!s)
         return HETCL_ERR_INVALID_ARG;
     const hetcl_infer_plan *p = s->plan;
     hetcl_status st = HETCL_OK;
+    for (size_t i = 0; i < s->n_shares; i++)
+        caller_help(&s->shares[i]);
     for (size_t i = 0; i < s->n_shares; i++) {
         struct share *sh = &s->shares[i];
         hetcl_handle *y = sh->out[p->n_steps - 1];

@@ -112,18 +112,26 @@ void hetcl__infer_team_finish(struct hetcl__infer_team *t, uint64_t req)
     }
 }
 
+bool hetcl__infer_team_poll(struct hetcl__infer_team *t, int part, uint64_t req, uint64_t *seen,
+                            unsigned *spins)
+{
+    if (atomic_load_explicit(&t->finished, memory_order_acquire) >= req)
+        return false;
+    uint64_t phase = atomic_load_explicit(&t->phase, memory_order_acquire);
+    if (phase != *seen) {
+        work(t, part, phase);
+        *seen = phase;
+        *spins = 0;
+    } else {
+        relax(spins);
+    }
+    return true;
+}
+
 void hetcl__infer_team_help(struct hetcl__infer_team *t, int part, uint64_t req)
 {
     uint64_t seen = 0;
     unsigned spins = 0;
-    while (atomic_load_explicit(&t->finished, memory_order_acquire) < req) {
-        uint64_t phase = atomic_load_explicit(&t->phase, memory_order_acquire);
-        if (phase != seen) {
-            work(t, part, phase);
-            seen = phase;
-            spins = 0;
-        } else {
-            relax(&spins);
-        }
+    while (hetcl__infer_team_poll(t, part, req, &seen, &spins)) {
     }
 }
