@@ -72,6 +72,7 @@ struct conv_ctx {
     struct hetcl_op_conv2d_args a;
     const struct hetcl_conv_kernel *kern; /* NULL: the operator */
     bool bwd;                             /* the backward operator instead */
+    bool gemm;                            /* the forward's im2col + GEMM path instead */
     struct ht_call call;
     float *x, *w, *b, *y;
 };
@@ -80,7 +81,13 @@ static void run_conv(void *p)
 {
     struct conv_ctx *c = p;
     hetcl_status s;
-    if (c->bwd) {
+    if (c->gemm && c->bwd) {
+        const struct ht_call *k = &c->call;
+        s = hetcl__conv2d_gemm_bwd(NULL, &c->a, k->ptrs[0], k->ptrs[1], k->ptrs[2], k->ptrs[3],
+                                   k->ptrs[4], k->ptrs[5]);
+    } else if (c->gemm) {
+        s = hetcl__conv2d_gemm_fwd(NULL, &c->a, c->x, c->w, c->b, c->y);
+    } else if (c->bwd) {
         s = hetcl__op_conv2d_bwd_host(&c->call.call);
     } else if (c->kern) {
         s = hetcl__conv2d_direct_fwd(NULL, c->kern, &c->a, c->x, c->w, c->b, c->y);
@@ -125,6 +132,11 @@ static void lab_conv(const char *what, struct hetcl_op_conv2d_args a, int runs, 
     printf("%-8s b%-4" PRId64 " operator (%s)  %9.1f us (wall %9.1f)  %7.1f GFLOP/s\n", what,
            a.batch, hetcl__conv2d_direct_suits(&a) ? "direct" : "im2col+gemm", us, wall,
            gflop / us * 1e6);
+    c.gemm = true;
+    us = time_us(run_conv, &c, runs, &wall);
+    printf("%-8s b%-4" PRId64 " im2col+gemm        %9.1f us (wall %9.1f)  %7.1f GFLOP/s\n", what,
+           a.batch, us, wall, gflop / us * 1e6);
+    c.gemm = false;
     const hetcl_gemm_isa isas[] = {HETCL_GEMM_GENERIC, HETCL_GEMM_AVX2, HETCL_GEMM_AVX512};
     for (size_t i = 0; i < 3; i++) {
         c.kern = hetcl__conv_kernel(isas[i]);
@@ -146,6 +158,10 @@ static void lab_conv(const char *what, struct hetcl_op_conv2d_args a, int runs, 
     printf("%-8s b%-4" PRId64 " backward (%s)  %9.1f us (wall %9.1f)  %7.1f GFLOP/s\n", what,
            a.batch, hetcl__conv2d_direct_bwd_suits(&a) ? "direct" : "im2col+gemm", us, wall,
            2.0 * gflop / us * 1e6);
+    cb.gemm = true;
+    us = time_us(run_conv, &cb, runs, &wall);
+    printf("%-8s b%-4" PRId64 " backward im2col+gemm %8.1f us (wall %9.1f)  %7.1f GFLOP/s\n", what,
+           a.batch, us, wall, 2.0 * gflop / us * 1e6);
     if (hetcl__conv2d_direct_bwd_suits(&a)) {
         struct conv_ctx cx = {.a = a,
                               .kern = hetcl__conv_kernel(HETCL_GEMM_AUTO),
@@ -230,6 +246,30 @@ int main(int argc, char **argv)
                                            .k_w = 5,
                                            .stride = 1,
                                            .pad = 0},
+             runs, &rng);
+    /* wider layers, beyond LeNet: where the direct path's limits (hetcl__conv2d_direct_suits)
+     * are drawn */
+    lab_conv("c16-32",
+             (struct hetcl_op_conv2d_args){.batch = batch / 4 > 0 ? batch / 4 : 1,
+                                           .in_c = 16,
+                                           .in_h = 16,
+                                           .in_w = 16,
+                                           .out_c = 32,
+                                           .k_h = 3,
+                                           .k_w = 3,
+                                           .stride = 1,
+                                           .pad = 1},
+             runs, &rng);
+    lab_conv("c64-64",
+             (struct hetcl_op_conv2d_args){.batch = batch / 8 > 0 ? batch / 8 : 1,
+                                           .in_c = 64,
+                                           .in_h = 16,
+                                           .in_w = 16,
+                                           .out_c = 64,
+                                           .k_h = 3,
+                                           .k_w = 3,
+                                           .stride = 1,
+                                           .pad = 1},
              runs, &rng);
     lab_pool("maxpool1",
              (struct hetcl_op_pool2d_args){

@@ -6,8 +6,9 @@
  * count of a block, batch 1..9), with canaries around y and NaN in the unwritten output; the
  * direct backward likewise (dx, dw, dbias, overwrite and accumulate; square kernels, pad < k);
  * then the operator's choice between the direct paths and im2col + GEMM
- * (hetcl__conv2d_direct_suits, hetcl__conv2d_direct_bwd_suits), and the operator, forward and
- * backward, on shapes that take each path.
+ * (hetcl__conv2d_direct_suits, hetcl__conv2d_direct_bwd_suits), im2col + GEMM itself on LeNet's
+ * and random strided shapes, and the operator, forward and backward, on shapes that take each
+ * path.
  *
  * Bound, per element: |y - ref| <= 4 (depth + 2) 2^-24 (|b| + sum |x w|), the dot-product
  * bound of test_host_gemm with depth = in_c k_h k_w + 1.
@@ -41,7 +42,11 @@ static void fabs_n(const float *x, float *out, size_t n)
     }
 }
 
-/* Runs `a` through the direct path with `kern` (NULL: through the operator) and checks y. */
+/* Stands for the im2col + GEMM path where a kernel is expected (check_conv, check_bwd). */
+static const struct hetcl_conv_kernel gemm_path = {.name = "im2col+gemm"};
+
+/* Runs `a` through the direct path with `kern` (&gemm_path: im2col + GEMM; NULL: through the
+ * operator) and checks y. */
 static void check_conv(const struct hetcl_conv_kernel *kern, const struct hetcl_op_conv2d_args *a)
 {
     const ref_conv2d_shape sh = ref_shape(a);
@@ -67,7 +72,9 @@ static void check_conv(const struct hetcl_conv_kernel *kern, const struct hetcl_
     ref_conv2d_forward(&sh, x.p, w.p, b.p, ref);
     ref_conv2d_forward(&sh, ax, aw, ab, aref);
 
-    if (kern) {
+    if (kern == &gemm_path) {
+        CHECK_EQ_INT(hetcl__conv2d_gemm_fwd(NULL, a, x.p, w.p, b.p, y.p), HETCL_OK);
+    } else if (kern) {
         CHECK_EQ_INT(hetcl__conv2d_direct_fwd(NULL, kern, a, x.p, w.p, b.p, y.p), HETCL_OK);
     } else {
         struct ht_call c;
@@ -126,9 +133,9 @@ static void check_bwd(const struct hetcl_conv_kernel *kern, const struct hetcl_o
     char what[200];
     snprintf(what, sizeof what,
              "conv2d backward %s n%" PRId64 " c%" PRId64 " %" PRId64 "x%" PRId64 " -> %" PRId64
-             " k%" PRId64 " p%" PRId64,
-             kern ? kern->name : "operator", a.batch, a.in_c, a.in_h, a.in_w, a.out_c, a.k_h,
-             a.pad);
+             " k%" PRId64 "x%" PRId64 " s%" PRId64 " p%" PRId64,
+             kern ? kern->name : "operator", a.batch, a.in_c, a.in_h, a.in_w, a.out_c, a.k_h, a.k_w,
+             a.stride, a.pad);
     struct ht_buf x = ht_alloc(nx), w = ht_alloc(nw), dy = ht_alloc(ny), dx = ht_alloc(nx);
     struct ht_buf dw = ht_alloc(nw), db = ht_alloc(nb);
     ref_fill_normal(&rng, x.p, nx, 0.0f, 1.0f);
@@ -156,7 +163,10 @@ static void check_bwd(const struct hetcl_conv_kernel *kern, const struct hetcl_o
             eb[i] = accumulate ? (float) ((double) rdb[i] + (double) db0[i]) : rdb[i];
             bdb[i] = fabsf(bdb[i]) + (accumulate ? fabsf(db0[i]) : 0.0f);
         }
-        if (kern) {
+        if (kern == &gemm_path) {
+            CHECK_EQ_INT(hetcl__conv2d_gemm_bwd(NULL, &a, x.p, w.p, dy.p, dx.p, dw.p, db.p),
+                         HETCL_OK);
+        } else if (kern) {
             CHECK_EQ_INT(hetcl__conv2d_direct_bwd(NULL, kern, &a, x.p, w.p, dy.p, dx.p, dw.p, db.p),
                          HETCL_OK);
         } else {
@@ -330,6 +340,23 @@ static void test_kernel(const struct hetcl_conv_kernel *kern)
     }
 }
 
+/* im2col + GEMM, which the operators now give only the shapes the direct paths do not suit, on
+ * LeNet's shapes and random ones with strides 1..3 and rectangular kernels. */
+static void test_gemm_path(void)
+{
+    const struct hetcl_op_conv2d_args fixed[] = {lenet1(3), lenet2(5)};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        check_conv(&gemm_path, &fixed[i]);
+        check_bwd(&gemm_path, &fixed[i]);
+    }
+    for (int i = 0; i < 20; i++) {
+        struct hetcl_op_conv2d_args a = random_shape();
+        a.stride = between(1, 3);
+        check_conv(&gemm_path, &a);
+        check_bwd(&gemm_path, &a);
+    }
+}
+
 static void test_choice(void)
 {
     struct hetcl_op_conv2d_args a = lenet1(64);
@@ -403,6 +430,7 @@ int main(void)
         tested++;
     }
     CHECK(tested >= 1);
+    test_gemm_path();
     CHECK(hetcl__conv_kernel(HETCL_GEMM_AUTO) != NULL);
     test_choice();
     return hetcl_test_finish("test_host_conv_direct");

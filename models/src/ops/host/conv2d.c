@@ -94,6 +94,22 @@ static hetcl_status check_conv(const struct hetcl_host_call *call, const char *o
     return HETCL_OK;
 }
 
+/* The geometry of a shape check_conv accepted (or a caller of the exported paths checked). */
+static struct conv_geom geom_of(const struct hetcl_op_conv2d_args *a)
+{
+    struct conv_geom g;
+    g.out_h = (a->in_h + 2 * a->pad - a->k_h) / a->stride + 1;
+    g.out_w = (a->in_w + 2 * a->pad - a->k_w) / a->stride + 1;
+    g.K = a->in_c * a->k_h * a->k_w;
+    g.P = g.out_h * g.out_w;
+    g.x_img = a->in_c * a->in_h * a->in_w;
+    g.y_img = a->out_c * g.P;
+    g.n_x = a->batch * g.x_img;
+    g.n_w = a->out_c * g.K;
+    g.n_y = a->batch * g.y_img;
+    return g;
+}
+
 /* The output columns ox whose input column ox s - pad + j lies inside [0, in_w): [*lo, *hi). */
 static void valid_cols(const struct hetcl_op_conv2d_args *a, const struct conv_geom *g, int64_t j,
                        int64_t *lo, int64_t *hi)
@@ -188,6 +204,95 @@ static int64_t chunk_images(int64_t batch, int64_t per_image)
     return nb < batch ? nb : batch;
 }
 
+hetcl_status hetcl__conv2d_gemm_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
+                                    const float *x, const float *w, const float *bias, float *y)
+{
+    const struct conv_geom g = geom_of(a);
+    hetcl_status s = HETCL_OK;
+    if (a->batch <= 0) {
+        return HETCL_OK;
+    }
+    const int64_t nb_max = chunk_images(a->batch, (g.K + a->out_c) * g.P);
+    const size_t cols_len = (size_t) (g.K * nb_max * g.P);
+    float *cols = hetcl__malloc((cols_len + (size_t) (a->out_c * nb_max * g.P)) * sizeof *cols);
+    if (!cols) {
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY,
+                           "conv2d_fwd: im2col buffers of %" PRId64 " images", nb_max);
+    }
+    float *yb = cols + cols_len;
+    for (int64_t n0 = 0; n0 < a->batch && s == HETCL_OK; n0 += nb_max) {
+        const int64_t nb = a->batch - n0 < nb_max ? a->batch - n0 : nb_max;
+        const int64_t ld = nb * g.P;
+        for (int64_t t = 0; t < nb; t++) {
+            im2col(a, &g, x + (n0 + t) * g.x_img, cols + t * g.P, ld);
+        }
+        s = hetcl__sgemm(ctx, NULL, false, false, a->out_c, ld, g.K, 1.0f, w, g.K, cols, ld, 0.0f,
+                         yb, ld);
+        for (int64_t t = 0; t < nb && s == HETCL_OK; t++) {
+            for (int64_t o = 0; o < a->out_c; o++) {
+                add_bias_run(g.P, yb + o * ld + t * g.P, bias[o], y + (n0 + t) * g.y_img + o * g.P);
+            }
+        }
+    }
+    hetcl__free(cols);
+    return s;
+}
+
+hetcl_status hetcl__conv2d_gemm_bwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
+                                    const float *x, const float *w, const float *dy, float *dx,
+                                    float *dw, float *dbias)
+{
+    const struct conv_geom g = geom_of(a);
+    hetcl_status s = HETCL_OK;
+    if (!a->accumulate) {
+        memset(dbias, 0, (size_t) a->out_c * sizeof *dbias);
+        if (a->batch <= 0) {
+            memset(dw, 0, (size_t) g.n_w * sizeof *dw);
+        }
+    }
+    if (a->batch <= 0) {
+        return HETCL_OK;
+    }
+    /* cols and dcols (K x nb P each) and dY' (out_c x nb P) */
+    const int64_t nb_max = chunk_images(a->batch, (2 * g.K + a->out_c) * g.P);
+    const size_t cols_len = (size_t) (g.K * nb_max * g.P);
+    float *cols = hetcl__malloc((2 * cols_len + (size_t) (a->out_c * nb_max * g.P)) * sizeof *cols);
+    if (!cols) {
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY,
+                           "conv2d_bwd: im2col buffers of %" PRId64 " images", nb_max);
+    }
+    float *dcols = cols + cols_len, *dyb = dcols + cols_len;
+    for (int64_t n0 = 0; n0 < a->batch && s == HETCL_OK; n0 += nb_max) {
+        const int64_t nb = a->batch - n0 < nb_max ? a->batch - n0 : nb_max;
+        const int64_t ld = nb * g.P;
+        for (int64_t t = 0; t < nb; t++) {
+            im2col(a, &g, x + (n0 + t) * g.x_img, cols + t * g.P, ld);
+            for (int64_t o = 0; o < a->out_c; o++) {
+                memcpy(dyb + o * ld + t * g.P, dy + (n0 + t) * g.y_img + o * g.P,
+                       (size_t) g.P * sizeof *dyb);
+            }
+        }
+        const float beta = n0 == 0 && !a->accumulate ? 0.0f : 1.0f;
+        s = hetcl__sgemm(ctx, NULL, false, true, a->out_c, g.K, ld, 1.0f, dyb, ld, cols, ld, beta,
+                         dw, g.K);
+        if (s == HETCL_OK) {
+            s = hetcl__sgemm(ctx, NULL, true, false, g.K, ld, a->out_c, 1.0f, w, g.K, dyb, ld, 0.0f,
+                             dcols, ld);
+        }
+        if (s != HETCL_OK) {
+            break;
+        }
+        for (int64_t t = 0; t < nb; t++) {
+            col2im(a, &g, dcols + t * g.P, ld, dx + (n0 + t) * g.x_img);
+        }
+        for (int64_t o = 0; o < a->out_c; o++) {
+            dbias[o] = (float) ((double) dbias[o] + hetcl__conv_sum(dyb + o * ld, ld));
+        }
+    }
+    hetcl__free(cols);
+    return s;
+}
+
 /* Buffers: x (R), w (R), bias (R), y (W). */
 hetcl_status hetcl__op_conv2d_fwd_host(const struct hetcl_host_call *call)
 {
@@ -213,30 +318,7 @@ hetcl_status hetcl__op_conv2d_fwd_host(const struct hetcl_host_call *call)
     if (hetcl__conv2d_direct_suits(a)) {
         return hetcl__conv2d_direct_fwd(ctx, NULL, a, x, w, bias, y);
     }
-    const int64_t nb_max = chunk_images(a->batch, (g.K + a->out_c) * g.P);
-    const size_t cols_len = (size_t) (g.K * nb_max * g.P);
-    float *cols = hetcl__malloc((cols_len + (size_t) (a->out_c * nb_max * g.P)) * sizeof *cols);
-    if (!cols) {
-        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: im2col buffers of %" PRId64 " images", op,
-                           nb_max);
-    }
-    float *yb = cols + cols_len;
-    for (int64_t n0 = 0; n0 < a->batch && s == HETCL_OK; n0 += nb_max) {
-        const int64_t nb = a->batch - n0 < nb_max ? a->batch - n0 : nb_max;
-        const int64_t ld = nb * g.P;
-        for (int64_t t = 0; t < nb; t++) {
-            im2col(a, &g, x + (n0 + t) * g.x_img, cols + t * g.P, ld);
-        }
-        s = hetcl__sgemm(ctx, NULL, false, false, a->out_c, ld, g.K, 1.0f, w, g.K, cols, ld, 0.0f,
-                         yb, ld);
-        for (int64_t t = 0; t < nb && s == HETCL_OK; t++) {
-            for (int64_t o = 0; o < a->out_c; o++) {
-                add_bias_run(g.P, yb + o * ld + t * g.P, bias[o], y + (n0 + t) * g.y_img + o * g.P);
-            }
-        }
-    }
-    hetcl__free(cols);
-    return s;
+    return hetcl__conv2d_gemm_fwd(ctx, a, x, w, bias, y);
 }
 
 /* Buffers: x (R), w (R), dy (R), dx (W), dw (W or RW), dbias (W or RW). */
@@ -272,42 +354,5 @@ hetcl_status hetcl__op_conv2d_bwd_host(const struct hetcl_host_call *call)
     if (hetcl__conv2d_direct_bwd_suits(a)) {
         return hetcl__conv2d_direct_bwd(ctx, NULL, a, x, w, dy, dx, dw, dbias);
     }
-    /* cols and dcols (K x nb P each) and dY' (out_c x nb P) */
-    const int64_t nb_max = chunk_images(a->batch, (2 * g.K + a->out_c) * g.P);
-    const size_t cols_len = (size_t) (g.K * nb_max * g.P);
-    float *cols = hetcl__malloc((2 * cols_len + (size_t) (a->out_c * nb_max * g.P)) * sizeof *cols);
-    if (!cols) {
-        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: im2col buffers of %" PRId64 " images", op,
-                           nb_max);
-    }
-    float *dcols = cols + cols_len, *dyb = dcols + cols_len;
-    for (int64_t n0 = 0; n0 < a->batch && s == HETCL_OK; n0 += nb_max) {
-        const int64_t nb = a->batch - n0 < nb_max ? a->batch - n0 : nb_max;
-        const int64_t ld = nb * g.P;
-        for (int64_t t = 0; t < nb; t++) {
-            im2col(a, &g, x + (n0 + t) * g.x_img, cols + t * g.P, ld);
-            for (int64_t o = 0; o < a->out_c; o++) {
-                memcpy(dyb + o * ld + t * g.P, dy + (n0 + t) * g.y_img + o * g.P,
-                       (size_t) g.P * sizeof *dyb);
-            }
-        }
-        const float beta = n0 == 0 && !a->accumulate ? 0.0f : 1.0f;
-        s = hetcl__sgemm(ctx, NULL, false, true, a->out_c, g.K, ld, 1.0f, dyb, ld, cols, ld, beta,
-                         dw, g.K);
-        if (s == HETCL_OK) {
-            s = hetcl__sgemm(ctx, NULL, true, false, g.K, ld, a->out_c, 1.0f, w, g.K, dyb, ld, 0.0f,
-                             dcols, ld);
-        }
-        if (s != HETCL_OK) {
-            break;
-        }
-        for (int64_t t = 0; t < nb; t++) {
-            col2im(a, &g, dcols + t * g.P, ld, dx + (n0 + t) * g.x_img);
-        }
-        for (int64_t o = 0; o < a->out_c; o++) {
-            dbias[o] = (float) ((double) dbias[o] + hetcl__conv_sum(dyb + o * ld, ld));
-        }
-    }
-    hetcl__free(cols);
-    return s;
+    return hetcl__conv2d_gemm_bwd(ctx, a, x, w, dy, dx, dw, dbias);
 }

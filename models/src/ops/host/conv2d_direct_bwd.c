@@ -97,6 +97,10 @@ hetcl_status hetcl__conv2d_direct_bwd(hetcl_context *ctx, const struct hetcl_con
                           (double) ob_pad * (double) tb_pad * (double) lanes +
                           2.0 * (double) tb_pad;
     if (a->batch <= 0) {
+        if (!a->accumulate) {
+            memset(dw, 0, (size_t) (a->out_c * taps) * sizeof *dw);
+            memset(dbias, 0, (size_t) a->out_c * sizeof *dbias);
+        }
         return HETCL_OK;
     }
     if (floats > 0x1p40) {

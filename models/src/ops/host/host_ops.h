@@ -98,6 +98,17 @@ hetcl_status hetcl__sgemm(hetcl_context *ctx, const struct hetcl_gemm_kernel *ke
                           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                           float *c, int64_t ldc);
 
+/* ---- conv2d ------------------------------------------------------------------------------ */
+
+/* The general paths of conv2d.c, im2col + SGEMM (any stride; the operators' choice when the
+ * direct paths below do not suit the shape), for a shape the caller checked. Same contracts as
+ * the operators hetcl__op_conv2d_{fwd,bwd}_host. Errors: HETCL_ERR_NO_MEMORY. */
+hetcl_status hetcl__conv2d_gemm_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
+                                    const float *x, const float *w, const float *bias, float *y);
+hetcl_status hetcl__conv2d_gemm_bwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
+                                    const float *x, const float *w, const float *dy, float *dx,
+                                    float *dw, float *dbias);
+
 /* ---- direct conv2d (stride 1) --------------------------------------------------------------- */
 
 /* Output channels per tile at most (tiles exist for every count 1 .. HETCL_CONV_OB_MAX). */
