@@ -42,7 +42,7 @@ static void train_usage(FILE *out)
             "                        p0d0); repeatable. Defaults: host 32, opencl 128\n"
             "  --batch-min DEV=N     adaptive lower bound (opencl: the threshold; default 32)\n"
             "  --batch-max DEV=N     adaptive upper bound (host 128, opencl 1024)\n"
-            "  --adapt-period S      seconds between adaptive decisions (default 0.02)\n"
+            "  --adapt-period S      seconds between adaptive decisions (default 0.05)\n"
             "  --dead-band X         no change while shares are within X of balance (0.1)\n"
             "stopping (first reached; default --epochs 10):\n"
             "  --epochs N  --time S  --target-acc A (test accuracy in [0,1])\n"
