@@ -424,6 +424,11 @@ int cli_train(int argc, char **argv)
                                        .split_cpu = c.split_cpu,
                                        .host_workers = c.host_workers,
                                        .trace = c.trace != NULL};
+    /* Hogwild trains on host workers only: opening the OpenCL devices as well would only take
+     * the cores an OpenCL CPU device uses away from the automatic host workers (on a machine
+     * whose one OpenCL device is the CPU, hogwild got one worker instead of one per core). */
+    if (c.opts.algo == HETCL_TRAIN_HOGWILD && !strcmp(c.devices, "all"))
+        ro.devices = "host";
     hetcl_status s = hetcl_runtime_create(ctx, &ro, &rt);
     if (s != HETCL_OK) {
         cli_error("--devices %s: %s", c.devices, hetcl_context_last_error(ctx));

@@ -122,6 +122,28 @@ static void check_report(void)
     cJSON_Delete(doc);
 }
 
+/* Hogwild with the default devices trains on one host worker per core, even where an OpenCL
+ * CPU device would have taken the cores (it does not train in hogwild). */
+static void check_hogwild_cores(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    char args[1024], err[4096], report[300];
+    snprintf(report, sizeof report, "%s/hw.json", tmpdir);
+    snprintf(args, sizeof args,
+             "--model models/mlp.json --data synthetic:512 --algo hogwild --epochs 1 "
+             "--report %s --quiet",
+             report);
+    CHECK_EQ_INT(run(args, err, sizeof err), 0);
+    cJSON *doc = load_json(report);
+    CHECK(doc != NULL);
+    int n = cJSON_GetArraySize(cJSON_GetObjectItem(doc, "devices"));
+    printf("hogwild: %d host workers on %ld online CPUs\n", n, cores);
+    CHECK(n >= 1);
+    if (cores >= 2)
+        CHECK(n >= 2);
+    cJSON_Delete(doc);
+}
+
 /* The checkpoint carries the inputs' standardisation (input.mean, input.std: one float per
  * feature of mlp.json's 784), so that inference can feed the model what it was trained on. */
 static void check_input_standardisation(const char *ckpt)
@@ -204,6 +226,7 @@ int main(void)
         return 1;
     check_bad_input();
     check_report();
+    check_hogwild_cores();
     check_kill_resume();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
