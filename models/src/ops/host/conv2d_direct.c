@@ -157,6 +157,10 @@ hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_con
         }
     }
 
+    int64_t yoff[HETCL_CONV_OB_MAX]; /* a tile's rows of the wide output */
+    for (int b = 0; b < HETCL_CONV_OB_MAX; b++) {
+        yoff[b] = b * ldw;
+    }
     const int64_t x_img = a->in_c * a->in_h * a->in_w, y_img = a->out_c * n_out;
     for (int64_t img = 0; img < a->batch; img++) {
         const float *xi = x + img * x_img;
@@ -171,10 +175,10 @@ hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_con
             float *yb = wide + b0 * ldw;
             int64_t v = 0;
             for (; v + nv <= n_vec; v += nv) {
-                kern->wide[n](taps, off, xpad + v * lanes, wb, bias + b0, yb + v * lanes, ldw);
+                kern->wide[n](taps, off, xpad + v * lanes, wb, bias + b0, yb + v * lanes, yoff);
             }
             for (; v < n_vec; v++) {
-                kern->one[n](taps, off, xpad + v * lanes, wb, bias + b0, yb + v * lanes, ldw);
+                kern->one[n](taps, off, xpad + v * lanes, wb, bias + b0, yb + v * lanes, yoff);
             }
         }
         float *yi = y + img * y_img;

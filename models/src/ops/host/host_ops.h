@@ -115,11 +115,12 @@ hetcl_status hetcl__conv2d_gemm_bwd(hetcl_context *ctx, const struct hetcl_op_co
 #define HETCL_CONV_OB_MAX 8
 
 /* A tile of the direct convolution (conv2d_direct.c): for b < ob and q < nv * lanes,
- *   y[b * ldy + q] = bias[b] + sum_t w[t * ob + b] * x[off[t] + q]   over t < taps
- * where ob is the tile's channel count and nv its vector count (fixed per tile function). x, w,
- * y: any alignment; x must be readable over [off[t], off[t] + nv * lanes) for every t. */
+ *   y[yoff[b] + q] = bias[b] + sum_t w[t * ob + b] * x[off[t] + q]   over t < taps
+ * where ob is the tile's channel count and nv its vector count (fixed per tile function); with
+ * bias NULL the sum is added into y instead (the backward's dx). x, w, y: any alignment; x must
+ * be readable over [off[t], off[t] + nv * lanes) for every t. */
 typedef void (*hetcl_conv_tile)(int64_t taps, const int64_t *off, const float *x, const float *w,
-                                const float *bias, float *y, int64_t ldy);
+                                const float *bias, float *y, const int64_t *yoff);
 
 /* A weight-gradient tile (conv2d_direct_bwd.c): for b < wob, t < wtb and each lane l,
  *   acc[(b wtb + t) lanes + l] += sum over images m < n_img and vectors v < n_vec of
@@ -172,13 +173,13 @@ void hetcl__conv_copy_rows(int64_t rows, int64_t cols, const float *src, int64_t
  * bias gradients: the relative error stays below n / 16 float roundings. */
 double hetcl__conv_sum(const float *x, int64_t n);
 
-/* True when the backward of `a` can take the direct path: stride 1, a square kernel, pad below
- * the kernel size (dx is then a direct convolution of dy), and both directions suit it. */
+/* True when the backward of `a` can take the direct path (conv2d_direct_bwd.c): stride 1 and
+ * a shape that suits the forward's direct path. */
 bool hetcl__conv2d_direct_bwd_suits(const struct hetcl_op_conv2d_args *a);
 
-/* The backward of the direct path (a as hetcl__conv2d_direct_bwd_suits accepts, shape checked):
- * dx = the transposed convolution of dy (overwritten), dw (+)= dy (x) x, dbias (+)= sum dy, "+"
- * when a->accumulate. Uses `kernel` (NULL: the best available). Errors: HETCL_ERR_NO_MEMORY. */
+/* The backward of the direct path (stride 1, shape checked): dx overwritten, dw (+)= and
+ * dbias (+)= their gradients, "+" when a->accumulate. Uses `kernel` (NULL: the best available).
+ * Errors: HETCL_ERR_NO_MEMORY. */
 hetcl_status hetcl__conv2d_direct_bwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
                                       const struct hetcl_op_conv2d_args *a, const float *x,
                                       const float *w, const float *dy, float *dx, float *dw,
