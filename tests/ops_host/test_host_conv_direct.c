@@ -306,7 +306,7 @@ static void test_kernel(const struct hetcl_conv_kernel *kern)
                                          .pad = 1};
         check_conv(kern, &a);
     }
-    for (int i = 0; i < 60; i++) {
+    for (int i = 0; i < 40; i++) {
         const struct hetcl_op_conv2d_args a = random_shape();
         check_conv(kern, &a);
     }
@@ -328,7 +328,7 @@ static void test_kernel(const struct hetcl_conv_kernel *kern)
                                          .pad = 1};
         check_bwd(kern, &a);
     }
-    for (int i = 0; i < 30; i++) {
+    for (int i = 0; i < 20; i++) {
         const struct hetcl_op_conv2d_args a = random_shape();
         check_bwd(kern, &a);
     }
