@@ -4,7 +4,7 @@
  * turn, on LeNet's two layers and on random awkward shapes (odd sizes, 1x1 to 5x5 and
  * rectangular kernels, pad 0..3, in_c 1..8, out_c 1..40: every tile width and every channel
  * count of a block, batch 1..9), with canaries around y and NaN in the unwritten output; the
- * direct backward likewise (dx, dw, dbias, overwrite and accumulate);
+ * direct backward likewise (dx, dw, dbias, overwrite and accumulate, and without dx);
  * then the operator's choice between the direct paths and im2col + GEMM
  * (hetcl__conv2d_direct_suits, hetcl__conv2d_direct_bwd_suits), im2col + GEMM itself on LeNet's
  * and random strided shapes, and the operator, forward and backward, on shapes that take each
@@ -177,6 +177,20 @@ static void check_bwd(const struct hetcl_conv_kernel *kern, const struct hetcl_o
         check_bound(what, "dx", dx.p, rdx, bdx, nx, a.out_c * a.k_h * a.k_w);
         check_bound(what, "dw", dw.p, ew, bdw, nw, a.batch * oh * ow + 1);
         check_bound(what, "dbias", db.p, eb, bdb, nb, a.batch * oh * ow + 1);
+        if (kern && !accumulate) { /* dx NULL: dw and dbias alone, dx untouched */
+            ref_fill_normal(&rng, dx.p, nx, 0.0f, 1.0f);
+            float *dx0 = malloc(nx * 4 + 4);
+            memcpy(dx0, dx.p, nx * 4);
+            CHECK_EQ_INT(kern == &gemm_path ? hetcl__conv2d_gemm_bwd(NULL, &a, x.p, w.p, dy.p, NULL,
+                                                                     dw.p, db.p)
+                                            : hetcl__conv2d_direct_bwd(NULL, kern, &a, x.p, w.p,
+                                                                       dy.p, NULL, dw.p, db.p),
+                         HETCL_OK);
+            check_bound(what, "dw (dx NULL)", dw.p, ew, bdw, nw, a.batch * oh * ow + 1);
+            check_bound(what, "dbias (dx NULL)", db.p, eb, bdb, nb, a.batch * oh * ow + 1);
+            ht_check_same(what, dx0, dx.p, nx);
+            free(dx0);
+        }
         ht_guards_ok(&dx, what);
         ht_guards_ok(&dw, what);
         ht_guards_ok(&db, what);

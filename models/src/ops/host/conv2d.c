@@ -275,14 +275,14 @@ hetcl_status hetcl__conv2d_gemm_bwd(hetcl_context *ctx, const struct hetcl_op_co
         const float beta = n0 == 0 && !a->accumulate ? 0.0f : 1.0f;
         s = hetcl__sgemm(ctx, NULL, false, true, a->out_c, g.K, ld, 1.0f, dyb, ld, cols, ld, beta,
                          dw, g.K);
-        if (s == HETCL_OK) {
+        if (s == HETCL_OK && dx) {
             s = hetcl__sgemm(ctx, NULL, true, false, g.K, ld, a->out_c, 1.0f, w, g.K, dyb, ld, 0.0f,
                              dcols, ld);
         }
         if (s != HETCL_OK) {
             break;
         }
-        for (int64_t t = 0; t < nb; t++) {
+        for (int64_t t = 0; t < nb && dx; t++) {
             col2im(a, &g, dcols + t * g.P, ld, dx + (n0 + t) * g.x_img);
         }
         for (int64_t o = 0; o < a->out_c; o++) {

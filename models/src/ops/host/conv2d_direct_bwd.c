@@ -208,8 +208,8 @@ hetcl_status hetcl__conv2d_direct_bwd(hetcl_context *ctx, const struct hetcl_con
         doff[o] = o * ldw;
     }
 
-    const bool scatter = dx_by_scatter(kern, a, n_vec);
-    if (!scatter) {
+    const bool scatter = dx && dx_by_scatter(kern, a, n_vec);
+    if (dx && !scatter) {
         const hetcl_status s = dx_transposed(ctx, kern, a, w, dy, dx);
         if (s != HETCL_OK) {
             hetcl__free(off);

@@ -102,7 +102,8 @@ hetcl_status hetcl__sgemm(hetcl_context *ctx, const struct hetcl_gemm_kernel *ke
 
 /* The general paths of conv2d.c, im2col + SGEMM (any stride; the operators' choice when the
  * direct paths below do not suit the shape), for a shape the caller checked. Same contracts as
- * the operators hetcl__op_conv2d_{fwd,bwd}_host. Errors: HETCL_ERR_NO_MEMORY. */
+ * the operators hetcl__op_conv2d_{fwd,bwd}_host, except that dx may be NULL: not computed (a
+ * network's first layer). Errors: HETCL_ERR_NO_MEMORY. */
 hetcl_status hetcl__conv2d_gemm_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
                                     const float *x, const float *w, const float *bias, float *y);
 hetcl_status hetcl__conv2d_gemm_bwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
@@ -177,7 +178,8 @@ double hetcl__conv_sum(const float *x, int64_t n);
  * a shape that suits the forward's direct path. */
 bool hetcl__conv2d_direct_bwd_suits(const struct hetcl_op_conv2d_args *a);
 
-/* The backward of the direct path (stride 1, shape checked): dx overwritten, dw (+)= and
+/* The backward of the direct path (stride 1, shape checked): dx overwritten (NULL: not
+ * computed, as for a network's first layer: half of LeNet's conv1 backward), dw (+)= and
  * dbias (+)= their gradients, "+" when a->accumulate. Uses `kernel` (NULL: the best available).
  * Errors: HETCL_ERR_NO_MEMORY. */
 hetcl_status hetcl__conv2d_direct_bwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
