@@ -102,13 +102,15 @@ static void run_conv(void *p)
 
 struct pool_ctx {
     struct hetcl_op_pool2d_args a;
+    bool bwd; /* the backward operator instead */
     struct ht_call call;
 };
 
 static void run_pool(void *p)
 {
     struct pool_ctx *c = p;
-    if (hetcl__op_maxpool_fwd_host(&c->call.call) != HETCL_OK) {
+    if ((c->bwd ? hetcl__op_maxpool_bwd_host(&c->call.call)
+                : hetcl__op_maxpool_fwd_host(&c->call.call)) != HETCL_OK) {
         fprintf(stderr, "lab_host_conv: maxpool failed\n");
         exit(1);
     }
@@ -183,6 +185,13 @@ static void lab_pool(const char *what, struct hetcl_op_pool2d_args a, int runs, 
     double wall, us = time_us(run_pool, &c, runs, &wall);
     printf("%-8s b%-4" PRId64 " operator            %9.1f us (wall %9.1f)  %7.2f ns/output\n", what,
            a.batch, us, wall, us * 1e3 / (double) ny);
+    struct pool_ctx cb = {.a = a, .bwd = true}; /* dy = y, through the winners of the forward */
+    struct ht_buf dx = ht_alloc(nx);
+    ht_call_init(&cb.call, &cb.a, sizeof cb.a, 3, &y, &arg, &dx);
+    us = time_us(run_pool, &cb, runs, &wall);
+    printf("%-8s b%-4" PRId64 " backward            %9.1f us (wall %9.1f)  %7.2f ns/output\n", what,
+           a.batch, us, wall, us * 1e3 / (double) ny);
+    ht_free(&dx);
     ht_free(&x);
     ht_free(&y);
     ht_free(&arg);
