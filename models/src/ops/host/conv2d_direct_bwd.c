@@ -17,7 +17,7 @@
  *
  * Against computing dx as the forward convolution of dy padded by k - 1 - pad (dx_transposed,
  * kept for the shapes where it is faster: dx_by_scatter): no products with that padding (on
- * LeNet's conv2, 10x10 padded to 18x18, 60% of them), and any kernel shape.
+ * LeNet's conv2, 10x10 padded to 18x18, about half of them), and any kernel shape.
  * The zeros of the wasted columns make their products vanish as long as x and w are finite; an
  * inf or NaN there can reach dw or dx entries whose exact value does not involve it (0 * inf),
  * where im2col + GEMM would keep them finite.

@@ -156,8 +156,8 @@ extern const struct hetcl_conv_kernel hetcl__conv_kernel_avx512;
 bool hetcl__conv2d_direct_suits(const struct hetcl_op_conv2d_args *a);
 
 /* The forward conv2d of a->batch images, stride 1 only (a->stride must be 1, the shape checked
- * by the caller): y = conv(x, w) + bias, NCHW, without im2col. Uses `kernel` (NULL: the best
- * available). Errors: HETCL_ERR_NO_MEMORY (scratch), recorded on ctx. */
+ * by the caller): y = conv(x, w) + bias (out_c floats, not NULL), NCHW, without im2col. Uses
+ * `kernel` (NULL: the best available). Errors: HETCL_ERR_NO_MEMORY (scratch), recorded on ctx. */
 hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
                                       const struct hetcl_op_conv2d_args *a, const float *x,
                                       const float *w, const float *bias, float *y);
