@@ -102,13 +102,15 @@ static void run_conv(void *p)
 
 struct pool_ctx {
     struct hetcl_op_pool2d_args a;
+    bool bwd; /* the backward operator instead */
     struct ht_call call;
 };
 
 static void run_pool(void *p)
 {
     struct pool_ctx *c = p;
-    if (hetcl__op_maxpool_fwd_host(&c->call.call) != HETCL_OK) {
+    if ((c->bwd ? hetcl__op_maxpool_bwd_host(&c->call.call)
+                : hetcl__op_maxpool_fwd_host(&c->call.call)) != HETCL_OK) {
         fprintf(stderr, "lab_host_conv: maxpool failed\n");
         exit(1);
     }
@@ -147,8 +149,7 @@ static void lab_conv(const char *what, struct hetcl_op_conv2d_args a, int runs, 
         }
     }
 
-    /* backward: the operator, then its dx alone as the direct path computes it (a forward
-     * convolution of dy) */
+    /* backward: the operator, then im2col + GEMM */
     struct ht_buf dy = ht_alloc(ny), dx = ht_alloc(nx), dw = ht_alloc(nw),
                   db = ht_alloc((size_t) a.out_c);
     ref_fill_normal(rng, dy.p, ny, 0.0f, 1.0f);
@@ -162,22 +163,6 @@ static void lab_conv(const char *what, struct hetcl_op_conv2d_args a, int runs, 
     us = time_us(run_conv, &cb, runs, &wall);
     printf("%-8s b%-4" PRId64 " backward im2col+gemm %8.1f us (wall %9.1f)  %7.1f GFLOP/s\n", what,
            a.batch, us, wall, 2.0 * gflop / us * 1e6);
-    if (hetcl__conv2d_direct_bwd_suits(&a)) {
-        struct conv_ctx cx = {.a = a,
-                              .kern = hetcl__conv_kernel(HETCL_GEMM_AUTO),
-                              .x = dy.p,
-                              .w = w.p,
-                              .b = b.p,
-                              .y = dx.p};
-        cx.a.in_c = a.out_c;
-        cx.a.out_c = a.in_c;
-        cx.a.in_h = oh;
-        cx.a.in_w = ow;
-        cx.a.pad = a.k_h - 1 - a.pad;
-        us = time_us(run_conv, &cx, runs, &wall);
-        printf("%-8s b%-4" PRId64 " backward's dx alone   %9.1f us (wall %9.1f)\n", what, a.batch,
-               us, wall);
-    }
     ht_free(&dy);
     ht_free(&dx);
     ht_free(&dw);
@@ -200,6 +185,13 @@ static void lab_pool(const char *what, struct hetcl_op_pool2d_args a, int runs, 
     double wall, us = time_us(run_pool, &c, runs, &wall);
     printf("%-8s b%-4" PRId64 " operator            %9.1f us (wall %9.1f)  %7.2f ns/output\n", what,
            a.batch, us, wall, us * 1e3 / (double) ny);
+    struct pool_ctx cb = {.a = a, .bwd = true}; /* dy = y, through the winners of the forward */
+    struct ht_buf dx = ht_alloc(nx);
+    ht_call_init(&cb.call, &cb.a, sizeof cb.a, 3, &y, &arg, &dx);
+    us = time_us(run_pool, &cb, runs, &wall);
+    printf("%-8s b%-4" PRId64 " backward            %9.1f us (wall %9.1f)  %7.2f ns/output\n", what,
+           a.batch, us, wall, us * 1e3 / (double) ny);
+    ht_free(&dx);
     ht_free(&x);
     ht_free(&y);
     ht_free(&arg);

@@ -275,14 +275,14 @@ hetcl_status hetcl__conv2d_gemm_bwd(hetcl_context *ctx, const struct hetcl_op_co
         const float beta = n0 == 0 && !a->accumulate ? 0.0f : 1.0f;
         s = hetcl__sgemm(ctx, NULL, false, true, a->out_c, g.K, ld, 1.0f, dyb, ld, cols, ld, beta,
                          dw, g.K);
-        if (s == HETCL_OK) {
+        if (s == HETCL_OK && dx) {
             s = hetcl__sgemm(ctx, NULL, true, false, g.K, ld, a->out_c, 1.0f, w, g.K, dyb, ld, 0.0f,
                              dcols, ld);
         }
         if (s != HETCL_OK) {
             break;
         }
-        for (int64_t t = 0; t < nb; t++) {
+        for (int64_t t = 0; t < nb && dx; t++) {
             col2im(a, &g, dcols + t * g.P, ld, dx + (n0 + t) * g.x_img);
         }
         for (int64_t o = 0; o < a->out_c; o++) {
@@ -321,7 +321,8 @@ hetcl_status hetcl__op_conv2d_fwd_host(const struct hetcl_host_call *call)
     return hetcl__conv2d_gemm_fwd(ctx, a, x, w, bias, y);
 }
 
-/* Buffers: x (R), w (R), dy (R), dx (W), dw (W or RW), dbias (W or RW). */
+/* Buffers: x (R), w (R), dy (R), dx (W), dw (W or RW), dbias (W or RW). A host caller may pass
+ * a NULL dx pointer (a network's first layer): dx is then neither checked nor computed. */
 hetcl_status hetcl__op_conv2d_bwd_host(const struct hetcl_host_call *call)
 {
     static const char op[] = "conv2d_bwd";
@@ -334,7 +335,7 @@ hetcl_status hetcl__op_conv2d_bwd_host(const struct hetcl_host_call *call)
     if ((s = hetcl__host_check_buf(call, op, 0, "x", g.n_x, 4)) != HETCL_OK ||
         (s = hetcl__host_check_buf(call, op, 1, "w", g.n_w, 4)) != HETCL_OK ||
         (s = hetcl__host_check_buf(call, op, 2, "dy", g.n_y, 4)) != HETCL_OK ||
-        (s = hetcl__host_check_buf(call, op, 3, "dx", g.n_x, 4)) != HETCL_OK ||
+        (call->ptrs[3] && (s = hetcl__host_check_buf(call, op, 3, "dx", g.n_x, 4)) != HETCL_OK) ||
         (s = hetcl__host_check_buf(call, op, 4, "dw", g.n_w, 4)) != HETCL_OK ||
         (s = hetcl__host_check_buf(call, op, 5, "dbias", a->out_c, 4)) != HETCL_OK) {
         return s;

@@ -21,6 +21,7 @@
 #define CD_STORE(p, v)  _mm256_storeu_ps(p, v)
 #define CD_SET1(s)      _mm256_set1_ps(s)
 #define CD_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define CD_ADD(a, b)    _mm256_add_ps(a, b)
 #define CD_KERNEL       hetcl__conv_kernel_avx2
 #define CD_NAME         "avx2"
 #include "conv2d_direct_tile.h"

@@ -22,6 +22,7 @@
 #define CD_STORE(p, v)  _mm512_storeu_ps(p, v)
 #define CD_SET1(s)      _mm512_set1_ps(s)
 #define CD_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define CD_ADD(a, b)    _mm512_add_ps(a, b)
 #define CD_KERNEL       hetcl__conv_kernel_avx512
 #define CD_NAME         "avx512"
 #include "conv2d_direct_tile.h"

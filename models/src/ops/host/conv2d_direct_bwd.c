@@ -1,20 +1,26 @@
 /*
- * Conv2d backward on the direct path (stride 1, square kernel k, pad < k; conv2d_direct.c has
- * the forward and its wide grid), without im2col:
+ * Conv2d backward on the direct path (stride 1; conv2d_direct.c has the forward and its wide
+ * grid), without im2col. dy is spread over the forward's wide grid, zeros in the wasted columns
+ * (dyw); then, per image:
  *
- *   dx[c][iy][ix] = sum_{o,i,j} dy[o][iy + pad - i][ix + pad - j] w[o][c][i][j]
- *                 a forward convolution of dy (out_c input channels) with the flipped, transposed
- *                 weights w'[c][o][k-1-i][k-1-j] and padding k - 1 - pad: hetcl__conv2d_direct_fwd;
- *   dw[o][c][i][j] = sum_n sum_{oy,ox} dy[n][o][oy][ox] xpad[n][c][oy + i][ox + j]
- *                 on the forward's wide grid: dy is spread over it (zeros in the wasted columns),
- *                 so that each tap is again one offset into the padded image; the weight-gradient
- *                 tiles (conv2d_direct_tile.h) keep per-lane partial sums of wob channels x wtb
- *                 taps in registers over a group of images, summed across lanes at the end;
+ *   dw[o][c][i][j] = sum_q dyw[o][q] xpad[c][q + i wp + j]
+ *                 each tap one offset into the padded image: the weight-gradient tiles
+ *                 (conv2d_direct_tile.h) keep per-lane partial sums of wob channels x wtb taps in
+ *                 registers over a group of images, summed across lanes at the end;
+ *   dxpad[c][q + i wp + j] += sum_o w[o][c][i][j] dyw[o][q]
+ *                 col2im without the columns: for each tap (i, j), the forward's tiles with the
+ *                 input channels as their channels and out_c taps (offsets o ldw into dyw) add
+ *                 their registers into the padded dx at the tap's offset; the inside of dxpad is
+ *                 dx. A tile's channels are different planes, so its read-modify-writes never
+ *                 overlap; taps (i, j) and (i, j + 1) overlap, one sweep of the grid apart;
  *   dbias[o] = sum_n sum_p dy[n][o][p].
  *
- * The zeros of the wasted columns make their products vanish as long as x is finite; an inf or
- * NaN in x can reach dw entries whose exact value does not involve it (0 * inf), where im2col +
- * GEMM would keep them finite.
+ * Against computing dx as the forward convolution of dy padded by k - 1 - pad (dx_transposed,
+ * kept for the shapes where it is faster: dx_by_scatter): no products with that padding (on
+ * LeNet's conv2, 10x10 padded to 18x18, about half of them), and any kernel shape.
+ * The zeros of the wasted columns make their products vanish as long as x and w are finite; an
+ * inf or NaN there can reach dw or dx entries whose exact value does not involve it (0 * inf),
+ * where im2col + GEMM would keep them finite.
  */
 #include "host_ops.h"
 
@@ -23,20 +29,6 @@
 static int64_t round_up(int64_t x, int64_t to)
 {
     return (x + to - 1) / to * to;
-}
-
-/* The forward convolution whose output is dx (see above). */
-static struct hetcl_op_conv2d_args transposed_args(const struct hetcl_op_conv2d_args *a)
-{
-    return (struct hetcl_op_conv2d_args){.batch = a->batch,
-                                         .in_c = a->out_c,
-                                         .in_h = a->in_h + 2 * a->pad - a->k_h + 1,
-                                         .in_w = a->in_w + 2 * a->pad - a->k_w + 1,
-                                         .out_c = a->in_c,
-                                         .k_h = a->k_h,
-                                         .k_w = a->k_w,
-                                         .stride = 1,
-                                         .pad = a->k_h - 1 - a->pad};
 }
 
 double hetcl__conv_sum(const float *x, int64_t n)
@@ -58,13 +50,76 @@ double hetcl__conv_sum(const float *x, int64_t n)
     return sum;
 }
 
-bool hetcl__conv2d_direct_bwd_suits(const struct hetcl_op_conv2d_args *a)
+/*
+ * dx as the forward convolution of dy padded by k - 1 - pad, with the flipped, transposed weights
+ * w'[c][o][k-1-i][k-1-j] = w[o][c][i][j] (square kernels, pad < k): its tiles keep each output in
+ * registers over all out_c k k taps, but multiply that padding too.
+ */
+static struct hetcl_op_conv2d_args transposed_args(const struct hetcl_op_conv2d_args *a)
 {
-    if (a->stride != 1 || a->k_h != a->k_w || a->pad >= a->k_h || !hetcl__conv2d_direct_suits(a)) {
-        return false;
+    return (struct hetcl_op_conv2d_args){.batch = a->batch,
+                                         .in_c = a->out_c,
+                                         .in_h = a->in_h + 2 * a->pad - a->k_h + 1,
+                                         .in_w = a->in_w + 2 * a->pad - a->k_w + 1,
+                                         .out_c = a->in_c,
+                                         .k_h = a->k_h,
+                                         .k_w = a->k_w,
+                                         .stride = 1,
+                                         .pad = a->k_h - 1 - a->pad};
+}
+
+static hetcl_status dx_transposed(hetcl_context *ctx, const struct hetcl_conv_kernel *kern,
+                                  const struct hetcl_op_conv2d_args *a, const float *w,
+                                  const float *dy, float *dx)
+{
+    const int64_t kk = a->k_h * a->k_w;
+    float *w2 = hetcl__malloc((size_t) (a->out_c * a->in_c * kk + a->in_c) * sizeof *w2);
+    if (!w2) {
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "conv2d_bwd: flipped weights");
+    }
+    float *zero_bias = w2 + a->out_c * a->in_c * kk;
+    for (int64_t o = 0; o < a->out_c; o++) {
+        for (int64_t c = 0; c < a->in_c; c++) {
+            const float *src = w + (o * a->in_c + c) * kk;
+            float *dst = w2 + (c * a->out_c + o) * kk;
+            for (int64_t t = 0; t < kk; t++) {
+                dst[kk - 1 - t] = src[t];
+            }
+        }
+    }
+    memset(zero_bias, 0, (size_t) a->in_c * sizeof *zero_bias);
+    const struct hetcl_op_conv2d_args ta = transposed_args(a);
+    const hetcl_status s = hetcl__conv2d_direct_fwd(ctx, kern, &ta, dy, w2, zero_bias, dx);
+    hetcl__free(w2);
+    return s;
+}
+
+/* Whether dx goes by the scatter (below) rather than dx_transposed, from counts of vector
+ * operations: the transposed forward does in_c out_c k k FMAs per vector of its (padded) wide
+ * grid; the scatter the same per vector of the forward's wide grid, plus a read-modify-write
+ * and an initialisation per tap, input channel and vector (worth ~3 FMAs: its tiles run only
+ * out_c taps). Measured: conv2 of LeNet (dy 10x10 padded to 18x18) 560 -> 505 us by the
+ * scatter; LeNet's conv1 (one input channel: 6-tap tiles) 330 against 420 us, 3x3 layers of
+ * 16-64 channels with pad 1 (no extra padding) 5-15% faster transposed. */
+static bool dx_by_scatter(const struct hetcl_conv_kernel *kern,
+                          const struct hetcl_op_conv2d_args *a, int64_t n_vec)
+{
+    if (a->k_h != a->k_w || a->pad >= a->k_h) {
+        return true;
     }
     const struct hetcl_op_conv2d_args t = transposed_args(a);
-    return hetcl__conv2d_direct_suits(&t);
+    const int64_t wp_t = t.in_w + 2 * t.pad;
+    const int64_t n_vec_t =
+            ((t.in_h + 2 * t.pad - t.k_h) * wp_t + (wp_t - t.k_w + 1) + kern->lanes - 1) /
+            kern->lanes;
+    const double fmas = (double) (a->in_c * a->k_h * a->k_w);
+    return fmas * (double) n_vec * (double) (a->out_c + 3) <
+           fmas * (double) a->out_c * (double) n_vec_t;
+}
+
+bool hetcl__conv2d_direct_bwd_suits(const struct hetcl_op_conv2d_args *a)
+{
+    return a->stride == 1 && hetcl__conv2d_direct_suits(a);
 }
 
 /* Groups of images per weight-gradient pass: their padded images and wide dy about 64 KiB, in
@@ -77,25 +132,24 @@ hetcl_status hetcl__conv2d_direct_bwd(hetcl_context *ctx, const struct hetcl_con
                                       float *dbias)
 {
     const struct hetcl_conv_kernel *kern = kernel ? kernel : hetcl__conv_kernel(HETCL_GEMM_AUTO);
-    if (a->stride != 1 || a->k_h != a->k_w || a->pad >= a->k_h) {
+    if (a->stride != 1) {
         return hetcl__fail(ctx, HETCL_ERR_INTERNAL,
-                           "conv2d_bwd: the direct path needs stride 1, a square kernel and pad "
-                           "below its size");
+                           "conv2d_bwd: the direct path needs stride 1, not %" PRId64, a->stride);
     }
     const int64_t lanes = kern->lanes, wob = kern->wob, wtb = kern->wtb;
     const int64_t hp = a->in_h + 2 * a->pad, wp = a->in_w + 2 * a->pad, plane = hp * wp;
     const int64_t out_h = hp - a->k_h + 1, out_w = wp - a->k_w + 1, n_out = out_h * out_w;
-    const int64_t taps = a->in_c * a->k_h * a->k_w, kk = a->k_h * a->k_w;
+    const int64_t kk = a->k_h * a->k_w, taps = a->in_c * kk;
     const int64_t span = (out_h - 1) * wp + out_w, n_vec = (span + lanes - 1) / lanes;
     const int64_t ldw = n_vec * lanes;
     const int64_t ob_pad = round_up(a->out_c, wob), tb_pad = round_up(taps, wtb);
     const int64_t x_img = a->in_c * plane, dy_img = ob_pad * ldw;
     int64_t group = GROUP_FLOATS / (x_img + dy_img);
     group = group < 1 ? 1 : group > a->batch ? a->batch : group;
-    const double floats = (double) a->out_c * (double) taps + (double) a->in_c +
-                          (double) group * (double) (x_img + dy_img) + (double) lanes +
+    const double floats = (double) a->out_c * (double) taps +
+                          (double) (group + 1) * (double) (x_img + dy_img) + 2.0 * (double) lanes +
                           (double) ob_pad * (double) tb_pad * (double) lanes +
-                          2.0 * (double) tb_pad;
+                          2.0 * (double) (tb_pad + a->out_c);
     if (a->batch <= 0) {
         if (!a->accumulate) {
             memset(dw, 0, (size_t) (a->out_c * taps) * sizeof *dw);
@@ -107,37 +161,23 @@ hetcl_status hetcl__conv2d_direct_bwd(hetcl_context *ctx, const struct hetcl_con
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
                            "conv2d_bwd: %.3g floats of scratch for the direct path", floats);
     }
-    const size_t w2_len = (size_t) (a->out_c * taps), zb_len = (size_t) a->in_c;
+    /* offsets of the dw taps (tb_pad) and of dyw's channels (out_c); the dx weights; the padded
+     * images, wide dy, padded dx and the dw partial sums */
+    const size_t wsc_len = (size_t) (a->out_c * taps);
     const size_t xg_len = (size_t) (group * x_img + lanes), dyg_len = (size_t) (group * dy_img);
-    const size_t acc_len = (size_t) (ob_pad * tb_pad * lanes);
-    int64_t *off = hetcl__malloc((size_t) tb_pad * sizeof *off +
-                                 (w2_len + zb_len + xg_len + dyg_len + acc_len) * sizeof(float));
+    const size_t dxp_len = (size_t) (x_img + lanes), acc_len = (size_t) (ob_pad * tb_pad * lanes);
+    int64_t *off = hetcl__malloc((size_t) (tb_pad + a->out_c) * sizeof *off +
+                                 (wsc_len + xg_len + dyg_len + dxp_len + acc_len) * sizeof(float));
     if (!off) {
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY,
                            "conv2d_bwd: %.3g floats of scratch for the direct path", floats);
     }
-    float *w2 = (float *) (void *) (off + tb_pad), *zb = w2 + w2_len, *xg = zb + zb_len;
-    float *dyg = xg + xg_len, *acc = dyg + dyg_len;
+    int64_t *doff = off + tb_pad;
+    float *wsc = (float *) (void *) (doff + a->out_c), *xg = wsc + wsc_len, *dyg = xg + xg_len;
+    float *dxp = dyg + dyg_len, *acc = dxp + dxp_len;
 
-    /* dx: w'[c][o][k-1-i][k-1-j] = w[o][c][i][j] */
-    for (int64_t o = 0; o < a->out_c; o++) {
-        for (int64_t c = 0; c < a->in_c; c++) {
-            const float *src = w + (o * a->in_c + c) * kk;
-            float *dst = w2 + (c * a->out_c + o) * kk;
-            for (int64_t t = 0; t < kk; t++) {
-                dst[kk - 1 - t] = src[t];
-            }
-        }
-    }
-    memset(zb, 0, zb_len * sizeof *zb);
-    const struct hetcl_op_conv2d_args ta = transposed_args(a);
-    hetcl_status s = hetcl__conv2d_direct_fwd(ctx, kern, &ta, dy, w2, zb, dx);
-    if (s != HETCL_OK) {
-        hetcl__free(off);
-        return s;
-    }
-
-    /* dw: offsets of the taps (padding taps repeat the last one; their sums are dropped) */
+    /* dw: the taps' offsets into the padded image (padding taps repeat the last one; their sums
+     * are dropped) */
     for (int64_t c = 0, t = 0; c < a->in_c; c++) {
         for (int64_t i = 0; i < a->k_h; i++) {
             for (int64_t j = 0; j < a->k_w; j++) {
@@ -148,8 +188,37 @@ hetcl_status hetcl__conv2d_direct_bwd(hetcl_context *ctx, const struct hetcl_con
     for (int64_t t = taps; t < tb_pad; t++) {
         off[t] = off[taps - 1];
     }
+    /* dx: input-channel blocks of at most ob_max, balanced as in the forward; for tap (i, j) and
+     * the block c0 .. c0 + n, the weights at wsc + (i k_w + j) out_c in_c + c0 out_c, as
+     * [o][channel]; the tiles' taps are dyw's channels */
+    const int64_t n_blk = (a->in_c + kern->ob_max - 1) / kern->ob_max;
+    const int64_t cb = (a->in_c + n_blk - 1) / n_blk;
+    for (int64_t ij = 0; ij < kk; ij++) {
+        for (int64_t c0 = 0; c0 < a->in_c; c0 += cb) {
+            const int64_t n = a->in_c - c0 < cb ? a->in_c - c0 : cb;
+            float *dst = wsc + (ij * a->in_c + c0) * a->out_c;
+            for (int64_t o = 0; o < a->out_c; o++) {
+                for (int64_t b = 0; b < n; b++) {
+                    dst[o * n + b] = w[(o * a->in_c + c0 + b) * kk + ij];
+                }
+            }
+        }
+    }
+    for (int64_t o = 0; o < a->out_c; o++) {
+        doff[o] = o * ldw;
+    }
+
+    const bool scatter = dx && dx_by_scatter(kern, a, n_vec);
+    if (dx && !scatter) {
+        const hetcl_status s = dx_transposed(ctx, kern, a, w, dy, dx);
+        if (s != HETCL_OK) {
+            hetcl__free(off);
+            return s;
+        }
+    }
+
     /* borders, wasted columns and padding channels stay zero: only the inside is copied */
-    memset(xg, 0, (xg_len + dyg_len + acc_len) * sizeof *xg);
+    memset(xg, 0, (xg_len + dyg_len + dxp_len + acc_len) * sizeof *xg);
     const int64_t n_x = a->in_c * a->in_h * a->in_w, n_y = a->out_c * n_out;
     const int64_t n_tb = tb_pad / wtb;
     for (int64_t n0 = 0; n0 < a->batch; n0 += group) {
@@ -169,6 +238,38 @@ hetcl_status hetcl__conv2d_direct_bwd(hetcl_context *ctx, const struct hetcl_con
             for (int64_t tb = 0; tb < n_tb; tb++) {
                 kern->wtile(nb, n_vec, dyg + ob * wob * ldw, ldw, dy_img, off + tb * wtb, xg, x_img,
                             acc + (ob * n_tb + tb) * wob * wtb * lanes);
+            }
+        }
+        for (int64_t m = 0; m < nb && scatter; m++) {
+            const float *dyw = dyg + m * dy_img;
+            memset(dxp, 0, (size_t) x_img * sizeof *dxp);
+            for (int64_t i = 0; i < a->k_h; i++) {
+                for (int64_t j = 0; j < a->k_w; j++) {
+                    const int64_t ij = i * a->k_w + j;
+                    for (int64_t c0 = 0; c0 < a->in_c; c0 += cb) {
+                        const int n = (int) (a->in_c - c0 < cb ? a->in_c - c0 : cb);
+                        const int64_t nv = kern->nv_wide[n];
+                        const float *wb = wsc + (ij * a->in_c + c0) * a->out_c;
+                        int64_t yoff[HETCL_CONV_OB_MAX];
+                        for (int b = 0; b < n; b++) {
+                            yoff[b] = (c0 + b) * plane + i * wp + j;
+                        }
+                        int64_t v = 0;
+                        for (; v + nv <= n_vec; v += nv) {
+                            kern->wide[n](a->out_c, doff, dyw + v * lanes, wb, NULL,
+                                          dxp + v * lanes, yoff);
+                        }
+                        for (; v < n_vec; v++) {
+                            kern->one[n](a->out_c, doff, dyw + v * lanes, wb, NULL, dxp + v * lanes,
+                                         yoff);
+                        }
+                    }
+                }
+            }
+            float *dxi = dx + (n0 + m) * n_x;
+            for (int64_t c = 0; c < a->in_c; c++) {
+                hetcl__conv_copy_rows(a->in_h, a->in_w, dxp + c * plane + a->pad * wp + a->pad, wp,
+                                      dxi + c * a->in_h * a->in_w, a->in_w);
             }
         }
     }

@@ -34,6 +34,7 @@ static inline void store4(float *p, cd_vec4 v)
 #define CD_STORE(p, v)  store4(p, v)
 #define CD_SET1(s)      ((cd_vec4){(s), (s), (s), (s)})
 #define CD_FMA(a, b, c) ((a) * (b) + (c))
+#define CD_ADD(a, b)    ((a) + (b))
 #define CD_KERNEL       hetcl__conv_kernel_generic
 #define CD_NAME         "generic"
 #include "conv2d_direct_tile.h"

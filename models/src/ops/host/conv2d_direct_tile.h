@@ -13,6 +13,7 @@
  *   CD_STORE(p, v)     unaligned store
  *   CD_SET1(s)         broadcast
  *   CD_FMA(a, b, c)    a * b + c
+ *   CD_ADD(a, b)       a + b
  *   CD_OB_MAX          channels per tile the driver aims at (<= HETCL_CONV_OB_MAX)
  *   CD_WOB, CD_WTB     the weight-gradient tile: channels x taps (accumulators CD_WOB CD_WTB)
  *   CD_KERNEL          the descriptor's name; CD_NAME its "name" string
@@ -38,14 +39,15 @@
 
 #define CD_DEFINE_TILE(fn, OB, NV)                                                             \
     CD_TARGET static void fn(int64_t taps, const int64_t *off, const float *x, const float *w, \
-                             const float *bias, float *y, int64_t ldy)                         \
+                             const float *bias, float *y, const int64_t *yoff)                 \
     {                                                                                          \
         CD_VEC acc[OB][NV];                                                                    \
         CD_UNROLL for (int b = 0; b < (OB); b++)                                               \
         {                                                                                      \
+            const CD_VEC b0 = CD_SET1(bias ? bias[b] : 0.0f);                                  \
             CD_UNROLL for (int v = 0; v < (NV); v++)                                           \
             {                                                                                  \
-                acc[b][v] = CD_SET1(bias[b]);                                                  \
+                acc[b][v] = b0;                                                                \
             }                                                                                  \
         }                                                                                      \
         for (int64_t t = 0; t < taps; t++, w += (OB)) {                                        \
@@ -66,9 +68,11 @@
         }                                                                                      \
         CD_UNROLL for (int b = 0; b < (OB); b++)                                               \
         {                                                                                      \
+            float *yb = y + yoff[b];                                                           \
             CD_UNROLL for (int v = 0; v < (NV); v++)                                           \
             {                                                                                  \
-                CD_STORE(y + b * ldy + v * CD_LANES, acc[b][v]);                               \
+                CD_STORE(yb + v * CD_LANES,                                                    \
+                         bias ? acc[b][v] : CD_ADD(CD_LOAD(yb + v * CD_LANES), acc[b][v]));    \
             }                                                                                  \
         }                                                                                      \
     }

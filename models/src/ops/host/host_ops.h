@@ -102,7 +102,8 @@ hetcl_status hetcl__sgemm(hetcl_context *ctx, const struct hetcl_gemm_kernel *ke
 
 /* The general paths of conv2d.c, im2col + SGEMM (any stride; the operators' choice when the
  * direct paths below do not suit the shape), for a shape the caller checked. Same contracts as
- * the operators hetcl__op_conv2d_{fwd,bwd}_host. Errors: HETCL_ERR_NO_MEMORY. */
+ * the operators hetcl__op_conv2d_{fwd,bwd}_host, except that dx may be NULL: not computed (a
+ * network's first layer). Errors: HETCL_ERR_NO_MEMORY. */
 hetcl_status hetcl__conv2d_gemm_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
                                     const float *x, const float *w, const float *bias, float *y);
 hetcl_status hetcl__conv2d_gemm_bwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
@@ -115,11 +116,12 @@ hetcl_status hetcl__conv2d_gemm_bwd(hetcl_context *ctx, const struct hetcl_op_co
 #define HETCL_CONV_OB_MAX 8
 
 /* A tile of the direct convolution (conv2d_direct.c): for b < ob and q < nv * lanes,
- *   y[b * ldy + q] = bias[b] + sum_t w[t * ob + b] * x[off[t] + q]   over t < taps
- * where ob is the tile's channel count and nv its vector count (fixed per tile function). x, w,
- * y: any alignment; x must be readable over [off[t], off[t] + nv * lanes) for every t. */
+ *   y[yoff[b] + q] = bias[b] + sum_t w[t * ob + b] * x[off[t] + q]   over t < taps
+ * where ob is the tile's channel count and nv its vector count (fixed per tile function); with
+ * bias NULL the sum is added into y instead (the backward's dx). x, w, y: any alignment; x must
+ * be readable over [off[t], off[t] + nv * lanes) for every t. */
 typedef void (*hetcl_conv_tile)(int64_t taps, const int64_t *off, const float *x, const float *w,
-                                const float *bias, float *y, int64_t ldy);
+                                const float *bias, float *y, const int64_t *yoff);
 
 /* A weight-gradient tile (conv2d_direct_bwd.c): for b < wob, t < wtb and each lane l,
  *   acc[(b wtb + t) lanes + l] += sum over images m < n_img and vectors v < n_vec of
@@ -154,8 +156,8 @@ extern const struct hetcl_conv_kernel hetcl__conv_kernel_avx512;
 bool hetcl__conv2d_direct_suits(const struct hetcl_op_conv2d_args *a);
 
 /* The forward conv2d of a->batch images, stride 1 only (a->stride must be 1, the shape checked
- * by the caller): y = conv(x, w) + bias, NCHW, without im2col. Uses `kernel` (NULL: the best
- * available). Errors: HETCL_ERR_NO_MEMORY (scratch), recorded on ctx. */
+ * by the caller): y = conv(x, w) + bias (out_c floats, not NULL), NCHW, without im2col. Uses
+ * `kernel` (NULL: the best available). Errors: HETCL_ERR_NO_MEMORY (scratch), recorded on ctx. */
 hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
                                       const struct hetcl_op_conv2d_args *a, const float *x,
                                       const float *w, const float *bias, float *y);
@@ -172,13 +174,14 @@ void hetcl__conv_copy_rows(int64_t rows, int64_t cols, const float *src, int64_t
  * bias gradients: the relative error stays below n / 16 float roundings. */
 double hetcl__conv_sum(const float *x, int64_t n);
 
-/* True when the backward of `a` can take the direct path: stride 1, a square kernel, pad below
- * the kernel size (dx is then a direct convolution of dy), and both directions suit it. */
+/* True when the backward of `a` can take the direct path (conv2d_direct_bwd.c): stride 1 and
+ * a shape that suits the forward's direct path. */
 bool hetcl__conv2d_direct_bwd_suits(const struct hetcl_op_conv2d_args *a);
 
-/* The backward of the direct path (a as hetcl__conv2d_direct_bwd_suits accepts, shape checked):
- * dx = the transposed convolution of dy (overwritten), dw (+)= dy (x) x, dbias (+)= sum dy, "+"
- * when a->accumulate. Uses `kernel` (NULL: the best available). Errors: HETCL_ERR_NO_MEMORY. */
+/* The backward of the direct path (stride 1, shape checked): dx overwritten (NULL: not
+ * computed, as for a network's first layer: half of LeNet's conv1 backward), dw (+)= and
+ * dbias (+)= their gradients, "+" when a->accumulate. Uses `kernel` (NULL: the best available).
+ * Errors: HETCL_ERR_NO_MEMORY. */
 hetcl_status hetcl__conv2d_direct_bwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
                                       const struct hetcl_op_conv2d_args *a, const float *x,
                                       const float *w, const float *dy, float *dx, float *dw,

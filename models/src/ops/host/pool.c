@@ -145,10 +145,9 @@ void hetcl__maxpool_fwd_c(int64_t planes, int64_t in_w, int64_t in_plane, int64_
 
 hetcl_maxpool_fn hetcl__maxpool_kernel(hetcl_gemm_isa isa)
 {
-    bool avx512 = false;
 #ifdef HETCL_GEMM_HAVE_X86
     __builtin_cpu_init();
-    avx512 = __builtin_cpu_supports("avx512f");
+    const bool avx512 = __builtin_cpu_supports("avx512f");
 #endif
     switch (isa) {
     case HETCL_GEMM_AUTO:
