@@ -356,8 +356,8 @@ static hetcl_status spatial_backward(const struct hetcl_net_layer *nl, int i, fl
     bool conv = nl->type == HETCL_MODEL_LAYER_CONV2D, has_b = nl->b_off != SIZE_MAX;
     float *dw = conv ? (grad ? grad + nl->w_off : L->gm) : NULL;
     float *db = conv ? (grad && has_b ? grad + nl->b_off : L->g) : NULL;
-    hetcl_status s = hetcl__net_spatial_backward(nl, params, a_in, dz, rows,
-                                                 i > 0 || conv ? dn : NULL, dw, db, L->idx[i]);
+    hetcl_status s = hetcl__net_spatial_backward(nl, params, a_in, dz, rows, i > 0 ? dn : NULL, dw,
+                                                 db, L->idx[i]);
     if (s != HETCL_OK || !conv || grad)
         return s;
     sgd_tensor(params, velocity, nl->w_off, dw, nl->out_c * nl->in_c * nl->k_h * nl->k_w, sgd);
