@@ -400,6 +400,17 @@ static void test_choice(void)
     a.stride = 2;
     CHECK(!hetcl__conv2d_direct_bwd_suits(&a));
 
+    /* sizes whose products would overflow are refused before any is computed */
+    a = lenet2(1);
+    a.in_h = a.in_w = INT64_MAX / 8;
+    CHECK(!hetcl__conv2d_direct_sizes_ok(&a));
+    CHECK_EQ_INT(hetcl__conv2d_direct_fwd(NULL, NULL, &a, NULL, NULL, NULL, NULL),
+                 HETCL_ERR_INVALID_ARG);
+    CHECK_EQ_INT(hetcl__conv2d_direct_bwd(NULL, NULL, &a, NULL, NULL, NULL, NULL, NULL, NULL),
+                 HETCL_ERR_INVALID_ARG);
+    a = lenet2(64);
+    CHECK(hetcl__conv2d_direct_sizes_ok(&a));
+
     /* the operator, on shapes of each path */
     const struct hetcl_op_conv2d_args op_shapes[] = {
             lenet1(5),

@@ -76,6 +76,16 @@ bool hetcl__conv2d_direct_suits(const struct hetcl_op_conv2d_args *a)
     return 2 * (wp - a->k_w + 1) >= wp;
 }
 
+bool hetcl__conv2d_direct_sizes_ok(const struct hetcl_op_conv2d_args *a)
+{
+    const double hp = (double) a->in_h + 2.0 * (double) a->pad + 1.0;
+    const double wp = (double) a->in_w + 2.0 * (double) a->pad + 1.0;
+    const double kk = (double) a->k_h * (double) a->k_w + 1.0;
+    return ((double) a->in_c + 8.0) * ((double) a->out_c + 8.0) * (hp * wp + 64.0) * kk *
+                   (double) (HETCL_CONV_OB_MAX + 16) <=
+           0x1p50;
+}
+
 void hetcl__conv_copy_rows(int64_t rows, int64_t cols, const float *src, int64_t ld_src, float *dst,
                            int64_t ld_dst)
 {
@@ -112,6 +122,9 @@ hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_con
     if (a->stride != 1) {
         return hetcl__fail(ctx, HETCL_ERR_INTERNAL,
                            "conv2d_fwd: the direct path needs stride 1, not %" PRId64, a->stride);
+    }
+    if (!hetcl__conv2d_direct_sizes_ok(a)) {
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "conv2d_fwd: too large for the direct path");
     }
     const int64_t lanes = kern->lanes;
     const int64_t hp = a->in_h + 2 * a->pad, wp = a->in_w + 2 * a->pad, plane = hp * wp;

@@ -136,6 +136,9 @@ hetcl_status hetcl__conv2d_direct_bwd(hetcl_context *ctx, const struct hetcl_con
         return hetcl__fail(ctx, HETCL_ERR_INTERNAL,
                            "conv2d_bwd: the direct path needs stride 1, not %" PRId64, a->stride);
     }
+    if (!hetcl__conv2d_direct_sizes_ok(a)) {
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "conv2d_bwd: too large for the direct path");
+    }
     const int64_t lanes = kern->lanes, wob = kern->wob, wtb = kern->wtb;
     const int64_t hp = a->in_h + 2 * a->pad, wp = a->in_w + 2 * a->pad, plane = hp * wp;
     const int64_t out_h = hp - a->k_h + 1, out_w = wp - a->k_w + 1, n_out = out_h * out_w;

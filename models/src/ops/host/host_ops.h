@@ -155,6 +155,11 @@ extern const struct hetcl_conv_kernel hetcl__conv_kernel_avx512;
  * few channels, output rows not much narrower than the padded input). Shape already checked. */
 bool hetcl__conv2d_direct_suits(const struct hetcl_op_conv2d_args *a);
 
+/* True when every product of sizes the direct paths compute fits int64_t with room to spare
+ * (a bound in double over channels, padded plane and kernel; about 2^50): checked by
+ * hetcl__conv2d_direct_fwd and _bwd before any of them, whatever shape a caller passes. */
+bool hetcl__conv2d_direct_sizes_ok(const struct hetcl_op_conv2d_args *a);
+
 /* The forward conv2d of a->batch images, stride 1 only (a->stride must be 1, the shape checked
  * by the caller): y = conv(x, w) + bias (out_c floats, not NULL), NCHW, without im2col. Uses
  * `kernel` (NULL: the best available). Errors: HETCL_ERR_NO_MEMORY (scratch), recorded on ctx. */
