@@ -24,11 +24,10 @@
 
 const struct hetcl_gemm_kernel *hetcl__gemm_kernel(hetcl_gemm_isa isa)
 {
-    bool avx512 = false, avx2 = false;
-#ifdef HETCL_GEMM_HAVE_X86
+#ifdef HETCL_GEMM_HAVE_X86 /* declared only where used: unused variables break -Werror */
     __builtin_cpu_init();
-    avx512 = __builtin_cpu_supports("avx512f");
-    avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const bool avx512 = __builtin_cpu_supports("avx512f");
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
     switch (isa) {
     case HETCL_GEMM_AUTO:
