@@ -30,9 +30,11 @@ void hetcl__infer_gemv_nt_units(int64_t m, int64_t n, int64_t u0, int64_t u1, in
  * for it to start. The lead waits only for slices already claimed, which are being computed.
  *
  * Protocol: every layer gets a new phase number (never reused). The lead writes the layer's
- * operands, then each part's claim counter as (phase << 32 | first slice), then `phase`, all
- * with release; participants read `phase` and the counters with acquire and claim a slice by
- * compare-and-swap, so a late claim for an old phase fails instead of computing the new one.
+ * operands, then each part's claim word (the phase, the part's end, its first slice), then
+ * `phase`, all with release; participants read `phase` and the claim words with acquire and
+ * claim a slice by compare-and-swap, so a late claim for an old phase fails instead of
+ * computing the new one. The lead publishes the next layer only once every slice of this one
+ * is computed (`done`), so a successful claim always reads its own layer's operands.
  * After the request's last team layer, or when the lead's task ends in any way, `finished`
  * becomes the request's number and the helpers of that request return. */
 #define HETCL_INFER_TEAM_MAX       8           /* participants: the lead and up to 7 others */

@@ -42,9 +42,9 @@ struct share {
      * chain: the first starts before the others, the last ends after them), for the request's
      * times; released by hetcl_infer_session_wait. NULL when none. */
     hetcl_task *first, *last;
-    /* A fused share at a few rows with helper workers: its team (infer_impl.h), the helpers'
-     * worker indices, the number of the request in flight, and its helper tasks (NULL when
-     * none is in flight). */
+    /* A fused share at a few rows with helper workers or the waiting caller: its team
+     * (infer_impl.h), the helpers' worker indices, the number of the request in flight, and
+     * its helper tasks (NULL when none is in flight). */
     struct hetcl__infer_team *team;
     int helpers[HETCL_INFER_TEAM_MAX - 1];
     uint64_t req;
