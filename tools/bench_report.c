@@ -80,15 +80,14 @@ static cJSON *config_json(const struct bench_result *r)
             cJSON_AddStringToObject(o, "device", r->shares[i].device);
             cJSON_AddNumberToObject(o, "share", r->shares[i].share);
             cJSON_AddNumberToObject(o, "rows", (double) r->shares[i].rows);
-            if (r->shares[i].helper) {
+            if (r->shares[i].helper)
                 cJSON_AddTrueToObject(o, "helper");
-                if (isfinite(r->shares[i].helped_share))
-                    cJSON_AddNumberToObject(o, "helped_share", r->shares[i].helped_share);
-            }
             cJSON_AddItemToArray(sh, o);
         }
         cJSON_AddItemToObject(c, "shares", sh);
         cJSON_AddBoolToObject(c, "caller_helps", r->caller_helps);
+        if (isfinite(r->team_helped_share))
+            cJSON_AddNumberToObject(c, "team_helped_share", r->team_helped_share);
     }
     if (placed == BENCH_PIPELINE) {
         cJSON *st = cJSON_CreateArray();

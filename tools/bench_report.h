@@ -27,10 +27,8 @@ struct bench_share {
     char device[BENCH_NAME_MAX];
     double share;
     int64_t rows;
-    /* A host worker without rows helping a small-batch host share's dense layers, and the
-     * helpers' fraction of the team's slices over the timed phase (NaN: not measured). */
+    /* A host worker without rows helping a small-batch host share's dense layers. */
     bool helper;
-    double helped_share;
 };
 
 struct bench_stage {
@@ -81,6 +79,9 @@ struct bench_result {
     /* split at a few rows: the waiting caller computed slices of a host share's dense layers
      * (with the helpers in shares[]); its core then served the configuration too */
     bool caller_helps;
+    /* the fraction of that team's slices computed by others than the share's worker (the
+     * helpers and the caller), over the configuration's requests; NaN: no team */
+    double team_helped_share;
     size_t n_stages; /* pipeline */
     struct bench_stage stages[BENCH_MAX_DEVICES];
     /* measurement (the loop's samples; borrowed) */

@@ -389,6 +389,8 @@ static hetcl_status make_host_workers(hetcl_runtime *rt, int asked)
     trim_copy(model, sizeof model, m ? m : "unknown CPU");
     char all[HETCL_CPUSET_MAX] = "";
     hwloc_bitmap_list_snprintf(all, sizeof all, hwloc_topology_get_allowed_cpuset(h));
+    int pus = hwloc_bitmap_weight(hwloc_topology_get_allowed_cpuset(h));
+    rt->n_pus = pus > 0 ? pus : 1;
     for (int i = 0; i < n; i++) {
         struct rt_worker *w = worker_new(rt, HETCL_WORKER_HOST);
         if (!w)

@@ -252,6 +252,8 @@ struct hetcl_runtime {
     unsigned calibrate_min;
     unsigned cl_inflight;
     uint64_t spin_ns; /* options.spin_us, in ns */
+    int n_pus;        /* processing units the runtime may use (hwloc's allowed cpuset); 0 when
+                         no host workers were made */
 };
 
 /* ---------------------------------------------------------------- cross-module calls */
