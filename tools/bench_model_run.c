@@ -238,6 +238,7 @@ static bool place(struct bench_env *env, struct bench_model *m, const struct ben
     }
     int helpers[BENCH_MAX_DEVICES];
     size_t n_helpers = pick_helpers(env, workers, rows, n, helpers, &r->caller_helps);
+    r->team_helped_share = (double) NAN; /* measured after the timed phase */
     for (size_t i = 0; i < n; i++)
         for (size_t h = 0; h < n_helpers; h++)
             r->shares[i].helper = r->shares[i].helper || workers[i] == helpers[h];
