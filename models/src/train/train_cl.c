@@ -455,6 +455,38 @@ static hetcl_status layer_backward(struct tr *t, struct tr_dev *d, int l, int64_
     return st;
 }
 
+/* A replica task on the host worker that serves copies and merges (or any host worker). */
+static struct hetcl_task_desc service_desc(const struct tr *t, const struct hetcl_codelet *cl,
+                                           const struct cl_args *ca, const char *label)
+{
+    return (struct hetcl_task_desc){.codelet = cl,
+                                    .args = ca,
+                                    .args_size = sizeof *ca,
+                                    .worker = t->service_worker,
+                                    .restrict_kind = t->service_worker < 0,
+                                    .pin_worker = t->service_worker >= 0,
+                                    .kind = HETCL_WORKER_HOST,
+                                    .priority = 10,
+                                    .label = label};
+}
+
+/* Appends to d, from buffer *k on, each trainable layer's tensor of w (and of b where the layer
+ * has a bias) with `mode`. */
+static void add_layer_tensors(struct hetcl_task_desc *d, unsigned *k, const struct tr_cl *c,
+                              hetcl_handle *const *w, hetcl_handle *const *b, hetcl_access mode)
+{
+    for (int l = 0; l < c->n_layers; l++) {
+        if (!c->has_w[l])
+            continue;
+        d->handles[*k] = w[l];
+        d->modes[(*k)++] = mode;
+        if (c->has_bias[l]) {
+            d->handles[*k] = b[l];
+            d->modes[(*k)++] = mode;
+        }
+    }
+}
+
 static hetcl_status submit(struct tr *t, struct tr_slot *s, bool sync)
 {
     struct tr_dev *d = s->dev;
@@ -464,28 +496,11 @@ static hetcl_status submit(struct tr *t, struct tr_slot *s, bool sync)
     const int64_t rows = s->n;
     struct cl_args ca = {.slot = s};
     /* 1. Copy-in on a host worker. */
-    struct hetcl_task_desc in = {.codelet = &copy_in_codelet,
-                                 .args = &ca,
-                                 .args_size = sizeof ca,
-                                 .worker = t->service_worker,
-                                 .restrict_kind = t->service_worker < 0,
-                                 .pin_worker = t->service_worker >= 0,
-                                 .kind = HETCL_WORKER_HOST,
-                                 .priority = 10,
-                                 .label = "replica_in"};
+    struct hetcl_task_desc in = service_desc(t, &copy_in_codelet, &ca, "replica_in");
     unsigned k = 0;
     in.handles[k] = t->h_params;
     in.modes[k++] = sync ? HETCL_R : HETCL_RW_CONCURRENT;
-    for (int l = 0; l < L; l++) {
-        if (!c->has_w[l])
-            continue;
-        in.handles[k] = c->w[l];
-        in.modes[k++] = HETCL_W;
-        if (c->has_bias[l]) {
-            in.handles[k] = c->b[l];
-            in.modes[k++] = HETCL_W;
-        }
-    }
+    add_layer_tensors(&in, &k, c, c->w, c->b, HETCL_W);
     in.handles[k] = c->x;
     in.modes[k++] = HETCL_W;
     in.handles[k] = c->y;
@@ -528,57 +543,23 @@ static hetcl_status submit(struct tr *t, struct tr_slot *s, bool sync)
     }
     /* 3s. Sync: the gradient back to the host (the step's last task on this device). */
     if (st == HETCL_OK && sync) {
-        struct hetcl_task_desc go = {.codelet = &grad_out_codelet,
-                                     .args = &ca,
-                                     .args_size = sizeof ca,
-                                     .worker = t->service_worker,
-                                     .restrict_kind = t->service_worker < 0,
-                                     .pin_worker = t->service_worker >= 0,
-                                     .kind = HETCL_WORKER_HOST,
-                                     .priority = 10,
-                                     .label = "replica_grad"};
+        struct hetcl_task_desc go = service_desc(t, &grad_out_codelet, &ca, "replica_grad");
         k = 0;
         go.handles[k] = c->loss;
         go.modes[k++] = HETCL_R;
-        for (int l = 0; l < L; l++) {
-            if (!c->has_w[l])
-                continue;
-            go.handles[k] = c->gw[l];
-            go.modes[k++] = HETCL_R;
-            if (c->has_bias[l]) {
-                go.handles[k] = c->gb[l];
-                go.modes[k++] = HETCL_R;
-            }
-        }
+        add_layer_tensors(&go, &k, c, c->gw, c->gb, HETCL_R);
         go.n_buffers = k;
         return hetcl_task_submit(t->rt, &go, &s->task);
     }
     /* 3. Merge on a host worker: the batch's last task. */
     if (st == HETCL_OK) {
-        struct hetcl_task_desc mg = {.codelet = &merge_codelet,
-                                     .args = &ca,
-                                     .args_size = sizeof ca,
-                                     .worker = t->service_worker,
-                                     .restrict_kind = t->service_worker < 0,
-                                     .pin_worker = t->service_worker >= 0,
-                                     .kind = HETCL_WORKER_HOST,
-                                     .priority = 10,
-                                     .label = "replica_merge"};
+        struct hetcl_task_desc mg = service_desc(t, &merge_codelet, &ca, "replica_merge");
         k = 0;
         mg.handles[k] = t->h_params;
         mg.modes[k++] = HETCL_RW_CONCURRENT;
         mg.handles[k] = c->loss;
         mg.modes[k++] = HETCL_R;
-        for (int l = 0; l < L; l++) {
-            if (!c->has_w[l])
-                continue;
-            mg.handles[k] = c->w[l];
-            mg.modes[k++] = HETCL_R;
-            if (c->has_bias[l]) {
-                mg.handles[k] = c->b[l];
-                mg.modes[k++] = HETCL_R;
-            }
-        }
+        add_layer_tensors(&mg, &k, c, c->w, c->b, HETCL_R);
         mg.n_buffers = k;
         st = hetcl_task_submit(t->rt, &mg, &s->task);
     }
