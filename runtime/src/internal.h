@@ -24,4 +24,14 @@ void hetcl__strlcpy(char *dst, const char *src, size_t cap);
 /* Monotonic clock in nanoseconds. */
 uint64_t hetcl__now_ns(void);
 
+/* One step of a bounded spin: a pause instruction where the CPU has one. */
+static inline void hetcl__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 #endif /* HETCL_INTERNAL_H */

@@ -4,6 +4,7 @@
  * its output units, its own part first, and the lead returns once every slice is computed.
  */
 #include "infer_impl.h"
+#include "internal.h"
 
 #include <sched.h>
 
@@ -13,11 +14,7 @@
 
 static void relax(unsigned *spins)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
+    hetcl__cpu_relax();
     if (++*spins % YIELD_EVERY == 0)
         sched_yield();
 }

@@ -263,16 +263,6 @@ struct hetcl_runtime {
  * (rt_task.c) */
 bool hetcl__rt_can_run(const struct rt_worker *w, const struct rt_task *t);
 
-/* One step of a bounded spin: a pause instruction where the CPU has one. */
-static inline void hetcl__rt_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* Wakes worker w (sets its wake flag and signals it). Takes w->lock only. (rt_worker.c) */
 void hetcl__rt_wake(struct rt_worker *w);
 /* Wakes one idle worker able to run t, if any (eager-style policies). (rt_worker.c) */

@@ -507,7 +507,7 @@ hetcl_status hetcl_task_wait(hetcl_task *task)
             unsigned i = 0;
             while (atomic_load(&t->state) != RT_TASK_DONE && hetcl__now_ns() - t0 < rt->spin_ns &&
                    (i++ % 64 || spare_pu(rt)))
-                hetcl__rt_cpu_relax();
+                hetcl__cpu_relax();
             pthread_mutex_lock(&rt->graph_lock);
         }
         while (atomic_load(&t->state) != RT_TASK_DONE)

@@ -143,7 +143,7 @@ static struct rt_task *spin_pop(struct rt_worker *w)
     uint64_t t0 = hetcl__now_ns();
     do {
         for (int i = 0; i < 16; i++)
-            hetcl__rt_cpu_relax();
+            hetcl__cpu_relax();
         struct rt_task *t = rt->policy->pop(rt->sched_state, w);
         if (t)
             return t;
