@@ -4,7 +4,8 @@ algorithm, on the same machine in one run, and prints the throughput ratio and t
 time-to-target ratio (issue 5).
 
     tools/bench_train.py [--hetcl build/hetcl] [--epochs 10] [--algos adaptive,hogbatch,...]
-                         [--target 0.85] [--out DIR] [--torch-threads 2]
+                         [--target 0.85] [--eval-every 0.1] [--seeds N] [--out DIR]
+                         [--torch-threads 2] [--blas-dir DIR]
     tools/bench_train.py --model models/lenet.json --devices host --algos adaptive,hogwild
 
 The PyTorch baseline: Debian's python3-torch with /usr/bin/python3, 2 threads, run with
@@ -12,10 +13,15 @@ OPENBLAS_NUM_THREADS=1 and without OPENBLAS_CORETYPE (which otherwise cost it 4-
 models/mlp.json (784-256-128-10, ReLU, he_uniform weights, xavier_uniform output layer, zero
 biases), or with --model a spec with conv2d/pool/flatten layers (models/lenet.json), built
 layer by layer from the spec (model_from_spec); data: Fashion-MNIST standardised per feature with the training set's statistics;
-SGD with momentum and weight decay as hetcl's (PyTorch's convention), batch --batch, the
-test set evaluated after every epoch. Times: training wall time from the first batch, with
-the evaluations included in wall time as hetcl counts them (time to target) and excluded from
-throughput (examples/s). Nothing here is hard-coded: every figure is measured in this run.
+SGD with momentum and weight decay as hetcl's (PyTorch's convention), batch --batch.
+
+Both sides evaluate the full test set at the same points: every --eval-every epochs (default
+0.1; hetcl train --eval-every, which drains the devices first) and at each epoch's end. Times
+are counted from the first batch. The time to the target accuracy ("t85") is training time,
+the evaluations left out on both sides, interpolated linearly between the two evaluations
+around the crossing; the wall-clock figure with the evaluations included is printed too
+("wall t85"). Throughput (examples/s) is on training time as well. Nothing here is
+hard-coded: every figure is measured in this run.
 """
 import argparse
 import gzip
@@ -132,13 +138,28 @@ def torch_baseline(args):
     loss_fn = torch.nn.CrossEntropyLoss()
     n = xtr.shape[0]
     import math
-    epochs, train_s, t_target = [], 0.0, None
+    epochs, points, eval_s = [], [], 0.0
     t0 = time.perf_counter()
+
+    def evaluate(at):
+        nonlocal eval_s
+        v0 = time.perf_counter()
+        model.eval()
+        with torch.no_grad():
+            acc = (model(xte).argmax(1) == yte).float().mean().item()
+        model.train()
+        v1 = time.perf_counter()
+        eval_s += v1 - v0
+        points.append({"epoch": at, "wall_s": v1 - t0, "train_s": v1 - t0 - eval_s,
+                       "test_acc": acc})
+        return acc
+
+    step = args.eval_every if 0 < args.eval_every < 1 else 1.0
     for epoch in range(args.epochs):
-        e0 = time.perf_counter()
         perm = torch.randperm(n)
         model.train()
         total = 0.0
+        next_eval = step
         for i in range(0, n, args.batch):
             idx = perm[i:i + args.batch]
             if args.schedule == "cosine":  # as hetcl: continuous in epochs, per batch
@@ -150,30 +171,50 @@ def torch_baseline(args):
             loss.backward()
             opt.step()
             total += loss.item() * len(idx)
-        train_s += time.perf_counter() - e0
-        model.eval()
-        with torch.no_grad():
-            acc = (model(xte).argmax(1) == yte).float().mean().item()
-        wall = time.perf_counter() - t0
-        if t_target is None and acc >= args.target:
-            prev_w, prev_a = (epochs[-1]["wall_s"], epochs[-1]["test_acc"]) if epochs else (0, 0)
-            t_target = prev_w + (wall - prev_w) * (args.target - prev_a) / max(acc - prev_a, 1e-9)
-        epochs.append({"epoch": epoch + 1, "wall_s": wall, "test_acc": acc,
+            done = min(i + args.batch, n) / n
+            if done < 1 and done >= next_eval:  # mid-epoch, as hetcl's --eval-every
+                evaluate(epoch + done)
+                next_eval = (int(done / step + 1e-9) + 1) * step
+        acc = evaluate(epoch + 1)
+        epochs.append({"epoch": epoch + 1, "wall_s": points[-1]["wall_s"], "test_acc": acc,
                        "train_loss": total / n})
         print(f"  torch epoch {epoch + 1}: loss {total / n:.4f} acc {100 * acc:.2f}% "
-              f"wall {wall:.1f} s", flush=True)
-    return {"final_acc": epochs[-1]["test_acc"], "wall_s": epochs[-1]["wall_s"],
-            "examples_per_s": n * args.epochs / train_s, "time_to_target_s": t_target}
+              f"wall {points[-1]['wall_s']:.1f} s", flush=True)
+    return summarise(args, points, epochs[-1]["test_acc"], points[-1]["wall_s"],
+                     n * args.epochs / points[-1]["train_s"])
+
+
+def time_to(points, target, key):
+    """The time (points[key]) at which test_acc first reached target, interpolated linearly
+    between the evaluation before (or the start: time 0, accuracy 0) and the one after."""
+    prev_t, prev_a = 0.0, 0.0
+    for p in points:
+        if p["test_acc"] >= target:
+            f = (target - prev_a) / (p["test_acc"] - prev_a) if p["test_acc"] > prev_a else 1.0
+            return prev_t + (p[key] - prev_t) * min(1.0, max(0.0, f))
+        prev_t, prev_a = p[key], p["test_acc"]
+    return None
+
+
+def summarise(args, points, final_acc, wall_s, examples_per_s):
+    at = next((p for p in points if p["test_acc"] >= args.target), None)
+    return {"final_acc": final_acc, "wall_s": wall_s, "examples_per_s": examples_per_s,
+            "time_to_target_s": time_to(points, args.target, "train_s"),
+            "wall_time_to_target_s": time_to(points, args.target, "wall_s"),
+            "target_at_epoch": at["epoch"] if at else None,
+            "curve": [[round(p["epoch"], 3), round(p["test_acc"], 4)] for p in points]}
 
 
 def hetcl_run(args, algo):
-    report = os.path.join(args.out, f"train-{algo}.json")
+    report = os.path.join(args.out, f"train-{algo}-seed{args.seed}.json")
     cmd = [args.hetcl, "train", "--model", args.model, "--data", "fashion-mnist",
            "--algo", algo, "--epochs", str(args.epochs), "--lr", str(args.lr),
            "--lr-batch", str(args.batch), "--momentum", str(args.momentum),
            "--weight-decay", str(args.weight_decay), "--seed", str(args.seed),
            "--devices", args.devices, "--schedule", args.schedule, "--report", report,
            "--quiet"]
+    if 0 < args.eval_every < 1:
+        cmd += ["--eval-every", str(args.eval_every)]
     if algo == "single":
         cmd += ["--batch", f"host={args.batch}"]
     cmd += args.hetcl_args
@@ -181,15 +222,10 @@ def hetcl_run(args, algo):
     subprocess.run(cmd, check=True)
     with open(report) as f:
         r = json.load(f)
-    t = None
-    for i, e in enumerate(r["epochs"]):  # interpolated as for the baseline
-        if e["test_acc"] >= args.target:
-            pw, pa = (r["epochs"][i - 1]["wall_s"], r["epochs"][i - 1]["test_acc"]) if i else (0, 0)
-            t = pw + (e["wall_s"] - pw) * (args.target - pa) / max(e["test_acc"] - pa, 1e-9)
-            break
-    return {"final_acc": r["final"]["test_acc"], "wall_s": r["final"]["wall_s"],
-            "examples_per_s": r["final"]["examples_per_s"], "time_to_target_s": t,
-            "shares": {d["id"]: round(d["update_share"], 3) for d in r["devices"]}}
+    out = summarise(args, r["evaluations"], r["final"]["test_acc"], r["final"]["wall_s"],
+                    r["final"]["examples_per_s"])
+    out["shares"] = {d["id"]: round(d["update_share"], 3) for d in r["devices"]}
+    return out
 
 
 def main():
@@ -202,9 +238,15 @@ def main():
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--weight-decay", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seeds", type=int, default=1,
+                   help="repeat every run with seeds --seed .. --seed+N-1 (interleaved) and "
+                   "report medians: the time to a target accuracy varies a lot between seeds")
     p.add_argument("--schedule", choices=["constant", "cosine"], default="constant",
                    help="learning-rate schedule of both sides (cosine: per batch, to 0 at the end)")
     p.add_argument("--target", type=float, default=0.85)
+    p.add_argument("--eval-every", type=float, default=0.1,
+                   help="epochs between test evaluations inside an epoch, both sides "
+                   "(1: at epoch ends only)")
     p.add_argument("--algos", default="adaptive,hogbatch,hogwild,sync,single")
     p.add_argument("--devices", default="all")
     p.add_argument("--torch-threads", type=int, default=2)
@@ -232,25 +274,67 @@ def main():
     load = os.getloadavg()[0]
     print(f"load average before: {load:.2f} (timings are noisy when others run)", flush=True)
     results = {}
-    if not args.skip_torch:
-        print("pytorch baseline", flush=True)
-        results["pytorch"] = torch_baseline(args)
-    for algo in args.algos.split(","):
-        print(f"hetcl {algo}", flush=True)
-        results[algo] = hetcl_run(args, algo)
+    first_seed = args.seed
+    names = ([] if args.skip_torch else ["pytorch"]) + args.algos.split(",")
+    for seed in range(first_seed, first_seed + args.seeds):
+        args.seed = seed
+        for name in names:
+            print(f"{name} seed {seed}" if name == "pytorch" else f"hetcl {name} seed {seed}",
+                  flush=True)
+            r = torch_baseline(args) if name == "pytorch" else hetcl_run(args, name)
+            results.setdefault(name, []).append(r)
+    args.seed = first_seed
     base = results.get("pytorch")
-    print(f"\n{'run':10} {'acc':>7} {'wall s':>8} {'ex/s':>9} {'t85 s':>7} "
-          f"{'thr ratio':>9} {'t85 ratio':>9}  shares")
-    for name, r in results.items():
-        thr = r["examples_per_s"] / base["examples_per_s"] if base else float("nan")
-        t = r["time_to_target_s"]
-        tr = t / base["time_to_target_s"] if base and t and base["time_to_target_s"] else None
-        print(f"{name:10} {100 * r['final_acc']:6.2f}% {r['wall_s']:8.1f} "
-              f"{r['examples_per_s']:9.0f} {t if t is not None else float('nan'):7.1f} "
-              f"{thr:9.2f} {tr if tr is not None else float('nan'):9.2f}  {r.get('shares', '')}")
+    nan = float("nan")
+
+    def med(xs):
+        xs = sorted(x for x in xs if x is not None)
+        if not xs:
+            return None
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+    def col(runs, key):
+        return [r[key] for r in runs]
+
+    def ratios(runs, key):
+        """Per seed (paired with the baseline of the same seed)."""
+        if not base:
+            return []
+        return [r[key] / b[key] if r[key] and b[key] else None for r, b in zip(runs, base)]
+
+    def fmt(x, spec):
+        return format(x, spec) if x is not None else format(nan, spec)
+
+    tgt = round(100 * args.target)
+    print(f"\nmedians over {args.seeds} seed(s); ratios: median of the per-seed ratios "
+          f"(range)")
+    print(f"{'run':10} {'acc':>7} {'ex/s':>8} {'at epoch':>8} {f't{tgt} s':>7} "
+          f"{'thr ratio':>9} {f't{tgt} ratio':>20} {f'wall t{tgt} ratio':>14}  shares")
+    summary = {}
+    for name, runs in results.items():
+        thr = ratios(runs, "examples_per_s")
+        tr = ratios(runs, "time_to_target_s")
+        wr = ratios(runs, "wall_time_to_target_s")
+        known = [x for x in tr if x is not None]
+        rng = f"{med(tr):.2f} ({min(known):.2f}-{max(known):.2f})" if known else "nan"
+        if len(known) < len(tr):
+            rng += f" {len(tr) - len(known)} n/a"
+        row = {"final_acc": med(col(runs, "final_acc")),
+               "examples_per_s": med(col(runs, "examples_per_s")),
+               "target_at_epoch": med(col(runs, "target_at_epoch")),
+               "time_to_target_s": med(col(runs, "time_to_target_s")),
+               "throughput_ratio": med(thr), "time_to_target_ratio": med(tr),
+               "wall_time_to_target_ratio": med(wr)}
+        summary[name] = row
+        print(f"{name:10} {fmt(100 * row['final_acc'], '6.2f')}% {row['examples_per_s']:8.0f} "
+              f"{fmt(row['target_at_epoch'], '8.2f')} {fmt(row['time_to_target_s'], '7.2f')} "
+              f"{fmt(row['throughput_ratio'], '9.2f')} {rng:>20} "
+              f"{fmt(row['wall_time_to_target_ratio'], '14.2f')}  {runs[-1].get('shares', '')}")
+    print(f"t{tgt}: training time to {100 * args.target:g}% test accuracy (evaluations every "
+          f"{args.eval_every:g} epochs, left out); wall t{tgt}: with them")
     with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump({"load_before": load, "load_after": os.getloadavg()[0], "results": results,
-                   "args": vars(args)}, f, indent=1)
+        json.dump({"load_before": load, "load_after": os.getloadavg()[0], "summary": summary,
+                   "runs": results, "args": vars(args)}, f, indent=1)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -46,14 +46,17 @@ static void train_usage(FILE *out)
             "  --dead-band X         no change while shares are within X of balance (0.1)\n"
             "stopping (first reached; default --epochs 10):\n"
             "  --epochs N  --time S  --target-acc A (test accuracy in [0,1])\n"
+            "  --eval-every F        also evaluate the test set every F epochs inside an epoch\n"
+            "                        (F in (0, 1], e.g. 0.1: the time to --target-acc to a\n"
+            "                        tenth of an epoch; default: at each epoch's end only)\n"
             "optimiser (SGD, PyTorch's convention):\n"
             "  --lr X                learning rate for a batch of --lr-batch (default 0.02)\n"
             "  --lr-batch N          reference batch of the linear lr scaling (default 64)\n"
             "  --lr-scale-max X      the scaling stops at X times --lr (default 2)\n"
             "  --momentum X          (default 0.9)   --weight-decay X (default 0)\n"
-            "  --no-momentum-correction  keep the momentum as given with several asynchronous\n"
-            "                        devices (default: lowered by the implicit momentum of\n"
-            "                        asynchrony, 1 - 1/devices)\n"
+            "  --no-momentum-correction  keep the momentum as given with M > 1 asynchronous\n"
+            "                        devices (default: 1 - M (1 - momentum), which offsets\n"
+            "                        the implicit momentum of asynchrony, 1 - 1/M)\n"
             "  --schedule KIND       constant (default), step, cosine\n"
             "  --step-epochs N --gamma X   step schedule (default 5, 0.1)\n"
             "  --warmup E            linear warm-up over E epochs (default 0)\n"
@@ -271,6 +274,10 @@ static int parse_args(int argc, char **argv, struct train_cli *c)
         } else if (!strcmp(a, "--checkpoint")) {
             NEED_VALUE();
             o->checkpoint_path = v;
+        } else if (!strcmp(a, "--eval-every")) {
+            NEED_VALUE();
+            if (!parse_double(a, v, 1e-3, 1, &o->eval_every))
+                return CLI_EXIT_USAGE;
         } else if (!strcmp(a, "--checkpoint-every")) {
             NEED_VALUE();
             if (!parse_double(a, v, 1e-3, 1e7, &o->checkpoint_every_s))
@@ -382,13 +389,16 @@ static void print_summary(const struct train_cli *c, const struct hetcl_train_re
 {
     if (!c->quiet && isatty(STDOUT_FILENO))
         printf("\n");
-    printf("%s %s on %s: %lld epochs, test accuracy %.2f%%, loss %.4f, %.1f s, %.0f "
+    /* A run stopped inside an epoch (--time, or --target-acc with --eval-every) says where. */
+    double done = r->n_evals ? r->evals[r->n_evals - 1].epoch : (double) r->n_epochs;
+    printf("%s %s on %s: %.*f epochs, test accuracy %.2f%%, loss %.4f, %.1f s, %.0f "
            "examples/s",
            hetcl_train_algo_name(c->opts.algo), c->spec->name, c->data_name,
-           (long long) r->n_epochs, 100 * r->final_test_acc, r->final_test_loss, r->wall_s,
-           r->examples_per_s);
+           done == floor(done) ? 0 : 2, done, 100 * r->final_test_acc, r->final_test_loss,
+           r->wall_s, r->examples_per_s);
     if (r->time_to_target_s >= 0)
-        printf(", target %.2f%% reached at %.1f s", 100 * c->opts.target_acc, r->time_to_target_s);
+        printf(", target %.2f%% reached at %.2f s (%.2f s of training)", 100 * c->opts.target_acc,
+               r->time_to_target_s, r->train_time_to_target_s);
     printf("\n");
     for (int i = 0; i < r->n_devices; i++) {
         const struct hetcl_train_device *d = &r->devices[i];

@@ -188,6 +188,7 @@ static cJSON *config(const struct train_cli *c, const struct hetcl_train_result 
     json_add(stop, "time_s", num_or_null(o->time_s, o->time_s > 0));
     json_add(stop, "target_acc", num_or_null(o->target_acc, o->target_acc > 0));
     json_add(cf, "stop", stop);
+    json_add(cf, "eval_every", num_or_null(o->eval_every, o->eval_every > 0));
     json_add(cf, "slowdowns", cJSON_CreateArray()); /* hetcl train has no slow-down knob */
     cJSON *cp = cJSON_CreateObject();
     json_add(cp, "path",
@@ -218,6 +219,21 @@ static cJSON *results(cJSON *root, const struct train_cli *c, const struct hetcl
     }
     json_add(root, "epochs", eps);
     json_add(root, "time_to_target_s", num_or_null(r->time_to_target_s, r->time_to_target_s >= 0));
+    json_add(root, "train_time_to_target_s",
+             num_or_null(r->train_time_to_target_s, r->train_time_to_target_s >= 0));
+    cJSON *evs = cJSON_CreateArray();
+    for (int64_t i = 0; i < r->n_evals; i++) {
+        const struct hetcl_train_eval *e = &r->evals[i];
+        cJSON *o = cJSON_CreateObject();
+        json_add(o, "epoch", cJSON_CreateNumber(e->epoch));
+        json_add(o, "examples", cJSON_CreateNumber((double) e->examples));
+        json_add(o, "wall_s", cJSON_CreateNumber(e->wall_s));
+        json_add(o, "train_s", cJSON_CreateNumber(e->train_s));
+        json_add(o, "test_loss", cJSON_CreateNumber(e->test_loss));
+        json_add(o, "test_acc", cJSON_CreateNumber(e->test_acc));
+        cJSON_AddItemToArray(evs, o);
+    }
+    json_add(root, "evaluations", evs);
     cJSON *devs = cJSON_CreateArray();
     for (int i = 0; i < r->n_devices; i++) {
         const struct hetcl_train_device *d = &r->devices[i];

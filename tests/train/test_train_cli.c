@@ -60,6 +60,9 @@ static void check_bad_input(void)
             {"--model models/mlp.json --lr -1", "--lr"},
             {"--model models/mlp.json --momentum 1.5", "--momentum"},
             {"--model models/mlp.json --target-acc 2", "--target-acc"},
+            {"--model models/mlp.json --eval-every 0", "--eval-every"},
+            {"--model models/mlp.json --eval-every 1.5", "--eval-every"},
+            {"--model models/mlp.json --eval-every tenth", "--eval-every"},
             {"--model models/mlp.json --batch host", "--batch"},
             {"--model models/mlp.json --batch host=0", "--batch"},
             {"--model models/mlp.json --schedule linear", "--schedule"},
@@ -119,6 +122,65 @@ static void check_report(void)
     for (int i = 0; i < cJSON_GetArraySize(devs); i++)
         share += cJSON_GetObjectItem(cJSON_GetArrayItem(devs, i), "update_share")->valuedouble;
     CHECK(share > 0.999 && share < 1.001);
+    cJSON_Delete(doc);
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : (double) NAN;
+}
+
+/* --eval-every: evaluations inside epochs, in order, with training time apart from wall time;
+ * a target reached inside an epoch stops the run there. */
+static void check_eval_every(void)
+{
+    char args[1024], err[4096], report[300];
+    snprintf(report, sizeof report, "%s/ev.json", tmpdir);
+    snprintf(args, sizeof args,
+             "--model models/mlp.json --data synthetic:2000 --devices host --host-workers 2 "
+             "--algo hogbatch --epochs 2 --eval-every 0.25 --report %s --quiet",
+             report);
+    CHECK_EQ_INT(run(args, err, sizeof err), 0);
+    cJSON *doc = load_json(report);
+    CHECK(doc != NULL);
+    const cJSON *evs = cJSON_GetObjectItem(doc, "evaluations");
+    CHECK_EQ_INT(cJSON_GetArraySize(evs), 8); /* 0.25, 0.5, 0.75, 1 in each of 2 epochs */
+    CHECK(num(cJSON_GetObjectItem(doc, "config"), "eval_every") == 0.25);
+    double prev_epoch = 0, prev_train = 0, prev_examples = 0;
+    for (int i = 0; i < cJSON_GetArraySize(evs); i++) {
+        const cJSON *e = cJSON_GetArrayItem(evs, i);
+        double ep = num(e, "epoch");
+        CHECK(ep > prev_epoch);
+        /* Each mark is passed by less than one batch (32 of 2000 examples). */
+        CHECK(ep >= 0.25 * (i + 1) && ep < 0.25 * (i + 1) + 0.02);
+        CHECK(num(e, "examples") > prev_examples && num(e, "train_s") > prev_train);
+        CHECK(num(e, "train_s") < num(e, "wall_s"));
+        prev_epoch = ep;
+        prev_train = num(e, "train_s");
+        prev_examples = num(e, "examples");
+    }
+    CHECK(prev_epoch == 2 && prev_examples == 4000);
+    const cJSON *last = cJSON_GetArrayItem(evs, cJSON_GetArraySize(evs) - 1);
+    CHECK(num(last, "test_acc") == num(cJSON_GetObjectItem(doc, "final"), "test_acc"));
+    cJSON_Delete(doc);
+
+    /* The generated data is easy: 50% is reached at the first evaluation, a quarter epoch. */
+    snprintf(args, sizeof args,
+             "--model models/mlp.json --data synthetic:2000 --devices host --host-workers 2 "
+             "--algo hogbatch --epochs 2 --eval-every 0.25 --target-acc 0.5 --report %s --quiet",
+             report);
+    CHECK_EQ_INT(run(args, err, sizeof err), 0);
+    doc = load_json(report);
+    CHECK(doc != NULL);
+    evs = cJSON_GetObjectItem(doc, "evaluations");
+    const cJSON *first = cJSON_GetArrayItem(evs, 0), *fin = cJSON_GetObjectItem(doc, "final");
+    CHECK_EQ_INT(cJSON_GetArraySize(evs), 1);
+    CHECK(num(first, "epoch") < 0.3 && num(first, "test_acc") >= 0.5);
+    const cJSON *stop = cJSON_GetObjectItem(fin, "stopped_by");
+    CHECK(cJSON_IsString(stop) && !strcmp(stop->valuestring, "target_acc"));
+    CHECK(num(doc, "time_to_target_s") <= num(first, "wall_s"));
+    CHECK(num(doc, "train_time_to_target_s") <= num(doc, "time_to_target_s"));
     cJSON_Delete(doc);
 }
 
@@ -226,6 +288,7 @@ int main(void)
         return 1;
     check_bad_input();
     check_report();
+    check_eval_every();
     check_hogwild_cores();
     check_kill_resume();
     char cmd[512];

@@ -104,8 +104,9 @@ struct hetcl_train_options {
     double lr_scale_max;
     double momentum; /* default 0 (set 0.9 for the usual) */
     /* The asynchronous algorithms with M > 1 devices lower the momentum to
-     * max(0, momentum - (1 - 1/M)), the implicit momentum asynchrony adds (see train_run.c);
-     * true keeps it as given. */
+     * max(0, 1 - M (1 - momentum)), so that with the implicit momentum asynchrony adds
+     * (1 - 1/M) an update weighs what it would on one device (see train_run.c); true keeps
+     * it as given. */
     bool no_momentum_correction;
     double weight_decay;
     enum hetcl_lr_schedule schedule;
@@ -125,6 +126,12 @@ struct hetcl_train_options {
      * are drained first, and the cursor position is saved). */
     const char *checkpoint_path;
     double checkpoint_every_s;
+    /* Test evaluations inside an epoch, every eval_every epochs (in (0, 1); 0: only at the end
+     * of each epoch, which is always evaluated). Like a mid-epoch checkpoint, each one drains
+     * the devices first, so the accuracy is that of every example handed out so far; the
+     * drain counts as training time, the evaluation does not. Finer evaluations make the time
+     * to a target accuracy exact rather than interpolated over whole epochs. */
+    double eval_every;
     bool resume; /* continue from checkpoint_path when it exists */
     /* The standardisation the caller applied to the inputs (x - mean) / std, per feature
      * (input_features floats each; borrowed; NULL: none). Saved in checkpoints as the tensors
@@ -172,6 +179,15 @@ struct hetcl_train_epoch {
     double lr;             /* learning rate at the epoch's end, for a batch of lr_batch */
 };
 
+/* One evaluation of the test set: at an epoch's end, or inside it (eval_every). */
+struct hetcl_train_eval {
+    double epoch;      /* progress in epochs when evaluated: 0.25, 1, 1.5, ... */
+    uint64_t examples; /* examples trained on since the start (all epochs) */
+    double wall_s;     /* since the start, evaluations included */
+    double train_s;    /* wall_s less the time spent evaluating */
+    double test_loss, test_acc;
+};
+
 enum hetcl_train_stop {
     HETCL_TRAIN_STOP_EPOCHS = 0,
     HETCL_TRAIN_STOP_TIME,
@@ -187,6 +203,12 @@ struct hetcl_train_result {
     /* Wall time at which the test accuracy reached target_acc, interpolated linearly between
      * the evaluations around it (from 0 s for the first); -1 when not reached or no target. */
     double time_to_target_s;
+    /* The same on training time (evaluations excluded); -1 alike. */
+    double train_time_to_target_s;
+    /* Every evaluation of this run, in order (epoch ends included; after a resume, those since
+     * the resume); owned by the result. */
+    int64_t n_evals;
+    struct hetcl_train_eval *evals;
     double final_test_acc, final_test_loss;
     uint64_t examples, updates;
     double examples_per_s;

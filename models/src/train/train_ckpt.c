@@ -120,6 +120,9 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
     snprintf(num, sizeof num, "%.9g", st->elapsed_s);
     if (s == HETCL_OK)
         s = hetcl_st_writer_set_metadata(ctx, w, "elapsed_s", num);
+    snprintf(num, sizeof num, "%.9g", st->eval_s);
+    if (s == HETCL_OK)
+        s = hetcl_st_writer_set_metadata(ctx, w, "eval_s", num);
     if (s == HETCL_OK)
         s = set_u64(ctx, w, "epoch_examples", st->epoch_examples);
     snprintf(num, sizeof num, "%.17g", st->epoch_loss_sum);
@@ -242,6 +245,10 @@ hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_
         goto out;
     const char *el = hetcl_st_metadata(f, "elapsed_s");
     st->elapsed_s = el ? strtod(el, NULL) : 0;
+    const char *ev = hetcl_st_metadata(f, "eval_s");
+    st->eval_s = ev ? strtod(ev, NULL) : 0;
+    if (!(st->eval_s >= 0 && st->eval_s <= st->elapsed_s)) /* NaN or damaged: unknown */
+        st->eval_s = 0;
     const char *algo = hetcl_st_metadata(f, "algo");
     if (!algo || !hetcl_train_algo_parse(algo, &st->algo)) {
         s = hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: metadata algo: unknown", path);

@@ -105,6 +105,7 @@ struct hetcl__ckpt_state {
     uint64_t seed;
     uint64_t examples, updates;
     double elapsed_s;
+    double eval_s; /* of elapsed_s, the time spent evaluating (0 in older checkpoints) */
     enum hetcl_train_algo algo;
     int n_dev;
     int64_t batch[HETCL_TRAIN_MAX_DEVICES];

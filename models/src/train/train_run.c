@@ -59,6 +59,9 @@ static hetcl_status resolve(hetcl_context *ctx, struct hetcl_train_options *o)
         o->step_epochs = 5;
     if (o->share_window_s <= 0)
         o->share_window_s = 1.0;
+    if (!(o->eval_every >= 0 && o->eval_every <= 1))
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "train: eval_every must be a fraction of an epoch in [0, 1]");
     if (o->checkpoint_every_s < 0)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "train: checkpoint interval must be >= 0");
     if ((unsigned) o->algo > HETCL_TRAIN_SINGLE)
@@ -278,6 +281,11 @@ static double stale_quantile(const struct tr *t, double q)
 
 /* ---- Evaluation ------------------------------------------------------------------------ */
 
+static double progress_epochs(const struct tr *t)
+{
+    return (double) t->cursor.epoch + (double) t->cursor.pos / (double) t->cursor.n;
+}
+
 static hetcl_status evaluate(struct tr *t, double *loss, double *acc)
 {
     const hetcl_dataset *ds = t->test;
@@ -329,6 +337,79 @@ static hetcl_status evaluate(struct tr *t, double *loss, double *acc)
     return s;
 }
 
+/* Evaluates the model as it is now (the devices drained), unless no update landed since the
+ * last evaluation, and records the point; notes the times to the target accuracy the first
+ * time it is reached, interpolated from the point before (or the start). */
+static hetcl_status eval_point(struct tr *t, uint64_t examples, double *loss, double *acc)
+{
+    uint64_t v = atomic_load(&t->version);
+    if (t->n_evals && v == t->eval_version) {
+        *loss = t->evals[t->n_evals - 1].test_loss;
+        *acc = t->evals[t->n_evals - 1].test_acc;
+        return HETCL_OK;
+    }
+    uint64_t e0 = hetcl__now_ns();
+    hetcl_status s = evaluate(t, loss, acc);
+    t->eval_s += (double) (hetcl__now_ns() - e0) * 1e-9;
+    if (s != HETCL_OK)
+        return s;
+    if (t->n_evals == t->cap_evals) {
+        int64_t cap = t->cap_evals ? t->cap_evals * 2 : 64;
+        struct hetcl_train_eval *e = hetcl__realloc(t->evals, (size_t) cap * sizeof *e);
+        if (!e)
+            return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "evaluations");
+        t->evals = e;
+        t->cap_evals = cap;
+    }
+    const struct hetcl_train_eval *prev = t->n_evals ? &t->evals[t->n_evals - 1] : &t->before;
+    struct hetcl_train_eval *p = &t->evals[t->n_evals++];
+    double wall = elapsed_s(t);
+    *p = (struct hetcl_train_eval){.epoch = progress_epochs(t),
+                                   .examples = examples,
+                                   .wall_s = wall,
+                                   .train_s = wall - t->eval_s,
+                                   .test_loss = *loss,
+                                   .test_acc = *acc};
+    t->eval_version = v;
+    double goal = t->o.target_acc;
+    if (goal > 0 && *acc >= goal) {
+        t->target_hit = true;
+        if (t->tt_wall < 0) {
+            double f =
+                    *acc > prev->test_acc ? (goal - prev->test_acc) / (*acc - prev->test_acc) : 1;
+            f = fmin(1, fmax(0, f));
+            t->tt_wall = prev->wall_s + f * (p->wall_s - prev->wall_s);
+            t->tt_train = prev->train_s + f * (p->train_s - prev->train_s);
+        }
+    }
+    return HETCL_OK;
+}
+
+/* The first mid-epoch evaluation mark after the cursor's position (eval_every). */
+static void set_next_eval(struct tr *t)
+{
+    double e = t->o.eval_every;
+    if (e <= 0)
+        return;
+    double within = (double) t->cursor.pos / (double) t->cursor.n;
+    t->next_eval = (double) t->cursor.epoch + (floor(within / e + 1e-9) + 1) * e;
+}
+
+/* A mid-epoch evaluation is due: the cursor passed the mark and the epoch is not over (its
+ * end is evaluated anyway). */
+static bool eval_due(const struct tr *t)
+{
+    return t->o.eval_every > 0 && t->cursor.pos < t->cursor.n && progress_epochs(t) >= t->next_eval;
+}
+
+static hetcl_status eval_mid_epoch(struct tr *t, const struct epoch_acc *acc)
+{
+    double loss, a;
+    hetcl_status s = eval_point(t, t->examples_done + acc->examples, &loss, &a);
+    set_next_eval(t);
+    return s;
+}
+
 /* ---- Asynchronous algorithms ----------------------------------------------------------- */
 
 static struct tr_slot *free_slot(struct tr *t, struct tr_dev *d)
@@ -339,11 +420,6 @@ static struct tr_slot *free_slot(struct tr *t, struct tr_dev *d)
             return s;
     }
     return NULL;
-}
-
-static double progress_epochs(const struct tr *t)
-{
-    return (double) t->cursor.epoch + (double) t->cursor.pos / (double) t->cursor.n;
 }
 
 /* Submits device d's next batch; *none is set when the epoch has no examples left. */
@@ -469,17 +545,24 @@ static hetcl_status epoch_async(struct tr *t, struct epoch_acc *acc)
     hetcl_status s = HETCL_OK;
     bool exhausted = false;
     for (;;) {
-        bool any = false, hold = ckpt_due(t);
-        for (int i = 0; i < t->n_dev && s == HETCL_OK && !exhausted && !hold && !time_up(t); i++)
-            for (int k = 0; k < TR_SLOTS_PER_DEV && !exhausted && s == HETCL_OK; k++)
+        bool any = false, hold = ckpt_due(t) || eval_due(t);
+        bool stop = hold || time_up(t) || t->target_hit;
+        for (int i = 0; i < t->n_dev && s == HETCL_OK && !exhausted && !stop; i++)
+            for (int k = 0; k < TR_SLOTS_PER_DEV && !exhausted && s == HETCL_OK && !eval_due(t);
+                 k++)
                 s = dispatch(t, &t->dev[i], &exhausted);
         for (int i = 0; i < t->n_dev; i++)
             any |= t->dev[i].inflight > 0;
         if (s != HETCL_OK)
             break;
         if (!any && hold && !exhausted && t->cursor.pos < t->cursor.n) {
-            /* Drained for a mid-epoch checkpoint: save, then carry on. */
-            s = save_ckpt(t, acc);
+            /* Drained for a mid-epoch evaluation or checkpoint: do it, then carry on. */
+            if (eval_due(t))
+                s = eval_mid_epoch(t, acc);
+            if (s == HETCL_OK && ckpt_due(t))
+                s = save_ckpt(t, acc);
+            if (s != HETCL_OK)
+                break;
             continue;
         }
         if (!any)
@@ -524,7 +607,11 @@ static hetcl_status epoch_sync(struct tr *t, struct epoch_acc *acc)
     if (!gsum)
         return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "sync gradient");
     hetcl_status s = HETCL_OK;
-    while (s == HETCL_OK && !time_up(t)) {
+    while (s == HETCL_OK && !time_up(t) && !t->target_hit) {
+        if (eval_due(t) && (s = eval_mid_epoch(t, acc)) != HETCL_OK)
+            break;
+        if (t->target_hit)
+            break;
         if (ckpt_due(t) && t->cursor.pos > 0 && t->cursor.pos < t->cursor.n &&
             (s = save_ckpt(t, acc)) != HETCL_OK)
             break;
@@ -650,6 +737,7 @@ static void free_run(struct tr *t)
     hetcl__cursor_deinit(&t->cursor);
     hetcl__free(t->share_t);
     hetcl__free(t->share_v);
+    hetcl__free(t->evals);
     hetcl_net_destroy(t->net);
     pthread_mutex_destroy(&t->lock);
     pthread_cond_destroy(&t->cond);
@@ -664,6 +752,7 @@ void hetcl_train_result_destroy(struct hetcl_train_result *res)
         hetcl__free(res->devices[i].traj_batch);
     }
     hetcl__free(res->epochs);
+    hetcl__free(res->evals);
     hetcl__free(res->params);
     hetcl__free(res->share_t_s);
     hetcl__free(res->share_values);
@@ -700,6 +789,7 @@ static hetcl_status save_ckpt(struct tr *t, const struct epoch_acc *acc)
                                    .examples = t->examples_done + (mid && acc ? acc->examples : 0),
                                    .updates = atomic_load(&t->version),
                                    .elapsed_s = elapsed_s(t),
+                                   .eval_s = t->eval_s,
                                    .algo = t->o.algo,
                                    .n_dev = t->n_dev,
                                    .hist = (struct hetcl_train_epoch *) (uintptr_t) t->hist,
@@ -745,6 +835,8 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
     t->o = *opts;
     res->resumed_from_epoch = -1;
     res->time_to_target_s = -1;
+    res->train_time_to_target_s = -1;
+    t->tt_wall = t->tt_train = -1;
     hetcl_status s = resolve(ctx, &t->o);
     if (s == HETCL_OK)
         s = hetcl_net_create(ctx, spec, &t->net);
@@ -765,14 +857,18 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
     if (s == HETCL_OK)
         s = pick_devices(t);
     /* Asynchrony begets momentum (Mitliagkas et al., 2016): M devices updating one model
-     * asynchronously add an implicit momentum of about 1 - 1/M, and explicit momentum on top
-     * of it diverges at the rates large batches use (measured: two batch-256 Hogwild devices
-     * at momentum 0.9 collapse to chance on Fashion-MNIST; 0.4 trains). The asynchronous
-     * algorithms therefore use max(0, momentum - (1 - 1/M)) unless told not to. */
+     * asynchronously add an implicit momentum of about mu = 1 - 1/M. It acts on the updates
+     * as a second exponential average after the explicit one, so the two gains multiply:
+     * an update's total weight over time is lr / ((1 - m') (1 - mu)) = M lr / (1 - m'). The
+     * asynchronous algorithms keep it at one device's lr / (1 - m) with m' = 1 - M (1 - m)
+     * (0.9 and two devices: 0.8), floored at 0, unless told not to. Measured on Fashion-MNIST
+     * with the MLP, two devices, 4 seeds: after 0.5 epoch 84.1-84.8% at 0.8 against
+     * 83.5-83.6% with Mitliagkas's additive m - (1 - 1/M) = 0.4; after 10 epochs 88.2-88.3%
+     * at 0.75, 88.2% at 0.4 and 87.8-87.9% at 0.9 (README, "Learning rate"). */
     t->momentum = t->o.momentum;
     if (s == HETCL_OK && t->n_dev > 1 && !t->o.no_momentum_correction &&
         t->o.algo != HETCL_TRAIN_SYNC && t->o.algo != HETCL_TRAIN_SINGLE)
-        t->momentum = fmax(0.0, t->o.momentum - (1.0 - 1.0 / t->n_dev));
+        t->momentum = fmax(0.0, 1.0 - (double) t->n_dev * (1.0 - t->o.momentum));
     res->momentum_used = t->momentum;
     for (int i = 0; i < TR_MAX_SLOTS; i++) {
         t->slots[i].tr = t;
@@ -837,7 +933,12 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
     hetcl__free(ck.hist);
 
     t->t0_ns = hetcl__now_ns() - (uint64_t) (ck.elapsed_s * 1e9);
-    double eval_s = 0;
+    /* The point a resumed run's first evaluation interpolates from: the checkpoint's. */
+    t->eval_s = ck.eval_s;
+    t->before = (struct hetcl_train_eval){
+            .wall_s = ck.elapsed_s,
+            .train_s = ck.elapsed_s - ck.eval_s,
+            .test_acc = res->n_epochs ? res->epochs[res->n_epochs - 1].test_acc : 0};
     if (s == HETCL_OK) {
         hetcl__adapt_init(&t->adapt, t->n_dev,
                           (uint64_t) ((t->o.adapt_period_s > 0 ? t->o.adapt_period_s : 0.05) * 1e9),
@@ -864,15 +965,15 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
         t->examples_done = examples;
         uint64_t ep0 = hetcl__now_ns();
         uint64_t ex0 = acc.examples;
+        double ev0 = t->eval_s;
+        set_next_eval(t);
         s = t->o.algo == HETCL_TRAIN_SYNC ? epoch_sync(t, &acc) : epoch_async(t, &acc);
         if (s != HETCL_OK)
             break;
         examples += acc.examples;
-        uint64_t e0 = hetcl__now_ns();
-        double epoch_train_s = (double) (e0 - ep0) * 1e-9;
+        double epoch_train_s = (double) (hetcl__now_ns() - ep0) * 1e-9 - (t->eval_s - ev0);
         double tl = 0, ta = 0;
-        s = evaluate(t, &tl, &ta);
-        eval_s += (double) (hetcl__now_ns() - e0) * 1e-9;
+        s = eval_point(t, examples, &tl, &ta);
         if (s != HETCL_OK)
             break;
         if (res->n_epochs == cap_epochs) {
@@ -897,14 +998,6 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
         t->hist = res->epochs;
         t->n_hist = res->n_epochs;
         t->examples_done = examples;
-        if (t->o.target_acc > 0 && ta >= t->o.target_acc && res->time_to_target_s < 0) {
-            /* Interpolated between the previous evaluation (or the start) and this one. */
-            double t0 = res->n_epochs > 1 ? e[-1].wall_s : 0,
-                   a0 = res->n_epochs > 1 ? e[-1].test_acc : 0;
-            res->time_to_target_s =
-                    ta > a0 ? t0 + (e->wall_s - t0) * (t->o.target_acc - a0) / (ta - a0)
-                            : e->wall_s;
-        }
         res->stopped_by = t->o.target_acc > 0 && ta >= t->o.target_acc ? HETCL_TRAIN_STOP_TARGET
                           : time_up(t)                                 ? HETCL_TRAIN_STOP_TIME
                                                                        : HETCL_TRAIN_STOP_EPOCHS;
@@ -922,13 +1015,15 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
                 batch[i] = t->o.algo == HETCL_TRAIN_ADAPTIVE ? t->adapt.dev[i].batch
                                                              : t->dev[i].b_init;
             }
+            /* This run's training time: a resumed run counts from its own start. */
+            double run_train_s = e->wall_s - ck.elapsed_s - (t->eval_s - ck.eval_s);
             struct hetcl_train_progress p = {.epoch = epoch + 1,
                                              .loss = e->loss,
                                              .test_acc = ta,
                                              .wall_s = e->wall_s,
                                              .examples_per_s =
                                                      (double) (examples - examples_before) /
-                                                     fmax(1e-9, e->wall_s - ck.elapsed_s - eval_s),
+                                                     fmax(1e-9, run_train_s),
                                              .n_devices = t->n_dev,
                                              .device_names = names,
                                              .update_share = share,
@@ -953,7 +1048,12 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
         res->wall_s = elapsed_s(t);
         res->examples = examples;
         res->updates = atomic_load(&t->version);
-        double train_s = res->wall_s - eval_s - ck.elapsed_s;
+        double train_s = res->wall_s - ck.elapsed_s - (t->eval_s - ck.eval_s);
+        res->time_to_target_s = t->tt_wall;
+        res->train_time_to_target_s = t->tt_train;
+        res->n_evals = t->n_evals;
+        res->evals = t->evals;
+        t->evals = NULL;
         res->examples_per_s = (double) (examples - examples_before) / fmax(1e-9, train_s);
         if (res->n_epochs) {
             res->final_test_acc = res->epochs[res->n_epochs - 1].test_acc;

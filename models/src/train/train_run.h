@@ -106,6 +106,18 @@ struct tr {
     uint64_t win_start_ns, win_updates[HETCL_TRAIN_MAX_DEVICES];
     int64_t n_share, cap_share;
     double *share_t, *share_v;
+    /* Evaluations: the next mid-epoch mark (in epochs; eval_every), the points so far, the
+     * time spent evaluating (since the first start, resumes included), the model version the
+     * last point saw, the point before the first of this run (a resume's checkpoint), and
+     * whether a mid-epoch evaluation reached the target accuracy (the run then stops). */
+    double next_eval;
+    double eval_s;
+    int64_t n_evals, cap_evals;
+    struct hetcl_train_eval *evals;
+    uint64_t eval_version;
+    struct hetcl_train_eval before;
+    bool target_hit;
+    double tt_wall, tt_train; /* times to the target accuracy, -1 until reached */
 };
 
 /* Host codelets (train_host.c). */
