@@ -296,39 +296,50 @@ def main():
     def col(runs, key):
         return [r[key] for r in runs]
 
-    def ratios(runs, key):
-        """Per seed (paired with the baseline of the same seed)."""
-        if not base:
-            return []
-        return [r[key] / b[key] if r[key] and b[key] else None for r, b in zip(runs, base)]
+    def med_time(xs):
+        """A run that never reached the target counts as the slowest."""
+        m = med([float("inf") if x is None else x for x in xs])
+        return None if m is None or m == float("inf") else m
 
     def fmt(x, spec):
         return format(x, spec) if x is not None else format(nan, spec)
 
+    def spread(xs, spec):
+        """median (min-max) of the runs that have a value; "n/a: k" counts those without."""
+        known = [x for x in xs if x is not None]
+        if not known:
+            return "n/a"
+        out = f"{format(med(known), spec)} ({format(min(known), spec)}-{format(max(known), spec)})"
+        return out + (f" n/a: {len(xs) - len(known)}" if len(known) < len(xs) else "")
+
+    def over_base(x, key):
+        b = summary["pytorch"][key] if "pytorch" in summary else None
+        return x / b if x is not None and b else None
+
     tgt = round(100 * args.target)
-    print(f"\nmedians over {args.seeds} seed(s); ratios: median of the per-seed ratios "
-          f"(range)")
-    print(f"{'run':10} {'acc':>7} {'ex/s':>8} {'at epoch':>8} {f't{tgt} s':>7} "
-          f"{'thr ratio':>9} {f't{tgt} ratio':>20} {f'wall t{tgt} ratio':>14}  shares")
+    # Seeds do not pair runs across frameworks (their randomness differs), so the ratios are
+    # of the medians over the seeds, not medians of per-seed ratios.
+    print(f"\nmedians over {args.seeds} seed(s) (min-max); ratios: hetcl's median over "
+          f"PyTorch's")
+    print(f"{'run':10} {'acc':>7} {'ex/s':>8} {'at epoch':>16} {f't{tgt} s':>18} "
+          f"{'thr ratio':>9} {f't{tgt} ratio':>9} {f'wall t{tgt} ratio':>14}  shares")
     summary = {}
-    for name, runs in results.items():
-        thr = ratios(runs, "examples_per_s")
-        tr = ratios(runs, "time_to_target_s")
-        wr = ratios(runs, "wall_time_to_target_s")
-        known = [x for x in tr if x is not None]
-        rng = f"{med(tr):.2f} ({min(known):.2f}-{max(known):.2f})" if known else "nan"
-        if len(known) < len(tr):
-            rng += f" {len(tr) - len(known)} n/a"
+    for name in (["pytorch"] if base else []) + [n for n in results if n != "pytorch"]:
+        runs = results[name]
         row = {"final_acc": med(col(runs, "final_acc")),
                "examples_per_s": med(col(runs, "examples_per_s")),
-               "target_at_epoch": med(col(runs, "target_at_epoch")),
-               "time_to_target_s": med(col(runs, "time_to_target_s")),
-               "throughput_ratio": med(thr), "time_to_target_ratio": med(tr),
-               "wall_time_to_target_ratio": med(wr)}
+               "target_at_epoch": med_time(col(runs, "target_at_epoch")),
+               "time_to_target_s": med_time(col(runs, "time_to_target_s")),
+               "wall_time_to_target_s": med_time(col(runs, "wall_time_to_target_s"))}
         summary[name] = row
+        row["throughput_ratio"] = over_base(row["examples_per_s"], "examples_per_s")
+        row["time_to_target_ratio"] = over_base(row["time_to_target_s"], "time_to_target_s")
+        row["wall_time_to_target_ratio"] = over_base(row["wall_time_to_target_s"],
+                                                     "wall_time_to_target_s")
         print(f"{name:10} {fmt(100 * row['final_acc'], '6.2f')}% {row['examples_per_s']:8.0f} "
-              f"{fmt(row['target_at_epoch'], '8.2f')} {fmt(row['time_to_target_s'], '7.2f')} "
-              f"{fmt(row['throughput_ratio'], '9.2f')} {rng:>20} "
+              f"{spread(col(runs, 'target_at_epoch'), '.1f'):>16} "
+              f"{spread(col(runs, 'time_to_target_s'), '.2f'):>18} "
+              f"{fmt(row['throughput_ratio'], '9.2f')} {fmt(row['time_to_target_ratio'], '9.2f')} "
               f"{fmt(row['wall_time_to_target_ratio'], '14.2f')}  {runs[-1].get('shares', '')}")
     print(f"t{tgt}: training time to {100 * args.target:g}% test accuracy (evaluations every "
           f"{args.eval_every:g} epochs, left out); wall t{tgt}: with them")

@@ -40,8 +40,9 @@ static hetcl_status step_host(const struct hetcl_host_call *call)
                                 .momentum = (float) t->momentum,
                                 .weight_decay = (float) t->o.weight_decay};
     s->loss = 0;
-    s->status = hetcl_net_host_train_step(t->net, call->ptrs[0], call->ptrs[1], d->xb, d->yb, s->n,
-                                          &sgd, d->ws, &s->loss);
+    float *velocity = d->velocity ? d->velocity : call->ptrs[1];
+    s->status = hetcl_net_host_train_step(t->net, call->ptrs[0], velocity, d->xb, d->yb, s->n, &sgd,
+                                          d->ws, &s->loss);
     uint64_t v = atomic_fetch_add_explicit(&t->version, 1, memory_order_relaxed);
     s->stale = v - s->v_start; /* updates by others while this one ran */
     s->t_end_ns = hetcl__now_ns();

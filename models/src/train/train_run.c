@@ -173,6 +173,9 @@ static hetcl_status pick_devices(struct tr *t)
         any_host |= hetcl_runtime_worker_info(t->rt, i, &wi) == HETCL_OK && !wi.excluded &&
                     wi.kind == HETCL_WORKER_HOST;
     }
+    int n_host_dev = 0;
+    for (int i = 0; i < t->n_dev; i++)
+        n_host_dev += t->dev[i].is_host;
     for (int i = 0; i < t->n_dev; i++) {
         struct tr_dev *d = &t->dev[i];
         device_batches(t, d);
@@ -188,7 +191,10 @@ static hetcl_status pick_devices(struct tr *t)
                                   sizeof *d->ws);
             if (t->o.algo == HETCL_TRAIN_SYNC)
                 d->grad = hetcl__malloc(t->net->n_params * sizeof *d->grad);
-            if (!d->xb || !d->yb || !d->ws || (t->o.algo == HETCL_TRAIN_SYNC && !d->grad))
+            else if (n_host_dev > 1) /* filled from the shared one once it is known */
+                d->velocity = hetcl__malloc(t->net->n_params * sizeof *d->velocity);
+            if (!d->xb || !d->yb || !d->ws || (t->o.algo == HETCL_TRAIN_SYNC && !d->grad) ||
+                (t->o.algo != HETCL_TRAIN_SYNC && n_host_dev > 1 && !d->velocity))
                 return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "device %s buffers", d->name);
         } else {
             if (!any_host)
@@ -725,6 +731,7 @@ static void free_run(struct tr *t)
         hetcl__free(d->yb);
         hetcl__free(d->ws);
         hetcl__free(d->grad);
+        hetcl__free(d->velocity);
         hetcl__free(d->traj_t);
         hetcl__free(d->traj_b);
     }
@@ -778,6 +785,22 @@ static hetcl_status check_data(hetcl_context *ctx, const hetcl_net *net, const h
     return HETCL_OK;
 }
 
+/* Host workers with their own momentum buffers: the checkpoint keeps their mean, from which
+ * every one of them starts again on resume (the devices are drained: nothing writes them). */
+static void mean_host_velocity(struct tr *t)
+{
+    int n = 0;
+    for (int i = 0; i < t->n_dev; i++)
+        n += t->dev[i].velocity != NULL;
+    if (!n)
+        return;
+    memset(t->velocity, 0, t->net->n_params * sizeof *t->velocity);
+    for (int i = 0; i < t->n_dev; i++)
+        if (t->dev[i].velocity)
+            for (size_t k = 0; k < t->net->n_params; k++)
+                t->velocity[k] += t->dev[i].velocity[k] / (float) n;
+}
+
 static hetcl_status save_ckpt(struct tr *t, const struct epoch_acc *acc)
 {
     bool mid = t->cursor.pos > 0 && t->cursor.pos < t->cursor.n;
@@ -800,7 +823,9 @@ static hetcl_status save_ckpt(struct tr *t, const struct epoch_acc *acc)
         st.batch[i] = t->o.algo == HETCL_TRAIN_ADAPTIVE ? t->adapt.dev[i].batch : t->dev[i].b_init;
     hetcl_status s = hetcl_handle_sync_host(t->rt, t->h_params, HETCL_R);
     if (s == HETCL_OK)
-        s = hetcl_handle_sync_host(t->rt, t->h_vel, HETCL_R);
+        s = hetcl_handle_sync_host(t->rt, t->h_vel, HETCL_RW);
+    if (s == HETCL_OK)
+        mean_host_velocity(t);
     if (s == HETCL_OK)
         s = hetcl__ckpt_save(t->ctx, t->o.checkpoint_path, t->spec, t->params, t->velocity, &st);
     t->last_ckpt_ns = hetcl__now_ns();
@@ -901,6 +926,9 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
             }
         }
     }
+    for (int i = 0; i < t->n_dev && s == HETCL_OK; i++)
+        if (t->dev[i].velocity) /* zero, or the checkpoint's */
+            memcpy(t->dev[i].velocity, t->velocity, t->net->n_params * sizeof *t->velocity);
     if (s == HETCL_OK) {
         s = hetcl_handle_register(rt, t->params, t->net->n_params * sizeof *t->params,
                                   &t->h_params);

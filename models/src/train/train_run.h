@@ -37,6 +37,10 @@ struct tr_dev {
     int32_t *yb;
     float *ws;
     float *grad; /* sync: this device's gradient */
+    /* Host: its own momentum buffer when several host workers train asynchronously (NULL:
+     * the shared one). Only the model is shared, as on the replicas, which keep theirs on the
+     * device: two cores writing one velocity too doubled the cache lines they fight over. */
+    float *velocity;
     struct tr_cl *cl;
     int inflight;
     /* Statistics (coordinator only). */
