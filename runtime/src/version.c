@@ -1,9 +1,8 @@
-/* Version and build commit; HETCL_GIT_COMMIT is set by CMake at configure time. */
+/* Version and build commit; git_commit.h is written by cmake/git_commit.cmake at every
+ * build, so the commit is the one the binary was built from. */
 #include <hetcl/version.h>
 
-#ifndef HETCL_GIT_COMMIT
-#define HETCL_GIT_COMMIT "unknown"
-#endif
+#include "git_commit.h"
 
 #define HETCL_STR2(x) #x
 #define HETCL_STR(x)  HETCL_STR2(x)
