@@ -97,6 +97,12 @@ static cJSON *load_json(const char *path)
     return cJSON_Parse(buf);
 }
 
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : (double) NAN;
+}
+
 static void check_report(void)
 {
     char args[1024], err[4096], report[300];
@@ -122,13 +128,13 @@ static void check_report(void)
     for (int i = 0; i < cJSON_GetArraySize(devs); i++)
         share += cJSON_GetObjectItem(cJSON_GetArrayItem(devs, i), "update_share")->valuedouble;
     CHECK(share > 0.999 && share < 1.001);
+    /* No --lr: the rate the epochs used is the one the configuration reports (a constant
+     * schedule), the default of <hetcl/train.h>. */
+    const cJSON *opt = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "config"), "optimizer");
+    const cJSON *ep0 = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "epochs"), 0);
+    CHECK(fabs(num(opt, "learning_rate") - 0.02) < 1e-12);
+    CHECK(fabs(num(ep0, "learning_rate") - num(opt, "learning_rate")) < 1e-12);
     cJSON_Delete(doc);
-}
-
-static double num(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItem(o, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : (double) NAN;
 }
 
 /* --eval-every: evaluations inside epochs, in order, with training time apart from wall time;
