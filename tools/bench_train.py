@@ -225,6 +225,9 @@ def hetcl_run(args, algo):
     out = summarise(args, r["evaluations"], r["final"]["test_acc"], r["final"]["wall_s"],
                     r["final"]["examples_per_s"])
     out["shares"] = {d["id"]: round(d["update_share"], 3) for d in r["devices"]}
+    core = r["provenance"]["host"].get("core_round_trip_ns")
+    out["core_round_trip_ns"] = [round(core["before"]["median"]),
+                                 round(core["after"]["median"])] if core else None
     return out
 
 
@@ -341,6 +344,13 @@ def main():
               f"{spread(col(runs, 'time_to_target_s'), '.2f'):>18} "
               f"{fmt(row['throughput_ratio'], '9.2f')} {fmt(row['time_to_target_ratio'], '9.2f')} "
               f"{fmt(row['wall_time_to_target_ratio'], '14.2f')}  {runs[-1].get('shares', '')}")
+    print("cache-line round trip between the first two CPUs before/after each hetcl run, ns "
+          "(on a VM it shows the runs that met distant cores):")
+    for name, runs in results.items():
+        if name != "pytorch":
+            print(f"  {name:10} " + "  ".join(
+                "/".join(map(str, r["core_round_trip_ns"])) if r.get("core_round_trip_ns")
+                else "n/a" for r in runs))
     print(f"t{tgt}: training time to {100 * args.target:g}% test accuracy (evaluations every "
           f"{args.eval_every:g} epochs, left out); wall t{tgt}: with them")
     with open(os.path.join(args.out, "summary.json"), "w") as f:

@@ -192,6 +192,54 @@ static void print_topology(const cJSON *t)
     }
 }
 
+/* The cache-line round trip from the first PU this process may run on to each other one (at
+ * most 63 pairs, about 10 ms each), measured on this machine only (not for --topology). On a
+ * big.LITTLE board it separates the clusters; on a virtual machine it shows whether the
+ * vCPUs sit on nearby cores now (see <hetcl/core_latency.h>). Null when not measured. */
+static cJSON *core_round_trips(hetcl_context *ctx, const hetcl_topology *topo)
+{
+    int a, b;
+    if (!hetcl_core_pair_default(topo, &a, &b))
+        return cJSON_CreateNull();
+    hwloc_const_bitmap_t allowed = hwloc_topology_get_allowed_cpuset(hetcl_topology_hwloc(topo));
+    cJSON *arr = cJSON_CreateArray();
+    int n = 0;
+    for (int pu = b; pu >= 0 && n < 63; pu = hwloc_bitmap_next(allowed, pu), n++) {
+        struct hetcl_stat st;
+        if (hetcl_core_round_trip(ctx, topo, a, pu, 0, &st) != HETCL_OK)
+            continue; /* the OS refused this PU: leave it out */
+        cJSON *o = cJSON_CreateObject(), *pus = cJSON_CreateArray();
+        cJSON_AddItemToArray(pus, cJSON_CreateNumber(a));
+        cJSON_AddItemToArray(pus, cJSON_CreateNumber(pu));
+        json_add(o, "pus", pus);
+        json_add(o, "median", cJSON_CreateNumber(st.median));
+        json_add(o, "min", cJSON_CreateNumber(st.min));
+        json_add(o, "max", cJSON_CreateNumber(st.max));
+        json_add(o, "n", cJSON_CreateNumber(st.n));
+        cJSON_AddItemToArray(arr, o);
+    }
+    if (!cJSON_GetArraySize(arr)) {
+        cJSON_Delete(arr);
+        return cJSON_CreateNull();
+    }
+    return arr;
+}
+
+static void print_core_round_trips(const cJSON *t)
+{
+    const cJSON *arr = cJSON_GetObjectItem(t, "core_round_trip_ns"), *it;
+    if (!cJSON_IsArray(arr))
+        return;
+    printf("  cache-line round trip from PU %d:",
+           cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "pus"), 0)->valueint);
+    cJSON_ArrayForEach(it, arr)
+    {
+        printf(" PU %d %.0f ns;", cJSON_GetArrayItem(cJSON_GetObjectItem(it, "pus"), 1)->valueint,
+               cJSON_GetObjectItem(it, "median")->valuedouble);
+    }
+    printf("\n");
+}
+
 static void print_devices(const struct hetcl_device_list *list,
                           const struct hetcl_device_locality *locs)
 {
@@ -370,7 +418,10 @@ int cli_devices(int argc, char **argv)
     }
 
     doc = document_header();
-    json_add(doc, "topology", devices_json_topology(topo));
+    cJSON *topo_json = devices_json_topology(topo);
+    if (!o.topology_xml)
+        json_add(topo_json, "core_round_trip_ns", core_round_trips(ctx, topo));
+    json_add(doc, "topology", topo_json);
     cJSON *cl = devices_json_opencl(list, locs, o.split_cpu);
     cJSON *devs = cJSON_GetObjectItemCaseSensitive(cl, "devices");
     json_add(doc, "opencl", cl);
@@ -378,6 +429,7 @@ int cli_devices(int argc, char **argv)
     if (!o.json_path) {
         printf("hetcl %s: devices\n\n", hetcl_version());
         print_topology(cJSON_GetObjectItem(doc, "topology"));
+        print_core_round_trips(cJSON_GetObjectItem(doc, "topology"));
         print_devices(list, locs);
     }
     /* Ceilings: measured now with --probe, else the cached ones when there are any. */

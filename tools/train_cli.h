@@ -38,6 +38,13 @@ struct train_cli {
     int n_data_files;
     uint64_t data_checksum;
     int64_t n_train_total;
+    /* The cache-line round trip between the first two PUs, before and after training
+     * (<hetcl/core_latency.h>); measured false on one PU or when the OS refused. */
+    struct {
+        bool measured;
+        int pu_a, pu_b;
+        struct hetcl_stat before, after;
+    } core;
 };
 
 int cli_train(int argc, char **argv);

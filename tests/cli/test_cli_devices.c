@@ -160,6 +160,20 @@ int main(void)
     CHECK_EQ_INT(validate(path), 0);
     cJSON *doc = load_json(path);
     CHECK(doc != NULL);
+    /* The cache-line round trip from the first PU to each other one the process may use. */
+    const cJSON *rts = get(get(doc, "topology"), "core_round_trip_ns");
+    hwloc_topology_t ht;
+    hwloc_topology_init(&ht);
+    hwloc_topology_load(ht);
+    int allowed = hwloc_bitmap_weight(hwloc_topology_get_allowed_cpuset(ht));
+    hwloc_topology_destroy(ht);
+    if (allowed >= 2) {
+        CHECK(cJSON_IsArray(rts));
+        CHECK_EQ_INT(cJSON_GetArraySize(rts), allowed - 1 < 63 ? allowed - 1 : 63);
+        CHECK(get(cJSON_GetArrayItem(rts, 0), "median")->valuedouble > 0);
+    } else {
+        CHECK(cJSON_IsNull(rts)); /* one PU to run on: nothing to measure */
+    }
     const cJSON *devs = get(get(doc, "opencl"), "devices");
     if (cJSON_GetArraySize(devs) == 0) {
         printf("no OpenCL device: %s\n",

@@ -6,6 +6,7 @@
  */
 #include "harness.h"
 
+#include <hetcl/hetcl.h>
 #include <hetcl/safetensors.h>
 #include <math.h>
 
@@ -103,6 +104,19 @@ static double num(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : (double) NAN;
 }
 
+static bool two_pus(void)
+{
+    hetcl_context *ctx = NULL;
+    hetcl_topology *topo = NULL;
+    int a, b;
+    bool two = hetcl_context_create(NULL, &ctx) == HETCL_OK &&
+               hetcl_topology_create(ctx, NULL, &topo) == HETCL_OK &&
+               hetcl_core_pair_default(topo, &a, &b);
+    hetcl_topology_destroy(topo);
+    hetcl_context_destroy(ctx);
+    return two;
+}
+
 static void check_report(void)
 {
     char args[1024], err[4096], report[300];
@@ -134,6 +148,17 @@ static void check_report(void)
     const cJSON *ep0 = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "epochs"), 0);
     CHECK(fabs(num(opt, "learning_rate") - 0.02) < 1e-12);
     CHECK(fabs(num(ep0, "learning_rate") - num(opt, "learning_rate")) < 1e-12);
+    /* Where this process may run on two PUs, the cache-line round trip between them before
+     * and after training. */
+    const cJSON *host = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "provenance"), "host");
+    const cJSON *core = cJSON_GetObjectItem(host, "core_round_trip_ns");
+    if (two_pus()) {
+        CHECK(cJSON_IsObject(core));
+        CHECK(num(cJSON_GetObjectItem(core, "before"), "median") > 0);
+        CHECK(num(cJSON_GetObjectItem(core, "after"), "median") > 0);
+    } else {
+        CHECK(cJSON_IsNull(core));
+    }
     cJSON_Delete(doc);
 }
 

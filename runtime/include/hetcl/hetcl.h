@@ -3,6 +3,7 @@
 #define HETCL_H
 
 #include <hetcl/context.h>
+#include <hetcl/core_latency.h>
 #include <hetcl/device.h>
 #include <hetcl/devmap.h>
 #include <hetcl/fileio.h>

@@ -1,0 +1,143 @@
+/* The cache-line round trip between two processing units (<hetcl/core_latency.h>). */
+#include "internal.h"
+
+#include <hetcl/core_latency.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_TRIPS 4000
+#define TIMED_RUNS    5
+
+/* The line both threads write: the pinger stores 2k+1 to ask round k, the ponger answers 2k+2.
+ * Alone on its cache line, so that nothing else moves with it. */
+struct pingpong {
+    _Alignas(64) atomic_uint seq;
+    char pad[64 - sizeof(atomic_uint)];
+    hwloc_topology_t topo;
+    int pu;            /* the ponger's PU */
+    unsigned rounds;   /* warm-up and timed runs together */
+    atomic_int pinned; /* ponger: 0 starting, 1 pinned, -1 refused */
+};
+
+static int bind_to(hwloc_topology_t topo, int pu)
+{
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (!set)
+        return -1;
+    hwloc_bitmap_only(set, (unsigned) pu);
+    int rc = hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_THREAD | HWLOC_CPUBIND_STRICT);
+    if (rc != 0) /* STRICT is refused by some systems: the plain binding is enough here */
+        rc = hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_THREAD);
+    hwloc_bitmap_free(set);
+    return rc;
+}
+
+static void *ponger(void *arg)
+{
+    struct pingpong *p = arg;
+    if (bind_to(p->topo, p->pu) != 0) {
+        atomic_store(&p->pinned, -1);
+        return NULL;
+    }
+    atomic_store(&p->pinned, 1);
+    for (unsigned k = 0; k < p->rounds; k++) {
+        while (atomic_load_explicit(&p->seq, memory_order_acquire) != 2 * k + 1)
+            hetcl__cpu_relax();
+        atomic_store_explicit(&p->seq, 2 * k + 2, memory_order_release);
+    }
+    return NULL;
+}
+
+static bool pu_allowed(hwloc_topology_t topo, int pu)
+{
+    return pu >= 0 && hwloc_bitmap_isset(hwloc_topology_get_allowed_cpuset(topo), (unsigned) pu);
+}
+
+bool hetcl_core_pair_default(const hetcl_topology *topo, int *pu_a, int *pu_b)
+{
+    if (!topo || !pu_a || !pu_b)
+        return false;
+    hwloc_const_bitmap_t allowed = hwloc_topology_get_allowed_cpuset(hetcl_topology_hwloc(topo));
+    int a = hwloc_bitmap_first(allowed);
+    int b = a < 0 ? -1 : hwloc_bitmap_next(allowed, a);
+    if (b < 0)
+        return false;
+    *pu_a = a;
+    *pu_b = b;
+    return true;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *) x, b = *(const double *) y;
+    return (a > b) - (a < b);
+}
+
+hetcl_status hetcl_core_round_trip(hetcl_context *ctx, const hetcl_topology *topo, int pu_a,
+                                   int pu_b, unsigned trips, struct hetcl_stat *out)
+{
+    if (!topo || !out)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "core round trip: topo and out required");
+    memset(out, 0, sizeof *out);
+    hwloc_topology_t h = hetcl_topology_hwloc(topo);
+    if (pu_a == pu_b || !pu_allowed(h, pu_a) || !pu_allowed(h, pu_b))
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "core round trip: PUs %d and %d must be two different PUs this "
+                           "process may run on",
+                           pu_a, pu_b);
+    if (!trips)
+        trips = DEFAULT_TRIPS;
+    hwloc_bitmap_t before = hwloc_bitmap_alloc();
+    if (!before || hwloc_get_cpubind(h, before, HWLOC_CPUBIND_THREAD) != 0) {
+        hwloc_bitmap_free(before);
+        return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED, "core round trip: thread binding unknown");
+    }
+    struct pingpong pp; /* the ponger is joined before this returns */
+    struct pingpong *p = &pp;
+    memset(p, 0, sizeof *p);
+    atomic_init(&p->seq, 0);
+    atomic_init(&p->pinned, 0);
+    p->topo = h;
+    p->pu = pu_b;
+    p->rounds = (1 + TIMED_RUNS) * trips;
+    hetcl_status s = HETCL_OK;
+    pthread_t th;
+    if (bind_to(h, pu_a) != 0) {
+        s = hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED, "core round trip: cannot bind to PU %d", pu_a);
+    } else if (pthread_create(&th, NULL, ponger, p) != 0) {
+        s = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "core round trip: no thread");
+    } else {
+        while (atomic_load(&p->pinned) == 0)
+            hetcl__cpu_relax();
+        if (atomic_load(&p->pinned) < 0) {
+            s = hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED, "core round trip: cannot bind to PU %d",
+                            pu_b);
+        } else {
+            double ns[TIMED_RUNS];
+            unsigned k = 0;
+            for (int run = -1; run < TIMED_RUNS; run++) { /* run -1: warm-up */
+                uint64_t t0 = hetcl__now_ns();
+                for (unsigned i = 0; i < trips; i++, k++) {
+                    atomic_store_explicit(&p->seq, 2 * k + 1, memory_order_release);
+                    while (atomic_load_explicit(&p->seq, memory_order_acquire) != 2 * k + 2)
+                        hetcl__cpu_relax();
+                }
+                if (run >= 0)
+                    ns[run] = (double) (hetcl__now_ns() - t0) / trips;
+            }
+            qsort(ns, TIMED_RUNS, sizeof *ns, cmp_double);
+            out->median = ns[TIMED_RUNS / 2];
+            out->min = ns[0];
+            out->max = ns[TIMED_RUNS - 1];
+            out->n = TIMED_RUNS;
+        }
+        pthread_join(th, NULL);
+    }
+    (void) hwloc_set_cpubind(h, before, HWLOC_CPUBIND_THREAD);
+    hwloc_bitmap_free(before);
+    return s;
+}
