@@ -20,8 +20,12 @@ Both sides evaluate the full test set at the same points: every --eval-every epo
 are counted from the first batch. The time to the target accuracy ("t85") is training time,
 the evaluations left out on both sides, interpolated linearly between the two evaluations
 around the crossing; the wall-clock figure with the evaluations included is printed too
-("wall t85"). Throughput (examples/s) is on training time as well. Nothing here is
-hard-coded: every figure is measured in this run.
+("wall t85"). Throughput (examples/s) is on training time as well. With --seeds N every
+configuration runs N times (seeds interleaved); the table gives medians with min-max, and the
+ratios are of the medians (a seed does not pair a PyTorch run with a hetcl run). Under it, the
+cache-line round trip hetcl recorded before and after each run (provenance.host.
+core_round_trip_ns) shows the runs that met distant cores on a virtual machine. Nothing here
+is hard-coded: every figure is measured in this run.
 """
 import argparse
 import gzip

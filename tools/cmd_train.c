@@ -493,7 +493,8 @@ int cli_train(int argc, char **argv)
     hetcl_topology *topo = NULL;
     core_round_trip(&c, ctx, &topo, true);
     s = hetcl_train_run(ctx, rt, c.spec, c.train, c.test, &c.opts, &res);
-    core_round_trip(&c, ctx, &topo, false);
+    if (s == HETCL_OK) /* after a failure, the context keeps the training's error */
+        core_round_trip(&c, ctx, &topo, false);
     hetcl_topology_destroy(topo);
     if (s != HETCL_OK) {
         if (!c.quiet && isatty(STDOUT_FILENO))

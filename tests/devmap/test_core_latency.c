@@ -48,6 +48,7 @@ int main(void)
     CHECK_EQ_INT(hetcl_core_round_trip(ctx, topo, -1, b, 0, &rt), HETCL_ERR_INVALID_ARG);
     CHECK_EQ_INT(hetcl_core_round_trip(ctx, topo, a, 1 << 20, 0, &rt), HETCL_ERR_INVALID_ARG);
     CHECK_EQ_INT(hetcl_core_round_trip(ctx, topo, a, b, 0, NULL), HETCL_ERR_INVALID_ARG);
+    CHECK_EQ_INT(hetcl_core_round_trip(ctx, topo, a, b, 4000000000u, &rt), HETCL_ERR_INVALID_ARG);
     hetcl_topology_destroy(topo);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_core_latency");

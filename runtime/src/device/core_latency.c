@@ -11,6 +11,7 @@
 
 #define DEFAULT_TRIPS 4000
 #define TIMED_RUNS    5
+#define MAX_TRIPS     10000000u
 
 /* The line both threads write: the pinger stores 2k+1 to ask round k, the ponger answers 2k+2.
  * Alone on its cache line, so that nothing else moves with it. */
@@ -91,6 +92,9 @@ hetcl_status hetcl_core_round_trip(hetcl_context *ctx, const hetcl_topology *top
                            pu_a, pu_b);
     if (!trips)
         trips = DEFAULT_TRIPS;
+    if (trips > MAX_TRIPS) /* the sequence numbers must not wrap */
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "core round trip: %u trips per run, at most %u", trips, MAX_TRIPS);
     hwloc_bitmap_t before = hwloc_bitmap_alloc();
     if (!before || hwloc_get_cpubind(h, before, HWLOC_CPUBIND_THREAD) != 0) {
         hwloc_bitmap_free(before);
