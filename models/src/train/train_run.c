@@ -887,10 +887,10 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
      * an update's total weight over time is lr / ((1 - m') (1 - mu)) = M lr / (1 - m'). The
      * asynchronous algorithms keep it at one device's lr / (1 - m) with m' = 1 - M (1 - m)
      * (0.9 and two devices: 0.8), floored at 0, unless told not to. Measured on Fashion-MNIST
-     * with the MLP and two devices: after half an epoch (4 seeds) 84.1-84.8% at 0.8 against
-     * 83.5-83.6% with Mitliagkas's additive m - (1 - 1/M) = 0.4; after 10 epochs (3 seeds)
-     * adaptive 88.2% at either, hogbatch 88.6% at 0.8 and 88.4% at 0.4, and 87.8-87.9% with
-     * no correction (README, "Learning rate"). */
+     * with the MLP and two devices: after half an epoch (mean of 4 seeds) 84.4-84.8% at 0.8
+     * against 83.5-83.6% with Mitliagkas's additive m - (1 - 1/M) = 0.4; after 10 epochs (3
+     * seeds) adaptive 88.2% at either, hogbatch 88.6% at 0.8 and 88.4% at 0.4, and 87.8-87.9%
+     * with no correction (README, "Learning rate"). */
     t->momentum = t->o.momentum;
     if (s == HETCL_OK && t->n_dev > 1 && !t->o.no_momentum_correction &&
         t->o.algo != HETCL_TRAIN_SYNC && t->o.algo != HETCL_TRAIN_SINGLE)
