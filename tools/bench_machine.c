@@ -1,6 +1,8 @@
 /* Machine state and energy readers of `hetcl bench model` (bench_machine.h). */
 #include "bench_machine.h"
 
+#include <hetcl/hetcl.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -366,4 +368,20 @@ long long bench_peak_rss_bytes(void)
         }
     fclose(f);
     return kb >= 0 ? kb * 1024 : -1;
+}
+
+bool bench_core_round_trip(int *pu_a, int *pu_b, double *ns)
+{
+    hetcl_context *ctx = NULL;
+    hetcl_topology *topo = NULL;
+    struct hetcl_stat st;
+    bool ok = hetcl_context_create(NULL, &ctx) == HETCL_OK &&
+              hetcl_topology_create(ctx, NULL, &topo) == HETCL_OK &&
+              hetcl_core_pair_default(topo, pu_a, pu_b) &&
+              hetcl_core_round_trip(ctx, topo, *pu_a, *pu_b, 0, &st) == HETCL_OK;
+    if (ok)
+        *ns = st.median;
+    hetcl_topology_destroy(topo);
+    hetcl_context_destroy(ctx);
+    return ok;
 }

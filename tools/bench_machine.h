@@ -22,6 +22,12 @@ cJSON *bench_machine_state(const char *root);
  * (neither frequencies nor temperatures were readable). */
 int bench_machine_throttled(const cJSON *before, const cJSON *after);
 
+/* The cache-line round trip in ns between the first two PUs this process may run on
+ * (<hetcl/core_latency.h>), median of 5 runs; the PUs in *pu_a, *pu_b. false when it could not
+ * be measured (one PU, binding refused). On a virtual machine it tells whether a configuration
+ * ran while the vCPUs sat on distant cores. */
+bool bench_core_round_trip(int *pu_a, int *pu_b, double *ns);
+
 #define BENCH_ENERGY_MAX_DOMAINS 16
 
 /* Energy counters read at the start of a timed phase. */

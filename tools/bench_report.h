@@ -104,6 +104,10 @@ struct bench_result {
     long long peak_rss_bytes;
     cJSON *machine_before, *machine_after, *energy; /* moved into the report */
     int throttled;                                  /* -1 unknown */
+    /* The cache-line round trip between two PUs before and after (bench_core_round_trip). */
+    bool core_measured;
+    int core_pus[2];
+    double core_before_ns, core_after_ns;
     bool acc_evaluated;
     char acc_reason[160];
     const char *acc_dataset;
