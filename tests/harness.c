@@ -1,6 +1,8 @@
 /* The test harness: see harness.h. */
 #include "harness.h"
 
+#include <hetcl/hetcl.h>
+
 #include <sys/wait.h>
 
 int hetcl_test_failures = 0;
@@ -54,4 +56,17 @@ void hetcl_test_read(const char *dir, const char *name, char *buf, size_t cap)
     buf[n] = '\0';
     if (f)
         fclose(f);
+}
+
+bool hetcl_test_two_pus(void)
+{
+    hetcl_context *ctx = NULL;
+    hetcl_topology *topo = NULL;
+    int a, b;
+    bool two = hetcl_context_create(NULL, &ctx) == HETCL_OK &&
+               hetcl_topology_create(ctx, NULL, &topo) == HETCL_OK &&
+               hetcl_core_pair_default(topo, &a, &b);
+    hetcl_topology_destroy(topo);
+    hetcl_context_destroy(ctx);
+    return two;
 }

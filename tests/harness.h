@@ -6,6 +6,7 @@
 #define HETCL_TEST_HARNESS_H
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,5 +71,9 @@ int hetcl_test_sh(const char *dir, const char *cmdline);
 /* Reads the file dir/name into buf, NUL-terminated and truncated to cap - 1 bytes (empty when
  * the file cannot be read). */
 void hetcl_test_read(const char *dir, const char *name, char *buf, size_t cap);
+
+/* Whether this process may run on two PUs, so that a core round trip can be measured
+ * (<hetcl/core_latency.h>): reports must then carry one. */
+bool hetcl_test_two_pus(void);
 
 #endif /* HETCL_TEST_HARNESS_H */

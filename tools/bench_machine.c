@@ -370,18 +370,47 @@ long long bench_peak_rss_bytes(void)
     return kb >= 0 ? kb * 1024 : -1;
 }
 
-bool bench_core_round_trip(int *pu_a, int *pu_b, double *ns)
+void bench_core_measure(struct bench_core *c, bool after)
 {
+    if (after && !c->measured)
+        return;
     hetcl_context *ctx = NULL;
     hetcl_topology *topo = NULL;
-    struct hetcl_stat st;
+    int pus[2];
     bool ok = hetcl_context_create(NULL, &ctx) == HETCL_OK &&
               hetcl_topology_create(ctx, NULL, &topo) == HETCL_OK &&
-              hetcl_core_pair_default(topo, pu_a, pu_b) &&
-              hetcl_core_round_trip(ctx, topo, *pu_a, *pu_b, 0, &st) == HETCL_OK;
-    if (ok)
-        *ns = st.median;
+              hetcl_core_pair_default(topo, &pus[0], &pus[1]) &&
+              hetcl_core_round_trip(ctx, topo, pus[0], pus[1], 0, after ? &c->after : &c->before) ==
+                      HETCL_OK;
+    if (!after) {
+        c->pus[0] = pus[0];
+        c->pus[1] = pus[1];
+    }
+    c->measured = ok && pus[0] == c->pus[0] && pus[1] == c->pus[1];
     hetcl_topology_destroy(topo);
     hetcl_context_destroy(ctx);
-    return ok;
+}
+
+void bench_stat_add(cJSON *o, const struct hetcl_stat *st)
+{
+    cJSON_AddNumberToObject(o, "median", st->median);
+    cJSON_AddNumberToObject(o, "min", st->min);
+    cJSON_AddNumberToObject(o, "max", st->max);
+    cJSON_AddNumberToObject(o, "n", st->n);
+}
+
+cJSON *bench_core_json(const struct bench_core *c)
+{
+    if (!c->measured)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject(), *pus = cJSON_CreateArray(), *before = cJSON_CreateObject(),
+          *after = cJSON_CreateObject();
+    cJSON_AddItemToArray(pus, cJSON_CreateNumber(c->pus[0]));
+    cJSON_AddItemToArray(pus, cJSON_CreateNumber(c->pus[1]));
+    cJSON_AddItemToObject(o, "pus", pus);
+    bench_stat_add(before, &c->before);
+    bench_stat_add(after, &c->after);
+    cJSON_AddItemToObject(o, "before", before);
+    cJSON_AddItemToObject(o, "after", after);
+    return o;
 }

@@ -9,6 +9,7 @@
 #define HETCL_CLI_BENCH_MACHINE_H
 
 #include <cjson/cJSON.h>
+#include <hetcl/probe.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,11 +23,20 @@ cJSON *bench_machine_state(const char *root);
  * (neither frequencies nor temperatures were readable). */
 int bench_machine_throttled(const cJSON *before, const cJSON *after);
 
-/* The cache-line round trip in ns between the first two PUs this process may run on
- * (<hetcl/core_latency.h>), median of 5 runs; the PUs in *pu_a, *pu_b. false when it could not
- * be measured (one PU, binding refused). On a virtual machine it tells whether a configuration
- * ran while the vCPUs sat on distant cores. */
-bool bench_core_round_trip(int *pu_a, int *pu_b, double *ns);
+/* The cache-line round trip between the first two PUs this process may run on
+ * (<hetcl/core_latency.h>), measured just before and just after a run (a bench configuration,
+ * a training run): on a virtual machine it tells whether the run met distant cores. */
+struct bench_core {
+    bool measured; /* false: one PU, binding refused, or the PUs changed */
+    int pus[2];
+    struct hetcl_stat before, after;
+};
+/* Measures c->before (after == false) or c->after (after == true, only if before was). */
+void bench_core_measure(struct bench_core *c, bool after);
+/* {pus, before: {median, min, max, n}, after: {...}} in ns, or null when not measured. */
+cJSON *bench_core_json(const struct bench_core *c);
+/* Adds median, min, max and n to o. */
+void bench_stat_add(cJSON *o, const struct hetcl_stat *st);
 
 #define BENCH_ENERGY_MAX_DOMAINS 16
 

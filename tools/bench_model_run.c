@@ -492,7 +492,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     r->acc_n_samples = -1;
     r->acc_tolerance = env->tolerance;
     r->machine_before = bench_machine_state("");
-    r->core_measured = bench_core_round_trip(&r->core_pus[0], &r->core_pus[1], &r->core_before_ns);
+    bench_core_measure(&r->core, false);
 
     char err[200] = "";
     float *inputs = make_inputs(env, m->plan, c->batch, err, sizeof err);
@@ -803,9 +803,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     }
     r->peak_rss_bytes = bench_peak_rss_bytes();
     r->machine_after = bench_machine_state("");
-    int pu_a, pu_b;
-    r->core_measured = r->core_measured && bench_core_round_trip(&pu_a, &pu_b, &r->core_after_ns) &&
-                       pu_a == r->core_pus[0] && pu_b == r->core_pus[1];
+    bench_core_measure(&r->core, true);
     r->throttled = bench_machine_throttled(r->machine_before, r->machine_after);
     hetcl_infer_session_destroy(s);
     free(inputs);

@@ -164,20 +164,6 @@ static cJSON *breakdown_json(hetcl_context *ctx, const struct bench_result *r)
     return o ? o : cJSON_CreateNull();
 }
 
-/* The cache-line round trip around a configuration, or null when not measured. */
-static cJSON *core_json(const struct bench_result *r)
-{
-    if (!r->core_measured)
-        return cJSON_CreateNull();
-    cJSON *core = cJSON_CreateObject(), *pus = cJSON_CreateArray();
-    cJSON_AddItemToArray(pus, cJSON_CreateNumber(r->core_pus[0]));
-    cJSON_AddItemToArray(pus, cJSON_CreateNumber(r->core_pus[1]));
-    cJSON_AddItemToObject(core, "pus", pus);
-    cJSON_AddItemToObject(core, "before", cJSON_CreateNumber(r->core_before_ns));
-    cJSON_AddItemToObject(core, "after", cJSON_CreateNumber(r->core_after_ns));
-    return core;
-}
-
 static cJSON *ok_body(hetcl_context *ctx, struct bench_result *r, cJSON *o)
 {
     const struct bench_loop *L = r->loop;
@@ -294,7 +280,7 @@ static cJSON *ok_body(hetcl_context *ctx, struct bench_result *r, cJSON *o)
     r->machine_before = r->machine_after = NULL;
     cJSON_AddItemToObject(machine, "throttled",
                           r->throttled < 0 ? cJSON_CreateNull() : cJSON_CreateBool(r->throttled));
-    cJSON_AddItemToObject(machine, "core_round_trip_ns", core_json(r));
+    cJSON_AddItemToObject(machine, "core_round_trip_ns", bench_core_json(&r->core));
     cJSON_AddItemToObject(o, "machine", machine);
     cJSON_AddItemToObject(o, "energy", r->energy);
     r->energy = NULL;

@@ -10,6 +10,7 @@
 
 #include "bench_config.h"
 #include "bench_loop.h"
+#include "bench_machine.h"
 
 #include <hetcl/context.h>
 
@@ -104,10 +105,7 @@ struct bench_result {
     long long peak_rss_bytes;
     cJSON *machine_before, *machine_after, *energy; /* moved into the report */
     int throttled;                                  /* -1 unknown */
-    /* The cache-line round trip between two PUs before and after (bench_core_round_trip). */
-    bool core_measured;
-    int core_pus[2];
-    double core_before_ns, core_after_ns;
+    struct bench_core core;                         /* the cache-line round trip before and after */
     bool acc_evaluated;
     char acc_reason[160];
     const char *acc_dataset;

@@ -3,6 +3,7 @@
  * sub-devices (--split-cpu) and measured ceilings (--probe). A human table by default, the
  * versioned JSON document with --json.
  */
+#include "bench_machine.h"
 #include "cli.h"
 #include "devices_json.h"
 #include "devices_probe.h"
@@ -212,10 +213,7 @@ static cJSON *core_round_trips(hetcl_context *ctx, const hetcl_topology *topo)
         cJSON_AddItemToArray(pus, cJSON_CreateNumber(a));
         cJSON_AddItemToArray(pus, cJSON_CreateNumber(pu));
         json_add(o, "pus", pus);
-        json_add(o, "median", cJSON_CreateNumber(st.median));
-        json_add(o, "min", cJSON_CreateNumber(st.min));
-        json_add(o, "max", cJSON_CreateNumber(st.max));
-        json_add(o, "n", cJSON_CreateNumber(st.n));
+        bench_stat_add(o, &st);
         cJSON_AddItemToArray(arr, o);
     }
     if (!cJSON_GetArraySize(arr)) {

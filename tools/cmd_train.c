@@ -385,23 +385,6 @@ static void on_progress(void *user, const struct hetcl_train_progress *p)
     fflush(stdout);
 }
 
-/* The cache-line round trip between the first two PUs, before and after training: on a
- * virtual machine it tells whether the run met distant cores (see <hetcl/core_latency.h>).
- * Best effort: a machine where it cannot be measured reports null. */
-static void core_round_trip(struct train_cli *c, hetcl_context *ctx, hetcl_topology **topo,
-                            bool before)
-{
-    if (before) {
-        c->core.measured = hetcl_topology_create(ctx, NULL, topo) == HETCL_OK &&
-                           hetcl_core_pair_default(*topo, &c->core.pu_a, &c->core.pu_b) &&
-                           hetcl_core_round_trip(ctx, *topo, c->core.pu_a, c->core.pu_b, 0,
-                                                 &c->core.before) == HETCL_OK;
-    } else if (c->core.measured) {
-        c->core.measured = hetcl_core_round_trip(ctx, *topo, c->core.pu_a, c->core.pu_b, 0,
-                                                 &c->core.after) == HETCL_OK;
-    }
-}
-
 static void print_summary(const struct train_cli *c, const struct hetcl_train_result *r)
 {
     if (!c->quiet && isatty(STDOUT_FILENO))
@@ -490,12 +473,9 @@ int cli_train(int argc, char **argv)
         goto out;
     c.opts.progress = on_progress;
     c.opts.progress_user = &c;
-    hetcl_topology *topo = NULL;
-    core_round_trip(&c, ctx, &topo, true);
+    bench_core_measure(&c.core, false);
     s = hetcl_train_run(ctx, rt, c.spec, c.train, c.test, &c.opts, &res);
-    if (s == HETCL_OK) /* after a failure, the context keeps the training's error */
-        core_round_trip(&c, ctx, &topo, false);
-    hetcl_topology_destroy(topo);
+    bench_core_measure(&c.core, true);
     if (s != HETCL_OK) {
         if (!c.quiet && isatty(STDOUT_FILENO))
             printf("\n");

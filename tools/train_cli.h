@@ -8,6 +8,8 @@
 #include <hetcl/model_spec.h>
 #include <hetcl/train.h>
 
+#include "bench_machine.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -38,13 +40,7 @@ struct train_cli {
     int n_data_files;
     uint64_t data_checksum;
     int64_t n_train_total;
-    /* The cache-line round trip between the first two PUs, before and after training
-     * (<hetcl/core_latency.h>); measured false on one PU or when the OS refused. */
-    struct {
-        bool measured;
-        int pu_a, pu_b;
-        struct hetcl_stat before, after;
-    } core;
+    struct bench_core core; /* the cache-line round trip before and after training */
 };
 
 int cli_train(int argc, char **argv);

@@ -41,30 +41,6 @@ static void cpu_model(char *buf, size_t cap)
     fclose(f);
 }
 
-static cJSON *stat_json(const struct hetcl_stat *st)
-{
-    cJSON *o = cJSON_CreateObject();
-    json_add(o, "median", cJSON_CreateNumber(st->median));
-    json_add(o, "min", cJSON_CreateNumber(st->min));
-    json_add(o, "max", cJSON_CreateNumber(st->max));
-    json_add(o, "n", cJSON_CreateNumber(st->n));
-    return o;
-}
-
-/* The cache-line round trip between two PUs before and after training, or null. */
-static cJSON *core_json(const struct train_cli *c)
-{
-    if (!c->core.measured)
-        return cJSON_CreateNull();
-    cJSON *o = cJSON_CreateObject(), *pus = cJSON_CreateArray();
-    cJSON_AddItemToArray(pus, cJSON_CreateNumber(c->core.pu_a));
-    cJSON_AddItemToArray(pus, cJSON_CreateNumber(c->core.pu_b));
-    json_add(o, "pus", pus);
-    json_add(o, "before", stat_json(&c->core.before));
-    json_add(o, "after", stat_json(&c->core.after));
-    return o;
-}
-
 static cJSON *provenance(const struct train_cli *c, hetcl_runtime *rt)
 {
     cJSON *p = cJSON_CreateObject(), *host = cJSON_CreateObject();
@@ -79,7 +55,7 @@ static cJSON *provenance(const struct train_cli *c, hetcl_runtime *rt)
     json_add(host, "os", cJSON_CreateString(os));
     json_add(host, "cpu_model", cJSON_CreateString(cpu));
     json_add(host, "environment", devices_json_environment());
-    json_add(host, "core_round_trip_ns", core_json(c));
+    json_add(host, "core_round_trip_ns", bench_core_json(&c->core));
     json_add(p, "host", host);
     cJSON *cmd = cJSON_CreateArray();
     cJSON_AddItemToArray(cmd, cJSON_CreateString("hetcl"));

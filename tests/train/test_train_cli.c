@@ -6,7 +6,6 @@
  */
 #include "harness.h"
 
-#include <hetcl/hetcl.h>
 #include <hetcl/safetensors.h>
 #include <math.h>
 
@@ -104,19 +103,6 @@ static double num(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : (double) NAN;
 }
 
-static bool two_pus(void)
-{
-    hetcl_context *ctx = NULL;
-    hetcl_topology *topo = NULL;
-    int a, b;
-    bool two = hetcl_context_create(NULL, &ctx) == HETCL_OK &&
-               hetcl_topology_create(ctx, NULL, &topo) == HETCL_OK &&
-               hetcl_core_pair_default(topo, &a, &b);
-    hetcl_topology_destroy(topo);
-    hetcl_context_destroy(ctx);
-    return two;
-}
-
 static void check_report(void)
 {
     char args[1024], err[4096], report[300];
@@ -152,7 +138,7 @@ static void check_report(void)
      * and after training. */
     const cJSON *host = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "provenance"), "host");
     const cJSON *core = cJSON_GetObjectItem(host, "core_round_trip_ns");
-    if (two_pus()) {
+    if (hetcl_test_two_pus()) {
         CHECK(cJSON_IsObject(core));
         CHECK(num(cJSON_GetObjectItem(core, "before"), "median") > 0);
         CHECK(num(cJSON_GetObjectItem(core, "after"), "median") > 0);

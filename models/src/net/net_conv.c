@@ -29,7 +29,7 @@ static void *rw(const void *p)
     return (void *) (uintptr_t) p;
 }
 
-static struct hetcl_op_conv2d_args conv_args(const struct hetcl_net_layer *nl, int64_t rows)
+struct hetcl_op_conv2d_args hetcl__net_conv_args(const struct hetcl_net_layer *nl, int64_t rows)
 {
     return (struct hetcl_op_conv2d_args){.batch = rows,
                                          .in_c = nl->in_c,
@@ -42,7 +42,7 @@ static struct hetcl_op_conv2d_args conv_args(const struct hetcl_net_layer *nl, i
                                          .pad = nl->pad};
 }
 
-static struct hetcl_op_pool2d_args pool_args(const struct hetcl_net_layer *nl, int64_t rows)
+struct hetcl_op_pool2d_args hetcl__net_pool_args(const struct hetcl_net_layer *nl, int64_t rows)
 {
     return (struct hetcl_op_pool2d_args){.batch = rows,
                                          .channels = nl->in_c,
@@ -60,7 +60,7 @@ hetcl_status hetcl__net_spatial_forward(const struct hetcl_net_layer *nl, const 
                  ny = (size_t) (rows * nl->out) * F;
     switch (nl->type) {
     case HETCL_MODEL_LAYER_CONV2D: {
-        struct hetcl_op_conv2d_args a = conv_args(nl, rows);
+        struct hetcl_op_conv2d_args a = hetcl__net_conv_args(nl, rows);
         const float *b = scratch;
         if (nl->b_off != SIZE_MAX)
             b = params + nl->b_off;
@@ -72,13 +72,13 @@ hetcl_status hetcl__net_spatial_forward(const struct hetcl_net_layer *nl, const 
         return run(hetcl__op_conv2d_fwd_host, &a, sizeof a, ptrs, sizes);
     }
     case HETCL_MODEL_LAYER_MAXPOOL2D: {
-        struct hetcl_op_pool2d_args a = pool_args(nl, rows);
+        struct hetcl_op_pool2d_args a = hetcl__net_pool_args(nl, rows);
         void *const ptrs[3] = {rw(x), y, idx};
         const size_t sizes[3] = {nx, ny, ny};
         return run(hetcl__op_maxpool_fwd_host, &a, sizeof a, ptrs, sizes);
     }
     case HETCL_MODEL_LAYER_AVGPOOL2D: {
-        struct hetcl_op_pool2d_args a = pool_args(nl, rows);
+        struct hetcl_op_pool2d_args a = hetcl__net_pool_args(nl, rows);
         void *const ptrs[2] = {rw(x), y};
         const size_t sizes[2] = {nx, ny};
         return run(hetcl__op_avgpool_fwd_host, &a, sizeof a, ptrs, sizes);
@@ -98,7 +98,7 @@ hetcl_status hetcl__net_spatial_backward(const struct hetcl_net_layer *nl, const
                  ny = (size_t) (rows * nl->out) * F;
     switch (nl->type) {
     case HETCL_MODEL_LAYER_CONV2D: {
-        struct hetcl_op_conv2d_args a = conv_args(nl, rows);
+        struct hetcl_op_conv2d_args a = hetcl__net_conv_args(nl, rows);
         const size_t nw = (size_t) (nl->out_c * nl->in_c * nl->k_h * nl->k_w) * F;
         void *const ptrs[6] = {rw(x), rw(params + nl->w_off), rw(dz), dx, dw, db};
         const size_t sizes[6] = {nx, nw, ny, nx, nw, (size_t) nl->out_c * F};
@@ -107,7 +107,7 @@ hetcl_status hetcl__net_spatial_backward(const struct hetcl_net_layer *nl, const
     case HETCL_MODEL_LAYER_MAXPOOL2D: {
         if (!dx)
             return HETCL_OK;
-        struct hetcl_op_pool2d_args a = pool_args(nl, rows);
+        struct hetcl_op_pool2d_args a = hetcl__net_pool_args(nl, rows);
         void *const ptrs[3] = {rw(dz), rw(idx), dx};
         const size_t sizes[3] = {ny, ny, nx};
         return run(hetcl__op_maxpool_bwd_host, &a, sizeof a, ptrs, sizes);
@@ -115,7 +115,7 @@ hetcl_status hetcl__net_spatial_backward(const struct hetcl_net_layer *nl, const
     case HETCL_MODEL_LAYER_AVGPOOL2D: {
         if (!dx)
             return HETCL_OK;
-        struct hetcl_op_pool2d_args a = pool_args(nl, rows);
+        struct hetcl_op_pool2d_args a = hetcl__net_pool_args(nl, rows);
         void *const ptrs[2] = {rw(dz), dx};
         const size_t sizes[2] = {ny, nx};
         return run(hetcl__op_avgpool_bwd_host, &a, sizeof a, ptrs, sizes);

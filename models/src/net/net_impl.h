@@ -1,12 +1,13 @@
 /*
  * Shared by the files of models/src/net (internal): the workspace layout of a host step and
  * the spatial layers (conv2d, pools) that net_host.c's forward and backward passes hand to
- * net_conv.c.
+ * net_conv.c; the layers' operator arguments are also used by train_cl.c.
  */
 #ifndef HETCL_NET_IMPL_H
 #define HETCL_NET_IMPL_H
 
 #include <hetcl/net.h>
+#include <hetcl/ops.h>
 #include <hetcl/status.h>
 
 #include <stddef.h>
@@ -30,6 +31,11 @@ struct hetcl_net_ws {
 /* The floats a workspace for `rows` (>= 1) examples needs; when ws is not NULL, also fills *L
  * with pointers into ws. */
 size_t hetcl__net_ws_layout(const hetcl_net *net, int64_t rows, float *ws, struct hetcl_net_ws *L);
+
+/* The operator arguments of a conv2d or pool layer for `rows` examples, for the host operators
+ * here and the OpenCL ones of a training replica (train_cl.c). */
+struct hetcl_op_conv2d_args hetcl__net_conv_args(const struct hetcl_net_layer *nl, int64_t rows);
+struct hetcl_op_pool2d_args hetcl__net_pool_args(const struct hetcl_net_layer *nl, int64_t rows);
 
 /* Forward of a conv2d or pool layer over rows examples: y = conv(x) + bias (no activation;
  * the caller applies it) or the pool of x; a maxpool also writes its winners into idx.

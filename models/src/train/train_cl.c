@@ -14,6 +14,7 @@
  * The runtime orders the steps through the handles: the next batch's copy-in writes the
  * replica, so it waits for this batch's merge to have read it.
  */
+#include "../net/net_impl.h"
 #include "internal.h"
 #include "train_run.h"
 
@@ -316,29 +317,6 @@ static hetcl_status op(struct tr *t, struct tr_dev *d, const struct hetcl_codele
     return hetcl_task_submit(t->rt, &desc, NULL);
 }
 
-static struct hetcl_op_conv2d_args conv_args(const struct hetcl_net_layer *nl, int64_t rows)
-{
-    return (struct hetcl_op_conv2d_args){.batch = rows,
-                                         .in_c = nl->in_c,
-                                         .in_h = nl->in_h,
-                                         .in_w = nl->in_w,
-                                         .out_c = nl->out_c,
-                                         .k_h = nl->k_h,
-                                         .k_w = nl->k_w,
-                                         .stride = nl->stride,
-                                         .pad = nl->pad};
-}
-
-static struct hetcl_op_pool2d_args pool_args(const struct hetcl_net_layer *nl, int64_t rows)
-{
-    return (struct hetcl_op_pool2d_args){.batch = rows,
-                                         .channels = nl->in_c,
-                                         .in_h = nl->in_h,
-                                         .in_w = nl->in_w,
-                                         .k = nl->k_h,
-                                         .stride = nl->stride};
-}
-
 /* Layer l's forward tasks: act[l] from its input (act[l - 1] or x). */
 static hetcl_status layer_forward(struct tr *t, struct tr_dev *d, int l, int64_t rows)
 {
@@ -362,7 +340,7 @@ static hetcl_status layer_forward(struct tr *t, struct tr_dev *d, int l, int64_t
     }
     case HETCL_MODEL_LAYER_CONV2D: {
         /* conv2d_fwd adds the bias; the activation runs as bias_act with a zero bias. */
-        struct hetcl_op_conv2d_args a = conv_args(nl, rows);
+        struct hetcl_op_conv2d_args a = hetcl__net_conv_args(nl, rows);
         hetcl_handle *h[4] = {in, c->w[l], c->b[l], c->act[l]};
         hetcl_access m[4] = {HETCL_R, HETCL_R, HETCL_R, HETCL_W};
         st = op(t, d, &hetcl_op_conv2d_fwd, &a, sizeof a, 4, h, m, "fwd_conv");
@@ -373,13 +351,13 @@ static hetcl_status layer_forward(struct tr *t, struct tr_dev *d, int l, int64_t
         return st;
     }
     case HETCL_MODEL_LAYER_MAXPOOL2D: {
-        struct hetcl_op_pool2d_args a = pool_args(nl, rows);
+        struct hetcl_op_pool2d_args a = hetcl__net_pool_args(nl, rows);
         hetcl_handle *h[3] = {in, c->act[l], c->idx[l]};
         hetcl_access m[3] = {HETCL_R, HETCL_W, HETCL_W};
         return op(t, d, &hetcl_op_maxpool_fwd, &a, sizeof a, 3, h, m, "fwd_maxpool");
     }
     case HETCL_MODEL_LAYER_AVGPOOL2D: {
-        struct hetcl_op_pool2d_args a = pool_args(nl, rows);
+        struct hetcl_op_pool2d_args a = hetcl__net_pool_args(nl, rows);
         hetcl_handle *h[2] = {in, c->act[l]};
         hetcl_access m[2] = {HETCL_R, HETCL_W};
         return op(t, d, &hetcl_op_avgpool_fwd, &a, sizeof a, 2, h, m, "fwd_avgpool");
@@ -425,7 +403,7 @@ static hetcl_status layer_backward(struct tr *t, struct tr_dev *d, int l, int64_
         hetcl_handle *h[4] = {c->act[l], c->dact[l], c->dz[l], c->sb[l]};
         hetcl_access m[4] = {HETCL_R, HETCL_R, HETCL_W, HETCL_W};
         st = op(t, d, &hetcl_op_bias_act_bwd, &ba, sizeof ba, 4, h, m, "bwd_act");
-        struct hetcl_op_conv2d_args a = conv_args(nl, rows);
+        struct hetcl_op_conv2d_args a = hetcl__net_conv_args(nl, rows);
         hetcl_handle *h2[6] = {in,       c->w[l], c->dz[l], c->need_dx[l] ? c->dact[l - 1] : c->dx0,
                                c->gw[l], c->gb[l]};
         hetcl_access m2[6] = {HETCL_R, HETCL_R, HETCL_R, HETCL_W, HETCL_W, HETCL_W};
@@ -436,7 +414,7 @@ static hetcl_status layer_backward(struct tr *t, struct tr_dev *d, int l, int64_
     case HETCL_MODEL_LAYER_MAXPOOL2D: {
         if (!c->need_dx[l])
             return HETCL_OK;
-        struct hetcl_op_pool2d_args a = pool_args(nl, rows);
+        struct hetcl_op_pool2d_args a = hetcl__net_pool_args(nl, rows);
         hetcl_handle *h[3] = {c->dact[l], c->idx[l], c->dact[l - 1]};
         hetcl_access m[3] = {HETCL_R, HETCL_R, HETCL_W};
         return op(t, d, &hetcl_op_maxpool_bwd, &a, sizeof a, 3, h, m, "bwd_maxpool");
@@ -444,7 +422,7 @@ static hetcl_status layer_backward(struct tr *t, struct tr_dev *d, int l, int64_
     case HETCL_MODEL_LAYER_AVGPOOL2D: {
         if (!c->need_dx[l])
             return HETCL_OK;
-        struct hetcl_op_pool2d_args a = pool_args(nl, rows);
+        struct hetcl_op_pool2d_args a = hetcl__net_pool_args(nl, rows);
         hetcl_handle *h[2] = {c->dact[l], c->dact[l - 1]};
         hetcl_access m[2] = {HETCL_R, HETCL_W};
         return op(t, d, &hetcl_op_avgpool_bwd, &a, sizeof a, 2, h, m, "bwd_avgpool");

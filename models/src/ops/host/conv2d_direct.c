@@ -23,38 +23,17 @@
 
 const struct hetcl_conv_kernel *hetcl__conv_kernel(hetcl_gemm_isa isa)
 {
+    static const struct hetcl_conv_kernel *const kernels[HETCL_ISA_COUNT] = {
+            [HETCL_GEMM_GENERIC] = &hetcl__conv_kernel_generic,
 #ifdef HETCL_GEMM_HAVE_X86
-    __builtin_cpu_init();
-    const bool avx512 = __builtin_cpu_supports("avx512f");
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+            [HETCL_GEMM_AVX2] = &hetcl__conv_kernel_avx2,
+            [HETCL_GEMM_AVX512] = &hetcl__conv_kernel_avx512,
 #endif
-    switch (isa) {
-    case HETCL_GEMM_AUTO:
-#ifdef HETCL_GEMM_HAVE_X86
-        if (avx512) {
-            return &hetcl__conv_kernel_avx512;
-        }
-        if (avx2) {
-            return &hetcl__conv_kernel_avx2;
-        }
-#endif
-        return &hetcl__conv_kernel_generic;
-    case HETCL_GEMM_GENERIC:
-        return &hetcl__conv_kernel_generic;
-    case HETCL_GEMM_AVX2:
-#ifdef HETCL_GEMM_HAVE_X86
-        return avx2 ? &hetcl__conv_kernel_avx2 : NULL;
-#else
-        return NULL;
-#endif
-    case HETCL_GEMM_AVX512:
-#ifdef HETCL_GEMM_HAVE_X86
-        return avx512 ? &hetcl__conv_kernel_avx512 : NULL;
-#else
-        return NULL;
-#endif
-    }
-    return NULL;
+    };
+    bool has[HETCL_ISA_COUNT];
+    for (int i = 0; i < HETCL_ISA_COUNT; i++)
+        has[i] = kernels[i] != NULL;
+    return kernels[hetcl__isa_pick(isa, has)]; /* [AUTO] is NULL */
 }
 
 /* Largest padded image (in_c hp wp floats) for the direct path: it is swept once per block of

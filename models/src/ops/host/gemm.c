@@ -22,40 +22,50 @@
 
 #include <string.h>
 
+bool hetcl__isa_supported(hetcl_gemm_isa isa)
+{
+    switch (isa) {
+    case HETCL_GEMM_GENERIC:
+        return true;
+#ifdef HETCL_GEMM_HAVE_X86
+    case HETCL_GEMM_AVX2:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case HETCL_GEMM_AVX512:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f");
+#endif
+    default:
+        return false;
+    }
+}
+
+hetcl_gemm_isa hetcl__isa_pick(hetcl_gemm_isa isa, const bool has[HETCL_ISA_COUNT])
+{
+    if (isa == HETCL_GEMM_AUTO) {
+        for (int i = HETCL_ISA_COUNT - 1; i > HETCL_GEMM_AUTO; i--)
+            if (has[i] && hetcl__isa_supported((hetcl_gemm_isa) i))
+                return (hetcl_gemm_isa) i;
+        return HETCL_GEMM_AUTO;
+    }
+    return (unsigned) isa < HETCL_ISA_COUNT && has[isa] && hetcl__isa_supported(isa)
+                   ? isa
+                   : HETCL_GEMM_AUTO;
+}
+
 const struct hetcl_gemm_kernel *hetcl__gemm_kernel(hetcl_gemm_isa isa)
 {
-#ifdef HETCL_GEMM_HAVE_X86 /* declared only where used: unused variables break -Werror */
-    __builtin_cpu_init();
-    const bool avx512 = __builtin_cpu_supports("avx512f");
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-    switch (isa) {
-    case HETCL_GEMM_AUTO:
+    static const struct hetcl_gemm_kernel *const kernels[HETCL_ISA_COUNT] = {
+            [HETCL_GEMM_GENERIC] = &hetcl__gemm_kernel_generic,
 #ifdef HETCL_GEMM_HAVE_X86
-        if (avx512) {
-            return &hetcl__gemm_kernel_avx512;
-        }
-        if (avx2) {
-            return &hetcl__gemm_kernel_avx2;
-        }
+            [HETCL_GEMM_AVX2] = &hetcl__gemm_kernel_avx2,
+            [HETCL_GEMM_AVX512] = &hetcl__gemm_kernel_avx512,
 #endif
-        return &hetcl__gemm_kernel_generic;
-    case HETCL_GEMM_GENERIC:
-        return &hetcl__gemm_kernel_generic;
-    case HETCL_GEMM_AVX2:
-#ifdef HETCL_GEMM_HAVE_X86
-        return avx2 ? &hetcl__gemm_kernel_avx2 : NULL;
-#else
-        return NULL;
-#endif
-    case HETCL_GEMM_AVX512:
-#ifdef HETCL_GEMM_HAVE_X86
-        return avx512 ? &hetcl__gemm_kernel_avx512 : NULL;
-#else
-        return NULL;
-#endif
-    }
-    return NULL;
+    };
+    bool has[HETCL_ISA_COUNT];
+    for (int i = 0; i < HETCL_ISA_COUNT; i++)
+        has[i] = kernels[i] != NULL;
+    return kernels[hetcl__isa_pick(isa, has)]; /* [AUTO] is NULL */
 }
 
 static int64_t min64(int64_t a, int64_t b)

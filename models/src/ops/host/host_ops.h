@@ -74,6 +74,16 @@ struct hetcl_gemm_kernel {
     hetcl_gemm_ukernel run;
 };
 
+#define HETCL_ISA_COUNT (HETCL_GEMM_AVX512 + 1)
+
+/* Whether this CPU runs `isa`'s instructions (GENERIC: always; AUTO: no). */
+bool hetcl__isa_supported(hetcl_gemm_isa isa);
+/* The ISA a family of kernels should use: `isa` itself, or for HETCL_GEMM_AUTO the most
+ * capable one this CPU supports among those the family has (has[i]: a kernel for ISA i);
+ * HETCL_GEMM_AUTO (no ISA) when the CPU or the family lacks the one asked for. Every kernel
+ * picker below goes through it. */
+hetcl_gemm_isa hetcl__isa_pick(hetcl_gemm_isa isa, const bool has[HETCL_ISA_COUNT]);
+
 /* The kernel of `isa`, or NULL when this CPU (or this build's architecture) lacks it;
  * HETCL_GEMM_AUTO gives the best available one, never NULL. */
 const struct hetcl_gemm_kernel *hetcl__gemm_kernel(hetcl_gemm_isa isa);

@@ -145,30 +145,16 @@ void hetcl__maxpool_fwd_c(int64_t planes, int64_t in_w, int64_t in_plane, int64_
 
 hetcl_maxpool_fn hetcl__maxpool_kernel(hetcl_gemm_isa isa)
 {
+    static const hetcl_maxpool_fn kernels[HETCL_ISA_COUNT] = {
+            [HETCL_GEMM_GENERIC] = hetcl__maxpool_fwd_c,
 #ifdef HETCL_GEMM_HAVE_X86
-    __builtin_cpu_init();
-    const bool avx512 = __builtin_cpu_supports("avx512f");
+            [HETCL_GEMM_AVX512] = hetcl__maxpool_fwd_avx512,
 #endif
-    switch (isa) {
-    case HETCL_GEMM_AUTO:
-#ifdef HETCL_GEMM_HAVE_X86
-        if (avx512) {
-            return hetcl__maxpool_fwd_avx512;
-        }
-#endif
-        return hetcl__maxpool_fwd_c;
-    case HETCL_GEMM_GENERIC:
-        return hetcl__maxpool_fwd_c;
-    case HETCL_GEMM_AVX2:
-        return NULL;
-    case HETCL_GEMM_AVX512:
-#ifdef HETCL_GEMM_HAVE_X86
-        return avx512 ? hetcl__maxpool_fwd_avx512 : NULL;
-#else
-        return NULL;
-#endif
-    }
-    return NULL;
+    };
+    bool has[HETCL_ISA_COUNT];
+    for (int i = 0; i < HETCL_ISA_COUNT; i++)
+        has[i] = kernels[i] != NULL;
+    return kernels[hetcl__isa_pick(isa, has)]; /* [AUTO] is NULL */
 }
 
 /* Buffers: x (R), y (W), argmax (W: int32 index into the input plane per output). */
