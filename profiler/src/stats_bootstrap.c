@@ -7,8 +7,8 @@
  * smallest drawn index (a counting pass) is the resample's k-th smallest value. That is O(n)
  * per resample, so 2000 resamples of 5000 latencies take milliseconds.
  */
-#include "internal.h"
 #include "stats_impl.h"
+#include <hetcl_internal/base.h>
 
 #include <math.h>
 #include <string.h>
@@ -19,11 +19,11 @@ struct resampler {
     size_t *count;  /* n counters */
 };
 
-static double resample_quantile(struct resampler *r, struct hetcl__stats_rng *rng)
+static double resample_quantile(struct resampler *r, struct hetcl__rng *rng)
 {
     memset(r->count, 0, r->n * sizeof *r->count);
     for (size_t i = 0; i < r->n; i++)
-        r->count[hetcl__stats_rng_below(rng, r->n)]++;
+        r->count[hetcl__rng_below(rng, r->n)]++;
     size_t seen = 0;
     for (size_t i = 0; i < r->n; i++) {
         seen += r->count[i];
@@ -96,8 +96,8 @@ hetcl_status hetcl_stats_bootstrap_quantile(hetcl_context *ctx, const double *x,
         resampler_deinit(&r);
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "bootstrap: %u resamples", resamples);
     }
-    struct hetcl__stats_rng rng;
-    hetcl__stats_rng_seed(&rng, seed);
+    struct hetcl__rng rng;
+    hetcl__rng_seed(&rng, seed);
     for (unsigned b = 0; b < resamples; b++)
         stat[b] = resample_quantile(&r, &rng);
     out->estimate = r.sorted[r.rank - 1];
@@ -143,8 +143,8 @@ hetcl_status hetcl_stats_bootstrap_ratio(hetcl_context *ctx, const double *a, si
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "bootstrap: %u resamples", resamples);
     }
     /* One stream for both samples, drawn in a fixed order: reproducible from the seed. */
-    struct hetcl__stats_rng rng;
-    hetcl__stats_rng_seed(&rng, seed);
+    struct hetcl__rng rng;
+    hetcl__rng_seed(&rng, seed);
     size_t at_most_1 = 0, at_least_1 = 0;
     for (unsigned i = 0; i < resamples; i++) {
         double qa = resample_quantile(&ra, &rng);

@@ -1,6 +1,6 @@
 /* The verdict of comparing a candidate sample with a baseline: statistics and size together. */
-#include "internal.h"
 #include "stats_impl.h"
+#include <hetcl_internal/base.h>
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Descriptive statistics, nearest-rank percentiles and their binomial trust bounds. */
-#include "internal.h"
 #include "stats_impl.h"
+#include <hetcl_internal/base.h>
 
 #include <math.h>
 #include <string.h>

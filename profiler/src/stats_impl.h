@@ -4,20 +4,11 @@
 
 #include <hetcl/stats.h>
 
+#include <hetcl_internal/prng.h>
 #include <math.h>
+
 #include <stddef.h>
 #include <stdint.h>
-
-/* xoshiro256** (Blackman and Vigna), seeded through splitmix64: the same stream on every
- * platform, so that a bootstrap interval is reproducible from its seed. */
-struct hetcl__stats_rng {
-    uint64_t s[4];
-};
-
-void hetcl__stats_rng_seed(struct hetcl__stats_rng *r, uint64_t seed);
-uint64_t hetcl__stats_rng_next(struct hetcl__stats_rng *r);
-/* Uniform in [0, bound), bound >= 1, without modulo bias. */
-uint64_t hetcl__stats_rng_below(struct hetcl__stats_rng *r, uint64_t bound);
 
 /* Sorts doubles ascending (finite values only). */
 void hetcl__sort_doubles(double *x, size_t n);

@@ -1,7 +1,7 @@
 /* The Mann-Whitney U test: exact for small samples without ties, normal approximation with tie
  * and continuity corrections otherwise. */
-#include "internal.h"
 #include "stats_impl.h"
+#include <hetcl_internal/base.h>
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* The warm-up's steady-state test: two window medians agree and the recent samples show no
  * monotone trend (Mann-Kendall). */
-#include "internal.h"
 #include "stats_impl.h"
+#include <hetcl_internal/base.h>
 
 #include <math.h>
 #include <string.h>

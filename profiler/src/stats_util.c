@@ -1,54 +1,10 @@
 /* The generator, sorting and sample checks shared by the statistics modules. */
-#include "internal.h"
 #include "stats_impl.h"
+#include <hetcl_internal/base.h>
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-void hetcl__stats_rng_seed(struct hetcl__stats_rng *r, uint64_t seed)
-{
-    for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-uint64_t hetcl__stats_rng_next(struct hetcl__stats_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-uint64_t hetcl__stats_rng_below(struct hetcl__stats_rng *r, uint64_t bound)
-{
-    /* Values below 2^64 mod bound would make small results more likely: reject them. */
-    uint64_t threshold = (0 - bound) % bound;
-    for (;;) {
-        uint64_t x = hetcl__stats_rng_next(r);
-        if (x >= threshold)
-            return x % bound;
-    }
-}
 
 static int cmp_double(const void *a, const void *b)
 {

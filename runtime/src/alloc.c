@@ -1,5 +1,5 @@
 /* The library's allocation functions: one place for tests to inject failures later. */
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The context: cache and kernel directories, and the detail of the last error. */
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <pthread.h>
 #include <stdarg.h>

@@ -17,8 +17,8 @@
  * that other processes take from this core (not their cache pollution).
  */
 #include "host_test_util.h"
-#include "internal.h"
 #include "ops/host/host_ops.h"
+#include <hetcl_internal/base.h>
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* Tests the internal file helpers (util/fileio.h): atomic replace leaves no temporary file,
  * reads round-trip, mkdir -p, and every failure is HETCL_ERR_IO with the path in the detail. */
 #include "harness.h"
-#include "internal.h"
 #include "prog_common.h"
-#include "util/fileio.h"
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/fileio.h>
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,9 +3,9 @@
  * foreign or missing file is refused with a status, not a crash. HETCL_PROBE_FULL=1 also runs a
  * full (default) probe and prints it. */
 #include "harness.h"
-#include "internal.h"
 #include "prog_common.h"
-#include "util/fileio.h"
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/fileio.h>
 
 #include <hetcl/probe.h>
 #include <math.h>

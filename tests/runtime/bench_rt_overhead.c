@@ -9,7 +9,7 @@
 #include "harness.h"
 #include "rt_common.h"
 
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/program.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #include "harness.h"
 #include "rt_common.h"
 
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -5,9 +5,9 @@
  * reports/schema/perfmodel.schema.json, the kind statistics, and concurrent recording.
  */
 #include "harness.h"
-#include "internal.h"
 #include "rt/perfmodel.h"
-#include "util/fileio.h"
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/fileio.h>
 
 #include <hetcl/schema.h>
 

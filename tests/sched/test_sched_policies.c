@@ -15,11 +15,11 @@
  *    excluded workers' tasks re-pushed, and the same concurrency check.
  */
 #include "harness.h"
-#include "internal.h"
 #include "rt/perfmodel.h"
 #include "rt/sched.h"
 #include "rt/sched_queue.h"
 #include "sched_doubles.h"
+#include <hetcl_internal/base.h>
 
 #include <pthread.h>
 #include <sched.h>

@@ -7,8 +7,8 @@
  * threads at once loses nothing; writing without tracing is HETCL_ERR_INVALID_ARG.
  */
 #include "harness.h"
-#include "internal.h"
 #include "rt/rt_impl.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/schema.h>
 

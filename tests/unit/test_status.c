@@ -1,6 +1,6 @@
 /* Tests the status table, the version strings and the context's error detail. */
 #include "harness.h"
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/context.h>
 #include <hetcl/status.h>

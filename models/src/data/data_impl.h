@@ -2,7 +2,8 @@
 #ifndef HETCL_DATA_IMPL_H
 #define HETCL_DATA_IMPL_H
 
-#include "internal.h"
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/prng.h>
 
 #include <hetcl/data.h>
 
@@ -11,17 +12,6 @@
 #include <stdint.h>
 
 #define HETCL_DATA_DEFAULT_MAX_BYTES ((size_t) 16 << 30)
-
-/* xoshiro256** (Blackman and Vigna), seeded with splitmix64: see hetcl_data_permutation. */
-struct hetcl__rng {
-    uint64_t s[4];
-};
-void hetcl__rng_seed(struct hetcl__rng *rng, uint64_t seed);
-uint64_t hetcl__rng_next(struct hetcl__rng *rng);
-/* Uniform in [0, bound), unbiased (rejection); bound > 0. */
-uint64_t hetcl__rng_below(struct hetcl__rng *rng, uint64_t bound);
-/* Uniform in [0, 1) with 53 random bits. */
-double hetcl__rng_uniform(struct hetcl__rng *rng);
 
 #define HETCL__FNV_BASIS UINT64_C(0xcbf29ce484222325)
 uint64_t hetcl__fnv1a(uint64_t h, const void *bytes, size_t len);

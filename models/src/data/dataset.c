@@ -1,5 +1,5 @@
 /* The dataset object and the operations on it: destroy, normalisation, shuffle, subset, split;
- * plus the helpers the loaders share (PRNG, checksum, file reading, number parsing, labels). */
+ * plus the helpers the loaders share (checksum, file reading, number parsing, labels). */
 #include "data_impl.h"
 
 #include <errno.h>
@@ -7,58 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- PRNG: xoshiro256** seeded by splitmix64, both public domain (Vigna). Written out here
- * rather than taken from libc so that a seed gives the same order on every platform. ---- */
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-void hetcl__rng_seed(struct hetcl__rng *rng, uint64_t seed)
-{
-    for (int i = 0; i < 4; i++)
-        rng->s[i] = splitmix64(&seed);
-}
-
-uint64_t hetcl__rng_next(struct hetcl__rng *rng)
-{
-    uint64_t *s = rng->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-uint64_t hetcl__rng_below(struct hetcl__rng *rng, uint64_t bound)
-{
-    /* Reject the top partial block so that every residue is equally likely. */
-    uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-    uint64_t r;
-    do {
-        r = hetcl__rng_next(rng);
-    } while (r >= limit);
-    return r % bound;
-}
-
-double hetcl__rng_uniform(struct hetcl__rng *rng)
-{
-    return (double) (hetcl__rng_next(rng) >> 11) * 0x1.0p-53;
-}
 
 uint64_t hetcl__fnv1a(uint64_t h, const void *bytes, size_t len)
 {

@@ -2,7 +2,8 @@
  * Inference plans (hetcl/infer.h): the spec's layers as forward steps with shapes and costs, the
  * weights from a checkpoint or a seeded init, and the proportional batch split.
  */
-#include "internal.h"
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/prng.h>
 
 #include <hetcl/infer.h>
 #include <hetcl/safetensors.h>
@@ -43,27 +44,6 @@ static hetcl_act act_of(enum hetcl_model_activation a)
 
 /* ---- seeded init ---------------------------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, 1) with 53 random bits. */
-static double uniform01(uint64_t *state)
-{
-    return (double) (splitmix64(state) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-static double normal01(uint64_t *state)
-{
-    /* Box-Muller; 1 - u keeps the logarithm's argument in (0, 1]. */
-    double u = 1.0 - uniform01(state), v = uniform01(state);
-    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
-
 static uint64_t fnv1a(const char *s)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -75,27 +55,28 @@ static uint64_t fnv1a(const char *s)
 static void init_tensor(const hetcl_model_spec *spec, const struct hetcl_model_param *p,
                         uint64_t seed, float *out)
 {
-    uint64_t st = seed ^ fnv1a(p->name);
-    (void) splitmix64(&st);
+    /* Each tensor its own stream, keyed by its name: adding a tensor changes no other. */
+    struct hetcl__rng st;
+    hetcl__rng_seed(&st, seed ^ fnv1a(p->name));
     enum hetcl_model_init init = p->kind == HETCL_MODEL_PARAM_BIAS ? spec->bias_init : p->init;
     double fan_in = (double) p->fan_in, fan_out = (double) p->fan_out;
     for (int64_t i = 0; i < p->n_elements; i++) {
         double v = 0;
         switch (init) {
         case HETCL_MODEL_INIT_HE_UNIFORM:
-            v = (2 * uniform01(&st) - 1) * sqrt(6.0 / fan_in);
+            v = (2 * hetcl__rng_uniform(&st) - 1) * sqrt(6.0 / fan_in);
             break;
         case HETCL_MODEL_INIT_HE_NORMAL:
-            v = normal01(&st) * sqrt(2.0 / fan_in);
+            v = hetcl__rng_normal(&st) * sqrt(2.0 / fan_in);
             break;
         case HETCL_MODEL_INIT_XAVIER_UNIFORM:
-            v = (2 * uniform01(&st) - 1) * sqrt(6.0 / (fan_in + fan_out));
+            v = (2 * hetcl__rng_uniform(&st) - 1) * sqrt(6.0 / (fan_in + fan_out));
             break;
         case HETCL_MODEL_INIT_XAVIER_NORMAL:
-            v = normal01(&st) * sqrt(2.0 / (fan_in + fan_out));
+            v = hetcl__rng_normal(&st) * sqrt(2.0 / (fan_in + fan_out));
             break;
         case HETCL_MODEL_INIT_NORMAL:
-            v = normal01(&st) * spec->init_std;
+            v = hetcl__rng_normal(&st) * spec->init_std;
             break;
         case HETCL_MODEL_INIT_ZEROS:
         default:

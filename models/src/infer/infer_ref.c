@@ -2,7 +2,7 @@
  * The host reference of an inference plan: the forward pass in double precision with plain
  * loops, which `hetcl bench` compares every device's outputs with. Obviously right, not fast.
  */
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/infer.h>
 

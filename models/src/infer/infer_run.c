@@ -4,7 +4,7 @@
  * read-only by all shares.
  */
 #include "infer_impl.h"
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/infer.h>
 

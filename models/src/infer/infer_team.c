@@ -4,7 +4,7 @@
  * its output units, its own part first, and the lead returns once every slice is computed.
  */
 #include "infer_impl.h"
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <sched.h>
 

@@ -1,6 +1,8 @@
 /* The network's parameter layout and its seeded initialisation (see <hetcl/net.h>). */
-#include "internal.h"
 #include "net_impl.h"
+
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/prng.h>
 
 #include <hetcl/net.h>
 
@@ -133,56 +135,10 @@ void hetcl_net_destroy(hetcl_net *net)
     hetcl__free(net);
 }
 
-/* xoshiro256** seeded by splitmix64 (Vigna; public domain), as in the data loaders. */
-struct rng {
-    uint64_t s[4];
-};
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t next_u64(struct rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-/* Uniform in [0, 1) with 53 bits. */
-static double uniform(struct rng *r)
-{
-    return (double) (next_u64(r) >> 11) * 0x1.0p-53;
-}
-
-/* Standard normal by Box-Muller (one value per call: simpler to reproduce elsewhere). */
-static double normal(struct rng *r)
-{
-    double u1 = 1.0 - uniform(r), u2 = uniform(r);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
 void hetcl_net_init_params(const hetcl_net *net, uint64_t seed, float *params)
 {
-    struct rng r;
-    uint64_t x = seed;
-    for (int i = 0; i < 4; i++)
-        r.s[i] = splitmix64(&x);
+    struct hetcl__rng r;
+    hetcl__rng_seed(&r, seed);
     memset(params, 0, net->n_params * sizeof *params);
     const hetcl_model_spec *spec = net->spec;
     for (int i = 0; i < spec->n_params; i++) {
@@ -213,9 +169,9 @@ void hetcl_net_init_params(const hetcl_net *net, uint64_t seed, float *params)
             if (init == HETCL_MODEL_INIT_ZEROS)
                 w[k] = 0.0f;
             else if (a > 0)
-                w[k] = (float) (a * (2.0 * uniform(&r) - 1.0));
+                w[k] = (float) (a * (2.0 * hetcl__rng_uniform(&r) - 1.0));
             else
-                w[k] = (float) (sd * normal(&r));
+                w[k] = (float) (sd * hetcl__rng_normal(&r));
         }
     }
 }

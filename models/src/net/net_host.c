@@ -11,8 +11,8 @@
  * layers are views. The naive reference (tests/ref) is what the tests compare this with.
  */
 #include "../ops/host/host_ops.h"
-#include "internal.h"
 #include "net_impl.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/net.h>
 

@@ -10,7 +10,7 @@
  * arithmetic on sizes is overflow-checked, and the HETCL_MODEL_SPEC_MAX_* bounds are enforced
  * before anything proportional to them is allocated.
  */
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/model_spec.h>
 

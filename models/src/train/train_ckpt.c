@@ -3,8 +3,8 @@
  * needed to resume in "__metadata__": completed epochs, the cursor position, seed, counters,
  * per-device batch sizes and the per-epoch history. Saved atomically (hetcl_st_writer_save):
  * a run killed at any moment leaves the previous checkpoint or the new one. */
-#include "internal.h"
 #include "train_impl.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/safetensors.h>
 

@@ -15,8 +15,8 @@
  * replica, so it waits for this batch's merge to have read it.
  */
 #include "../net/net_impl.h"
-#include "internal.h"
 #include "train_run.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/ops.h>
 

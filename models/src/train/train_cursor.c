@@ -1,7 +1,7 @@
 /* The epoch cursor: each epoch visits every example once, in a permutation that depends only on
  * the seed and the epoch number, so that a resumed run sees the same order. */
-#include "internal.h"
 #include "train_impl.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/data.h>
 

@@ -2,8 +2,8 @@
  * shard for synchronous SGD, and evaluation of a chunk of the test set. Each runs as a runtime
  * task on a host worker; the step and the gradient report to the coordinator through the
  * completion queue (train_run.h). */
-#include "internal.h"
 #include "train_run.h"
+#include <hetcl_internal/base.h>
 
 #include <string.h>
 

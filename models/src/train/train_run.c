@@ -14,7 +14,7 @@
  * and applies one SGD update on the coordinator.
  */
 #include "train_run.h"
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <math.h>
 #include <stdio.h>

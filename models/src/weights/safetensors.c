@@ -2,8 +2,8 @@
  * validates the whole header before handing anything out. See hetcl/safetensors.h. */
 #include <hetcl/safetensors.h>
 
-#include "internal.h"
-#include "util/fileio.h"
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/fileio.h>
 
 #include <cjson/cJSON.h>
 #include <errno.h>

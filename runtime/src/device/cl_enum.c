@@ -9,9 +9,9 @@
  * reach hetcl.
  */
 #include "device/cl_query.h"
-#include "device/cl_util.h"
-#include "internal.h"
 #include "util/isolate.h"
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/cl_error.h>
 
 #include <hetcl/devmap.h>
 

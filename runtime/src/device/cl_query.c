@@ -3,8 +3,8 @@
 #define CL_USE_DEPRECATED_OPENCL_1_1_APIS
 #include "device/cl_query.h"
 
-#include "device/cl_util.h"
-#include "internal.h"
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/cl_error.h>
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* Symbolic names of OpenCL error codes, for error details that a person can act on. */
-#include "device/cl_util.h"
+#include <hetcl_internal/cl_error.h>
 
 const char *hetcl__cl_error_name(cl_int err)
 {

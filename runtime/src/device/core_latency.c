@@ -1,5 +1,5 @@
 /* The cache-line round trip between two processing units (<hetcl/core_latency.h>). */
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/core_latency.h>
 

@@ -5,7 +5,7 @@
  * Everything here works on a hetcl_topology, so tests drive it with XML and synthetic
  * topologies and hand-filled device descriptions, without OpenCL or the hardware.
  */
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/devmap.h>
 

@@ -6,9 +6,9 @@
 #include <hetcl/probe.h>
 #include <hetcl/program.h>
 
-#include "device/cl_util.h"
-#include "internal.h"
-#include "util/fileio.h"
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/cl_error.h>
+#include <hetcl_internal/fileio.h>
 
 #include <clblast_c.h>
 #include <math.h>

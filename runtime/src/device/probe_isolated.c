@@ -1,7 +1,7 @@
 /* The probe of one device, run in an isolated child (util/isolate.c). */
 #include "device/cl_query.h"
-#include "internal.h"
 #include "util/isolate.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/probe.h>
 

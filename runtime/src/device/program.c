@@ -5,10 +5,10 @@
  * source, and a cache that cannot be written costs only the note in hetcl_build_info. */
 #include <hetcl/program.h>
 
-#include "device/cl_util.h"
 #include "hetcl_clsource.h"
-#include "internal.h"
-#include "util/fileio.h"
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/cl_error.h>
+#include <hetcl_internal/fileio.h>
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* Loads the hwloc topology of this machine, of an XML file or of a synthetic description. */
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/topology.h>
 

@@ -9,9 +9,9 @@
  */
 #include "rt/perfmodel.h"
 
-#include "internal.h"
 #include "rt/rt_impl.h"
-#include "util/fileio.h"
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/fileio.h>
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -5,10 +5,10 @@
  * nodes, link figures, performance models, and the scheduler policy.
  */
 #include "device/cl_query.h"
-#include "device/cl_util.h"
 #include "rt/perfmodel.h"
 #include "rt/rt_impl.h"
 #include "rt/sched.h"
+#include <hetcl_internal/cl_error.h>
 
 #include <hetcl/devmap.h>
 #include <hetcl/probe.h>

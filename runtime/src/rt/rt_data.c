@@ -20,8 +20,8 @@
  * Validity is updated when an OpenCL task is enqueued, not when it completes: the `ready` event
  * orders every later reader after it, and the dependency graph keeps other writers away.
  */
-#include "device/cl_util.h"
 #include "rt/rt_impl.h"
+#include <hetcl_internal/cl_error.h>
 
 #include <stdio.h>
 #include <string.h>

@@ -24,7 +24,7 @@
 #ifndef HETCL_RT_IMPL_H
 #define HETCL_RT_IMPL_H
 
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <hetcl/runtime.h>
 #include <hetcl/topology.h>

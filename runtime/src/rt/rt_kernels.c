@@ -3,8 +3,8 @@
  * scratch buffers of hetcl_cl_scratch. Both are used from the worker's own thread only (an
  * implementation runs there), so neither needs a lock.
  */
-#include "device/cl_util.h"
 #include "rt/rt_impl.h"
+#include <hetcl_internal/cl_error.h>
 
 #include <hetcl/program.h>
 

@@ -15,9 +15,9 @@
  * their device times, which an in-order queue keeps disjoint, and any residual overlap (clock
  * conversion jitter) is clipped for display; the exact times stay in each slice's args.
  */
-#include "internal.h"
 #include "rt/rt_impl.h"
-#include "util/fileio.h"
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/fileio.h>
 
 #include <cjson/cJSON.h>
 #include <limits.h>

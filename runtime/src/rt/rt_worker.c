@@ -20,9 +20,9 @@
  * completion thread and the worker (tens of microseconds each on a loaded machine); tasks taken
  * from the policy still stop at cl_inflight.
  */
-#include "device/cl_util.h"
 #include "rt/rt_impl.h"
 #include "rt/sched.h"
+#include <hetcl_internal/cl_error.h>
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* File helpers: atomic replace, whole-file read, mkdir -p, writability check. See fileio.h. */
-#include "util/fileio.h"
+#include <hetcl_internal/fileio.h>
 
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /* The public face of util/fileio.c. */
-#include "util/fileio.h"
+#include <hetcl_internal/fileio.h>
 
 #include <hetcl/fileio.h>
 

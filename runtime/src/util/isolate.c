@@ -1,7 +1,7 @@
 /* Child-process isolation with a time limit: see isolate.h. */
 #include "util/isolate.h"
 
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <errno.h>
 #include <poll.h>

@@ -1,7 +1,7 @@
 /* Helpers shared by the OpenCL operator implementations: see cl_op_util.h. */
 #include "cl_op_util.h"
 
-#include "device/cl_util.h"
+#include <hetcl_internal/cl_error.h>
 
 #include <stdio.h>
 

@@ -11,7 +11,7 @@
 #define HETCL_CL_OP_UTIL_H
 
 #include "../ops_impl.h"
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <stddef.h>
 

@@ -11,7 +11,7 @@
  */
 #include "cl_gemm.h"
 
-#include "util/fileio.h"
+#include <hetcl_internal/fileio.h>
 
 #include <hetcl/fileio.h>
 

@@ -11,7 +11,7 @@
 #define HETCL_OPS_HOST_H
 
 #include "../ops_impl.h"
-#include "internal.h"
+#include <hetcl_internal/base.h>
 
 #include <inttypes.h>
 #include <stdbool.h>

@@ -4,8 +4,8 @@
  * Every function takes the context that receives the error detail; ctx may be NULL, in which case
  * nothing is recorded (useful where a failure is not an error, e.g. an optional cache), and errno
  * is left as the failing system call set it so that the caller can still say why. */
-#ifndef HETCL_FILEIO_H
-#define HETCL_FILEIO_H
+#ifndef HETCL_INTERNAL_FILEIO_H
+#define HETCL_INTERNAL_FILEIO_H
 
 #include <hetcl/context.h>
 #include <stddef.h>
@@ -40,4 +40,4 @@ HETCL_NODISCARD hetcl_status hetcl__mkdir_p(hetcl_context *ctx, const char *path
 HETCL_NODISCARD hetcl_status hetcl__dir_writable(hetcl_context *ctx, const char *dir,
                                                  const char *what, char *reason, size_t reason_cap);
 
-#endif /* HETCL_FILEIO_H */
+#endif /* HETCL_INTERNAL_FILEIO_H */

@@ -1,6 +1,15 @@
-/* Internal helpers shared by the library's modules. Not installed. */
-#ifndef HETCL_INTERNAL_H
-#define HETCL_INTERNAL_H
+/*
+ * The internal seam: what the library's components (runtime, models, profiler) share beyond
+ * the public headers. Not installed; reached through the `hetcl_internal` CMake target, never
+ * through another component's src/ folder. Its headers:
+ *   <hetcl_internal/base.h>      failure detail, allocation, strings, the clock (this file)
+ *   <hetcl_internal/fileio.h>    atomic writes, whole-file reads, directories
+ *   <hetcl_internal/prng.h>      the one seeded generator (xoshiro256** over splitmix64)
+ *   <hetcl_internal/cl_error.h>  symbolic names of OpenCL error codes
+ * Implemented in runtime/src (alloc.c, context.c, util/).
+ */
+#ifndef HETCL_INTERNAL_BASE_H
+#define HETCL_INTERNAL_BASE_H
 
 #include <hetcl/context.h>
 #include <stddef.h>
@@ -34,4 +43,4 @@ static inline void hetcl__cpu_relax(void)
 #endif
 }
 
-#endif /* HETCL_INTERNAL_H */
+#endif /* HETCL_INTERNAL_BASE_H */
