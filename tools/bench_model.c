@@ -4,15 +4,15 @@
  * configuration is run by bench_model_run.c.
  */
 #include "bench_model.h"
-#include "bench_build.h"
-#include "bench_machine.h"
-#include "bench_util.h"
+#include "bench/bench_util.h"
 #include "cli.h"
 #include "devices_json.h"
+#include <hetcl/machine.h>
 
 #include <hetcl/context.h>
 #include <hetcl/device.h>
 #include <hetcl/probe.h>
+#include <hetcl/program.h>
 #include <hetcl/safetensors.h>
 #include <hetcl/version.h>
 
@@ -493,8 +493,8 @@ static int pick_devices(hetcl_runtime *rt, const char *want, bool builds, struct
                 d->ceiling_gbps = c.mem_bandwidth.stat.median;
             }
             if (builds && wi.desc &&
-                !bench_build_times(hetcl_runtime_context(rt), wi.desc, &d->build_cold_ms,
-                                   &d->build_warm_ms))
+                hetcl_program_build_times(hetcl_runtime_context(rt), wi.desc, &d->build_cold_ms,
+                                          &d->build_warm_ms) != HETCL_OK)
                 d->build_cold_ms = d->build_warm_ms = (double) NAN;
         }
         if (!all && !found) {
@@ -641,7 +641,7 @@ int cli_bench_model(int argc, char **argv)
         struct bench_model *m = &models[i];
         m->spec_path = model_path(o.models[i], paths[i], sizeof paths[i]);
         m->checkpoint = o.n_weights && strcmp(o.weights[i], "random") ? o.weights[i] : NULL;
-        double t0 = bench_now_ms();
+        double t0 = hetcl__bench_now_ms();
         struct hetcl_infer_weights_options w = {.checkpoint = m->checkpoint, .seed = o.seed};
         if (hetcl_model_spec_load(ctx, m->spec_path, &m->spec) != HETCL_OK ||
             hetcl_infer_plan_create(ctx, m->spec, &w, &m->plan) != HETCL_OK) {
@@ -649,7 +649,7 @@ int cli_bench_model(int argc, char **argv)
             rc = CLI_EXIT_USAGE;
             goto done;
         }
-        m->load_ms = bench_now_ms() - t0;
+        m->load_ms = hetcl__bench_now_ms() - t0;
         snprintf(m->name, sizeof m->name, "%s", m->spec->name);
     }
     if (o.data && hetcl_dataset_load_builtin(ctx, o.data, "test", &data) != HETCL_OK) {

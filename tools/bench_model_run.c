@@ -4,9 +4,9 @@
  * statistics, device time from the workers' busy counters, divergence from the host reference,
  * accuracy on a labelled dataset, and the machine's state around it all.
  */
-#include "bench_machine.h"
+#include "bench/bench_util.h"
 #include "bench_model.h"
-#include "bench_util.h"
+#include <hetcl/machine.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -152,10 +152,10 @@ static double quick_median_ms(struct bench_env *env, struct bench_model *m, int6
         runs = 16;
     bool ok = true;
     for (int i = 0; i < runs + 2 && ok; i++) {
-        double a = bench_now_ms();
+        double a = hetcl__bench_now_ms();
         ok = hetcl_infer_session_run(s, x, NULL) == HETCL_OK;
         if (i >= 2)
-            t[i - 2] = bench_now_ms() - a;
+            t[i - 2] = hetcl__bench_now_ms() - a;
     }
     hetcl_infer_session_destroy(s);
     if (!ok)
@@ -491,8 +491,8 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     r->peak_rss_bytes = -1;
     r->acc_n_samples = -1;
     r->acc_tolerance = env->tolerance;
-    r->machine_before = bench_machine_state("");
-    bench_core_measure(&r->core, false);
+    r->machine_before = hetcl_machine_state("");
+    hetcl_core_round_trip_measure(&r->core, false);
 
     char err[200] = "";
     float *inputs = make_inputs(env, m->plan, c->batch, err, sizeof err);
@@ -544,9 +544,9 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     hetcl_status stt = open_session(env, m, c->batch, workers, n_workers, use_rows ? rows : NULL,
                                     pipeline ? step_workers : NULL, &s);
     if (stt == HETCL_OK) {
-        double a = bench_now_ms();
+        double a = hetcl__bench_now_ms();
         stt = hetcl_infer_session_run(s, inputs, NULL);
-        r->first_inference_ms = bench_now_ms() - a;
+        r->first_inference_ms = hetcl__bench_now_ms() - a;
     }
     if (stt != HETCL_OK) {
         fail_config(r, hetcl_context_last_error(env->ctx));
@@ -588,7 +588,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     hetcl_infer_session *const *bd_sess = sess; /* the sessions that ran the last request */
     size_t bd_n = n_sess;
     uint64_t busy_start[BENCH_MAX_DEVICES] = {0};
-    struct bench_energy energy;
+    struct hetcl_energy energy;
     memset(&energy, 0, sizeof energy);
     bool energy_started = false;
     bool all_zero = true;
@@ -602,15 +602,15 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     double next_arrival = 0;
     if (server) {
         r->target_qps = env->server_qps;
-        next_arrival = bench_now_ms() + bench_next_arrival_ms(&arrivals, env->server_qps);
+        next_arrival = hetcl__bench_now_ms() + bench_next_arrival_ms(&arrivals, env->server_qps);
     }
     if (offline) {
-        t_submit[0] = bench_now_ms();
+        t_submit[0] = hetcl__bench_now_ms();
         stt = hetcl_infer_session_submit(sess[0], inputs + (k++ % env->n_distinct) * per);
     }
     while (L->phase != BENCH_PHASE_DONE && stt == HETCL_OK) {
         if (L->phase == BENCH_PHASE_TIMED && !energy_started) {
-            bench_energy_begin("", &energy);
+            hetcl_energy_begin("", &energy);
             energy_started = true;
             for (size_t i = 0; i < n_workers; i++)
                 busy_start[i] = busy_ns(env->rt, workers[i]);
@@ -624,28 +624,28 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         if (offline) {
             /* submit the next request on the other session, then wait for this one */
             int other = 1 - cur;
-            t_submit[other] = bench_now_ms();
+            t_submit[other] = hetcl__bench_now_ms();
             stt = hetcl_infer_session_submit(sess[other], inputs + (k++ % env->n_distinct) * per);
             if (stt == HETCL_OK)
                 stt = hetcl_infer_session_wait(sess[cur], NULL);
             bd_sess = &sess[cur];
             bd_n = 1;
             a = t_submit[cur];
-            b = bench_now_ms();
+            b = hetcl__bench_now_ms();
             cur = other;
         } else if (multi) {
-            a = bench_now_ms();
+            a = hetcl__bench_now_ms();
             for (size_t j = 0; j < n_sess && stt == HETCL_OK; j++)
                 stt = hetcl_infer_session_submit(sess[j], inputs + (k++ % env->n_distinct) * per);
             for (size_t j = 0; j < n_sess; j++) {
                 hetcl_status w = hetcl_infer_session_wait(sess[j], NULL);
                 stt = stt == HETCL_OK ? w : stt;
             }
-            b = bench_now_ms();
+            b = hetcl__bench_now_ms();
         } else if (server) {
             /* open loop: a request arrives at its Poisson time and waits its turn; its latency
              * runs from its arrival, queueing included */
-            double now = bench_now_ms();
+            double now = hetcl__bench_now_ms();
             if (now < next_arrival) {
                 double wait = next_arrival - now;
                 struct timespec ts = {.tv_sec = (time_t) (wait / 1000),
@@ -654,12 +654,12 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
             }
             stt = hetcl_infer_session_run(s, inputs + (k++ % env->n_distinct) * per, NULL);
             a = next_arrival;
-            b = bench_now_ms();
+            b = hetcl__bench_now_ms();
             next_arrival += bench_next_arrival_ms(&arrivals, env->server_qps);
         } else {
-            a = bench_now_ms();
+            a = hetcl__bench_now_ms();
             stt = hetcl_infer_session_run(s, inputs + (k++ % env->n_distinct) * per, NULL);
-            b = bench_now_ms();
+            b = hetcl__bench_now_ms();
         }
         if (stt != HETCL_OK)
             break;
@@ -734,7 +734,7 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
     }
     double timed_s = L->timed_ms / 1000.0;
     double items = (double) L->n_timed * per_query;
-    r->energy = bench_energy_end(&energy, timed_s, items);
+    r->energy = hetcl_energy_end(&energy, timed_s, items);
     r->loop = L;
     if (!all_zero) {
         r->device_ns = st->device_ns;
@@ -801,10 +801,10 @@ void bench_run_config(struct bench_env *env, struct bench_model *m, const struct
         r->dev[i].diverged = r->dev[0].diverged;
         r->dev[i].top1 = r->dev[0].top1;
     }
-    r->peak_rss_bytes = bench_peak_rss_bytes();
-    r->machine_after = bench_machine_state("");
-    bench_core_measure(&r->core, true);
-    r->throttled = bench_machine_throttled(r->machine_before, r->machine_after);
+    r->peak_rss_bytes = hetcl_peak_rss_bytes();
+    r->machine_after = hetcl_machine_state("");
+    hetcl_core_round_trip_measure(&r->core, true);
+    r->throttled = hetcl_machine_throttled(r->machine_before, r->machine_after);
     hetcl_infer_session_destroy(s);
     free(inputs);
 }

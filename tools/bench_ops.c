@@ -8,7 +8,7 @@
  * the timed tasks), which excludes scheduling overhead (`hetcl bench runtime` measures that).
  */
 #include "bench.h"
-#include "bench_util.h"
+#include "bench/bench_util.h"
 #include "cli.h"
 
 #include <hetcl/context.h>
@@ -281,7 +281,7 @@ static void run_op(hetcl_runtime *rt, const struct op_case *c, size_t ci, int w,
     for (unsigned long i = 0; s == HETCL_OK && i < warmup + reps; i++) {
         if (i == warmup) {
             s = hetcl_runtime_wait_all(rt);
-            t0 = bench_now_s();
+            t0 = hetcl__bench_now_s();
         }
         d.footprint = (uint32_t) (2 * ci + (i < warmup ? 1 : 2));
         if (s == HETCL_OK)
@@ -289,7 +289,7 @@ static void run_op(hetcl_runtime *rt, const struct op_case *c, size_t ci, int w,
     }
     if (s == HETCL_OK)
         s = hetcl_runtime_wait_all(rt);
-    double wall_us = (bench_now_s() - t0) * 1e6 / (double) reps;
+    double wall_us = (hetcl__bench_now_s() - t0) * 1e6 / (double) reps;
     m->status = s;
     if (s == HETCL_OK) {
         struct hetcl_kind_stats st[512];
@@ -320,7 +320,7 @@ static double clblast_gemm_us(struct bench_raw_cl *raw, const struct hetcl_op_ge
         size_t lda = (size_t) (g->trans_a ? g->m : g->k), ldb = (size_t) (g->trans_b ? g->k : g->n);
         bool ok = true;
         for (unsigned long i = 0; ok && i < reps + 2; i++) {
-            double t0 = bench_now_s();
+            double t0 = hetcl__bench_now_s();
             CLBlastStatusCode st = CLBlastSgemm(
                     CLBlastLayoutRowMajor, g->trans_a ? CLBlastTransposeYes : CLBlastTransposeNo,
                     g->trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t) g->m,
@@ -328,10 +328,10 @@ static double clblast_gemm_us(struct bench_raw_cl *raw, const struct hetcl_op_ge
                     (size_t) g->n, &raw->queue, NULL);
             ok = st == CLBlastSuccess && clFinish(raw->queue) == CL_SUCCESS;
             if (i >= 2)
-                v[i - 2] = (bench_now_s() - t0) * 1e6;
+                v[i - 2] = (hetcl__bench_now_s() - t0) * 1e6;
         }
         if (ok)
-            bench_summarise(v, reps, &med, &mn);
+            hetcl__bench_summarise(v, reps, &med, &mn);
     }
     if (a)
         clReleaseMemObject(a);
@@ -527,7 +527,7 @@ int cli_bench_ops(int argc, char **argv)
         struct bench_raw_cl raw;
         bool have_raw =
                 !o.no_clblast && wi.desc &&
-                bench_raw_cl_open(ctx, wi.desc->platform_index, wi.desc->device_index, &raw);
+                hetcl__bench_raw_cl_open(ctx, wi.desc->platform_index, wi.desc->device_index, &raw);
         if (!o.quiet)
             fprintf(stderr, "worker %s (%s)...\n", wi.name,
                     wi.desc ? wi.desc->name : "host backend");
@@ -573,7 +573,7 @@ int cli_bench_ops(int argc, char **argv)
                 r->clblast_us = clblast_gemm_us(&raw, &c->gemm, o.reps);
         }
         if (have_raw)
-            bench_raw_cl_close(&raw);
+            hetcl__bench_raw_cl_close(&raw);
     }
 
     if (!o.quiet) {
@@ -614,7 +614,8 @@ int cli_bench_ops(int argc, char **argv)
         cJSON *prov = cJSON_AddObjectToObject(root, "provenance");
         cJSON_AddStringToObject(prov, "hetcl_version", hetcl_version());
         cJSON_AddStringToObject(prov, "commit", hetcl_build_commit());
-        cJSON_AddStringToObject(prov, "loadavg_after", bench_loadavg());
+        char load[64];
+        cJSON_AddStringToObject(prov, "loadavg_after", hetcl__bench_loadavg(load, sizeof load));
         const char *cc = getenv("OPENBLAS_CORETYPE");
         cJSON_AddStringToObject(prov, "OPENBLAS_CORETYPE", cc ? cc : "");
         cJSON_AddNumberToObject(root, "reps", (double) o.reps);

@@ -280,7 +280,7 @@ static cJSON *ok_body(hetcl_context *ctx, struct bench_result *r, cJSON *o)
     r->machine_before = r->machine_after = NULL;
     cJSON_AddItemToObject(machine, "throttled",
                           r->throttled < 0 ? cJSON_CreateNull() : cJSON_CreateBool(r->throttled));
-    cJSON_AddItemToObject(machine, "core_round_trip_ns", bench_core_json(&r->core));
+    cJSON_AddItemToObject(machine, "core_round_trip_ns", hetcl_core_round_trip_json(&r->core));
     cJSON_AddItemToObject(o, "machine", machine);
     cJSON_AddItemToObject(o, "energy", r->energy);
     r->energy = NULL;

@@ -10,7 +10,7 @@
 
 #include "bench_config.h"
 #include "bench_loop.h"
-#include "bench_machine.h"
+#include <hetcl/machine.h>
 
 #include <hetcl/context.h>
 
@@ -105,7 +105,7 @@ struct bench_result {
     long long peak_rss_bytes;
     cJSON *machine_before, *machine_after, *energy; /* moved into the report */
     int throttled;                                  /* -1 unknown */
-    struct bench_core core;                         /* the cache-line round trip before and after */
+    struct hetcl_core_round_trip core;              /* the cache-line round trip before and after */
     bool acc_evaluated;
     char acc_reason[160];
     const char *acc_dataset;

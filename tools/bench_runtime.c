@@ -17,7 +17,7 @@
  * Each measurement is repeated --reps times after a warm-up; the median (and minimum) is shown.
  */
 #include "bench.h"
-#include "bench_util.h"
+#include "bench/bench_util.h"
 #include "cli.h"
 
 #include <hetcl/context.h>
@@ -90,13 +90,13 @@ static double run_tasks(hetcl_runtime *rt, hetcl_handle *h, hetcl_worker_kind ki
         d.handles[0] = h;
         d.modes[0] = HETCL_RW;
     }
-    double t0 = bench_now_s();
+    double t0 = hetcl__bench_now_s();
     for (unsigned long i = 0; i < n; i++)
         if (hetcl_task_submit(rt, &d, NULL) != HETCL_OK)
             return -1;
     if (hetcl_runtime_wait_all(rt) != HETCL_OK)
         return -1;
-    return bench_now_s() - t0;
+    return hetcl__bench_now_s() - t0;
 }
 
 /* One case with one scheduler and worker count: warm-up, then reps timed runs. Returns false if
@@ -135,7 +135,7 @@ static bool run_case(hetcl_context *ctx, const struct options *o, const char *sc
     if (!ok)
         cli_error("bench runtime: %s", hetcl_context_last_error(ctx));
     else {
-        bench_summarise(samples, reps, &r->us_median, &r->us_min);
+        hetcl__bench_summarise(samples, reps, &r->us_median, &r->us_min);
         r->workers = (unsigned) hetcl_runtime_n_workers(rt);
         r->tasks = n;
         snprintf(r->scheduler, sizeof r->scheduler, "%s", sched);
@@ -178,7 +178,7 @@ static double baseline_handoff(unsigned long rounds)
     pthread_t t;
     if (pthread_create(&t, NULL, handoff_partner, &p) != 0)
         return -1;
-    double t0 = bench_now_s();
+    double t0 = hetcl__bench_now_s();
     pthread_mutex_lock(&p.lock);
     for (unsigned long i = 0; i < rounds; i++) {
         p.turn++;
@@ -187,7 +187,7 @@ static double baseline_handoff(unsigned long rounds)
             pthread_cond_wait(&p.cond, &p.lock);
     }
     pthread_mutex_unlock(&p.lock);
-    double dt = bench_now_s() - t0;
+    double dt = hetcl__bench_now_s() - t0;
     pthread_join(t, NULL);
     pthread_mutex_destroy(&p.lock);
     pthread_cond_destroy(&p.cond);
@@ -198,7 +198,7 @@ static double baseline_handoff(unsigned long rounds)
 static double baseline_raw_cl(struct bench_raw_cl *r, unsigned long n, bool roundtrip)
 {
     size_t global = 1;
-    double t0 = bench_now_s();
+    double t0 = hetcl__bench_now_s();
     for (unsigned long i = 0; i < n; i++) {
         if (clEnqueueNDRangeKernel(r->queue, r->empty, 1, NULL, &global, NULL, 0, NULL, NULL) !=
             CL_SUCCESS)
@@ -208,7 +208,7 @@ static double baseline_raw_cl(struct bench_raw_cl *r, unsigned long n, bool roun
     }
     if (clFinish(r->queue) != CL_SUCCESS)
         return -1;
-    return (bench_now_s() - t0) * 1e6 / (double) n;
+    return (hetcl__bench_now_s() - t0) * 1e6 / (double) n;
 }
 
 struct baselines {
@@ -225,20 +225,20 @@ static void measure_baselines(hetcl_context *ctx, const struct options *o, struc
     (void) baseline_handoff(o->host_tasks / 10 + 1);
     for (size_t i = 0; i < reps; i++)
         v[i] = baseline_handoff(o->host_tasks);
-    bench_summarise(v, reps, &b->handoff_us, &b->handoff_min_us);
+    hetcl__bench_summarise(v, reps, &b->handoff_us, &b->handoff_min_us);
     b->stream_us = b->roundtrip_us = -1;
     struct bench_raw_cl r;
-    if (o->no_opencl || !bench_raw_cl_open(ctx, -1, -1, &r))
+    if (o->no_opencl || !hetcl__bench_raw_cl_open(ctx, -1, -1, &r))
         return;
     snprintf(b->cl_device, sizeof b->cl_device, "%s", r.device_name);
     (void) baseline_raw_cl(&r, o->cl_tasks / 10 + 1, false);
     for (size_t i = 0; i < reps; i++)
         v[i] = baseline_raw_cl(&r, o->cl_tasks, false);
-    bench_summarise(v, reps, &b->stream_us, &b->stream_min_us);
+    hetcl__bench_summarise(v, reps, &b->stream_us, &b->stream_min_us);
     for (size_t i = 0; i < reps; i++)
         v[i] = baseline_raw_cl(&r, o->cl_tasks, true);
-    bench_summarise(v, reps, &b->roundtrip_us, &b->roundtrip_min_us);
-    bench_raw_cl_close(&r);
+    hetcl__bench_summarise(v, reps, &b->roundtrip_us, &b->roundtrip_min_us);
+    hetcl__bench_raw_cl_close(&r);
 }
 
 /* ------------------------------------------------------------------ output */
@@ -282,7 +282,8 @@ static int write_json(const char *path, const struct options *o, const struct re
     cJSON *prov = cJSON_AddObjectToObject(root, "provenance");
     cJSON_AddStringToObject(prov, "hetcl_version", hetcl_version());
     cJSON_AddStringToObject(prov, "commit", hetcl_build_commit());
-    cJSON_AddStringToObject(prov, "loadavg_before", bench_loadavg());
+    char load[64];
+    cJSON_AddStringToObject(prov, "loadavg_before", hetcl__bench_loadavg(load, sizeof load));
     cJSON_AddNumberToObject(prov, "online_cpus", (double) sysconf(_SC_NPROCESSORS_ONLN));
     cJSON *cfg = cJSON_AddObjectToObject(root, "config");
     cJSON_AddNumberToObject(cfg, "host_tasks", (double) o->host_tasks);

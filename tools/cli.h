@@ -25,7 +25,8 @@ int cli_write_file_atomic(const char *path, const char *text);
 /* Prints "hetcl: <message>" on stderr, one line. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Parses a non-negative integer flag value; on error prints which flag expected what. */
+/* Parses a non-negative integer flag value; on error prints which flag expected what
+ * (cli_options.c, with the other value parsers). */
 bool cli_parse_uint(const char *flag, const char *value, unsigned long max, unsigned long *out);
 
 #endif /* HETCL_CLI_H */

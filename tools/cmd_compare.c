@@ -210,17 +210,18 @@ int cli_compare(int argc, char **argv)
     struct cmp_pair *pairs = NULL;
     struct sbuf out = {0};
     size_t n_loaded = 0, n_pairs = 0;
+    hetcl_context *ctx = NULL;
     if (rc != CLI_EXIT_OK)
         goto done;
     rc = CLI_EXIT_USAGE;
     reports = calloc((size_t) o.n_paths, sizeof *reports);
     pairs = calloc((size_t) o.n_paths, sizeof *pairs);
-    if (!reports || !pairs) {
+    if (!reports || !pairs || hetcl_context_create(NULL, &ctx) != HETCL_OK) {
         cli_error("out of memory");
         goto done;
     }
     for (int i = 0; i < o.n_paths; i++, n_loaded++)
-        if (!cmp_report_load(o.paths[i], &reports[i])) {
+        if (!cmp_report_load(ctx, o.paths[i], &reports[i])) {
             n_loaded++;
             goto done;
         }
@@ -268,7 +269,7 @@ int cli_compare(int argc, char **argv)
     }
     rc = regressed ? CLI_EXIT_REGRESSION : CLI_EXIT_OK;
 done:
-    sb_free(&out);
+    hetcl__sb_free(&out);
     for (size_t i = 0; pairs && i < n_pairs; i++)
         cmp_pair_free(&pairs[i]);
     for (size_t i = 0; reports && i < n_loaded; i++)
@@ -276,5 +277,6 @@ done:
     free(pairs);
     free(reports);
     free(o.paths);
+    hetcl_context_destroy(ctx);
     return rc;
 }

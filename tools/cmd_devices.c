@@ -3,10 +3,10 @@
  * sub-devices (--split-cpu) and measured ceilings (--probe). A human table by default, the
  * versioned JSON document with --json.
  */
-#include "bench_machine.h"
 #include "cli.h"
 #include "devices_json.h"
 #include "devices_probe.h"
+#include <hetcl/machine.h>
 
 #include <hetcl/hetcl.h>
 
@@ -213,7 +213,7 @@ static cJSON *core_round_trips(hetcl_context *ctx, const hetcl_topology *topo)
         cJSON_AddItemToArray(pus, cJSON_CreateNumber(a));
         cJSON_AddItemToArray(pus, cJSON_CreateNumber(pu));
         json_add(o, "pus", pus);
-        bench_stat_add(o, &st);
+        hetcl_stat_add_json(o, &st);
         cJSON_AddItemToArray(arr, o);
     }
     if (!cJSON_GetArraySize(arr)) {

@@ -473,9 +473,9 @@ int cli_train(int argc, char **argv)
         goto out;
     c.opts.progress = on_progress;
     c.opts.progress_user = &c;
-    bench_core_measure(&c.core, false);
+    hetcl_core_round_trip_measure(&c.core, false);
     s = hetcl_train_run(ctx, rt, c.spec, c.train, c.test, &c.opts, &res);
-    bench_core_measure(&c.core, true);
+    hetcl_core_round_trip_measure(&c.core, true);
     if (s != HETCL_OK) {
         if (!c.quiet && isatty(STDOUT_FILENO))
             printf("\n");

@@ -9,8 +9,9 @@
 #ifndef HETCL_CLI_COMPARE_H
 #define HETCL_CLI_COMPARE_H
 
-#include "textbuf.h"
+#include "util/textbuf.h"
 
+#include <hetcl/context.h>
 #include <hetcl/stats.h>
 
 #include <cjson/cJSON.h>
@@ -56,7 +57,7 @@ struct cmp_report {
 
 /* Reads and checks a report; on failure prints one line naming the file and the field
  * (cli_error) and returns false. r is always safe to pass to cmp_report_free. */
-bool cmp_report_load(const char *path, struct cmp_report *r);
+bool cmp_report_load(hetcl_context *ctx, const char *path, struct cmp_report *r);
 void cmp_report_free(struct cmp_report *r);
 
 /* For extractors: a one-line "path: $.field...: message" error, printed through cli_error. */

@@ -158,8 +158,8 @@ bool cmp_render_json(struct sbuf *b, const struct cmp_pair *pairs, size_t n,
     cJSON_Delete(root);
     if (!text)
         return false;
-    sb_puts(b, text);
-    sb_puts(b, "\n");
+    hetcl__sb_puts(b, text);
+    hetcl__sb_puts(b, "\n");
     cJSON_free(text);
     return !b->failed;
 }
@@ -168,7 +168,7 @@ void cmp_render_gab(struct sbuf *b, const struct cmp_pair *pairs, size_t n, bool
 {
     /* [{"name", "unit", "value", "range", "extra"}]: NEW's values, one entry per metric whose
      * direction matches the tool's (customSmallerIsBetter or customBiggerIsBetter). */
-    sb_puts(b, "[");
+    hetcl__sb_puts(b, "[");
     bool first = true;
     for (size_t i = 0; i < n; i++) {
         const struct cmp_pair *p = &pairs[i];
@@ -206,11 +206,11 @@ void cmp_render_gab(struct sbuf *b, const struct cmp_pair *pairs, size_t n, bool
                     b->failed = true;
                     return;
                 }
-                sb_printf(b, "%s\n  %s", first ? "" : ",", text);
+                hetcl__sb_printf(b, "%s\n  %s", first ? "" : ",", text);
                 cJSON_free(text);
                 first = false;
             }
         }
     }
-    sb_puts(b, first ? "]\n" : "\n]\n");
+    hetcl__sb_puts(b, first ? "]\n" : "\n]\n");
 }

@@ -4,7 +4,7 @@
  */
 #include "cli.h"
 #include "compare.h"
-#include "report_doc.h"
+#include "report/report_doc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -72,7 +72,7 @@ bool cmp_read_samples(const struct cmp_report *r, const cJSON *array, const char
     return true;
 }
 
-bool cmp_report_load(const char *path, struct cmp_report *r)
+bool cmp_report_load(hetcl_context *ctx, const char *path, struct cmp_report *r)
 {
     memset(r, 0, sizeof *r);
     r->path = path;
@@ -80,10 +80,13 @@ bool cmp_report_load(const char *path, struct cmp_report *r)
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         readable[i] = (struct report_kind_info){kinds[i].kind, kinds[i].version};
     struct report_doc d;
-    bool ok = report_doc_load(path, readable, sizeof kinds / sizeof kinds[0], "compared", &d);
+    bool ok = hetcl__report_doc_load(ctx, path, readable, sizeof kinds / sizeof kinds[0],
+                                     "compared", &d);
     r->root = d.root; /* owned by r from here, also on failure */
-    if (!ok)
+    if (!ok) {
+        cli_error("%s", hetcl_context_last_error(ctx));
         return false;
+    }
     r->kind = d.kind;
     r->schema_version = d.schema_version;
     r->hetcl_version = d.hetcl_version;

@@ -57,9 +57,9 @@ static const char *metric_unit(const struct cmp_metric_result *m)
 
 static void counts_line(struct sbuf *b, const size_t *counts)
 {
-    sb_printf(b, "%zu regressed, %zu improved, %zu unchanged, %zu inconclusive",
-              counts[HETCL_VERDICT_REGRESSED], counts[HETCL_VERDICT_IMPROVED],
-              counts[HETCL_VERDICT_UNCHANGED], counts[HETCL_VERDICT_INCONCLUSIVE]);
+    hetcl__sb_printf(b, "%zu regressed, %zu improved, %zu unchanged, %zu inconclusive",
+                     counts[HETCL_VERDICT_REGRESSED], counts[HETCL_VERDICT_IMPROVED],
+                     counts[HETCL_VERDICT_UNCHANGED], counts[HETCL_VERDICT_INCONCLUSIVE]);
 }
 
 /* ---- terminal table ----------------------------------------------------------------------- */
@@ -69,19 +69,21 @@ void cmp_render_table(struct sbuf *b, const struct cmp_pair *pairs, size_t n,
 {
     for (size_t i = 0; i < n; i++) {
         const struct cmp_pair *p = &pairs[i];
-        sb_printf(b, "%sBASE %s (hetcl %s, commit %s)\nNEW  %s (hetcl %s, commit %s)\n",
-                  i ? "\n" : "", p->base->path, p->base->hetcl_version, p->base->hetcl_commit,
-                  p->cand->path, p->cand->hetcl_version, p->cand->hetcl_commit);
-        sb_printf(b,
-                  "alpha %g, threshold %g%%, %g%% bootstrap intervals of the ratio NEW/BASE; "
-                  "%zu configuration(s) matched\n\n",
-                  o->alpha, o->threshold * 100, o->level * 100, p->n_configs);
+        hetcl__sb_printf(b, "%sBASE %s (hetcl %s, commit %s)\nNEW  %s (hetcl %s, commit %s)\n",
+                         i ? "\n" : "", p->base->path, p->base->hetcl_version,
+                         p->base->hetcl_commit, p->cand->path, p->cand->hetcl_version,
+                         p->cand->hetcl_commit);
+        hetcl__sb_printf(
+                b,
+                "alpha %g, threshold %g%%, %g%% bootstrap intervals of the ratio NEW/BASE; "
+                "%zu configuration(s) matched\n\n",
+                o->alpha, o->threshold * 100, o->level * 100, p->n_configs);
         size_t w = 13;
         for (size_t c = 0; c < p->n_configs; c++)
             if (strlen(p->configs[c].cand->key) > w)
                 w = strlen(p->configs[c].cand->key);
-        sb_printf(b, "%-*s  %-24s %10s %10s %8s %16s %8s  %s\n", (int) w, "CONFIGURATION", "METRIC",
-                  "BASE", "NEW", "CHANGE", "CI OF RATIO", "P", "VERDICT");
+        hetcl__sb_printf(b, "%-*s  %-24s %10s %10s %8s %16s %8s  %s\n", (int) w, "CONFIGURATION",
+                         "METRIC", "BASE", "NEW", "CHANGE", "CI OF RATIO", "P", "VERDICT");
         for (size_t c = 0; c < p->n_configs; c++) {
             const struct cmp_config_result *cr = &p->configs[c];
             for (size_t m = 0; m < cr->n_metrics; m++) {
@@ -93,19 +95,19 @@ void cmp_render_table(struct sbuf *b, const struct cmp_pair *pairs, size_t n,
                          *metric_unit(mr) ? " (" : "", metric_unit(mr),
                          *metric_unit(mr) ? ")" : "");
                 bool why = mr->c.verdict != HETCL_VERDICT_UNCHANGED && mr->c.reason[0];
-                sb_printf(b, "%-*s  %-24s %10s %10s %8s %16s %8s  %s%s%s\n", (int) w,
-                          m ? "" : cr->cand->key, label, s.base, s.cand, s.change, s.ci, s.p,
-                          hetcl_stats_verdict_name(mr->c.verdict), why ? ": " : "",
-                          why ? mr->c.reason : "");
+                hetcl__sb_printf(b, "%-*s  %-24s %10s %10s %8s %16s %8s  %s%s%s\n", (int) w,
+                                 m ? "" : cr->cand->key, label, s.base, s.cand, s.change, s.ci, s.p,
+                                 hetcl_stats_verdict_name(mr->c.verdict), why ? ": " : "",
+                                 why ? mr->c.reason : "");
             }
         }
         for (size_t k = 0; k < p->n_only_base; k++)
-            sb_printf(b, "only in BASE: %s\n", p->only_base[k]);
+            hetcl__sb_printf(b, "only in BASE: %s\n", p->only_base[k]);
         for (size_t k = 0; k < p->n_only_new; k++)
-            sb_printf(b, "only in NEW:  %s\n", p->only_new[k]);
-        sb_puts(b, "\n");
+            hetcl__sb_printf(b, "only in NEW:  %s\n", p->only_new[k]);
+        hetcl__sb_puts(b, "\n");
         counts_line(b, p->counts);
-        sb_puts(b, "\n");
+        hetcl__sb_puts(b, "\n");
     }
 }
 
@@ -129,7 +131,7 @@ static void md_row(struct md *md, const char *row)
     if (md->truncated)
         md->omitted++;
     else
-        sb_puts(md->b, row);
+        hetcl__sb_puts(md->b, row);
 }
 
 /* Markdown table cells: | and newlines would break the row; < > & are escaped for HTML. */
@@ -137,17 +139,17 @@ static void md_cell(struct sbuf *b, const char *s)
 {
     for (; *s; s++) {
         if (*s == '|')
-            sb_puts(b, "\\|");
+            hetcl__sb_puts(b, "\\|");
         else if (*s == '<')
-            sb_puts(b, "&lt;");
+            hetcl__sb_puts(b, "&lt;");
         else if (*s == '>')
-            sb_puts(b, "&gt;");
+            hetcl__sb_puts(b, "&gt;");
         else if (*s == '&')
-            sb_puts(b, "&amp;");
+            hetcl__sb_puts(b, "&amp;");
         else if (*s == '\n' || *s == '\r')
-            sb_puts(b, " ");
+            hetcl__sb_puts(b, " ");
         else
-            sb_printf(b, "%c", *s);
+            hetcl__sb_printf(b, "%c", *s);
     }
 }
 
@@ -183,22 +185,22 @@ static const struct cmp_metric_result *find_result(const struct cmp_config_resul
 static void headline_row(struct md *md, const struct cmp_config_result *c)
 {
     struct sbuf row = {0};
-    sb_printf(&row, "| %s | ", md_verdict(c->verdict));
+    hetcl__sb_printf(&row, "| %s | ", md_verdict(c->verdict));
     md_cell(&row, c->cand->key);
     const char *cols[2] = {"latency_p50", "throughput"};
     for (int k = 0; k < 2; k++) {
         const struct cmp_metric_result *m = find_result(c, cols[k]);
         if (!m) {
-            sb_puts(&row, " | -");
+            hetcl__sb_puts(&row, " | -");
             continue;
         }
         struct cells s;
         cells_of(m, &s);
-        sb_printf(&row, " | %s → %s (%s)", s.base, s.cand, s.change);
+        hetcl__sb_printf(&row, " | %s → %s (%s)", s.base, s.cand, s.change);
     }
     /* The metrics that moved, then how many could not be judged: the reasons are in the
      * details. */
-    sb_puts(&row, " | ");
+    hetcl__sb_puts(&row, " | ");
     size_t doubtful = 0;
     bool any = false;
     for (size_t m = 0; m < c->n_metrics; m++) {
@@ -208,21 +210,21 @@ static void headline_row(struct md *md, const struct cmp_config_result *c)
         if (mr->c.verdict != HETCL_VERDICT_REGRESSED && mr->c.verdict != HETCL_VERDICT_IMPROVED)
             continue;
         if (mr->is_status) {
-            sb_printf(&row, "%sstatus %s: ", any ? ", " : "",
-                      hetcl_stats_verdict_name(mr->c.verdict));
+            hetcl__sb_printf(&row, "%sstatus %s: ", any ? ", " : "",
+                             hetcl_stats_verdict_name(mr->c.verdict));
             md_cell(&row, mr->c.reason);
         } else {
-            sb_printf(&row, "%s%s %s %+.1f%%", any ? ", " : "", metric_name(mr),
-                      hetcl_stats_verdict_name(mr->c.verdict), mr->c.change * 100);
+            hetcl__sb_printf(&row, "%s%s %s %+.1f%%", any ? ", " : "", metric_name(mr),
+                             hetcl_stats_verdict_name(mr->c.verdict), mr->c.change * 100);
         }
         any = true;
     }
     if (doubtful)
-        sb_printf(&row, "%s%zu inconclusive", any ? "; " : "", doubtful);
-    sb_puts(&row, " |\n");
+        hetcl__sb_printf(&row, "%s%zu inconclusive", any ? "; " : "", doubtful);
+    hetcl__sb_puts(&row, " |\n");
     if (!row.failed)
         md_row(md, row.p);
-    sb_free(&row);
+    hetcl__sb_free(&row);
 }
 
 static void detail_rows(struct md *md, const struct cmp_config_result *c)
@@ -232,16 +234,16 @@ static void detail_rows(struct md *md, const struct cmp_config_result *c)
         struct cells s;
         cells_of(mr, &s);
         struct sbuf row = {0};
-        sb_puts(&row, "| ");
+        hetcl__sb_puts(&row, "| ");
         md_cell(&row, c->cand->key);
-        sb_printf(&row, " | %s | %s | %s | %s | %s | %s | %s | %s | ", metric_name(mr),
-                  metric_unit(mr), s.base, s.cand, s.change, s.ci, s.p,
-                  hetcl_stats_verdict_name(mr->c.verdict));
+        hetcl__sb_printf(&row, " | %s | %s | %s | %s | %s | %s | %s | %s | ", metric_name(mr),
+                         metric_unit(mr), s.base, s.cand, s.change, s.ci, s.p,
+                         hetcl_stats_verdict_name(mr->c.verdict));
         md_cell(&row, mr->c.reason);
-        sb_puts(&row, " |\n");
+        hetcl__sb_puts(&row, " |\n");
         if (!row.failed)
             md_row(md, row.p);
-        sb_free(&row);
+        hetcl__sb_free(&row);
     }
 }
 
@@ -253,29 +255,30 @@ void cmp_render_md(struct sbuf *b, const struct cmp_pair *pairs, size_t n,
     for (size_t i = 0; i < n; i++)
         for (int v = 0; v < 4; v++)
             total[v] += pairs[i].counts[v];
-    sb_puts(b, "### hetcl compare: ");
+    hetcl__sb_puts(b, "### hetcl compare: ");
     counts_line(b, total);
-    sb_printf(b,
-              "\n\nalpha %g, change threshold %g%%, %g%% bootstrap intervals of the ratio "
-              "NEW/BASE; a verdict needs p < alpha **and** a change beyond the threshold.\n",
-              o->alpha, o->threshold * 100, o->level * 100);
+    hetcl__sb_printf(b,
+                     "\n\nalpha %g, change threshold %g%%, %g%% bootstrap intervals of the ratio "
+                     "NEW/BASE; a verdict needs p < alpha **and** a change beyond the threshold.\n",
+                     o->alpha, o->threshold * 100, o->level * 100);
     for (size_t i = 0; i < n; i++) {
         const struct cmp_pair *p = &pairs[i];
         struct sbuf h = {0};
-        sb_puts(&h, "\n#### BASE `");
+        hetcl__sb_puts(&h, "\n#### BASE `");
         md_cell(&h, p->base->path);
-        sb_printf(&h, "` (commit %s) → NEW `", p->base->hetcl_commit);
+        hetcl__sb_printf(&h, "` (commit %s) → NEW `", p->base->hetcl_commit);
         md_cell(&h, p->cand->path);
-        sb_printf(&h, "` (commit %s): ", p->cand->hetcl_commit);
+        hetcl__sb_printf(&h, "` (commit %s): ", p->cand->hetcl_commit);
         counts_line(&h, p->counts);
-        sb_printf(&h,
-                  " metrics in %zu configurations\n\n| verdict | configuration | latency p50 "
-                  "(ms) | throughput (items/s) | changes |\n| --- | --- | --- | --- | "
-                  "--- |\n",
-                  p->n_configs);
+        hetcl__sb_printf(
+                &h,
+                " metrics in %zu configurations\n\n| verdict | configuration | latency p50 "
+                "(ms) | throughput (items/s) | changes |\n| --- | --- | --- | --- | "
+                "--- |\n",
+                p->n_configs);
         if (!h.failed)
             md_row(&md, h.p);
-        sb_free(&h);
+        hetcl__sb_free(&h);
         for (int s = 0; s < 4; s++)
             for (size_t c = 0; c < p->n_configs; c++)
                 if (p->configs[c].verdict == severity[s])
@@ -285,75 +288,77 @@ void cmp_render_md(struct sbuf *b, const struct cmp_pair *pairs, size_t n,
         const struct cmp_pair *p = &pairs[i];
         bool opened = !md.truncated; /* past the cap, rows are only counted */
         if (opened) {
-            sb_printf(b, "\n<details><summary>Every metric: ");
+            hetcl__sb_printf(b, "\n<details><summary>Every metric: ");
             md_cell(b, p->cand->path);
-            sb_printf(b, " vs ");
+            hetcl__sb_printf(b, " vs ");
             md_cell(b, p->base->path);
-            sb_printf(b,
-                      "</summary>\n\n| configuration | metric | unit | base | new | change | "
-                      "%g%% CI of ratio | p | verdict | reason |\n| --- | --- | --- | --- | --- "
-                      "| --- | --- | --- | --- | --- |\n",
-                      o->level * 100);
+            hetcl__sb_printf(
+                    b,
+                    "</summary>\n\n| configuration | metric | unit | base | new | change | "
+                    "%g%% CI of ratio | p | verdict | reason |\n| --- | --- | --- | --- | --- "
+                    "| --- | --- | --- | --- | --- |\n",
+                    o->level * 100);
         }
         for (size_t c = 0; c < p->n_configs; c++)
             detail_rows(&md, &p->configs[c]);
         for (size_t k = 0; k < p->n_only_base + p->n_only_new; k++) {
             bool in_base = k < p->n_only_base;
             struct sbuf row = {0};
-            sb_puts(&row, in_base ? "\nonly in BASE: " : "\nonly in NEW: ");
+            hetcl__sb_puts(&row, in_base ? "\nonly in BASE: " : "\nonly in NEW: ");
             md_cell(&row, in_base ? p->only_base[k] : p->only_new[k - p->n_only_base]);
-            sb_puts(&row, "\n");
+            hetcl__sb_puts(&row, "\n");
             if (!row.failed)
                 md_row(&md, row.p);
-            sb_free(&row);
+            hetcl__sb_free(&row);
         }
         if (opened)
-            sb_puts(b, "\n</details>\n");
+            hetcl__sb_puts(b, "\n</details>\n");
     }
     if (md.truncated)
-        sb_printf(b,
-                  "\n> **Truncated:** %zu more row(s) left out to keep this under %zu bytes "
-                  "(GitHub's step summary takes at most 1 MiB). `hetcl compare --format "
-                  "json` has every row.\n",
-                  md.omitted, o->max_bytes);
+        hetcl__sb_printf(b,
+                         "\n> **Truncated:** %zu more row(s) left out to keep this under %zu bytes "
+                         "(GitHub's step summary takes at most 1 MiB). `hetcl compare --format "
+                         "json` has every row.\n",
+                         md.omitted, o->max_bytes);
 }
 
 /* ---- HTML ---------------------------------------------------------------------------------- */
 
 static void html_text(struct sbuf *b, const char *s)
 {
-    sb_html_text(b, s);
+    hetcl__sb_html_text(b, s);
 }
 
 void cmp_render_html(struct sbuf *b, const struct cmp_pair *pairs, size_t n,
                      const struct cmp_options *o)
 {
-    sb_puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-               "<title>hetcl compare</title>\n<style>\n"
-               "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\n"
-               "table{border-collapse:collapse;font-size:0.9em}\n"
-               "th,td{border:1px solid #ccc;padding:0.25em 0.6em;text-align:right}\n"
-               "th{background:#f3f3f3}td.k,td.r{text-align:left}\n"
-               ".regressed{background:#fdd}.improved{background:#dfd}"
-               ".inconclusive{background:#ffc}.unchanged{background:#fff}\n"
-               "</style>\n</head>\n<body>\n<h1>hetcl compare</h1>\n");
-    sb_printf(b,
-              "<p>alpha %g, change threshold %g%%, %g%% bootstrap intervals of the ratio "
-              "NEW/BASE; a verdict needs p &lt; alpha and a change beyond the threshold.</p>\n",
-              o->alpha, o->threshold * 100, o->level * 100);
+    hetcl__sb_puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                      "<title>hetcl compare</title>\n<style>\n"
+                      "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\n"
+                      "table{border-collapse:collapse;font-size:0.9em}\n"
+                      "th,td{border:1px solid #ccc;padding:0.25em 0.6em;text-align:right}\n"
+                      "th{background:#f3f3f3}td.k,td.r{text-align:left}\n"
+                      ".regressed{background:#fdd}.improved{background:#dfd}"
+                      ".inconclusive{background:#ffc}.unchanged{background:#fff}\n"
+                      "</style>\n</head>\n<body>\n<h1>hetcl compare</h1>\n");
+    hetcl__sb_printf(
+            b,
+            "<p>alpha %g, change threshold %g%%, %g%% bootstrap intervals of the ratio "
+            "NEW/BASE; a verdict needs p &lt; alpha and a change beyond the threshold.</p>\n",
+            o->alpha, o->threshold * 100, o->level * 100);
     for (size_t i = 0; i < n; i++) {
         const struct cmp_pair *p = &pairs[i];
-        sb_puts(b, "<h2>BASE ");
+        hetcl__sb_puts(b, "<h2>BASE ");
         html_text(b, p->base->path);
-        sb_puts(b, " &rarr; NEW ");
+        hetcl__sb_puts(b, " &rarr; NEW ");
         html_text(b, p->cand->path);
-        sb_puts(b, "</h2>\n<p>");
+        hetcl__sb_puts(b, "</h2>\n<p>");
         counts_line(b, p->counts);
-        sb_printf(b,
-                  " metrics in %zu configurations.</p>\n<table>\n<tr><th>configuration</th>"
-                  "<th>metric</th><th>unit</th><th>base</th><th>new</th><th>change</th>"
-                  "<th>CI of ratio</th><th>p</th><th>verdict</th><th>reason</th></tr>\n",
-                  p->n_configs);
+        hetcl__sb_printf(b,
+                         " metrics in %zu configurations.</p>\n<table>\n<tr><th>configuration</th>"
+                         "<th>metric</th><th>unit</th><th>base</th><th>new</th><th>change</th>"
+                         "<th>CI of ratio</th><th>p</th><th>verdict</th><th>reason</th></tr>\n",
+                         p->n_configs);
         for (size_t c = 0; c < p->n_configs; c++) {
             const struct cmp_config_result *cr = &p->configs[c];
             for (size_t m = 0; m < cr->n_metrics; m++) {
@@ -361,28 +366,29 @@ void cmp_render_html(struct sbuf *b, const struct cmp_pair *pairs, size_t n,
                 struct cells s;
                 cells_of(mr, &s);
                 const char *v = hetcl_stats_verdict_name(mr->c.verdict);
-                sb_printf(b, "<tr class=\"%s\"><td class=\"k\">", v);
+                hetcl__sb_printf(b, "<tr class=\"%s\"><td class=\"k\">", v);
                 html_text(b, cr->cand->key);
-                sb_printf(b,
-                          "</td><td class=\"k\">%s</td><td class=\"k\">%s</td><td>%s</td>"
-                          "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"k\">%s"
-                          "</td><td class=\"r\">",
-                          metric_name(mr), metric_unit(mr), s.base, s.cand, s.change, s.ci, s.p, v);
+                hetcl__sb_printf(b,
+                                 "</td><td class=\"k\">%s</td><td class=\"k\">%s</td><td>%s</td>"
+                                 "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"k\">%s"
+                                 "</td><td class=\"r\">",
+                                 metric_name(mr), metric_unit(mr), s.base, s.cand, s.change, s.ci,
+                                 s.p, v);
                 html_text(b, mr->c.reason);
-                sb_puts(b, "</td></tr>\n");
+                hetcl__sb_puts(b, "</td></tr>\n");
             }
         }
-        sb_puts(b, "</table>\n");
+        hetcl__sb_puts(b, "</table>\n");
         for (size_t k = 0; k < p->n_only_base; k++) {
-            sb_puts(b, "<p>only in BASE: ");
+            hetcl__sb_puts(b, "<p>only in BASE: ");
             html_text(b, p->only_base[k]);
-            sb_puts(b, "</p>\n");
+            hetcl__sb_puts(b, "</p>\n");
         }
         for (size_t k = 0; k < p->n_only_new; k++) {
-            sb_puts(b, "<p>only in NEW: ");
+            hetcl__sb_puts(b, "<p>only in NEW: ");
             html_text(b, p->only_new[k]);
-            sb_puts(b, "</p>\n");
+            hetcl__sb_puts(b, "</p>\n");
         }
     }
-    sb_puts(b, "</body>\n</html>\n");
+    hetcl__sb_puts(b, "</body>\n</html>\n");
 }

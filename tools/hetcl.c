@@ -2,14 +2,9 @@
 #include "cli.h"
 #include "train_cli.h"
 
-#include <hetcl/context.h>
-#include <hetcl/fileio.h>
 #include <hetcl/version.h>
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 struct command {
@@ -36,7 +31,8 @@ static const struct command commands[] = {
          " page with charts",
          cli_report},
         {"bench",
-         "measure: 'bench runtime' (per-task overhead), 'bench ops' (operators per device)",
+         "measure: 'bench model' (inference latency and throughput per device and across"
+         " devices), 'bench ops' (operators per device), 'bench runtime' (per-task overhead)",
          cli_bench},
 };
 
@@ -49,49 +45,6 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nRun 'hetcl <command> --help' for a command's options.\n");
-}
-
-void cli_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("hetcl: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-bool cli_parse_uint(const char *flag, const char *value, unsigned long max, unsigned long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    if (!value || !*value || *value == '-') {
-        cli_error("%s expects a non-negative integer, got '%s'", flag, value ? value : "");
-        return false;
-    }
-    unsigned long v = strtoul(value, &end, 10);
-    if (errno || *end || v > max) {
-        cli_error("%s expects an integer from 0 to %lu, got '%s'", flag, max, value);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-int cli_write_file_atomic(const char *path, const char *text)
-{
-    hetcl_context *ctx = NULL;
-    if (hetcl_context_create(NULL, &ctx) != HETCL_OK) {
-        cli_error("out of memory");
-        return -1;
-    }
-    int rc = 0;
-    if (hetcl_file_write_atomic(ctx, path, text, strlen(text)) != HETCL_OK) {
-        cli_error("%s", hetcl_context_last_error(ctx));
-        rc = -1;
-    }
-    hetcl_context_destroy(ctx);
-    return rc;
 }
 
 int main(int argc, char **argv)

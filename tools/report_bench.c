@@ -33,29 +33,30 @@ static void read_cfg(struct report_doc *d, const cJSON *c, size_t i, struct cfg 
 {
     memset(out, 0, sizeof *out);
     out->c = c;
-    rd_index_path(out->at, sizeof out->at, "$.configurations", i);
+    hetcl__rd_index_path(out->at, sizeof out->at, "$.configurations", i);
     char at[96];
-    out->config = rd_object(d, c, out->at, "config");
-    rd_member_path(at, sizeof at, out->at, "config");
-    const char *model = rd_string(d, out->config, at, "model");
+    out->config = hetcl__rd_object(d, c, out->at, "config");
+    hetcl__rd_member_path(at, sizeof at, out->at, "config");
+    const char *model = hetcl__rd_string(d, out->config, at, "model");
     char devs[128] = "";
     const cJSON *dv;
-    cJSON_ArrayForEach(dv, rd_array(d, out->config, at, "devices"))
+    cJSON_ArrayForEach(dv, hetcl__rd_array(d, out->config, at, "devices"))
     {
         size_t len = strlen(devs);
         snprintf(devs + len, sizeof devs - len, "%s%s", len ? "+" : "",
                  cJSON_IsString(dv) ? dv->valuestring : "?");
     }
     snprintf(out->key, sizeof out->key, "%s / %s / %s / %s / b%.0f", model, devs,
-             rd_string(d, out->config, at, "placement"), rd_string(d, out->config, at, "scenario"),
-             rd_number(d, out->config, at, "batch", false));
-    out->ok = !strcmp(rd_string(d, c, out->at, "status"), "ok");
+             hetcl__rd_string(d, out->config, at, "placement"),
+             hetcl__rd_string(d, out->config, at, "scenario"),
+             hetcl__rd_number(d, out->config, at, "batch", false));
+    out->ok = !strcmp(hetcl__rd_string(d, c, out->at, "status"), "ok");
     if (!out->ok)
         return;
-    out->latency = rd_object(d, c, out->at, "latency");
-    rd_member_path(at, sizeof at, out->at, "latency");
-    out->e2e = rd_object(d, out->latency, at, "end_to_end");
-    out->throughput = rd_object(d, c, out->at, "throughput");
+    out->latency = hetcl__rd_object(d, c, out->at, "latency");
+    hetcl__rd_member_path(at, sizeof at, out->at, "latency");
+    out->e2e = hetcl__rd_object(d, out->latency, at, "end_to_end");
+    out->throughput = hetcl__rd_object(d, c, out->at, "throughput");
 }
 
 /* A percentile of a series in ms, with " †" when it is not trusted (too few samples). */
@@ -67,60 +68,61 @@ static void pct_cell(struct rw *w, struct report_doc *d, const cJSON *series, co
         return;
     }
     char sat[160], pat[200], buf[32];
-    rd_member_path(sat, sizeof sat, at, "stats");
-    const cJSON *pc = rd_object(d, rd_object(d, series, at, "stats"), sat, p);
-    rd_member_path(pat, sizeof pat, sat, p);
-    double v = rd_number(d, pc, pat, "value_ns", false);
+    hetcl__rd_member_path(sat, sizeof sat, at, "stats");
+    const cJSON *pc = hetcl__rd_object(d, hetcl__rd_object(d, series, at, "stats"), sat, p);
+    hetcl__rd_member_path(pat, sizeof pat, sat, p);
+    double v = hetcl__rd_number(d, pc, pat, "value_ns", false);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(pc, "trusted");
     rw_cell(w, "%s%s", num(buf, sizeof buf, v * 1e-6, 4), cJSON_IsFalse(t) ? " †" : "");
 }
 
 static void provenance(struct rw *w, struct report_doc *d)
 {
-    const cJSON *prov = rd_object(d, d->root, "$", "provenance");
-    const cJSON *host = rd_object(d, prov, "$.provenance", "host");
-    const cJSON *ocl = rd_object(d, prov, "$.provenance", "opencl");
-    const cJSON *run = rd_object(d, d->root, "$", "run");
-    const cJSON *h = rd_object(d, d->root, "$", "hetcl");
-    rw_kv(w, "hetcl", "%s (commit %s), report written %s", rd_string(d, h, "$.hetcl", "version"),
-          rd_string(d, h, "$.hetcl", "commit"), d->generated_at);
-    rw_kv(w, "host", "%s, %s, %s", rd_string(d, host, "$.provenance.host", "hostname"),
-          rd_string(d, host, "$.provenance.host", "os"),
-          rd_string(d, host, "$.provenance.host", "cpu_model"));
+    const cJSON *prov = hetcl__rd_object(d, d->root, "$", "provenance");
+    const cJSON *host = hetcl__rd_object(d, prov, "$.provenance", "host");
+    const cJSON *ocl = hetcl__rd_object(d, prov, "$.provenance", "opencl");
+    const cJSON *run = hetcl__rd_object(d, d->root, "$", "run");
+    const cJSON *h = hetcl__rd_object(d, d->root, "$", "hetcl");
+    rw_kv(w, "hetcl", "%s (commit %s), report written %s",
+          hetcl__rd_string(d, h, "$.hetcl", "version"), hetcl__rd_string(d, h, "$.hetcl", "commit"),
+          d->generated_at);
+    rw_kv(w, "host", "%s, %s, %s", hetcl__rd_string(d, host, "$.provenance.host", "hostname"),
+          hetcl__rd_string(d, host, "$.provenance.host", "os"),
+          hetcl__rd_string(d, host, "$.provenance.host", "cpu_model"));
     struct sbuf s = {0};
     const cJSON *m;
-    cJSON_ArrayForEach(m, rd_object(d, host, "$.provenance.host", "environment"))
+    cJSON_ArrayForEach(m, hetcl__rd_object(d, host, "$.provenance.host", "environment"))
     {
-        sb_printf(&s, "%s%s=%s", s.len ? ", " : "", m->string ? m->string : "?",
-                  cJSON_IsString(m) ? m->valuestring : "?");
+        hetcl__sb_printf(&s, "%s%s=%s", s.len ? ", " : "", m->string ? m->string : "?",
+                         cJSON_IsString(m) ? m->valuestring : "?");
     }
     rw_kv(w, "environment", "%s", s.p ? s.p : "none");
-    sb_free(&s);
-    cJSON_ArrayForEach(m, rd_array(d, prov, "$.provenance", "command_line"))
+    hetcl__sb_free(&s);
+    cJSON_ArrayForEach(m, hetcl__rd_array(d, prov, "$.provenance", "command_line"))
     {
-        sb_printf(&s, "%s%s", s.len ? " " : "", cJSON_IsString(m) ? m->valuestring : "?");
+        hetcl__sb_printf(&s, "%s%s", s.len ? " " : "", cJSON_IsString(m) ? m->valuestring : "?");
     }
     rw_kv(w, "command line", "%s", s.p ? s.p : "");
-    sb_free(&s);
-    rw_kv(w, "ICD loader", "%s", rd_string(d, ocl, "$.provenance.opencl", "icd_loader"));
-    rw_kv(w, "order", "%s", rd_string(d, run, "$.run", "order"));
+    hetcl__sb_free(&s);
+    rw_kv(w, "ICD loader", "%s", hetcl__rd_string(d, ocl, "$.provenance.opencl", "icd_loader"));
+    rw_kv(w, "order", "%s", hetcl__rd_string(d, run, "$.run", "order"));
     rw_table_end(w);
 
     static const char *const hd[] = {"device", "type",          "name",
                                      "driver", "compute units", "clock (MHz)"};
     rw_table(w, hd, sizeof hd / sizeof hd[0]);
     size_t i = 0;
-    cJSON_ArrayForEach(m, rd_array(d, ocl, "$.provenance.opencl", "devices"))
+    cJSON_ArrayForEach(m, hetcl__rd_array(d, ocl, "$.provenance.opencl", "devices"))
     {
         char at[64];
-        rd_index_path(at, sizeof at, "$.provenance.opencl.devices", i++);
+        hetcl__rd_index_path(at, sizeof at, "$.provenance.opencl.devices", i++);
         rw_row(w);
-        rw_cell(w, "%s", rd_string(d, m, at, "id"));
-        rw_cell(w, "%s", rd_string(d, m, at, "type"));
-        rw_cell(w, "%s", rd_string(d, m, at, "name"));
-        rw_cell(w, "%s", rd_string(d, m, at, "driver_version"));
-        rw_cell(w, "%.0f", rd_number(d, m, at, "compute_units", false));
-        rw_cell(w, "%.0f", rd_number(d, m, at, "clock_mhz", false));
+        rw_cell(w, "%s", hetcl__rd_string(d, m, at, "id"));
+        rw_cell(w, "%s", hetcl__rd_string(d, m, at, "type"));
+        rw_cell(w, "%s", hetcl__rd_string(d, m, at, "name"));
+        rw_cell(w, "%s", hetcl__rd_string(d, m, at, "driver_version"));
+        rw_cell(w, "%.0f", hetcl__rd_number(d, m, at, "compute_units", false));
+        rw_cell(w, "%.0f", hetcl__rd_number(d, m, at, "clock_mhz", false));
     }
     rw_table_end(w);
 }
@@ -137,7 +139,7 @@ static void summary_table(struct rw *w, struct report_doc *d, struct cfg *cfgs, 
         rw_cell(w, "%zu", i);
         rw_cell(w, "%s", c->key);
         if (!c->ok) {
-            const char *e = rd_string_or_null(d, c->c, c->at, "error");
+            const char *e = hetcl__rd_string_or_null(d, c->c, c->at, "error");
             rw_cell(w, "failed: %s", e ? e : "no reason given");
             continue;
         }
@@ -152,12 +154,15 @@ static void summary_table(struct rw *w, struct report_doc *d, struct cfg *cfgs, 
         pct_cell(w, d, cJSON_IsObject(dev) ? dev : NULL, at, "p50");
         snprintf(at, sizeof at, "%s.throughput", c->at);
         rw_cell(w, "%s",
-                num(buf, sizeof buf, rd_number(d, c->throughput, at, "items_per_s", false), 4));
+                num(buf, sizeof buf, hetcl__rd_number(d, c->throughput, at, "items_per_s", false),
+                    4));
         snprintf(at, sizeof at, "%s.timed", c->at);
-        rw_cell(w, "%.0f", rd_number(d, rd_object(d, c->c, c->at, "timed"), at, "requests", false));
+        rw_cell(w, "%.0f",
+                hetcl__rd_number(d, hetcl__rd_object(d, c->c, c->at, "timed"), at, "requests",
+                                 false));
         snprintf(at, sizeof at, "%s.warmup", c->at);
-        const cJSON *wu = rd_object(d, c->c, c->at, "warmup");
-        rw_cell(w, "%s", rd_string(d, wu, at, "why"));
+        const cJSON *wu = hetcl__rd_object(d, c->c, c->at, "warmup");
+        rw_cell(w, "%s", hetcl__rd_string(d, wu, at, "why"));
     }
     rw_table_end(w);
     rw_para(w, "† a tail percentile with too few samples to be trusted (p90 needs 44, p99 459: "
@@ -184,29 +189,31 @@ static void resources_table(struct rw *w, struct report_doc *d, struct cfg *cfgs
         rw_row(w);
         rw_cell(w, "%zu", i);
         snprintf(at, sizeof at, "%s.cold_start", c->at);
-        const cJSON *cs = rd_object(d, c->c, c->at, "cold_start");
-        rw_cell(w, "%s", num(a, sizeof a, rd_number(d, cs, at, "build_cold_ms", true), 4));
-        rw_cell(w, "%s", num(b, sizeof b, rd_number(d, cs, at, "build_warm_ms", true), 4));
-        rw_cell(w, "%s", num(e, sizeof e, rd_number(d, cs, at, "model_load_ms", true), 4));
-        rw_cell(w, "%s", num(f, sizeof f, rd_number(d, cs, at, "first_inference_ms", true), 4));
+        const cJSON *cs = hetcl__rd_object(d, c->c, c->at, "cold_start");
+        rw_cell(w, "%s", num(a, sizeof a, hetcl__rd_number(d, cs, at, "build_cold_ms", true), 4));
+        rw_cell(w, "%s", num(b, sizeof b, hetcl__rd_number(d, cs, at, "build_warm_ms", true), 4));
+        rw_cell(w, "%s", num(e, sizeof e, hetcl__rd_number(d, cs, at, "model_load_ms", true), 4));
+        rw_cell(w, "%s",
+                num(f, sizeof f, hetcl__rd_number(d, cs, at, "first_inference_ms", true), 4));
         snprintf(at, sizeof at, "%s.memory", c->at);
-        double rss =
-                rd_number(d, rd_object(d, c->c, c->at, "memory"), at, "host_peak_rss_bytes", true);
+        double rss = hetcl__rd_number(d, hetcl__rd_object(d, c->c, c->at, "memory"), at,
+                                      "host_peak_rss_bytes", true);
         rw_cell(w, "%s MB", num(a, sizeof a, rss / 1e6, 4));
         snprintf(at, sizeof at, "%s.energy", c->at);
-        const cJSON *en = rd_object(d, c->c, c->at, "energy");
+        const cJSON *en = hetcl__rd_object(d, c->c, c->at, "energy");
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(en, "available")))
-            rw_cell(w, "%s J", num(b, sizeof b, rd_number(d, en, at, "energy_j", true), 4));
+            rw_cell(w, "%s J", num(b, sizeof b, hetcl__rd_number(d, en, at, "energy_j", true), 4));
         else
             rw_cell(w, "%s",
-                    rd_string_or_null(d, en, at, "reason") ? rd_string_or_null(d, en, at, "reason")
-                                                           : "not available");
+                    hetcl__rd_string_or_null(d, en, at, "reason")
+                            ? hetcl__rd_string_or_null(d, en, at, "reason")
+                            : "not available");
         snprintf(at, sizeof at, "%s.accuracy", c->at);
-        const cJSON *ac = rd_object(d, c->c, c->at, "accuracy");
+        const cJSON *ac = hetcl__rd_object(d, c->c, c->at, "accuracy");
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ac, "diverged")))
             rw_cell(w, "DIVERGED from the host reference");
         else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ac, "evaluated"))) {
-            const char *why = rd_string_or_null(d, ac, at, "reason");
+            const char *why = hetcl__rd_string_or_null(d, ac, at, "reason");
             rw_cell(w, "not evaluated: %s", why ? why : "no reason given");
         } else
             rw_cell(w, "evaluated (see JSON)");
@@ -225,21 +232,23 @@ static void layers_table(struct rw *w, struct report_doc *d, struct cfg *cfgs, s
         const cJSON *l;
         size_t k = 0;
         char lat[96];
-        rd_member_path(lat, sizeof lat, cfgs[i].at, "layers");
-        cJSON_ArrayForEach(l, rd_array(d, cfgs[i].c, cfgs[i].at, "layers"))
+        hetcl__rd_member_path(lat, sizeof lat, cfgs[i].at, "layers");
+        cJSON_ArrayForEach(l, hetcl__rd_array(d, cfgs[i].c, cfgs[i].at, "layers"))
         {
             char at[128], a[32], b[32], c[32], e[32];
-            rd_index_path(at, sizeof at, lat, k++);
+            hetcl__rd_index_path(at, sizeof at, lat, k++);
             rw_row(w);
             rw_cell(w, "%zu", i);
-            rw_cell(w, "%s", rd_string(d, l, at, "name"));
-            rw_cell(w, "%s", rd_string(d, l, at, "op"));
-            rw_cell(w, "%s", rd_string(d, l, at, "device"));
-            rw_cell(w, "%s", num(a, sizeof a, rd_number(d, l, at, "mean_ns", false) * 1e-6, 4));
-            rw_cell(w, "%s", num(b, sizeof b, rd_number(d, l, at, "p50_ns", false) * 1e-6, 4));
-            rw_cell(w, "%.1f%%", rd_number(d, l, at, "share", false) * 100);
-            rw_cell(w, "%s", num(c, sizeof c, rd_number(d, l, at, "gflops", true), 4));
-            rw_cell(w, "%s", num(e, sizeof e, rd_number(d, l, at, "gbps", true), 4));
+            rw_cell(w, "%s", hetcl__rd_string(d, l, at, "name"));
+            rw_cell(w, "%s", hetcl__rd_string(d, l, at, "op"));
+            rw_cell(w, "%s", hetcl__rd_string(d, l, at, "device"));
+            rw_cell(w, "%s",
+                    num(a, sizeof a, hetcl__rd_number(d, l, at, "mean_ns", false) * 1e-6, 4));
+            rw_cell(w, "%s",
+                    num(b, sizeof b, hetcl__rd_number(d, l, at, "p50_ns", false) * 1e-6, 4));
+            rw_cell(w, "%.1f%%", hetcl__rd_number(d, l, at, "share", false) * 100);
+            rw_cell(w, "%s", num(c, sizeof c, hetcl__rd_number(d, l, at, "gflops", true), 4));
+            rw_cell(w, "%s", num(e, sizeof e, hetcl__rd_number(d, l, at, "gbps", true), 4));
         }
     }
     rw_table_end(w);
@@ -260,7 +269,7 @@ static void cdf_charts(struct rw *w, struct report_doc *d, struct cfg *cfgs, siz
                 continue;
             char at[96];
             snprintf(at, sizeof at, "%s.latency.end_to_end", cfgs[i].at);
-            const cJSON *a = rd_array(d, cfgs[i].e2e, at, "samples_ns"), *v;
+            const cJSON *a = hetcl__rd_array(d, cfgs[i].e2e, at, "samples_ns"), *v;
             size_t m = (size_t) cJSON_GetArraySize(a), k = 0;
             double *samples = malloc((m ? m : 1) * sizeof *samples);
             if (!samples) {
@@ -310,8 +319,9 @@ static void throughput_charts(struct rw *w, struct report_doc *d, struct cfg *cf
         char at[96];
         snprintf(at, sizeof at, "%s.throughput", cfgs[i].at);
         bars[nb++] = (struct svg_bar){
-                cfgs[i].key, cfgs[i].ok ? rd_number(d, cfgs[i].throughput, at, "items_per_s", false)
-                                        : (double) NAN};
+                cfgs[i].key,
+                cfgs[i].ok ? hetcl__rd_number(d, cfgs[i].throughput, at, "items_per_s", false)
+                           : (double) NAN};
     }
     size_t n_charts = (nb + BARS_PER_CHART - 1) / BARS_PER_CHART;
     for (size_t ch = 0; ch < n_charts; ch++) {
@@ -337,7 +347,7 @@ static void layer_charts(struct rw *w, struct report_doc *d, struct cfg *cfgs, s
     for (size_t i = 0; i < n; i++) {
         if (!cfgs[i].ok)
             continue;
-        const cJSON *ls = rd_array(d, cfgs[i].c, cfgs[i].at, "layers"), *l;
+        const cJSON *ls = hetcl__rd_array(d, cfgs[i].c, cfgs[i].at, "layers"), *l;
         size_t m = (size_t) cJSON_GetArraySize(ls), k = 0;
         if (m == 0)
             continue;
@@ -353,14 +363,16 @@ static void layer_charts(struct rw *w, struct report_doc *d, struct cfg *cfgs, s
             return;
         }
         char lat[96];
-        rd_member_path(lat, sizeof lat, cfgs[i].at, "layers");
+        hetcl__rd_member_path(lat, sizeof lat, cfgs[i].at, "layers");
         cJSON_ArrayForEach(l, ls)
         {
             char at[128];
-            rd_index_path(at, sizeof at, lat, k);
-            snprintf(labels[k], sizeof labels[0], "%s (%s) on %s", rd_string(d, l, at, "name"),
-                     rd_string(d, l, at, "op"), rd_string(d, l, at, "device"));
-            bars[k] = (struct svg_bar){labels[k], rd_number(d, l, at, "mean_ns", false) * 1e-6};
+            hetcl__rd_index_path(at, sizeof at, lat, k);
+            snprintf(labels[k], sizeof labels[0], "%s (%s) on %s",
+                     hetcl__rd_string(d, l, at, "name"), hetcl__rd_string(d, l, at, "op"),
+                     hetcl__rd_string(d, l, at, "device"));
+            bars[k] = (struct svg_bar){labels[k],
+                                       hetcl__rd_number(d, l, at, "mean_ns", false) * 1e-6};
             k++;
         }
         char title[300];
@@ -383,7 +395,7 @@ static void layer_charts(struct rw *w, struct report_doc *d, struct cfg *cfgs, s
 
 void report_render_bench(struct rw *w, struct report_doc *d)
 {
-    const cJSON *cs = rd_array(d, d->root, "$", "configurations"), *c;
+    const cJSON *cs = hetcl__rd_array(d, d->root, "$", "configurations"), *c;
     size_t n = (size_t) cJSON_GetArraySize(cs), i = 0;
     struct cfg *cfgs = calloc(n ? n : 1, sizeof *cfgs);
     if (!cfgs) {

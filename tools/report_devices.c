@@ -17,81 +17,83 @@ static const char *num(char *buf, size_t cap, double v, int digits)
 
 static void topology(struct rw *w, struct report_doc *d)
 {
-    const cJSON *host = rd_object(d, d->root, "$", "host");
-    const cJSON *topo = rd_object(d, d->root, "$", "topology");
-    const cJSON *h = rd_object(d, d->root, "$", "hetcl");
-    rw_kv(w, "hetcl", "%s (commit %s), report written %s", rd_string(d, h, "$.hetcl", "version"),
-          rd_string(d, h, "$.hetcl", "commit"), d->generated_at);
-    rw_kv(w, "host", "%s, %s", rd_string(d, host, "$.host", "hostname"),
-          rd_string(d, host, "$.host", "os"));
+    const cJSON *host = hetcl__rd_object(d, d->root, "$", "host");
+    const cJSON *topo = hetcl__rd_object(d, d->root, "$", "topology");
+    const cJSON *h = hetcl__rd_object(d, d->root, "$", "hetcl");
+    rw_kv(w, "hetcl", "%s (commit %s), report written %s",
+          hetcl__rd_string(d, h, "$.hetcl", "version"), hetcl__rd_string(d, h, "$.hetcl", "commit"),
+          d->generated_at);
+    rw_kv(w, "host", "%s, %s", hetcl__rd_string(d, host, "$.host", "hostname"),
+          hetcl__rd_string(d, host, "$.host", "os"));
     rw_kv(w, "topology", "%s: %.0f package(s), %.0f NUMA node(s), %.0f cores, %.0f PUs (cpuset %s)",
-          rd_string(d, topo, "$.topology", "origin"),
-          rd_number(d, topo, "$.topology", "n_packages", false),
-          rd_number(d, topo, "$.topology", "n_numa_nodes", false),
-          rd_number(d, topo, "$.topology", "n_cores", false),
-          rd_number(d, topo, "$.topology", "n_pus", false),
-          rd_string(d, topo, "$.topology", "cpuset"));
+          hetcl__rd_string(d, topo, "$.topology", "origin"),
+          hetcl__rd_number(d, topo, "$.topology", "n_packages", false),
+          hetcl__rd_number(d, topo, "$.topology", "n_numa_nodes", false),
+          hetcl__rd_number(d, topo, "$.topology", "n_cores", false),
+          hetcl__rd_number(d, topo, "$.topology", "n_pus", false),
+          hetcl__rd_string(d, topo, "$.topology", "cpuset"));
     const cJSON *p;
     size_t i = 0;
-    cJSON_ArrayForEach(p, rd_array(d, topo, "$.topology", "packages"))
+    cJSON_ArrayForEach(p, hetcl__rd_array(d, topo, "$.topology", "packages"))
     {
         char at[64], key[32];
-        rd_index_path(at, sizeof at, "$.topology.packages", i);
-        const cJSON *infos = rd_object(d, p, at, "infos");
+        hetcl__rd_index_path(at, sizeof at, "$.topology.packages", i);
+        const cJSON *infos = hetcl__rd_object(d, p, at, "infos");
         const cJSON *model = cJSON_GetObjectItemCaseSensitive(infos, "CPUModel");
         snprintf(key, sizeof key, "package %zu", i++);
         rw_kv(w, key, "%s, %.0f cores, cpuset %s",
               cJSON_IsString(model) ? model->valuestring : "unknown CPU",
-              rd_number(d, p, at, "cores", false), rd_string(d, p, at, "cpuset"));
+              hetcl__rd_number(d, p, at, "cores", false), hetcl__rd_string(d, p, at, "cpuset"));
     }
     const cJSON *c;
     struct sbuf s = {0};
     i = 0;
-    cJSON_ArrayForEach(c, rd_array(d, topo, "$.topology", "caches"))
+    cJSON_ArrayForEach(c, hetcl__rd_array(d, topo, "$.topology", "caches"))
     {
         char at[64], sz[32];
-        rd_index_path(at, sizeof at, "$.topology.caches", i++);
-        sb_printf(&s, "%s%s %s kB x %.0f", s.len ? ", " : "", rd_string(d, c, at, "level"),
-                  num(sz, sizeof sz, rd_number(d, c, at, "size_bytes", false) / 1e3, 4),
-                  rd_number(d, c, at, "count", false));
+        hetcl__rd_index_path(at, sizeof at, "$.topology.caches", i++);
+        hetcl__sb_printf(
+                &s, "%s%s %s kB x %.0f", s.len ? ", " : "", hetcl__rd_string(d, c, at, "level"),
+                num(sz, sizeof sz, hetcl__rd_number(d, c, at, "size_bytes", false) / 1e3, 4),
+                hetcl__rd_number(d, c, at, "count", false));
     }
     rw_kv(w, "caches", "%s", s.p ? s.p : "none reported");
-    sb_free(&s);
+    hetcl__sb_free(&s);
     const cJSON *m;
-    cJSON_ArrayForEach(m, rd_object(d, host, "$.host", "environment"))
+    cJSON_ArrayForEach(m, hetcl__rd_object(d, host, "$.host", "environment"))
     {
-        sb_printf(&s, "%s%s=%s", s.len ? ", " : "", m->string ? m->string : "?",
-                  cJSON_IsString(m) ? m->valuestring : "?");
+        hetcl__sb_printf(&s, "%s%s=%s", s.len ? ", " : "", m->string ? m->string : "?",
+                         cJSON_IsString(m) ? m->valuestring : "?");
     }
     rw_kv(w, "environment", "%s", s.p ? s.p : "none");
-    sb_free(&s);
+    hetcl__sb_free(&s);
     rw_table_end(w);
 }
 
 static void devices(struct rw *w, struct report_doc *d)
 {
-    const cJSON *ocl = rd_object(d, d->root, "$", "opencl");
-    const char *why = rd_string(d, ocl, "$.opencl", "no_device_reason");
-    rw_para(w, "ICD loader: %s", rd_string(d, ocl, "$.opencl", "icd_loader"));
+    const cJSON *ocl = hetcl__rd_object(d, d->root, "$", "opencl");
+    const char *why = hetcl__rd_string(d, ocl, "$.opencl", "no_device_reason");
+    rw_para(w, "ICD loader: %s", hetcl__rd_string(d, ocl, "$.opencl", "icd_loader"));
     if (why[0])
         rw_warning(w, "no OpenCL device: %s", why);
     static const char *const hp[] = {"platform", "name", "vendor", "version", "devices", "status"};
     rw_table(w, hp, sizeof hp / sizeof hp[0]);
     const cJSON *p;
     size_t i = 0;
-    cJSON_ArrayForEach(p, rd_array(d, ocl, "$.opencl", "platforms"))
+    cJSON_ArrayForEach(p, hetcl__rd_array(d, ocl, "$.opencl", "platforms"))
     {
         char at[64];
-        rd_index_path(at, sizeof at, "$.opencl.platforms", i++);
+        hetcl__rd_index_path(at, sizeof at, "$.opencl.platforms", i++);
         rw_row(w);
-        rw_cell(w, "%.0f", rd_number(d, p, at, "index", false));
-        rw_cell(w, "%s", rd_string(d, p, at, "name"));
-        rw_cell(w, "%s", rd_string(d, p, at, "vendor"));
-        rw_cell(w, "%s", rd_string(d, p, at, "version"));
-        rw_cell(w, "%.0f", rd_number(d, p, at, "n_devices", false));
+        rw_cell(w, "%.0f", hetcl__rd_number(d, p, at, "index", false));
+        rw_cell(w, "%s", hetcl__rd_string(d, p, at, "name"));
+        rw_cell(w, "%s", hetcl__rd_string(d, p, at, "vendor"));
+        rw_cell(w, "%s", hetcl__rd_string(d, p, at, "version"));
+        rw_cell(w, "%.0f", hetcl__rd_number(d, p, at, "n_devices", false));
         bool broken = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "broken"));
         rw_cell(w, "%s%s", broken ? "broken: " : "ok",
-                broken ? rd_string(d, p, at, "broken_reason") : "");
+                broken ? hetcl__rd_string(d, p, at, "broken_reason") : "");
     }
     rw_table_end(w);
     static const char *const hd[] = {"device",        "type",        "name",       "driver",
@@ -100,39 +102,39 @@ static void devices(struct rw *w, struct report_doc *d)
     rw_table(w, hd, sizeof hd / sizeof hd[0]);
     const cJSON *dv;
     i = 0;
-    cJSON_ArrayForEach(dv, rd_array(d, ocl, "$.opencl", "devices"))
+    cJSON_ArrayForEach(dv, hetcl__rd_array(d, ocl, "$.opencl", "devices"))
     {
         char at[64], lat[96], a[32];
-        rd_index_path(at, sizeof at, "$.opencl.devices", i++);
-        rd_member_path(lat, sizeof lat, at, "locality");
-        const cJSON *loc = rd_object(d, dv, at, "locality");
+        hetcl__rd_index_path(at, sizeof at, "$.opencl.devices", i++);
+        hetcl__rd_member_path(lat, sizeof lat, at, "locality");
+        const cJSON *loc = hetcl__rd_object(d, dv, at, "locality");
         rw_row(w);
-        rw_cell(w, "%s", rd_string(d, dv, at, "id"));
-        rw_cell(w, "%s", rd_string(d, dv, at, "type"));
-        rw_cell(w, "%s", rd_string(d, dv, at, "name"));
-        rw_cell(w, "%s", rd_string(d, dv, at, "driver_version"));
-        rw_cell(w, "%.0f", rd_number(d, dv, at, "compute_units", false));
-        rw_cell(w, "%.0f", rd_number(d, dv, at, "clock_mhz", false));
+        rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "id"));
+        rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "type"));
+        rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "name"));
+        rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "driver_version"));
+        rw_cell(w, "%.0f", hetcl__rd_number(d, dv, at, "compute_units", false));
+        rw_cell(w, "%.0f", hetcl__rd_number(d, dv, at, "clock_mhz", false));
         rw_cell(w, "%s GB",
-                num(a, sizeof a, rd_number(d, dv, at, "global_mem_bytes", false) / 1e9, 3));
+                num(a, sizeof a, hetcl__rd_number(d, dv, at, "global_mem_bytes", false) / 1e9, 3));
         rw_cell(w, "%s/%s",
                 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dv, "fp16")) ? "yes" : "no",
                 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dv, "fp64")) ? "yes" : "no");
-        rw_cell(w, "%s", rd_string(d, loc, lat, "method"));
-        rw_cell(w, "%s", rd_string(d, loc, lat, "cpuset"));
+        rw_cell(w, "%s", hetcl__rd_string(d, loc, lat, "method"));
+        rw_cell(w, "%s", hetcl__rd_string(d, loc, lat, "cpuset"));
     }
     rw_table_end(w);
     /* How each device was placed, in words. */
     i = 0;
-    cJSON_ArrayForEach(dv, rd_array(d, ocl, "$.opencl", "devices"))
+    cJSON_ArrayForEach(dv, hetcl__rd_array(d, ocl, "$.opencl", "devices"))
     {
         char at[64], lat[96];
-        rd_index_path(at, sizeof at, "$.opencl.devices", i++);
-        rd_member_path(lat, sizeof lat, at, "locality");
-        rw_para(w, "%s: %s", rd_string(d, dv, at, "id"),
-                rd_string(d, rd_object(d, dv, at, "locality"), lat, "how"));
+        hetcl__rd_index_path(at, sizeof at, "$.opencl.devices", i++);
+        hetcl__rd_member_path(lat, sizeof lat, at, "locality");
+        rw_para(w, "%s: %s", hetcl__rd_string(d, dv, at, "id"),
+                hetcl__rd_string(d, hetcl__rd_object(d, dv, at, "locality"), lat, "how"));
     }
-    cJSON_ArrayForEach(dv, rd_array(d, ocl, "$.opencl", "broken_devices"))
+    cJSON_ArrayForEach(dv, hetcl__rd_array(d, ocl, "$.opencl", "broken_devices"))
     {
         rw_warning(w, "broken device %s: %s",
                    cJSON_IsString(cJSON_GetObjectItem(dv, "id"))
@@ -146,13 +148,13 @@ static void devices(struct rw *w, struct report_doc *d)
 
 static void ceilings(struct rw *w, struct report_doc *d)
 {
-    const cJSON *ocl = rd_object(d, d->root, "$", "opencl"), *dv;
+    const cJSON *ocl = hetcl__rd_object(d, d->root, "$", "opencl"), *dv;
     bool any = false;
     size_t i = 0;
-    cJSON_ArrayForEach(dv, rd_array(d, ocl, "$.opencl", "devices"))
+    cJSON_ArrayForEach(dv, hetcl__rd_array(d, ocl, "$.opencl", "devices"))
     {
         char at[64], cat[96], fat[128];
-        rd_index_path(at, sizeof at, "$.opencl.devices", i++);
+        hetcl__rd_index_path(at, sizeof at, "$.opencl.devices", i++);
         const cJSON *ce = cJSON_GetObjectItemCaseSensitive(dv, "ceilings");
         if (!cJSON_IsObject(ce))
             continue;
@@ -163,27 +165,27 @@ static void ceilings(struct rw *w, struct report_doc *d)
             rw_table(w, h, sizeof h / sizeof h[0]);
             any = true;
         }
-        rd_member_path(cat, sizeof cat, at, "ceilings");
-        rd_member_path(fat, sizeof fat, cat, "figures");
-        const char *source = rd_string(d, ce, cat, "source");
+        hetcl__rd_member_path(cat, sizeof cat, at, "ceilings");
+        hetcl__rd_member_path(fat, sizeof fat, cat, "figures");
+        const char *source = hetcl__rd_string(d, ce, cat, "source");
         const cJSON *f;
-        cJSON_ArrayForEach(f, rd_object(d, ce, cat, "figures"))
+        cJSON_ArrayForEach(f, hetcl__rd_object(d, ce, cat, "figures"))
         {
             char a[32], b[32], c[32], fa[192];
-            rd_member_path(fa, sizeof fa, fat, f->string ? f->string : "?");
+            hetcl__rd_member_path(fa, sizeof fa, fat, f->string ? f->string : "?");
             bool measured = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "measured"));
             rw_row(w);
-            rw_cell(w, "%s", rd_string(d, dv, at, "id"));
+            rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "id"));
             rw_cell(w, "%s", f->string ? f->string : "?");
             rw_cell(w, "%s",
-                    measured ? num(a, sizeof a, rd_number(d, f, fa, "median", true), 4)
+                    measured ? num(a, sizeof a, hetcl__rd_number(d, f, fa, "median", true), 4)
                              : "not measured");
-            rw_cell(w, "%s", num(b, sizeof b, rd_number(d, f, fa, "min", true), 4));
-            rw_cell(w, "%s", num(c, sizeof c, rd_number(d, f, fa, "max", true), 4));
-            rw_cell(w, "%s", rd_string(d, f, fa, "unit"));
-            rw_cell(w, "%.0f", rd_number(d, f, fa, "n", false));
+            rw_cell(w, "%s", num(b, sizeof b, hetcl__rd_number(d, f, fa, "min", true), 4));
+            rw_cell(w, "%s", num(c, sizeof c, hetcl__rd_number(d, f, fa, "max", true), 4));
+            rw_cell(w, "%s", hetcl__rd_string(d, f, fa, "unit"));
+            rw_cell(w, "%.0f", hetcl__rd_number(d, f, fa, "n", false));
             rw_cell(w, "%s", source);
-            const char *note = rd_string_or_null(d, f, fa, "note");
+            const char *note = hetcl__rd_string_or_null(d, f, fa, "note");
             rw_cell(w, "%s", note ? note : "");
         }
     }

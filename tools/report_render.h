@@ -7,8 +7,8 @@
 #ifndef HETCL_CLI_REPORT_RENDER_H
 #define HETCL_CLI_REPORT_RENDER_H
 
-#include "report_doc.h"
-#include "textbuf.h"
+#include "report/report_doc.h"
+#include "util/textbuf.h"
 
 #include <stdbool.h>
 #include <stddef.h>

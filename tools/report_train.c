@@ -29,17 +29,18 @@ static void read_run(struct report_doc *d, struct run *r, bool several)
 {
     memset(r, 0, sizeof *r);
     r->d = d;
-    r->cfg = rd_object(d, d->root, "$", "config");
-    r->algo = rd_string(d, r->cfg, "$.config", "algo");
-    r->model = rd_string(d, rd_object(d, r->cfg, "$.config", "model"), "$.config.model", "name");
-    r->dataset =
-            rd_string(d, rd_object(d, r->cfg, "$.config", "dataset"), "$.config.dataset", "name");
-    r->stop = rd_object(d, r->cfg, "$.config", "stop");
-    r->epochs = rd_array(d, d->root, "$", "epochs");
-    r->devices = rd_array(d, d->root, "$", "devices");
-    r->final = rd_object(d, d->root, "$", "final");
-    r->share_points = rd_array(d, rd_object(d, d->root, "$", "share_over_time"),
-                               "$.share_over_time", "points");
+    r->cfg = hetcl__rd_object(d, d->root, "$", "config");
+    r->algo = hetcl__rd_string(d, r->cfg, "$.config", "algo");
+    r->model = hetcl__rd_string(d, hetcl__rd_object(d, r->cfg, "$.config", "model"),
+                                "$.config.model", "name");
+    r->dataset = hetcl__rd_string(d, hetcl__rd_object(d, r->cfg, "$.config", "dataset"),
+                                  "$.config.dataset", "name");
+    r->stop = hetcl__rd_object(d, r->cfg, "$.config", "stop");
+    r->epochs = hetcl__rd_array(d, d->root, "$", "epochs");
+    r->devices = hetcl__rd_array(d, d->root, "$", "devices");
+    r->final = hetcl__rd_object(d, d->root, "$", "final");
+    r->share_points = hetcl__rd_array(d, hetcl__rd_object(d, d->root, "$", "share_over_time"),
+                                      "$.share_over_time", "points");
     if (several)
         snprintf(r->label, sizeof r->label, "%s (%s)", r->algo, base_name(d->path));
     else
@@ -81,34 +82,35 @@ static void join_members(struct sbuf *s, const cJSON *o)
     bool first = true;
     cJSON_ArrayForEach(m, o)
     {
-        sb_printf(s, "%s%s=", first ? "" : ", ", m->string ? m->string : "?");
+        hetcl__sb_printf(s, "%s%s=", first ? "" : ", ", m->string ? m->string : "?");
         first = false;
         if (cJSON_IsString(m)) {
-            sb_puts(s, m->valuestring);
+            hetcl__sb_puts(s, m->valuestring);
         } else {
             char *t = cJSON_PrintUnformatted(m);
-            sb_puts(s, t ? t : "?");
+            hetcl__sb_puts(s, t ? t : "?");
             cJSON_free(t);
         }
     }
     if (first)
-        sb_puts(s, "none");
+        hetcl__sb_puts(s, "none");
 }
 
 static void slowdown_warnings(struct rw *w, struct run *r)
 {
-    const cJSON *sl = rd_array(r->d, r->cfg, "$.config", "slowdowns"), *s;
+    const cJSON *sl = hetcl__rd_array(r->d, r->cfg, "$.config", "slowdowns"), *s;
     size_t i = 0;
     cJSON_ArrayForEach(s, sl)
     {
         char at[64], n[32];
-        rd_index_path(at, sizeof at, "$.config.slowdowns", i++);
+        hetcl__rd_index_path(at, sizeof at, "$.config.slowdowns", i++);
         rw_warning(w,
                    "run %s: device %s was slowed down on purpose (%s, factor %s): %s. Its "
                    "figures do not describe the hardware.",
-                   r->label, rd_string(r->d, s, at, "device"), rd_string(r->d, s, at, "knob"),
-                   num(n, sizeof n, rd_number(r->d, s, at, "factor", false), 3),
-                   rd_string(r->d, s, at, "note"));
+                   r->label, hetcl__rd_string(r->d, s, at, "device"),
+                   hetcl__rd_string(r->d, s, at, "knob"),
+                   num(n, sizeof n, hetcl__rd_number(r->d, s, at, "factor", false), 3),
+                   hetcl__rd_string(r->d, s, at, "note"));
     }
 }
 
@@ -128,14 +130,18 @@ static void runs_table(struct rw *w, struct run *runs, size_t n)
         rw_cell(w, "%s", r->model);
         rw_cell(w, "%s", r->algo);
         rw_cell(w, "%d", r->devices ? cJSON_GetArraySize(r->devices) : 0);
-        rw_cell(w, "%s", pct(a, sizeof a, rd_number(d, r->final, "$.final", "test_acc", true)));
-        rw_cell(w, "%s", num(b, sizeof b, rd_number(d, r->final, "$.final", "test_loss", true), 4));
-        double tt = rd_number(d, d->root, "$", "time_to_target_s", true);
+        rw_cell(w, "%s",
+                pct(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "test_acc", true)));
+        rw_cell(w, "%s",
+                num(b, sizeof b, hetcl__rd_number(d, r->final, "$.final", "test_loss", true), 4));
+        double tt = hetcl__rd_number(d, d->root, "$", "time_to_target_s", true);
         rw_cell(w, "%s", isnan(tt) ? "not reached" : num(c, sizeof c, tt, 4));
         rw_cell(w, "%s",
-                num(e, sizeof e, rd_number(d, r->final, "$.final", "examples_per_s", false), 4));
-        rw_cell(w, "%s", num(f, sizeof f, rd_number(d, r->final, "$.final", "wall_s", false), 4));
-        rw_cell(w, "%s", rd_string(d, r->final, "$.final", "stopped_by"));
+                num(e, sizeof e, hetcl__rd_number(d, r->final, "$.final", "examples_per_s", false),
+                    4));
+        rw_cell(w, "%s",
+                num(f, sizeof f, hetcl__rd_number(d, r->final, "$.final", "wall_s", false), 4));
+        rw_cell(w, "%s", hetcl__rd_string(d, r->final, "$.final", "stopped_by"));
     }
     rw_table_end(w);
 }
@@ -144,101 +150,112 @@ static void config_table(struct rw *w, struct run *r)
 {
     struct report_doc *d = r->d;
     const cJSON *cfg = r->cfg;
-    const cJSON *model = rd_object(d, cfg, "$.config", "model");
-    const cJSON *ds = rd_object(d, cfg, "$.config", "dataset");
-    const cJSON *ck = rd_object(d, ds, "$.config.dataset", "checksum");
-    const cJSON *op = rd_object(d, cfg, "$.config", "optimizer");
-    const cJSON *ls = rd_object(d, op, "$.config.optimizer", "lr_schedule");
-    const cJSON *bs = rd_object(d, op, "$.config.optimizer", "lr_batch_scaling");
-    const cJSON *prov = rd_object(d, d->root, "$", "provenance");
-    const cJSON *host = rd_object(d, prov, "$.provenance", "host");
+    const cJSON *model = hetcl__rd_object(d, cfg, "$.config", "model");
+    const cJSON *ds = hetcl__rd_object(d, cfg, "$.config", "dataset");
+    const cJSON *ck = hetcl__rd_object(d, ds, "$.config.dataset", "checksum");
+    const cJSON *op = hetcl__rd_object(d, cfg, "$.config", "optimizer");
+    const cJSON *ls = hetcl__rd_object(d, op, "$.config.optimizer", "lr_schedule");
+    const cJSON *bs = hetcl__rd_object(d, op, "$.config.optimizer", "lr_batch_scaling");
+    const cJSON *prov = hetcl__rd_object(d, d->root, "$", "provenance");
+    const cJSON *host = hetcl__rd_object(d, prov, "$.provenance", "host");
     char a[32], b[32], c[32];
-    rw_kv(w, "model", "%s (%s, %s parameters)", rd_string(d, model, "$.config.model", "name"),
-          rd_string(d, model, "$.config.model", "spec"),
-          num(a, sizeof a, rd_number(d, model, "$.config.model", "parameters", false), 9));
+    rw_kv(w, "model", "%s (%s, %s parameters)",
+          hetcl__rd_string(d, model, "$.config.model", "name"),
+          hetcl__rd_string(d, model, "$.config.model", "spec"),
+          num(a, sizeof a, hetcl__rd_number(d, model, "$.config.model", "parameters", false), 9));
     char e1[32];
     rw_kv(w, "dataset", "%s: %s training and %s test examples, %s features, %s classes%s",
-          r->dataset, num(a, sizeof a, rd_number(d, ds, "$.config.dataset", "n_train", false), 9),
-          num(b, sizeof b, rd_number(d, ds, "$.config.dataset", "n_test", false), 9),
-          num(c, sizeof c, rd_number(d, ds, "$.config.dataset", "n_features", false), 9),
-          num(e1, sizeof e1, rd_number(d, ds, "$.config.dataset", "n_classes", false), 9),
+          r->dataset,
+          num(a, sizeof a, hetcl__rd_number(d, ds, "$.config.dataset", "n_train", false), 9),
+          num(b, sizeof b, hetcl__rd_number(d, ds, "$.config.dataset", "n_test", false), 9),
+          num(c, sizeof c, hetcl__rd_number(d, ds, "$.config.dataset", "n_features", false), 9),
+          num(e1, sizeof e1, hetcl__rd_number(d, ds, "$.config.dataset", "n_classes", false), 9),
           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ds, "standardize")) ? ", standardised"
                                                                             : "");
     rw_kv(w, "dataset checksum", "%s %s",
-          rd_string(d, ck, "$.config.dataset.checksum", "algorithm"),
-          rd_string(d, ck, "$.config.dataset.checksum", "value"));
+          hetcl__rd_string(d, ck, "$.config.dataset.checksum", "algorithm"),
+          hetcl__rd_string(d, ck, "$.config.dataset.checksum", "value"));
     rw_kv(w, "algorithm", "%s", r->algo);
     struct sbuf s = {0};
-    join_members(&s, rd_object(d, cfg, "$.config", "algo_params"));
+    join_members(&s, hetcl__rd_object(d, cfg, "$.config", "algo_params"));
     rw_kv(w, "algorithm parameters", "%s", s.p ? s.p : "");
-    sb_free(&s);
-    const char *kind = rd_string(d, ls, "$.config.optimizer.lr_schedule", "kind");
+    hetcl__sb_free(&s);
+    const char *kind = hetcl__rd_string(d, ls, "$.config.optimizer.lr_schedule", "kind");
     rw_kv(w, "optimizer",
           "SGD, learning rate %s (at batch %s, %s scaling), momentum %s, weight decay %s, %s "
           "schedule",
-          num(a, sizeof a, rd_number(d, op, "$.config.optimizer", "learning_rate", false), 4),
+          num(a, sizeof a, hetcl__rd_number(d, op, "$.config.optimizer", "learning_rate", false),
+              4),
           num(b, sizeof b,
-              rd_number(d, bs, "$.config.optimizer.lr_batch_scaling", "reference_batch", false), 6),
-          rd_string(d, bs, "$.config.optimizer.lr_batch_scaling", "rule"),
-          num(c, sizeof c, rd_number(d, op, "$.config.optimizer", "momentum", false), 4),
-          num(e1, sizeof e1, rd_number(d, op, "$.config.optimizer", "weight_decay", false), 4),
+              hetcl__rd_number(d, bs, "$.config.optimizer.lr_batch_scaling", "reference_batch",
+                               false),
+              6),
+          hetcl__rd_string(d, bs, "$.config.optimizer.lr_batch_scaling", "rule"),
+          num(c, sizeof c, hetcl__rd_number(d, op, "$.config.optimizer", "momentum", false), 4),
+          num(e1, sizeof e1, hetcl__rd_number(d, op, "$.config.optimizer", "weight_decay", false),
+              4),
           kind);
     /* Per-device batch sizes and bounds. */
     s = (struct sbuf){0};
-    const cJSON *bt, *batches = rd_array(d, cfg, "$.config", "batches");
+    const cJSON *bt, *batches = hetcl__rd_array(d, cfg, "$.config", "batches");
     size_t i = 0;
     cJSON_ArrayForEach(bt, batches)
     {
         char at[64];
-        rd_index_path(at, sizeof at, "$.config.batches", i);
-        sb_printf(&s, "%s%s: %.0f (%.0f..%.0f)", i++ ? ", " : "", rd_string(d, bt, at, "device"),
-                  rd_number(d, bt, at, "initial", false), rd_number(d, bt, at, "min", false),
-                  rd_number(d, bt, at, "max", false));
+        hetcl__rd_index_path(at, sizeof at, "$.config.batches", i);
+        hetcl__sb_printf(&s, "%s%s: %.0f (%.0f..%.0f)", i++ ? ", " : "",
+                         hetcl__rd_string(d, bt, at, "device"),
+                         hetcl__rd_number(d, bt, at, "initial", false),
+                         hetcl__rd_number(d, bt, at, "min", false),
+                         hetcl__rd_number(d, bt, at, "max", false));
     }
     rw_kv(w, "batch sizes (bounds)", "%s", s.p ? s.p : "");
-    sb_free(&s);
-    rw_kv(w, "seed", "%s", num(a, sizeof a, rd_number(d, cfg, "$.config", "seed", false), 16));
-    double ep = rd_number(d, r->stop, "$.config.stop", "epochs", true);
-    double ts = rd_number(d, r->stop, "$.config.stop", "time_s", true);
-    double ta = rd_number(d, r->stop, "$.config.stop", "target_acc", true);
+    hetcl__sb_free(&s);
+    rw_kv(w, "seed", "%s",
+          num(a, sizeof a, hetcl__rd_number(d, cfg, "$.config", "seed", false), 16));
+    double ep = hetcl__rd_number(d, r->stop, "$.config.stop", "epochs", true);
+    double ts = hetcl__rd_number(d, r->stop, "$.config.stop", "time_s", true);
+    double ta = hetcl__rd_number(d, r->stop, "$.config.stop", "target_acc", true);
     char e2[32], e3[32];
     rw_kv(w, "stop rule", "epochs: %s; time: %s%s; target accuracy: %s",
           isnan(ep) ? "not set" : num(e1, sizeof e1, ep, 6),
           isnan(ts) ? "not set" : num(e2, sizeof e2, ts, 6), isnan(ts) ? "" : " s",
           isnan(ta) ? "not set" : pct(e3, sizeof e3, ta));
-    const cJSON *h = rd_object(d, d->root, "$", "hetcl");
-    rw_kv(w, "hetcl", "%s (commit %s), report written %s", rd_string(d, h, "$.hetcl", "version"),
-          rd_string(d, h, "$.hetcl", "commit"), d->generated_at);
-    rw_kv(w, "host", "%s, %s, %s", rd_string(d, host, "$.provenance.host", "hostname"),
-          rd_string(d, host, "$.provenance.host", "os"),
-          rd_string(d, host, "$.provenance.host", "cpu_model"));
+    const cJSON *h = hetcl__rd_object(d, d->root, "$", "hetcl");
+    rw_kv(w, "hetcl", "%s (commit %s), report written %s",
+          hetcl__rd_string(d, h, "$.hetcl", "version"), hetcl__rd_string(d, h, "$.hetcl", "commit"),
+          d->generated_at);
+    rw_kv(w, "host", "%s, %s, %s", hetcl__rd_string(d, host, "$.provenance.host", "hostname"),
+          hetcl__rd_string(d, host, "$.provenance.host", "os"),
+          hetcl__rd_string(d, host, "$.provenance.host", "cpu_model"));
     s = (struct sbuf){0};
-    join_members(&s, rd_object(d, host, "$.provenance.host", "environment"));
+    join_members(&s, hetcl__rd_object(d, host, "$.provenance.host", "environment"));
     rw_kv(w, "environment", "%s", s.p ? s.p : "");
-    sb_free(&s);
+    hetcl__sb_free(&s);
     s = (struct sbuf){0};
     const cJSON *arg;
-    cJSON_ArrayForEach(arg, rd_array(d, prov, "$.provenance", "command_line"))
+    cJSON_ArrayForEach(arg, hetcl__rd_array(d, prov, "$.provenance", "command_line"))
     {
-        sb_printf(&s, "%s%s", s.len ? " " : "", cJSON_IsString(arg) ? arg->valuestring : "?");
+        hetcl__sb_printf(&s, "%s%s", s.len ? " " : "",
+                         cJSON_IsString(arg) ? arg->valuestring : "?");
     }
     rw_kv(w, "command line", "%s", s.p ? s.p : "");
-    sb_free(&s);
+    hetcl__sb_free(&s);
     rw_table_end(w);
 }
 
 static void result_table(struct rw *w, struct run *r)
 {
     struct report_doc *d = r->d;
-    const cJSON *st = rd_object(d, d->root, "$", "staleness");
+    const cJSON *st = hetcl__rd_object(d, d->root, "$", "staleness");
     char a[32], b[32], c[32], e[32], f[32];
-    double tt = rd_number(d, d->root, "$", "time_to_target_s", true);
-    double ta = rd_number(d, r->stop, "$.config.stop", "target_acc", true);
+    double tt = hetcl__rd_number(d, d->root, "$", "time_to_target_s", true);
+    double ta = hetcl__rd_number(d, r->stop, "$.config.stop", "target_acc", true);
     rw_kv(w, "final test accuracy", "%s",
-          pct(a, sizeof a, rd_number(d, r->final, "$.final", "test_acc", true)));
+          pct(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "test_acc", true)));
     rw_kv(w, "final loss (train / test)", "%s / %s",
-          num(a, sizeof a, rd_number(d, r->final, "$.final", "train_loss", true), 4),
-          num(b, sizeof b, rd_number(d, r->final, "$.final", "test_loss", true), 4));
+          num(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "train_loss", true), 4),
+          num(b, sizeof b, hetcl__rd_number(d, r->final, "$.final", "test_loss", true), 4));
     if (isnan(ta))
         rw_kv(w, "time to target", "no target set");
     else if (isnan(tt))
@@ -246,17 +263,17 @@ static void result_table(struct rw *w, struct run *r)
     else
         rw_kv(w, "time to target", "%s s to %s", num(a, sizeof a, tt, 4), pct(b, sizeof b, ta));
     rw_kv(w, "training time", "%s s, %s epochs, stopped by %s",
-          num(a, sizeof a, rd_number(d, r->final, "$.final", "wall_s", false), 4),
-          num(b, sizeof b, rd_number(d, r->final, "$.final", "epochs", false), 6),
-          rd_string(d, r->final, "$.final", "stopped_by"));
+          num(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "wall_s", false), 4),
+          num(b, sizeof b, hetcl__rd_number(d, r->final, "$.final", "epochs", false), 6),
+          hetcl__rd_string(d, r->final, "$.final", "stopped_by"));
     rw_kv(w, "throughput", "%s examples/s",
-          num(a, sizeof a, rd_number(d, r->final, "$.final", "examples_per_s", false), 4));
+          num(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "examples_per_s", false), 4));
     rw_kv(w, "staleness (updates)", "mean %s, p50 %s, p99 %s, max %s (%s updates)",
-          num(a, sizeof a, rd_number(d, st, "$.staleness", "mean", true), 3),
-          num(b, sizeof b, rd_number(d, st, "$.staleness", "p50", true), 3),
-          num(c, sizeof c, rd_number(d, st, "$.staleness", "p99", true), 3),
-          num(e, sizeof e, rd_number(d, st, "$.staleness", "max", true), 3),
-          num(f, sizeof f, rd_number(d, st, "$.staleness", "n", false), 12));
+          num(a, sizeof a, hetcl__rd_number(d, st, "$.staleness", "mean", true), 3),
+          num(b, sizeof b, hetcl__rd_number(d, st, "$.staleness", "p50", true), 3),
+          num(c, sizeof c, hetcl__rd_number(d, st, "$.staleness", "p99", true), 3),
+          num(e, sizeof e, hetcl__rd_number(d, st, "$.staleness", "max", true), 3),
+          num(f, sizeof f, hetcl__rd_number(d, st, "$.staleness", "n", false), 12));
     const cJSON *hash = cJSON_GetObjectItemCaseSensitive(r->final, "model_hash");
     if (cJSON_IsString(hash))
         rw_kv(w, "final model hash", "%s", hash->valuestring);
@@ -273,14 +290,15 @@ static void epochs_table(struct rw *w, struct run *r)
     cJSON_ArrayForEach(e, r->epochs)
     {
         char at[64], a[32], b[32], c[32], f[32], g[32];
-        rd_index_path(at, sizeof at, "$.epochs", i++);
+        hetcl__rd_index_path(at, sizeof at, "$.epochs", i++);
         rw_row(w);
-        rw_cell(w, "%.0f", rd_number(r->d, e, at, "epoch", false));
-        rw_cell(w, "%s", num(a, sizeof a, rd_number(r->d, e, at, "wall_s", false), 4));
-        rw_cell(w, "%s", num(b, sizeof b, rd_number(r->d, e, at, "train_loss", false), 4));
-        rw_cell(w, "%s", num(c, sizeof c, rd_number(r->d, e, at, "test_loss", false), 4));
-        rw_cell(w, "%s", pct(f, sizeof f, rd_number(r->d, e, at, "test_acc", false)));
-        rw_cell(w, "%s", num(g, sizeof g, rd_number(r->d, e, at, "examples_per_s", false), 4));
+        rw_cell(w, "%.0f", hetcl__rd_number(r->d, e, at, "epoch", false));
+        rw_cell(w, "%s", num(a, sizeof a, hetcl__rd_number(r->d, e, at, "wall_s", false), 4));
+        rw_cell(w, "%s", num(b, sizeof b, hetcl__rd_number(r->d, e, at, "train_loss", false), 4));
+        rw_cell(w, "%s", num(c, sizeof c, hetcl__rd_number(r->d, e, at, "test_loss", false), 4));
+        rw_cell(w, "%s", pct(f, sizeof f, hetcl__rd_number(r->d, e, at, "test_acc", false)));
+        rw_cell(w, "%s",
+                num(g, sizeof g, hetcl__rd_number(r->d, e, at, "examples_per_s", false), 4));
     }
     rw_table_end(w);
 }
@@ -305,23 +323,23 @@ static void devices_table(struct rw *w, struct run *r)
     {
         struct report_doc *d = r->d;
         char at[64], tat[96], a[32], b[32], c[32], e[32], f[32], g[32];
-        rd_index_path(at, sizeof at, "$.devices", i++);
+        hetcl__rd_index_path(at, sizeof at, "$.devices", i++);
         rw_row(w);
-        rw_cell(w, "%s", rd_string(d, dv, at, "id"));
-        rw_cell(w, "%s", rd_string(d, dv, at, "name"));
-        rw_cell(w, "%s", rd_string(d, dv, at, "kind"));
-        rw_cell(w, "%s", num(a, sizeof a, rd_number(d, dv, at, "updates", false), 12));
-        rw_cell(w, "%s", pct(b, sizeof b, rd_number(d, dv, at, "update_share", false)));
-        rw_cell(w, "%s", num(c, sizeof c, rd_number(d, dv, at, "examples", false), 12));
-        const cJSON *traj = rd_array(d, dv, at, "batch_trajectory"), *p;
+        rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "id"));
+        rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "name"));
+        rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "kind"));
+        rw_cell(w, "%s", num(a, sizeof a, hetcl__rd_number(d, dv, at, "updates", false), 12));
+        rw_cell(w, "%s", pct(b, sizeof b, hetcl__rd_number(d, dv, at, "update_share", false)));
+        rw_cell(w, "%s", num(c, sizeof c, hetcl__rd_number(d, dv, at, "examples", false), 12));
+        const cJSON *traj = hetcl__rd_array(d, dv, at, "batch_trajectory"), *p;
         double first = NAN, last = NAN, lo = INFINITY, hi = -INFINITY;
         size_t k = 0;
-        rd_member_path(tat, sizeof tat, at, "batch_trajectory");
+        hetcl__rd_member_path(tat, sizeof tat, at, "batch_trajectory");
         cJSON_ArrayForEach(p, traj)
         {
             char pat[128];
-            rd_index_path(pat, sizeof pat, tat, k++);
-            double bsz = rd_number(d, p, pat, "batch", false);
+            hetcl__rd_index_path(pat, sizeof pat, tat, k++);
+            double bsz = hetcl__rd_number(d, p, pat, "batch", false);
             if (isnan(first))
                 first = bsz;
             last = bsz;
@@ -332,10 +350,10 @@ static void devices_table(struct rw *w, struct run *r)
             rw_cell(w, "%.0f → %.0f (%.0f..%.0f)", first, last, lo, hi);
         else
             rw_cell(w, "n/a");
-        rw_cell(w, "%s", num(e, sizeof e, rd_number(d, dv, at, "busy_s", false), 4));
-        rw_cell(w, "%s", pct(f, sizeof f, rd_number(d, dv, at, "utilisation", false)));
-        rw_cell(w, "%s", bytes(g, sizeof g, rd_number(d, dv, at, "bytes_in", false)));
-        rw_cell(w, "%s", bytes(a, sizeof a, rd_number(d, dv, at, "bytes_out", false)));
+        rw_cell(w, "%s", num(e, sizeof e, hetcl__rd_number(d, dv, at, "busy_s", false), 4));
+        rw_cell(w, "%s", pct(f, sizeof f, hetcl__rd_number(d, dv, at, "utilisation", false)));
+        rw_cell(w, "%s", bytes(g, sizeof g, hetcl__rd_number(d, dv, at, "bytes_in", false)));
+        rw_cell(w, "%s", bytes(a, sizeof a, hetcl__rd_number(d, dv, at, "bytes_out", false)));
     }
     rw_table_end(w);
 }
@@ -352,9 +370,9 @@ static size_t epoch_series(struct run *r, const char *field, double scale, doubl
     cJSON_ArrayForEach(e, r->epochs)
     {
         char at[64];
-        rd_index_path(at, sizeof at, "$.epochs", i);
-        (*x)[i] = rd_number(r->d, e, at, "wall_s", false);
-        (*y)[i] = rd_number(r->d, e, at, field, false) * scale;
+        hetcl__rd_index_path(at, sizeof at, "$.epochs", i);
+        (*x)[i] = hetcl__rd_number(r->d, e, at, "wall_s", false);
+        (*y)[i] = hetcl__rd_number(r->d, e, at, field, false) * scale;
         i++;
     }
     return n;
@@ -389,7 +407,7 @@ static void curves_charts(struct rw *w, struct run *runs, size_t n)
                 names[3 * i + 2], bufs[6 * i + 4], bufs[6 * i + 5], m, false, false};
         for (size_t k = 0; k < m; k++)
             tmax = fmax(tmax, bufs[6 * i][k]);
-        double ta = rd_number(r->d, r->stop, "$.config.stop", "target_acc", true);
+        double ta = hetcl__rd_number(r->d, r->stop, "$.config.stop", "target_acc", true);
         if (!isnan(ta))
             target = ta;
     }
@@ -441,14 +459,14 @@ static void device_charts(struct rw *w, struct run *r)
     cJSON_ArrayForEach(p, r->share_points)
     {
         char at[80];
-        rd_index_path(at, sizeof at, "$.share_over_time.points", k);
-        t[k] = rd_number(d, p, at, "t_s", false);
-        const cJSON *shares = rd_array(d, p, at, "shares");
+        hetcl__rd_index_path(at, sizeof at, "$.share_over_time.points", k);
+        t[k] = hetcl__rd_number(d, p, at, "t_s", false);
+        const cJSON *shares = hetcl__rd_array(d, p, at, "shares");
         if (shares && (size_t) cJSON_GetArraySize(shares) != nd) {
             char f[96];
-            rd_member_path(f, sizeof f, at, "shares");
-            report_doc_error(d, f, "expected %zu shares (one per device), got %d", nd,
-                             cJSON_GetArraySize(shares));
+            hetcl__rd_member_path(f, sizeof f, at, "shares");
+            hetcl__report_doc_error(d, f, "expected %zu shares (one per device), got %d", nd,
+                                    cJSON_GetArraySize(shares));
         }
         for (size_t j = 0; j < nd; j++) {
             const cJSON *v = cJSON_GetArrayItem(shares, (int) j);
@@ -461,10 +479,10 @@ static void device_charts(struct rw *w, struct run *r)
     cJSON_ArrayForEach(dv, r->devices)
     {
         char at[64], tat[96];
-        rd_index_path(at, sizeof at, "$.devices", j);
-        const char *id = rd_string(d, dv, at, "id");
+        hetcl__rd_index_path(at, sizeof at, "$.devices", j);
+        const char *id = hetcl__rd_string(d, dv, at, "id");
         ss[j] = (struct svg_series){id, t, sh + j * np, np, false, false};
-        const cJSON *tr = rd_array(d, dv, at, "batch_trajectory"), *q;
+        const cJSON *tr = hetcl__rd_array(d, dv, at, "batch_trajectory"), *q;
         size_t m = (size_t) cJSON_GetArraySize(tr), i = 0;
         traj[2 * j] = calloc(m ? m : 1, sizeof **traj);
         traj[2 * j + 1] = calloc(m ? m : 1, sizeof **traj);
@@ -472,13 +490,13 @@ static void device_charts(struct rw *w, struct run *r)
             w->b->failed = true;
             goto done;
         }
-        rd_member_path(tat, sizeof tat, at, "batch_trajectory");
+        hetcl__rd_member_path(tat, sizeof tat, at, "batch_trajectory");
         cJSON_ArrayForEach(q, tr)
         {
             char pat[128];
-            rd_index_path(pat, sizeof pat, tat, i);
-            traj[2 * j][i] = rd_number(d, q, pat, "t_s", false);
-            traj[2 * j + 1][i] = rd_number(d, q, pat, "batch", false);
+            hetcl__rd_index_path(pat, sizeof pat, tat, i);
+            traj[2 * j][i] = hetcl__rd_number(d, q, pat, "t_s", false);
+            traj[2 * j + 1][i] = hetcl__rd_number(d, q, pat, "batch", false);
             i++;
         }
         bs[j] = (struct svg_series){id, traj[2 * j], traj[2 * j + 1], m, true, true};

@@ -50,9 +50,9 @@ static const char *vformat(char *stack, size_t cap, char **heap, const char *fmt
 static void escape(struct rw *w, const char *text)
 {
     if (w->f == REPORT_HTML)
-        sb_html_text(w->b, text);
+        hetcl__sb_html_text(w->b, text);
     else
-        sb_md_text(w->b, text);
+        hetcl__sb_md_text(w->b, text);
 }
 
 static void vformat_escaped(struct rw *w, const char *fmt, va_list ap)
@@ -81,18 +81,19 @@ void rw_begin(struct rw *w, struct sbuf *b, enum report_format f, const char *ti
     w->b = b;
     w->f = f;
     if (f == REPORT_HTML) {
-        sb_puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
-                   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
-                   "<title>");
-        sb_html_text(b, title);
-        sb_printf(b, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", css);
+        hetcl__sb_puts(b,
+                       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+                       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
+                       "<title>");
+        hetcl__sb_html_text(b, title);
+        hetcl__sb_printf(b, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", css);
     }
 }
 
 void rw_end(struct rw *w)
 {
     if (w->f == REPORT_HTML)
-        sb_puts(w->b, "</body>\n</html>\n");
+        hetcl__sb_puts(w->b, "</body>\n</html>\n");
 }
 
 void rw_heading(struct rw *w, int level, const char *fmt, ...)
@@ -100,13 +101,13 @@ void rw_heading(struct rw *w, int level, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     if (w->f == REPORT_HTML) {
-        sb_printf(w->b, "<h%d>", level);
+        hetcl__sb_printf(w->b, "<h%d>", level);
         vformat_escaped(w, fmt, ap);
-        sb_printf(w->b, "</h%d>\n", level);
+        hetcl__sb_printf(w->b, "</h%d>\n", level);
     } else {
-        sb_printf(w->b, "\n%.*s ", level, "######");
+        hetcl__sb_printf(w->b, "\n%.*s ", level, "######");
         vformat_escaped(w, fmt, ap);
-        sb_puts(w->b, "\n\n");
+        hetcl__sb_puts(w->b, "\n\n");
     }
     va_end(ap);
 }
@@ -115,9 +116,9 @@ void rw_para(struct rw *w, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    sb_puts(w->b, w->f == REPORT_HTML ? "<p>" : "");
+    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "<p>" : "");
     vformat_escaped(w, fmt, ap);
-    sb_puts(w->b, w->f == REPORT_HTML ? "</p>\n" : "\n\n");
+    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "</p>\n" : "\n\n");
     va_end(ap);
 }
 
@@ -125,10 +126,10 @@ void rw_warning(struct rw *w, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    sb_puts(w->b, w->f == REPORT_HTML ? "<p class=\"warning\"><strong>Warning:</strong> "
-                                      : "> **Warning:** ");
+    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "<p class=\"warning\"><strong>Warning:</strong> "
+                                             : "> **Warning:** ");
     vformat_escaped(w, fmt, ap);
-    sb_puts(w->b, w->f == REPORT_HTML ? "</p>\n" : "\n\n");
+    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "</p>\n" : "\n\n");
     va_end(ap);
 }
 
@@ -138,9 +139,9 @@ static void end_row(struct rw *w)
         return;
     /* Short rows are padded so the table stays rectangular. */
     for (; w->col > 0 && w->col < w->n_cols; w->col++)
-        sb_puts(w->b, w->f == REPORT_HTML ? "<td></td>" : " |");
+        hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "<td></td>" : " |");
     if (w->col > 0)
-        sb_puts(w->b, w->f == REPORT_HTML ? "</tr>\n" : "\n");
+        hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "</tr>\n" : "\n");
     w->col = 0;
 }
 
@@ -149,27 +150,27 @@ static void table_begin(struct rw *w, const char *const *headers, size_t n_cols,
     w->n_cols = n_cols;
     w->col = 0;
     if (w->f == REPORT_HTML) {
-        sb_puts(w->b, kv ? "<table class=\"kv\">\n" : "<table>\n");
+        hetcl__sb_puts(w->b, kv ? "<table class=\"kv\">\n" : "<table>\n");
         if (kv)
             return;
-        sb_puts(w->b, "<tr>");
+        hetcl__sb_puts(w->b, "<tr>");
         for (size_t i = 0; i < n_cols; i++) {
-            sb_puts(w->b, "<th>");
-            sb_html_text(w->b, headers[i]);
-            sb_puts(w->b, "</th>");
+            hetcl__sb_puts(w->b, "<th>");
+            hetcl__sb_html_text(w->b, headers[i]);
+            hetcl__sb_puts(w->b, "</th>");
         }
-        sb_puts(w->b, "</tr>\n");
+        hetcl__sb_puts(w->b, "</tr>\n");
     } else {
-        sb_puts(w->b, "|");
+        hetcl__sb_puts(w->b, "|");
         for (size_t i = 0; i < n_cols; i++) {
-            sb_putc(w->b, ' ');
-            sb_md_text(w->b, headers[i]);
-            sb_puts(w->b, " |");
+            hetcl__sb_putc(w->b, ' ');
+            hetcl__sb_md_text(w->b, headers[i]);
+            hetcl__sb_puts(w->b, " |");
         }
-        sb_puts(w->b, "\n|");
+        hetcl__sb_puts(w->b, "\n|");
         for (size_t i = 0; i < n_cols; i++)
-            sb_puts(w->b, " --- |");
-        sb_puts(w->b, "\n");
+            hetcl__sb_puts(w->b, " --- |");
+        hetcl__sb_puts(w->b, "\n");
     }
 }
 
@@ -181,7 +182,7 @@ void rw_table(struct rw *w, const char *const *headers, size_t n_cols)
 void rw_row(struct rw *w)
 {
     end_row(w);
-    sb_puts(w->b, w->f == REPORT_HTML ? "<tr>" : "|");
+    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "<tr>" : "|");
     w->col = 0;
 }
 
@@ -197,11 +198,11 @@ void rw_cell(struct rw *w, const char *fmt, ...)
         text = "";
     }
     if (w->f == REPORT_HTML)
-        sb_puts(w->b, numeric(text) ? "<td>" : "<td class=\"t\">");
+        hetcl__sb_puts(w->b, numeric(text) ? "<td>" : "<td class=\"t\">");
     else
-        sb_putc(w->b, ' ');
+        hetcl__sb_putc(w->b, ' ');
     escape(w, text);
-    sb_puts(w->b, w->f == REPORT_HTML ? "</td>" : " |");
+    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "</td>" : " |");
     w->col++;
     free(heap);
 }
@@ -209,7 +210,7 @@ void rw_cell(struct rw *w, const char *fmt, ...)
 void rw_table_end(struct rw *w)
 {
     end_row(w);
-    sb_puts(w->b, w->f == REPORT_HTML ? "</table>\n" : "\n");
+    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "</table>\n" : "\n");
     w->n_cols = 0;
 }
 
@@ -223,9 +224,9 @@ void rw_kv(struct rw *w, const char *key, const char *fmt, ...)
     rw_cell(w, "%s", key);
     va_list ap;
     va_start(ap, fmt);
-    sb_puts(w->b, w->f == REPORT_HTML ? "<td>" : " ");
+    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "<td>" : " ");
     vformat_escaped(w, fmt, ap);
-    sb_puts(w->b, w->f == REPORT_HTML ? "</td>" : " |");
+    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "</td>" : " |");
     w->col++;
     va_end(ap);
 }

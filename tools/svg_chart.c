@@ -46,7 +46,7 @@ static void text_cut(struct sbuf *b, const char *s, size_t max_chars)
     while (s[i] && ((unsigned char) s[i] & 0xc0) == 0x80)
         i++; /* finish the last character */
     if (!s[i]) {
-        sb_html_text(b, s);
+        hetcl__sb_html_text(b, s);
         return;
     }
     /* Cut before the last counted character so the ellipsis fits. */
@@ -61,27 +61,27 @@ static void text_cut(struct sbuf *b, const char *s, size_t max_chars)
     }
     memcpy(tmp, s, cut);
     tmp[cut] = '\0';
-    sb_html_text(b, tmp);
-    sb_puts(b, "\xe2\x80\xa6");
+    hetcl__sb_html_text(b, tmp);
+    hetcl__sb_puts(b, "\xe2\x80\xa6");
     free(tmp);
 }
 
 static void svg_open(struct sbuf *b, double h, const char *title)
 {
-    sb_printf(b,
-              "<figure><svg width=\"%.0f\" height=\"%.0f\" "
-              "viewBox=\"0 0 %.0f %.0f\" role=\"img\" font-family=\"sans-serif\" "
-              "font-size=\"12\"><title>",
-              W, h, W, h);
-    sb_html_text(b, title);
-    sb_puts(b, "</title>\n<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">");
-    sb_html_text(b, title);
-    sb_puts(b, "</text>\n");
+    hetcl__sb_printf(b,
+                     "<figure><svg width=\"%.0f\" height=\"%.0f\" "
+                     "viewBox=\"0 0 %.0f %.0f\" role=\"img\" font-family=\"sans-serif\" "
+                     "font-size=\"12\"><title>",
+                     W, h, W, h);
+    hetcl__sb_html_text(b, title);
+    hetcl__sb_puts(b, "</title>\n<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">");
+    hetcl__sb_html_text(b, title);
+    hetcl__sb_puts(b, "</text>\n");
 }
 
 static void svg_close(struct sbuf *b)
 {
-    sb_puts(b, "</svg></figure>\n");
+    hetcl__sb_puts(b, "</svg></figure>\n");
 }
 
 struct range {
@@ -119,8 +119,8 @@ void svg_line_chart(struct sbuf *b, const struct svg_line_chart *c)
     double h = TOP + PLOT_H + AXIS_H + (double) legend_rows * LEGEND_ROW + 8;
     svg_open(b, h, c->title);
     if (!isfinite(xlo)) {
-        sb_printf(b, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#888\">no data</text>\n", W / 2 - 30,
-                  TOP + PLOT_H / 2);
+        hetcl__sb_printf(b, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#888\">no data</text>\n",
+                         W / 2 - 30, TOP + PLOT_H / 2);
         svg_close(b);
         return;
     }
@@ -141,45 +141,46 @@ void svg_line_chart(struct sbuf *b, const struct svg_line_chart *c)
 #define PX(x) (LEFT + ((x) -xr.lo) / (xr.hi - xr.lo) * pw)
 #define PY(y) (TOP + PLOT_H - ((y) -yr.lo) / (yr.hi - yr.lo) * PLOT_H)
     /* Grid, ticks and tick labels. */
-    sb_puts(b, "<g stroke=\"#e5e5e5\" stroke-width=\"1\">\n");
+    hetcl__sb_puts(b, "<g stroke=\"#e5e5e5\" stroke-width=\"1\">\n");
     for (double t = yr.lo; t <= yr.hi + yr.step * 1e-6; t += yr.step)
-        sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", LEFT, PY(t),
-                  LEFT + pw, PY(t));
+        hetcl__sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", LEFT,
+                         PY(t), LEFT + pw, PY(t));
     for (double t = xr.lo; t <= xr.hi + xr.step * 1e-6; t += xr.step)
-        sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", PX(t), TOP, PX(t),
-                  TOP + PLOT_H);
-    sb_puts(b, "</g>\n<g fill=\"#444\" font-size=\"11\">\n");
+        hetcl__sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", PX(t), TOP,
+                         PX(t), TOP + PLOT_H);
+    hetcl__sb_puts(b, "</g>\n<g fill=\"#444\" font-size=\"11\">\n");
     char label[64];
     for (double t = yr.lo; t <= yr.hi + yr.step * 1e-6; t += yr.step) {
         fmt_tick(label, sizeof label, t, yr.step);
-        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", LEFT - 6,
-                  PY(t) + 4, label);
+        hetcl__sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", LEFT - 6,
+                         PY(t) + 4, label);
     }
     for (double t = xr.lo; t <= xr.hi + xr.step * 1e-6; t += xr.step) {
         fmt_tick(label, sizeof label, t, xr.step);
-        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", PX(t),
-                  TOP + PLOT_H + 16, label);
+        hetcl__sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", PX(t),
+                         TOP + PLOT_H + 16, label);
     }
-    sb_puts(b, "</g>\n");
+    hetcl__sb_puts(b, "</g>\n");
     /* Axes and their labels. */
-    sb_printf(b,
-              "<path d=\"M%.1f %.1f V%.1f H%.1f\" fill=\"none\" stroke=\"#333\" "
-              "stroke-width=\"1\"/>\n",
-              LEFT, TOP, TOP + PLOT_H, LEFT + pw);
-    sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", LEFT + pw / 2,
-              TOP + PLOT_H + 36);
-    sb_html_text(b, c->x_label);
-    sb_printf(b,
-              "</text>\n<text transform=\"translate(16 %.1f) rotate(-90)\" "
-              "text-anchor=\"middle\">",
-              TOP + PLOT_H / 2);
-    sb_html_text(b, c->y_label);
-    sb_puts(b, "</text>\n");
+    hetcl__sb_printf(b,
+                     "<path d=\"M%.1f %.1f V%.1f H%.1f\" fill=\"none\" stroke=\"#333\" "
+                     "stroke-width=\"1\"/>\n",
+                     LEFT, TOP, TOP + PLOT_H, LEFT + pw);
+    hetcl__sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", LEFT + pw / 2,
+                     TOP + PLOT_H + 36);
+    hetcl__sb_html_text(b, c->x_label);
+    hetcl__sb_printf(b,
+                     "</text>\n<text transform=\"translate(16 %.1f) rotate(-90)\" "
+                     "text-anchor=\"middle\">",
+                     TOP + PLOT_H / 2);
+    hetcl__sb_html_text(b, c->y_label);
+    hetcl__sb_puts(b, "</text>\n");
     /* Series, clipped to the plot area. */
     for (size_t s = 0; s < c->n_series; s++) {
         const struct svg_series *se = &c->series[s];
-        sb_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"",
-                  palette[s % SVG_PALETTE_SIZE], dashes[(s / SVG_PALETTE_SIZE) % 3]);
+        hetcl__sb_printf(b,
+                         "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"",
+                         palette[s % SVG_PALETTE_SIZE], dashes[(s / SVG_PALETTE_SIZE) % 3]);
         bool have_prev = false;
         double prev_y = 0;
         for (size_t i = 0; i < se->n; i++) {
@@ -189,36 +190,36 @@ void svg_line_chart(struct sbuf *b, const struct svg_line_chart *c)
             x = fmin(fmax(x, xr.lo), xr.hi);
             y = fmin(fmax(y, yr.lo), yr.hi);
             if (se->step && have_prev)
-                sb_printf(b, "%.1f,%.1f ", PX(x), PY(prev_y));
-            sb_printf(b, "%.1f,%.1f ", PX(x), PY(y));
+                hetcl__sb_printf(b, "%.1f,%.1f ", PX(x), PY(prev_y));
+            hetcl__sb_printf(b, "%.1f,%.1f ", PX(x), PY(y));
             have_prev = true;
             prev_y = y;
         }
         if (se->step && se->hold && have_prev)
-            sb_printf(b, "%.1f,%.1f", PX(xr.hi), PY(prev_y));
-        sb_puts(b, "\"/>\n");
+            hetcl__sb_printf(b, "%.1f,%.1f", PX(xr.hi), PY(prev_y));
+        hetcl__sb_puts(b, "\"/>\n");
         /* Few measured points (epochs): mark them, so a single one still shows. */
         if (!se->step && se->n <= SVG_MARKED_POINTS) {
-            sb_printf(b, "<g fill=\"%s\">", palette[s % SVG_PALETTE_SIZE]);
+            hetcl__sb_printf(b, "<g fill=\"%s\">", palette[s % SVG_PALETTE_SIZE]);
             for (size_t i = 0; i < se->n; i++)
                 if (isfinite(se->x[i]) && isfinite(se->y[i]))
-                    sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\"/>",
-                              PX(fmin(fmax(se->x[i], xr.lo), xr.hi)),
-                              PY(fmin(fmax(se->y[i], yr.lo), yr.hi)));
-            sb_puts(b, "</g>\n");
+                    hetcl__sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\"/>",
+                                     PX(fmin(fmax(se->x[i], xr.lo), xr.hi)),
+                                     PY(fmin(fmax(se->y[i], yr.lo), yr.hi)));
+            hetcl__sb_puts(b, "</g>\n");
         }
     }
     /* Legend: two columns below the x axis label. */
     for (size_t s = 0; s < c->n_series; s++) {
         double lx = LEFT + (double) (s % 2) * (pw / 2);
         double ly = TOP + PLOT_H + AXIS_H + (double) (s / 2) * LEGEND_ROW + 6;
-        sb_printf(b,
-                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-                  "stroke-width=\"3\"%s/>\n<text x=\"%.1f\" y=\"%.1f\">",
-                  lx, ly, lx + 22, ly, palette[s % SVG_PALETTE_SIZE],
-                  dashes[(s / SVG_PALETTE_SIZE) % 3], lx + 28, ly + 4);
+        hetcl__sb_printf(b,
+                         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                         "stroke-width=\"3\"%s/>\n<text x=\"%.1f\" y=\"%.1f\">",
+                         lx, ly, lx + 22, ly, palette[s % SVG_PALETTE_SIZE],
+                         dashes[(s / SVG_PALETTE_SIZE) % 3], lx + 28, ly + 4);
         text_cut(b, c->series[s].name ? c->series[s].name : "", 48);
-        sb_puts(b, "</text>\n");
+        hetcl__sb_puts(b, "</text>\n");
     }
 #undef PX
 #undef PY
@@ -235,51 +236,53 @@ void svg_bar_chart(struct sbuf *b, const struct svg_bar_chart *c)
         if (isfinite(c->bars[i].value))
             hi = fmax(hi, c->bars[i].value);
     if (c->n == 0) {
-        sb_printf(b, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#888\">no data</text>\n", W / 2 - 30,
-                  TOP + 14);
+        hetcl__sb_printf(b, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#888\">no data</text>\n",
+                         W / 2 - 30, TOP + 14);
         svg_close(b);
         return;
     }
     struct range xr = axis_range(0, hi > 0 ? hi : 1, 5);
     double x0 = label_w, pw = W - label_w - RIGHT - value_w, bottom = TOP + (double) c->n * row_h;
-    sb_puts(b, "<g stroke=\"#e5e5e5\" stroke-width=\"1\">\n");
+    hetcl__sb_puts(b, "<g stroke=\"#e5e5e5\" stroke-width=\"1\">\n");
     for (double t = xr.lo; t <= xr.hi + xr.step * 1e-6; t += xr.step)
-        sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
-                  x0 + t / xr.hi * pw, TOP, x0 + t / xr.hi * pw, bottom);
-    sb_puts(b, "</g>\n<g fill=\"#444\" font-size=\"11\">\n");
+        hetcl__sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+                         x0 + t / xr.hi * pw, TOP, x0 + t / xr.hi * pw, bottom);
+    hetcl__sb_puts(b, "</g>\n<g fill=\"#444\" font-size=\"11\">\n");
     char label[64];
     for (double t = xr.lo; t <= xr.hi + xr.step * 1e-6; t += xr.step) {
         fmt_tick(label, sizeof label, t, xr.step);
-        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-                  x0 + t / xr.hi * pw, bottom + 16, label);
+        hetcl__sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                         x0 + t / xr.hi * pw, bottom + 16, label);
     }
-    sb_puts(b, "</g>\n");
+    hetcl__sb_puts(b, "</g>\n");
     for (size_t i = 0; i < c->n; i++) {
         double y = TOP + (double) i * row_h, v = c->bars[i].value;
-        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", x0 - 8, y + bar_h - 3);
+        hetcl__sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", x0 - 8,
+                         y + bar_h - 3);
         text_cut(b, c->bars[i].label ? c->bars[i].label : "", 46);
-        sb_puts(b, "</text>\n");
+        hetcl__sb_puts(b, "</text>\n");
         if (isfinite(v)) {
             double bw = fmax(v / xr.hi * pw, 0);
-            sb_printf(b,
-                      "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                      "fill=\"%s\"/>\n",
-                      x0, y + 2, bw, bar_h, palette[0]);
+            hetcl__sb_printf(b,
+                             "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                             "fill=\"%s\"/>\n",
+                             x0, y + 2, bw, bar_h, palette[0]);
             snprintf(label, sizeof label, "%.4g", v);
-            sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x0 + bw + 4, y + bar_h - 3,
-                      label);
+            hetcl__sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x0 + bw + 4,
+                             y + bar_h - 3, label);
         } else {
-            sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#888\">n/a</text>\n", x0 + 4,
-                      y + bar_h - 3);
+            hetcl__sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#888\">n/a</text>\n", x0 + 4,
+                             y + bar_h - 3);
         }
     }
-    sb_printf(b,
-              "<path d=\"M%.1f %.1f V%.1f H%.1f\" fill=\"none\" stroke=\"#333\" "
-              "stroke-width=\"1\"/>\n",
-              x0, TOP, bottom, x0 + pw);
-    sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x0 + pw / 2, bottom + 36);
-    sb_html_text(b, c->value_label);
-    sb_puts(b, "</text>\n");
+    hetcl__sb_printf(b,
+                     "<path d=\"M%.1f %.1f V%.1f H%.1f\" fill=\"none\" stroke=\"#333\" "
+                     "stroke-width=\"1\"/>\n",
+                     x0, TOP, bottom, x0 + pw);
+    hetcl__sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x0 + pw / 2,
+                     bottom + 36);
+    hetcl__sb_html_text(b, c->value_label);
+    hetcl__sb_puts(b, "</text>\n");
     svg_close(b);
 }
 

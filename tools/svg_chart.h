@@ -17,7 +17,7 @@
 #ifndef HETCL_CLI_SVG_CHART_H
 #define HETCL_CLI_SVG_CHART_H
 
-#include "textbuf.h"
+#include "util/textbuf.h"
 
 #include <stdbool.h>
 #include <stddef.h>

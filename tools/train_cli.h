@@ -8,7 +8,7 @@
 #include <hetcl/model_spec.h>
 #include <hetcl/train.h>
 
-#include "bench_machine.h"
+#include <hetcl/machine.h>
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,7 +40,7 @@ struct train_cli {
     int n_data_files;
     uint64_t data_checksum;
     int64_t n_train_total;
-    struct bench_core core; /* the cache-line round trip before and after training */
+    struct hetcl_core_round_trip core; /* the cache-line round trip before and after training */
 };
 
 int cli_train(int argc, char **argv);

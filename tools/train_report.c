@@ -55,7 +55,7 @@ static cJSON *provenance(const struct train_cli *c, hetcl_runtime *rt)
     json_add(host, "os", cJSON_CreateString(os));
     json_add(host, "cpu_model", cJSON_CreateString(cpu));
     json_add(host, "environment", devices_json_environment());
-    json_add(host, "core_round_trip_ns", bench_core_json(&c->core));
+    json_add(host, "core_round_trip_ns", hetcl_core_round_trip_json(&c->core));
     json_add(p, "host", host);
     cJSON *cmd = cJSON_CreateArray();
     cJSON_AddItemToArray(cmd, cJSON_CreateString("hetcl"));

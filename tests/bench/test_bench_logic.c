@@ -7,8 +7,8 @@
  */
 #include "bench_config.h"
 #include "bench_loop.h"
-#include "bench_machine.h"
 #include "harness.h"
+#include <hetcl/machine.h>
 
 #include <hetcl/context.h>
 #include <hetcl/schema.h>
@@ -254,16 +254,16 @@ static void test_machine(void)
     cJSON *schema = def_schema("machine_state");
 
     /* Nothing readable: every part says so. */
-    cJSON *empty = bench_machine_state(root);
+    cJSON *empty = hetcl_machine_state(root);
     check_valid(schema, empty);
     CHECK(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(empty, "cpufreq"), "available")));
     CHECK(cJSON_IsString(cJSON_GetObjectItem(cJSON_GetObjectItem(empty, "thermal"), "reason")));
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(empty, "load_avg_1m")));
-    CHECK_EQ_INT(bench_machine_throttled(empty, empty), -1);
-    struct bench_energy e;
-    bench_energy_begin(root, &e);
+    CHECK_EQ_INT(hetcl_machine_throttled(empty, empty), -1);
+    struct hetcl_energy e;
+    hetcl_energy_begin(root, &e);
     CHECK(!e.available);
-    cJSON *en = bench_energy_end(&e, 1.0, 10);
+    cJSON *en = hetcl_energy_end(&e, 1.0, 10);
     cJSON *eschema = cJSON_CreateObject();
     CHECK(cJSON_IsFalse(cJSON_GetObjectItem(en, "available")));
     CHECK(strstr(cJSON_GetObjectItem(en, "reason")->valuestring, "not available") != NULL);
@@ -292,7 +292,7 @@ static void test_machine(void)
     write_file(root, "/sys/class/powercap/intel-rapl:0:0/name", "core\n");
     write_file(root, "/sys/class/powercap/intel-rapl:0:0/energy_uj", "500000\n");
 
-    cJSON *st = bench_machine_state(root);
+    cJSON *st = hetcl_machine_state(root);
     check_valid(schema, st);
     CHECK(num(st, "cpufreq.policies.0.cur_mhz") == 1500);
     CHECK(num(st, "cpufreq.policies.0.max_mhz") == 3000);
@@ -306,14 +306,14 @@ static void test_machine(void)
     CHECK(num(st, "thermal.zones.0.temp_c") == 45.5);
     CHECK(num(st, "load_avg_1m") == 1.25);
     /* performance governor at half its maximum: throttled */
-    CHECK_EQ_INT(bench_machine_throttled(st, st), 1);
+    CHECK_EQ_INT(hetcl_machine_throttled(st, st), 1);
 
-    bench_energy_begin(root, &e);
+    hetcl_energy_begin(root, &e);
     CHECK(e.available);
     CHECK_EQ_INT(e.n, 2);
     write_file(root, "/sys/class/powercap/intel-rapl:0/energy_uj", "3000000\n");
     write_file(root, "/sys/class/powercap/intel-rapl:0:0/energy_uj", "1500000\n");
-    en = bench_energy_end(&e, 2.0, 100);
+    en = hetcl_energy_end(&e, 2.0, 100);
     cJSON *esch = NULL;
     {
         /* the energy object is inline in ok_configuration: validate through a wrapper */
@@ -334,7 +334,7 @@ static void test_machine(void)
     cJSON_Delete(esch);
     cJSON_Delete(st);
     cJSON_Delete(schema);
-    CHECK(bench_peak_rss_bytes() > 0);
+    CHECK(hetcl_peak_rss_bytes() > 0);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     CHECK(system(cmd) == 0);

@@ -6,9 +6,9 @@
  * Markdown tables show every configuration.
  */
 #include "bench_loop.h"
-#include "bench_machine.h"
 #include "bench_report.h"
 #include "harness.h"
+#include <hetcl/machine.h>
 
 #include <hetcl/context.h>
 #include <hetcl/schema.h>
@@ -118,9 +118,9 @@ int main(void)
             .first_inference_ms = 2,
             .n_layers = 1,
             .layers = {{"layers.0.dense", "dense", "host0", 2, 5e5, 4.9e5, 0.6, 1e7, 1e6}},
-            .peak_rss_bytes = bench_peak_rss_bytes(),
-            .machine_before = bench_machine_state(""),
-            .machine_after = bench_machine_state(""),
+            .peak_rss_bytes = hetcl_peak_rss_bytes(),
+            .machine_before = hetcl_machine_state(""),
+            .machine_after = hetcl_machine_state(""),
             .throttled = -1,
             .acc_evaluated = false,
             .acc_reason = "random weights: no accuracy",
@@ -150,9 +150,9 @@ int main(void)
                                              .max_abs_diff = 0.5,
                                              .max_rel_diff = 0.9,
                                              .diverged = true};
-    struct bench_energy e;
-    bench_energy_begin("", &e);
-    ok.energy = bench_energy_end(&e, L.timed_ms / 1000, 64.0 * (double) L.n_timed);
+    struct hetcl_energy e;
+    hetcl_energy_begin("", &e);
+    ok.energy = hetcl_energy_end(&e, L.timed_ms / 1000, 64.0 * (double) L.n_timed);
     cJSON *cfg = bench_report_configuration(ctx, &ok);
     CHECK(cfg != NULL);
     CHECK(ok.machine_before == NULL && ok.energy == NULL); /* moved */

@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +53,18 @@ static int validate(const char *schema, const char *name)
              tmpdir, name);
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* `hetcl --help` names every benchmark, the main one (bench model) first among them. */
+static void check_help(void)
+{
+    char cmd[512], out[8192];
+    snprintf(cmd, sizeof cmd, "%s --help", bin);
+    CHECK_EQ_INT(hetcl_test_sh(tmpdir, cmd), 0);
+    hetcl_test_read(tmpdir, "out", out, sizeof out);
+    const char *model = strstr(out, "'bench model'");
+    CHECK(model != NULL);
+    CHECK(strstr(out, "'bench ops'") > model && strstr(out, "'bench runtime'") > model);
 }
 
 static void check_bad_input(void)
@@ -141,6 +154,7 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
+    check_help();
     check_bad_input();
     check_bench_runtime();
     check_bench_ops();

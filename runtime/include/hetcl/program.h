@@ -34,6 +34,7 @@
 
 #include <CL/cl.h>
 #include <hetcl/context.h>
+#include <hetcl/device.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -100,5 +101,15 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_program_cache_path(hetcl_context *c
                                                                 const char *source_name,
                                                                 const char *options, char *path,
                                                                 size_t cap, uint64_t *key);
+
+/* Cold start of a device: builds every embedded kernel source but probe.cl (with no options)
+ * on desc's device twice, after removing its cache entry (cold) and then from the cache (warm),
+ * and sets *cold_ms and *warm_ms to the sums of the build times. The driver's own cache (PoCL's
+ * kcache) may still speed up the cold build. A sub-device's root device builds the same
+ * binary. Returns HETCL_OK; HETCL_ERR_INVALID_ARG; HETCL_ERR_NO_DEVICE (desc's device is not
+ * there); HETCL_ERR_OPENCL, HETCL_ERR_BUILD (a build failed); the outputs are left alone on
+ * failure. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_program_build_times(
+        hetcl_context *ctx, const struct hetcl_device_desc *desc, double *cold_ms, double *warm_ms);
 
 #endif /* HETCL_PROGRAM_H */

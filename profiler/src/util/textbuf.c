@@ -1,12 +1,12 @@
-/* The CLI's growable string and its HTML and Markdown escaping (textbuf.h). */
-#include "textbuf.h"
+/* The profiler's growable string and its HTML and Markdown escaping (textbuf.h). */
+#include "util/textbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void sb_printf(struct sbuf *b, const char *fmt, ...)
+void hetcl__sb_printf(struct sbuf *b, const char *fmt, ...)
 {
     if (b->failed)
         return;
@@ -37,60 +37,60 @@ void sb_printf(struct sbuf *b, const char *fmt, ...)
     }
 }
 
-void sb_puts(struct sbuf *b, const char *s)
+void hetcl__sb_puts(struct sbuf *b, const char *s)
 {
-    sb_printf(b, "%s", s);
+    hetcl__sb_printf(b, "%s", s);
 }
 
-void sb_putc(struct sbuf *b, char c)
+void hetcl__sb_putc(struct sbuf *b, char c)
 {
-    sb_printf(b, "%c", c);
+    hetcl__sb_printf(b, "%c", c);
 }
 
-void sb_free(struct sbuf *b)
+void hetcl__sb_free(struct sbuf *b)
 {
     free(b->p);
     memset(b, 0, sizeof *b);
 }
 
-void sb_html_text(struct sbuf *b, const char *s)
+void hetcl__sb_html_text(struct sbuf *b, const char *s)
 {
     for (; *s; s++) {
         unsigned char c = (unsigned char) *s;
         if (c == '<')
-            sb_puts(b, "&lt;");
+            hetcl__sb_puts(b, "&lt;");
         else if (c == '>')
-            sb_puts(b, "&gt;");
+            hetcl__sb_puts(b, "&gt;");
         else if (c == '&')
-            sb_puts(b, "&amp;");
+            hetcl__sb_puts(b, "&amp;");
         else if (c == '"')
-            sb_puts(b, "&quot;");
+            hetcl__sb_puts(b, "&quot;");
         else if (c == '\'')
-            sb_puts(b, "&#39;");
+            hetcl__sb_puts(b, "&#39;");
         else if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f)
-            sb_puts(b, "&#xFFFD;");
+            hetcl__sb_puts(b, "&#xFFFD;");
         else
-            sb_putc(b, (char) c);
+            hetcl__sb_putc(b, (char) c);
     }
 }
 
-void sb_md_text(struct sbuf *b, const char *s)
+void hetcl__sb_md_text(struct sbuf *b, const char *s)
 {
     for (; *s; s++) {
         unsigned char c = (unsigned char) *s;
         if (c == '<')
-            sb_puts(b, "&lt;");
+            hetcl__sb_puts(b, "&lt;");
         else if (c == '>')
-            sb_puts(b, "&gt;");
+            hetcl__sb_puts(b, "&gt;");
         else if (c == '&')
-            sb_puts(b, "&amp;");
+            hetcl__sb_puts(b, "&amp;");
         else if (c == '\n' || c == '\r' || c == '\t')
-            sb_putc(b, ' ');
+            hetcl__sb_putc(b, ' ');
         else if (c < 0x20 || c == 0x7f)
-            sb_puts(b, "&#xFFFD;");
+            hetcl__sb_puts(b, "&#xFFFD;");
         else if (strchr("|\\`*_[]#~", (int) c))
-            sb_printf(b, "\\%c", (char) c);
+            hetcl__sb_printf(b, "\\%c", (char) c);
         else
-            sb_putc(b, (char) c);
+            hetcl__sb_putc(b, (char) c);
     }
 }

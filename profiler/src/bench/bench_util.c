@@ -1,5 +1,5 @@
 /* Clocks, medians and a raw OpenCL queue for the benchmark subcommands' baselines. */
-#include "bench_util.h"
+#include "bench/bench_util.h"
 
 #include <hetcl/program.h>
 
@@ -8,16 +8,16 @@
 #include <string.h>
 #include <time.h>
 
-double bench_now_s(void)
+double hetcl__bench_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
-double bench_now_ms(void)
+double hetcl__bench_now_ms(void)
 {
-    return bench_now_s() * 1e3;
+    return hetcl__bench_now_s() * 1e3;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -26,14 +26,14 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void bench_summarise(double *v, size_t n, double *median, double *min)
+void hetcl__bench_summarise(double *v, size_t n, double *median, double *min)
 {
     qsort(v, n, sizeof *v, cmp_double);
     *min = v[0];
     *median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-void bench_raw_cl_close(struct bench_raw_cl *r)
+void hetcl__bench_raw_cl_close(struct bench_raw_cl *r)
 {
     if (r->empty)
         clReleaseKernel(r->empty);
@@ -63,8 +63,8 @@ static bool open_device(hetcl_context *ctx, cl_device_id dev, struct bench_raw_c
     return true;
 }
 
-bool bench_raw_cl_open(hetcl_context *ctx, int platform_index, int device_index,
-                       struct bench_raw_cl *r)
+bool hetcl__bench_raw_cl_open(hetcl_context *ctx, int platform_index, int device_index,
+                              struct bench_raw_cl *r)
 {
     memset(r, 0, sizeof *r);
     cl_platform_id plats[16];
@@ -83,19 +83,18 @@ bool bench_raw_cl_open(hetcl_context *ctx, int platform_index, int device_index,
                 continue;
             if (open_device(ctx, devs[d], r))
                 return true;
-            bench_raw_cl_close(r);
+            hetcl__bench_raw_cl_close(r);
         }
     }
     return false;
 }
 
-const char *bench_loadavg(void)
+const char *hetcl__bench_loadavg(char *buf, size_t cap)
 {
-    static char buf[64];
     buf[0] = 0;
     FILE *f = fopen("/proc/loadavg", "r");
     if (f) {
-        if (!fgets(buf, sizeof buf, f))
+        if (!fgets(buf, (int) cap, f))
             buf[0] = 0;
         fclose(f);
     }

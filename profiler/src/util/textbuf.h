@@ -1,16 +1,17 @@
 /*
- * A growable string for the CLI's text output (tables, Markdown, HTML, SVG), and the escaping
- * that every string taken from a report goes through before it lands in Markdown or HTML.
+ * A growable string for the profiler's text output (tables, Markdown, HTML, SVG), and the
+ * escaping that every string taken from a report goes through before it lands in Markdown or
+ * HTML. Internal to the profiler.
  *
  *     struct sbuf b = {0};
- *     sb_puts(&b, "<td>");
- *     sb_html_text(&b, device_name);   // "<script>" -> "&lt;script&gt;"
- *     sb_puts(&b, "</td>");
+ *     hetcl__sb_puts(&b, "<td>");
+ *     hetcl__sb_html_text(&b, device_name);   // "<script>" -> "&lt;script&gt;"
+ *     hetcl__sb_puts(&b, "</td>");
  *     if (b.failed) ...                // out of memory somewhere above: b.p is incomplete
- *     sb_free(&b);
+ *     hetcl__sb_free(&b);
  */
-#ifndef HETCL_CLI_TEXTBUF_H
-#define HETCL_CLI_TEXTBUF_H
+#ifndef HETCL_PROFILER_TEXTBUF_H
+#define HETCL_PROFILER_TEXTBUF_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -23,18 +24,18 @@ struct sbuf {
     bool failed;
 };
 
-void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sb_puts(struct sbuf *b, const char *s);
-void sb_putc(struct sbuf *b, char c);
-void sb_free(struct sbuf *b);
+void hetcl__sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hetcl__sb_puts(struct sbuf *b, const char *s);
+void hetcl__sb_putc(struct sbuf *b, char c);
+void hetcl__sb_free(struct sbuf *b);
 
 /* Appends s escaped for HTML/XML text and attribute values: & < > " ' become entities, and
  * control characters other than tab and newline (not allowed in XML) become U+FFFD. */
-void sb_html_text(struct sbuf *b, const char *s);
+void hetcl__sb_html_text(struct sbuf *b, const char *s);
 
 /* Appends s escaped for a Markdown table cell or inline text: | and the characters that start
  * emphasis, code, links or headings (\ ` * _ [ ] # ~) get a backslash; < > & become entities
  * (GitHub renders raw HTML in Markdown); newlines become spaces so that a row stays a row. */
-void sb_md_text(struct sbuf *b, const char *s);
+void hetcl__sb_md_text(struct sbuf *b, const char *s);
 
-#endif /* HETCL_CLI_TEXTBUF_H */
+#endif /* HETCL_PROFILER_TEXTBUF_H */

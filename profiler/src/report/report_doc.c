@@ -1,6 +1,7 @@
 /* Reading hetcl reports: kind and version checks, and field accessors (report_doc.h). */
-#include "report_doc.h"
-#include "cli.h"
+#include "report/report_doc.h"
+
+#include <hetcl_internal/base.h>
 
 #include <hetcl/schema.h>
 
@@ -9,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-bool report_doc_error(struct report_doc *d, const char *field, const char *fmt, ...)
+bool hetcl__report_doc_error(struct report_doc *d, const char *field, const char *fmt, ...)
 {
     if (!d->failed) {
         char msg[512];
@@ -17,7 +18,7 @@ bool report_doc_error(struct report_doc *d, const char *field, const char *fmt, 
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        cli_error("%s: %s: %s", d->path, field, msg);
+        (void) hetcl__fail(d->ctx, HETCL_ERR_FORMAT, "%s: %s: %s", d->path, field, msg);
     }
     d->failed = true;
     return false;
@@ -29,22 +30,26 @@ static const char *string_member(const cJSON *o, const char *name)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-bool report_doc_load(const char *path, const struct report_kind_info *kinds, size_t n_kinds,
-                     const char *verb, struct report_doc *d)
+bool hetcl__report_doc_load(hetcl_context *ctx, const char *path,
+                            const struct report_kind_info *kinds, size_t n_kinds, const char *verb,
+                            struct report_doc *d)
 {
     memset(d, 0, sizeof *d);
+    d->ctx = ctx;
     d->path = path;
     char err[1024];
-    if (hetcl_schema_read_json(path, &d->root, err, sizeof err) != HETCL_OK) {
-        cli_error("%s", err); /* names the file: "x.json: cannot open: ..." */
+    hetcl_status st = hetcl_schema_read_json(path, &d->root, err, sizeof err);
+    if (st != HETCL_OK) {
+        /* err names the file: "x.json: cannot open: ..." */
+        (void) hetcl__fail(ctx, st, "%s", err);
         d->failed = true;
         return false;
     }
     if (!cJSON_IsObject(d->root))
-        return report_doc_error(d, "$", "expected a JSON object (a hetcl report)");
+        return hetcl__report_doc_error(d, "$", "expected a JSON object (a hetcl report)");
     d->kind = string_member(d->root, "kind");
     if (!d->kind)
-        return report_doc_error(d, "$.kind", "missing: not a hetcl report");
+        return hetcl__report_doc_error(d, "$.kind", "missing: not a hetcl report");
     const struct report_kind_info *k = NULL;
     for (size_t i = 0; i < n_kinds; i++)
         if (!strcmp(kinds[i].kind, d->kind))
@@ -55,17 +60,19 @@ bool report_doc_load(const char *path, const struct report_kind_info *kinds, siz
             size_t len = strlen(known);
             snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", kinds[i].kind);
         }
-        return report_doc_error(d, "$.kind", "'%s' reports cannot be %s (this hetcl reads: %s)",
-                                d->kind, verb, known);
+        return hetcl__report_doc_error(d, "$.kind",
+                                       "'%s' reports cannot be %s (this hetcl reads: %s)", d->kind,
+                                       verb, known);
     }
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(d->root, "schema_version");
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 1)
-        return report_doc_error(d, "$.schema_version", "expected a positive integer");
+        return hetcl__report_doc_error(d, "$.schema_version", "expected a positive integer");
     if (v->valuedouble > k->version)
-        return report_doc_error(d, "$.schema_version",
-                                "version %.0f of %s is unknown to this hetcl (it reads 1 to %d); "
-                                "use a newer hetcl",
-                                v->valuedouble, d->kind, k->version);
+        return hetcl__report_doc_error(
+                d, "$.schema_version",
+                "version %.0f of %s is unknown to this hetcl (it reads 1 to %d); "
+                "use a newer hetcl",
+                v->valuedouble, d->kind, k->version);
     d->schema_version = (int) v->valuedouble;
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(d->root, "hetcl");
     d->hetcl_version = string_member(h, "version");
@@ -80,7 +87,7 @@ bool report_doc_load(const char *path, const struct report_kind_info *kinds, siz
     return true;
 }
 
-void report_doc_free(struct report_doc *d)
+void hetcl__report_doc_free(struct report_doc *d)
 {
     if (!d)
         return;
@@ -88,12 +95,12 @@ void report_doc_free(struct report_doc *d)
     memset(d, 0, sizeof *d);
 }
 
-void rd_index_path(char *out, size_t cap, const char *at, size_t i)
+void hetcl__rd_index_path(char *out, size_t cap, const char *at, size_t i)
 {
     snprintf(out, cap, "%s[%zu]", at, i);
 }
 
-void rd_member_path(char *out, size_t cap, const char *at, const char *name)
+void hetcl__rd_member_path(char *out, size_t cap, const char *at, const char *name)
 {
     snprintf(out, cap, "%s.%s", at, name);
 }
@@ -107,8 +114,8 @@ static const cJSON *get(struct report_doc *d, const cJSON *o, const char *at, co
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
     if (!v) {
         char field[256];
-        rd_member_path(field, sizeof field, at, name);
-        report_doc_error(d, field, "missing (expected %s)", what);
+        hetcl__rd_member_path(field, sizeof field, at, name);
+        hetcl__report_doc_error(d, field, "missing (expected %s)", what);
     }
     return v;
 }
@@ -116,11 +123,12 @@ static const cJSON *get(struct report_doc *d, const cJSON *o, const char *at, co
 static void mistyped(struct report_doc *d, const char *at, const char *name, const char *what)
 {
     char field[256];
-    rd_member_path(field, sizeof field, at, name);
-    report_doc_error(d, field, "expected %s", what);
+    hetcl__rd_member_path(field, sizeof field, at, name);
+    hetcl__report_doc_error(d, field, "expected %s", what);
 }
 
-const cJSON *rd_object(struct report_doc *d, const cJSON *o, const char *at, const char *name)
+const cJSON *hetcl__rd_object(struct report_doc *d, const cJSON *o, const char *at,
+                              const char *name)
 {
     const cJSON *v = get(d, o, at, name, "an object");
     if (v && !cJSON_IsObject(v)) {
@@ -130,7 +138,7 @@ const cJSON *rd_object(struct report_doc *d, const cJSON *o, const char *at, con
     return v;
 }
 
-const cJSON *rd_array(struct report_doc *d, const cJSON *o, const char *at, const char *name)
+const cJSON *hetcl__rd_array(struct report_doc *d, const cJSON *o, const char *at, const char *name)
 {
     const cJSON *v = get(d, o, at, name, "an array");
     if (v && !cJSON_IsArray(v)) {
@@ -140,7 +148,7 @@ const cJSON *rd_array(struct report_doc *d, const cJSON *o, const char *at, cons
     return v;
 }
 
-const char *rd_string(struct report_doc *d, const cJSON *o, const char *at, const char *name)
+const char *hetcl__rd_string(struct report_doc *d, const cJSON *o, const char *at, const char *name)
 {
     const cJSON *v = get(d, o, at, name, "a string");
     if (v && !cJSON_IsString(v)) {
@@ -150,8 +158,8 @@ const char *rd_string(struct report_doc *d, const cJSON *o, const char *at, cons
     return v ? v->valuestring : "";
 }
 
-const char *rd_string_or_null(struct report_doc *d, const cJSON *o, const char *at,
-                              const char *name)
+const char *hetcl__rd_string_or_null(struct report_doc *d, const cJSON *o, const char *at,
+                                     const char *name)
 {
     const cJSON *v = get(d, o, at, name, "a string or null");
     if (v && !cJSON_IsString(v) && !cJSON_IsNull(v))
@@ -159,8 +167,8 @@ const char *rd_string_or_null(struct report_doc *d, const cJSON *o, const char *
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-double rd_number(struct report_doc *d, const cJSON *o, const char *at, const char *name,
-                 bool nullable)
+double hetcl__rd_number(struct report_doc *d, const cJSON *o, const char *at, const char *name,
+                        bool nullable)
 {
     const char *what = nullable ? "a number or null" : "a number";
     const cJSON *v = get(d, o, at, name, what);

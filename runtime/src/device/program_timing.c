@@ -1,9 +1,9 @@
-/* Cold and warm program builds for `hetcl bench model` (bench_build.h). */
-#include "bench_build.h"
-
+/* Cold and warm builds of hetcl's kernel programs through the program cache
+ * (hetcl_program_build_times in <hetcl/program.h>). */
 #include "hetcl_clsource.h"
 
 #include <hetcl/program.h>
+#include <hetcl_internal/base.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -26,19 +26,22 @@ static cl_device_id find_device(const struct hetcl_device_desc *desc)
     return devs[desc->device_index];
 }
 
-bool bench_build_times(hetcl_context *ctx, const struct hetcl_device_desc *desc, double *cold_ms,
-                       double *warm_ms)
+hetcl_status hetcl_program_build_times(hetcl_context *ctx, const struct hetcl_device_desc *desc,
+                                       double *cold_ms, double *warm_ms)
 {
-    cl_device_id dev = desc ? find_device(desc) : NULL;
+    if (!desc || !cold_ms || !warm_ms)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_program_build_times: NULL argument");
+    cl_device_id dev = find_device(desc);
     if (!dev)
-        return false;
+        return hetcl__fail(ctx, HETCL_ERR_NO_DEVICE, "%s: device not found", desc->name);
     cl_int err = CL_SUCCESS;
     cl_context clctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
     if (!clctx || err != CL_SUCCESS)
-        return false;
+        return hetcl__fail(ctx, HETCL_ERR_OPENCL, "%s: clCreateContext failed (%d)", desc->name,
+                           (int) err);
     double cold = 0, warm = 0;
-    bool ok = true;
-    for (size_t i = 0; ok && hetcl_cl_sources[i]; i++) {
+    hetcl_status st = HETCL_OK;
+    for (size_t i = 0; st == HETCL_OK && hetcl_cl_sources[i]; i++) {
         const char *name = hetcl_cl_sources[i]->name;
         size_t len = strlen(name);
         if (len < 3 || strcmp(name + len - 3, ".cl") || !strcmp(name, "probe.cl"))
@@ -47,20 +50,20 @@ bool bench_build_times(hetcl_context *ctx, const struct hetcl_device_desc *desc,
         uint64_t key = 0;
         if (hetcl_program_cache_path(ctx, dev, name, NULL, path, sizeof path, &key) == HETCL_OK)
             unlink(path);
-        for (int pass = 0; ok && pass < 2; pass++) {
+        for (int pass = 0; st == HETCL_OK && pass < 2; pass++) {
             cl_program prog = NULL;
             struct hetcl_build_info info;
-            ok = hetcl_program_build(ctx, clctx, dev, name, NULL, &prog, &info) == HETCL_OK;
-            if (ok)
+            st = hetcl_program_build(ctx, clctx, dev, name, NULL, &prog, &info);
+            if (st == HETCL_OK)
                 *(pass ? &warm : &cold) += (double) info.build_ns / 1e6;
             if (prog)
                 clReleaseProgram(prog);
         }
     }
     clReleaseContext(clctx);
-    if (ok) {
+    if (st == HETCL_OK) {
         *cold_ms = cold;
         *warm_ms = warm;
     }
-    return ok;
+    return st;
 }

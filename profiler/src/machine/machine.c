@@ -1,7 +1,6 @@
-/* Machine state and energy readers of `hetcl bench model` (bench_machine.h). */
-#include "bench_machine.h"
-
+/* Machine state, the core round trip and energy readers (<hetcl/machine.h>). */
 #include <hetcl/hetcl.h>
+#include <hetcl/machine.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -163,7 +162,7 @@ static cJSON *thermal(const char *root)
     return o;
 }
 
-cJSON *bench_machine_state(const char *root)
+cJSON *hetcl_machine_state(const char *root)
 {
     if (!root)
         root = "";
@@ -184,7 +183,7 @@ cJSON *bench_machine_state(const char *root)
     return o;
 }
 
-int bench_machine_throttled(const cJSON *before, const cJSON *after)
+int hetcl_machine_throttled(const cJSON *before, const cJSON *after)
 {
     (void) before;
     if (!after)
@@ -231,7 +230,7 @@ static bool read_u64(const char *path, uint64_t *out)
     return true;
 }
 
-void bench_energy_begin(const char *root, struct bench_energy *e)
+void hetcl_energy_begin(const char *root, struct hetcl_energy *e)
 {
     if (!root)
         root = "";
@@ -240,7 +239,7 @@ void bench_energy_begin(const char *root, struct bench_energy *e)
     int first_errno = 0;
     const char *dir = "/sys/class/powercap";
     size_t n = list_dir(root, dir, "intel-rapl:", names, 64);
-    for (size_t i = 0; i < n && e->n < BENCH_ENERGY_MAX_DOMAINS; i++) {
+    for (size_t i = 0; i < n && e->n < HETCL_ENERGY_MAX_DOMAINS; i++) {
         size_t k = e->n;
         char p[400];
         snprintf(e->path[k], sizeof e->path[k], "%s%s/%s/energy_uj", root, dir, names[i]);
@@ -273,7 +272,7 @@ void bench_energy_begin(const char *root, struct bench_energy *e)
         char sub[400], *files[32];
         snprintf(sub, sizeof sub, "%s/%s", hdir, names[i]);
         size_t nf = list_dir(root, sub, "energy", files, 32);
-        for (size_t j = 0; j < nf && e->n < BENCH_ENERGY_MAX_DOMAINS; j++) {
+        for (size_t j = 0; j < nf && e->n < HETCL_ENERGY_MAX_DOMAINS; j++) {
             size_t len = strlen(files[j]);
             if (len < 6 || strcmp(files[j] + len - 6, "_input"))
                 continue;
@@ -307,7 +306,7 @@ void bench_energy_begin(const char *root, struct bench_energy *e)
                  "not available: no RAPL powercap (/sys/class/powercap) or hwmon energy counter");
 }
 
-cJSON *bench_energy_end(const struct bench_energy *e, double elapsed_s, double items)
+cJSON *hetcl_energy_end(const struct hetcl_energy *e, double elapsed_s, double items)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -354,7 +353,7 @@ cJSON *bench_energy_end(const struct bench_energy *e, double elapsed_s, double i
     return o;
 }
 
-long long bench_peak_rss_bytes(void)
+long long hetcl_peak_rss_bytes(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
     if (!f)
@@ -370,7 +369,7 @@ long long bench_peak_rss_bytes(void)
     return kb >= 0 ? kb * 1024 : -1;
 }
 
-void bench_core_measure(struct bench_core *c, bool after)
+void hetcl_core_round_trip_measure(struct hetcl_core_round_trip *c, bool after)
 {
     if (after && !c->measured)
         return;
@@ -391,7 +390,7 @@ void bench_core_measure(struct bench_core *c, bool after)
     hetcl_context_destroy(ctx);
 }
 
-void bench_stat_add(cJSON *o, const struct hetcl_stat *st)
+void hetcl_stat_add_json(cJSON *o, const struct hetcl_stat *st)
 {
     cJSON_AddNumberToObject(o, "median", st->median);
     cJSON_AddNumberToObject(o, "min", st->min);
@@ -399,7 +398,7 @@ void bench_stat_add(cJSON *o, const struct hetcl_stat *st)
     cJSON_AddNumberToObject(o, "n", st->n);
 }
 
-cJSON *bench_core_json(const struct bench_core *c)
+cJSON *hetcl_core_round_trip_json(const struct hetcl_core_round_trip *c)
 {
     if (!c->measured)
         return cJSON_CreateNull();
@@ -408,8 +407,8 @@ cJSON *bench_core_json(const struct bench_core *c)
     cJSON_AddItemToArray(pus, cJSON_CreateNumber(c->pus[0]));
     cJSON_AddItemToArray(pus, cJSON_CreateNumber(c->pus[1]));
     cJSON_AddItemToObject(o, "pus", pus);
-    bench_stat_add(before, &c->before);
-    bench_stat_add(after, &c->after);
+    hetcl_stat_add_json(before, &c->before);
+    hetcl_stat_add_json(after, &c->after);
     cJSON_AddItemToObject(o, "before", before);
     cJSON_AddItemToObject(o, "after", after);
     return o;

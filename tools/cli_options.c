@@ -1,0 +1,238 @@
+/* The table-driven flag parser of the CLI (cli_options.h). */
+#include "cli_options.h"
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Help lines start at this column; a longer flag and metavar push the help to the next line. */
+#define HELP_COLUMN 27
+
+bool cli_parse_uint(const char *flag, const char *value, unsigned long max, unsigned long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    if (!value || !*value || *value == '-') {
+        cli_error("%s expects a non-negative integer, got '%s'", flag, value ? value : "");
+        return false;
+    }
+    unsigned long v = strtoul(value, &end, 10);
+    if (errno || *end || v > max) {
+        cli_error("%s expects an integer from 0 to %lu, got '%s'", flag, max, value);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_parse_range(const char *flag, const char *value, unsigned long min, unsigned long max,
+                     unsigned long *out)
+{
+    unsigned long v = 0;
+    if (!cli_parse_uint(flag, value, max, &v))
+        return false;
+    if (v < min) {
+        cli_error("%s expects an integer from %lu to %lu, got '%s'", flag, min, max, value);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_parse_double(const char *flag, const char *value, double min, double max, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = value ? strtod(value, &end) : (double) NAN;
+    if (!value || !*value || end == value || *end || errno || !isfinite(x) || x < min || x > max) {
+        if (max >= HUGE_VAL || max > 1e300)
+            cli_error("%s expects a number >= %g, got '%s'", flag, min, value ? value : "");
+        else
+            cli_error("%s expects a number from %g to %g, got '%s'", flag, min, max,
+                      value ? value : "");
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+static int parse_int(const char *flag, const char *value, long min, long max, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = value && *value ? strtol(value, &end, 10) : 0;
+    if (!value || !*value || errno || *end || v < min || v > max) {
+        cli_error("%s expects an integer from %ld to %ld, got '%s'", flag, min, max,
+                  value ? value : "");
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool parse_choice(const struct cli_option *o, const char *value)
+{
+    for (int i = 0; o->choices[i]; i++)
+        if (!strcmp(o->choices[i], value)) {
+            *(int *) o->target = i;
+            return true;
+        }
+    char list[512] = "";
+    for (int i = 0; o->choices[i]; i++) {
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof list - len, "%s%s",
+                 i ? (o->choices[i + 1] ? ", " : " or ") : "", o->choices[i]);
+    }
+    cli_error("%s expects %s, got '%s'", o->name, list, value);
+    return false;
+}
+
+/* The upper bound of an unsigned kind: max, or the type's own when max is 0. */
+static unsigned long umax(const struct cli_option *o, unsigned long type_max)
+{
+    return o->max > 0 && o->max < (double) type_max ? (unsigned long) o->max : type_max;
+}
+
+/* Stores value into o->target as o->kind says; prints the error and returns false if bad. */
+static bool store(const struct cli_option *o, const char *value)
+{
+    unsigned long u = 0;
+    long l = 0;
+    switch (o->kind) {
+    case CLI_HEADING:
+    case CLI_FLAG:
+        return false;
+    case CLI_STRING:
+        *(const char **) o->target = value;
+        return true;
+    case CLI_ULONG:
+        if (!cli_parse_range(o->name, value, (unsigned long) o->min, umax(o, ULONG_MAX), &u))
+            return false;
+        *(unsigned long *) o->target = u;
+        return true;
+    case CLI_SIZE:
+        if (!cli_parse_range(o->name, value, (unsigned long) o->min, umax(o, SIZE_MAX), &u))
+            return false;
+        *(size_t *) o->target = (size_t) u;
+        return true;
+    case CLI_U64:
+        /* below 2^53: reports store seeds and counts as JSON numbers */
+        if (!cli_parse_range(o->name, value, (unsigned long) o->min, umax(o, 9007199254740991UL),
+                             &u))
+            return false;
+        *(uint64_t *) o->target = u;
+        return true;
+    case CLI_INT:
+        if (!parse_int(o->name, value, (long) o->min, o->max > 0 ? (long) o->max : 2147483647L, &l))
+            return false;
+        *(int *) o->target = (int) l;
+        return true;
+    case CLI_DOUBLE:
+        return cli_parse_double(o->name, value, o->min, o->max > 0 ? o->max : HUGE_VAL,
+                                (double *) o->target);
+    case CLI_CHOICE:
+        return parse_choice(o, value);
+    case CLI_CUSTOM:
+        return o->parse(o->name, value, o->target);
+    }
+    return false;
+}
+
+static const struct cli_option *find(const struct cli_option *opts, size_t n, const char *name,
+                                     size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (opts[i].kind != CLI_HEADING && strlen(opts[i].name) == len &&
+            !strncmp(opts[i].name, name, len))
+            return &opts[i];
+    return NULL;
+}
+
+void cli_print_options(FILE *out, const struct cli_option *opts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct cli_option *o = &opts[i];
+        if (o->kind == CLI_HEADING) {
+            fprintf(out, "%s%s\n", i ? "\n" : "", o->name);
+            continue;
+        }
+        int col = fprintf(out, "  %s%s%s", o->name, o->metavar ? " " : "",
+                          o->metavar ? o->metavar : "");
+        const char *h = o->help ? o->help : "";
+        if (col >= HELP_COLUMN - 1) {
+            fputc('\n', out);
+            col = 0;
+        }
+        do {
+            size_t len = strcspn(h, "\n");
+            fprintf(out, "%*s%.*s\n", HELP_COLUMN - col, "", (int) len, h);
+            col = 0;
+            h += len + (h[len] == '\n');
+        } while (*h);
+    }
+    fprintf(out, "  %-*s%s\n", HELP_COLUMN - 2, "-h, --help", "this help");
+}
+
+int cli_parse(const char *command, const struct cli_help *help, int argc, char **argv,
+              const struct cli_option *opts, size_t n, struct cli_parsed *out)
+{
+    memset(out, 0, sizeof *out);
+    out->positional = calloc((size_t) (argc > 0 ? argc : 1), sizeof *out->positional);
+    if (!out->positional) {
+        cli_error("out of memory");
+        return CLI_PARSE_ERROR;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            if (help && help->intro)
+                fputs(help->intro, stdout);
+            cli_print_options(stdout, opts, n);
+            if (help && help->outro)
+                fprintf(stdout, "\n%s", help->outro);
+            return CLI_PARSE_HELP;
+        }
+        if (a[0] != '-' || !strcmp(a, "-")) {
+            out->positional[out->n_positional++] = a;
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        size_t len = eq ? (size_t) (eq - a) : strlen(a);
+        const struct cli_option *o = find(opts, n, a, len);
+        if (!o) {
+            cli_error("%s: unknown option '%.*s'; see 'hetcl %s --help'", command, (int) len, a,
+                      command);
+            return CLI_PARSE_ERROR;
+        }
+        if (o->kind == CLI_FLAG) {
+            if (eq) {
+                cli_error("%s takes no value, got '%s'", o->name, eq + 1);
+                return CLI_PARSE_ERROR;
+            }
+            *(bool *) o->target = true;
+        } else {
+            const char *value = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+            if (!value) {
+                cli_error("%s expects a value; see 'hetcl %s --help'", o->name, command);
+                return CLI_PARSE_ERROR;
+            }
+            if (!store(o, value))
+                return CLI_PARSE_ERROR;
+        }
+        if (o->seen)
+            *o->seen = true;
+    }
+    return CLI_PARSE_OK;
+}
+
+void cli_parsed_free(struct cli_parsed *p)
+{
+    if (!p)
+        return;
+    free(p->positional);
+    memset(p, 0, sizeof *p);
+}

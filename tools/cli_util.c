@@ -1,0 +1,35 @@
+/* The CLI's error line and atomic file writes, shared by every subcommand (cli.h). */
+#include "cli.h"
+
+#include <hetcl/context.h>
+#include <hetcl/fileio.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("hetcl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_write_file_atomic(const char *path, const char *text)
+{
+    hetcl_context *ctx = NULL;
+    if (hetcl_context_create(NULL, &ctx) != HETCL_OK) {
+        cli_error("out of memory");
+        return -1;
+    }
+    int rc = 0;
+    if (hetcl_file_write_atomic(ctx, path, text, strlen(text)) != HETCL_OK) {
+        cli_error("%s", hetcl_context_last_error(ctx));
+        rc = -1;
+    }
+    hetcl_context_destroy(ctx);
+    return rc;
+}
