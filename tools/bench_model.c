@@ -6,8 +6,10 @@
 #include "bench_model.h"
 #include "bench/bench_util.h"
 #include "cli.h"
-#include "devices_json.h"
+#include "util/json.h"
+
 #include <hetcl/machine.h>
+#include <hetcl/report.h>
 
 #include <hetcl/context.h>
 #include <hetcl/device.h>
@@ -393,67 +395,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 
 static cJSON *provenance(int argc, char **argv, const struct hetcl_device_list *list)
 {
-    cJSON *p = cJSON_CreateObject();
-    cJSON *h = cJSON_CreateObject();
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    cJSON_AddStringToObject(h, "hostname", host);
-    struct utsname u;
-    char os[600] = "";
-    if (uname(&u) == 0)
-        snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
-    cJSON_AddStringToObject(h, "os", os);
-    char cpu[256] = "";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-            snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
-            cpu[strcspn(cpu, "\n")] = '\0';
-            break;
-        }
-    if (f)
-        fclose(f);
-    cJSON_AddStringToObject(h, "cpu_model", cpu);
-    cJSON *env = devices_json_environment();
-    cJSON_AddItemToObject(h, "environment", env ? env : cJSON_CreateObject());
-    cJSON_AddItemToObject(p, "host", h);
-    cJSON *cl = cJSON_CreateArray();
-    /* argv starts at the subcommand ("model"): the command line as typed */
-    cJSON_AddItemToArray(cl, cJSON_CreateString("hetcl"));
-    cJSON_AddItemToArray(cl, cJSON_CreateString("bench"));
-    for (int i = 0; i < argc; i++)
-        cJSON_AddItemToArray(cl, cJSON_CreateString(argv[i]));
-    cJSON_AddItemToObject(p, "command_line", cl);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "icd_loader", list ? list->icd_loader : "");
-    cJSON *devs = cJSON_CreateArray();
-    for (size_t i = 0; list && i < list->n_devices; i++) {
-        const struct hetcl_device_desc *d = &list->devices[i];
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "id", d->id);
-        cJSON_AddStringToObject(x, "name", d->name);
-        cJSON_AddStringToObject(x, "type", hetcl_device_type_name(d->type));
-        cJSON_AddStringToObject(x, "vendor", d->vendor);
-        cJSON_AddStringToObject(x, "device_version", d->device_version);
-        cJSON_AddStringToObject(x, "driver_version", d->driver_version);
-        cJSON_AddStringToObject(x, "platform_name", d->platform_name);
-        cJSON_AddStringToObject(x, "platform_version", d->platform_version);
-        cJSON_AddNumberToObject(x, "compute_units", d->compute_units);
-        cJSON_AddNumberToObject(x, "clock_mhz", d->clock_mhz);
-        if (d->pci.valid) {
-            char bus[32];
-            snprintf(bus, sizeof bus, "%04x:%02x:%02x.%x", d->pci.domain, d->pci.bus, d->pci.device,
-                     d->pci.function);
-            cJSON_AddStringToObject(x, "pci_busid", bus);
-        } else {
-            cJSON_AddNullToObject(x, "pci_busid");
-        }
-        cJSON_AddItemToArray(devs, x);
-    }
-    cJSON_AddItemToObject(o, "devices", devs);
-    cJSON_AddItemToObject(p, "opencl", o);
-    cJSON_AddNullToObject(p, "devices_report");
+    struct hetcl_provenance_options po = {
+            .command = "hetcl bench", .argc = argc, .argv = argv, .devices = list};
+    cJSON *p = hetcl_report_provenance(&po);
+    hetcl__json_add(p, "devices_report", cJSON_CreateNull());
     return p;
 }
 

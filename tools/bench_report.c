@@ -1,6 +1,7 @@
 /* The report and tables of `hetcl bench model` (bench_report.h). */
 #include "bench_report.h"
 
+#include <hetcl/report.h>
 #include <hetcl/stats.h>
 #include <hetcl/version.h>
 
@@ -448,23 +449,11 @@ static cJSON *str_array(const char *const *v, size_t n)
 
 cJSON *bench_report_root(const struct bench_run_info *ri, cJSON *provenance)
 {
-    cJSON *root = cJSON_CreateObject();
+    cJSON *root = hetcl_report_create("hetcl.bench", BENCH_SCHEMA_VERSION);
     if (!root) {
         cJSON_Delete(provenance);
         return NULL;
     }
-    cJSON_AddNumberToObject(root, "schema_version", BENCH_SCHEMA_VERSION);
-    cJSON_AddStringToObject(root, "kind", "hetcl.bench");
-    cJSON *h = cJSON_CreateObject();
-    cJSON_AddStringToObject(h, "version", hetcl_version());
-    cJSON_AddStringToObject(h, "commit", hetcl_build_commit());
-    cJSON_AddItemToObject(root, "hetcl", h);
-    char ts[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    cJSON_AddStringToObject(root, "generated_at", ts);
     cJSON_AddItemToObject(root, "provenance", provenance);
 
     cJSON *run = cJSON_CreateObject();

@@ -4,9 +4,11 @@
  * versioned JSON document with --json.
  */
 #include "cli.h"
-#include "devices_json.h"
+#include "util/json.h"
+
 #include "devices_probe.h"
 #include <hetcl/machine.h>
+#include <hetcl/report.h>
 
 #include <hetcl/hetcl.h>
 
@@ -212,7 +214,7 @@ static cJSON *core_round_trips(hetcl_context *ctx, const hetcl_topology *topo)
         cJSON *o = cJSON_CreateObject(), *pus = cJSON_CreateArray();
         cJSON_AddItemToArray(pus, cJSON_CreateNumber(a));
         cJSON_AddItemToArray(pus, cJSON_CreateNumber(pu));
-        json_add(o, "pus", pus);
+        hetcl__json_add(o, "pus", pus);
         hetcl_stat_add_json(o, &st);
         cJSON_AddItemToArray(arr, o);
     }
@@ -320,31 +322,19 @@ static int write_json(const struct devices_opts *o, cJSON *doc)
 
 static cJSON *document_header(void)
 {
-    cJSON *doc = cJSON_CreateObject();
-    json_add(doc, "schema_version", cJSON_CreateNumber(DEVICES_SCHEMA_VERSION));
-    json_add(doc, "kind", cJSON_CreateString("hetcl.devices"));
-    cJSON *tool = cJSON_CreateObject();
-    json_add(tool, "version", cJSON_CreateString(hetcl_version()));
-    json_add(tool, "commit", cJSON_CreateString(hetcl_build_commit()));
-    json_add(doc, "hetcl", tool);
-    char when[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    json_add(doc, "generated_at", cJSON_CreateString(when));
+    cJSON *doc = hetcl_report_create("hetcl.devices", HETCL_DEVICES_SCHEMA_VERSION);
     cJSON *host = cJSON_CreateObject();
     struct utsname u;
     char hostname[256] = "";
     gethostname(hostname, sizeof hostname - 1);
-    json_add(host, "hostname", cJSON_CreateString(hostname));
+    hetcl__json_add(host, "hostname", cJSON_CreateString(hostname));
     if (uname(&u) == 0) {
         char os[512];
         snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
-        json_add(host, "os", cJSON_CreateString(os));
+        hetcl__json_add(host, "os", cJSON_CreateString(os));
     }
-    json_add(host, "environment", devices_json_environment());
-    json_add(doc, "host", host);
+    hetcl__json_add(host, "environment", hetcl_report_environment());
+    hetcl__json_add(doc, "host", host);
     return doc;
 }
 
@@ -416,13 +406,13 @@ int cli_devices(int argc, char **argv)
     }
 
     doc = document_header();
-    cJSON *topo_json = devices_json_topology(topo);
+    cJSON *topo_json = hetcl_report_topology(topo);
     if (!o.topology_xml)
-        json_add(topo_json, "core_round_trip_ns", core_round_trips(ctx, topo));
-    json_add(doc, "topology", topo_json);
-    cJSON *cl = devices_json_opencl(list, locs, o.split_cpu);
+        hetcl__json_add(topo_json, "core_round_trip_ns", core_round_trips(ctx, topo));
+    hetcl__json_add(doc, "topology", topo_json);
+    cJSON *cl = hetcl_report_opencl(list, locs, o.split_cpu);
     cJSON *devs = cJSON_GetObjectItemCaseSensitive(cl, "devices");
-    json_add(doc, "opencl", cl);
+    hetcl__json_add(doc, "opencl", cl);
 
     if (!o.json_path) {
         printf("hetcl %s: devices\n\n", hetcl_version());

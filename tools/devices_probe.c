@@ -2,7 +2,9 @@
 #include "devices_probe.h"
 
 #include "cli.h"
-#include "devices_json.h"
+#include "util/json.h"
+
+#include <hetcl/report.h>
 
 #include <hetcl/probe.h>
 
@@ -80,7 +82,7 @@ int devices_probe_all(hetcl_context *ctx, const bool *probe, bool quick, unsigne
         cJSON *j = hetcl_ceilings_to_json(&c);
         if (j) {
             cJSON_AddStringToObject(j, "source", measured_now ? "measured" : "cache");
-            json_add(cJSON_GetArrayItem(devs, (int) i), "ceilings", j);
+            hetcl__json_add(cJSON_GetArrayItem(devs, (int) i), "ceilings", j);
         }
         if (human)
             print_ceilings(d, &c, measured_now);

@@ -25,6 +25,11 @@ void hetcl__free(void *p)
     free(p);
 }
 
+void hetcl_free(void *p)
+{
+    hetcl__free(p);
+}
+
 char *hetcl__strdup(const char *s)
 {
     if (!s)

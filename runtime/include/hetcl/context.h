@@ -44,4 +44,8 @@ HETCL_API const char *hetcl_context_cache_dir(const hetcl_context *ctx);
 /* The kernel source override directory, or NULL when embedded sources are used. */
 HETCL_API const char *hetcl_context_cl_dir(const hetcl_context *ctx);
 
+/* Frees memory that a hetcl function returned for the caller to own (a rendered report, a
+ * comparison's text), as that function's documentation says. NULL is a no-op. */
+HETCL_API void hetcl_free(void *p);
+
 #endif /* HETCL_CONTEXT_H */
