@@ -12,8 +12,10 @@ packages=(
   pocl-opencl-icd clinfo
   # the default dataset (/usr/share/datasets/fashion-mnist)
   dataset-fashion-mnist
-  # tests: the OpenCL C syntax check of clkernels/*.cl, the format check, the sanitizer runtimes
-  clang clang-format libclang-rt-14-dev
+  # tests: the OpenCL C syntax check of clkernels/*.cl, the format check, the sanitizer runtimes;
+  # xmllint (libxml2-utils) checks that the HTML pages hetcl writes are well-formed XML: a real
+  # XML parser catches what a hand-written checker would miss
+  clang clang-format libclang-rt-14-dev libxml2-utils
 )
 
 missing=()
