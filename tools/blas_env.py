@@ -230,7 +230,7 @@ def choose(env, forced=None, cpuinfo=None):
            "openblas_num_threads": env.get("OPENBLAS_NUM_THREADS")}
     if forced is not None:
         rec["coretype"] = None if forced == "unset" else forced
-        rec["how"] = "forced (--blas-coretype)"
+        rec["how"] = "forced by --blas-coretype"
         return rec
     names = candidates(info["flags"])
     if not names:
@@ -358,9 +358,10 @@ def in_use(rec):
     record (blas: the mapped BLAS files; core: OpenBLAS's core, None if not OpenBLAS) and
     returns the words for its header line."""
     rec["blas"], rec["core"], _ = openblas_loaded()
+    if rec["core"] is None:
+        return f"not OpenBLAS, CPU {rec['cpu']}"
     asked = rec["coretype"] or "unset"
-    core = rec["core"] or "none (not OpenBLAS)"
-    return f"OpenBLAS core {core} (OPENBLAS_CORETYPE={asked}, {rec['how']}), CPU {rec['cpu']}"
+    return f"OpenBLAS core {rec['core']} (OPENBLAS_CORETYPE={asked}, {rec['how']}), CPU {rec['cpu']}"
 
 
 def main():

@@ -163,7 +163,7 @@ class Choose(unittest.TestCase):
 
     def test_forced_and_no_candidates_measure_nothing(self):
         rec = self.choose(forced="Haswell")
-        self.assertEqual((rec["coretype"], rec["how"]), ("Haswell", "forced (--blas-coretype)"))
+        self.assertEqual((rec["coretype"], rec["how"]), ("Haswell", "forced by --blas-coretype"))
         self.assertIsNone(self.choose(forced="unset")["coretype"])
         self.assertIsNone(self.choose(AARCH64)["coretype"])
         self.assertEqual(self.calls, [])
