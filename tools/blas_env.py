@@ -341,7 +341,7 @@ def prepare(want_env, blas_dir, forced=None, measure=True, tag="blas_env"):
         rec = choose(env, forced)
     else:
         rec = {"cpu": cpu_label(read_cpuinfo()), "coretype": None,
-               "how": "unset, not measured (no PyTorch run)",
+               "how": "not measured (no PyTorch run)",
                "openblas_num_threads": env.get("OPENBLAS_NUM_THREADS")}
     print(f"{tag}: " + summary(rec), flush=True)
     if rec["coretype"]:
@@ -361,7 +361,8 @@ def in_use(rec):
     if rec["core"] is None:
         return f"not OpenBLAS, CPU {rec['cpu']}"
     asked = rec["coretype"] or "unset"
-    return f"OpenBLAS core {rec['core']} (OPENBLAS_CORETYPE={asked}, {rec['how']}), CPU {rec['cpu']}"
+    return (f"OpenBLAS core {rec['core']} (OPENBLAS_CORETYPE={asked}, {rec['how']}), "
+            f"CPU {rec['cpu']}")
 
 
 def main():

@@ -30,7 +30,8 @@ model\t\t: 85
 model name\t: second block, not read
 flags\t\t: {BASE}
 """
-SKYLAKEX = f"cpu family\t: 6\nmodel\t\t: 85\nmodel name\t: Xeon Gold\nflags\t\t: {BASE} avx fma avx2 {AVX512}\n"
+SKYLAKEX = (f"cpu family\t: 6\nmodel\t\t: 85\nmodel name\t: Xeon Gold\n"
+            f"flags\t\t: {BASE} avx fma avx2 {AVX512}\n")
 HASWELL = f"model name\t: Core i7\nflags\t\t: {BASE} avx fma avx2\n"
 SANDY = f"model name\t: Core i7-2600\nflags\t\t: {BASE} avx\n"
 AARCH64 = "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm\nCPU part\t: 0xd0c\n"
