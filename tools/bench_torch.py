@@ -6,8 +6,13 @@ minimum time), through PyTorch on the CPU, and the ratios to a hetcl bench repor
     /usr/bin/python3 tools/bench_torch.py --model models/mlp.json --model models/lenet.json \
         --batches 1,64 --compare mlp-bench.json --compare lenet-bench.json
 
-Conditions (issue 6): Debian's python3-torch, 2 intra-op threads, OPENBLAS_NUM_THREADS=1,
-OPENBLAS_CORETYPE unset (the script re-executes itself with that environment). Weights: a
+Conditions (issue 6): Debian's python3-torch, 2 intra-op threads, OPENBLAS_NUM_THREADS=1, and
+the OPENBLAS_CORETYPE that runs SGEMM fastest on this machine, chosen by measurement before the
+run (tools/blas_env.py; issue 14: neither the exported Haswell nor OpenBLAS 0.3.21's own
+detection, Prescott on family 6 model 207 Xeons, is the best on AVX-512 CPUs) or forced with
+--blas-coretype NAME (or unset). The script prints the choice with the SGEMM figures of every
+candidate, re-executes itself with that environment, and records the core type OpenBLAS runs
+and the CPU model in its header line and in --json. Weights: a
 safetensors checkpoint (--weights, tensors named as in the spec: layers.<i>.weight/bias) or
 PyTorch's default init (speed does not depend on the values). Inputs: seeded uniform [0, 1)
 tensors, --distinct of them rotated per request (like hetcl's random inputs).
@@ -30,29 +35,7 @@ import struct
 import sys
 import time
 
-WANT_ENV = {"OPENBLAS_NUM_THREADS": "1"}
-
-
-def fix_env():
-    """Re-exec with the baseline's environment, so that OpenBLAS reads it at load time; with
-    --blas-dir DIR, DIR (holding a libblas.so.3) goes first on LD_LIBRARY_PATH."""
-    blas_dir = None
-    for i, a in enumerate(sys.argv):
-        if a == "--blas-dir" and i + 1 < len(sys.argv):
-            blas_dir = sys.argv[i + 1]
-        elif a.startswith("--blas-dir="):
-            blas_dir = a.split("=", 1)[1]
-    ld = os.environ.get("LD_LIBRARY_PATH", "")
-    bad = any(os.environ.get(k) != v for k, v in WANT_ENV.items()) or "OPENBLAS_CORETYPE" in os.environ
-    bad = bad or (blas_dir is not None and not ld.startswith(blas_dir))
-    if bad and os.environ.get("HETCL_BENCH_TORCH_REEXEC") != "1":
-        env = dict(os.environ)
-        env.update(WANT_ENV)
-        env.pop("OPENBLAS_CORETYPE", None)
-        if blas_dir:
-            env["LD_LIBRARY_PATH"] = blas_dir + (":" + ld if ld else "")
-        env["HETCL_BENCH_TORCH_REEXEC"] = "1"
-        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+import blas_env
 
 
 def blas_in_use():
@@ -206,7 +189,6 @@ def hetcl_configs(path):
 
 
 def main():
-    fix_env()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", action="append", required=True, help="model spec (repeatable)")
     ap.add_argument("--weights", action="append", default=[], help="checkpoint per --model, in order")
@@ -222,7 +204,13 @@ def main():
     ap.add_argument("--compare", action="append", default=[], help="hetcl bench report(s)")
     ap.add_argument("--json", help="write the baseline figures here")
     ap.add_argument("--blas-dir", help="directory with the libblas.so.3 to use (e.g. OpenBLAS's)")
+    ap.add_argument("--blas-coretype", metavar="NAME",
+                    help="OPENBLAS_CORETYPE for PyTorch (or unset), instead of the fastest measured")
     args = ap.parse_args()
+    # Re-executes the script once with OPENBLAS_NUM_THREADS=1, the chosen core type and
+    # --blas-dir on LD_LIBRARY_PATH: OpenBLAS reads them when it loads.
+    blas = blas_env.prepare({"OPENBLAS_NUM_THREADS": "1"}, args.blas_dir, args.blas_coretype,
+                            tag="bench_torch")
     try:
         batches = [int(b) for b in args.batches.split(",")]
         if any(b < 1 for b in batches):
@@ -234,7 +222,8 @@ def main():
     (torch.rand(8, 8) @ torch.rand(8, 8)).sum()  # loads the BLAS
     print(f"# PyTorch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, "
-          f"load {open('/proc/loadavg').read().split()[0]}, BLAS: {blas_in_use()}")
+          f"load {open('/proc/loadavg').read().split()[0]}, BLAS: {blas_in_use()}, "
+          + blas_env.in_use(blas))
     results = []
     for k, spec in enumerate(args.model):
         weights = load_safetensors(args.weights[k]) if k < len(args.weights) else None
@@ -249,7 +238,7 @@ def main():
         tmp = args.json + ".tmp"
         with open(tmp, "w") as f:
             json.dump({"torch": torch.__version__, "threads": args.threads, "blas": blas_in_use(),
-                       "results": results}, f, indent=1)
+                       "cpu": blas["cpu"], "openblas": blas, "results": results}, f, indent=1)
         os.replace(tmp, args.json)
     for path in args.compare:
         for c in hetcl_configs(path):

@@ -5,11 +5,16 @@ time-to-target ratio (issue 5).
 
     tools/bench_train.py [--hetcl build/hetcl] [--epochs 10] [--algos adaptive,hogbatch,...]
                          [--target 0.85] [--eval-every 0.1] [--seeds N] [--out DIR]
-                         [--torch-threads 2] [--blas-dir DIR]
+                         [--torch-threads 2] [--blas-dir DIR] [--blas-coretype NAME]
     tools/bench_train.py --model models/lenet.json --devices host --algos adaptive,hogwild
 
 The PyTorch baseline: Debian's python3-torch with /usr/bin/python3, 2 threads, run with
-OPENBLAS_NUM_THREADS=1 and without OPENBLAS_CORETYPE (which otherwise cost it 4-5x). Model:
+OPENBLAS_NUM_THREADS=1 and the OPENBLAS_CORETYPE that runs SGEMM fastest on this machine,
+chosen by measurement before the run (tools/blas_env.py, issue 14: the exported Haswell costs
+AVX-512 CPUs half their speed, and OpenBLAS 0.3.21's own detection falls to Prescott, 5x slower,
+on family 6 model 207 Xeons) or forced with --blas-coretype NAME (or unset). The choice, the
+SGEMM figures of every candidate, the core OpenBLAS runs and the CPU model are printed and
+stored in summary.json ("openblas"). The hetcl runs inherit the same environment. Model:
 models/mlp.json (784-256-128-10, ReLU, he_uniform weights, xavier_uniform output layer, zero
 biases), or with --model a spec with conv2d/pool/flatten layers (models/lenet.json), built
 layer by layer from the spec (model_from_spec); data: Fashion-MNIST standardised per feature with the training set's statistics;
@@ -33,8 +38,9 @@ import json
 import os
 import struct
 import subprocess
-import sys
 import time
+
+import blas_env
 
 DATA = os.environ.get("HETCL_DATA_DIR", "/usr/share/datasets") + "/fashion-mnist"
 
@@ -263,21 +269,20 @@ def main():
                    "extracted with apt-get download libopenblas0-pthread && dpkg -x): Debian's "
                    "torch otherwise runs on whatever libblas.so.3 is installed, often the "
                    "reference BLAS")
+    p.add_argument("--blas-coretype", metavar="NAME",
+                   help="OPENBLAS_CORETYPE for PyTorch (or unset), instead of the fastest measured")
     p.add_argument("hetcl_args", nargs="*", help="extra flags for hetcl train (after --)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    want_ld = args.blas_dir and os.environ.get("LD_LIBRARY_PATH", "").split(":")[0] != args.blas_dir
-    if os.environ.get("OPENBLAS_NUM_THREADS") != "1" or "OPENBLAS_CORETYPE" in os.environ or want_ld:
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-        env.pop("OPENBLAS_CORETYPE", None)
-        if want_ld:
-            env["LD_LIBRARY_PATH"] = args.blas_dir + ":" + env.get("LD_LIBRARY_PATH", "")
-        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    # Re-executes the script once with OPENBLAS_NUM_THREADS=1, the chosen core type and
+    # --blas-dir on LD_LIBRARY_PATH: OpenBLAS reads them when it loads.
+    blas = blas_env.prepare({"OPENBLAS_NUM_THREADS": "1"}, args.blas_dir, args.blas_coretype,
+                            measure=not args.skip_torch, tag="bench_train")
     if not args.skip_torch:
         import torch
         print("torch " + torch.__version__ + ", BLAS: " +
               next((l.strip() for l in open("/proc/self/maps") if "blas" in l and ".so" in l),
-                   "?").split()[-1], flush=True)
+                   "?").split()[-1] + ", " + blas_env.in_use(blas), flush=True)
     load = os.getloadavg()[0]
     print(f"load average before: {load:.2f} (timings are noisy when others run)", flush=True)
     results = {}
@@ -358,8 +363,9 @@ def main():
     print(f"t{tgt}: training time to {100 * args.target:g}% test accuracy (evaluations every "
           f"{args.eval_every:g} epochs, left out); wall t{tgt}: with them")
     with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump({"load_before": load, "load_after": os.getloadavg()[0], "summary": summary,
-                   "runs": results, "args": vars(args)}, f, indent=1)
+        json.dump({"load_before": load, "load_after": os.getloadavg()[0], "cpu": blas["cpu"],
+                   "openblas": blas, "summary": summary, "runs": results, "args": vars(args)},
+                  f, indent=1)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
