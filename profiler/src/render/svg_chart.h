@@ -5,17 +5,17 @@
  * self-contained (no scripts, no external references), and escapes every label.
  *
  *     double *x, *y; size_t n;
- *     if (svg_cdf_series(samples_ns, n_samples, 1e-6, &x, &y, &n)) {   // ns -> ms
+ *     if (hetcl__svg_cdf_series(samples_ns, n_samples, 1e-6, &x, &y, &n)) {   // ns -> ms
  *         struct svg_series s = {.name = key, .x = x, .y = y, .n = n, .step = true};
  *         struct svg_line_chart c = {.title = "Latency CDF", .x_label = "latency (ms)",
  *                                    .y_label = "fraction of requests", .series = &s,
  *                                    .n_series = 1, .y_min = 0, .y_max = 1};
- *         svg_line_chart(buf, &c);
+ *         hetcl__svg_line_chart(buf, &c);
  *         free(x); free(y);
  *     }
  */
-#ifndef HETCL_CLI_SVG_CHART_H
-#define HETCL_CLI_SVG_CHART_H
+#ifndef HETCL_PROFILER_SVG_CHART_H
+#define HETCL_PROFILER_SVG_CHART_H
 
 #include "util/textbuf.h"
 
@@ -58,13 +58,13 @@ struct svg_bar_chart {
 };
 
 /* Appends one <svg> element. Charts without any finite point say "no data" inside it. */
-void svg_line_chart(struct sbuf *b, const struct svg_line_chart *c);
-void svg_bar_chart(struct sbuf *b, const struct svg_bar_chart *c);
+void hetcl__svg_line_chart(struct sbuf *b, const struct svg_line_chart *c);
+void hetcl__svg_bar_chart(struct sbuf *b, const struct svg_bar_chart *c);
 
 /* The empirical CDF of samples[0..n) (each multiplied by scale) as a step series: *x sorted
  * values, *y the fraction of samples at or below them; at most 512 points (evenly spaced
  * ranks beyond that). Returns false when out of memory or n == 0. The caller frees *x and *y. */
-bool svg_cdf_series(const double *samples, size_t n, double scale, double **x, double **y,
-                    size_t *n_out);
+bool hetcl__svg_cdf_series(const double *samples, size_t n, double scale, double **x, double **y,
+                           size_t *n_out);
 
-#endif /* HETCL_CLI_SVG_CHART_H */
+#endif /* HETCL_PROFILER_SVG_CHART_H */

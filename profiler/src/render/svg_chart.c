@@ -1,5 +1,7 @@
 /* Inline SVG line, step and bar charts (svg_chart.h). */
-#include "svg_chart.h"
+#include "render/svg_chart.h"
+
+#include <hetcl_internal/base.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -54,7 +56,7 @@ static void text_cut(struct sbuf *b, const char *s, size_t max_chars)
     do
         cut--;
     while (cut > 0 && ((unsigned char) s[cut] & 0xc0) == 0x80);
-    char *tmp = malloc(cut + 1);
+    char *tmp = hetcl__malloc(cut + 1);
     if (!tmp) {
         b->failed = true;
         return;
@@ -63,7 +65,7 @@ static void text_cut(struct sbuf *b, const char *s, size_t max_chars)
     tmp[cut] = '\0';
     hetcl__sb_html_text(b, tmp);
     hetcl__sb_puts(b, "\xe2\x80\xa6");
-    free(tmp);
+    hetcl__free(tmp);
 }
 
 static void svg_open(struct sbuf *b, double h, const char *title)
@@ -102,7 +104,7 @@ static struct range axis_range(double lo, double hi, int target)
     return r;
 }
 
-void svg_line_chart(struct sbuf *b, const struct svg_line_chart *c)
+void hetcl__svg_line_chart(struct sbuf *b, const struct svg_line_chart *c)
 {
     double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
     for (size_t s = 0; s < c->n_series; s++)
@@ -226,7 +228,7 @@ void svg_line_chart(struct sbuf *b, const struct svg_line_chart *c)
     svg_close(b);
 }
 
-void svg_bar_chart(struct sbuf *b, const struct svg_bar_chart *c)
+void hetcl__svg_bar_chart(struct sbuf *b, const struct svg_bar_chart *c)
 {
     const double label_w = 300, row_h = 22, bar_h = 15, value_w = 80;
     double h = TOP + (double) (c->n ? c->n : 1) * row_h + AXIS_H;
@@ -292,20 +294,20 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-bool svg_cdf_series(const double *samples, size_t n, double scale, double **x, double **y,
-                    size_t *n_out)
+bool hetcl__svg_cdf_series(const double *samples, size_t n, double scale, double **x, double **y,
+                           size_t *n_out)
 {
     *x = *y = NULL;
     *n_out = 0;
     if (n == 0)
         return false;
-    double *sorted = malloc(n * sizeof *sorted);
+    double *sorted = hetcl__malloc(n * sizeof *sorted);
     size_t m = n > 512 ? 512 : n;
-    double *px = malloc(m * sizeof *px), *py = malloc(m * sizeof *py);
+    double *px = hetcl__malloc(m * sizeof *px), *py = hetcl__malloc(m * sizeof *py);
     if (!sorted || !px || !py) {
-        free(sorted);
-        free(px);
-        free(py);
+        hetcl__free(sorted);
+        hetcl__free(px);
+        hetcl__free(py);
         return false;
     }
     for (size_t i = 0; i < n; i++)
@@ -318,7 +320,7 @@ bool svg_cdf_series(const double *samples, size_t n, double scale, double **x, d
         px[k] = sorted[r - 1];
         py[k] = (double) r / (double) n;
     }
-    free(sorted);
+    hetcl__free(sorted);
     *x = px;
     *y = py;
     *n_out = m;
