@@ -1,10 +1,11 @@
 /*
  * Renders `hetcl.bench` reports (reports/schema/bench.schema.json) for <hetcl/render.h>: the
  * provenance, one row per configuration with its latency percentiles (untrusted tails marked)
- * and throughput, cold start and resources, per-layer time; in HTML also the latency CDFs,
- * the throughput per device and placement, and the time per layer as charts.
+ * and throughput, cold start, resources and top-1 accuracy, per-layer time; in HTML also the
+ * latency CDFs, the throughput per device and placement, the time per layer and a roofline per
+ * device (report_roofline.c) as charts.
  */
-#include "render/report_render.h"
+#include "render/report_bench.h"
 #include "render/svg_chart.h"
 
 #include <hetcl_internal/base.h>
@@ -18,20 +19,13 @@
 #define BARS_PER_CHART       40
 #define LAYER_CHARTS_MAX     24 /* per-layer charts beyond this are left to the table */
 
-struct cfg {
-    const cJSON *c, *config, *latency, *e2e, *throughput;
-    bool ok;
-    char at[48];
-    char key[256];
-};
-
 static const char *num(char *buf, size_t cap, double v, int digits)
 {
     hetcl__rw_num(buf, cap, v, digits);
     return buf;
 }
 
-static void read_cfg(struct report_doc *d, const cJSON *c, size_t i, struct cfg *out)
+static void read_cfg(struct report_doc *d, const cJSON *c, size_t i, struct bench_cfg *out)
 {
     memset(out, 0, sizeof *out);
     out->c = c;
@@ -61,13 +55,14 @@ static void read_cfg(struct report_doc *d, const cJSON *c, size_t i, struct cfg 
     out->throughput = hetcl__rd_object(d, c, out->at, "throughput");
 }
 
-/* A percentile of a series in ms, with " †" when it is not trusted (too few samples). */
-static void pct_cell(struct rw *w, struct report_doc *d, const cJSON *series, const char *at,
+/* A percentile of a series in ms, with " †" when it is not trusted (too few samples).
+ * Returns whether it wrote the mark. */
+static bool pct_cell(struct rw *w, struct report_doc *d, const cJSON *series, const char *at,
                      const char *p)
 {
     if (!series) {
         hetcl__rw_cell(w, "n/a");
-        return;
+        return false;
     }
     char sat[160], pat[200], buf[32];
     hetcl__rd_member_path(sat, sizeof sat, at, "stats");
@@ -76,6 +71,7 @@ static void pct_cell(struct rw *w, struct report_doc *d, const cJSON *series, co
     double v = hetcl__rd_number(d, pc, pat, "value_ns", false);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(pc, "trusted");
     hetcl__rw_cell(w, "%s%s", num(buf, sizeof buf, v * 1e-6, 4), cJSON_IsFalse(t) ? " †" : "");
+    return cJSON_IsFalse(t);
 }
 
 static void provenance(struct rw *w, struct report_doc *d)
@@ -131,14 +127,15 @@ static void provenance(struct rw *w, struct report_doc *d)
     hetcl__rw_table_end(w);
 }
 
-static void summary_table(struct rw *w, struct report_doc *d, struct cfg *cfgs, size_t n)
+static void summary_table(struct rw *w, struct report_doc *d, struct bench_cfg *cfgs, size_t n)
 {
     static const char *const h[] = {"#",        "configuration", "status",          "p50 (ms)",
                                     "p90 (ms)", "p99 (ms)",      "device p50 (ms)", "items/s",
                                     "requests", "warm-up"};
     hetcl__rw_table(w, h, sizeof h / sizeof h[0]);
+    bool marked = false;
     for (size_t i = 0; i < n; i++) {
-        struct cfg *c = &cfgs[i];
+        struct bench_cfg *c = &cfgs[i];
         hetcl__rw_row(w);
         hetcl__rw_cell(w, "%zu", i);
         hetcl__rw_cell(w, "%s", c->key);
@@ -150,12 +147,12 @@ static void summary_table(struct rw *w, struct report_doc *d, struct cfg *cfgs, 
         hetcl__rw_cell(w, "ok");
         char at[96], buf[32];
         snprintf(at, sizeof at, "%s.latency.end_to_end", c->at);
-        pct_cell(w, d, c->e2e, at, "p50");
-        pct_cell(w, d, c->e2e, at, "p90");
-        pct_cell(w, d, c->e2e, at, "p99");
+        marked |= pct_cell(w, d, c->e2e, at, "p50");
+        marked |= pct_cell(w, d, c->e2e, at, "p90");
+        marked |= pct_cell(w, d, c->e2e, at, "p99");
         const cJSON *dev = cJSON_GetObjectItemCaseSensitive(c->latency, "device");
         snprintf(at, sizeof at, "%s.latency.device", c->at);
-        pct_cell(w, d, cJSON_IsObject(dev) ? dev : NULL, at, "p50");
+        marked |= pct_cell(w, d, cJSON_IsObject(dev) ? dev : NULL, at, "p50");
         snprintf(at, sizeof at, "%s.throughput", c->at);
         hetcl__rw_cell(w, "%s",
                        num(buf, sizeof buf,
@@ -169,13 +166,56 @@ static void summary_table(struct rw *w, struct report_doc *d, struct cfg *cfgs, 
         hetcl__rw_cell(w, "%s", hetcl__rd_string(d, wu, at, "why"));
     }
     hetcl__rw_table_end(w);
-    hetcl__rw_para(w,
-                   "† a tail percentile with too few samples to be trusted (p90 needs 44, p99 459: "
+    if (marked) /* a footnote to nothing would send readers looking for a mark */
+        hetcl__rw_para(
+                w, "† a tail percentile with too few samples to be trusted (p90 needs 44, p99 459: "
                    "MLPerf's early-stopping bound); its value is the nearest rank, but says little "
                    "about the true tail.");
 }
 
-static void resources_table(struct rw *w, struct report_doc *d, struct cfg *cfgs, size_t n)
+/* The accuracy column: top-1 per device ("top-1 87.31% on p0d0, 87.12% on host0
+ * (fashion-mnist, 10000 samples)"), or why there is none. */
+static void accuracy_cell(struct rw *w, struct report_doc *d, const cJSON *ac, const char *at)
+{
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ac, "diverged"))) {
+        hetcl__rw_cell(w, "DIVERGED from the host reference");
+        return;
+    }
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ac, "evaluated"))) {
+        const char *why = hetcl__rd_string_or_null(d, ac, at, "reason");
+        hetcl__rw_cell(w, "not evaluated: %s", why ? why : "no reason given");
+        return;
+    }
+    const cJSON *per = hetcl__rd_array(d, ac, at, "per_device"), *pd;
+    int n_dev = cJSON_GetArraySize(per);
+    char pat[128];
+    hetcl__rd_member_path(pat, sizeof pat, at, "per_device");
+    struct sbuf s = {0};
+    size_t i = 0;
+    cJSON_ArrayForEach(pd, per)
+    {
+        char dat[160], v[32] = "n/a";
+        hetcl__rd_index_path(dat, sizeof dat, pat, i);
+        double top1 = hetcl__rd_number(d, pd, dat, "top1", true);
+        if (!isnan(top1))
+            snprintf(v, sizeof v, "%.2f%%", top1 * 100);
+        hetcl__sb_printf(&s, "%s%s", i++ ? ", " : "top-1 ", v);
+        if (n_dev > 1) /* one device: its name is in the configuration already */
+            hetcl__sb_printf(&s, " on %s", hetcl__rd_string(d, pd, dat, "device"));
+    }
+    const char *dataset = hetcl__rd_string_or_null(d, ac, at, "dataset");
+    double n = hetcl__rd_number(d, ac, at, "n_samples", true);
+    if (dataset && !isnan(n))
+        hetcl__sb_printf(&s, " (%s, %.0f samples)", dataset, n);
+    else if (dataset)
+        hetcl__sb_printf(&s, " (%s)", dataset);
+    if (s.failed)
+        w->b->failed = true;
+    hetcl__rw_cell(w, "%s", s.p ? s.p : "evaluated, but no device result");
+    hetcl__sb_free(&s);
+}
+
+static void resources_table(struct rw *w, struct report_doc *d, struct bench_cfg *cfgs, size_t n)
 {
     static const char *const h[] = {"#",
                                     "build cold (ms)",
@@ -187,7 +227,7 @@ static void resources_table(struct rw *w, struct report_doc *d, struct cfg *cfgs
                                     "accuracy"};
     hetcl__rw_table(w, h, sizeof h / sizeof h[0]);
     for (size_t i = 0; i < n; i++) {
-        struct cfg *c = &cfgs[i];
+        struct bench_cfg *c = &cfgs[i];
         if (!c->ok)
             continue;
         char at[96], a[32], b[32], e[32], f[32];
@@ -219,19 +259,12 @@ static void resources_table(struct rw *w, struct report_doc *d, struct cfg *cfgs
                                    ? hetcl__rd_string_or_null(d, en, at, "reason")
                                    : "not available");
         snprintf(at, sizeof at, "%s.accuracy", c->at);
-        const cJSON *ac = hetcl__rd_object(d, c->c, c->at, "accuracy");
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ac, "diverged")))
-            hetcl__rw_cell(w, "DIVERGED from the host reference");
-        else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ac, "evaluated"))) {
-            const char *why = hetcl__rd_string_or_null(d, ac, at, "reason");
-            hetcl__rw_cell(w, "not evaluated: %s", why ? why : "no reason given");
-        } else
-            hetcl__rw_cell(w, "evaluated (see JSON)");
+        accuracy_cell(w, d, hetcl__rd_object(d, c->c, c->at, "accuracy"), at);
     }
     hetcl__rw_table_end(w);
 }
 
-static void layers_table(struct rw *w, struct report_doc *d, struct cfg *cfgs, size_t n)
+static void layers_table(struct rw *w, struct report_doc *d, struct bench_cfg *cfgs, size_t n)
 {
     static const char *const h[] = {"#",        "layer", "op",      "device", "mean (ms)",
                                     "p50 (ms)", "share", "GFLOP/s", "GB/s"};
@@ -256,7 +289,7 @@ static void layers_table(struct rw *w, struct report_doc *d, struct cfg *cfgs, s
                     w, "%s",
                     num(a, sizeof a, hetcl__rd_number(d, l, at, "mean_ns", false) * 1e-6, 4));
             hetcl__rw_cell(w, "%s",
-                           num(b, sizeof b, hetcl__rd_number(d, l, at, "p50_ns", false) * 1e-6, 4));
+                           num(b, sizeof b, hetcl__render_layer_p50_ns(d, l, at) * 1e-6, 4));
             hetcl__rw_cell(w, "%.1f%%", hetcl__rd_number(d, l, at, "share", false) * 100);
             hetcl__rw_cell(w, "%s",
                            num(c, sizeof c, hetcl__rd_number(d, l, at, "gflops", true), 4));
@@ -266,7 +299,7 @@ static void layers_table(struct rw *w, struct report_doc *d, struct cfg *cfgs, s
     hetcl__rw_table_end(w);
 }
 
-static void cdf_charts(struct rw *w, struct report_doc *d, struct cfg *cfgs, size_t n)
+static void cdf_charts(struct rw *w, struct report_doc *d, struct bench_cfg *cfgs, size_t n)
 {
     size_t n_ok = 0;
     for (size_t i = 0; i < n; i++)
@@ -310,7 +343,8 @@ static void cdf_charts(struct rw *w, struct report_doc *d, struct cfg *cfgs, siz
                                    .series = s,
                                    .n_series = ns,
                                    .y_min = 0,
-                                   .y_max = 1};
+                                   .y_max = 1,
+                                   .x_scale = SVG_SCALE_AUTO};
         hetcl__svg_line_chart(hetcl__rw_chart_buf(w), &c);
         for (size_t k = 0; k < ns; k++) {
             hetcl__free(xs[k]);
@@ -319,7 +353,7 @@ static void cdf_charts(struct rw *w, struct report_doc *d, struct cfg *cfgs, siz
     }
 }
 
-static void throughput_charts(struct rw *w, struct report_doc *d, struct cfg *cfgs, size_t n)
+static void throughput_charts(struct rw *w, struct report_doc *d, struct bench_cfg *cfgs, size_t n)
 {
     struct svg_bar *bars = hetcl__calloc(n ? n : 1, sizeof *bars);
     if (!bars) {
@@ -353,7 +387,7 @@ static void throughput_charts(struct rw *w, struct report_doc *d, struct cfg *cf
     hetcl__free(bars);
 }
 
-static void layer_charts(struct rw *w, struct report_doc *d, struct cfg *cfgs, size_t n)
+static void layer_charts(struct rw *w, struct report_doc *d, struct bench_cfg *cfgs, size_t n)
 {
     size_t drawn = 0, with_layers = 0;
     for (size_t i = 0; i < n; i++) {
@@ -410,7 +444,7 @@ void hetcl__render_bench(struct rw *w, struct report_doc *d)
 {
     const cJSON *cs = hetcl__rd_array(d, d->root, "$", "configurations"), *c;
     size_t n = (size_t) cJSON_GetArraySize(cs), i = 0;
-    struct cfg *cfgs = hetcl__calloc(n ? n : 1, sizeof *cfgs);
+    struct bench_cfg *cfgs = hetcl__calloc(n ? n : 1, sizeof *cfgs);
     if (!cfgs) {
         w->b->failed = true;
         return;
@@ -443,6 +477,10 @@ void hetcl__render_bench(struct rw *w, struct report_doc *d)
     if (hetcl__rw_charts(w))
         layer_charts(w, d, cfgs, n);
     layers_table(w, d, cfgs, n);
+    if (hetcl__rw_charts(w)) {
+        hetcl__rw_heading(w, 2, "Roofline");
+        hetcl__render_roofline(w, d, cfgs, n);
+    }
     hetcl__rw_heading(w, 2, "Cold start and resources");
     resources_table(w, d, cfgs, n);
 done:
