@@ -376,15 +376,15 @@ static void test_render(void)
              tmpdir);
     CHECK_EQ_INT(report(args), 0);
     check_html("two train runs", 2 + 2 * 2);
-    /* Bench: 6 configurations with 2 layers each: 1 CDF chart (up to 8 per chart), 1
-     * throughput chart, 6 per-layer charts. */
+    /* Bench: 6 configurations with 2 layers each, all on p0d0: 1 CDF chart (up to 8 per
+     * chart), 1 throughput chart, 6 per-layer charts, 1 roofline (one per device). */
     make(gen_bench, "bench.json", "--configs 6 --samples 40");
-    render_both("bench.json", "bench", 1 + 1 + 6, "## Latency and throughput");
-    /* 20 configurations: CDFs in 3 charts. */
+    render_both("bench.json", "bench", 1 + 1 + 6 + 1, "## Latency and throughput");
+    /* 20 configurations on p0d0 and p0d1 (14 per device): CDFs in 3 charts, 2 rooflines. */
     make(gen_bench, "bench20.json", "--configs 20 --samples 20");
     snprintf(args, sizeof args, "%s/bench20.json --format html", tmpdir);
     CHECK_EQ_INT(report(args), 0);
-    check_html("bench with 20 configurations", 3 + 1 + 20);
+    check_html("bench with 20 configurations", 3 + 1 + 20 + 2);
     /* Devices, as this machine describes itself (with or without an OpenCL device). */
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s devices --json %s/devices.json", bin, tmpdir);
@@ -455,7 +455,7 @@ static void test_escaping(void)
             if (k == 0) /* a '|' in a cell would split the row */
                 CHECK(strstr(out, "\\|") != NULL && strstr(out, "\\*") != NULL);
             else
-                check_html(files[f], f == 0 ? 4 : 1 + 1 + 2);
+                check_html(files[f], f == 0 ? 4 : 1 + 1 + 2 + 1);
             if (k == 1 && f == 1) /* the long model name was cut in a legend */
                 CHECK(strstr(out, "\xc3\xa9\xe2\x80\xa6") != NULL);
         }

@@ -19,6 +19,7 @@ bool hetcl__report_doc_error(struct report_doc *d, const char *field, const char
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
         (void) hetcl__fail(d->ctx, HETCL_ERR_FORMAT, "%s: %s: %s", d->path, field, msg);
+        d->status = HETCL_ERR_FORMAT;
     }
     d->failed = true;
     return false;
@@ -43,6 +44,7 @@ bool hetcl__report_doc_load(hetcl_context *ctx, const char *path,
         /* err names the file: "x.json: cannot open: ..." */
         (void) hetcl__fail(ctx, st, "%s", err);
         d->failed = true;
+        d->status = st;
         return false;
     }
     if (!cJSON_IsObject(d->root))

@@ -30,6 +30,7 @@ struct report_doc {
     const char *hetcl_commit;  /* borrowed from root; "" when absent */
     const char *generated_at;  /* borrowed from root; "" when absent */
     bool failed;               /* an error was recorded on ctx */
+    hetcl_status status;       /* that error's status (HETCL_OK while none) */
 };
 
 /* Reads path (a file; "-" for stdin is not supported) and checks its kind and version
@@ -37,8 +38,8 @@ struct report_doc {
  * records one line naming the file and the field on ctx and returns false; d is always safe
  * to pass to hetcl__report_doc_free. */
 bool hetcl__report_doc_load(hetcl_context *ctx, const char *path,
-                            const struct report_kind_info *kinds, size_t n_kinds,
-                            const char *verb, struct report_doc *d);
+                            const struct report_kind_info *kinds, size_t n_kinds, const char *verb,
+                            struct report_doc *d);
 
 /* Frees the tree; d becomes empty. NULL is a no-op. */
 void hetcl__report_doc_free(struct report_doc *d);

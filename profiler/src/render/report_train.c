@@ -1,11 +1,13 @@
 /*
- * `hetcl report`: renders `hetcl.train` reports (reports/schema/train.schema.json). With more
- * than one report, a table compares the runs and the loss and accuracy charts overlay them;
- * each run then gets its own sections (configuration, epochs, devices, and in HTML the update
- * shares and batch sizes over time).
+ * Renders `hetcl.train` reports (reports/schema/train.schema.json) for <hetcl/render.h>. With
+ * more than one report, a table compares the runs and the loss and accuracy charts overlay
+ * them; each run then gets its own sections (configuration, epochs, devices, and in HTML the
+ * update shares and batch sizes over time).
  */
-#include "report_render.h"
-#include "svg_chart.h"
+#include "render/report_render.h"
+#include "render/svg_chart.h"
+
+#include <hetcl_internal/base.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -49,7 +51,7 @@ static void read_run(struct report_doc *d, struct run *r, bool several)
 
 static const char *num(char *buf, size_t cap, double v, int digits)
 {
-    rw_num(buf, cap, v, digits);
+    hetcl__rw_num(buf, cap, v, digits);
     return buf;
 }
 
@@ -104,13 +106,13 @@ static void slowdown_warnings(struct rw *w, struct run *r)
     {
         char at[64], n[32];
         hetcl__rd_index_path(at, sizeof at, "$.config.slowdowns", i++);
-        rw_warning(w,
-                   "run %s: device %s was slowed down on purpose (%s, factor %s): %s. Its "
-                   "figures do not describe the hardware.",
-                   r->label, hetcl__rd_string(r->d, s, at, "device"),
-                   hetcl__rd_string(r->d, s, at, "knob"),
-                   num(n, sizeof n, hetcl__rd_number(r->d, s, at, "factor", false), 3),
-                   hetcl__rd_string(r->d, s, at, "note"));
+        hetcl__rw_warning(w,
+                          "run %s: device %s was slowed down on purpose (%s, factor %s): %s. Its "
+                          "figures do not describe the hardware.",
+                          r->label, hetcl__rd_string(r->d, s, at, "device"),
+                          hetcl__rd_string(r->d, s, at, "knob"),
+                          num(n, sizeof n, hetcl__rd_number(r->d, s, at, "factor", false), 3),
+                          hetcl__rd_string(r->d, s, at, "note"));
     }
 }
 
@@ -120,30 +122,33 @@ static void runs_table(struct rw *w, struct run *runs, size_t n)
             "run",       "model",           "algorithm",          "devices",
             "final acc", "final test loss", "time to target (s)", "examples/s",
             "wall (s)",  "stopped by"};
-    rw_table(w, h, sizeof h / sizeof h[0]);
+    hetcl__rw_table(w, h, sizeof h / sizeof h[0]);
     for (size_t i = 0; i < n; i++) {
         struct run *r = &runs[i];
         struct report_doc *d = r->d;
         char a[32], b[32], c[32], e[32], f[32];
-        rw_row(w);
-        rw_cell(w, "%s", d->path);
-        rw_cell(w, "%s", r->model);
-        rw_cell(w, "%s", r->algo);
-        rw_cell(w, "%d", r->devices ? cJSON_GetArraySize(r->devices) : 0);
-        rw_cell(w, "%s",
+        hetcl__rw_row(w);
+        hetcl__rw_cell(w, "%s", d->path);
+        hetcl__rw_cell(w, "%s", r->model);
+        hetcl__rw_cell(w, "%s", r->algo);
+        hetcl__rw_cell(w, "%d", r->devices ? cJSON_GetArraySize(r->devices) : 0);
+        hetcl__rw_cell(
+                w, "%s",
                 pct(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "test_acc", true)));
-        rw_cell(w, "%s",
+        hetcl__rw_cell(
+                w, "%s",
                 num(b, sizeof b, hetcl__rd_number(d, r->final, "$.final", "test_loss", true), 4));
         double tt = hetcl__rd_number(d, d->root, "$", "time_to_target_s", true);
-        rw_cell(w, "%s", isnan(tt) ? "not reached" : num(c, sizeof c, tt, 4));
-        rw_cell(w, "%s",
-                num(e, sizeof e, hetcl__rd_number(d, r->final, "$.final", "examples_per_s", false),
-                    4));
-        rw_cell(w, "%s",
+        hetcl__rw_cell(w, "%s", isnan(tt) ? "not reached" : num(c, sizeof c, tt, 4));
+        hetcl__rw_cell(w, "%s",
+                       num(e, sizeof e,
+                           hetcl__rd_number(d, r->final, "$.final", "examples_per_s", false), 4));
+        hetcl__rw_cell(
+                w, "%s",
                 num(f, sizeof f, hetcl__rd_number(d, r->final, "$.final", "wall_s", false), 4));
-        rw_cell(w, "%s", hetcl__rd_string(d, r->final, "$.final", "stopped_by"));
+        hetcl__rw_cell(w, "%s", hetcl__rd_string(d, r->final, "$.final", "stopped_by"));
     }
-    rw_table_end(w);
+    hetcl__rw_table_end(w);
 }
 
 static void config_table(struct rw *w, struct run *r)
@@ -159,42 +164,45 @@ static void config_table(struct rw *w, struct run *r)
     const cJSON *prov = hetcl__rd_object(d, d->root, "$", "provenance");
     const cJSON *host = hetcl__rd_object(d, prov, "$.provenance", "host");
     char a[32], b[32], c[32];
-    rw_kv(w, "model", "%s (%s, %s parameters)",
-          hetcl__rd_string(d, model, "$.config.model", "name"),
-          hetcl__rd_string(d, model, "$.config.model", "spec"),
-          num(a, sizeof a, hetcl__rd_number(d, model, "$.config.model", "parameters", false), 9));
+    hetcl__rw_kv(
+            w, "model", "%s (%s, %s parameters)",
+            hetcl__rd_string(d, model, "$.config.model", "name"),
+            hetcl__rd_string(d, model, "$.config.model", "spec"),
+            num(a, sizeof a, hetcl__rd_number(d, model, "$.config.model", "parameters", false), 9));
     char e1[32];
-    rw_kv(w, "dataset", "%s: %s training and %s test examples, %s features, %s classes%s",
-          r->dataset,
-          num(a, sizeof a, hetcl__rd_number(d, ds, "$.config.dataset", "n_train", false), 9),
-          num(b, sizeof b, hetcl__rd_number(d, ds, "$.config.dataset", "n_test", false), 9),
-          num(c, sizeof c, hetcl__rd_number(d, ds, "$.config.dataset", "n_features", false), 9),
-          num(e1, sizeof e1, hetcl__rd_number(d, ds, "$.config.dataset", "n_classes", false), 9),
-          cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ds, "standardize")) ? ", standardised"
-                                                                            : "");
-    rw_kv(w, "dataset checksum", "%s %s",
-          hetcl__rd_string(d, ck, "$.config.dataset.checksum", "algorithm"),
-          hetcl__rd_string(d, ck, "$.config.dataset.checksum", "value"));
-    rw_kv(w, "algorithm", "%s", r->algo);
+    hetcl__rw_kv(
+            w, "dataset", "%s: %s training and %s test examples, %s features, %s classes%s",
+            r->dataset,
+            num(a, sizeof a, hetcl__rd_number(d, ds, "$.config.dataset", "n_train", false), 9),
+            num(b, sizeof b, hetcl__rd_number(d, ds, "$.config.dataset", "n_test", false), 9),
+            num(c, sizeof c, hetcl__rd_number(d, ds, "$.config.dataset", "n_features", false), 9),
+            num(e1, sizeof e1, hetcl__rd_number(d, ds, "$.config.dataset", "n_classes", false), 9),
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ds, "standardize")) ? ", standardised"
+                                                                              : "");
+    hetcl__rw_kv(w, "dataset checksum", "%s %s",
+                 hetcl__rd_string(d, ck, "$.config.dataset.checksum", "algorithm"),
+                 hetcl__rd_string(d, ck, "$.config.dataset.checksum", "value"));
+    hetcl__rw_kv(w, "algorithm", "%s", r->algo);
     struct sbuf s = {0};
     join_members(&s, hetcl__rd_object(d, cfg, "$.config", "algo_params"));
-    rw_kv(w, "algorithm parameters", "%s", s.p ? s.p : "");
+    hetcl__rw_kv(w, "algorithm parameters", "%s", s.p ? s.p : "");
     hetcl__sb_free(&s);
     const char *kind = hetcl__rd_string(d, ls, "$.config.optimizer.lr_schedule", "kind");
-    rw_kv(w, "optimizer",
-          "SGD, learning rate %s (at batch %s, %s scaling), momentum %s, weight decay %s, %s "
-          "schedule",
-          num(a, sizeof a, hetcl__rd_number(d, op, "$.config.optimizer", "learning_rate", false),
-              4),
-          num(b, sizeof b,
-              hetcl__rd_number(d, bs, "$.config.optimizer.lr_batch_scaling", "reference_batch",
-                               false),
-              6),
-          hetcl__rd_string(d, bs, "$.config.optimizer.lr_batch_scaling", "rule"),
-          num(c, sizeof c, hetcl__rd_number(d, op, "$.config.optimizer", "momentum", false), 4),
-          num(e1, sizeof e1, hetcl__rd_number(d, op, "$.config.optimizer", "weight_decay", false),
-              4),
-          kind);
+    hetcl__rw_kv(
+            w, "optimizer",
+            "SGD, learning rate %s (at batch %s, %s scaling), momentum %s, weight decay %s, %s "
+            "schedule",
+            num(a, sizeof a, hetcl__rd_number(d, op, "$.config.optimizer", "learning_rate", false),
+                4),
+            num(b, sizeof b,
+                hetcl__rd_number(d, bs, "$.config.optimizer.lr_batch_scaling", "reference_batch",
+                                 false),
+                6),
+            hetcl__rd_string(d, bs, "$.config.optimizer.lr_batch_scaling", "rule"),
+            num(c, sizeof c, hetcl__rd_number(d, op, "$.config.optimizer", "momentum", false), 4),
+            num(e1, sizeof e1, hetcl__rd_number(d, op, "$.config.optimizer", "weight_decay", false),
+                4),
+            kind);
     /* Per-device batch sizes and bounds. */
     s = (struct sbuf){0};
     const cJSON *bt, *batches = hetcl__rd_array(d, cfg, "$.config", "batches");
@@ -209,28 +217,29 @@ static void config_table(struct rw *w, struct run *r)
                          hetcl__rd_number(d, bt, at, "min", false),
                          hetcl__rd_number(d, bt, at, "max", false));
     }
-    rw_kv(w, "batch sizes (bounds)", "%s", s.p ? s.p : "");
+    hetcl__rw_kv(w, "batch sizes (bounds)", "%s", s.p ? s.p : "");
     hetcl__sb_free(&s);
-    rw_kv(w, "seed", "%s",
-          num(a, sizeof a, hetcl__rd_number(d, cfg, "$.config", "seed", false), 16));
+    hetcl__rw_kv(w, "seed", "%s",
+                 num(a, sizeof a, hetcl__rd_number(d, cfg, "$.config", "seed", false), 16));
     double ep = hetcl__rd_number(d, r->stop, "$.config.stop", "epochs", true);
     double ts = hetcl__rd_number(d, r->stop, "$.config.stop", "time_s", true);
     double ta = hetcl__rd_number(d, r->stop, "$.config.stop", "target_acc", true);
     char e2[32], e3[32];
-    rw_kv(w, "stop rule", "epochs: %s; time: %s%s; target accuracy: %s",
-          isnan(ep) ? "not set" : num(e1, sizeof e1, ep, 6),
-          isnan(ts) ? "not set" : num(e2, sizeof e2, ts, 6), isnan(ts) ? "" : " s",
-          isnan(ta) ? "not set" : pct(e3, sizeof e3, ta));
+    hetcl__rw_kv(w, "stop rule", "epochs: %s; time: %s%s; target accuracy: %s",
+                 isnan(ep) ? "not set" : num(e1, sizeof e1, ep, 6),
+                 isnan(ts) ? "not set" : num(e2, sizeof e2, ts, 6), isnan(ts) ? "" : " s",
+                 isnan(ta) ? "not set" : pct(e3, sizeof e3, ta));
     const cJSON *h = hetcl__rd_object(d, d->root, "$", "hetcl");
-    rw_kv(w, "hetcl", "%s (commit %s), report written %s",
-          hetcl__rd_string(d, h, "$.hetcl", "version"), hetcl__rd_string(d, h, "$.hetcl", "commit"),
-          d->generated_at);
-    rw_kv(w, "host", "%s, %s, %s", hetcl__rd_string(d, host, "$.provenance.host", "hostname"),
-          hetcl__rd_string(d, host, "$.provenance.host", "os"),
-          hetcl__rd_string(d, host, "$.provenance.host", "cpu_model"));
+    hetcl__rw_kv(w, "hetcl", "%s (commit %s), report written %s",
+                 hetcl__rd_string(d, h, "$.hetcl", "version"),
+                 hetcl__rd_string(d, h, "$.hetcl", "commit"), d->generated_at);
+    hetcl__rw_kv(w, "host", "%s, %s, %s",
+                 hetcl__rd_string(d, host, "$.provenance.host", "hostname"),
+                 hetcl__rd_string(d, host, "$.provenance.host", "os"),
+                 hetcl__rd_string(d, host, "$.provenance.host", "cpu_model"));
     s = (struct sbuf){0};
     join_members(&s, hetcl__rd_object(d, host, "$.provenance.host", "environment"));
-    rw_kv(w, "environment", "%s", s.p ? s.p : "");
+    hetcl__rw_kv(w, "environment", "%s", s.p ? s.p : "");
     hetcl__sb_free(&s);
     s = (struct sbuf){0};
     const cJSON *arg;
@@ -239,9 +248,9 @@ static void config_table(struct rw *w, struct run *r)
         hetcl__sb_printf(&s, "%s%s", s.len ? " " : "",
                          cJSON_IsString(arg) ? arg->valuestring : "?");
     }
-    rw_kv(w, "command line", "%s", s.p ? s.p : "");
+    hetcl__rw_kv(w, "command line", "%s", s.p ? s.p : "");
     hetcl__sb_free(&s);
-    rw_table_end(w);
+    hetcl__rw_table_end(w);
 }
 
 static void result_table(struct rw *w, struct run *r)
@@ -251,56 +260,61 @@ static void result_table(struct rw *w, struct run *r)
     char a[32], b[32], c[32], e[32], f[32];
     double tt = hetcl__rd_number(d, d->root, "$", "time_to_target_s", true);
     double ta = hetcl__rd_number(d, r->stop, "$.config.stop", "target_acc", true);
-    rw_kv(w, "final test accuracy", "%s",
-          pct(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "test_acc", true)));
-    rw_kv(w, "final loss (train / test)", "%s / %s",
-          num(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "train_loss", true), 4),
-          num(b, sizeof b, hetcl__rd_number(d, r->final, "$.final", "test_loss", true), 4));
+    hetcl__rw_kv(w, "final test accuracy", "%s",
+                 pct(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "test_acc", true)));
+    hetcl__rw_kv(w, "final loss (train / test)", "%s / %s",
+                 num(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "train_loss", true), 4),
+                 num(b, sizeof b, hetcl__rd_number(d, r->final, "$.final", "test_loss", true), 4));
     if (isnan(ta))
-        rw_kv(w, "time to target", "no target set");
+        hetcl__rw_kv(w, "time to target", "no target set");
     else if (isnan(tt))
-        rw_kv(w, "time to target", "%s not reached", pct(a, sizeof a, ta));
+        hetcl__rw_kv(w, "time to target", "%s not reached", pct(a, sizeof a, ta));
     else
-        rw_kv(w, "time to target", "%s s to %s", num(a, sizeof a, tt, 4), pct(b, sizeof b, ta));
-    rw_kv(w, "training time", "%s s, %s epochs, stopped by %s",
-          num(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "wall_s", false), 4),
-          num(b, sizeof b, hetcl__rd_number(d, r->final, "$.final", "epochs", false), 6),
-          hetcl__rd_string(d, r->final, "$.final", "stopped_by"));
-    rw_kv(w, "throughput", "%s examples/s",
-          num(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "examples_per_s", false), 4));
-    rw_kv(w, "staleness (updates)", "mean %s, p50 %s, p99 %s, max %s (%s updates)",
-          num(a, sizeof a, hetcl__rd_number(d, st, "$.staleness", "mean", true), 3),
-          num(b, sizeof b, hetcl__rd_number(d, st, "$.staleness", "p50", true), 3),
-          num(c, sizeof c, hetcl__rd_number(d, st, "$.staleness", "p99", true), 3),
-          num(e, sizeof e, hetcl__rd_number(d, st, "$.staleness", "max", true), 3),
-          num(f, sizeof f, hetcl__rd_number(d, st, "$.staleness", "n", false), 12));
+        hetcl__rw_kv(w, "time to target", "%s s to %s", num(a, sizeof a, tt, 4),
+                     pct(b, sizeof b, ta));
+    hetcl__rw_kv(w, "training time", "%s s, %s epochs, stopped by %s",
+                 num(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "wall_s", false), 4),
+                 num(b, sizeof b, hetcl__rd_number(d, r->final, "$.final", "epochs", false), 6),
+                 hetcl__rd_string(d, r->final, "$.final", "stopped_by"));
+    hetcl__rw_kv(
+            w, "throughput", "%s examples/s",
+            num(a, sizeof a, hetcl__rd_number(d, r->final, "$.final", "examples_per_s", false), 4));
+    hetcl__rw_kv(w, "staleness (updates)", "mean %s, p50 %s, p99 %s, max %s (%s updates)",
+                 num(a, sizeof a, hetcl__rd_number(d, st, "$.staleness", "mean", true), 3),
+                 num(b, sizeof b, hetcl__rd_number(d, st, "$.staleness", "p50", true), 3),
+                 num(c, sizeof c, hetcl__rd_number(d, st, "$.staleness", "p99", true), 3),
+                 num(e, sizeof e, hetcl__rd_number(d, st, "$.staleness", "max", true), 3),
+                 num(f, sizeof f, hetcl__rd_number(d, st, "$.staleness", "n", false), 12));
     const cJSON *hash = cJSON_GetObjectItemCaseSensitive(r->final, "model_hash");
     if (cJSON_IsString(hash))
-        rw_kv(w, "final model hash", "%s", hash->valuestring);
-    rw_table_end(w);
+        hetcl__rw_kv(w, "final model hash", "%s", hash->valuestring);
+    hetcl__rw_table_end(w);
 }
 
 static void epochs_table(struct rw *w, struct run *r)
 {
     static const char *const h[] = {"epoch",     "wall (s)", "train loss",
                                     "test loss", "test acc", "examples/s"};
-    rw_table(w, h, sizeof h / sizeof h[0]);
+    hetcl__rw_table(w, h, sizeof h / sizeof h[0]);
     const cJSON *e;
     size_t i = 0;
     cJSON_ArrayForEach(e, r->epochs)
     {
         char at[64], a[32], b[32], c[32], f[32], g[32];
         hetcl__rd_index_path(at, sizeof at, "$.epochs", i++);
-        rw_row(w);
-        rw_cell(w, "%.0f", hetcl__rd_number(r->d, e, at, "epoch", false));
-        rw_cell(w, "%s", num(a, sizeof a, hetcl__rd_number(r->d, e, at, "wall_s", false), 4));
-        rw_cell(w, "%s", num(b, sizeof b, hetcl__rd_number(r->d, e, at, "train_loss", false), 4));
-        rw_cell(w, "%s", num(c, sizeof c, hetcl__rd_number(r->d, e, at, "test_loss", false), 4));
-        rw_cell(w, "%s", pct(f, sizeof f, hetcl__rd_number(r->d, e, at, "test_acc", false)));
-        rw_cell(w, "%s",
-                num(g, sizeof g, hetcl__rd_number(r->d, e, at, "examples_per_s", false), 4));
+        hetcl__rw_row(w);
+        hetcl__rw_cell(w, "%.0f", hetcl__rd_number(r->d, e, at, "epoch", false));
+        hetcl__rw_cell(w, "%s",
+                       num(a, sizeof a, hetcl__rd_number(r->d, e, at, "wall_s", false), 4));
+        hetcl__rw_cell(w, "%s",
+                       num(b, sizeof b, hetcl__rd_number(r->d, e, at, "train_loss", false), 4));
+        hetcl__rw_cell(w, "%s",
+                       num(c, sizeof c, hetcl__rd_number(r->d, e, at, "test_loss", false), 4));
+        hetcl__rw_cell(w, "%s", pct(f, sizeof f, hetcl__rd_number(r->d, e, at, "test_acc", false)));
+        hetcl__rw_cell(w, "%s",
+                       num(g, sizeof g, hetcl__rd_number(r->d, e, at, "examples_per_s", false), 4));
     }
-    rw_table_end(w);
+    hetcl__rw_table_end(w);
 }
 
 static void devices_table(struct rw *w, struct run *r)
@@ -316,7 +330,7 @@ static void devices_table(struct rw *w, struct run *r)
                                     "utilisation",
                                     "bytes in",
                                     "bytes out"};
-    rw_table(w, h, sizeof h / sizeof h[0]);
+    hetcl__rw_table(w, h, sizeof h / sizeof h[0]);
     const cJSON *dv;
     size_t i = 0;
     cJSON_ArrayForEach(dv, r->devices)
@@ -324,13 +338,16 @@ static void devices_table(struct rw *w, struct run *r)
         struct report_doc *d = r->d;
         char at[64], tat[96], a[32], b[32], c[32], e[32], f[32], g[32];
         hetcl__rd_index_path(at, sizeof at, "$.devices", i++);
-        rw_row(w);
-        rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "id"));
-        rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "name"));
-        rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "kind"));
-        rw_cell(w, "%s", num(a, sizeof a, hetcl__rd_number(d, dv, at, "updates", false), 12));
-        rw_cell(w, "%s", pct(b, sizeof b, hetcl__rd_number(d, dv, at, "update_share", false)));
-        rw_cell(w, "%s", num(c, sizeof c, hetcl__rd_number(d, dv, at, "examples", false), 12));
+        hetcl__rw_row(w);
+        hetcl__rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "id"));
+        hetcl__rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "name"));
+        hetcl__rw_cell(w, "%s", hetcl__rd_string(d, dv, at, "kind"));
+        hetcl__rw_cell(w, "%s",
+                       num(a, sizeof a, hetcl__rd_number(d, dv, at, "updates", false), 12));
+        hetcl__rw_cell(w, "%s",
+                       pct(b, sizeof b, hetcl__rd_number(d, dv, at, "update_share", false)));
+        hetcl__rw_cell(w, "%s",
+                       num(c, sizeof c, hetcl__rd_number(d, dv, at, "examples", false), 12));
         const cJSON *traj = hetcl__rd_array(d, dv, at, "batch_trajectory"), *p;
         double first = NAN, last = NAN, lo = INFINITY, hi = -INFINITY;
         size_t k = 0;
@@ -347,23 +364,25 @@ static void devices_table(struct rw *w, struct run *r)
             hi = fmax(hi, bsz);
         }
         if (k)
-            rw_cell(w, "%.0f → %.0f (%.0f..%.0f)", first, last, lo, hi);
+            hetcl__rw_cell(w, "%.0f → %.0f (%.0f..%.0f)", first, last, lo, hi);
         else
-            rw_cell(w, "n/a");
-        rw_cell(w, "%s", num(e, sizeof e, hetcl__rd_number(d, dv, at, "busy_s", false), 4));
-        rw_cell(w, "%s", pct(f, sizeof f, hetcl__rd_number(d, dv, at, "utilisation", false)));
-        rw_cell(w, "%s", bytes(g, sizeof g, hetcl__rd_number(d, dv, at, "bytes_in", false)));
-        rw_cell(w, "%s", bytes(a, sizeof a, hetcl__rd_number(d, dv, at, "bytes_out", false)));
+            hetcl__rw_cell(w, "n/a");
+        hetcl__rw_cell(w, "%s", num(e, sizeof e, hetcl__rd_number(d, dv, at, "busy_s", false), 4));
+        hetcl__rw_cell(w, "%s",
+                       pct(f, sizeof f, hetcl__rd_number(d, dv, at, "utilisation", false)));
+        hetcl__rw_cell(w, "%s", bytes(g, sizeof g, hetcl__rd_number(d, dv, at, "bytes_in", false)));
+        hetcl__rw_cell(w, "%s",
+                       bytes(a, sizeof a, hetcl__rd_number(d, dv, at, "bytes_out", false)));
     }
-    rw_table_end(w);
+    hetcl__rw_table_end(w);
 }
 
 /* x = epochs[].wall_s, y = epochs[].<field>; the arrays are owned by the caller. */
 static size_t epoch_series(struct run *r, const char *field, double scale, double **x, double **y)
 {
     size_t n = (size_t) cJSON_GetArraySize(r->epochs), i = 0;
-    *x = calloc(n ? n : 1, sizeof **x);
-    *y = calloc(n ? n : 1, sizeof **y);
+    *x = hetcl__calloc(n ? n : 1, sizeof **x);
+    *y = hetcl__calloc(n ? n : 1, sizeof **y);
     if (!*x || !*y)
         return 0;
     const cJSON *e;
@@ -381,9 +400,10 @@ static size_t epoch_series(struct run *r, const char *field, double scale, doubl
 static void curves_charts(struct rw *w, struct run *runs, size_t n)
 {
     /* Loss: train and test per run; accuracy: test per run, and the target. */
-    struct svg_series *ls = calloc(2 * n, sizeof *ls), *as = calloc(n + 1, sizeof *as);
-    char(*names)[200] = calloc(3 * n, sizeof *names);
-    double **bufs = calloc(6 * n, sizeof *bufs);
+    struct svg_series *ls = hetcl__calloc(2 * n, sizeof *ls),
+                      *as = hetcl__calloc(n + 1, sizeof *as);
+    char(*names)[200] = hetcl__calloc(3 * n, sizeof *names);
+    double **bufs = hetcl__calloc(6 * n, sizeof *bufs);
     if (!ls || !as || !names || !bufs) {
         w->b->failed = true;
         goto done;
@@ -419,7 +439,7 @@ static void curves_charts(struct rw *w, struct run *runs, size_t n)
                                 .y_min = NAN,
                                 .y_max = NAN,
                                 .y_zero = true};
-    svg_line_chart(rw_chart_buf(w), &lc);
+    hetcl__svg_line_chart(hetcl__rw_chart_buf(w), &lc);
     double tx[2] = {0, tmax}, ty[2] = {target * 100, target * 100};
     size_t n_acc = n;
     if (!isnan(target) && tmax > 0)
@@ -431,14 +451,14 @@ static void curves_charts(struct rw *w, struct run *runs, size_t n)
                                 .n_series = n_acc,
                                 .y_min = NAN,
                                 .y_max = NAN};
-    svg_line_chart(rw_chart_buf(w), &ac);
+    hetcl__svg_line_chart(hetcl__rw_chart_buf(w), &ac);
 done:
     for (size_t i = 0; bufs && i < 6 * n; i++)
-        free(bufs[i]);
-    free(bufs);
-    free(names);
-    free(ls);
-    free(as);
+        hetcl__free(bufs[i]);
+    hetcl__free(bufs);
+    hetcl__free(names);
+    hetcl__free(ls);
+    hetcl__free(as);
 }
 
 /* Each device's update share over time and its batch size over time, for one run. */
@@ -447,9 +467,10 @@ static void device_charts(struct rw *w, struct run *r)
     struct report_doc *d = r->d;
     size_t nd = (size_t) cJSON_GetArraySize(r->devices);
     size_t np = (size_t) cJSON_GetArraySize(r->share_points);
-    struct svg_series *ss = calloc(nd ? nd : 1, sizeof *ss), *bs = calloc(nd ? nd : 1, sizeof *bs);
-    double *t = calloc(np ? np : 1, sizeof *t), *sh = calloc(nd * np + 1, sizeof *sh);
-    double **traj = calloc(2 * nd + 1, sizeof *traj);
+    struct svg_series *ss = hetcl__calloc(nd ? nd : 1, sizeof *ss),
+                      *bs = hetcl__calloc(nd ? nd : 1, sizeof *bs);
+    double *t = hetcl__calloc(np ? np : 1, sizeof *t), *sh = hetcl__calloc(nd * np + 1, sizeof *sh);
+    double **traj = hetcl__calloc(2 * nd + 1, sizeof *traj);
     if (!ss || !bs || !t || !sh || !traj) {
         w->b->failed = true;
         goto done;
@@ -484,8 +505,8 @@ static void device_charts(struct rw *w, struct run *r)
         ss[j] = (struct svg_series){id, t, sh + j * np, np, false, false};
         const cJSON *tr = hetcl__rd_array(d, dv, at, "batch_trajectory"), *q;
         size_t m = (size_t) cJSON_GetArraySize(tr), i = 0;
-        traj[2 * j] = calloc(m ? m : 1, sizeof **traj);
-        traj[2 * j + 1] = calloc(m ? m : 1, sizeof **traj);
+        traj[2 * j] = hetcl__calloc(m ? m : 1, sizeof **traj);
+        traj[2 * j + 1] = hetcl__calloc(m ? m : 1, sizeof **traj);
         if (!traj[2 * j] || !traj[2 * j + 1]) {
             w->b->failed = true;
             goto done;
@@ -511,7 +532,7 @@ static void device_charts(struct rw *w, struct run *r)
                                 .n_series = nd,
                                 .y_min = 0,
                                 .y_max = 100};
-    svg_line_chart(rw_chart_buf(w), &sc);
+    hetcl__svg_line_chart(hetcl__rw_chart_buf(w), &sc);
     snprintf(title, sizeof title, "Batch size per device over time: %s", r->label);
     struct svg_line_chart bc = {.title = title,
                                 .x_label = "wall time (s)",
@@ -521,20 +542,20 @@ static void device_charts(struct rw *w, struct run *r)
                                 .y_min = NAN,
                                 .y_max = NAN,
                                 .y_zero = true};
-    svg_line_chart(rw_chart_buf(w), &bc);
+    hetcl__svg_line_chart(hetcl__rw_chart_buf(w), &bc);
 done:
     for (size_t i = 0; traj && i < 2 * nd; i++)
-        free(traj[i]);
-    free(traj);
-    free(ss);
-    free(bs);
-    free(t);
-    free(sh);
+        hetcl__free(traj[i]);
+    hetcl__free(traj);
+    hetcl__free(ss);
+    hetcl__free(bs);
+    hetcl__free(t);
+    hetcl__free(sh);
 }
 
-void report_render_train(struct rw *w, struct report_doc *docs, size_t n)
+void hetcl__render_train(struct rw *w, struct report_doc *docs, size_t n)
 {
-    struct run *runs = calloc(n, sizeof *runs);
+    struct run *runs = hetcl__calloc(n, sizeof *runs);
     if (!runs) {
         w->b->failed = true;
         return;
@@ -545,37 +566,39 @@ void report_render_train(struct rw *w, struct report_doc *docs, size_t n)
         if (docs[i].failed)
             goto done;
     if (n == 1)
-        rw_heading(w, 1, "hetcl train: %s on %s, %s", runs[0].model, runs[0].dataset, runs[0].algo);
+        hetcl__rw_heading(w, 1, "hetcl train: %s on %s, %s", runs[0].model, runs[0].dataset,
+                          runs[0].algo);
     else
-        rw_heading(w, 1, "hetcl train: %zu runs", n);
+        hetcl__rw_heading(w, 1, "hetcl train: %zu runs", n);
     for (size_t i = 0; i < n; i++)
-        rw_para(w, "Report %s (%s, schema version %d), written %s by hetcl %s.", docs[i].path,
-                docs[i].kind, docs[i].schema_version, docs[i].generated_at, docs[i].hetcl_version);
+        hetcl__rw_para(w, "Report %s (%s, schema version %d), written %s by hetcl %s.",
+                       docs[i].path, docs[i].kind, docs[i].schema_version, docs[i].generated_at,
+                       docs[i].hetcl_version);
     for (size_t i = 0; i < n; i++)
         slowdown_warnings(w, &runs[i]);
     if (n > 1) {
-        rw_heading(w, 2, "Runs");
+        hetcl__rw_heading(w, 2, "Runs");
         runs_table(w, runs, n);
     }
-    if (rw_charts(w)) {
-        rw_heading(w, 2, "Learning curves");
+    if (hetcl__rw_charts(w)) {
+        hetcl__rw_heading(w, 2, "Learning curves");
         curves_charts(w, runs, n);
     }
     for (size_t i = 0; i < n; i++) {
         struct run *r = &runs[i];
         if (n > 1)
-            rw_heading(w, 2, "Run %s", r->label);
-        rw_heading(w, n > 1 ? 3 : 2, "Result");
+            hetcl__rw_heading(w, 2, "Run %s", r->label);
+        hetcl__rw_heading(w, n > 1 ? 3 : 2, "Result");
         result_table(w, r);
-        rw_heading(w, n > 1 ? 3 : 2, "Configuration and provenance");
+        hetcl__rw_heading(w, n > 1 ? 3 : 2, "Configuration and provenance");
         config_table(w, r);
-        rw_heading(w, n > 1 ? 3 : 2, "Epochs");
+        hetcl__rw_heading(w, n > 1 ? 3 : 2, "Epochs");
         epochs_table(w, r);
-        rw_heading(w, n > 1 ? 3 : 2, "Devices");
+        hetcl__rw_heading(w, n > 1 ? 3 : 2, "Devices");
         devices_table(w, r);
-        if (rw_charts(w))
+        if (hetcl__rw_charts(w))
             device_charts(w, r);
     }
 done:
-    free(runs);
+    hetcl__free(runs);
 }

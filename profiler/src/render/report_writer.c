@@ -1,10 +1,12 @@
 /*
- * `hetcl report`: the writer shared by the renderers (report_render.h). Markdown is GitHub's
- * (pipe tables); HTML is one self-contained page: inline CSS, inline SVG, no scripts, no
- * external references, and well-formed (every element closed, void elements written as
- * <x/>), so an XML parser reads it too.
+ * The writer shared by the renderers (render/report_render.h). Markdown is GitHub's (pipe
+ * tables); HTML is one self-contained page: inline CSS, inline SVG, no scripts, no external
+ * references, and well-formed (every element closed, void elements written as <x/>), so an
+ * XML parser reads it too.
  */
-#include "report_render.h"
+#include "render/report_render.h"
+
+#include <hetcl_internal/base.h>
 
 #include <math.h>
 #include <stdarg.h>
@@ -38,7 +40,7 @@ static const char *vformat(char *stack, size_t cap, char **heap, const char *fmt
     const char *text = k < 0 ? NULL : stack;
     if (k >= 0 && (size_t) k >= cap) {
         /* Long text (a command line, an environment): format again on the heap. */
-        *heap = malloc((size_t) k + 1);
+        *heap = hetcl__malloc((size_t) k + 1);
         if (*heap)
             vsnprintf(*heap, (size_t) k + 1, fmt, ap2);
         text = *heap;
@@ -49,7 +51,7 @@ static const char *vformat(char *stack, size_t cap, char **heap, const char *fmt
 
 static void escape(struct rw *w, const char *text)
 {
-    if (w->f == REPORT_HTML)
+    if (w->f == HETCL_RENDER_HTML)
         hetcl__sb_html_text(w->b, text);
     else
         hetcl__sb_md_text(w->b, text);
@@ -63,7 +65,7 @@ static void vformat_escaped(struct rw *w, const char *fmt, va_list ap)
         w->b->failed = true;
     else
         escape(w, text);
-    free(heap);
+    hetcl__free(heap);
 }
 
 /* Whether a cell reads as a number ("12.5", "-3", "88.0%", "4.2 GB", "n/a"), which tables
@@ -75,12 +77,12 @@ static bool numeric(const char *s)
            !strcmp(s, "n/a");
 }
 
-void rw_begin(struct rw *w, struct sbuf *b, enum report_format f, const char *title)
+void hetcl__rw_begin(struct rw *w, struct sbuf *b, enum hetcl_render_format f, const char *title)
 {
     memset(w, 0, sizeof *w);
     w->b = b;
     w->f = f;
-    if (f == REPORT_HTML) {
+    if (f == HETCL_RENDER_HTML) {
         hetcl__sb_puts(b,
                        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
                        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
@@ -90,17 +92,17 @@ void rw_begin(struct rw *w, struct sbuf *b, enum report_format f, const char *ti
     }
 }
 
-void rw_end(struct rw *w)
+void hetcl__rw_end(struct rw *w)
 {
-    if (w->f == REPORT_HTML)
+    if (w->f == HETCL_RENDER_HTML)
         hetcl__sb_puts(w->b, "</body>\n</html>\n");
 }
 
-void rw_heading(struct rw *w, int level, const char *fmt, ...)
+void hetcl__rw_heading(struct rw *w, int level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (w->f == REPORT_HTML) {
+    if (w->f == HETCL_RENDER_HTML) {
         hetcl__sb_printf(w->b, "<h%d>", level);
         vformat_escaped(w, fmt, ap);
         hetcl__sb_printf(w->b, "</h%d>\n", level);
@@ -112,24 +114,25 @@ void rw_heading(struct rw *w, int level, const char *fmt, ...)
     va_end(ap);
 }
 
-void rw_para(struct rw *w, const char *fmt, ...)
+void hetcl__rw_para(struct rw *w, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "<p>" : "");
+    hetcl__sb_puts(w->b, w->f == HETCL_RENDER_HTML ? "<p>" : "");
     vformat_escaped(w, fmt, ap);
-    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "</p>\n" : "\n\n");
+    hetcl__sb_puts(w->b, w->f == HETCL_RENDER_HTML ? "</p>\n" : "\n\n");
     va_end(ap);
 }
 
-void rw_warning(struct rw *w, const char *fmt, ...)
+void hetcl__rw_warning(struct rw *w, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "<p class=\"warning\"><strong>Warning:</strong> "
-                                             : "> **Warning:** ");
+    hetcl__sb_puts(w->b, w->f == HETCL_RENDER_HTML
+                                 ? "<p class=\"warning\"><strong>Warning:</strong> "
+                                 : "> **Warning:** ");
     vformat_escaped(w, fmt, ap);
-    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "</p>\n" : "\n\n");
+    hetcl__sb_puts(w->b, w->f == HETCL_RENDER_HTML ? "</p>\n" : "\n\n");
     va_end(ap);
 }
 
@@ -139,9 +142,9 @@ static void end_row(struct rw *w)
         return;
     /* Short rows are padded so the table stays rectangular. */
     for (; w->col > 0 && w->col < w->n_cols; w->col++)
-        hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "<td></td>" : " |");
+        hetcl__sb_puts(w->b, w->f == HETCL_RENDER_HTML ? "<td></td>" : " |");
     if (w->col > 0)
-        hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "</tr>\n" : "\n");
+        hetcl__sb_puts(w->b, w->f == HETCL_RENDER_HTML ? "</tr>\n" : "\n");
     w->col = 0;
 }
 
@@ -149,7 +152,7 @@ static void table_begin(struct rw *w, const char *const *headers, size_t n_cols,
 {
     w->n_cols = n_cols;
     w->col = 0;
-    if (w->f == REPORT_HTML) {
+    if (w->f == HETCL_RENDER_HTML) {
         hetcl__sb_puts(w->b, kv ? "<table class=\"kv\">\n" : "<table>\n");
         if (kv)
             return;
@@ -174,19 +177,19 @@ static void table_begin(struct rw *w, const char *const *headers, size_t n_cols,
     }
 }
 
-void rw_table(struct rw *w, const char *const *headers, size_t n_cols)
+void hetcl__rw_table(struct rw *w, const char *const *headers, size_t n_cols)
 {
     table_begin(w, headers, n_cols, false);
 }
 
-void rw_row(struct rw *w)
+void hetcl__rw_row(struct rw *w)
 {
     end_row(w);
-    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "<tr>" : "|");
+    hetcl__sb_puts(w->b, w->f == HETCL_RENDER_HTML ? "<tr>" : "|");
     w->col = 0;
 }
 
-void rw_cell(struct rw *w, const char *fmt, ...)
+void hetcl__rw_cell(struct rw *w, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -197,52 +200,52 @@ void rw_cell(struct rw *w, const char *fmt, ...)
         w->b->failed = true;
         text = "";
     }
-    if (w->f == REPORT_HTML)
+    if (w->f == HETCL_RENDER_HTML)
         hetcl__sb_puts(w->b, numeric(text) ? "<td>" : "<td class=\"t\">");
     else
         hetcl__sb_putc(w->b, ' ');
     escape(w, text);
-    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "</td>" : " |");
+    hetcl__sb_puts(w->b, w->f == HETCL_RENDER_HTML ? "</td>" : " |");
     w->col++;
-    free(heap);
+    hetcl__free(heap);
 }
 
-void rw_table_end(struct rw *w)
+void hetcl__rw_table_end(struct rw *w)
 {
     end_row(w);
-    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "</table>\n" : "\n");
+    hetcl__sb_puts(w->b, w->f == HETCL_RENDER_HTML ? "</table>\n" : "\n");
     w->n_cols = 0;
 }
 
-void rw_kv(struct rw *w, const char *key, const char *fmt, ...)
+void hetcl__rw_kv(struct rw *w, const char *key, const char *fmt, ...)
 {
     if (w->n_cols == 0) {
         static const char *const kv_headers[] = {"field", "value"};
         table_begin(w, kv_headers, 2, true);
     }
-    rw_row(w);
-    rw_cell(w, "%s", key);
+    hetcl__rw_row(w);
+    hetcl__rw_cell(w, "%s", key);
     va_list ap;
     va_start(ap, fmt);
-    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "<td>" : " ");
+    hetcl__sb_puts(w->b, w->f == HETCL_RENDER_HTML ? "<td>" : " ");
     vformat_escaped(w, fmt, ap);
-    hetcl__sb_puts(w->b, w->f == REPORT_HTML ? "</td>" : " |");
+    hetcl__sb_puts(w->b, w->f == HETCL_RENDER_HTML ? "</td>" : " |");
     w->col++;
     va_end(ap);
 }
 
-bool rw_charts(const struct rw *w)
+bool hetcl__rw_charts(const struct rw *w)
 {
-    return w->f == REPORT_HTML;
+    return w->f == HETCL_RENDER_HTML;
 }
 
-struct sbuf *rw_chart_buf(struct rw *w)
+struct sbuf *hetcl__rw_chart_buf(struct rw *w)
 {
     w->n_charts++;
     return w->b;
 }
 
-void rw_num(char *out, size_t cap, double v, int digits)
+void hetcl__rw_num(char *out, size_t cap, double v, int digits)
 {
     if (isnan(v)) {
         snprintf(out, cap, "n/a");
