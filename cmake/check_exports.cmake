@@ -10,7 +10,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${NM} -D --defined-only ${LIB} failed")
 endif()
 # "0000000000012340 T hetcl_version": code, data, read-only data and BSS, global or weak.
-string(REGEX MATCHALL "[0-9a-f]+ [TDRBVWiu] [A-Za-z_][A-Za-z0-9_]*" rows "${table}")
+string(REGEX MATCHALL "[0-9a-f]+ [TDRBVWiu] [A-Za-z_][A-Za-z0-9_.]*" rows "${table}")
 set(exported "")
 foreach(row IN LISTS rows)
   string(REGEX REPLACE "^[0-9a-f]+ . " "" name "${row}")
@@ -49,8 +49,9 @@ if(exported)
 endif()
 set(extra ${exported})
 list(REMOVE_ITEM extra ${declared})
-# Symbols that the toolchain adds to every shared library.
-list(FILTER extra EXCLUDE REGEX "^(_init|_fini|_edata|_end|__bss_start)$")
+# Symbols that the toolchain adds to every shared library, and those of the implementation
+# (a leading "__": __bss_start, AddressSanitizer's __odr_asan.<name>, ...).
+list(FILTER extra EXCLUDE REGEX "^(_init|_fini|_edata|_end|__.*)$")
 set(fail "")
 if(missing)
   list(JOIN missing " " m)
