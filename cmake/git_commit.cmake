@@ -1,19 +1,115 @@
-# cmake -DSRC=<source dir> -DOUT=<git_commit.h> -P git_commit.cmake
+# cmake -DSRC=<source dir> -DOUT=<git_commit.h> [-DOVERRIDE=<commit>] [-DGIT=<git program>]
+#       -P git_commit.cmake
 # Runs at every build (not only at configure time), so that a report's provenance names the
-# commit the binary was actually built from, with "-dirty" when tracked files had changes.
+# commit the binary was actually built from. The first of these that gives an answer wins:
+#   1. OVERRIDE (-DHETCL_COMMIT=<sha> at configure time): a packager's word, used as given;
+#   2. cmake/archive_commit.txt as `git archive` wrote it (export-subst in .gitattributes): a
+#      tarball of a commit, or a checkout of one such tarball inside another repository;
+#   3. the git checkout at SRC (SRC/.git exists): `git rev-parse`, with "-dirty" when tracked
+#      files differ from HEAD. safe.directory is lifted for these read-only queries: git refuses
+#      a checkout owned by another user ("dubious ownership", as when CI builds as a different
+#      user), yet this build already runs the checkout's own CMake code;
+#   4. the same checkout read by hand (.git/HEAD, refs, packed-refs) when git is missing or
+#      fails: never "unknown" for a checkout;
+#   5. otherwise "unknown".
 # The header is rewritten only when its content changes, so nothing recompiles otherwise.
-execute_process(COMMAND git rev-parse --short=12 HEAD
-                WORKING_DIRECTORY "${SRC}" OUTPUT_VARIABLE commit
-                OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0 OR NOT commit)
-  set(commit "unknown")
-else()
-  execute_process(COMMAND git diff --quiet HEAD --
-                  WORKING_DIRECTORY "${SRC}" RESULT_VARIABLE dirty ERROR_QUIET)
-  if(NOT dirty EQUAL 0)
-    string(APPEND commit "-dirty")
+cmake_minimum_required(VERSION 3.25)
+if(NOT GIT)
+  set(GIT git)
+endif()
+
+# Reads ref (e.g. "refs/heads/main") from the git directories by hand: the loose file first,
+# then packed-refs. Sets out to the 40-digit commit or to "".
+function(read_ref gitdir commondir ref out)
+  set(sha "")
+  foreach(dir IN ITEMS "${gitdir}" "${commondir}")
+    if(NOT sha AND EXISTS "${dir}/${ref}")
+      file(STRINGS "${dir}/${ref}" sha LIMIT_COUNT 1)
+    endif()
+  endforeach()
+  if(NOT sha AND EXISTS "${commondir}/packed-refs")
+    file(STRINGS "${commondir}/packed-refs" lines REGEX " ${ref}$")
+    if(lines)
+      list(GET lines 0 line)
+      string(SUBSTRING "${line}" 0 40 sha)
+    endif()
+  endif()
+  if(NOT sha MATCHES "^[0-9a-f]+$")
+    set(sha "")
+  endif()
+  set(${out} "${sha}" PARENT_SCOPE)
+endfunction()
+
+# The checkout's HEAD without git: .git is a directory, or a file "gitdir: <path>" (worktrees,
+# submodules) whose directory names the shared one in "commondir".
+function(read_head src out)
+  set(gitdir "${src}/.git")
+  if(NOT IS_DIRECTORY "${gitdir}")
+    file(STRINGS "${gitdir}" line LIMIT_COUNT 1 REGEX "^gitdir: ")
+    string(REGEX REPLACE "^gitdir: *" "" gitdir "${line}")
+    get_filename_component(gitdir "${gitdir}" ABSOLUTE BASE_DIR "${src}")
+  endif()
+  set(commondir "${gitdir}")
+  if(EXISTS "${gitdir}/commondir")
+    file(STRINGS "${gitdir}/commondir" common LIMIT_COUNT 1)
+    get_filename_component(commondir "${common}" ABSOLUTE BASE_DIR "${gitdir}")
+  endif()
+  set(sha "")
+  if(EXISTS "${gitdir}/HEAD")
+    file(STRINGS "${gitdir}/HEAD" head LIMIT_COUNT 1)
+    if(head MATCHES "^ref: *(.+)$")
+      read_ref("${gitdir}" "${commondir}" "${CMAKE_MATCH_1}" sha)
+    elseif(head MATCHES "^[0-9a-f]+$")
+      set(sha "${head}") # detached HEAD
+    endif()
+  endif()
+  set(${out} "${sha}" PARENT_SCOPE)
+endfunction()
+
+set(commit "")
+set(archive "${SRC}/cmake/archive_commit.txt")
+if(OVERRIDE)
+  set(commit "${OVERRIDE}")
+endif()
+if(NOT commit AND EXISTS "${archive}")
+  # In a checkout the file holds the unexpanded placeholder; `git archive` replaces it.
+  file(STRINGS "${archive}" archived LIMIT_COUNT 1 REGEX "^[0-9a-f]+$")
+  if(archived MATCHES "^[0-9a-f]+$")
+    string(SUBSTRING "${archived}" 0 12 commit)
   endif()
 endif()
+if(NOT commit AND EXISTS "${SRC}/.git")
+  set(git_args -c safe.directory=* -C "${SRC}")
+  execute_process(COMMAND "${GIT}" ${git_args} rev-parse HEAD
+                  OUTPUT_VARIABLE out OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET
+                  RESULT_VARIABLE rc)
+  if(rc EQUAL 0 AND out MATCHES "^[0-9a-f]+$")
+    string(SUBSTRING "${out}" 0 12 commit) # the same 12 digits as the other ways
+    execute_process(COMMAND "${GIT}" ${git_args} diff --quiet HEAD --
+                    RESULT_VARIABLE dirty OUTPUT_QUIET ERROR_QUIET)
+    if(NOT dirty EQUAL 0)
+      string(APPEND commit "-dirty")
+    endif()
+  else()
+    read_head("${SRC}" sha)
+    if(sha)
+      string(SUBSTRING "${sha}" 0 12 commit) # no dirty check without git
+    else()
+      message(WARNING "git_commit.cmake: ${SRC} is a git checkout, but neither git nor its "
+                      "files gave the commit; reports will say \"unknown\" "
+                      "(configure with -DHETCL_COMMIT=<sha> to name it)")
+    endif()
+  endif()
+endif()
+if(NOT commit)
+  set(commit "unknown")
+endif()
+# The commit lands in a C string literal: keep it to characters that need no escaping.
+if(NOT commit MATCHES "^[A-Za-z0-9._+-]+$")
+  message(FATAL_ERROR "git_commit.cmake: commit \"${commit}\" has characters other than "
+                      "letters, digits and . _ + -")
+endif()
+
 set(text "/* Generated by cmake/git_commit.cmake at build time. Do not edit. */\n#define HETCL_GIT_COMMIT \"${commit}\"\n")
 if(EXISTS "${OUT}")
   file(READ "${OUT}" old)

@@ -16,6 +16,9 @@ packages=(
   # xmllint (libxml2-utils) checks that the HTML pages hetcl writes are well-formed XML: a real
   # XML parser catches what a hand-written checker would miss
   clang clang-format libclang-rt-14-dev libxml2-utils
+  # the install check (tools/check_install.sh) builds the examples with pkg-config, as a user of
+  # hetcl.pc would
+  pkgconf
 )
 
 missing=()

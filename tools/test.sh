@@ -2,6 +2,9 @@
 # The whole test suite, as CI runs it (README, command 2):
 #   1. the format check of every C source and header (clang-format);
 #   2. a build with warnings as errors, and every test (unit, lint, kernel, opencl);
+#   2b. the install check (tools/check_install.sh): a Release build installed into a temporary
+#      prefix, the examples built against it with find_package and pkg-config, shared and
+#      static, and run; the installed CLI's and a `git archive` tarball's commit;
 #   3. the same build under AddressSanitizer + UBSan, and the unit and OpenCL tests again;
 #   4. the runtime and scheduler tests (tests/runtime, tests/sched) under ThreadSanitizer
 #      (tests/tsan.supp names ICD and PoCL frames only);
@@ -18,6 +21,9 @@ echo "== build (warnings are errors) and test"
 cmake --preset dev >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs" -LE perf  # perf: figures, run by hand
+
+echo "== install: the libraries, pkg-config, find_package(hetcl) and the examples"
+tools/check_install.sh
 
 echo "== AddressSanitizer + UBSan build and test"
 cmake --preset asan-ubsan >/dev/null
