@@ -57,11 +57,13 @@ struct hetcl_bench_runtime_options {
     unsigned long reps;            /* timed runs per measurement, 1 to 64 (default 5) */
     const char *const *schedulers; /* policies (default eager, ws, dmda) */
     size_t n_schedulers;           /* at most HETCL_BENCH_RUNTIME_MAX_LIST */
-    const unsigned long *workers;  /* host worker counts, 1 to 128 (default 1 up to the */
-    size_t n_workers;              /* online CPUs, at most 8); at most ..._MAX_LIST */
-    const char *split_cpu;         /* split OpenCL CPU devices for the OpenCL cases */
-    unsigned long cl_inflight;     /* tasks in flight per OpenCL worker (default: the runtime's) */
-    bool no_opencl;                /* host cases and the handoff baseline only */
+    /* Host worker counts, 1 to 128 each, at most HETCL_BENCH_RUNTIME_MAX_LIST (default 1 up
+     * to the online CPUs, at most 8). */
+    const unsigned long *workers;
+    size_t n_workers;
+    const char *split_cpu;     /* split OpenCL CPU devices for the OpenCL cases */
+    unsigned long cl_inflight; /* tasks in flight per OpenCL worker (default: the runtime's) */
+    bool no_opencl;            /* host cases and the handoff baseline only */
     /* One line before the baselines and before each case ("  host-chain, ws"); NULL: none. */
     void (*progress)(void *user, const char *line);
     /* One line per case that could not run, with the reason; NULL: none. */
