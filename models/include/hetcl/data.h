@@ -255,10 +255,12 @@ struct hetcl_blobs_options {
  * hetcl_data_permutation) seeded with opts->seed; each example takes a class uniformly and each
  * feature centre + round(55.4 * N(0, 1)) clamped to [0, 255] (55.4: the deviation of a uniform
  * noise of +-96), drawn from the generator seeded with seed ^ (0x9e3779b97f4a7c15 * (stream +
- * 1)). Features are scaled to [0, 1] (value / 255); the classes overlap, so a model's accuracy
- * is not trivial. The dataset is named "synthetic" and its checksum is the IDX one of the bytes
- * generated. Same options, same dataset. Returns HETCL_OK, HETCL_ERR_INVALID_ARG (a size out of
- * range, NULL opts or out) or HETCL_ERR_NO_MEMORY; *out is NULL on failure.
+ * 1)). Features are scaled to [0, 1] (value / 255). Feature by feature the classes overlap;
+ * over many features (784 for models/mlp.json) they separate easily: data for tests and smoke
+ * runs, not a benchmark of accuracy. The dataset is named "synthetic" and its checksum is the
+ * IDX one of the bytes generated. Same options, same dataset. Returns HETCL_OK,
+ * HETCL_ERR_INVALID_ARG (a size out of range, NULL opts or out) or HETCL_ERR_NO_MEMORY; *out is
+ * NULL on failure.
  */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_dataset_generate_blobs(
         hetcl_context *ctx, const struct hetcl_blobs_options *opts, hetcl_dataset **out);

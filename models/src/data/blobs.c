@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* The deviation of the noise around a centre: that of a uniform noise of +-96 bytes (192 /
- * sqrt(12)), wide enough that the classes overlap. */
+ * sqrt(12)), wide enough that the classes overlap feature by feature. */
 #define BLOB_NOISE_SD 55.4
 
 static void put_be32(unsigned char *p, uint32_t v)
