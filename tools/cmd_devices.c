@@ -1,23 +1,18 @@
 /*
  * hetcl devices: the hwloc topology, every OpenCL platform and device, the device map, CPU
  * sub-devices (--split-cpu) and measured ceilings (--probe). A human table by default, the
- * versioned JSON document with --json.
+ * versioned JSON document (<hetcl/devices_report.h>) with --json.
  */
 #include "cli.h"
-#include "util/json.h"
+#include "cli_options.h"
 
-#include "devices_probe.h"
-#include <hetcl/machine.h>
-#include <hetcl/report.h>
-
+#include <hetcl/devices_report.h>
 #include <hetcl/hetcl.h>
+#include <hetcl/report.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
-#include <time.h>
-#include <unistd.h>
 
 struct devices_opts {
     const char *json_path; /* "-" for stdout; NULL for the human table */
@@ -30,87 +25,84 @@ struct devices_opts {
     bool in_process;
 };
 
-static void devices_usage(FILE *out)
+static const struct cli_help devices_help = {
+        .intro = "usage: hetcl devices [--json [FILE]] [--probe [--quick]] [--split-cpu SPEC]\n"
+                 "                     [--timeout-ms N] [--cache-dir DIR] [--topology FILE.xml]\n\n"
+                 "Lists the hardware topology (hwloc), every OpenCL platform and device, and the\n"
+                 "device map: where each device sits in the topology and how that was found.\n\n",
+        .outro = "exit status: 0 on success (also when no OpenCL device is found: the output says\n"
+                 "why), 1 when a probe or a write fails, 2 for bad options.\n",
+};
+
+/* --json takes its file optionally: a bare --json (last, or before another flag) means
+ * stdout. The table parser wants a value, so such a --json becomes --json=- in a copy of argv
+ * (returned; NULL when out of memory). */
+static char **json_default_stdout(int argc, char **argv)
 {
-    fprintf(out,
-            "usage: hetcl devices [--json [FILE]] [--probe [--quick]] [--split-cpu SPEC]\n"
-            "                     [--timeout-ms N] [--cache-dir DIR] [--topology FILE.xml]\n\n"
-            "Lists the hardware topology (hwloc), every OpenCL platform and device, and the\n"
-            "device map: where each device sits in the topology and how that was found.\n\n"
-            "options:\n"
-            "  --json [FILE]      write the versioned JSON document (schema:\n"
-            "                     reports/schema/devices.schema.json) to FILE, or stdout\n"
-            "  --probe            measure each device's ceilings (memory bandwidth, fp32 peak,\n"
-            "                     CLBlast SGEMM, launch latency, host<->device bandwidth, program\n"
-            "                     build times) and cache them per device and driver\n"
-            "  --quick            with --probe: small sizes and few runs (a smoke test)\n"
-            "  --split-cpu SPEC   split OpenCL CPU devices into sub-devices along hwloc cores:\n"
-            "                     N (N equal parts), a,b,... (cores per part), kinds (one part\n"
-            "                     per CPU kind, e.g. big and LITTLE)\n"
-            "  --timeout-ms N     time limit for each isolated driver query (default 20000);\n"
-            "                     a driver that hangs past it is reported as broken\n"
-            "  --cache-dir DIR    where ceilings and program binaries are cached\n"
-            "                     (default $HETCL_CACHE_DIR, else ~/.cache/hetcl)\n"
-            "  --topology FILE    read the topology from an hwloc XML file instead of this\n"
-            "                     machine (to check a board's map from its lstopo export)\n"
-            "  --in-process       run driver queries in this process (no isolation; debugging)\n"
-            "  -h, --help         this help\n\n"
-            "exit status: 0 on success (also when no OpenCL device is found: the output says\n"
-            "why), 1 when a probe or a write fails, 2 for bad options.\n");
+    static char json_stdout[] = "--json=-";
+    char **copy = calloc((size_t) argc + 1, sizeof *copy);
+    for (int i = 0; copy && i < argc; i++) {
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        bool bare = i > 0 && !strcmp(argv[i], "--json") &&
+                    (!next || (next[0] == '-' && strcmp(next, "-") != 0));
+        copy[i] = bare ? json_stdout : argv[i];
+    }
+    return copy;
 }
 
 static int parse_args(int argc, char **argv, struct devices_opts *o)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_value = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            devices_usage(stdout);
-            exit(CLI_EXIT_OK);
-        } else if (!strcmp(a, "--json")) {
-            o->json_path = "-";
-            if (has_value && argv[i + 1][0] != '-')
-                o->json_path = argv[++i];
-            else if (has_value && !strcmp(argv[i + 1], "-"))
-                i++;
-        } else if (!strncmp(a, "--json=", 7)) {
-            o->json_path = a + 7;
-        } else if (!strcmp(a, "--probe")) {
-            o->probe = true;
-        } else if (!strcmp(a, "--quick")) {
-            o->quick = true;
-        } else if (!strcmp(a, "--in-process")) {
-            o->in_process = true;
-        } else if (!strcmp(a, "--split-cpu") || !strcmp(a, "--timeout-ms") ||
-                   !strcmp(a, "--cache-dir") || !strcmp(a, "--topology")) {
-            if (!has_value) {
-                cli_error("%s expects a value; see 'hetcl devices --help'", a);
-                return CLI_EXIT_USAGE;
-            }
-            const char *v = argv[++i];
-            if (!strcmp(a, "--split-cpu"))
-                o->split_cpu = v;
-            else if (!strcmp(a, "--cache-dir"))
-                o->cache_dir = v;
-            else if (!strcmp(a, "--topology"))
-                o->topology_xml = v;
-            else if (!cli_parse_uint(a, v, 3600000, &o->timeout_ms))
-                return CLI_EXIT_USAGE;
-            else if (o->timeout_ms == 0) {
-                cli_error("--timeout-ms expects a positive number of milliseconds, got 0");
-                return CLI_EXIT_USAGE;
-            }
-        } else {
-            cli_error("devices: unknown option '%s'; see 'hetcl devices --help'", a);
-            return CLI_EXIT_USAGE;
-        }
+    o->timeout_ms = 20000;
+    const struct cli_option opts[] = {
+            CLI_SECTION("options:"),
+            {"--json", CLI_STRING, &o->json_path, .metavar = "[FILE]",
+             .help = "write the versioned JSON document (schema:\n"
+                     "reports/schema/devices.schema.json) to FILE, or stdout"},
+            {"--probe", CLI_FLAG, &o->probe,
+             .help = "measure each device's ceilings (memory bandwidth, fp32 peak,\n"
+                     "CLBlast SGEMM, launch latency, host<->device bandwidth, program\n"
+                     "build times) and cache them per device and driver"},
+            {"--quick", CLI_FLAG, &o->quick,
+             .help = "with --probe: small sizes and few runs (a smoke test)"},
+            {"--split-cpu", CLI_STRING, &o->split_cpu, .metavar = "SPEC",
+             .help = "split OpenCL CPU devices into sub-devices along hwloc cores:\n"
+                     "N (N equal parts), a,b,... (cores per part), kinds (one part\n"
+                     "per CPU kind, e.g. big and LITTLE)"},
+            {"--timeout-ms", CLI_ULONG, &o->timeout_ms, .min = 1, .max = 3600000, .metavar = "N",
+             .help = "time limit for each isolated driver query (default 20000);\n"
+                     "a driver that hangs past it is reported as broken"},
+            {"--cache-dir", CLI_STRING, &o->cache_dir, .metavar = "DIR",
+             .help = "where ceilings and program binaries are cached\n"
+                     "(default $HETCL_CACHE_DIR, else ~/.cache/hetcl)"},
+            {"--topology", CLI_STRING, &o->topology_xml, .metavar = "FILE",
+             .help = "read the topology from an hwloc XML file instead of this\n"
+                     "machine (to check a board's map from its lstopo export)"},
+            {"--in-process", CLI_FLAG, &o->in_process,
+             .help = "run driver queries in this process (no isolation; debugging)"},
+    };
+    char **args = json_default_stdout(argc, argv);
+    if (!args) {
+        cli_error("out of memory");
+        return CLI_EXIT_FAILURE;
     }
+    struct cli_parsed p;
+    int rc = cli_parse("devices", &devices_help, argc, args, opts, CLI_N(opts), &p);
+    if (rc == CLI_PARSE_OK && p.n_positional) {
+        cli_error("devices: unknown option '%s'; see 'hetcl devices --help'", p.positional[0]);
+        rc = CLI_PARSE_ERROR;
+    }
+    cli_parsed_free(&p);
+    free(args);
+    if (rc != CLI_PARSE_OK)
+        return rc == CLI_PARSE_HELP ? -1 : CLI_EXIT_USAGE;
     if (o->quick && !o->probe) {
         cli_error("--quick only applies to --probe");
         return CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;
 }
+
+/* ------------------------------------------------------------------ the human table */
 
 static void human_bytes(double b, char *out, size_t cap)
 {
@@ -195,36 +187,6 @@ static void print_topology(const cJSON *t)
     }
 }
 
-/* The cache-line round trip from the first PU this process may run on to each other one (at
- * most 63 pairs, about 10 ms each), measured on this machine only (not for --topology). On a
- * big.LITTLE board it separates the clusters; on a virtual machine it shows whether the
- * vCPUs sit on nearby cores now (see <hetcl/core_latency.h>). Null when not measured. */
-static cJSON *core_round_trips(hetcl_context *ctx, const hetcl_topology *topo)
-{
-    int a, b;
-    if (!hetcl_core_pair_default(topo, &a, &b))
-        return cJSON_CreateNull();
-    hwloc_const_bitmap_t allowed = hwloc_topology_get_allowed_cpuset(hetcl_topology_hwloc(topo));
-    cJSON *arr = cJSON_CreateArray();
-    int n = 0;
-    for (int pu = b; pu >= 0 && n < 63; pu = hwloc_bitmap_next(allowed, pu), n++) {
-        struct hetcl_stat st;
-        if (hetcl_core_round_trip(ctx, topo, a, pu, 0, &st) != HETCL_OK)
-            continue; /* the OS refused this PU: leave it out */
-        cJSON *o = cJSON_CreateObject(), *pus = cJSON_CreateArray();
-        cJSON_AddItemToArray(pus, cJSON_CreateNumber(a));
-        cJSON_AddItemToArray(pus, cJSON_CreateNumber(pu));
-        hetcl__json_add(o, "pus", pus);
-        hetcl_stat_add_json(o, &st);
-        cJSON_AddItemToArray(arr, o);
-    }
-    if (!cJSON_GetArraySize(arr)) {
-        cJSON_Delete(arr);
-        return cJSON_CreateNull();
-    }
-    return arr;
-}
-
 static void print_core_round_trips(const cJSON *t)
 {
     const cJSON *arr = cJSON_GetObjectItem(t, "core_round_trip_ns"), *it;
@@ -300,42 +262,155 @@ static void print_devices(const struct hetcl_device_list *list,
     }
 }
 
-static int write_json(const struct devices_opts *o, cJSON *doc)
+static void print_figure(const char *what, const struct hetcl_figure *f, const char *unit)
 {
-    char *text = cJSON_Print(doc);
+    if (!f->measured) {
+        printf("    %-22s not measured: %s\n", what, f->note);
+        return;
+    }
+    printf("    %-22s %10.2f %-8s (min %.2f, max %.2f, %u runs)\n", what, f->stat.median, unit,
+           f->stat.min, f->stat.max, f->stat.n);
+}
+
+static void print_ceilings(const struct hetcl_device_desc *d, const struct hetcl_ceilings *c,
+                           bool measured_now)
+{
+    printf("\nCeilings of %s (%s%s%s)\n", d->id,
+           measured_now ? "measured now" : "cached, measured ", measured_now ? "" : c->measured_at,
+           c->quick ? "; quick: not real ceilings" : "");
+    print_figure("memory bandwidth", &c->mem_bandwidth, "GB/s");
+    print_figure("fp32 peak (kernel)", &c->fp32_gflops, "GFLOP/s");
+    char sgemm[64];
+    snprintf(sgemm, sizeof sgemm, "CLBlast SGEMM n=%llu", (unsigned long long) c->sgemm_n);
+    print_figure(sgemm, &c->sgemm_gflops, "GFLOP/s");
+    print_figure("kernel launch latency", &c->launch_latency_us, "us");
+    print_figure("host to device", &c->h2d_gbs, "GB/s");
+    print_figure("device to host", &c->d2h_gbs, "GB/s");
+    print_figure("program build, cold", &c->build_cold_ms, "ms");
+    print_figure("program build, warm", &c->build_warm_ms, "ms");
+}
+
+/* ------------------------------------------------------------------ the command */
+
+/* What the command works on; freed by devices_close. */
+struct devices_state {
+    hetcl_context *ctx;
+    hetcl_topology *topo;
+    struct hetcl_device_list *list;
+    struct hetcl_device_locality *locs;
+    cJSON *doc;
+};
+
+static void devices_close(struct devices_state *s)
+{
+    cJSON_Delete(s->doc);
+    free(s->locs);
+    hetcl_device_list_destroy(s->list);
+    hetcl_topology_destroy(s->topo);
+    hetcl_context_destroy(s->ctx);
+}
+
+/* Enumerates the devices (with the split asked for) and places them in the topology. */
+static int enumerate(const struct devices_opts *o, struct devices_state *s)
+{
+    struct hetcl_enum_options eo = {.timeout_ms = (unsigned) o->timeout_ms,
+                                    .in_process = o->in_process,
+                                    .split_cpu = o->split_cpu,
+                                    .topo = s->topo};
+    hetcl_status st = hetcl_device_enumerate(s->ctx, &eo, &s->list);
+    if (st != HETCL_OK) {
+        const char *detail = hetcl_context_last_error(s->ctx);
+        if (o->split_cpu && strncmp(detail, "--split-cpu", 11) != 0)
+            cli_error("--split-cpu %s: %s", o->split_cpu, detail);
+        else
+            cli_error("%s", detail);
+        return st == HETCL_ERR_UNSUPPORTED || st == HETCL_ERR_INVALID_ARG ? CLI_EXIT_USAGE
+                                                                          : CLI_EXIT_FAILURE;
+    }
+    bool any_cpu = false;
+    for (size_t i = 0; i < s->list->n_devices; i++)
+        any_cpu |= s->list->devices[i].type == HETCL_DEVICE_CPU;
+    if (o->split_cpu && !any_cpu) {
+        cli_error("--split-cpu %s: there is no OpenCL CPU device to split", o->split_cpu);
+        return CLI_EXIT_USAGE;
+    }
+    s->locs = calloc(s->list->n_devices ? s->list->n_devices : 1, sizeof *s->locs);
+    if (!s->locs) {
+        cli_error("out of memory");
+        return CLI_EXIT_FAILURE;
+    }
+    for (size_t i = 0; i < s->list->n_devices; i++)
+        if (hetcl_device_locate(s->ctx, s->topo, &s->list->devices[i], &s->locs[i]) != HETCL_OK) {
+            cli_error("device map for %s: %s", s->list->devices[i].id,
+                      hetcl_context_last_error(s->ctx));
+            return CLI_EXIT_FAILURE;
+        }
+    return CLI_EXIT_OK;
+}
+
+static int open_devices(const struct devices_opts *o, struct devices_state *s)
+{
+    struct hetcl_context_options copts = {.cache_dir = o->cache_dir};
+    if (hetcl_context_create(&copts, &s->ctx) != HETCL_OK) {
+        cli_error("out of memory");
+        return CLI_EXIT_FAILURE;
+    }
+    struct hetcl_topology_source src = {.xml_path = o->topology_xml};
+    if (hetcl_topology_create(s->ctx, &src, &s->topo) != HETCL_OK) {
+        cli_error("%s%s", o->topology_xml ? "--topology " : "", hetcl_context_last_error(s->ctx));
+        return o->topology_xml ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+    }
+    if (o->probe && hetcl_dir_check_writable(s->ctx, hetcl_context_cache_dir(s->ctx),
+                                             "cache directory") != HETCL_OK) {
+        cli_error("--probe: %s (choose another with --cache-dir or HETCL_CACHE_DIR)",
+                  hetcl_context_last_error(s->ctx));
+        return CLI_EXIT_USAGE;
+    }
+    return enumerate(o, s);
+}
+
+/* Ceilings: measured now with --probe, else the cached ones when there are any. */
+static int ceilings(const struct devices_opts *o, struct devices_state *s)
+{
+    int rc = CLI_EXIT_OK;
+    struct hetcl_devices_ceilings_options co = {.measure = o->probe,
+                                                .quick = o->quick,
+                                                .timeout_ms = (unsigned) o->timeout_ms,
+                                                .in_process = o->in_process};
+    for (size_t i = 0; i < s->list->n_devices; i++) {
+        const struct hetcl_device_desc *d = &s->list->devices[i];
+        if (o->probe && d->sub_index < 0 && !o->json_path)
+            fprintf(stderr, "hetcl: probing %s (%s)...\n", d->id, d->name);
+        struct hetcl_devices_ceilings c;
+        if (hetcl_devices_report_ceilings(s->ctx, &co, s->list, i, s->doc, &c) != HETCL_OK) {
+            cli_error("%s", hetcl_context_last_error(s->ctx));
+            rc = CLI_EXIT_FAILURE;
+        }
+        if (c.available && !o->json_path)
+            print_ceilings(d, &c.ceilings, c.measured_now);
+    }
+    return rc;
+}
+
+static int write_json(const struct devices_opts *o, struct devices_state *s)
+{
+    if (strcmp(o->json_path, "-")) {
+        if (hetcl_report_write(s->ctx, s->doc, o->json_path) != HETCL_OK) {
+            cli_error("%s", hetcl_context_last_error(s->ctx));
+            return CLI_EXIT_FAILURE;
+        }
+        fprintf(stderr, "hetcl: wrote %s\n", o->json_path);
+        return CLI_EXIT_OK;
+    }
+    char *text = cJSON_Print(s->doc);
     if (!text) {
         cli_error("out of memory while formatting the JSON document");
         return CLI_EXIT_FAILURE;
     }
-    int rc = CLI_EXIT_OK;
-    if (!strcmp(o->json_path, "-")) {
-        fputs(text, stdout);
-        fputc('\n', stdout);
-    } else if (cli_write_file_atomic(o->json_path, text) != 0) {
-        rc = CLI_EXIT_FAILURE;
-    } else {
-        fprintf(stderr, "hetcl: wrote %s\n", o->json_path);
-    }
+    fputs(text, stdout);
+    fputc('\n', stdout);
     cJSON_free(text);
-    return rc;
-}
-
-static cJSON *document_header(void)
-{
-    cJSON *doc = hetcl_report_create("hetcl.devices", HETCL_DEVICES_SCHEMA_VERSION);
-    cJSON *host = cJSON_CreateObject();
-    struct utsname u;
-    char hostname[256] = "";
-    gethostname(hostname, sizeof hostname - 1);
-    hetcl__json_add(host, "hostname", cJSON_CreateString(hostname));
-    if (uname(&u) == 0) {
-        char os[512];
-        snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
-        hetcl__json_add(host, "os", cJSON_CreateString(os));
-    }
-    hetcl__json_add(host, "environment", hetcl_report_environment());
-    hetcl__json_add(doc, "host", host);
-    return doc;
+    return CLI_EXIT_OK;
 }
 
 int cli_devices(int argc, char **argv)
@@ -343,94 +418,31 @@ int cli_devices(int argc, char **argv)
     struct devices_opts o = {0};
     int rc = parse_args(argc, argv, &o);
     if (rc != CLI_EXIT_OK)
-        return rc;
-
-    hetcl_context *ctx = NULL;
-    hetcl_topology *topo = NULL;
-    struct hetcl_device_list *list = NULL;
-    struct hetcl_device_locality *locs = NULL;
-    cJSON *doc = NULL;
-    struct hetcl_context_options copts = {.cache_dir = o.cache_dir};
-    if (hetcl_context_create(&copts, &ctx) != HETCL_OK) {
-        cli_error("out of memory");
-        return CLI_EXIT_FAILURE;
-    }
-    struct hetcl_topology_source src = {.xml_path = o.topology_xml};
-    if (hetcl_topology_create(ctx, &src, &topo) != HETCL_OK) {
-        cli_error("%s%s", o.topology_xml ? "--topology " : "", hetcl_context_last_error(ctx));
-        rc = o.topology_xml ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    struct devices_state s = {0};
+    rc = open_devices(&o, &s);
+    if (rc != CLI_EXIT_OK)
         goto done;
-    }
-    if (o.probe && !devices_probe_cache_ok(ctx)) {
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-
-    struct hetcl_enum_options eo = {.timeout_ms = (unsigned) o.timeout_ms,
-                                    .in_process = o.in_process,
-                                    .split_cpu = o.split_cpu,
-                                    .topo = topo};
-    hetcl_status st = hetcl_device_enumerate(ctx, &eo, &list);
-    if (st != HETCL_OK) {
-        const char *detail = hetcl_context_last_error(ctx);
-        if (o.split_cpu && strncmp(detail, "--split-cpu", 11) != 0)
-            cli_error("--split-cpu %s: %s", o.split_cpu, detail);
-        else
-            cli_error("%s", detail);
-        rc = (st == HETCL_ERR_UNSUPPORTED || st == HETCL_ERR_INVALID_ARG) ? CLI_EXIT_USAGE
-                                                                          : CLI_EXIT_FAILURE;
-        goto done;
-    }
-    if (o.split_cpu) {
-        bool any_cpu = false;
-        for (size_t i = 0; i < list->n_devices; i++)
-            any_cpu |= list->devices[i].type == HETCL_DEVICE_CPU;
-        if (!any_cpu) {
-            cli_error("--split-cpu %s: there is no OpenCL CPU device to split", o.split_cpu);
-            rc = CLI_EXIT_USAGE;
-            goto done;
-        }
-    }
-    locs = calloc(list->n_devices ? list->n_devices : 1, sizeof *locs);
-    if (!locs) {
-        cli_error("out of memory");
+    struct hetcl_devices_report_options ro = {.topo = s.topo,
+                                              .list = s.list,
+                                              .locs = s.locs,
+                                              .split_cpu = o.split_cpu,
+                                              .core_round_trips = !o.topology_xml};
+    if (hetcl_devices_report_create(s.ctx, &ro, &s.doc) != HETCL_OK) {
+        cli_error("%s", hetcl_context_last_error(s.ctx));
         rc = CLI_EXIT_FAILURE;
         goto done;
     }
-    for (size_t i = 0; i < list->n_devices; i++) {
-        if (hetcl_device_locate(ctx, topo, &list->devices[i], &locs[i]) != HETCL_OK) {
-            cli_error("device map for %s: %s", list->devices[i].id, hetcl_context_last_error(ctx));
-            rc = CLI_EXIT_FAILURE;
-            goto done;
-        }
-    }
-
-    doc = document_header();
-    cJSON *topo_json = hetcl_report_topology(topo);
-    if (!o.topology_xml)
-        hetcl__json_add(topo_json, "core_round_trip_ns", core_round_trips(ctx, topo));
-    hetcl__json_add(doc, "topology", topo_json);
-    cJSON *cl = hetcl_report_opencl(list, locs, o.split_cpu);
-    cJSON *devs = cJSON_GetObjectItemCaseSensitive(cl, "devices");
-    hetcl__json_add(doc, "opencl", cl);
-
     if (!o.json_path) {
         printf("hetcl %s: devices\n\n", hetcl_version());
-        print_topology(cJSON_GetObjectItem(doc, "topology"));
-        print_core_round_trips(cJSON_GetObjectItem(doc, "topology"));
-        print_devices(list, locs);
+        print_topology(cJSON_GetObjectItem(s.doc, "topology"));
+        print_core_round_trips(cJSON_GetObjectItem(s.doc, "topology"));
+        print_devices(s.list, s.locs);
     }
-    /* Ceilings: measured now with --probe, else the cached ones when there are any. */
-    rc = devices_probe_all(ctx, &o.probe, o.quick, (unsigned) o.timeout_ms, o.in_process, list,
-                           devs, !o.json_path);
+    rc = ceilings(&o, &s);
     if (rc == CLI_EXIT_OK && o.json_path)
-        rc = write_json(&o, doc);
-
+        rc = write_json(&o, &s);
 done:
-    cJSON_Delete(doc);
-    free(locs);
-    hetcl_device_list_destroy(list);
-    hetcl_topology_destroy(topo);
-    hetcl_context_destroy(ctx);
+    devices_close(&s);
     return rc;
 }

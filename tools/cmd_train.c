@@ -1,13 +1,17 @@
 /*
  * hetcl train: trains a model spec on a dataset with one of the asynchronous heterogeneous
  * algorithms (or a baseline) over every selected device; progress on a terminal, a summary,
- * and the versioned report (reports/schema/train.schema.json) with --report.
+ * and the versioned report (<hetcl/train_report.h>, reports/schema/train.schema.json) with
+ * --report.
  */
 #include "cli.h"
+#include "cli_options.h"
 #include "train_cli.h"
 
 #include <hetcl/hetcl.h>
+#include <hetcl/report.h>
 #include <hetcl/train.h>
+#include <hetcl/train_report.h>
 
 #include <errno.h>
 #include <math.h>
@@ -16,92 +20,39 @@
 #include <string.h>
 #include <unistd.h>
 
-static void train_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: hetcl train --model FILE [--data NAME] [--algo NAME] [options]\n\n"
-            "Trains one model on every selected device at once: host cores update a shared\n"
-            "model in place (Hogwild), OpenCL devices train replicas on larger batches and\n"
-            "merge them back; a coordinator hands out batches as devices finish.\n\n"
-            "model and data:\n"
-            "  --model FILE          model spec (models/*.json): dense, conv2d (square\n"
-            "                        stride and padding), max/avg pooling (square windows)\n"
-            "                        and flatten layers\n"
-            "  --data NAME           fashion-mnist (default) or synthetic[:N] (generated\n"
-            "                        Gaussian blobs shaped for the model, N training examples)\n"
-            "  --train-limit N       use the first N training examples (after a seeded shuffle)\n"
-            "  --test-limit N        evaluate on the first N test examples\n"
-            "  --no-standardize      keep raw features (default: standardise each feature with\n"
-            "                        the training set's mean and deviation)\n"
-            "algorithm:\n"
-            "  --algo NAME           adaptive (default), hogbatch, sync, hogwild, single\n"
-            "  --devices SPEC        all (default), host, opencl, or ids: host,p0d0\n"
-            "  --host-workers N      host workers (default: one per core no OpenCL CPU uses)\n"
-            "  --split-cpu SPEC      split OpenCL CPU devices (as hetcl devices --split-cpu)\n"
-            "  --batch DEV=N         batch size of DEV: host, opencl, or a device (host0,\n"
-            "                        p0d0); repeatable. Defaults: host 32, opencl 128\n"
-            "  --batch-min DEV=N     adaptive lower bound (opencl: the threshold; default 32)\n"
-            "  --batch-max DEV=N     adaptive upper bound (host 128, opencl 1024)\n"
-            "  --adapt-period S      seconds between adaptive decisions (default 0.05)\n"
-            "  --dead-band X         no change while shares are within X of balance (0.1)\n"
-            "stopping (first reached; default --epochs 10):\n"
-            "  --epochs N  --time S  --target-acc A (test accuracy in [0,1])\n"
-            "  --eval-every F        also evaluate the test set every F epochs inside an epoch\n"
-            "                        (F in (0, 1], e.g. 0.1: the time to --target-acc to a\n"
-            "                        tenth of an epoch; default: at each epoch's end only)\n"
-            "optimiser (SGD, PyTorch's convention):\n"
-            "  --lr X                learning rate for a batch of --lr-batch (default 0.02)\n"
-            "  --lr-batch N          reference batch of the linear lr scaling (default 64)\n"
-            "  --lr-scale-max X      the scaling stops at X times --lr (default 2)\n"
-            "  --momentum X          (default 0.9)   --weight-decay X (default 0)\n"
-            "  --no-momentum-correction  keep the momentum as given with M > 1 asynchronous\n"
-            "                        devices (default: 1 - M (1 - momentum), which offsets\n"
-            "                        the implicit momentum of asynchrony, 1 - 1/M)\n"
-            "  --schedule KIND       constant (default), step, cosine\n"
-            "  --step-epochs N --gamma X   step schedule (default 5, 0.1)\n"
-            "  --warmup E            linear warm-up over E epochs (default 0)\n"
-            "output:\n"
-            "  --seed N              initialisation and shuffling (default 1)\n"
-            "  --report FILE         write the JSON report\n"
-            "  --trace FILE          write a Chrome/Perfetto trace of every task\n"
-            "  --checkpoint FILE     save weights, momentum and position (safetensors) after\n"
-            "                        each epoch, atomically\n"
-            "  --checkpoint-every S  also every S seconds, mid-epoch\n"
-            "  --resume              continue from --checkpoint FILE when it exists\n"
-            "  --quiet               no progress line, only the summary\n"
-            "  -h, --help            this help\n\n"
-            "exit status: 0 on success, 1 when training fails, 2 for bad options or input.\n");
-}
+/* ------------------------------------------------------------------ flags */
 
-static bool parse_double(const char *flag, const char *v, double lo, double hi, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double x = v ? strtod(v, &end) : (double) NAN;
-    if (!v || !*v || errno || *end || !(x >= lo && x <= hi)) {
-        cli_error("%s expects a number from %g to %g, got '%s'", flag, lo, hi, v ? v : "");
-        return false;
-    }
-    *out = x;
-    return true;
-}
+static const struct cli_help train_help = {
+        .intro = "usage: hetcl train --model FILE [--data NAME] [--algo NAME] [options]\n\n"
+                 "Trains one model on every selected device at once: host cores update a shared\n"
+                 "model in place (Hogwild), OpenCL devices train replicas on larger batches and\n"
+                 "merge them back; a coordinator hands out batches as devices finish.\n\n",
+        .outro = "exit status: 0 on success, 1 when training fails, 2 for bad options or input.\n",
+};
 
-/* DEV=N */
-static bool parse_batch(struct train_cli *c, const char *flag, const char *v, int field)
+/* Flag values that need a conversion after parsing. */
+struct train_flags {
+    unsigned long host_workers;
+    bool host_workers_seen, momentum_seen;
+    uint64_t train_limit, test_limit, epochs, lr_batch, step_epochs;
+    int algo, schedule;
+};
+
+static const char *const algo_names[] = {"adaptive", "hogbatch", "sync", "hogwild", "single", NULL};
+static const char *const schedule_names[] = {"constant", "step", "cosine", NULL};
+
+/* DEV=N for --batch (field 0), --batch-min (1) and --batch-max (2); target: struct train_cli. */
+static bool parse_batch(const char *flag, const char *v, void *target)
 {
-    const char *eq = v ? strchr(v, '=') : NULL;
+    struct train_cli *c = target;
+    const char *eq = strchr(v, '=');
     unsigned long n = 0;
     if (!eq || eq == v || (size_t) (eq - v) >= sizeof c->batch[0].dev) {
-        cli_error("%s expects DEV=SIZE (DEV: host, opencl or a device id), got '%s'", flag,
-                  v ? v : "");
+        cli_error("%s expects DEV=SIZE (DEV: host, opencl or a device id), got '%s'", flag, v);
         return false;
     }
-    if (!cli_parse_uint(flag, eq + 1, 1 << 20, &n))
+    if (!cli_parse_range(flag, eq + 1, 1, 1 << 20, &n))
         return false;
-    if (n == 0) {
-        cli_error("%s expects a size >= 1, got '%s'", flag, v);
-        return false;
-    }
     if (c->n_batch == TRAIN_CLI_MAX_BATCH) {
         cli_error("%s: too many batch settings", flag);
         return false;
@@ -109,189 +60,154 @@ static bool parse_batch(struct train_cli *c, const char *flag, const char *v, in
     struct train_cli_batch *b = &c->batch[c->n_batch++];
     memcpy(b->dev, v, (size_t) (eq - v));
     b->dev[eq - v] = '\0';
-    b->field = field;
+    b->field = !strcmp(flag, "--batch-min") ? 1 : !strcmp(flag, "--batch-max") ? 2 : 0;
     b->value = (int64_t) n;
     return true;
 }
 
-static int parse_args(int argc, char **argv, struct train_cli *c)
+/* The table is built in sections, one function each, into rows[MAX_ROWS]; returns the count. */
+enum { MAX_ROWS = 64 };
+static size_t add_rows(struct cli_option *rows, size_t n, const struct cli_option *add, size_t k)
+{
+    if (n + k > MAX_ROWS)
+        return n; /* cannot happen with the tables below (41 rows) */
+    memcpy(rows + n, add, k * sizeof *add);
+    return n + k;
+}
+
+static size_t data_options(struct cli_option *rows, size_t n, struct train_cli *c,
+                           struct train_flags *f)
+{
+    const struct cli_option t[] = {
+            CLI_SECTION("model and data:"),
+            {"--model", CLI_STRING, &c->model, .metavar = "FILE",
+             .help = "model spec (models/*.json): dense, conv2d (square\n"
+                     "stride and padding), max/avg pooling (square windows)\nand flatten layers"},
+            {"--data", CLI_STRING, &c->data, .metavar = "NAME",
+             .help = "fashion-mnist (default) or synthetic[:N] (generated\n"
+                     "Gaussian blobs shaped for the model, N training examples)"},
+            {"--train-limit", CLI_U64, &f->train_limit, .max = 1099511627776.0, .metavar = "N",
+             .help = "use the first N training examples (after a seeded shuffle)"},
+            {"--test-limit", CLI_U64, &f->test_limit, .max = 1099511627776.0, .metavar = "N",
+             .help = "evaluate on the first N test examples"},
+            {"--no-standardize", CLI_FLAG, &c->no_standardize,
+             .help = "keep raw features (default: standardize each feature with\n"
+                     "the training set's mean and deviation)"},
+    };
+    return add_rows(rows, n, t, CLI_N(t));
+}
+
+static size_t algo_options(struct cli_option *rows, size_t n, struct train_cli *c,
+                           struct train_flags *f)
 {
     struct hetcl_train_options *o = &c->opts;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        unsigned long u = 0;
-#define NEED_VALUE()                                         \
-    do {                                                     \
-        if (!v) {                                            \
-            cli_error("%s expects a value (see --help)", a); \
-            return CLI_EXIT_USAGE;                           \
-        }                                                    \
-        i++;                                                 \
-    } while (0)
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            train_usage(stdout);
-            return -1;
-        } else if (!strcmp(a, "--model")) {
-            NEED_VALUE();
-            c->model = v;
-        } else if (!strcmp(a, "--data")) {
-            NEED_VALUE();
-            c->data = v;
-        } else if (!strcmp(a, "--train-limit")) {
-            NEED_VALUE();
-            if (!cli_parse_uint(a, v, 1UL << 40, &u))
-                return CLI_EXIT_USAGE;
-            c->train_limit = (int64_t) u;
-        } else if (!strcmp(a, "--test-limit")) {
-            NEED_VALUE();
-            if (!cli_parse_uint(a, v, 1UL << 40, &u))
-                return CLI_EXIT_USAGE;
-            c->test_limit = (int64_t) u;
-        } else if (!strcmp(a, "--no-standardize")) {
-            c->no_standardize = true;
-        } else if (!strcmp(a, "--algo")) {
-            NEED_VALUE();
-            if (!hetcl_train_algo_parse(v, &o->algo)) {
-                cli_error("--algo expects adaptive, hogbatch, sync, hogwild or single, got "
-                          "'%s'",
-                          v);
-                return CLI_EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--devices")) {
-            NEED_VALUE();
-            c->devices = v;
-        } else if (!strcmp(a, "--host-workers")) {
-            NEED_VALUE();
-            if (!cli_parse_uint(a, v, 1024, &u))
-                return CLI_EXIT_USAGE;
-            c->host_workers = u ? (int) u : -1;
-        } else if (!strcmp(a, "--split-cpu")) {
-            NEED_VALUE();
-            c->split_cpu = v;
-        } else if (!strcmp(a, "--batch")) {
-            NEED_VALUE();
-            if (!parse_batch(c, a, v, 0))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--batch-min")) {
-            NEED_VALUE();
-            if (!parse_batch(c, a, v, 1))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--batch-max")) {
-            NEED_VALUE();
-            if (!parse_batch(c, a, v, 2))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--adapt-period")) {
-            NEED_VALUE();
-            if (!parse_double(a, v, 1e-4, 3600, &o->adapt_period_s))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--dead-band")) {
-            NEED_VALUE();
-            if (!parse_double(a, v, 1e-6, 1, &o->adapt_dead_band))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--epochs")) {
-            NEED_VALUE();
-            if (!cli_parse_uint(a, v, 1000000, &u) || u == 0) {
-                if (u == 0)
-                    cli_error("--epochs expects an integer >= 1, got '%s'", v);
-                return CLI_EXIT_USAGE;
-            }
-            o->epochs = (int64_t) u;
-        } else if (!strcmp(a, "--time")) {
-            NEED_VALUE();
-            if (!parse_double(a, v, 1e-3, 1e7, &o->time_s))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--target-acc")) {
-            NEED_VALUE();
-            if (!parse_double(a, v, 1e-9, 1, &o->target_acc))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--lr")) {
-            NEED_VALUE();
-            if (!parse_double(a, v, 1e-12, 1e6, &o->lr))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--lr-batch")) {
-            NEED_VALUE();
-            if (!cli_parse_uint(a, v, 1 << 20, &u) || u == 0) {
-                if (u == 0)
-                    cli_error("--lr-batch expects an integer >= 1, got '%s'", v);
-                return CLI_EXIT_USAGE;
-            }
-            o->lr_batch = (int64_t) u;
-        } else if (!strcmp(a, "--lr-scale-max")) {
-            NEED_VALUE();
-            if (!parse_double(a, v, 1e-6, 1e6, &o->lr_scale_max))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--momentum")) {
-            NEED_VALUE();
-            if (!parse_double(a, v, 0, 0.999999, &o->momentum))
-                return CLI_EXIT_USAGE;
-            c->momentum_set = true;
-        } else if (!strcmp(a, "--no-momentum-correction")) {
-            o->no_momentum_correction = true;
-        } else if (!strcmp(a, "--weight-decay")) {
-            NEED_VALUE();
-            if (!parse_double(a, v, 0, 1, &o->weight_decay))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--schedule")) {
-            NEED_VALUE();
-            if (!strcmp(v, "constant"))
-                o->schedule = HETCL_LR_CONSTANT;
-            else if (!strcmp(v, "step"))
-                o->schedule = HETCL_LR_STEP;
-            else if (!strcmp(v, "cosine"))
-                o->schedule = HETCL_LR_COSINE;
-            else {
-                cli_error("--schedule expects constant, step or cosine, got '%s'", v);
-                return CLI_EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--step-epochs")) {
-            NEED_VALUE();
-            if (!cli_parse_uint(a, v, 1000000, &u) || u == 0) {
-                if (u == 0)
-                    cli_error("--step-epochs expects an integer >= 1, got '%s'", v);
-                return CLI_EXIT_USAGE;
-            }
-            o->step_epochs = (int64_t) u;
-        } else if (!strcmp(a, "--gamma")) {
-            NEED_VALUE();
-            if (!parse_double(a, v, 1e-9, 1, &o->step_gamma))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--warmup")) {
-            NEED_VALUE();
-            if (!parse_double(a, v, 0, 1e6, &o->warmup_epochs))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--seed")) {
-            NEED_VALUE();
-            if (!cli_parse_uint(a, v, (unsigned long) 9007199254740991ULL, &u))
-                return CLI_EXIT_USAGE;
-            o->seed = u;
-        } else if (!strcmp(a, "--report")) {
-            NEED_VALUE();
-            c->report = v;
-        } else if (!strcmp(a, "--trace")) {
-            NEED_VALUE();
-            c->trace = v;
-        } else if (!strcmp(a, "--checkpoint")) {
-            NEED_VALUE();
-            o->checkpoint_path = v;
-        } else if (!strcmp(a, "--eval-every")) {
-            NEED_VALUE();
-            if (!parse_double(a, v, 1e-3, 1, &o->eval_every))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--checkpoint-every")) {
-            NEED_VALUE();
-            if (!parse_double(a, v, 1e-3, 1e7, &o->checkpoint_every_s))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--resume")) {
-            o->resume = true;
-        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-            c->quiet = true;
-        } else {
-            cli_error("unknown option '%s' for train; see 'hetcl train --help'", a);
-            return CLI_EXIT_USAGE;
-        }
-#undef NEED_VALUE
-    }
+    const struct cli_option t[] = {
+            CLI_SECTION("algorithm:"),
+            {"--algo", CLI_CHOICE, &f->algo, .choices = algo_names, .metavar = "NAME",
+             .help = "adaptive (default), hogbatch, sync, hogwild, single"},
+            {"--devices", CLI_STRING, &c->devices, .metavar = "SPEC",
+             .help = "all (default), host, opencl, or ids: host,p0d0"},
+            {"--host-workers", CLI_ULONG, &f->host_workers, .max = 1024, .metavar = "N",
+             .seen = &f->host_workers_seen,
+             .help = "host workers (default: one per core no OpenCL CPU uses)"},
+            {"--split-cpu", CLI_STRING, &c->split_cpu, .metavar = "SPEC",
+             .help = "split OpenCL CPU devices (as hetcl devices --split-cpu)"},
+            {"--batch", CLI_CUSTOM, c, .parse = parse_batch, .metavar = "DEV=N",
+             .help = "batch size of DEV: host, opencl, or a device (host0,\n"
+                     "p0d0); repeatable. Defaults: host 32, opencl 128"},
+            {"--batch-min", CLI_CUSTOM, c, .parse = parse_batch, .metavar = "DEV=N",
+             .help = "adaptive lower bound (opencl: the threshold; default 32)"},
+            {"--batch-max", CLI_CUSTOM, c, .parse = parse_batch, .metavar = "DEV=N",
+             .help = "adaptive upper bound (host 128, opencl 1024)"},
+            {"--adapt-period", CLI_DOUBLE, &o->adapt_period_s, .min = 1e-4, .max = 3600,
+             .metavar = "S", .help = "seconds between adaptive decisions (default 0.05)"},
+            {"--dead-band", CLI_DOUBLE, &o->adapt_dead_band, .min = 1e-6, .max = 1, .metavar = "X",
+             .help = "no change while shares are within X of balance (0.1)"},
+    };
+    return add_rows(rows, n, t, CLI_N(t));
+}
+
+static size_t stop_options(struct cli_option *rows, size_t n, struct train_cli *c,
+                           struct train_flags *f)
+{
+    struct hetcl_train_options *o = &c->opts;
+    const struct cli_option t[] = {
+            CLI_SECTION("stopping (first reached; default --epochs 10):"),
+            {"--epochs", CLI_U64, &f->epochs, .min = 1, .max = 1000000, .metavar = "N",
+             .help = "stop after N epochs"},
+            {"--time", CLI_DOUBLE, &o->time_s, .min = 1e-3, .max = 1e7, .metavar = "S",
+             .help = "stop after S seconds of training"},
+            {"--target-acc", CLI_DOUBLE, &o->target_acc, .min = 1e-9, .max = 1, .metavar = "A",
+             .help = "stop at test accuracy A (in [0,1])"},
+            {"--eval-every", CLI_DOUBLE, &o->eval_every, .min = 1e-3, .max = 1, .metavar = "F",
+             .help = "also evaluate the test set every F epochs inside an epoch\n"
+                     "(F in (0, 1], e.g. 0.1: the time to --target-acc to a\n"
+                     "tenth of an epoch; default: at each epoch's end only)"},
+    };
+    return add_rows(rows, n, t, CLI_N(t));
+}
+
+static size_t optimizer_options(struct cli_option *rows, size_t n, struct train_cli *c,
+                                struct train_flags *f)
+{
+    struct hetcl_train_options *o = &c->opts;
+    const struct cli_option t[] = {
+            CLI_SECTION("optimizer (SGD, PyTorch's convention):"),
+            {"--lr", CLI_DOUBLE, &o->lr, .min = 1e-12, .max = 1e6, .metavar = "X",
+             .help = "learning rate for a batch of --lr-batch (default 0.02)"},
+            {"--lr-batch", CLI_U64, &f->lr_batch, .min = 1, .max = 1 << 20, .metavar = "N",
+             .help = "reference batch of the linear lr scaling (default 64)"},
+            {"--lr-scale-max", CLI_DOUBLE, &o->lr_scale_max, .min = 1e-6, .max = 1e6,
+             .metavar = "X", .help = "the scaling stops at X times --lr (default 2)"},
+            {"--momentum", CLI_DOUBLE, &o->momentum, .min = 0, .max = 0.999999, .metavar = "X",
+             .seen = &f->momentum_seen, .help = "momentum (default 0.9)"},
+            {"--weight-decay", CLI_DOUBLE, &o->weight_decay, .min = 0, .max = 1, .metavar = "X",
+             .help = "L2 weight decay (default 0)"},
+            {"--no-momentum-correction", CLI_FLAG, &o->no_momentum_correction,
+             .help = "keep the momentum as given with M > 1 asynchronous\n"
+                     "devices (default: 1 - M (1 - momentum), which offsets\n"
+                     "the implicit momentum of asynchrony, 1 - 1/M)"},
+            {"--schedule", CLI_CHOICE, &f->schedule, .choices = schedule_names, .metavar = "KIND",
+             .help = "constant (default), step, cosine"},
+            {"--step-epochs", CLI_U64, &f->step_epochs, .min = 1, .max = 1000000, .metavar = "N",
+             .help = "step schedule: epochs per step (default 5)"},
+            {"--gamma", CLI_DOUBLE, &o->step_gamma, .min = 1e-9, .max = 1, .metavar = "X",
+             .help = "step schedule: factor per step (default 0.1)"},
+            {"--warmup", CLI_DOUBLE, &o->warmup_epochs, .min = 0, .max = 1e6, .metavar = "E",
+             .help = "linear warm-up over E epochs (default 0)"},
+    };
+    return add_rows(rows, n, t, CLI_N(t));
+}
+
+static size_t output_options(struct cli_option *rows, size_t n, struct train_cli *c)
+{
+    struct hetcl_train_options *o = &c->opts;
+    const struct cli_option t[] = {
+            CLI_SECTION("output:"),
+            {"--seed", CLI_U64, &o->seed, .metavar = "N",
+             .help = "initialization and shuffling (default 1)"},
+            {"--report", CLI_STRING, &c->report, .metavar = "FILE",
+             .help = "write the JSON report"},
+            {"--trace", CLI_STRING, &c->trace, .metavar = "FILE",
+             .help = "write a Chrome/Perfetto trace of every task"},
+            {"--checkpoint", CLI_STRING, &o->checkpoint_path, .metavar = "FILE",
+             .help = "save weights, momentum and position (safetensors) after\n"
+                     "each epoch, atomically"},
+            {"--checkpoint-every", CLI_DOUBLE, &o->checkpoint_every_s, .min = 1e-3, .max = 1e7,
+             .metavar = "S", .help = "also every S seconds, mid-epoch"},
+            {"--resume", CLI_FLAG, &o->resume,
+             .help = "continue from --checkpoint FILE when it exists"},
+            {"--quiet", CLI_FLAG, &c->quiet, .help = "no progress line, only the summary"},
+            {"-q", CLI_FLAG, &c->quiet, .help = "same as --quiet"},
+    };
+    return add_rows(rows, n, t, CLI_N(t));
+}
+
+/* The flags' combinations, checked after parsing; the checkpoint's directory must be writable
+ * now rather than after the first epoch. */
+static int check_args(const struct train_cli *c)
+{
+    const struct hetcl_train_options *o = &c->opts;
     if (!c->model) {
         cli_error("--model: a model spec is required (e.g. --model models/mlp.json)");
         return CLI_EXIT_USAGE;
@@ -301,7 +217,6 @@ static int parse_args(int argc, char **argv, struct train_cli *c)
         return CLI_EXIT_USAGE;
     }
     if (o->checkpoint_path) {
-        /* Fail now rather than after the first epoch: the file's directory must be writable. */
         char dir[4096];
         snprintf(dir, sizeof dir, "%s", o->checkpoint_path);
         char *slash = strrchr(dir, '/');
@@ -319,45 +234,85 @@ static int parse_args(int argc, char **argv, struct train_cli *c)
         cli_error("--checkpoint-every needs --checkpoint FILE");
         return CLI_EXIT_USAGE;
     }
-    if (!c->momentum_set)
+    return CLI_EXIT_OK;
+}
+
+/* Returns CLI_EXIT_OK, CLI_EXIT_USAGE, or -1 after --help. */
+static int parse_args(int argc, char **argv, struct train_cli *c)
+{
+    struct train_flags f = {0};
+    struct cli_option rows[MAX_ROWS];
+    size_t n = data_options(rows, 0, c, &f);
+    n = algo_options(rows, n, c, &f);
+    n = stop_options(rows, n, c, &f);
+    n = optimizer_options(rows, n, c, &f);
+    n = output_options(rows, n, c);
+    struct cli_parsed p;
+    int rc = cli_parse("train", &train_help, argc, argv, rows, n, &p);
+    if (rc == CLI_PARSE_OK && p.n_positional) {
+        cli_error("train: unexpected argument '%s'; see 'hetcl train --help'", p.positional[0]);
+        rc = CLI_PARSE_ERROR;
+    }
+    cli_parsed_free(&p);
+    if (rc != CLI_PARSE_OK)
+        return rc == CLI_PARSE_HELP ? -1 : CLI_EXIT_USAGE;
+    struct hetcl_train_options *o = &c->opts;
+    (void) hetcl_train_algo_parse(algo_names[f.algo], &o->algo);
+    o->schedule = f.schedule == 1   ? HETCL_LR_STEP
+                  : f.schedule == 2 ? HETCL_LR_COSINE
+                                    : HETCL_LR_CONSTANT;
+    c->host_workers = f.host_workers_seen ? (f.host_workers ? (int) f.host_workers : -1) : 0;
+    c->train_limit = (int64_t) f.train_limit;
+    c->test_limit = (int64_t) f.test_limit;
+    o->epochs = (int64_t) f.epochs;
+    o->lr_batch = (int64_t) f.lr_batch;
+    o->step_epochs = (int64_t) f.step_epochs;
+    if (!f.momentum_seen)
         o->momentum = 0.9;
     if (!o->seed)
         o->seed = 1;
-    return CLI_EXIT_OK;
+    return check_args(c);
+}
+
+/* ------------------------------------------------------------------ devices */
+
+/* The worker named dev (host0, p0d0), or -1. */
+static int worker_named(hetcl_runtime *rt, const char *dev)
+{
+    size_t nw = hetcl_runtime_n_workers(rt);
+    for (size_t w = 0; w < nw && w < HETCL_TRAIN_MAX_DEVICES; w++) {
+        struct hetcl_worker_info wi;
+        if (hetcl_runtime_worker_info(rt, w, &wi) == HETCL_OK && !strcmp(wi.name, dev))
+            return (int) w;
+    }
+    return -1;
+}
+
+static void set_batch_field(struct hetcl_train_batch *t, int field, int64_t value)
+{
+    int64_t *f = field == 0 ? &t->batch : field == 1 ? &t->min : &t->max;
+    *f = value;
 }
 
 /* Applies the --batch settings to the runtime's workers. */
 static int apply_batches(struct train_cli *c, hetcl_runtime *rt)
 {
     struct hetcl_train_options *o = &c->opts;
-    size_t nw = hetcl_runtime_n_workers(rt);
     for (int k = 0; k < c->n_batch; k++) {
         const struct train_cli_batch *b = &c->batch[k];
-        struct hetcl_train_batch *kind = NULL;
+        int w = -1;
         if (!strcmp(b->dev, "host"))
-            kind = &o->host_batch;
+            set_batch_field(&o->host_batch, b->field, b->value);
         else if (!strcmp(b->dev, "opencl"))
-            kind = &o->cl_batch;
-        bool found = kind != NULL;
-        for (size_t w = 0; !kind && w < nw && w < HETCL_TRAIN_MAX_DEVICES; w++) {
-            struct hetcl_worker_info wi;
-            if (hetcl_runtime_worker_info(rt, w, &wi) != HETCL_OK || strcmp(wi.name, b->dev))
-                continue;
-            found = true;
-            struct hetcl_train_batch *t = &o->dev_batch[w];
-            int64_t *f = b->field == 0 ? &t->batch : b->field == 1 ? &t->min : &t->max;
-            *f = b->value;
-        }
-        if (kind) {
-            int64_t *f = b->field == 0 ? &kind->batch : b->field == 1 ? &kind->min : &kind->max;
-            *f = b->value;
-        }
-        if (!found) {
+            set_batch_field(&o->cl_batch, b->field, b->value);
+        else if ((w = worker_named(rt, b->dev)) >= 0)
+            set_batch_field(&o->dev_batch[w], b->field, b->value);
+        else {
             char names[512] = "";
             size_t len = 0;
-            for (size_t w = 0; w < nw; w++) {
+            for (size_t i = 0; i < hetcl_runtime_n_workers(rt); i++) {
                 struct hetcl_worker_info wi;
-                if (hetcl_runtime_worker_info(rt, w, &wi) == HETCL_OK && len < sizeof names)
+                if (hetcl_runtime_worker_info(rt, i, &wi) == HETCL_OK && len < sizeof names)
                     len += (size_t) snprintf(names + len, sizeof names - len, "%s%s",
                                              len ? ", " : "", wi.name);
             }
@@ -368,6 +323,53 @@ static int apply_batches(struct train_cli *c, hetcl_runtime *rt)
     }
     return CLI_EXIT_OK;
 }
+
+/* With OpenCL devices, a second host worker serves the replicas' copies and merges (see
+ * train_run.h): true when the automatic choice gave only one. */
+static bool wants_second_host_worker(const struct train_cli *c, hetcl_runtime *rt)
+{
+    if (c->host_workers || c->opts.algo == HETCL_TRAIN_HOGWILD ||
+        c->opts.algo == HETCL_TRAIN_SINGLE)
+        return false;
+    int n_host = 0, n_cl = 0;
+    for (size_t w = 0; w < hetcl_runtime_n_workers(rt); w++) {
+        struct hetcl_worker_info wi;
+        if (hetcl_runtime_worker_info(rt, w, &wi) == HETCL_OK && !wi.excluded)
+            wi.kind == HETCL_WORKER_HOST ? n_host++ : n_cl++;
+    }
+    return n_host == 1 && n_cl > 0;
+}
+
+static int create_runtime(struct train_cli *c, hetcl_context *ctx, hetcl_runtime **rt)
+{
+    struct hetcl_runtime_options ro = {.devices = c->devices,
+                                       .split_cpu = c->split_cpu,
+                                       .host_workers = c->host_workers,
+                                       .trace = c->trace != NULL};
+    /* Hogwild trains on host workers only: opening the OpenCL devices as well would only take
+     * the cores an OpenCL CPU device uses away from the automatic host workers (on a machine
+     * whose one OpenCL device is the CPU, hogwild got one worker instead of one per core). */
+    if (c->opts.algo == HETCL_TRAIN_HOGWILD && !strcmp(c->devices, "all"))
+        ro.devices = "host";
+    hetcl_status s = hetcl_runtime_create(ctx, &ro, rt);
+    if (s == HETCL_OK && wants_second_host_worker(c, *rt)) {
+        hetcl_runtime_destroy(*rt);
+        *rt = NULL;
+        ro.host_workers = 2;
+        if ((s = hetcl_runtime_create(ctx, &ro, rt)) != HETCL_OK) {
+            cli_error("--devices %s: %s", c->devices, hetcl_context_last_error(ctx));
+            return CLI_EXIT_FAILURE;
+        }
+    }
+    if (s != HETCL_OK) {
+        cli_error("--devices %s: %s", c->devices, hetcl_context_last_error(ctx));
+        return s == HETCL_ERR_INVALID_ARG || s == HETCL_ERR_NO_DEVICE ? CLI_EXIT_USAGE
+                                                                      : CLI_EXIT_FAILURE;
+    }
+    return apply_batches(c, *rt);
+}
+
+/* ------------------------------------------------------------------ output */
 
 static void on_progress(void *user, const struct hetcl_train_progress *p)
 {
@@ -412,14 +414,67 @@ static void print_summary(const struct train_cli *c, const struct hetcl_train_re
     printf("model fnv1a64 %016llx\n", (unsigned long long) r->model_hash);
 }
 
+static int write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt,
+                        const struct hetcl_train_result *r)
+{
+    const char *files[2] = {c->data_files[0], c->data_files[1]};
+    struct hetcl_train_report_options ro = {
+            .argc = c->argc,
+            .argv = c->argv,
+            .rt = rt,
+            .spec = c->spec,
+            .spec_path = c->model,
+            .data = {.name = c->data_name,
+                     .files = files,
+                     .n_files = (size_t) c->n_data_files,
+                     .checksum = c->data_checksum,
+                     .train = c->train,
+                     .test = c->test,
+                     .standardized = !c->no_standardize},
+            .devices = c->devices,
+            .split_cpu = c->split_cpu,
+            .trace_path = c->trace,
+            .train = &c->opts,
+            .result = r,
+            .machine = &c->machine,
+    };
+    cJSON *report = hetcl_train_report_create(&ro);
+    int rc = CLI_EXIT_OK;
+    if (!report) {
+        cli_error("--report %s: out of memory", c->report);
+        rc = CLI_EXIT_FAILURE;
+    } else if (hetcl_report_write(ctx, report, c->report) != HETCL_OK) {
+        cli_error("--report: %s", hetcl_context_last_error(ctx));
+        rc = CLI_EXIT_FAILURE;
+    }
+    cJSON_Delete(report);
+    return rc;
+}
+
+/* The exit code of a failed run, after its one-line error. */
+static int run_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_status s)
+{
+    if (!c->quiet && isatty(STDOUT_FILENO))
+        printf("\n");
+    const char *detail = hetcl_context_last_error(ctx);
+    if (s == HETCL_ERR_INVALID_ARG || s == HETCL_ERR_UNSUPPORTED || s == HETCL_ERR_FORMAT) {
+        cli_error("%s", detail);
+        return CLI_EXIT_USAGE;
+    }
+    if (s == HETCL_ERR_IO && c->opts.checkpoint_path) {
+        cli_error("--checkpoint %s: %s", c->opts.checkpoint_path, detail);
+        return CLI_EXIT_FAILURE;
+    }
+    cli_error("training failed: %s", detail[0] ? detail : hetcl_status_str(s));
+    return CLI_EXIT_FAILURE;
+}
+
 int cli_train(int argc, char **argv)
 {
     struct train_cli c = {.data = "fashion-mnist", .devices = "all", .argc = argc, .argv = argv};
     int rc = parse_args(argc, argv, &c);
-    if (rc < 0)
-        return CLI_EXIT_OK;
     if (rc != CLI_EXIT_OK)
-        return rc;
+        return rc < 0 ? CLI_EXIT_OK : rc;
     hetcl_context *ctx = NULL;
     hetcl_runtime *rt = NULL;
     struct hetcl_train_result *res = NULL;
@@ -428,68 +483,17 @@ int cli_train(int argc, char **argv)
         return CLI_EXIT_FAILURE;
     }
     rc = train_cli_load(&c, ctx);
-    if (rc != CLI_EXIT_OK)
-        goto out;
-    struct hetcl_runtime_options ro = {.devices = c.devices,
-                                       .split_cpu = c.split_cpu,
-                                       .host_workers = c.host_workers,
-                                       .trace = c.trace != NULL};
-    /* Hogwild trains on host workers only: opening the OpenCL devices as well would only take
-     * the cores an OpenCL CPU device uses away from the automatic host workers (on a machine
-     * whose one OpenCL device is the CPU, hogwild got one worker instead of one per core). */
-    if (c.opts.algo == HETCL_TRAIN_HOGWILD && !strcmp(c.devices, "all"))
-        ro.devices = "host";
-    hetcl_status s = hetcl_runtime_create(ctx, &ro, &rt);
-    if (s != HETCL_OK) {
-        cli_error("--devices %s: %s", c.devices, hetcl_context_last_error(ctx));
-        rc = s == HETCL_ERR_INVALID_ARG || s == HETCL_ERR_NO_DEVICE ? CLI_EXIT_USAGE
-                                                                    : CLI_EXIT_FAILURE;
-        goto out;
-    }
-    /* With OpenCL devices, a second host worker serves the replicas' copies and merges (see
-     * train_run.h): when the automatic choice gave one, ask for two. */
-    if (!c.host_workers && c.opts.algo != HETCL_TRAIN_HOGWILD &&
-        c.opts.algo != HETCL_TRAIN_SINGLE) {
-        int n_host = 0, n_cl = 0;
-        for (size_t w = 0; w < hetcl_runtime_n_workers(rt); w++) {
-            struct hetcl_worker_info wi;
-            if (hetcl_runtime_worker_info(rt, w, &wi) == HETCL_OK && !wi.excluded)
-                wi.kind == HETCL_WORKER_HOST ? n_host++ : n_cl++;
-        }
-        if (n_host == 1 && n_cl > 0) {
-            hetcl_runtime_destroy(rt);
-            rt = NULL;
-            ro.host_workers = 2;
-            s = hetcl_runtime_create(ctx, &ro, &rt);
-            if (s != HETCL_OK) {
-                cli_error("--devices %s: %s", c.devices, hetcl_context_last_error(ctx));
-                rc = CLI_EXIT_FAILURE;
-                goto out;
-            }
-        }
-    }
-    rc = apply_batches(&c, rt);
+    if (rc == CLI_EXIT_OK)
+        rc = create_runtime(&c, ctx, &rt);
     if (rc != CLI_EXIT_OK)
         goto out;
     c.opts.progress = on_progress;
     c.opts.progress_user = &c;
-    hetcl_core_round_trip_measure(&c.core, false);
-    s = hetcl_train_run(ctx, rt, c.spec, c.train, c.test, &c.opts, &res);
-    hetcl_core_round_trip_measure(&c.core, true);
+    hetcl_train_machine_before(&c.machine);
+    hetcl_status s = hetcl_train_run(ctx, rt, c.spec, c.train, c.test, &c.opts, &res);
+    hetcl_train_machine_after(&c.machine);
     if (s != HETCL_OK) {
-        if (!c.quiet && isatty(STDOUT_FILENO))
-            printf("\n");
-        const char *detail = hetcl_context_last_error(ctx);
-        if (s == HETCL_ERR_INVALID_ARG || s == HETCL_ERR_UNSUPPORTED || s == HETCL_ERR_FORMAT) {
-            cli_error("%s", detail);
-            rc = CLI_EXIT_USAGE;
-        } else if (s == HETCL_ERR_IO && c.opts.checkpoint_path) {
-            cli_error("--checkpoint %s: %s", c.opts.checkpoint_path, detail);
-            rc = CLI_EXIT_FAILURE;
-        } else {
-            cli_error("training failed: %s", detail[0] ? detail : hetcl_status_str(s));
-            rc = CLI_EXIT_FAILURE;
-        }
+        rc = run_failed(&c, ctx, s);
         goto out;
     }
     print_summary(&c, res);
@@ -497,7 +501,7 @@ int cli_train(int argc, char **argv)
         cli_error("--trace %s: %s", c.trace, hetcl_context_last_error(ctx));
         rc = CLI_EXIT_FAILURE;
     }
-    if (c.report && train_cli_write_report(&c, rt, res) != 0)
+    if (c.report && write_report(&c, ctx, rt, res) != CLI_EXIT_OK)
         rc = CLI_EXIT_FAILURE;
 out:
     hetcl_train_result_destroy(res);

@@ -1,8 +1,9 @@
 /*
  * Tests `hetcl train` as a program: bad flags and inputs give one line naming the flag or file
- * and exit 2; a run writes a report that validates against reports/schema/train.schema.json;
- * a run killed with SIGKILL while it checkpoints resumes with --resume from its last
- * checkpoint and finishes the requested epochs. Host workers and generated data only.
+ * and exit 2; a run writes a report that validates against reports/schema/train.schema.json
+ * and records the machine's state before and after training; a run killed with SIGKILL while it
+ * checkpoints resumes with --resume from its last checkpoint and finishes the requested epochs.
+ * Host workers and generated data only.
  */
 #include "harness.h"
 
@@ -145,6 +146,19 @@ static void check_report(void)
     } else {
         CHECK(cJSON_IsNull(core));
     }
+    /* The machine's state just before and just after training, and whether it throttled
+     * (true, false, or null when neither frequencies nor temperatures are readable). */
+    const cJSON *machine = cJSON_GetObjectItem(doc, "machine");
+    CHECK(cJSON_IsObject(machine));
+    const char *sides[] = {"before", "after"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *st = cJSON_GetObjectItem(machine, sides[i]);
+        CHECK(cJSON_IsString(cJSON_GetObjectItem(st, "captured_at")));
+        CHECK(cJSON_IsObject(cJSON_GetObjectItem(st, "cpufreq")));
+        CHECK(cJSON_IsObject(cJSON_GetObjectItem(st, "thermal")));
+    }
+    const cJSON *throttled = cJSON_GetObjectItem(machine, "throttled");
+    CHECK(cJSON_IsBool(throttled) || cJSON_IsNull(throttled));
     cJSON_Delete(doc);
 }
 
@@ -223,9 +237,9 @@ static void check_hogwild_cores(void)
     cJSON_Delete(doc);
 }
 
-/* The checkpoint carries the inputs' standardisation (input.mean, input.std: one float per
+/* The checkpoint carries the inputs' standardization (input.mean, input.std: one float per
  * feature of mlp.json's 784), so that inference can feed the model what it was trained on. */
-static void check_input_standardisation(const char *ckpt)
+static void check_input_standardization(const char *ckpt)
 {
     hetcl_context *ctx = NULL;
     hetcl_st_file *f = NULL;
@@ -289,7 +303,7 @@ static void check_kill_resume(void)
         CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "epochs")), 6);
         cJSON_Delete(doc);
     }
-    check_input_standardisation(ckpt);
+    check_input_standardization(ckpt);
     unlink(ckpt);
     unlink(report);
 }

@@ -237,6 +237,69 @@ struct hetcl_xc_options {
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_dataset_generate_xc(
         hetcl_context *ctx, const struct hetcl_xc_options *opts, hetcl_dataset **out);
 
+/* ---- Synthetic dense classification data: Gaussian blobs. ---- */
+
+/* Options for hetcl_dataset_generate_blobs; every size is required. */
+struct hetcl_blobs_options {
+    int64_t n;          /* examples, >= 1 and below 2^31 */
+    int64_t n_features; /* >= 1 and below 2^31; n * n_features floats at most 16 GiB */
+    int64_t n_classes;  /* 1 to 256 */
+    uint64_t seed;      /* the class centres: the same seed gives the same centres */
+    uint64_t stream;    /* the examples: a train and a test split of one seed take two streams */
+};
+
+/*
+ * Generates n examples of n_features dense features in n_classes Gaussian blobs, shaped like an
+ * image dataset of unsigned bytes (as IDX files are, and through the same loader): each class
+ * gets a centre of n_features bytes uniform in [0, 255] from the seeded generator (the one of
+ * hetcl_data_permutation) seeded with opts->seed; each example takes a class uniformly and each
+ * feature centre + round(55.4 * N(0, 1)) clamped to [0, 255] (55.4: the deviation of a uniform
+ * noise of +-96), drawn from the generator seeded with seed ^ (0x9e3779b97f4a7c15 * (stream +
+ * 1)). Features are scaled to [0, 1] (value / 255). Feature by feature the classes overlap;
+ * over many features (784 for models/mlp.json) they separate easily: data for tests and smoke
+ * runs, not a benchmark of accuracy. The dataset is named "synthetic" and its checksum is the
+ * IDX one of the bytes generated. Same options, same dataset. Returns HETCL_OK,
+ * HETCL_ERR_INVALID_ARG (a size out of range, NULL opts or out) or HETCL_ERR_NO_MEMORY; *out is
+ * NULL on failure.
+ */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_dataset_generate_blobs(
+        hetcl_context *ctx, const struct hetcl_blobs_options *opts, hetcl_dataset **out);
+
+/* ---- Preparing the splits of a training run. ---- */
+
+/* The inputs' standardization of a training run: the train split's per-feature mean and
+ * standard deviation (hetcl_dataset_feature_stats), which inference must apply to its inputs
+ * too (training saves them in checkpoints: hetcl_train_options.input_mean and input_std). */
+struct hetcl_standardization {
+    int64_t n_features;
+    float *mean; /* n_features floats each; owned (hetcl_standardization_deinit) */
+    float *std;
+};
+
+/*
+ * Standardizes train with its own feature statistics, and test (may be NULL) with the same
+ * ones, in place; the statistics are kept in *out for the checkpoint. Dense datasets only, of
+ * the same n_features. Returns HETCL_OK, HETCL_ERR_INVALID_ARG (NULL train or out, no examples,
+ * feature counts that differ), HETCL_ERR_UNSUPPORTED (sparse) or HETCL_ERR_NO_MEMORY. On
+ * failure *out is empty (nothing to free) and the splits may be partly standardized.
+ */
+HETCL_API HETCL_NODISCARD hetcl_status
+hetcl_dataset_standardize_splits(hetcl_context *ctx, hetcl_dataset *train, hetcl_dataset *test,
+                                 struct hetcl_standardization *out);
+
+/* Frees what s holds and empties it; an empty or zeroed struct (or NULL) is a no-op. */
+HETCL_API void hetcl_standardization_deinit(struct hetcl_standardization *s);
+
+/*
+ * A new dataset of n examples of ds drawn without replacement: the first n of
+ * hetcl_data_permutation(seed, ds->n), in that order (a subset: same features, classes and
+ * checksum). n must be in [0, ds->n]. Returns HETCL_OK, HETCL_ERR_INVALID_ARG or
+ * HETCL_ERR_NO_MEMORY; *out is NULL on failure.
+ */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_dataset_sample(hetcl_context *ctx,
+                                                            const hetcl_dataset *ds, int64_t n,
+                                                            uint64_t seed, hetcl_dataset **out);
+
 /* ---- Operations. ---- */
 
 /*

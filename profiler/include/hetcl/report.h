@@ -62,9 +62,16 @@ HETCL_API cJSON *hetcl_report_provenance(const struct hetcl_provenance_options *
 /* The CPU's model name from /proc/cpuinfo ("unknown" when unreadable) into buf[cap]. */
 HETCL_API void hetcl_report_cpu_model(char *buf, size_t cap);
 
-/* The performance-relevant environment variables that are set (OPENBLAS_*, OMP_*, POCL_*,
- * OCL_ICD_*, CL_*, HETCL_*, CUDA_VISIBLE_DEVICES...) as an object of strings. */
+/* The performance-relevant environment variables that the user set (OPENBLAS_*, OMP_*, POCL_*,
+ * OCL_ICD_*, CL_*, HETCL_*, CUDA_VISIBLE_DEVICES...) as an object of strings. A variable that
+ * hetcl set itself (hetcl_env_set_by_hetcl, <hetcl/device.h>) is left out, or shown with the
+ * user's value where hetcl's replaced one. */
 HETCL_API cJSON *hetcl_report_environment(void);
+
+/* The variables hetcl set itself in this process and that still hold its value, as an object
+ * of strings ({"OCL_ICD_PLATFORM_SORT": "none"}); {} when none. Reports record it beside the
+ * environment as "environment_set_by_hetcl". */
+HETCL_API cJSON *hetcl_report_environment_set_by_hetcl(void);
 
 /* `hetcl devices` sections. The hwloc topology summary: packages, NUMA nodes, cores, PUs,
  * caches, CPU kinds, PCI devices. */

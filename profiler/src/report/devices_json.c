@@ -292,8 +292,17 @@ static bool perf_relevant(const char *name)
     return false;
 }
 
+/* What hetcl set itself, from the runtime's record (hetcl_env_set_by_hetcl). */
+static size_t set_by_hetcl(struct hetcl_env_setting *set, size_t cap)
+{
+    size_t n = hetcl_env_set_by_hetcl(set, cap);
+    return n < cap ? n : cap;
+}
+
 cJSON *hetcl_report_environment(void)
 {
+    struct hetcl_env_setting set[8];
+    size_t n_set = set_by_hetcl(set, sizeof set / sizeof set[0]);
     cJSON *env = cJSON_CreateObject();
     for (char **e = environ; env && e && *e; e++) {
         const char *eq = strchr(*e, '=');
@@ -302,8 +311,25 @@ cJSON *hetcl_report_environment(void)
         char name[128];
         memcpy(name, *e, (size_t) (eq - *e));
         name[eq - *e] = '\0';
-        if (perf_relevant(name))
-            hetcl__json_add(env, name, cJSON_CreateString(eq + 1));
+        if (!perf_relevant(name))
+            continue;
+        /* A variable hetcl set holds the user's value only where it replaced one. */
+        const char *value = eq + 1;
+        for (size_t i = 0; i < n_set; i++)
+            if (!strcmp(set[i].name, name))
+                value = set[i].replaced_user_value ? set[i].user_value : NULL;
+        if (value)
+            hetcl__json_add(env, name, cJSON_CreateString(value));
     }
+    return env;
+}
+
+cJSON *hetcl_report_environment_set_by_hetcl(void)
+{
+    struct hetcl_env_setting set[8];
+    size_t n_set = set_by_hetcl(set, sizeof set / sizeof set[0]);
+    cJSON *env = cJSON_CreateObject();
+    for (size_t i = 0; env && i < n_set; i++)
+        hetcl__json_add(env, set[i].name, cJSON_CreateString(set[i].value));
     return env;
 }

@@ -43,6 +43,7 @@ static cJSON *host_json(void)
     hetcl__json_add(h, "os", cJSON_CreateString(os));
     hetcl__json_add(h, "cpu_model", cJSON_CreateString(cpu));
     hetcl__json_add(h, "environment", hetcl_report_environment());
+    hetcl__json_add(h, "environment_set_by_hetcl", hetcl_report_environment_set_by_hetcl());
     return h;
 }
 

@@ -142,4 +142,23 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_device_enumerate(hetcl_context *ctx
 /* NULL is a no-op. */
 HETCL_API void hetcl_device_list_destroy(struct hetcl_device_list *list);
 
+/* An environment variable that hetcl set itself, as opposed to one the user set. hetcl sets
+ * OCL_ICD_PLATFORM_SORT=none before it lists OpenCL platforms, unless the user set it (ocl-icd
+ * sorts platforms by calling every driver inside clGetPlatformIDs, so that one broken driver
+ * would take the whole listing down), and points OCL_ICD_VENDORS at a private directory of the
+ * working drivers while a device list that found broken ones lives (hetcl_device_enumerate). */
+struct hetcl_env_setting {
+    char name[64];
+    char value[HETCL_STR_MAX];      /* the value hetcl set, in effect now */
+    bool replaced_user_value;       /* the user had set name: value replaced theirs */
+    char user_value[HETCL_STR_MAX]; /* the user's value when replaced_user_value, else "" */
+};
+
+/* Copies into out[0..cap) the variables that hetcl set in this process's environment and that
+ * still hold hetcl's value, oldest first, and returns how many there are (out may be NULL when
+ * cap is 0). A variable the application changed since is the application's again. The copies
+ * are the caller's. Thread-safe: hetcl's own setenv calls are ordered with this query (a
+ * setenv of the application's racing with it is the application's race, as with getenv). */
+HETCL_API size_t hetcl_env_set_by_hetcl(struct hetcl_env_setting *out, size_t cap);
+
 #endif /* HETCL_DEVICE_H */

@@ -9,6 +9,7 @@
  * reach hetcl.
  */
 #include "device/cl_query.h"
+#include "util/env_set.h"
 #include "util/isolate.h"
 #include <hetcl_internal/base.h>
 #include <hetcl_internal/cl_error.h>
@@ -17,6 +18,7 @@
 
 #include <dirent.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +42,25 @@ struct job_arg {
     const hetcl_topology *topo;
 };
 
+static void set_platform_sort(void)
+{
+    hetcl__env_set_default("OCL_ICD_PLATFORM_SORT", "none");
+}
+
+/* ocl-icd sorts platforms by calling every vendor's clGetDeviceIDs inside clGetPlatformIDs, so
+ * one broken driver would take the whole listing down; unsorted, the order is the vendor
+ * directory's, the same in every child. A sort the user asked for is kept. Once per process
+ * (a child forked after it finds it done and takes no lock); the record tells reports that
+ * hetcl, not the user, set it. */
+static void platform_sort_once(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, set_platform_sort);
+}
+
 static cl_int get_platforms(cl_platform_id *ids, cl_uint *n)
 {
-    /* ocl-icd sorts platforms by calling every vendor's clGetDeviceIDs inside clGetPlatformIDs,
-     * so one broken driver would take the whole listing down; unsorted, the order is the vendor
-     * directory's, the same in every child. A sort the user asked for is kept. */
-    setenv("OCL_ICD_PLATFORM_SORT", "none", 0);
+    platform_sort_once();
     *n = 0;
     cl_int e = clGetPlatformIDs(MAX_PLATFORMS, ids, n);
     if (*n > MAX_PLATFORMS)
@@ -319,10 +334,7 @@ static void remove_icd_dir(const char *dir)
 
 static void restore_vendors_env(const struct hetcl_device_list *list)
 {
-    if (list->icd_saved_env[0])
-        setenv("OCL_ICD_VENDORS", list->icd_saved_env, 1);
-    else
-        unsetenv("OCL_ICD_VENDORS");
+    hetcl__env_restore("OCL_ICD_VENDORS", list->icd_saved_env[0] ? list->icd_saved_env : NULL);
 }
 
 /*
@@ -390,7 +402,7 @@ static hetcl_status isolate_vendors(const struct hetcl_enum_options *o,
     const char *saved = getenv("OCL_ICD_VENDORS");
     hetcl__strlcpy(list->icd_saved_env, saved ? saved : "", sizeof list->icd_saved_env);
     hetcl__strlcpy(list->icd_dir, tmpl, sizeof list->icd_dir);
-    setenv("OCL_ICD_VENDORS", tmpl, 1);
+    hetcl__env_override("OCL_ICD_VENDORS", tmpl);
     return HETCL_OK;
 }
 
@@ -434,6 +446,10 @@ hetcl_status hetcl_device_enumerate(hetcl_context *ctx, const struct hetcl_enum_
         o.timeout_ms = DEFAULT_TIMEOUT_MS;
     if (o.split_cpu && !o.topo)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "a CPU split needs the topology");
+    /* Here rather than in each child: the children inherit it, this process lists platforms in
+     * the same order later (the indexes of the descriptions), and its record is this
+     * process's. */
+    platform_sort_once();
 
     struct hetcl_device_list *list = hetcl__calloc(1, sizeof *list);
     size_t buf_cap = sizeof(struct job_header) + HETCL_STR_MAX +
