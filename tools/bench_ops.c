@@ -549,8 +549,8 @@ int cli_bench_ops(int argc, char **argv)
                 char key[256];
                 struct hetcl_gemm_choice gc;
                 hetcl_ops_gemm_desc_key(wi.desc, key, sizeof key);
-                if (hetcl_ops_gemm_choice(key, c->gemm.m, c->gemm.n, c->gemm.k, c->gemm.trans_a,
-                                          c->gemm.trans_b, &gc))
+                if (hetcl_ops_gemm_choice(ctx, key, c->gemm.m, c->gemm.n, c->gemm.k,
+                                          c->gemm.trans_a, c->gemm.trans_b, &gc))
                     snprintf(r->variant, sizeof r->variant, "%s%s",
                              hetcl_gemm_variant_name(gc.variant), gc.decided ? "" : "?");
             }
