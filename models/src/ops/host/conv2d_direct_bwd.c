@@ -182,29 +182,34 @@ struct bwd_scratch {
 static void bwd_tables(const struct bwd_geom *g, const struct hetcl_op_conv2d_args *a,
                        const float *w, const struct bwd_scratch *sc)
 {
+    /* locals, as the loops had them before this was a function: no reloads through g or sc */
+    const int64_t plane = g->plane, wp = g->wp, kk = g->kk, taps = g->taps, tb_pad = g->tb_pad;
+    const int64_t cb = g->cb, ldw = g->ldw;
+    int64_t *off = sc->off, *doff = sc->doff;
+    float *wsc = sc->wsc;
     for (int64_t c = 0, t = 0; c < a->in_c; c++) {
         for (int64_t i = 0; i < a->k_h; i++) {
             for (int64_t j = 0; j < a->k_w; j++) {
-                sc->off[t++] = c * g->plane + i * g->wp + j;
+                off[t++] = c * plane + i * wp + j;
             }
         }
     }
-    for (int64_t t = g->taps; t < g->tb_pad; t++) {
-        sc->off[t] = sc->off[g->taps - 1];
+    for (int64_t t = taps; t < tb_pad; t++) {
+        off[t] = off[taps - 1];
     }
-    for (int64_t ij = 0; ij < g->kk; ij++) {
-        for (int64_t c0 = 0; c0 < a->in_c; c0 += g->cb) {
-            const int64_t n = a->in_c - c0 < g->cb ? a->in_c - c0 : g->cb;
-            float *dst = sc->wsc + (ij * a->in_c + c0) * a->out_c;
+    for (int64_t ij = 0; ij < kk; ij++) {
+        for (int64_t c0 = 0; c0 < a->in_c; c0 += cb) {
+            const int64_t n = a->in_c - c0 < cb ? a->in_c - c0 : cb;
+            float *dst = wsc + (ij * a->in_c + c0) * a->out_c;
             for (int64_t o = 0; o < a->out_c; o++) {
                 for (int64_t b = 0; b < n; b++) {
-                    dst[o * n + b] = w[(o * a->in_c + c0 + b) * g->kk + ij];
+                    dst[o * n + b] = w[(o * a->in_c + c0 + b) * kk + ij];
                 }
             }
         }
     }
     for (int64_t o = 0; o < a->out_c; o++) {
-        sc->doff[o] = o * g->ldw;
+        doff[o] = o * ldw;
     }
 }
 
@@ -215,27 +220,28 @@ static void dx_scatter(const struct hetcl_conv_kernel *kern, const struct bwd_ge
                        const float *dyw, float *dxi)
 {
     const int64_t lanes = g->lanes, n_vec = g->n_vec, plane = g->plane, wp = g->wp;
+    const int64_t cb = g->cb, x_img = g->x_img;
+    const int64_t *doff = sc->doff;
+    const float *wsc = sc->wsc;
     float *dxp = sc->dxp;
-    memset(dxp, 0, (size_t) g->x_img * sizeof *dxp);
+    memset(dxp, 0, (size_t) x_img * sizeof *dxp);
     for (int64_t i = 0; i < a->k_h; i++) {
         for (int64_t j = 0; j < a->k_w; j++) {
             const int64_t ij = i * a->k_w + j;
-            for (int64_t c0 = 0; c0 < a->in_c; c0 += g->cb) {
-                const int n = (int) (a->in_c - c0 < g->cb ? a->in_c - c0 : g->cb);
+            for (int64_t c0 = 0; c0 < a->in_c; c0 += cb) {
+                const int n = (int) (a->in_c - c0 < cb ? a->in_c - c0 : cb);
                 const int64_t nv = kern->nv_wide[n];
-                const float *wb = sc->wsc + (ij * a->in_c + c0) * a->out_c;
+                const float *wb = wsc + (ij * a->in_c + c0) * a->out_c;
                 int64_t yoff[HETCL_CONV_OB_MAX];
                 for (int b = 0; b < n; b++) {
                     yoff[b] = (c0 + b) * plane + i * wp + j;
                 }
                 int64_t v = 0;
                 for (; v + nv <= n_vec; v += nv) {
-                    kern->wide[n](a->out_c, sc->doff, dyw + v * lanes, wb, NULL, dxp + v * lanes,
-                                  yoff);
+                    kern->wide[n](a->out_c, doff, dyw + v * lanes, wb, NULL, dxp + v * lanes, yoff);
                 }
                 for (; v < n_vec; v++) {
-                    kern->one[n](a->out_c, sc->doff, dyw + v * lanes, wb, NULL, dxp + v * lanes,
-                                 yoff);
+                    kern->one[n](a->out_c, doff, dyw + v * lanes, wb, NULL, dxp + v * lanes, yoff);
                 }
             }
         }
@@ -253,29 +259,32 @@ static void bwd_group(const struct hetcl_conv_kernel *kern, const struct bwd_geo
                       const struct hetcl_op_conv2d_args *a, const struct bwd_scratch *sc,
                       int64_t n0, int64_t nb, const float *x, const float *dy, float *dx)
 {
-    const int64_t n_x = a->in_c * a->in_h * a->in_w, n_y = a->out_c * g->n_out;
+    const int64_t lanes = g->lanes, wob = g->wob, wtb = g->wtb, n_tb = g->n_tb;
+    const int64_t plane = g->plane, wp = g->wp, out_h = g->out_h, out_w = g->out_w;
+    const int64_t n_out = g->n_out, n_vec = g->n_vec, ldw = g->ldw, ob_pad = g->ob_pad;
+    const int64_t x_img = g->x_img, dy_img = g->dy_img;
+    const int64_t *off = sc->off;
+    float *xg = sc->xg, *dyg = sc->dyg, *acc = sc->acc;
+    const int64_t n_x = a->in_c * a->in_h * a->in_w, n_y = a->out_c * n_out;
     for (int64_t m = 0; m < nb; m++) {
         const float *xi = x + (n0 + m) * n_x, *dyi = dy + (n0 + m) * n_y;
         for (int64_t c = 0; c < a->in_c; c++) {
             hetcl__conv_copy_rows(a->in_h, a->in_w, xi + c * a->in_h * a->in_w, a->in_w,
-                                  sc->xg + m * g->x_img + c * g->plane + a->pad * g->wp + a->pad,
-                                  g->wp);
+                                  xg + m * x_img + c * plane + a->pad * wp + a->pad, wp);
         }
         for (int64_t o = 0; o < a->out_c; o++) {
-            hetcl__conv_copy_rows(g->out_h, g->out_w, dyi + o * g->n_out, g->out_w,
-                                  sc->dyg + m * g->dy_img + o * g->ldw, g->wp);
+            hetcl__conv_copy_rows(out_h, out_w, dyi + o * n_out, out_w, dyg + m * dy_img + o * ldw,
+                                  wp);
         }
     }
-    const int64_t wob = g->wob, wtb = g->wtb, n_tb = g->n_tb;
-    for (int64_t ob = 0; ob < g->ob_pad / wob; ob++) {
+    for (int64_t ob = 0; ob < ob_pad / wob; ob++) {
         for (int64_t tb = 0; tb < n_tb; tb++) {
-            kern->wtile(nb, g->n_vec, sc->dyg + ob * wob * g->ldw, g->ldw, g->dy_img,
-                        sc->off + tb * wtb, sc->xg, g->x_img,
-                        sc->acc + (ob * n_tb + tb) * wob * wtb * g->lanes);
+            kern->wtile(nb, n_vec, dyg + ob * wob * ldw, ldw, dy_img, off + tb * wtb, xg, x_img,
+                        acc + (ob * n_tb + tb) * wob * wtb * lanes);
         }
     }
     for (int64_t m = 0; m < nb && dx; m++) {
-        dx_scatter(kern, g, a, sc, sc->dyg + m * g->dy_img, dx + (n0 + m) * n_x);
+        dx_scatter(kern, g, a, sc, dyg + m * dy_img, dx + (n0 + m) * n_x);
     }
 }
 
@@ -284,24 +293,24 @@ static void bwd_group(const struct hetcl_conv_kernel *kern, const struct bwd_geo
 static void bwd_finish(const struct bwd_geom *g, const struct hetcl_op_conv2d_args *a,
                        const float *acc, const float *dy, float *dw, float *dbias)
 {
-    const int64_t wob = g->wob, wtb = g->wtb, n_tb = g->n_tb, taps = g->taps;
+    const int64_t lanes = g->lanes, wob = g->wob, wtb = g->wtb, n_tb = g->n_tb, taps = g->taps;
+    const int64_t n_out = g->n_out, n_y = a->out_c * n_out;
     for (int64_t o = 0; o < a->out_c; o++) {
         for (int64_t t = 0; t < taps; t++) {
             const float *lane =
-                    acc + (((o / wob) * n_tb + t / wtb) * wob * wtb + (o % wob) * wtb + t % wtb) *
-                                  g->lanes;
+                    acc +
+                    (((o / wob) * n_tb + t / wtb) * wob * wtb + (o % wob) * wtb + t % wtb) * lanes;
             double sum = a->accumulate ? (double) dw[o * taps + t] : 0.0;
-            for (int64_t l = 0; l < g->lanes; l++) {
+            for (int64_t l = 0; l < lanes; l++) {
                 sum += (double) lane[l];
             }
             dw[o * taps + t] = (float) sum;
         }
     }
-    const int64_t n_y = a->out_c * g->n_out;
     for (int64_t o = 0; o < a->out_c; o++) {
         double sum = a->accumulate ? (double) dbias[o] : 0.0;
         for (int64_t n = 0; n < a->batch; n++) {
-            sum += hetcl__conv_sum(dy + n * n_y + o * g->n_out, g->n_out);
+            sum += hetcl__conv_sum(dy + n * n_y + o * n_out, n_out);
         }
         dbias[o] = (float) sum;
     }
