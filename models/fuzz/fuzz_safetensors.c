@@ -15,6 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    /* The entry point carries no state of ours: one context for every input of the fuzzing
+     * process, which ends without destroying it. A program's static, not the library's. */
     static hetcl_context *ctx;
     if (!ctx && hetcl_context_create(NULL, &ctx) != HETCL_OK)
         return 0;

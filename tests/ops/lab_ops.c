@@ -87,7 +87,8 @@ static double gemm(int64_t m, int64_t n, int64_t k, bool ta, bool tb, const char
         char key[256];
         struct hetcl_gemm_choice c;
         hetcl_ops_gemm_desc_key(E.info.desc, key, sizeof key);
-        const bool known = ops_env_is_cl(&E) && hetcl_ops_gemm_choice(key, m, n, k, ta, tb, &c);
+        const bool known =
+                ops_env_is_cl(&E) && hetcl_ops_gemm_choice(E.ctx, key, m, n, k, ta, tb, &c);
         snprintf(how, sizeof how, "=%s%s",
                  known               ? hetcl_gemm_variant_name(c.variant)
                  : ops_env_is_cl(&E) ? "?"
@@ -251,7 +252,7 @@ int main(int argc, char **argv)
     }
     print_load("after");
     struct hetcl_gemm_choice ch[64];
-    const size_t n = hetcl_ops_gemm_choices(ch, 64);
+    const size_t n = hetcl_ops_gemm_choices(E.ctx, ch, 64);
     printf("\n== GEMM choices (%zu) ==\n", n);
     for (size_t i = 0; i < n && i < 64; i++) {
         /* the chosen variant's fastest device time (profiling events), without the runtime */

@@ -114,7 +114,7 @@ static void test_gemm_choice(void)
     CHECK_OK(E.ctx, hetcl_file_write_atomic(E.ctx, path, file, strlen(file)));
     struct hetcl_gemm_choice c;
     gemm_case(7, 9, 11, false, false, 1.0f, 0.0f, false, "from file");
-    CHECK(hetcl_ops_gemm_choice(key, 7, 9, 11, false, false, &c));
+    CHECK(hetcl_ops_gemm_choice(E.ctx, key, 7, 9, 11, false, false, &c));
     CHECK(c.decided && c.loaded && c.variant == HETCL_GEMM_NAIVE);
 
     const int64_t m = 33, n = 65, k = 129;
@@ -122,11 +122,11 @@ static void test_gemm_choice(void)
         gemm_case(m, n, k, false, true, 1.0f, 0.0f, false, "measured");
     /* the last samples arrive by event callbacks, possibly just after the task completed */
     for (int i = 0; i < 100; i++) {
-        if (hetcl_ops_gemm_choice(key, m, n, k, false, true, &c) && c.decided)
+        if (hetcl_ops_gemm_choice(E.ctx, key, m, n, k, false, true, &c) && c.decided)
             break;
         nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
     }
-    CHECK(hetcl_ops_gemm_choice(key, m, n, k, false, true, &c));
+    CHECK(hetcl_ops_gemm_choice(E.ctx, key, m, n, k, false, true, &c));
     CHECK(c.decided && !c.loaded);
     CHECK(!c.dropped[c.variant] && c.samples[c.variant] == HETCL_GEMM_SAMPLES);
     for (int v = 0; v < HETCL_GEMM_N_VARIANTS; v++) {

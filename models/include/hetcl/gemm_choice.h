@@ -3,7 +3,7 @@
  * reports and benchmarks.
  *
  *     struct hetcl_gemm_choice c[64];
- *     size_t n = hetcl_ops_gemm_choices(c, 64);
+ *     size_t n = hetcl_ops_gemm_choices(ctx, c, 64); // ctx: the runtime's context
  *     for (size_t i = 0; i < n && i < 64; i++)
  *         printf("%s %lldx%lldx%lld %s%s: %s\n", c[i].device, (long long) c[i].m,
  *                (long long) c[i].n, (long long) c[i].k, c[i].trans_a ? "T" : "N",
@@ -23,11 +23,13 @@
  * over 4x after two) the fastest sample wins for that key. Every call computes the right
  * result whatever variant runs it.
  *
- * Choices are kept in memory for the process and in <cache_dir>/gemm/choices-v1.json (read
- * once per cache directory, rewritten atomically after each new decision), so later
- * processes skip the measurement. The key is the device model (hetcl_ops_gemm_device_key or
- * hetcl_ops_gemm_desc_key: name, compute units, driver version) and the shape (m, n, k, trans_a,
- * trans_b).
+ * Choices are kept in memory on the context (hetcl_context: every runtime created with it
+ * shares them; another context measures again, or reads what an earlier one wrote to the same
+ * cache directory) and in <cache_dir>/gemm/choices-v1.json (read at the context's first
+ * measured GEMM, rewritten atomically at the GEMM call after each new decision and when the
+ * context is destroyed), so later contexts and processes skip the measurement. The key is the
+ * device model (hetcl_ops_gemm_device_key or hetcl_ops_gemm_desc_key: name, compute units, driver
+ * version) and the shape (m, n, k, trans_a, trans_b).
  *
  * HETCL_GEMM_VARIANT=tiled|tiled_mfast|clblast|naive in the environment forces one variant and
  * skips measurement (for comparisons and tests).
@@ -38,6 +40,7 @@
 #define HETCL_GEMM_CHOICE_H
 
 #include <CL/cl.h>
+#include <hetcl/context.h>
 #include <hetcl/device.h>
 #include <hetcl/export.h>
 #include <stdbool.h>
@@ -74,13 +77,19 @@ struct hetcl_gemm_choice {
     bool dropped[HETCL_GEMM_N_VARIANTS];
 };
 
-/* Copies up to cap known choices into out (in the order they were first seen) and returns how
- * many there are. out may be NULL when cap is 0. */
-HETCL_API size_t hetcl_ops_gemm_choices(struct hetcl_gemm_choice *out, size_t cap);
+/* Copies up to cap of the choices known to ctx into out (in the order they were first seen)
+ * and returns how many there are: those its GEMM calls measured, and those read from its cache
+ * file (which is read at the first GEMM call that is not forced by HETCL_GEMM_VARIANT; before
+ * that, 0). ctx is the context of the runtime that ran the GEMMs; NULL gives 0. out may be
+ * NULL when cap is 0. The copies are the caller's. */
+HETCL_API size_t hetcl_ops_gemm_choices(const hetcl_context *ctx, struct hetcl_gemm_choice *out,
+                                        size_t cap);
 
-/* The choice for one device model and shape; false (and *out untouched) if none is known. */
-HETCL_API bool hetcl_ops_gemm_choice(const char *device_key, int64_t m, int64_t n, int64_t k,
-                                     bool trans_a, bool trans_b, struct hetcl_gemm_choice *out);
+/* The choice known to ctx (see hetcl_ops_gemm_choices) for one device model and shape; false
+ * (and *out untouched) if none is known, or ctx is NULL. */
+HETCL_API bool hetcl_ops_gemm_choice(const hetcl_context *ctx, const char *device_key, int64_t m,
+                                     int64_t n, int64_t k, bool trans_a, bool trans_b,
+                                     struct hetcl_gemm_choice *out);
 
 /* The device model key: "<name> / <compute units> CU / <driver version>", written into
  * buf[cap] (truncated, always terminated; "" when the device cannot be queried). */

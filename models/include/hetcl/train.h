@@ -105,7 +105,7 @@ struct hetcl_train_options {
     double momentum; /* default 0 (set 0.9 for the usual) */
     /* The asynchronous algorithms with M > 1 devices lower the momentum to
      * max(0, 1 - M (1 - momentum)), so that with the implicit momentum asynchrony adds
-     * (1 - 1/M) an update weighs what it would on one device (see train_run.c); true keeps
+     * (1 - 1/M) an update weighs what it would on one device (see train_setup.c); true keeps
      * it as given. */
     bool no_momentum_correction;
     double weight_decay;

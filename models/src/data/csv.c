@@ -61,6 +61,177 @@ static bool is_blank(const char *p, const char *end)
     return true;
 }
 
+/* One load in progress: the shape found in the first row and the arrays filled row by row. */
+struct csv {
+    hetcl_context *ctx;
+    const char *name;
+    const struct hetcl_data_options *opts; /* may be NULL */
+    char sep;
+    size_t max_rows;        /* a bound on the data rows: the arrays' capacity */
+    long n_cols, label_col; /* 0 columns until the first row is read */
+    size_t nf, n;           /* features per row, rows read */
+    struct field *f;        /* n_cols fields of the current row */
+    int64_t *labels, *lines;
+    hetcl_dataset *ds;
+};
+
+/* The first non-blank row: the column count and the label column, the arrays (max_rows rows
+ * within max_bytes), and whether the row is a header (*is_header) rather than data. */
+static hetcl_status first_row(struct csv *c, const char *row, const char *row_end, int64_t line,
+                              bool *is_header)
+{
+    const struct hetcl_data_options *opts = c->opts;
+    const char *why = NULL;
+    long col = 0;
+    long k = split_fields(row, row_end, c->sep, NULL, 0, &why, &col);
+    if (k < 0)
+        return hetcl__fail(c->ctx, HETCL_ERR_FORMAT, "%s:%lld: column %ld: expected %s", c->name,
+                           (long long) line, col, why);
+    if (k < 2)
+        return hetcl__fail(c->ctx, HETCL_ERR_FORMAT,
+                           "%s:%lld: expected at least 2 columns (label and a feature) "
+                           "separated by '%c', got 1",
+                           c->name, (long long) line, c->sep);
+    c->n_cols = k;
+    c->label_col = opts ? opts->label_column : 0;
+    if (c->label_col < 0)
+        c->label_col += c->n_cols;
+    if (c->label_col < 0 || c->label_col >= c->n_cols)
+        return hetcl__fail(c->ctx, HETCL_ERR_INVALID_ARG,
+                           "%s:%lld: label_column %d does not exist: the file has %ld "
+                           "columns",
+                           c->name, (long long) line, opts ? opts->label_column : 0, c->n_cols);
+    c->nf = (size_t) c->n_cols - 1;
+    const size_t max_bytes = hetcl__data_max_bytes(opts);
+    if (c->max_rows > max_bytes / sizeof(float) / c->nf)
+        return hetcl__fail(c->ctx, HETCL_ERR_FORMAT,
+                           "%s: up to %zu rows of %zu features exceed max_bytes = %zu", c->name,
+                           c->max_rows, c->nf, max_bytes);
+    c->f = hetcl__malloc((size_t) c->n_cols * sizeof *c->f);
+    c->ds->x = hetcl__malloc(c->max_rows * c->nf * sizeof *c->ds->x);
+    c->labels = hetcl__malloc(c->max_rows * sizeof *c->labels);
+    c->lines = hetcl__malloc(c->max_rows * sizeof *c->lines);
+    if (!c->f || !c->ds->x || !c->labels || !c->lines)
+        return hetcl__fail(c->ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory for %zu rows", c->name,
+                           c->max_rows);
+    split_fields(row, row_end, c->sep, c->f, (size_t) c->n_cols, &why, &col);
+    const enum hetcl_csv_header header = opts ? opts->header : HETCL_CSV_HEADER_AUTO;
+    *is_header = header == HETCL_CSV_HEADER_PRESENT;
+    if (header == HETCL_CSV_HEADER_AUTO) {
+        for (long i = 0; i < c->n_cols && !*is_header; i++) {
+            double v;
+            *is_header = !hetcl__data_parse_float(c->f[i].s, c->f[i].len, &v);
+        }
+    }
+    return HETCL_OK;
+}
+
+/* One data row: its label and features appended as row c->n. */
+static hetcl_status data_row(struct csv *c, const char *row, const char *row_end, int64_t line)
+{
+    const char *why = NULL;
+    long col = 0;
+    char q[128];
+    long k = split_fields(row, row_end, c->sep, c->f, (size_t) c->n_cols, &why, &col);
+    if (k < 0)
+        return hetcl__fail(c->ctx, HETCL_ERR_FORMAT, "%s:%lld: column %ld: expected %s", c->name,
+                           (long long) line, col, why);
+    if (k != c->n_cols)
+        return hetcl__fail(c->ctx, HETCL_ERR_FORMAT,
+                           "%s:%lld: expected %ld fields (as in the first row), got %ld", c->name,
+                           (long long) line, c->n_cols, k);
+    const struct field *f = c->f;
+    float *x = c->ds->x + c->n * c->nf;
+    for (long i = 0, j = 0; i < c->n_cols; i++) {
+        if (i == c->label_col) {
+            if (!hetcl__data_parse_int(f[i].s, f[i].len, true, &c->labels[c->n]))
+                return hetcl__fail(c->ctx, HETCL_ERR_FORMAT,
+                                   "%s:%lld: column %ld: expected an integer label, got \"%s\"",
+                                   c->name, (long long) line, i + 1,
+                                   hetcl__data_quote(q, sizeof q, f[i].s, f[i].len));
+            continue;
+        }
+        double v;
+        if (!hetcl__data_parse_float(f[i].s, f[i].len, &v))
+            return hetcl__fail(c->ctx, HETCL_ERR_FORMAT,
+                               "%s:%lld: column %ld: expected a finite number, got \"%s\"", c->name,
+                               (long long) line, i + 1,
+                               hetcl__data_quote(q, sizeof q, f[i].s, f[i].len));
+        x[j++] = (float) v;
+    }
+    c->lines[c->n++] = line;
+    return HETCL_OK;
+}
+
+/* After the last row: the labels checked (and remapped), the dataset's fields, the feature
+ * matrix trimmed to the rows read, and the normalisation. */
+static hetcl_status finish(struct csv *c)
+{
+    const struct hetcl_data_options *opts = c->opts;
+    hetcl_dataset *ds = c->ds;
+    int64_t *values = NULL;
+    int64_t n_classes = opts && opts->n_classes > 0 ? opts->n_classes : 0;
+    size_t bad_at = 0;
+    hetcl_status s = hetcl__data_finish_labels(c->labels, c->n, opts && opts->remap_labels,
+                                               &n_classes, &values, &bad_at);
+    if (s == HETCL_ERR_NO_MEMORY)
+        return hetcl__fail(c->ctx, s, "%s: out of memory", c->name);
+    if (s != HETCL_OK)
+        return hetcl__fail(c->ctx, s,
+                           "%s:%lld: column %ld: label %lld out of range, expected a class in "
+                           "[0, %lld)%s",
+                           c->name, (long long) c->lines[bad_at], c->label_col + 1,
+                           (long long) c->labels[bad_at],
+                           (long long) (n_classes > 0 ? n_classes : INT32_MAX),
+                           opts && opts->remap_labels ? " (after remapping)"
+                                                      : " (set remap_labels for arbitrary values)");
+    const size_t n = c->n, nf = c->nf;
+    ds->n = (int64_t) n;
+    ds->n_features = (int64_t) nf;
+    ds->n_classes = n_classes;
+    ds->label_values = values;
+    ds->y = hetcl__malloc((n ? n : 1) * sizeof *ds->y);
+    if (!ds->y)
+        return hetcl__fail(c->ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", c->name);
+    for (size_t i = 0; i < n; i++)
+        ds->y[i] = (int32_t) c->labels[i];
+    if (n < c->max_rows) {
+        float *shrunk = hetcl__realloc(ds->x, (n ? n : 1) * nf * sizeof *ds->x);
+        if (shrunk)
+            ds->x = shrunk; /* a failed shrink keeps the larger block, which is still valid */
+    }
+    return hetcl__data_apply_normalize(c->ctx, ds, opts);
+}
+
+/* Every row of [p, end): the first non-blank one sets the shape (and may be a header), blank
+ * ones are skipped. */
+static hetcl_status parse_rows(struct csv *c, const char *p, const char *end)
+{
+    hetcl_status s = HETCL_OK;
+    bool first = true;
+    for (int64_t line = 1; p < end && s == HETCL_OK; line++) {
+        const char *nl = memchr(p, '\n', (size_t) (end - p));
+        const char *le = nl ? nl : end;
+        const char *row_end = (le > p && le[-1] == '\r') ? le - 1 : le;
+        const char *row = p;
+        p = nl ? nl + 1 : end;
+        if (is_blank(row, row_end))
+            continue;
+        if (first) {
+            first = false;
+            bool is_header = false;
+            s = first_row(c, row, row_end, line, &is_header);
+            if (s != HETCL_OK || is_header)
+                continue;
+        }
+        s = data_row(c, row, row_end, line);
+    }
+    if (s == HETCL_OK && c->n_cols == 0)
+        s = hetcl__fail(c->ctx, HETCL_ERR_FORMAT, "%s:1: expected a CSV row, the file is empty",
+                        c->name);
+    return s;
+}
+
 hetcl_status hetcl_dataset_load_csv_mem(hetcl_context *ctx, const char *name, const void *bytes,
                                         size_t len, const struct hetcl_data_options *opts,
                                         hetcl_dataset **out)
@@ -72,181 +243,30 @@ hetcl_status hetcl_dataset_load_csv_mem(hetcl_context *ctx, const char *name, co
                            "hetcl_dataset_load_csv_mem: out and bytes are required");
     if (!name)
         name = "csv";
-    char sep = opts && opts->separator ? opts->separator : ',';
-    if (sep == '"' || sep == '\n' || sep == '\r')
+    struct csv c = {.ctx = ctx, .name = name, .opts = opts, .max_rows = 1};
+    c.sep = opts && opts->separator ? opts->separator : ',';
+    if (c.sep == '"' || c.sep == '\n' || c.sep == '\r')
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: invalid CSV separator 0x%02x", name,
-                           (unsigned char) sep);
-    enum hetcl_csv_header header = opts ? opts->header : HETCL_CSV_HEADER_AUTO;
-    size_t max_bytes = hetcl__data_max_bytes(opts);
+                           (unsigned char) c.sep);
     const char *p = bytes, *end = p + len;
-
     /* Every row has one line and at least one byte, so newlines + 1 bounds the row count: the
      * feature matrix is allocated once, then trimmed. */
-    size_t max_rows = 1;
     for (const char *q = p; (q = memchr(q, '\n', (size_t) (end - q))) != NULL; q++)
-        max_rows++;
-
-    hetcl_dataset *ds = hetcl__dataset_new(name);
-    struct field *f = NULL;
-    int64_t *labels = NULL, *lines = NULL, *values = NULL;
-    hetcl_status s = HETCL_OK;
-    char q[128];
-    if (!ds)
+        c.max_rows++;
+    if (!(c.ds = hetcl__dataset_new(name)))
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", name);
-    ds->checksum = hetcl__fnv1a(HETCL__FNV_BASIS, bytes, len);
-
-    long n_cols = 0, label_col = 0;
-    size_t nf = 0, n = 0;
-    bool first = true;
-    for (int64_t line = 1; p < end; line++) {
-        const char *nl = memchr(p, '\n', (size_t) (end - p));
-        const char *le = nl ? nl : end;
-        const char *row_end = (le > p && le[-1] == '\r') ? le - 1 : le;
-        const char *row = p;
-        p = nl ? nl + 1 : end;
-        if (is_blank(row, row_end))
-            continue;
-        const char *why = NULL;
-        long col = 0;
-        if (first) {
-            first = false;
-            long k = split_fields(row, row_end, sep, NULL, 0, &why, &col);
-            if (k < 0) {
-                s = hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s:%lld: column %ld: expected %s", name,
-                                (long long) line, col, why);
-                goto done;
-            }
-            if (k < 2) {
-                s = hetcl__fail(ctx, HETCL_ERR_FORMAT,
-                                "%s:%lld: expected at least 2 columns (label and a feature) "
-                                "separated by '%c', got 1",
-                                name, (long long) line, sep);
-                goto done;
-            }
-            n_cols = k;
-            label_col = opts ? opts->label_column : 0;
-            if (label_col < 0)
-                label_col += n_cols;
-            if (label_col < 0 || label_col >= n_cols) {
-                s = hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
-                                "%s:%lld: label_column %d does not exist: the file has %ld "
-                                "columns",
-                                name, (long long) line, opts ? opts->label_column : 0, n_cols);
-                goto done;
-            }
-            nf = (size_t) n_cols - 1;
-            if (max_rows > max_bytes / sizeof(float) / nf) {
-                s = hetcl__fail(ctx, HETCL_ERR_FORMAT,
-                                "%s: up to %zu rows of %zu features exceed max_bytes = %zu", name,
-                                max_rows, nf, max_bytes);
-                goto done;
-            }
-            f = hetcl__malloc((size_t) n_cols * sizeof *f);
-            ds->x = hetcl__malloc(max_rows * nf * sizeof *ds->x);
-            labels = hetcl__malloc(max_rows * sizeof *labels);
-            lines = hetcl__malloc(max_rows * sizeof *lines);
-            if (!f || !ds->x || !labels || !lines) {
-                s = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory for %zu rows", name,
-                                max_rows);
-                goto done;
-            }
-            split_fields(row, row_end, sep, f, (size_t) n_cols, &why, &col);
-            bool is_header = header == HETCL_CSV_HEADER_PRESENT;
-            if (header == HETCL_CSV_HEADER_AUTO) {
-                for (long c = 0; c < n_cols && !is_header; c++) {
-                    double v;
-                    is_header = !hetcl__data_parse_float(f[c].s, f[c].len, &v);
-                }
-            }
-            if (is_header)
-                continue;
-        }
-        long k = split_fields(row, row_end, sep, f, (size_t) n_cols, &why, &col);
-        if (k < 0) {
-            s = hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s:%lld: column %ld: expected %s", name,
-                            (long long) line, col, why);
-            goto done;
-        }
-        if (k != n_cols) {
-            s = hetcl__fail(ctx, HETCL_ERR_FORMAT,
-                            "%s:%lld: expected %ld fields (as in the first row), got %ld", name,
-                            (long long) line, n_cols, k);
-            goto done;
-        }
-        float *x = ds->x + n * nf;
-        for (long c = 0, j = 0; c < n_cols; c++) {
-            if (c == label_col) {
-                if (!hetcl__data_parse_int(f[c].s, f[c].len, true, &labels[n])) {
-                    s = hetcl__fail(ctx, HETCL_ERR_FORMAT,
-                                    "%s:%lld: column %ld: expected an integer label, got \"%s\"",
-                                    name, (long long) line, c + 1,
-                                    hetcl__data_quote(q, sizeof q, f[c].s, f[c].len));
-                    goto done;
-                }
-                continue;
-            }
-            double v;
-            if (!hetcl__data_parse_float(f[c].s, f[c].len, &v)) {
-                s = hetcl__fail(ctx, HETCL_ERR_FORMAT,
-                                "%s:%lld: column %ld: expected a finite number, got \"%s\"", name,
-                                (long long) line, c + 1,
-                                hetcl__data_quote(q, sizeof q, f[c].s, f[c].len));
-                goto done;
-            }
-            x[j++] = (float) v;
-        }
-        lines[n++] = line;
-    }
-    if (n_cols == 0) {
-        s = hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s:1: expected a CSV row, the file is empty", name);
-        goto done;
-    }
-    int64_t n_classes = opts && opts->n_classes > 0 ? opts->n_classes : 0;
-    size_t bad_at = 0;
-    s = hetcl__data_finish_labels(labels, n, opts && opts->remap_labels, &n_classes, &values,
-                                  &bad_at);
-    if (s == HETCL_ERR_NO_MEMORY) {
-        hetcl__fail(ctx, s, "%s: out of memory", name);
-        goto done;
-    }
+    c.ds->checksum = hetcl__fnv1a(HETCL__FNV_BASIS, bytes, len);
+    hetcl_status s = parse_rows(&c, p, end);
+    if (s == HETCL_OK)
+        s = finish(&c);
+    hetcl__free(c.f);
+    hetcl__free(c.labels);
+    hetcl__free(c.lines);
     if (s != HETCL_OK) {
-        hetcl__fail(ctx, s,
-                    "%s:%lld: column %ld: label %lld out of range, expected a class in "
-                    "[0, %lld)%s",
-                    name, (long long) lines[bad_at], label_col + 1, (long long) labels[bad_at],
-                    (long long) (n_classes > 0 ? n_classes : INT32_MAX),
-                    opts && opts->remap_labels ? " (after remapping)"
-                                               : " (set remap_labels for arbitrary values)");
-        goto done;
-    }
-    ds->n = (int64_t) n;
-    ds->n_features = (int64_t) nf;
-    ds->n_classes = n_classes;
-    ds->label_values = values;
-    values = NULL;
-    ds->y = hetcl__malloc((n ? n : 1) * sizeof *ds->y);
-    if (!ds->y) {
-        s = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", name);
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++)
-        ds->y[i] = (int32_t) labels[i];
-    if (n < max_rows) {
-        float *shrunk = hetcl__realloc(ds->x, (n ? n : 1) * nf * sizeof *ds->x);
-        if (shrunk)
-            ds->x = shrunk; /* a failed shrink keeps the larger block, which is still valid */
-    }
-    s = hetcl__data_apply_normalize(ctx, ds, opts);
-done:
-    hetcl__free(f);
-    hetcl__free(labels);
-    hetcl__free(lines);
-    hetcl__free(values);
-    if (s != HETCL_OK) {
-        hetcl_dataset_destroy(ds);
+        hetcl_dataset_destroy(c.ds);
         return s;
     }
-    *out = ds;
+    *out = c.ds;
     return HETCL_OK;
 }
 

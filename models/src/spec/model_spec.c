@@ -408,6 +408,154 @@ static int64_t window_out(int64_t n, int64_t k, int64_t s)
     return n < k ? 0 : (n - k) / s + 1;
 }
 
+/* What a layer is, from its input: its output shape, its weight tensor (rank 0: none), its
+ * fans, its multiply-adds (dense) and its window (pools). */
+struct layer_geom {
+    struct hetcl_model_shape out;
+    int64_t wdims[4], n_weight, macs, fan_in, fan_out, window;
+    int wrank;
+};
+
+/* The geometry of layer l (at `where`) on input cur (formatted in `shape`). *ok is false when a
+ * size overflows; an input the layer cannot take is an error. */
+static hetcl_status layer_geom(const struct parser *p, const char *where, const char *shape,
+                               const struct hetcl_model_layer *l,
+                               const struct hetcl_model_shape *cur, struct layer_geom *g, bool *ok)
+{
+    const char *tname = hetcl_model_layer_type_name(l->type);
+    *ok = true;
+    switch (l->type) {
+    case HETCL_MODEL_LAYER_DENSE:
+        if (cur->rank != 1)
+            return bad(p, where,
+                       "dense needs a flat [n] input, got %s; add {\"type\": \"flatten\"} "
+                       "before it",
+                       shape);
+        g->out.rank = 1;
+        g->out.dims[0] = l->units;
+        g->wrank = 2;
+        g->wdims[0] = l->units;
+        g->wdims[1] = cur->dims[0];
+        g->fan_in = cur->dims[0];
+        g->fan_out = l->units;
+        *ok = mul(l->units, cur->dims[0], &g->n_weight);
+        g->macs = g->n_weight;
+        break;
+    case HETCL_MODEL_LAYER_CONV2D:
+    case HETCL_MODEL_LAYER_MAXPOOL2D:
+    case HETCL_MODEL_LAYER_AVGPOOL2D: {
+        if (cur->rank != 3)
+            return bad(p, where, "%s needs a [channels, height, width] input, got %s", tname,
+                       shape);
+        bool conv = l->type == HETCL_MODEL_LAYER_CONV2D;
+        static const char *const axis[2] = {"height", "width"};
+        g->out.rank = 3;
+        g->out.dims[0] = conv ? l->filters : cur->dims[0];
+        for (int a = 0; a < 2; a++) {
+            int64_t span = cur->dims[1 + a] + 2 * l->padding[a];
+            g->out.dims[1 + a] = window_out(span, l->kernel[a], l->stride[a]);
+            if (g->out.dims[1 + a] >= 1)
+                continue;
+            if (conv)
+                return bad(p, where,
+                           "conv2d output %s would be < 1: input %s %lld + 2 * padding "
+                           "%lld < kernel %lld (input %s)",
+                           axis[a], axis[a], (long long) cur->dims[1 + a],
+                           (long long) l->padding[a], (long long) l->kernel[a], shape);
+            return bad(p, where,
+                       "%s output %s would be < 1: input %s %lld < size %lld "
+                       "(input %s)",
+                       tname, axis[a], axis[a], (long long) cur->dims[1 + a],
+                       (long long) l->kernel[a], shape);
+        }
+        if (conv) {
+            g->wrank = 4;
+            g->wdims[0] = l->filters;
+            g->wdims[1] = cur->dims[0];
+            g->wdims[2] = l->kernel[0];
+            g->wdims[3] = l->kernel[1];
+            *ok = mul(cur->dims[0], l->kernel[0], &g->fan_in) &&
+                  mul(g->fan_in, l->kernel[1], &g->fan_in) &&
+                  mul(l->filters, l->kernel[0], &g->fan_out) &&
+                  mul(g->fan_out, l->kernel[1], &g->fan_out) &&
+                  mul(g->fan_in, l->filters, &g->n_weight);
+        } else {
+            *ok = mul(l->kernel[0], l->kernel[1], &g->window);
+        }
+        break;
+    }
+    case HETCL_MODEL_LAYER_FLATTEN:
+        g->out.rank = 1;
+        g->out.dims[0] = shape_elements(cur);
+        break;
+    }
+    return HETCL_OK;
+}
+
+/* Layer i on input *cur: its shapes, parameter tensors (added to r), parameter count and
+ * FLOPs, within the spec's limits; *cur becomes its output. bias_init applies to its bias. */
+static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_model_layer *l,
+                                  enum hetcl_model_init bias_init, struct hetcl_model_shape *cur,
+                                  struct resolved *r)
+{
+    char where[32], shape[96];
+    const char *tname = hetcl_model_layer_type_name(l->type);
+    snprintf(where, sizeof where, "layers[%d]", i);
+    format_shape(cur, shape, sizeof shape);
+    l->in_shape = *cur;
+    l->first_param = r->n_params;
+    l->n_param_tensors = 0;
+    l->n_parameters = 0;
+    struct layer_geom g = {0};
+    bool ok = true;
+    hetcl_status s = layer_geom(p, where, shape, l, cur, &g, &ok);
+    if (s != HETCL_OK)
+        return s;
+    int64_t n_out = 1;
+    for (int d = 0; d < g.out.rank && ok; d++)
+        ok = mul(n_out, g.out.dims[d], &n_out);
+    if (!ok || n_out > HETCL_MODEL_SPEC_MAX_ACTIVATIONS)
+        return bad(p, where, "%s output would have more than %lld elements per example (input %s)",
+                   tname, (long long) HETCL_MODEL_SPEC_MAX_ACTIVATIONS, shape);
+    int64_t n_bias = l->bias ? (l->type == HETCL_MODEL_LAYER_DENSE ? l->units : l->filters) : 0;
+    int64_t total = r->n_parameters;
+    if (g.n_weight > HETCL_MODEL_SPEC_MAX_PARAMS || !add(total, g.n_weight, &total) ||
+        !add(total, n_bias, &total) || total > HETCL_MODEL_SPEC_MAX_PARAMS)
+        return bad(p, where, "the model would have more than %lld parameters (input %s)",
+                   (long long) HETCL_MODEL_SPEC_MAX_PARAMS, shape);
+    if (g.wrank) {
+        add_param(r, i, HETCL_MODEL_PARAM_WEIGHT, l->init, g.wrank, g.wdims, g.n_weight, g.fan_in,
+                  g.fan_out);
+        l->n_param_tensors++;
+        if (l->bias) {
+            int64_t bdims[1] = {n_bias};
+            add_param(r, i, HETCL_MODEL_PARAM_BIAS, bias_init, 1, bdims, n_bias, g.fan_in,
+                      g.fan_out);
+            l->n_param_tensors++;
+        }
+    }
+    l->n_parameters = g.n_weight + n_bias;
+    r->n_parameters = total;
+    /* FLOPs: 2 per multiply-add of dense and conv2d (for conv2d, n_weight MACs per output
+     * position), one add per output for the bias, one op per window element for pools;
+     * activations and the loss are not counted (models/README.md). */
+    int64_t macs = g.macs;
+    if (l->type == HETCL_MODEL_LAYER_CONV2D)
+        ok = mul(g.n_weight, g.out.dims[1], &macs) && mul(macs, g.out.dims[2], &macs);
+    int64_t flops = 0;
+    ok = ok && mul(macs, 2, &flops) && add(flops, l->bias ? n_out : 0, &flops);
+    if (ok && g.window) {
+        int64_t pool = 0;
+        ok = mul(g.window, n_out, &pool) && add(flops, pool, &flops);
+    }
+    if (!ok || !add(r->flops, flops, &r->flops))
+        return bad(p, where, "forward FLOPs per example overflow a 64-bit count (input %s)", shape);
+    l->flops = flops;
+    l->out_shape = g.out;
+    *cur = g.out;
+    return HETCL_OK;
+}
+
 /* Walks the layers from input, filling their shapes, parameter indices and FLOPs and r. On
  * failure r->params is freed. bias_init applies to every bias tensor. */
 static hetcl_status resolve(const struct parser *p, const struct hetcl_model_shape *input,
@@ -419,146 +567,16 @@ static hetcl_status resolve(const struct parser *p, const struct hetcl_model_sha
     if (!r->params)
         return hetcl__fail(p->ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", p->source);
     struct hetcl_model_shape cur = *input;
-    char where[32], shape[96];
-    hetcl_status s = HETCL_OK;
     for (int i = 0; i < n_layers; i++) {
-        struct hetcl_model_layer *l = &layers[i];
-        const char *tname = hetcl_model_layer_type_name(l->type);
-        snprintf(where, sizeof where, "layers[%d]", i);
-        format_shape(&cur, shape, sizeof shape);
-        l->in_shape = cur;
-        l->first_param = r->n_params;
-        l->n_param_tensors = 0;
-        l->n_parameters = 0;
-        struct hetcl_model_shape out = {0};
-        int64_t wdims[4] = {0}, n_weight = 0, macs = 0, fan_in = 0, fan_out = 0, window = 0;
-        int wrank = 0;
-        bool ok = true;
-        switch (l->type) {
-        case HETCL_MODEL_LAYER_DENSE:
-            if (cur.rank != 1) {
-                s = bad(p, where,
-                        "dense needs a flat [n] input, got %s; add {\"type\": \"flatten\"} "
-                        "before it",
-                        shape);
-                goto fail;
-            }
-            out.rank = 1;
-            out.dims[0] = l->units;
-            wrank = 2;
-            wdims[0] = l->units;
-            wdims[1] = cur.dims[0];
-            fan_in = cur.dims[0];
-            fan_out = l->units;
-            ok = mul(l->units, cur.dims[0], &n_weight);
-            macs = n_weight;
-            break;
-        case HETCL_MODEL_LAYER_CONV2D:
-        case HETCL_MODEL_LAYER_MAXPOOL2D:
-        case HETCL_MODEL_LAYER_AVGPOOL2D: {
-            if (cur.rank != 3) {
-                s = bad(p, where, "%s needs a [channels, height, width] input, got %s", tname,
-                        shape);
-                goto fail;
-            }
-            bool conv = l->type == HETCL_MODEL_LAYER_CONV2D;
-            static const char *const axis[2] = {"height", "width"};
-            out.rank = 3;
-            out.dims[0] = conv ? l->filters : cur.dims[0];
-            for (int a = 0; a < 2; a++) {
-                int64_t span = cur.dims[1 + a] + 2 * l->padding[a];
-                out.dims[1 + a] = window_out(span, l->kernel[a], l->stride[a]);
-                if (out.dims[1 + a] < 1) {
-                    if (conv)
-                        s = bad(p, where,
-                                "conv2d output %s would be < 1: input %s %lld + 2 * padding "
-                                "%lld < kernel %lld (input %s)",
-                                axis[a], axis[a], (long long) cur.dims[1 + a],
-                                (long long) l->padding[a], (long long) l->kernel[a], shape);
-                    else
-                        s = bad(p, where,
-                                "%s output %s would be < 1: input %s %lld < size %lld "
-                                "(input %s)",
-                                tname, axis[a], axis[a], (long long) cur.dims[1 + a],
-                                (long long) l->kernel[a], shape);
-                    goto fail;
-                }
-            }
-            if (conv) {
-                wrank = 4;
-                wdims[0] = l->filters;
-                wdims[1] = cur.dims[0];
-                wdims[2] = l->kernel[0];
-                wdims[3] = l->kernel[1];
-                ok = mul(cur.dims[0], l->kernel[0], &fan_in) &&
-                     mul(fan_in, l->kernel[1], &fan_in) &&
-                     mul(l->filters, l->kernel[0], &fan_out) &&
-                     mul(fan_out, l->kernel[1], &fan_out) && mul(fan_in, l->filters, &n_weight);
-            } else {
-                ok = mul(l->kernel[0], l->kernel[1], &window);
-            }
-            break;
+        const hetcl_status s = resolve_layer(p, i, &layers[i], bias_init, &cur, r);
+        if (s != HETCL_OK) {
+            hetcl__free(r->params);
+            r->params = NULL;
+            return s;
         }
-        case HETCL_MODEL_LAYER_FLATTEN:
-            out.rank = 1;
-            out.dims[0] = shape_elements(&cur);
-            break;
-        }
-        int64_t n_out = 1;
-        for (int d = 0; d < out.rank && ok; d++)
-            ok = mul(n_out, out.dims[d], &n_out);
-        if (!ok || n_out > HETCL_MODEL_SPEC_MAX_ACTIVATIONS) {
-            s = bad(p, where, "%s output would have more than %lld elements per example (input %s)",
-                    tname, (long long) HETCL_MODEL_SPEC_MAX_ACTIVATIONS, shape);
-            goto fail;
-        }
-        int64_t n_bias = l->bias ? (l->type == HETCL_MODEL_LAYER_DENSE ? l->units : l->filters) : 0;
-        int64_t total = r->n_parameters;
-        if (n_weight > HETCL_MODEL_SPEC_MAX_PARAMS || !add(total, n_weight, &total) ||
-            !add(total, n_bias, &total) || total > HETCL_MODEL_SPEC_MAX_PARAMS) {
-            s = bad(p, where, "the model would have more than %lld parameters (input %s)",
-                    (long long) HETCL_MODEL_SPEC_MAX_PARAMS, shape);
-            goto fail;
-        }
-        if (wrank) {
-            add_param(r, i, HETCL_MODEL_PARAM_WEIGHT, l->init, wrank, wdims, n_weight, fan_in,
-                      fan_out);
-            l->n_param_tensors++;
-            if (l->bias) {
-                int64_t bdims[1] = {n_bias};
-                add_param(r, i, HETCL_MODEL_PARAM_BIAS, bias_init, 1, bdims, n_bias, fan_in,
-                          fan_out);
-                l->n_param_tensors++;
-            }
-        }
-        l->n_parameters = n_weight + n_bias;
-        r->n_parameters = total;
-        /* FLOPs: 2 per multiply-add of dense and conv2d (for conv2d, n_weight MACs per output
-         * position), one add per output for the bias, one op per window element for pools;
-         * activations and the loss are not counted (models/README.md). */
-        if (l->type == HETCL_MODEL_LAYER_CONV2D)
-            ok = mul(n_weight, out.dims[1], &macs) && mul(macs, out.dims[2], &macs);
-        int64_t flops = 0;
-        ok = ok && mul(macs, 2, &flops) && add(flops, l->bias ? n_out : 0, &flops);
-        if (ok && window) {
-            int64_t pool = 0;
-            ok = mul(window, n_out, &pool) && add(flops, pool, &flops);
-        }
-        if (!ok || !add(r->flops, flops, &r->flops)) {
-            s = bad(p, where, "forward FLOPs per example overflow a 64-bit count (input %s)",
-                    shape);
-            goto fail;
-        }
-        l->flops = flops;
-        l->out_shape = out;
-        cur = out;
     }
     r->output = cur;
     return HETCL_OK;
-fail:
-    hetcl__free(r->params);
-    r->params = NULL;
-    return s;
 }
 
 /* Checks that the network's output suits the loss. */

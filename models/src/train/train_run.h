@@ -1,6 +1,7 @@
 /*
- * The state of one training run, shared by the coordinator (train_run.c), the host codelets
- * (train_host.c) and the accelerator replica path (train_cl.c). Internal.
+ * The state of one training run, shared by the coordinator (train_run.c and the files listed in
+ * train_coord.h), the host codelets (train_host.c) and the accelerator replica path (train_cl.c).
+ * Internal.
  *
  * Threads: the coordinator is the thread that called hetcl_train_run; host codelets run on the
  * runtime's host workers. A slot (one batch in flight) is written by the coordinator before its

@@ -146,13 +146,13 @@ static double clblast_gemm_us(struct bench_raw_cl *raw, const struct hetcl_op_ge
 
 /* The GEMM variant the operator chose for this shape on the device ("" when none is known);
  * "?" marks a choice still being measured. */
-static void gemm_variant(const struct hetcl_device_desc *desc, const struct op_case *c, char *out,
-                         size_t cap)
+static void gemm_variant(const hetcl_context *ctx, const struct hetcl_device_desc *desc,
+                         const struct op_case *c, char *out, size_t cap)
 {
     char key[256];
     struct hetcl_gemm_choice gc;
     hetcl_ops_gemm_desc_key(desc, key, sizeof key);
-    if (hetcl_ops_gemm_choice(key, c->gemm.m, c->gemm.n, c->gemm.k, c->gemm.trans_a,
+    if (hetcl_ops_gemm_choice(ctx, key, c->gemm.m, c->gemm.n, c->gemm.k, c->gemm.trans_a,
                               c->gemm.trans_b, &gc))
         snprintf(out, cap, "%s%s", hetcl_gemm_variant_name(gc.variant), gc.decided ? "" : "?");
 }
@@ -217,7 +217,7 @@ static hetcl_status run_worker(hetcl_bench_ops *b, const struct hetcl_bench_ops_
                 wc->wi.desc && c->flops > 0 ? 4 * (1 + HETCL_GEMM_SAMPLES) * 2 + 2 : 2;
         run_op(rt, c, ci, wc->index, warmup, b->reps, r);
         if (wc->wi.desc && c->is_gemm)
-            gemm_variant(wc->wi.desc, c, r->variant, sizeof r->variant);
+            gemm_variant(hetcl_runtime_context(rt), wc->wi.desc, c, r->variant, sizeof r->variant);
         if (r->status != HETCL_OK) {
             b->failed = b->failed || r->status != HETCL_ERR_UNSUPPORTED;
             continue;

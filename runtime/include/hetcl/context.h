@@ -30,7 +30,9 @@ struct hetcl_context_options {
  * threads; the last error is per context, so concurrent failures overwrite each other's detail. */
 HETCL_API HETCL_NODISCARD hetcl_status
 hetcl_context_create(const struct hetcl_context_options *opts, hetcl_context **out);
-/* Destroys the context; NULL is a no-op. */
+/* Destroys the context and the state that the components above the runtime keep on it (for
+ * example the GEMM choice table of <hetcl/gemm_choice.h>, which first writes its new decisions
+ * to the cache directory); NULL is a no-op. Destroy every runtime created with ctx first. */
 HETCL_API void hetcl_context_destroy(hetcl_context *ctx);
 
 /* Detail of the last error recorded on ctx ("" if none). The string belongs to the context and

@@ -2,7 +2,8 @@
  * The internal seam: what the library's components (runtime, models, profiler) share beyond
  * the public headers. Not installed; reached through the `hetcl_internal` CMake target, never
  * through another component's src/ folder. Its headers:
- *   <hetcl_internal/base.h>      failure detail, allocation, strings, the clock (this file)
+ *   <hetcl_internal/base.h>      failure detail, per-context extensions, allocation, strings,
+ *                                the clock (this file)
  *   <hetcl_internal/fileio.h>    atomic writes, whole-file reads, directories
  *   <hetcl_internal/prng.h>      the one seeded generator (xoshiro256** over splitmix64)
  *   <hetcl_internal/cl_error.h>  symbolic names of OpenCL error codes
@@ -19,6 +20,41 @@
  * failure paths read `return hetcl__fail(ctx, HETCL_ERR_IO, "%s: %s", path, strerror(errno));`. */
 hetcl_status hetcl__fail(hetcl_context *ctx, hetcl_status status, const char *fmt, ...)
         HETCL_PRINTF(3, 4);
+
+/*
+ * Per-context extensions: how a component above the runtime (models, profiler) keeps state
+ * per context, as STYLE.md's "no mutable globals" asks, without the runtime knowing its type
+ * (the runtime never depends on models). A `static const` descriptor names the kind of
+ * object; its address is the key. The context creates the object on first use and destroys it
+ * with itself:
+ *
+ *     static void *memo_create(hetcl_context *ctx) { return hetcl__calloc(1, sizeof(struct memo));
+ * } static void memo_destroy(hetcl_context *ctx, void *obj) { hetcl__free(obj); } static const
+ * struct hetcl__context_ext_type memo_type = { .name = "memo", .create = memo_create, .destroy =
+ * memo_destroy};
+ *     ...
+ *     struct memo *m = hetcl__context_ext(ctx, &memo_type); // NULL: out of memory
+ *
+ * The object's own fields are the component's to guard (a lock of its own if threads share it).
+ */
+struct hetcl__context_ext_type {
+    const char *name; /* for messages and debugging */
+    /* Creates the object for ctx; NULL when it cannot (out of memory). Called at most once per
+     * context and type while it succeeds, under the context's extension lock: it must not call
+     * hetcl__context_ext or hetcl__context_ext_find itself. */
+    void *(*create)(hetcl_context *ctx);
+    /* Destroys obj from hetcl_context_destroy, newest extension first, while ctx is still
+     * whole (its cache directory and hetcl__fail usable). NULL: nothing to destroy. */
+    void (*destroy)(hetcl_context *ctx, void *obj);
+};
+
+/* The object of `type` on ctx, created with type->create on first use; NULL when ctx is NULL
+ * or the creation failed (a later call tries again). The object belongs to the context and
+ * lives until hetcl_context_destroy. Thread-safe; after the first call, lock-free. */
+void *hetcl__context_ext(hetcl_context *ctx, const struct hetcl__context_ext_type *type);
+/* The object of `type` on ctx if one was created, else NULL (nothing is created). For queries
+ * that have nothing to report before the first use. Thread-safe, lock-free. */
+void *hetcl__context_ext_find(const hetcl_context *ctx, const struct hetcl__context_ext_type *type);
 
 /* Allocation goes through these so that tests can make them fail. */
 void *hetcl__malloc(size_t n);

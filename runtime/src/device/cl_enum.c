@@ -49,7 +49,9 @@ static void set_platform_sort(void)
 
 /* ocl-icd sorts platforms by calling every vendor's clGetDeviceIDs inside clGetPlatformIDs, so
  * one broken driver would take the whole listing down; unsorted, the order is the vendor
- * directory's, the same in every child. A sort the user asked for is kept. Once per process
+ * directory's, the same in every child. A sort the user asked for is kept. The variable is
+ * process-wide (the loader reads nothing else) and stays set, so that the runtime's process
+ * (hetcl__cl_get_devices) sees the platforms in the children's order. Once per process
  * (a child forked after it finds it done and takes no lock); the record tells reports that
  * hetcl, not the user, set it. */
 static void platform_sort_once(void)
@@ -342,7 +344,9 @@ static void restore_vendors_env(const struct hetcl_device_list *list)
  * loader. Each broken vendor becomes a broken platform entry in list->platforms. When some
  * vendors work, OCL_ICD_VENDORS is pointed (for this process and its children, until the list is
  * destroyed) at a private directory of links to the working ones, so that the rest of the run
- * never loads a broken driver.
+ * never loads a broken driver. The environment is process-wide state, against STYLE.md's "no
+ * mutable globals", by necessity: it is the only thing the ICD loader reads, and the list that
+ * changed it restores it when destroyed.
  */
 static hetcl_status isolate_vendors(const struct hetcl_enum_options *o,
                                     struct hetcl_device_list *list, char *buf, size_t buf_cap,
@@ -435,6 +439,132 @@ void hetcl_device_list_destroy(struct hetcl_device_list *list)
     hetcl__free(list);
 }
 
+/* Capacities of the list's arrays while they grow. */
+struct list_caps {
+    size_t platforms, devices, broken;
+};
+
+/* Lists the platforms into buf (job_platforms). When the loader breaks, the vendors are loaded
+ * one by one (isolate_vendors) and the listing retried without the broken ones. *listed is
+ * false, with list->no_device_reason set, when no listing could be had. HETCL_ERR_NO_MEMORY
+ * only when out of memory. */
+static hetcl_status list_platforms(const struct hetcl_enum_options *o, struct job_arg *arg,
+                                   struct hetcl_device_list *list, char *buf, size_t buf_cap,
+                                   bool *listed)
+{
+    char reason[HETCL_STR_MAX];
+    size_t len = 0;
+    *listed = false;
+    hetcl_status js = hetcl__isolate_run(job_platforms, arg, buf, buf_cap, &len, o->timeout_ms,
+                                         o->in_process, reason, sizeof reason);
+    if (js == HETCL_OK) {
+        *listed = true;
+        return HETCL_OK;
+    }
+    /* One vendor's driver broke the loader: find which, by loading each alone, and go on with
+     * the others. */
+    size_t n_bad = 0;
+    hetcl_status st = isolate_vendors(o, list, buf, buf_cap, &n_bad);
+    if (st != HETCL_OK)
+        return st;
+    if (n_bad == 0 || list->icd_dir[0] == '\0') {
+        snprintf(list->no_device_reason, sizeof list->no_device_reason,
+                 "the OpenCL ICD loader %s while listing platforms: a driver registered in "
+                 "/etc/OpenCL/vendors (or OCL_ICD_VENDORS) is broken",
+                 reason);
+        return HETCL_OK;
+    }
+    js = hetcl__isolate_run(job_platforms, arg, buf, buf_cap, &len, o->timeout_ms, o->in_process,
+                            reason, sizeof reason);
+    if (js != HETCL_OK) {
+        snprintf(list->no_device_reason, sizeof list->no_device_reason,
+                 "the OpenCL ICD loader %s while listing platforms, even without the broken "
+                 "drivers",
+                 reason);
+        return HETCL_OK;
+    }
+    *listed = true;
+    return HETCL_OK;
+}
+
+/* list->platforms from the listing in buf (n descs after the header and the loader string),
+ * followed by the vendors that broke the loader (which isolate_vendors listed first), with
+ * the indexes after the working ones. */
+static hetcl_status take_platforms(struct hetcl_device_list *list, const char *buf,
+                                   struct list_caps *caps)
+{
+    const struct job_header *h = (const struct job_header *) buf;
+    const uint32_t n_platforms = h->n;
+    const struct hetcl_platform_desc *pds =
+            (const struct hetcl_platform_desc *) (buf + sizeof *h + HETCL_STR_MAX);
+    size_t n_bad_vendors = list->n_platforms;
+    struct hetcl_platform_desc *bad = list->platforms;
+    list->platforms = NULL;
+    list->n_platforms = 0;
+    caps->platforms = 0;
+    hetcl_status st = HETCL_OK;
+    for (uint32_t p = 0; p < n_platforms && st == HETCL_OK; p++)
+        st = append((void **) &list->platforms, &list->n_platforms, &caps->platforms, sizeof *pds,
+                    &pds[p]);
+    for (size_t b = 0; st == HETCL_OK && b < n_bad_vendors; b++) {
+        bad[b].index = (int) list->n_platforms;
+        st = append((void **) &list->platforms, &list->n_platforms, &caps->platforms, sizeof *bad,
+                    &bad[b]);
+    }
+    hetcl__free(bad);
+    return st;
+}
+
+/* Platform pd's devices, each described in its own job, appended to list->devices (with its
+ * sub-devices when the CPU is split). A platform whose device count fails is marked broken; a
+ * device whose description fails becomes a list->broken entry. A split that cannot be done is
+ * the caller's error. Failures are recorded on ctx. */
+static hetcl_status describe_platform(hetcl_context *ctx, const struct hetcl_enum_options *o,
+                                      struct job_arg *arg, struct hetcl_device_list *list,
+                                      struct hetcl_platform_desc *pd, char *buf, size_t buf_cap,
+                                      struct list_caps *caps)
+{
+    const struct job_header *h = (const struct job_header *) buf;
+    char reason[HETCL_STR_MAX];
+    size_t len = 0;
+    arg->vendors = NULL;
+    arg->platform = pd->index;
+    hetcl_status js = hetcl__isolate_run(job_count_devices, arg, buf, buf_cap, &len, o->timeout_ms,
+                                         o->in_process, reason, sizeof reason);
+    if (js != HETCL_OK || h->status != HETCL_OK) {
+        pd->broken = true;
+        snprintf(pd->broken_reason, sizeof pd->broken_reason, "listing its devices %s",
+                 js != HETCL_OK ? reason : h->message);
+        return HETCL_OK;
+    }
+    pd->n_devices = h->n;
+    hetcl_status st = HETCL_OK;
+    for (uint32_t d = 0; d < pd->n_devices && st == HETCL_OK; d++) {
+        arg->device = (int) d;
+        js = hetcl__isolate_run(job_describe_device, arg, buf, buf_cap, &len, o->timeout_ms,
+                                o->in_process, reason, sizeof reason);
+        if (js == HETCL_OK &&
+            (h->status == HETCL_ERR_UNSUPPORTED || h->status == HETCL_ERR_INVALID_ARG))
+            /* The split asked for cannot be done: the caller's error, not the device's. */
+            return hetcl__fail(ctx, h->status, "%s", h->message);
+        if (js != HETCL_OK || h->status != HETCL_OK) {
+            struct hetcl_broken_device b = {{0}, {0}};
+            snprintf(b.id, sizeof b.id, "p%ud%u", (unsigned) pd->index, (unsigned) d);
+            snprintf(b.reason, sizeof b.reason, "querying it %s",
+                     js != HETCL_OK ? reason : h->message);
+            st = append((void **) &list->broken, &list->n_broken, &caps->broken, sizeof b, &b);
+            continue;
+        }
+        const struct hetcl_device_desc *descs = (const struct hetcl_device_desc *) (h + 1);
+        for (uint32_t i = 0; i < h->n && st == HETCL_OK; i++)
+            st = append((void **) &list->devices, &list->n_devices, &caps->devices, sizeof *descs,
+                        &descs[i]);
+    }
+    if (st != HETCL_OK)
+        return hetcl__fail(ctx, st, "device enumeration: out of memory");
+    return HETCL_OK;
+}
+
 hetcl_status hetcl_device_enumerate(hetcl_context *ctx, const struct hetcl_enum_options *opts,
                                     struct hetcl_device_list **out)
 {
@@ -456,114 +586,30 @@ hetcl_status hetcl_device_enumerate(hetcl_context *ctx, const struct hetcl_enum_
                      (1 + HETCL_MAX_SUBDEVICES) * sizeof(struct hetcl_device_desc) +
                      MAX_PLATFORMS * sizeof(struct hetcl_platform_desc);
     char *buf = hetcl__malloc(buf_cap);
-    size_t cap_platforms = 0, cap_devices = 0, cap_broken = 0;
+    struct list_caps caps = {0};
+    struct job_arg arg = {.split_spec = o.split_cpu, .topo = o.topo};
+    const struct job_header *h = (const struct job_header *) buf;
     hetcl_status st = HETCL_OK;
+    bool listed = false;
     if (!list || !buf) {
         st = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "device enumeration: out of memory");
         goto done;
     }
-
-    char reason[HETCL_STR_MAX];
-    size_t len = 0;
-    struct job_arg arg = {.split_spec = o.split_cpu, .topo = o.topo};
-    struct job_header *h = (struct job_header *) buf;
-    hetcl_status js = hetcl__isolate_run(job_platforms, &arg, buf, buf_cap, &len, o.timeout_ms,
-                                         o.in_process, reason, sizeof reason);
-    if (js != HETCL_OK) {
-        /* One vendor's driver broke the loader: find which, by loading each alone, and go on
-         * with the others. */
-        size_t n_bad = 0;
-        st = isolate_vendors(&o, list, buf, buf_cap, &n_bad);
-        if (st != HETCL_OK)
-            goto oom;
-        if (n_bad == 0 || list->icd_dir[0] == '\0') {
-            snprintf(list->no_device_reason, sizeof list->no_device_reason,
-                     "the OpenCL ICD loader %s while listing platforms: a driver registered in "
-                     "/etc/OpenCL/vendors (or OCL_ICD_VENDORS) is broken",
-                     reason);
-            goto done;
-        }
-        js = hetcl__isolate_run(job_platforms, &arg, buf, buf_cap, &len, o.timeout_ms, o.in_process,
-                                reason, sizeof reason);
-        if (js != HETCL_OK) {
-            snprintf(list->no_device_reason, sizeof list->no_device_reason,
-                     "the OpenCL ICD loader %s while listing platforms, even without the broken "
-                     "drivers",
-                     reason);
-            goto done;
-        }
-    }
+    if ((st = list_platforms(&o, &arg, list, buf, buf_cap, &listed)) != HETCL_OK)
+        goto oom;
+    if (!listed)
+        goto done;
     hetcl__strlcpy(list->icd_loader, buf + sizeof *h, sizeof list->icd_loader);
     if (h->status != HETCL_OK) {
         hetcl__strlcpy(list->no_device_reason, h->message, sizeof list->no_device_reason);
         goto done;
     }
-    uint32_t n_platforms = h->n;
-    const struct hetcl_platform_desc *pds =
-            (const struct hetcl_platform_desc *) (buf + sizeof *h + HETCL_STR_MAX);
-    /* Vendors that broke the loader (if any) were listed first; the working platforms go before
-     * them, with the indexes the loader gives them. */
-    size_t n_bad_vendors = list->n_platforms;
-    struct hetcl_platform_desc *bad = list->platforms;
-    list->platforms = NULL;
-    list->n_platforms = 0;
-    cap_platforms = 0;
-    for (uint32_t p = 0; p < n_platforms; p++)
-        if ((st = append((void **) &list->platforms, &list->n_platforms, &cap_platforms,
-                         sizeof *pds, &pds[p])) != HETCL_OK)
-            break;
-    for (size_t b = 0; st == HETCL_OK && b < n_bad_vendors; b++) {
-        bad[b].index = (int) list->n_platforms;
-        st = append((void **) &list->platforms, &list->n_platforms, &cap_platforms, sizeof *bad,
-                    &bad[b]);
-    }
-    hetcl__free(bad);
-    if (st != HETCL_OK)
+    if ((st = take_platforms(list, buf, &caps)) != HETCL_OK)
         goto oom;
-
-    for (size_t p = 0; p < list->n_platforms; p++) {
-        struct hetcl_platform_desc *pd = &list->platforms[p];
-        if (pd->broken)
-            continue;
-        arg.vendors = NULL;
-        arg.platform = pd->index;
-        js = hetcl__isolate_run(job_count_devices, &arg, buf, buf_cap, &len, o.timeout_ms,
-                                o.in_process, reason, sizeof reason);
-        if (js != HETCL_OK || h->status != HETCL_OK) {
-            pd->broken = true;
-            snprintf(pd->broken_reason, sizeof pd->broken_reason, "listing its devices %s",
-                     js != HETCL_OK ? reason : h->message);
-            continue;
-        }
-        pd->n_devices = h->n;
-        for (uint32_t d = 0; d < pd->n_devices; d++) {
-            arg.device = (int) d;
-            js = hetcl__isolate_run(job_describe_device, &arg, buf, buf_cap, &len, o.timeout_ms,
-                                    o.in_process, reason, sizeof reason);
-            if (js == HETCL_OK &&
-                (h->status == HETCL_ERR_UNSUPPORTED || h->status == HETCL_ERR_INVALID_ARG)) {
-                /* The split asked for cannot be done: the caller's error, not the device's. */
-                st = hetcl__fail(ctx, h->status, "%s", h->message);
-                goto done;
-            }
-            if (js != HETCL_OK || h->status != HETCL_OK) {
-                struct hetcl_broken_device b = {{0}, {0}};
-                snprintf(b.id, sizeof b.id, "p%ud%u", (unsigned) pd->index, (unsigned) d);
-                snprintf(b.reason, sizeof b.reason, "querying it %s",
-                         js != HETCL_OK ? reason : h->message);
-                if ((st = append((void **) &list->broken, &list->n_broken, &cap_broken, sizeof b,
-                                 &b)) != HETCL_OK)
-                    goto oom;
-                continue;
-            }
-            const struct hetcl_device_desc *descs = (const struct hetcl_device_desc *) (h + 1);
-            for (uint32_t i = 0; i < h->n; i++)
-                if ((st = append((void **) &list->devices, &list->n_devices, &cap_devices,
-                                 sizeof *descs, &descs[i])) != HETCL_OK)
-                    goto oom;
-        }
-    }
-    if (list->n_devices == 0 && list->no_device_reason[0] == '\0')
+    for (size_t p = 0; p < list->n_platforms && st == HETCL_OK; p++)
+        if (!list->platforms[p].broken)
+            st = describe_platform(ctx, &o, &arg, list, &list->platforms[p], buf, buf_cap, &caps);
+    if (st == HETCL_OK && list->n_devices == 0 && list->no_device_reason[0] == '\0')
         snprintf(list->no_device_reason, sizeof list->no_device_reason,
                  "%zu OpenCL platform(s) found, but none has a working device", list->n_platforms);
     goto done;

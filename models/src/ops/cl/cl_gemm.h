@@ -26,14 +26,18 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g);
 
 /* --- gemm_select.c --- */
 
-/* What to run for one call: the variant, and the choice-table entry to record a sample in
- * (-1: not a measurement). */
+struct gemm_table; /* one context's choices */
+
+/* What to run for one call: the variant, and the choice table (the context's) and entry to
+ * record a sample in (entry -1: not a measurement). */
 struct gemm_pick {
     hetcl_gemm_variant variant;
+    struct gemm_table *table;
     int entry;
 };
-/* Picks the variant for g on the device with model key `key`; loads the cache file of ctx's
- * cache directory on first use and saves decisions made since the last call. */
+/* Picks the variant for g on the device with model key `key` from ctx's choice table (created
+ * on first use; without one, as with a NULL ctx, the tiled kernel, unmeasured); loads the
+ * file of ctx's cache directory on first use and saves decisions made since the last call. */
 struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const struct clop_gemm *g);
 /* The measurement's commands are enqueued: `start` completes when the commands before them
  * did, `end` is the last one's event. Both are retained here and released once the sample is

@@ -2,15 +2,16 @@
  * Which GEMM variant runs a call, chosen by measurement per (device model, shape): see
  * <hetcl/gemm_choice.h> for the policy.
  *
- * The table is process-wide state, against STYLE.md's "no mutable globals", on purpose: it is
- * a memo of measurements of devices (like the driver's own program caches), shared by every
- * runtime and worker of the process that meets the same device model, and hetcl_op_gemm's
- * OpenCL implementation receives no object of ours to hang it on. It is bounded (a static
- * array: nothing to free at exit), guarded by one mutex, and never holds anything that belongs
- * to a runtime.
+ * The choice table belongs to the context (STYLE.md: no mutable globals): a per-context
+ * extension (hetcl__context_ext), created at the context's first unforced GEMM, shared by
+ * every runtime and worker on that context, and destroyed with it. It is bounded (TABLE_CAP
+ * entries) and guarded by its own mutex. Measurements finish in OpenCL event callbacks on a
+ * driver's thread, which may come after the task, so each pending one holds a reference on
+ * the table: the last of the context and the callbacks frees it.
  */
 #include "cl_gemm.h"
 
+#include <hetcl_internal/base.h>
 #include <hetcl_internal/fileio.h>
 
 #include <hetcl/fileio.h>
@@ -36,11 +37,15 @@ struct entry {
     bool dirty;                             /* decided, not yet written to the file */
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct entry table[TABLE_CAP];
-static size_t n_entries;
-static char loaded_dir[1024]; /* the cache directory whose file was read ("" none yet) */
-static bool any_dirty;
+/* One context's choices: see the top of the file. */
+struct gemm_table {
+    pthread_mutex_t lock; /* guards every field below */
+    unsigned refs;        /* the context's, plus one per measurement whose callback is pending */
+    struct entry *entries;
+    size_t n_entries, cap; /* in the order first seen; indices are stable (gemm_pick.entry) */
+    bool loaded;           /* the context's cache file was read */
+    bool any_dirty;        /* some entry is decided and not yet written to the file */
+};
 
 const char *hetcl_gemm_variant_name(hetcl_gemm_variant v)
 {
@@ -80,22 +85,33 @@ void hetcl_ops_gemm_desc_key(const struct hetcl_device_desc *desc, char *buf, si
                  desc->driver_version);
 }
 
-static struct entry *find(const char *key, int64_t m, int64_t n, int64_t k, bool ta, bool tb)
+/* Lock held (for find and add). */
+static struct entry *find(struct gemm_table *t, const char *key, int64_t m, int64_t n, int64_t k,
+                          bool ta, bool tb)
 {
-    for (size_t i = 0; i < n_entries; i++) {
-        struct hetcl_gemm_choice *c = &table[i].c;
+    for (size_t i = 0; i < t->n_entries; i++) {
+        struct hetcl_gemm_choice *c = &t->entries[i].c;
         if (c->m == m && c->n == n && c->k == k && c->trans_a == ta && c->trans_b == tb &&
             strcmp(c->device, key) == 0)
-            return &table[i];
+            return &t->entries[i];
     }
     return NULL;
 }
 
-static struct entry *add(const char *key, int64_t m, int64_t n, int64_t k, bool ta, bool tb)
+/* A new undecided entry; NULL when the table is full or cannot grow. Moves the entries. */
+static struct entry *add(struct gemm_table *t, const char *key, int64_t m, int64_t n, int64_t k,
+                         bool ta, bool tb)
 {
-    if (n_entries == TABLE_CAP)
-        return NULL;
-    struct entry *e = &table[n_entries++];
+    if (t->n_entries == t->cap) {
+        const size_t cap = t->cap ? 2 * t->cap : 16;
+        struct entry *grown =
+                cap <= TABLE_CAP ? hetcl__realloc(t->entries, cap * sizeof *t->entries) : NULL;
+        if (!grown)
+            return NULL;
+        t->entries = grown;
+        t->cap = cap;
+    }
+    struct entry *e = &t->entries[t->n_entries++];
     memset(e, 0, sizeof *e);
     hetcl__strlcpy(e->c.device, key, sizeof e->c.device);
     e->c.m = m;
@@ -120,7 +136,7 @@ static int fastest(const struct entry *e)
 
 /* Drops variants far slower than the best, and decides when every remaining variant has its
  * samples. Lock held. */
-static void update(struct entry *e)
+static void update(struct gemm_table *t, struct entry *e)
 {
     const int best = fastest(e);
     bool complete = true;
@@ -144,7 +160,7 @@ static void update(struct entry *e)
     if (complete && best >= 0 && !e->c.decided) {
         e->c.decided = true;
         e->dirty = true;
-        any_dirty = true;
+        t->any_dirty = true;
     }
 }
 
@@ -163,7 +179,7 @@ static double num(const cJSON *o, const char *name)
 
 /* Reads the file of dir into the table (entries not already there). A missing or malformed
  * file is not an error: measurements simply start again. Lock held. */
-static void load(const char *dir)
+static void load(struct gemm_table *t, const char *dir)
 {
     char path[1200];
     file_path(dir, path, sizeof path, true);
@@ -191,9 +207,9 @@ static void load(const char *dir)
             k > INT32_MAX || !cJSON_IsBool(ta) || !cJSON_IsBool(tb))
             continue;
         const bool bta = cJSON_IsTrue(ta), btb = cJSON_IsTrue(tb);
-        if (find(dev, (int64_t) m, (int64_t) n, (int64_t) k, bta, btb))
+        if (find(t, dev, (int64_t) m, (int64_t) n, (int64_t) k, bta, btb))
             continue;
-        struct entry *e = add(dev, (int64_t) m, (int64_t) n, (int64_t) k, bta, btb);
+        struct entry *e = add(t, dev, (int64_t) m, (int64_t) n, (int64_t) k, bta, btb);
         if (!e)
             break;
         e->c.decided = true;
@@ -212,7 +228,7 @@ static void load(const char *dir)
 /* Writes every decided entry to dir's file. Failures are ignored and recorded nowhere (the
  * operator that triggered the save succeeded; the choice stays in memory and the next process
  * measures again). Lock held. */
-static void save(const char *dir)
+static void save(struct gemm_table *t, const char *dir)
 {
     char path[1200];
     file_path(dir, path, sizeof path, false);
@@ -221,8 +237,8 @@ static void save(const char *dir)
     cJSON *root = cJSON_CreateObject(), *list = NULL;
     bool ok = root && cJSON_AddNumberToObject(root, "format_version", FORMAT_VERSON) &&
               (list = cJSON_AddArrayToObject(root, "choices")) != NULL;
-    for (size_t i = 0; ok && i < n_entries; i++) {
-        const struct hetcl_gemm_choice *c = &table[i].c;
+    for (size_t i = 0; ok && i < t->n_entries; i++) {
+        const struct hetcl_gemm_choice *c = &t->entries[i].c;
         if (!c->decided)
             continue;
         cJSON *o = cJSON_CreateObject(), *best = NULL;
@@ -248,16 +264,72 @@ static void save(const char *dir)
     if (text) {
         file_path(dir, path, sizeof path, true);
         if (hetcl_file_write_atomic(NULL, path, text, strlen(text)) == HETCL_OK) {
-            for (size_t i = 0; i < n_entries; i++)
-                table[i].dirty = false;
-            any_dirty = false;
+            for (size_t i = 0; i < t->n_entries; i++)
+                t->entries[i].dirty = false;
+            t->any_dirty = false;
         }
         cJSON_free(text);
     }
     cJSON_Delete(root);
 }
 
+/* ---------------------------------------------------------------- the table's life */
+
+static void *table_create(hetcl_context *ctx)
+{
+    (void) ctx;
+    struct gemm_table *t = hetcl__calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    pthread_mutex_init(&t->lock, NULL);
+    t->refs = 1;
+    return t;
+}
+
+/* Drops one reference; the last one frees the table. Lock not held. */
+static void table_release(struct gemm_table *t)
+{
+    pthread_mutex_lock(&t->lock);
+    const bool last = --t->refs == 0;
+    pthread_mutex_unlock(&t->lock);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&t->lock);
+    hetcl__free(t->entries);
+    hetcl__free(t);
+}
+
+/* The context is destroyed: decisions not yet written go to its cache file now (the next GEMM
+ * call that would have written them never comes), then the context's reference goes.
+ * Measurements still in flight finish into the table and are lost with it. */
+static void table_destroy(hetcl_context *ctx, void *obj)
+{
+    struct gemm_table *t = obj;
+    pthread_mutex_lock(&t->lock);
+    if (t->any_dirty)
+        save(t, hetcl_context_cache_dir(ctx));
+    pthread_mutex_unlock(&t->lock);
+    table_release(t);
+}
+
+static const struct hetcl__context_ext_type table_type = {
+        .name = "GEMM choices",
+        .create = table_create,
+        .destroy = table_destroy,
+};
+
 /* ---------------------------------------------------------------- picking and recording */
+
+/* The variant with the fewest measurements enqueued, if one still needs some, else -1. */
+static int next_to_measure(const struct entry *e)
+{
+    int next = -1;
+    for (int v = 0; v < HETCL_GEMM_N_VARIANTS; v++)
+        if (!e->c.dropped[v] && e->issued[v] < HETCL_GEMM_SAMPLES + 1 &&
+            (next < 0 || e->issued[v] < e->issued[next]))
+            next = v;
+    return next;
+}
 
 struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const struct clop_gemm *g)
 {
@@ -267,36 +339,34 @@ struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const str
         p.variant = (hetcl_gemm_variant) forced;
         return p;
     }
-    const char *dir = ctx ? hetcl_context_cache_dir(ctx) : NULL;
-    pthread_mutex_lock(&lock);
-    if (dir && strcmp(dir, loaded_dir) != 0) {
-        load(dir);
-        hetcl__strlcpy(loaded_dir, dir, sizeof loaded_dir);
+    /* Without a table (no context, out of memory) the tiled kernel runs, unmeasured. */
+    struct gemm_table *t = hetcl__context_ext(ctx, &table_type);
+    if (!t)
+        return p;
+    const char *dir = hetcl_context_cache_dir(ctx);
+    pthread_mutex_lock(&t->lock);
+    if (!t->loaded) {
+        load(t, dir);
+        t->loaded = true;
     }
-    if (dir && any_dirty) {
-        save(dir);
-        any_dirty = false; /* one attempt per new decision, not one per GEMM when it fails */
+    if (t->any_dirty) {
+        save(t, dir);
+        t->any_dirty = false; /* one attempt per new decision, not one per GEMM when it fails */
     }
-    struct entry *e = find(key, g->m, g->n, g->k, g->trans_a, g->trans_b);
+    struct entry *e = find(t, key, g->m, g->n, g->k, g->trans_a, g->trans_b);
     if (!e)
-        e = add(key, g->m, g->n, g->k, g->trans_a, g->trans_b);
+        e = add(t, key, g->m, g->n, g->k, g->trans_a, g->trans_b);
     if (e) {
         p.variant = e->c.variant;
-        if (!e->c.decided) {
-            /* the variant with the fewest measurements enqueued, if one still needs some */
-            int next = -1;
-            for (int v = 0; v < HETCL_GEMM_N_VARIANTS; v++)
-                if (!e->c.dropped[v] && e->issued[v] < HETCL_GEMM_SAMPLES + 1 &&
-                    (next < 0 || e->issued[v] < e->issued[next]))
-                    next = v;
-            if (next >= 0) {
-                e->issued[next]++;
-                p.variant = (hetcl_gemm_variant) next;
-                p.entry = (int) (e - table);
-            }
+        const int next = e->c.decided ? -1 : next_to_measure(e);
+        if (next >= 0) {
+            e->issued[next]++;
+            p.variant = (hetcl_gemm_variant) next;
+            p.table = t;
+            p.entry = (int) (e - t->entries);
         }
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&t->lock);
     return p;
 }
 
@@ -304,19 +374,48 @@ void hetcl__gemm_unavailable(struct gemm_pick p)
 {
     if (p.entry < 0)
         return;
-    pthread_mutex_lock(&lock);
-    struct entry *e = &table[p.entry];
+    struct gemm_table *t = p.table;
+    pthread_mutex_lock(&t->lock);
+    struct entry *e = &t->entries[p.entry];
     e->c.dropped[p.variant] = true;
     if (e->c.variant == p.variant)
         e->c.variant = HETCL_GEMM_TILED;
-    update(e);
-    pthread_mutex_unlock(&lock);
+    update(t, e);
+    pthread_mutex_unlock(&t->lock);
 }
 
+/* One measurement in flight; holds a reference on p.table. */
 struct watch {
     struct gemm_pick p;
     cl_event start;
 };
+
+/* Records a sample (or its failure) of what completed: the warm-up, a time, or nothing. Lock
+ * held. */
+static void record(struct gemm_table *t, const struct gemm_pick *p, bool ok, double ns)
+{
+    struct entry *e = &t->entries[p->entry];
+    const int v = p->variant;
+    if (ok && !e->warm[v]) {
+        /* The first run of each variant is a warm-up, not a sample: it may include what the
+         * host did between the start marker and the enqueue (building the program, CLBlast
+         * compiling its kernels: seconds on a GPU where CLBlast then wins) and the driver's
+         * lazy compilation on first execution. */
+        e->warm[v] = true;
+    } else if (ok) {
+        if (e->c.samples[v] == 0 || ns < e->c.best_ns[v])
+            e->c.best_ns[v] = ns > 0 ? ns : 1.0;
+        e->c.samples[v]++;
+    } else {
+        /* failed or unprofiled: measure again, but not forever (a device without profiling
+         * would keep every call a measurement) */
+        if (e->issued[v] > 0)
+            e->issued[v]--;
+        if (++e->failed[v] >= 2)
+            e->c.dropped[v] = true;
+    }
+    update(t, e);
+}
 
 static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *user)
 {
@@ -333,30 +432,11 @@ static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *user)
         ok = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
                      CL_SUCCESS &&
              t0 <= t1;
-    pthread_mutex_lock(&lock);
-    struct entry *e = &table[w->p.entry];
-    const int v = w->p.variant;
-    if (ok && !e->warm[v]) {
-        /* The first run of each variant is a warm-up, not a sample: it may include what the
-         * host did between the start marker and the enqueue (building the program, CLBlast
-         * compiling its kernels: seconds on a GPU where CLBlast then wins) and the driver's
-         * lazy compilation on first execution. */
-        e->warm[v] = true;
-    } else if (ok) {
-        const double ns = (double) (t1 - t0);
-        if (e->c.samples[v] == 0 || ns < e->c.best_ns[v])
-            e->c.best_ns[v] = ns > 0 ? ns : 1.0;
-        e->c.samples[v]++;
-    } else {
-        /* failed or unprofiled: measure again, but not forever (a device without profiling
-         * would keep every call a measurement) */
-        if (e->issued[v] > 0)
-            e->issued[v]--;
-        if (++e->failed[v] >= 2)
-            e->c.dropped[v] = true;
-    }
-    update(e);
-    pthread_mutex_unlock(&lock);
+    struct gemm_table *t = w->p.table;
+    pthread_mutex_lock(&t->lock);
+    record(t, &w->p, ok, ok ? (double) (t1 - t0) : 0.0);
+    pthread_mutex_unlock(&t->lock);
+    table_release(t);
     clReleaseEvent(w->start);
     clReleaseEvent(ev);
     free(w);
@@ -380,7 +460,12 @@ void hetcl__gemm_watch(struct gemm_pick p, cl_event start, cl_event end)
         free(w);
         return;
     }
+    /* the callback's reference, taken before the callback can run */
+    pthread_mutex_lock(&p.table->lock);
+    p.table->refs++;
+    pthread_mutex_unlock(&p.table->lock);
     if (clSetEventCallback(end, CL_COMPLETE, on_complete, w) != CL_SUCCESS) {
+        table_release(p.table);
         clReleaseEvent(start);
         clReleaseEvent(end);
         free(w);
@@ -389,25 +474,29 @@ void hetcl__gemm_watch(struct gemm_pick p, cl_event start, cl_event end)
 
 /* ---------------------------------------------------------------- public queries */
 
-size_t hetcl_ops_gemm_choices(struct hetcl_gemm_choice *out, size_t cap)
+size_t hetcl_ops_gemm_choices(const hetcl_context *ctx, struct hetcl_gemm_choice *out, size_t cap)
 {
-    pthread_mutex_lock(&lock);
-    const size_t n = n_entries;
+    struct gemm_table *t = hetcl__context_ext_find(ctx, &table_type);
+    if (!t)
+        return 0;
+    pthread_mutex_lock(&t->lock);
+    const size_t n = t->n_entries;
     for (size_t i = 0; i < n && i < cap; i++)
-        out[i] = table[i].c;
-    pthread_mutex_unlock(&lock);
+        out[i] = t->entries[i].c;
+    pthread_mutex_unlock(&t->lock);
     return n;
 }
 
-bool hetcl_ops_gemm_choice(const char *device_key, int64_t m, int64_t n, int64_t k, bool trans_a,
-                           bool trans_b, struct hetcl_gemm_choice *out)
+bool hetcl_ops_gemm_choice(const hetcl_context *ctx, const char *device_key, int64_t m, int64_t n,
+                           int64_t k, bool trans_a, bool trans_b, struct hetcl_gemm_choice *out)
 {
-    if (!device_key || !out)
+    struct gemm_table *t = hetcl__context_ext_find(ctx, &table_type);
+    if (!t || !device_key || !out)
         return false;
-    pthread_mutex_lock(&lock);
-    const struct entry *e = find(device_key, m, n, k, trans_a, trans_b);
+    pthread_mutex_lock(&t->lock);
+    const struct entry *e = find(t, device_key, m, n, k, trans_a, trans_b);
     if (e)
         *out = e->c;
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&t->lock);
     return e != NULL;
 }

@@ -1,0 +1,101 @@
+/*
+ * The coordinator of a training run (hetcl_train_run), split by phase into files that share
+ * struct tr (train_run.h) and the run's own bookkeeping below. Internal.
+ *
+ *   train_run.c    hetcl_train_run: the phases in order, the epoch loop, the result
+ *   train_setup.c  options, data checks, devices and their buffers, resume, handles, controller
+ *   train_loop.c   one epoch: the asynchronous loop (dispatch, completion, accounting) and sync
+ *   train_eval.c   what happens while the devices are drained: evaluations and checkpoints
+ *
+ * Every function here runs on the coordinator thread (the caller of hetcl_train_run).
+ */
+#ifndef HETCL_TRAIN_COORD_H
+#define HETCL_TRAIN_COORD_H
+
+#include "train_run.h"
+
+#include <hetcl_internal/base.h>
+
+/* An epoch's summed training loss and examples so far. */
+struct tr_epoch_acc {
+    double loss;
+    uint64_t examples;
+};
+
+/* The coordinator's bookkeeping of one run, beside struct tr (which the tasks share). */
+struct tr_run {
+    struct tr *t;
+    struct hetcl_train_result *res; /* being filled; res->epochs holds cap_epochs entries */
+    int64_t first_epoch;            /* 0, or the resumed checkpoint's completed epochs */
+    int64_t max_epochs;             /* options' epochs, or INT32_MAX with a time or target */
+    int64_t cap_epochs;
+    uint64_t examples_before; /* examples of the runs this one resumes */
+    uint64_t examples;        /* so far, those before included */
+    /* The checkpoint resumed from (all zero when none); its history is moved into res at
+     * setup (ck.hist NULL afterwards). */
+    struct hetcl__ckpt_state ck;
+};
+
+/* Seconds since the run's start (a resumed run's includes the time before the checkpoint). */
+static inline double hetcl__tr_elapsed_s(const struct tr *t)
+{
+    return (double) (hetcl__now_ns() - t->t0_ns) * 1e-9;
+}
+
+/* Epochs done, fractional: the cursor's position. */
+static inline double hetcl__tr_progress(const struct tr *t)
+{
+    return (double) t->cursor.epoch + (double) t->cursor.pos / (double) t->cursor.n;
+}
+
+/* The time budget (time_s) is spent. */
+static inline bool hetcl__tr_time_up(const struct tr *t)
+{
+    return t->o.time_s > 0 && hetcl__tr_elapsed_s(t) >= t->o.time_s;
+}
+
+/* ---- train_setup.c ----------------------------------------------------------------------- */
+
+/* The state of a run over these inputs (borrowed; opts copied): locks, slots, the inputs;
+ * nothing allocated for the model or the devices yet. NULL when out of memory. */
+struct tr *hetcl__tr_create(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_model_spec *spec,
+                            const hetcl_dataset *train, const hetcl_dataset *test,
+                            const struct hetcl_train_options *opts);
+/* Everything before the first epoch: options resolved, data checked, the net and the shared
+ * model, the devices and their buffers, the momentum correction, a resume from the checkpoint,
+ * the model's handles, the result's epoch history, the clocks and the adaptive controller.
+ * On failure what was set up stays for hetcl__tr_destroy (r->ck.hist is freed either way). */
+hetcl_status hetcl__tr_setup(struct tr_run *r);
+/* Frees t and everything setup and the run allocated in it; NULL is a no-op. No task of the
+ * run may still be running. */
+void hetcl__tr_destroy(struct tr *t);
+
+/* ---- train_loop.c ------------------------------------------------------------------------ */
+
+/* One epoch from the cursor's position, asynchronous algorithms (every device keeps its slots
+ * busy) or sync (one global batch per step). Returns with the devices drained; stops early for
+ * the time budget, a reached target or a failure. */
+hetcl_status hetcl__tr_epoch_async(struct tr *t, struct tr_epoch_acc *acc);
+hetcl_status hetcl__tr_epoch_sync(struct tr *t, struct tr_epoch_acc *acc);
+/* Records device d's batch size b in its trajectory (when it changed). */
+hetcl_status hetcl__tr_traj_push(struct tr *t, struct tr_dev *d, int64_t b);
+
+/* ---- train_eval.c ------------------------------------------------------------------------ */
+
+/* Evaluates the model as it is now (the devices drained), unless no update landed since the
+ * last evaluation, and records the point; notes the times to the target accuracy the first
+ * time it is reached. */
+hetcl_status hetcl__tr_eval_point(struct tr *t, uint64_t examples, double *loss, double *acc);
+/* Sets the first mid-epoch evaluation mark after the cursor's position (eval_every). */
+void hetcl__tr_set_next_eval(struct tr *t);
+/* A mid-epoch evaluation is due: the cursor passed the mark and the epoch is not over. */
+bool hetcl__tr_eval_due(const struct tr *t);
+/* The mid-epoch evaluation point, then the next mark. */
+hetcl_status hetcl__tr_eval_mid_epoch(struct tr *t, const struct tr_epoch_acc *acc);
+/* A mid-epoch checkpoint is due (checkpoint_every_s). */
+bool hetcl__tr_ckpt_due(const struct tr *t);
+/* Writes the checkpoint (the devices drained); acc: the partial epoch's, or NULL at an epoch
+ * boundary. */
+hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc);
+
+#endif /* HETCL_TRAIN_COORD_H */
