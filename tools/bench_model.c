@@ -154,20 +154,24 @@ static size_t what_runs(struct state *s, struct cli_option *t)
     const struct cli_option rows[] = {
             CLI_SECTION("what runs:"),
             {"--model", CLI_CUSTOM, &s->models, .parse = parse_list, .metavar = "SPEC[,...]",
-             .help = "model spec files; a bare name means models/NAME.json (required)"},
+             .help = "model spec files; a bare name means models/NAME.json\n"
+                     "(required)"},
             {"--weights", CLI_CUSTOM, &s->weights, .parse = parse_list, .metavar = "CKPT[,...]",
-             .help = "safetensors checkpoint per model, or 'random' (default: random)"},
+             .help = "safetensors checkpoint per model, or 'random'\n"
+                     "(default: random)"},
             {"--seed", CLI_U64, &s->o.weight_seed, .metavar = "N",
              .help = H(s, "seed of random weights (default %llu)",
                        (unsigned long long) d->weight_seed)},
             {"--data", CLI_CHOICE, &s->data, .choices = data_names,
              .metavar = "fashion-mnist|random",
              .help = "inputs: the Fashion-MNIST test set (rotated; enables\n"
-                     "accuracy with a checkpoint) or seeded random (default random)"},
+                     "accuracy with a checkpoint) or seeded random\n"
+                     "(default random)"},
             {"--no-standardize", CLI_FLAG, &s->o.no_standardize,
-             .help = "feed the dataset's raw features (default: standardised as the\n"
-                     "checkpoint says when it carries input.mean and input.std,\n"
-                     "else with the train split's statistics)"},
+             .help = "feed the dataset's raw features (default:\n"
+                     "standardised as the checkpoint says when it carries\n"
+                     "input.mean and input.std, else with the train split's\n"
+                     "statistics)"},
             {"--distinct", CLI_SIZE, &s->o.n_distinct, .min = 1, .max = 4096, .metavar = "N",
              .help = H(s, "distinct input batches cycled through (default %zu)", d->n_distinct)},
             {"--input-seed", CLI_U64, &s->o.input_seed, .metavar = "N",
@@ -181,11 +185,11 @@ static size_t what_runs(struct state *s, struct cli_option *t)
             {"--placements", CLI_CUSTOM, s, .parse = parse_placements, .metavar = "P[,...]",
              .help = "single (each device alone), split (each batch split\n"
                      "across the devices by measured speed; at batches of\n"
-                     "1-4, the waiting thread and host workers left without\n"
-                     "rows help a host worker's large dense layers), pipeline\n"
-                     "(the layers partitioned across the devices by\n"
-                     "measured speed), auto (the faster of single and split,\n"
-                     "explained); default single"},
+                     "1-4, the waiting thread and host workers left\n"
+                     "without rows help a host worker's large dense\n"
+                     "layers), pipeline (the layers partitioned across the\n"
+                     "devices by measured speed), auto (the faster of\n"
+                     "single and split, explained); default single"},
             {"--scenarios", CLI_CUSTOM, s, .parse = parse_scenarios, .metavar = "S[,...]",
              .help = "single-stream (default: one request at a time),\n"
                      "offline (two in flight: throughput), server (Poisson\n"
@@ -193,8 +197,8 @@ static size_t what_runs(struct state *s, struct cli_option *t)
                      "multi-stream (--streams requests per query, issued\n"
                      "together; latency until all are done)"},
             {"--server-qps", CLI_DOUBLE, &s->o.server_qps, .min = 1e-3, .metavar = "RATE",
-             .help = "server scenario: requests per second (no default: required\n"
-                     "with --scenarios server)"},
+             .help = "server scenario: requests per second (no default:\n"
+                     "required with --scenarios server)"},
             {"--streams", CLI_SIZE, &s->o.streams, .min = 1, .max = HETCL_BENCH_MAX_STREAMS,
              .metavar = "N",
              .help = H(s, "multi-stream: requests per query (default %zu, max %d)", d->streams,
@@ -221,7 +225,8 @@ static size_t runtime_flags(struct state *s, struct cli_option *t)
             {"--scheduler", CLI_STRING, &s->o.scheduler, .metavar = "NAME",
              .help = "eager, ws or dmda (default eager; see hetcl devices)"},
             {"--split-cpu", CLI_STRING, &s->o.split_cpu, .metavar = "SPEC",
-             .help = "CPU sub-devices, as hetcl devices --split-cpu (default none)"},
+             .help = "CPU sub-devices, as hetcl devices --split-cpu\n"
+                     "(default none)"},
             {"--no-fuse", CLI_FLAG, &s->o.no_fuse,
              .help = "one task per operator on host workers too (default: a\n"
                      "host worker runs a request's forward pass as one\n"
@@ -276,7 +281,9 @@ static size_t how_it_measures(struct state *s, struct cli_option *t)
              .seen = &s->seen[8],
              .help = H(s, "throughput sample window (default %g)", s->defaults.window_ms)},
             {"--tolerance", CLI_DOUBLE, &s->o.tolerance, .metavar = "X",
-             .help = H(s, "largest |probability - host reference| (default %g)",
+             .help = H(s,
+                       "largest |probability - host reference|\n"
+                       "(default %g)",
                        s->defaults.tolerance)},
             {"--accuracy-samples", CLI_SIZE, &s->o.accuracy_samples, .max = 1000000, .metavar = "N",
              .seen = &s->seen[9],
@@ -289,9 +296,9 @@ static size_t how_it_measures(struct state *s, struct cli_option *t)
                        "period (default %g)",
                        s->defaults.energy_period_ms)},
             {"--quick", CLI_FLAG, &s->quick,
-             .help = "tiny settings for tests (a few runs, short times, no\n"
-                     "cold/warm program builds) where the flags above are not\n"
-                     "given (default off)"},
+             .help = "tiny settings for tests (a few runs, short times,\n"
+                     "no cold/warm program builds) where the flags above\n"
+                     "are not given (default off)"},
             CLI_SECTION("output:"),
             {"--format", CLI_CHOICE, &s->format, .choices = format_names, .metavar = "text|md",
              .help = "table on stdout (default text)"},
@@ -299,8 +306,8 @@ static size_t how_it_measures(struct state *s, struct cli_option *t)
              .help = "the JSON report (reports/schema/bench.schema.json;\n"
                      "default: none)"},
             {"--trace", CLI_STRING, &s->o.trace_path, .metavar = "FILE",
-             .help = "Chrome trace of every task (Perfetto, chrome://tracing;\n"
-                     "default: none)"},
+             .help = "Chrome trace of every task (Perfetto,\n"
+                     "chrome://tracing; default: none)"},
             {"--quiet", CLI_FLAG, &s->quiet,
              .help = "no progress lines on stderr (default: one as each\n"
                      "configuration starts and ends)"},
@@ -312,23 +319,17 @@ static size_t how_it_measures(struct state *s, struct cli_option *t)
 static const struct cli_help help = {
         .intro = "usage: hetcl bench model --model SPEC[,SPEC...] [options]\n"
                  "\n"
-                 "Runs models (models/*.json) for inference on each device and across devices, "
-                 "and\n"
-                 "reports latency (percentiles with trust flags, every sample), throughput, "
-                 "cold\n"
-                 "start, per-layer time (percentiles over the timed requests, with FLOPs, bytes "
-                 "and\n"
-                 "the device's ceilings for a roofline), efficiency against the device "
-                 "ceilings,\n"
-                 "machine state (frequency, turbo, temperature), energy (counters, or power "
-                 "rails\n"
-                 "integrated over time), and output divergence against the host reference. A "
-                 "BLAS\n"
-                 "environment that would slow a baseline on this CPU is named on stderr.\n"
+                 "Runs models (models/*.json) for inference on each device and across\n"
+                 "devices, and reports latency (percentiles with trust flags, every sample),\n"
+                 "throughput, cold start, per-layer time (percentiles over the timed\n"
+                 "requests, with FLOPs, bytes and the device's ceilings for a roofline),\n"
+                 "efficiency against the device ceilings, machine state (frequency, turbo,\n"
+                 "temperature), energy (counters, or power rails integrated over time),\n"
+                 "and output divergence against the host reference. A BLAS environment\n"
+                 "that would slow a baseline on this CPU is named on stderr.\n"
                  "\n",
-        .outro = "exit status: 0 every configuration ran; 1 one failed (see its error) or an "
-                 "output\n"
-                 "could not be written; 2 bad options or input.\n",
+        .outro = "exit status: 0 every configuration ran; 1 one failed (see its error) or\n"
+                 "an output could not be written; 2 bad options or input.\n",
 };
 
 /* --quick: the quick protocol wherever its flags were not given. */
