@@ -508,8 +508,12 @@ static void test_power_rails(hetcl_context *ctx)
     CHECK(j > 3.0 * 0.3 * 0.97 && j <= 3.0 * (t1 - t0) * 1.03);
     CHECK_EQ_STR(str(cJSON_GetArrayItem(cJSON_GetObjectItem(en, "domains"), 0), "name"),
                  "VDD_CPU_GPU_CV");
+    CHECK_EQ_STR(str(cJSON_GetArrayItem(cJSON_GetObjectItem(en, "domains"), 0), "label_file"),
+                 "/sys/class/hwmon/hwmon0/in1_label");
     CHECK_EQ_STR(str(cJSON_GetArrayItem(cJSON_GetObjectItem(en, "domains"), 1), "name"),
                  "soc/power1");
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(
+            cJSON_GetArrayItem(cJSON_GetObjectItem(en, "domains"), 1), "label_file")));
     CHECK(fabs(num(en, "domains.0.avg_power_w") - 2.0) < 0.01);
     CHECK(num(en, "domains.0.samples") >= 10); /* the thread sampled, not only begin and end */
     CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(en, "total_of")), 2);

@@ -192,6 +192,9 @@ static bool rails_json(const hetcl_energy *e, cJSON *domains, cJSON *total_of, d
         cJSON_AddNumberToObject(dom, "energy_j", r->joules > 0 ? r->joules : 0);
         cJSON_AddStringToObject(dom, "method", "integrated");
         cJSON_AddStringToObject(dom, "sensor", r->sensor);
+        cJSON_AddItemToObject(dom, "label_file",
+                              r->label_file[0] ? cJSON_CreateString(r->label_file)
+                                               : cJSON_CreateNull());
         cJSON_AddItemToObject(dom, "avg_power_w", num_or_null(span_s > 0, r->joules / span_s));
         cJSON_AddNumberToObject(dom, "samples", (double) r->samples);
         cJSON_AddItemToArray(domains, dom);

@@ -24,6 +24,7 @@ cJSON *hetcl__machine_boost(const char *root);
 struct hetcl__rail {
     char name[64];                     /* the rail's label ("VDD_CPU_GPU_CV"), else chip/file */
     char sensor[160];                  /* the files read, below the root, for the report */
+    char label_file[160];              /* where name came from, below the root; "" if none */
     const char *source;                /* "hwmon" or "iio" */
     char path_a[HETCL_SYSFS_PATH_MAX]; /* full path: power, or voltage */
     char path_b[HETCL_SYSFS_PATH_MAX]; /* full path: current; "" for a power reading */

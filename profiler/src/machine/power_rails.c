@@ -34,17 +34,23 @@ static bool channel(const char *name, const char *prefix, char *out, size_t cap)
     return true;
 }
 
-/* The first label file of the list that reads, else "<chip>/<fallback>". */
+/* A rail's name: the first label file of the list that reads (its path into file), else
+ * "<chip>/<fallback>" (file ""). */
+struct rail_name {
+    char name[64];
+    char file[160];
+};
+
 static void label(const char *root, const char *dir, const char *chip, const char *fallback,
-                  const char *const *files, int n_files, char *out, size_t cap)
+                  const char *const *files, int n_files, struct rail_name *out)
 {
-    char p[HETCL_SYSFS_PATH_MAX];
     for (int i = 0; i < n_files; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-        if (hetcl__sysfs_line(root, p, out, cap) && out[0])
+        snprintf(out->file, sizeof out->file, "%s/%s", dir, files[i]);
+        if (hetcl__sysfs_line(root, out->file, out->name, sizeof out->name) && out->name[0])
             return;
     }
-    snprintf(out, cap, "%s/%s", chip[0] ? chip : "sensor", fallback);
+    out->file[0] = '\0';
+    snprintf(out->name, sizeof out->name, "%s/%s", chip[0] ? chip : "sensor", fallback);
 }
 
 static bool is_input_rail(const char *name)
@@ -55,17 +61,18 @@ static bool is_input_rail(const char *name)
 
 /* Adds a rail reading root/dir/a (times root/dir/b when b) if it reads now. */
 static void add_rail(const char *root, const char *dir, const char *source, const char *a,
-                     const char *b, double scale, const char *name, struct hetcl__rail *out,
-                     size_t *n, size_t cap, int *first_errno)
+                     const char *b, double scale, const struct rail_name *name,
+                     struct hetcl__rail *out, size_t *n, size_t cap, int *first_errno)
 {
     if (*n >= cap)
         return;
     struct hetcl__rail *r = &out[*n];
     memset(r, 0, sizeof *r);
-    hetcl__strlcpy(r->name, name, sizeof r->name);
+    hetcl__strlcpy(r->name, name->name, sizeof r->name);
+    hetcl__strlcpy(r->label_file, name->file, sizeof r->label_file);
     r->source = source;
     r->scale = scale;
-    r->input = is_input_rail(name);
+    r->input = is_input_rail(name->name);
     snprintf(r->path_a, sizeof r->path_a, "%s%s/%s", root, dir, a);
     if (b)
         snprintf(r->path_b, sizeof r->path_b, "%s%s/%s", root, dir, b);
@@ -85,7 +92,8 @@ static void add_rail(const char *root, const char *dir, const char *source, cons
 static void scan_dir(const char *root, const char *dir, const char *source, struct hetcl__rail *out,
                      size_t *n, size_t cap, int *first_errno)
 {
-    char chip[64] = "", p[HETCL_SYSFS_PATH_MAX], ch[16], a[64], b[64], name[64];
+    char chip[64] = "", p[HETCL_SYSFS_PATH_MAX], ch[16], a[64], b[64];
+    struct rail_name name;
     snprintf(p, sizeof p, "%s/name", dir);
     if (!hetcl__sysfs_line(root, p, chip, sizeof chip))
         chip[0] = '\0';
@@ -98,15 +106,15 @@ static void scan_dir(const char *root, const char *dir, const char *source, stru
             snprintf(l1, sizeof l1, "power%s_label", ch);
             snprintf(a, sizeof a, "power%s", ch);
             const char *labels[] = {l1};
-            label(root, dir, chip, a, labels, 1, name, sizeof name);
-            add_rail(root, dir, source, f, NULL, 1e-6, name, out, n, cap, first_errno);
+            label(root, dir, chip, a, labels, 1, &name);
+            add_rail(root, dir, source, f, NULL, 1e-6, &name, out, n, cap, first_errno);
         } else if (channel(f, "in_power", ch, sizeof ch)) { /* IIO ina3221x: milliwatts */
             snprintf(l1, sizeof l1, "in_power%s_label", ch);
             snprintf(l2, sizeof l2, "rail_name_%s", ch);
             snprintf(a, sizeof a, "in_power%s", ch);
             const char *labels[] = {l1, l2};
-            label(root, dir, chip, a, labels, 2, name, sizeof name);
-            add_rail(root, dir, source, f, NULL, 1e-3, name, out, n, cap, first_errno);
+            label(root, dir, chip, a, labels, 2, &name);
+            add_rail(root, dir, source, f, NULL, 1e-3, &name, out, n, cap, first_errno);
         } else if (channel(f, "curr", ch, sizeof ch)) { /* hwmon ina3221: mV x mA = uW */
             snprintf(a, sizeof a, "in%s_input", ch);
             snprintf(p, sizeof p, "%s/%s", dir, a);
@@ -116,8 +124,8 @@ static void scan_dir(const char *root, const char *dir, const char *source, stru
             snprintf(l2, sizeof l2, "curr%s_label", ch);
             snprintf(b, sizeof b, "in%s", ch);
             const char *labels[] = {l1, l2};
-            label(root, dir, chip, b, labels, 2, name, sizeof name);
-            add_rail(root, dir, source, a, f, 1e-6, name, out, n, cap, first_errno);
+            label(root, dir, chip, b, labels, 2, &name);
+            add_rail(root, dir, source, a, f, 1e-6, &name, out, n, cap, first_errno);
         } else if (channel(f, "in_current", ch, sizeof ch)) { /* IIO: mV x mA = uW */
             snprintf(a, sizeof a, "in_voltage%s_input", ch);
             snprintf(p, sizeof p, "%s/%s", dir, a);
@@ -126,8 +134,8 @@ static void scan_dir(const char *root, const char *dir, const char *source, stru
             snprintf(l1, sizeof l1, "rail_name_%s", ch);
             snprintf(b, sizeof b, "in_current%s", ch);
             const char *labels[] = {l1};
-            label(root, dir, chip, b, labels, 1, name, sizeof name);
-            add_rail(root, dir, source, a, f, 1e-6, name, out, n, cap, first_errno);
+            label(root, dir, chip, b, labels, 1, &name);
+            add_rail(root, dir, source, a, f, 1e-6, &name, out, n, cap, first_errno);
         }
     }
     hetcl__sysfs_free(files, nf);
