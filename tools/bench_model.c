@@ -1,763 +1,498 @@
 /*
- * `hetcl bench model`: the edge inference profiler. Options, the models and devices, the
- * configurations in randomised order with cool-downs, the table and the report. One
- * configuration is run by bench_model_run.c.
+ * `hetcl bench model`: the flags of the edge inference profiler (<hetcl/bench_model.h>), its
+ * progress lines, table and report, and the exit status: 0 every configuration ran, 1 one
+ * failed (or an output could not be written), 2 bad flags or input.
  */
-#include "bench_model.h"
-#include "bench/bench_util.h"
+#include "bench.h"
 #include "cli.h"
-#include "util/json.h"
+#include "cli_options.h"
 
-#include <hetcl/machine.h>
-#include <hetcl/report.h>
-
+#include <hetcl/bench_model.h>
 #include <hetcl/context.h>
-#include <hetcl/device.h>
-#include <hetcl/probe.h>
-#include <hetcl/program.h>
-#include <hetcl/safetensors.h>
-#include <hetcl/version.h>
+#include <hetcl/machine.h>
 
-#include <errno.h>
-#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
-#include <time.h>
-#include <unistd.h>
 
-#define MAX_CONFIGS 512
-#define MAX_LIST    16
-/* --spin-us when not given (the reason is where the defaults are set) */
-#define BENCH_DEFAULT_SPIN_US 50
+#define N_HELP 48
 
-struct options {
-    const char *models[MAX_LIST], *weights[MAX_LIST];
-    int n_models, n_weights;
-    int64_t batches[MAX_LIST];
-    size_t n_batches;
-    enum bench_placement placements[MAX_LIST];
-    size_t n_placements;
-    enum bench_scenario scenarios[MAX_LIST];
-    size_t n_scenarios;
-    const char *devices, *data, *report, *trace, *scheduler, *split_cpu;
-    bool markdown, randomise, quiet, quick, no_fuse, no_standardize;
-    double cooldown_ms, window_ms, tolerance;
-    unsigned long distinct, accuracy_samples, host_workers, spin_us;
-    bool host_workers_set;
-    uint64_t seed, input_seed, order_seed, arrival_seed;
-    double server_qps;
-    unsigned long streams;
-    struct bench_loop_options loop;
-    char list_buf[4][1024];
+/* A comma-separated list flag, split into items that point into buf. */
+struct list {
+    const char *items[HETCL_BENCH_MAX_LIST];
+    size_t n;
+    char buf[1024];
 };
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: hetcl bench model --model SPEC[,SPEC...] [options]\n"
-            "\n"
-            "Runs models (models/*.json) for inference on each device and across devices, and\n"
-            "reports latency (percentiles with trust flags, every sample), throughput, cold\n"
-            "start, per-layer time, efficiency against the device ceilings, machine state,\n"
-            "energy, and output divergence against the host reference.\n"
-            "\n"
-            "what runs:\n"
-            "  --model SPEC[,...]       model spec files (a bare name means models/NAME.json)\n"
-            "  --weights CKPT[,...]     safetensors checkpoint per model, or 'random' (default)\n"
-            "  --seed N                 seed of random weights (default 1)\n"
-            "  --data fashion-mnist|random   inputs: the Fashion-MNIST test set (rotated;\n"
-            "                           enables accuracy with a checkpoint) or seeded random\n"
-            "  --no-standardize         feed the dataset's raw features (default: standardised\n"
-            "                           as the checkpoint says when it carries input.mean and\n"
-            "                           input.std, else with the train split's statistics)\n"
-            "  --distinct N             distinct input batches cycled through (default 16)\n"
-            "  --input-seed N           seed of random inputs (default 2)\n"
-            "  --batches B[,...]        batch sizes (default 1)\n"
-            "  --devices D[,...]        runtime workers by name (host0, p0d0, ...) or 'all'\n"
-            "                           (default): every worker the runtime creates\n"
-            "  --placements P[,...]     single (each device alone), split (each batch split\n"
-            "                           across the devices by measured speed; at batches of\n"
-            "                           1-4, the waiting thread and host workers left without\n"
-            "                           rows help a host worker's large dense layers), pipeline\n"
-            "                           (the layers partitioned across the devices by\n"
-            "                           measured speed), auto (the faster of single and split,\n"
-            "                           explained); default single\n"
-            "  --scenarios S[,...]      single-stream (default: one request at a time),\n"
-            "                           offline (two in flight: throughput), server (Poisson\n"
-            "                           arrivals at --server-qps; latency from arrival),\n"
-            "                           multi-stream (--streams requests per query, issued\n"
-            "                           together; latency until all are done)\n"
-            "  --server-qps RATE        server scenario: requests per second\n"
-            "  --streams N              multi-stream: requests per query (default 4, max 16)\n"
-            "  --arrival-seed N         seed of the arrivals (default 4)\n"
-            "  --order randomised|as-given   configuration order (default randomised)\n"
-            "  --order-seed N           seed of the order (default 3)\n"
-            "  --cooldown-ms MS         pause between configurations (default 0)\n"
-            "  --scheduler NAME, --split-cpu SPEC   runtime options (see hetcl devices)\n"
-            "  --no-fuse                one task per operator on host workers too (default:\n"
-            "                           a host worker runs a request's forward pass as one\n"
-            "                           task, timing each layer inside it)\n"
-            "  --host-workers N         host workers (default: one per core no OpenCL CPU\n"
-            "                           device uses; 0: none)\n"
-            "  --spin-us N              host workers and the waiting caller poll this long\n"
-            "                           before sleeping (default %d, as thread pools such as\n"
-            "                           OpenMP's spin; 0: sleep at once; recorded in the\n"
-            "                           report): waking a sleeping thread costs 20-35 us\n",
-            BENCH_DEFAULT_SPIN_US);
-    fprintf(out,
-            "\n"
-            "how it measures:\n"
-            "  --warmup-runs N --warmup-min-ms MS --warmup-max-ms MS   warm-up minimums and\n"
-            "                           maximum (default 10, 200, 5000), then steady state:\n"
-            "  --steady-window N --steady-tolerance X   (default 16, 0.05)\n"
-            "  --min-requests N --min-time-ms MS --max-time-ms MS   timed phase (default 100,\n"
-            "                           2000, 20000): both minimums, or the maximum\n"
-            "  --window-ms MS           throughput sample window (default 100)\n"
-            "  --tolerance X            largest |probability - host reference| (default 1e-4)\n"
-            "  --accuracy-samples N     labelled samples for top-1 (default 2000; 0: none)\n"
-            "  --quick                  tiny settings for tests (a few runs, short times;\n"
-            "                           no cold/warm program builds)\n"
-            "\n"
-            "output:\n"
-            "  --format text|md         table on stdout (default text)\n"
-            "  --report FILE            the JSON report (reports/schema/bench.schema.json)\n"
-            "  --trace FILE             Chrome trace of every task (Perfetto, chrome://tracing)\n"
-            "  --quiet                  no progress lines on stderr\n"
-            "\n"
-            "exit status: 0 every configuration ran; 1 one failed (see its error); 2 bad\n"
-            "options or input.\n");
-}
+/* What the flags fill: the library's options and the CLI's own. */
+struct state {
+    struct hetcl_bench_model_options o, defaults;
+    struct list models, weights;
+    int64_t batches[HETCL_BENCH_MAX_LIST];
+    enum hetcl_bench_placement placements[HETCL_BENCH_MAX_LIST];
+    enum hetcl_bench_scenario scenarios[HETCL_BENCH_MAX_LIST];
+    int data, order, format; /* CLI_CHOICE indices */
+    const char *report;
+    bool quick, quiet;
+    unsigned long host_workers, spin_us;
+    bool host_workers_set;
+    /* --quick sets the protocol only where its flags were not given */
+    bool seen[10];
+    char help[N_HELP][240];
+    int n_help;
+};
 
-static bool parse_double(const char *flag, const char *v, double min, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double d = v ? strtod(v, &end) : (double) NAN;
-    if (!v || end == v || *end || errno || !isfinite(d) || d < min) {
-        cli_error("%s expects a number >= %g, got '%s'", flag, min, v ? v : "");
-        return false;
-    }
-    *out = d;
-    return true;
-}
+static const char *const data_names[] = {"random", "fashion-mnist", NULL};
+static const char *const order_names[] = {"randomised", "as-given", NULL};
+static const char *const format_names[] = {"text", "md", NULL};
 
-static bool parse_seed(const char *flag, const char *v, uint64_t *out)
+/* A help line with the library's defaults formatted in. */
+static const char *H(struct state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static const char *H(struct state *s, const char *fmt, ...)
 {
-    unsigned long x = 0;
-    /* below 2^53: the report stores seeds as JSON numbers */
-    if (!cli_parse_uint(flag, v, 9007199254740991UL, &x))
-        return false;
-    *out = x;
-    return true;
-}
-
-/* An integer in [min, max], or a one-line error naming the flag. */
-static bool parse_count(const char *flag, const char *v, unsigned long min, unsigned long max,
-                        size_t *out)
-{
-    unsigned long u = 0;
-    if (!cli_parse_uint(flag, v, max, &u))
-        return false;
-    if (u < min) {
-        cli_error("%s expects at least %lu, got %lu", flag, min, u);
-        return false;
-    }
-    *out = (size_t) u;
-    return true;
-}
-
-static bool parse_list(const char *flag, const char *v, char *buf, const char **items, int *n)
-{
-    int k = bench_split_list(v, buf, 1024, items, MAX_LIST);
-    if (k < 1) {
-        cli_error("%s expects a comma-separated list of at most %d non-empty items, got '%s'", flag,
-                  MAX_LIST, v ? v : "");
-        return false;
-    }
-    *n = k;
-    return true;
-}
-
-static int parse_options(int argc, char **argv, struct options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->randomise = true;
-    o->devices = "all";
-    o->seed = 1;
-    o->input_seed = 2;
-    o->order_seed = 3;
-    o->arrival_seed = 4;
-    o->distinct = 16;
-    o->window_ms = 100;
-    o->tolerance = 1e-4;
-    o->accuracy_samples = 2000;
-    /* Latency benchmarks spin by default, as the thread pools they are compared with do
-     * (OpenMP under PyTorch, ONNX Runtime's intra-op pool): a sleeping worker costs each
-     * request two thread wake-ups (20-35 us each on an idle VM), more than a batch-1 MLP.
-     * The spin is bounded, so idle workers still sleep; --spin-us 0 measures without it. */
-    o->spin_us = BENCH_DEFAULT_SPIN_US;
-    o->loop = (struct bench_loop_options){.warmup_min_runs = 10,
-                                          .warmup_min_ms = 200,
-                                          .warmup_max_ms = 5000,
-                                          .steady = {.window = 16, .tolerance = 0.05},
-                                          .timed_min_requests = 100,
-                                          .timed_min_ms = 2000,
-                                          .timed_max_ms = 20000};
-    const char *batches = "1", *placements = "single", *scenarios = "single-stream";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return -1;
-        }
-        if (!strcmp(a, "--quick")) {
-            o->loop = (struct bench_loop_options){.warmup_min_runs = 3,
-                                                  .warmup_min_ms = 0,
-                                                  .warmup_max_ms = 200,
-                                                  .steady = {.window = 4, .tolerance = 0.5},
-                                                  .timed_min_requests = 10,
-                                                  .timed_min_ms = 50,
-                                                  .timed_max_ms = 2000};
-            o->window_ms = 10;
-            o->accuracy_samples = 256;
-            o->quick = true; /* also skips the cold/warm program builds */
-            continue;
-        }
-        if (!strcmp(a, "--quiet")) {
-            o->quiet = true;
-            continue;
-        }
-        if (!strcmp(a, "--no-fuse")) {
-            o->no_fuse = true;
-            continue;
-        }
-        if (!strcmp(a, "--no-standardize")) {
-            o->no_standardize = true;
-            continue;
-        }
-        if (strncmp(a, "--", 2) != 0) {
-            cli_error("bench model: unexpected argument '%s'; see 'hetcl bench model --help'", a);
-            return CLI_EXIT_USAGE;
-        }
-        if (i + 1 >= argc) {
-            cli_error("%s expects a value; see 'hetcl bench model --help'", a);
-            return CLI_EXIT_USAGE;
-        }
-        const char *v = argv[++i];
-        bool ok = true;
-        if (!strcmp(a, "--model"))
-            ok = parse_list(a, v, o->list_buf[0], o->models, &o->n_models);
-        else if (!strcmp(a, "--weights"))
-            ok = parse_list(a, v, o->list_buf[1], o->weights, &o->n_weights);
-        else if (!strcmp(a, "--batches"))
-            batches = v;
-        else if (!strcmp(a, "--placements"))
-            placements = v;
-        else if (!strcmp(a, "--scenarios"))
-            scenarios = v;
-        else if (!strcmp(a, "--devices"))
-            o->devices = v;
-        else if (!strcmp(a, "--data")) {
-            if (strcmp(v, "fashion-mnist") && strcmp(v, "random")) {
-                cli_error("--data expects fashion-mnist or random, got '%s'", v);
-                return CLI_EXIT_USAGE;
-            }
-            o->data = strcmp(v, "random") ? v : NULL;
-        } else if (!strcmp(a, "--order")) {
-            if (strcmp(v, "randomised") && strcmp(v, "as-given")) {
-                cli_error("--order expects randomised or as-given, got '%s'", v);
-                return CLI_EXIT_USAGE;
-            }
-            o->randomise = !strcmp(v, "randomised");
-        } else if (!strcmp(a, "--seed"))
-            ok = parse_seed(a, v, &o->seed);
-        else if (!strcmp(a, "--input-seed"))
-            ok = parse_seed(a, v, &o->input_seed);
-        else if (!strcmp(a, "--order-seed"))
-            ok = parse_seed(a, v, &o->order_seed);
-        else if (!strcmp(a, "--arrival-seed"))
-            ok = parse_seed(a, v, &o->arrival_seed);
-        else if (!strcmp(a, "--streams"))
-            ok = cli_parse_uint(a, v, BENCH_MAX_STREAMS, &o->streams) &&
-                 (o->streams >= 1 || (cli_error("--streams expects at least 1"), false));
-        else if (!strcmp(a, "--server-qps"))
-            ok = parse_double(a, v, 1e-3, &o->server_qps);
-        else if (!strcmp(a, "--distinct"))
-            ok = cli_parse_uint(a, v, 4096, &o->distinct) && o->distinct >= 1;
-        else if (!strcmp(a, "--accuracy-samples"))
-            ok = cli_parse_uint(a, v, 1000000, &o->accuracy_samples);
-        else if (!strcmp(a, "--cooldown-ms"))
-            ok = parse_double(a, v, 0, &o->cooldown_ms);
-        else if (!strcmp(a, "--window-ms"))
-            ok = parse_double(a, v, 0.001, &o->window_ms);
-        else if (!strcmp(a, "--tolerance"))
-            ok = parse_double(a, v, 0, &o->tolerance);
-        else if (!strcmp(a, "--warmup-runs"))
-            ok = parse_count(a, v, 0, 1000000, &o->loop.warmup_min_runs);
-        else if (!strcmp(a, "--warmup-min-ms"))
-            ok = parse_double(a, v, 0, &o->loop.warmup_min_ms);
-        else if (!strcmp(a, "--warmup-max-ms"))
-            ok = parse_double(a, v, 0, &o->loop.warmup_max_ms);
-        else if (!strcmp(a, "--steady-window"))
-            ok = parse_count(a, v, 3, 100000, &o->loop.steady.window);
-        else if (!strcmp(a, "--steady-tolerance"))
-            ok = parse_double(a, v, 0, &o->loop.steady.tolerance);
-        else if (!strcmp(a, "--min-requests"))
-            ok = parse_count(a, v, 1, 100000000, &o->loop.timed_min_requests);
-        else if (!strcmp(a, "--min-time-ms"))
-            ok = parse_double(a, v, 0, &o->loop.timed_min_ms);
-        else if (!strcmp(a, "--max-time-ms"))
-            ok = parse_double(a, v, 0, &o->loop.timed_max_ms);
-        else if (!strcmp(a, "--format")) {
-            if (strcmp(v, "text") && strcmp(v, "md")) {
-                cli_error("--format expects text or md, got '%s'", v);
-                return CLI_EXIT_USAGE;
-            }
-            o->markdown = !strcmp(v, "md");
-        } else if (!strcmp(a, "--report"))
-            o->report = v;
-        else if (!strcmp(a, "--trace"))
-            o->trace = v;
-        else if (!strcmp(a, "--scheduler"))
-            o->scheduler = v;
-        else if (!strcmp(a, "--split-cpu"))
-            o->split_cpu = v;
-        else if (!strcmp(a, "--spin-us"))
-            ok = cli_parse_uint(a, v, 100000, &o->spin_us);
-        else if (!strcmp(a, "--host-workers"))
-            ok = (o->host_workers_set = cli_parse_uint(a, v, 256, &o->host_workers));
-        else {
-            cli_error("bench model: unknown option '%s'; see 'hetcl bench model --help'", a);
-            return CLI_EXIT_USAGE;
-        }
-        if (!ok)
-            return CLI_EXIT_USAGE;
-    }
-    if (o->n_models == 0) {
-        cli_error("bench model: --model SPEC is required; see 'hetcl bench model --help'");
-        return CLI_EXIT_USAGE;
-    }
-    if (o->n_weights > 0 && o->n_weights != o->n_models) {
-        cli_error("--weights expects one checkpoint (or 'random') per model: %d models, %d "
-                  "weights",
-                  o->n_models, o->n_weights);
-        return CLI_EXIT_USAGE;
-    }
-    const char *items[MAX_LIST];
-    int n = 0;
-    if (!parse_list("--batches", batches, o->list_buf[2], items, &n))
-        return CLI_EXIT_USAGE;
-    for (int i = 0; i < n; i++) {
-        unsigned long b = 0;
-        if (!cli_parse_uint("--batches", items[i], 1 << 20, &b) || b < 1) {
-            if (b < 1)
-                cli_error("--batches expects batch sizes >= 1, got '%s'", items[i]);
-            return CLI_EXIT_USAGE;
-        }
-        o->batches[o->n_batches++] = (int64_t) b;
-    }
-    if (!parse_list("--placements", placements, o->list_buf[3], items, &n))
-        return CLI_EXIT_USAGE;
-    for (int i = 0; i < n; i++) {
-        int p = bench_placement_parse(items[i]);
-        if (p < 0) {
-            cli_error("--placements expects single, split, pipeline or auto, got '%s'", items[i]);
-            return CLI_EXIT_USAGE;
-        }
-        o->placements[o->n_placements++] = (enum bench_placement) p;
-    }
-    char sbuf[1024];
-    if (bench_split_list(scenarios, sbuf, sizeof sbuf, items, MAX_LIST) < 1) {
-        cli_error("--scenarios expects a comma-separated list, got '%s'", scenarios);
-        return CLI_EXIT_USAGE;
-    }
-    n = bench_split_list(scenarios, sbuf, sizeof sbuf, items, MAX_LIST);
-    for (int i = 0; i < n; i++) {
-        int s = bench_scenario_parse(items[i]);
-        if (s < 0) {
-            cli_error("--scenarios expects single-stream, multi-stream, server or offline, got "
-                      "'%s'",
-                      items[i]);
-            return CLI_EXIT_USAGE;
-        }
-        if (s == BENCH_MULTI_STREAM && o->streams == 0)
-            o->streams = 4;
-        if (s == BENCH_SERVER && !(o->server_qps > 0)) {
-            cli_error("--scenarios server needs --server-qps RATE (requests per second)");
-            return CLI_EXIT_USAGE;
-        }
-        o->scenarios[o->n_scenarios++] = (enum bench_scenario) s;
-    }
-    return 0;
-}
-
-static cJSON *provenance(int argc, char **argv, const struct hetcl_device_list *list)
-{
-    struct hetcl_provenance_options po = {
-            .command = "hetcl bench", .argc = argc, .argv = argv, .devices = list};
-    cJSON *p = hetcl_report_provenance(&po);
-    hetcl__json_add(p, "devices_report", cJSON_CreateNull());
-    return p;
-}
-
-/* The devices of the run: the runtime's workers, all of them or those named. */
-static int pick_devices(hetcl_runtime *rt, const char *want, bool builds, struct bench_device *out,
-                        size_t *n_out)
-{
-    size_t n = hetcl_runtime_n_workers(rt), k = 0;
-    char buf[1024];
-    const char *items[MAX_LIST];
-    int n_items = 0;
-    bool all = !strcmp(want, "all");
-    if (!all && (n_items = bench_split_list(want, buf, sizeof buf, items, MAX_LIST)) < 1) {
-        cli_error("--devices expects worker names separated by commas, got '%s'", want);
-        return CLI_EXIT_USAGE;
-    }
-    for (int j = 0; j < (all ? 1 : n_items); j++) {
-        bool found = false;
-        for (size_t i = 0; i < n && k < BENCH_MAX_DEVICES; i++) {
-            struct hetcl_worker_info wi;
-            if (hetcl_runtime_worker_info(rt, i, &wi) != HETCL_OK || wi.excluded)
-                continue;
-            if (!all && strcmp(wi.name, items[j]))
-                continue;
-            found = true;
-            struct bench_device *d = &out[k++];
-            memset(d, 0, sizeof *d);
-            snprintf(d->name, sizeof d->name, "%s", wi.name);
-            d->worker = (int) i;
-            d->build_cold_ms = d->build_warm_ms = (double) NAN;
-            struct hetcl_ceilings c;
-            if (wi.desc &&
-                hetcl_ceilings_load(hetcl_runtime_context(rt), wi.desc, &c) == HETCL_OK &&
-                !c.quick && c.fp32_gflops.measured && c.mem_bandwidth.measured) {
-                d->has_ceilings = true;
-                d->ceiling_gflops = c.fp32_gflops.stat.median;
-                d->ceiling_gbps = c.mem_bandwidth.stat.median;
-            }
-            if (builds && wi.desc &&
-                hetcl_program_build_times(hetcl_runtime_context(rt), wi.desc, &d->build_cold_ms,
-                                          &d->build_warm_ms) != HETCL_OK)
-                d->build_cold_ms = d->build_warm_ms = (double) NAN;
-        }
-        if (!all && !found) {
-            char names[512] = "";
-            for (size_t i = 0; i < n; i++) {
-                struct hetcl_worker_info wi;
-                if (hetcl_runtime_worker_info(rt, i, &wi) == HETCL_OK) {
-                    size_t len = strlen(names);
-                    snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", wi.name);
-                }
-            }
-            cli_error("--devices: no worker named '%s' (workers: %s)", items[j], names);
-            return CLI_EXIT_USAGE;
-        }
-    }
-    *n_out = k;
-    return k ? 0 : CLI_EXIT_FAILURE;
-}
-
-/* Standardises the test split with the train split's feature statistics, as `hetcl train`
- * does by default, so that a checkpoint it wrote sees the inputs it was trained on. */
-static hetcl_status standardize(hetcl_context *ctx, const char *name, hetcl_dataset *test)
-{
-    hetcl_dataset *train = NULL;
-    hetcl_status s = hetcl_dataset_load_builtin(ctx, name, "train", &train);
-    size_t f = (size_t) test->n_features;
-    float *mean = malloc(f * sizeof *mean), *sd = malloc(f * sizeof *sd);
-    if (s == HETCL_OK && (!mean || !sd))
-        s = HETCL_ERR_NO_MEMORY;
-    if (s == HETCL_OK)
-        s = hetcl_dataset_feature_stats(ctx, train, mean, sd);
-    if (s == HETCL_OK)
-        s = hetcl_dataset_standardize(ctx, test, mean, sd);
-    free(mean);
-    free(sd);
-    hetcl_dataset_destroy(train);
-    return s;
-}
-
-static const char *model_path(const char *m, char *buf, size_t cap)
-{
-    if (strchr(m, '/') || strstr(m, ".json"))
-        return m;
-    snprintf(buf, cap, "models/%s.json", m);
+    if (s->n_help >= N_HELP)
+        return fmt;
+    char *buf = s->help[s->n_help++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof s->help[0], fmt, ap);
+    va_end(ap);
     return buf;
 }
 
-/* A checkpoint written by `hetcl train` holds the standardisation its inputs had (tensors
- * input.mean and input.std): apply it to the dataset, or the trained model would see inputs
- * on another scale and its accuracy would be meaningless. Every model shares the dataset, so
- * their checkpoints must agree. */
-static int standardise_like_training(hetcl_context *ctx, const struct bench_model *models,
-                                     size_t n_models, hetcl_dataset *data, bool *applied)
+static bool parse_list(const char *flag, const char *v, void *target)
 {
-    *applied = false;
-    float *mean = NULL, *sd = NULL;
-    const char *from = NULL;
-    int rc = CLI_EXIT_OK;
-    for (size_t i = 0; i < n_models && rc == CLI_EXIT_OK; i++) {
-        if (!models[i].checkpoint)
-            continue;
-        hetcl_st_file *f = NULL;
-        if (hetcl_st_open(ctx, models[i].checkpoint, &f) != HETCL_OK) {
-            cli_error("--weights %s: %s", models[i].checkpoint, hetcl_context_last_error(ctx));
-            rc = CLI_EXIT_USAGE;
-            break;
+    struct list *l = target;
+    l->n = 0;
+    size_t len = strlen(v);
+    bool ok = len > 0 && len < sizeof l->buf;
+    if (ok) {
+        memcpy(l->buf, v, len + 1);
+        for (char *p = l->buf; ok;) {
+            char *comma = strchr(p, ',');
+            if (comma)
+                *comma = '\0';
+            ok = *p && l->n < HETCL_BENCH_MAX_LIST;
+            if (ok)
+                l->items[l->n++] = p;
+            if (!comma)
+                break;
+            p = comma + 1;
         }
-        const struct hetcl_st_tensor *tm = hetcl_st_find(f, "input.mean");
-        const struct hetcl_st_tensor *ts = hetcl_st_find(f, "input.std");
-        size_t nf = (size_t) data->n_features;
-        if (tm && ts) {
-            if (tm->dtype != HETCL_ST_F32 || ts->dtype != HETCL_ST_F32 ||
-                tm->n_elements != (int64_t) nf || ts->n_elements != (int64_t) nf) {
-                cli_error("--weights %s: input.mean and input.std must be F32 tensors of %zu "
-                          "features (the dataset's)",
-                          models[i].checkpoint, nf);
-                rc = CLI_EXIT_USAGE;
-            } else if (!mean) {
-                mean = malloc(nf * sizeof *mean);
-                sd = malloc(nf * sizeof *sd);
-                if (!mean || !sd) {
-                    cli_error("out of memory");
-                    rc = CLI_EXIT_FAILURE;
-                } else {
-                    memcpy(mean, tm->data, nf * sizeof *mean);
-                    memcpy(sd, ts->data, nf * sizeof *sd);
-                    from = models[i].checkpoint;
-                }
-            } else if (memcmp(mean, tm->data, nf * sizeof *mean) ||
-                       memcmp(sd, ts->data, nf * sizeof *sd)) {
-                cli_error("--weights %s: its input standardisation differs from %s's; bench these "
-                          "models in separate runs",
-                          models[i].checkpoint, from);
-                rc = CLI_EXIT_USAGE;
-            }
+    }
+    if (!ok)
+        cli_error("%s expects a comma-separated list of at most %d non-empty items, got '%s'", flag,
+                  HETCL_BENCH_MAX_LIST, v);
+    return ok;
+}
+
+static bool parse_batches(const char *flag, const char *v, void *target)
+{
+    struct state *s = target;
+    struct list l;
+    if (!parse_list(flag, v, &l))
+        return false;
+    for (size_t i = 0; i < l.n; i++) {
+        unsigned long b = 0;
+        if (!cli_parse_uint(flag, l.items[i], 1 << 20, &b))
+            return false;
+        if (b < 1) {
+            cli_error("%s expects batch sizes >= 1, got '%s'", flag, l.items[i]);
+            return false;
         }
-        hetcl_st_close(f);
+        s->batches[i] = (int64_t) b;
     }
-    if (rc == CLI_EXIT_OK && mean) {
-        if (hetcl_dataset_standardize(ctx, data, mean, sd) != HETCL_OK) {
-            cli_error("--weights %s: input standardisation: %s", from,
-                      hetcl_context_last_error(ctx));
-            rc = CLI_EXIT_USAGE;
-        } else
-            *applied = true;
+    s->o.batches = s->batches;
+    s->o.n_batches = l.n;
+    return true;
+}
+
+static bool parse_placements(const char *flag, const char *v, void *target)
+{
+    struct state *s = target;
+    struct list l;
+    if (!parse_list(flag, v, &l))
+        return false;
+    for (size_t i = 0; i < l.n; i++) {
+        int p = hetcl_bench_placement_parse(l.items[i]);
+        if (p < 0) {
+            cli_error("%s expects single, split, pipeline or auto, got '%s'", flag, l.items[i]);
+            return false;
+        }
+        s->placements[i] = (enum hetcl_bench_placement) p;
     }
-    free(mean);
-    free(sd);
+    s->o.placements = s->placements;
+    s->o.n_placements = l.n;
+    return true;
+}
+
+static bool parse_scenarios(const char *flag, const char *v, void *target)
+{
+    struct state *s = target;
+    struct list l;
+    if (!parse_list(flag, v, &l))
+        return false;
+    for (size_t i = 0; i < l.n; i++) {
+        int sc = hetcl_bench_scenario_parse(l.items[i]);
+        if (sc < 0) {
+            cli_error("%s expects single-stream, multi-stream, server or offline, got '%s'", flag,
+                      l.items[i]);
+            return false;
+        }
+        s->scenarios[i] = (enum hetcl_bench_scenario) sc;
+    }
+    s->o.scenarios = s->scenarios;
+    s->o.n_scenarios = l.n;
+    return true;
+}
+
+/* The flags of what runs, into t; returns how many rows. */
+static size_t what_runs(struct state *s, struct cli_option *t)
+{
+    const struct hetcl_bench_model_options *d = &s->defaults;
+    const struct cli_option rows[] = {
+            CLI_SECTION("what runs:"),
+            {"--model", CLI_CUSTOM, &s->models, .parse = parse_list, .metavar = "SPEC[,...]",
+             .help = "model spec files; a bare name means models/NAME.json\n"
+                     "(required)"},
+            {"--weights", CLI_CUSTOM, &s->weights, .parse = parse_list, .metavar = "CKPT[,...]",
+             .help = "safetensors checkpoint per model, or 'random'\n"
+                     "(default: random)"},
+            {"--seed", CLI_U64, &s->o.weight_seed, .metavar = "N",
+             .help = H(s, "seed of random weights (default %llu)",
+                       (unsigned long long) d->weight_seed)},
+            {"--data", CLI_CHOICE, &s->data, .choices = data_names,
+             .metavar = "fashion-mnist|random",
+             .help = "inputs: the Fashion-MNIST test set (rotated; enables\n"
+                     "accuracy with a checkpoint) or seeded random\n"
+                     "(default random)"},
+            {"--no-standardize", CLI_FLAG, &s->o.no_standardize,
+             .help = "feed the dataset's raw features (default:\n"
+                     "standardised as the checkpoint says when it carries\n"
+                     "input.mean and input.std, else with the train split's\n"
+                     "statistics)"},
+            {"--distinct", CLI_SIZE, &s->o.n_distinct, .min = 1, .max = 4096, .metavar = "N",
+             .help = H(s, "distinct input batches cycled through (default %zu)", d->n_distinct)},
+            {"--input-seed", CLI_U64, &s->o.input_seed, .metavar = "N",
+             .help = H(s, "seed of random inputs (default %llu)",
+                       (unsigned long long) d->input_seed)},
+            {"--batches", CLI_CUSTOM, s, .parse = parse_batches, .metavar = "B[,...]",
+             .help = H(s, "batch sizes (default %lld)", (long long) d->batches[0])},
+            {"--devices", CLI_STRING, &s->o.devices, .metavar = "D[,...]",
+             .help = "runtime workers by name (host0, p0d0, ...) or 'all'\n"
+                     "(default all: every worker the runtime creates)"},
+            {"--placements", CLI_CUSTOM, s, .parse = parse_placements, .metavar = "P[,...]",
+             .help = "single (each device alone), split (each batch split\n"
+                     "across the devices by measured speed; at batches of\n"
+                     "1-4, the waiting thread and host workers left\n"
+                     "without rows help a host worker's large dense\n"
+                     "layers), pipeline (the layers partitioned across the\n"
+                     "devices by measured speed), auto (the faster of\n"
+                     "single and split, explained); default single"},
+            {"--scenarios", CLI_CUSTOM, s, .parse = parse_scenarios, .metavar = "S[,...]",
+             .help = "single-stream (default: one request at a time),\n"
+                     "offline (two in flight: throughput), server (Poisson\n"
+                     "arrivals at --server-qps; latency from arrival),\n"
+                     "multi-stream (--streams requests per query, issued\n"
+                     "together; latency until all are done)"},
+            {"--server-qps", CLI_DOUBLE, &s->o.server_qps, .min = 1e-3, .metavar = "RATE",
+             .help = "server scenario: requests per second (no default:\n"
+                     "required with --scenarios server)"},
+            {"--streams", CLI_SIZE, &s->o.streams, .min = 1, .max = HETCL_BENCH_MAX_STREAMS,
+             .metavar = "N",
+             .help = H(s, "multi-stream: requests per query (default %zu, max %d)", d->streams,
+                       HETCL_BENCH_MAX_STREAMS)},
+            {"--arrival-seed", CLI_U64, &s->o.arrival_seed, .metavar = "N",
+             .help = H(s, "seed of the arrivals (default %llu)",
+                       (unsigned long long) d->arrival_seed)},
+            {"--order", CLI_CHOICE, &s->order, .choices = order_names,
+             .metavar = "randomised|as-given", .help = "configuration order (default randomised)"},
+            {"--order-seed", CLI_U64, &s->o.order_seed, .metavar = "N",
+             .help = H(s, "seed of the order (default %llu)", (unsigned long long) d->order_seed)},
+            {"--cooldown-ms", CLI_DOUBLE, &s->o.cooldown_ms, .metavar = "MS",
+             .help = H(s, "pause between configurations (default %g)", d->cooldown_ms)},
+    };
+    memcpy(t, rows, sizeof rows);
+    return CLI_N(rows);
+}
+
+/* The runtime's flags, into t; returns how many rows. */
+static size_t runtime_flags(struct state *s, struct cli_option *t)
+{
+    const struct cli_option rows[] = {
+            CLI_SECTION("the runtime:"),
+            {"--scheduler", CLI_STRING, &s->o.scheduler, .metavar = "NAME",
+             .help = "eager, ws or dmda (default eager; see hetcl devices)"},
+            {"--split-cpu", CLI_STRING, &s->o.split_cpu, .metavar = "SPEC",
+             .help = "CPU sub-devices, as hetcl devices --split-cpu\n"
+                     "(default none)"},
+            {"--no-fuse", CLI_FLAG, &s->o.no_fuse,
+             .help = "one task per operator on host workers too (default: a\n"
+                     "host worker runs a request's forward pass as one\n"
+                     "task, timing each layer inside it)"},
+            {"--host-workers", CLI_ULONG, &s->host_workers, .max = 256, .metavar = "N",
+             .seen = &s->host_workers_set,
+             .help = "host workers (default: one per core no OpenCL CPU\n"
+                     "device uses; 0: none)"},
+            {"--spin-us", CLI_ULONG, &s->spin_us, .max = 100000, .metavar = "N",
+             .help = H(s,
+                       "host workers and the waiting caller poll this long\n"
+                       "before sleeping (default %u, as thread pools such as\n"
+                       "OpenMP's spin; 0: sleep at once; recorded in the\n"
+                       "report): waking a sleeping thread costs 20-35 us",
+                       s->defaults.spin_us)},
+    };
+    memcpy(t, rows, sizeof rows);
+    return CLI_N(rows);
+}
+
+/* The measurement protocol's and the output's flags, into t; returns how many rows. */
+static size_t how_it_measures(struct state *s, struct cli_option *t)
+{
+    const struct hetcl_bench_protocol *p = &s->defaults.protocol;
+    struct hetcl_bench_protocol *q = &s->o.protocol;
+    const struct cli_option rows[] = {
+            CLI_SECTION("how it measures:"),
+            {"--warmup-runs", CLI_SIZE, &q->warmup_min_runs, .max = 1000000, .metavar = "N",
+             .seen = &s->seen[0],
+             .help = H(s, "warm-up: at least N requests (default %zu)", p->warmup_min_runs)},
+            {"--warmup-min-ms", CLI_DOUBLE, &q->warmup_min_ms, .metavar = "MS", .seen = &s->seen[1],
+             .help = H(s, "warm-up: at least MS (default %g)", p->warmup_min_ms)},
+            {"--warmup-max-ms", CLI_DOUBLE, &q->warmup_max_ms, .metavar = "MS", .seen = &s->seen[2],
+             .help = H(s, "warm-up: at most MS, steady or not (default %g)", p->warmup_max_ms)},
+            {"--steady-window", CLI_SIZE, &q->steady.window, .min = 3, .max = 100000,
+             .metavar = "N", .seen = &s->seen[3],
+             .help = H(s, "steady state: samples per window (default %zu)", p->steady.window)},
+            {"--steady-tolerance", CLI_DOUBLE, &q->steady.tolerance, .metavar = "X",
+             .seen = &s->seen[4],
+             .help = H(s,
+                       "steady state: largest relative change of the window\n"
+                       "median (default %g)",
+                       p->steady.tolerance)},
+            {"--min-requests", CLI_SIZE, &q->timed_min_requests, .min = 1, .max = 100000000,
+             .metavar = "N", .seen = &s->seen[5],
+             .help = H(s, "timed phase: at least N requests (default %zu)", p->timed_min_requests)},
+            {"--min-time-ms", CLI_DOUBLE, &q->timed_min_ms, .metavar = "MS", .seen = &s->seen[6],
+             .help = H(s, "timed phase: and at least MS (default %g)", p->timed_min_ms)},
+            {"--max-time-ms", CLI_DOUBLE, &q->timed_max_ms, .metavar = "MS", .seen = &s->seen[7],
+             .help = H(s, "timed phase: at most MS (default %g)", p->timed_max_ms)},
+            {"--window-ms", CLI_DOUBLE, &s->o.window_ms, .min = 0.001, .metavar = "MS",
+             .seen = &s->seen[8],
+             .help = H(s, "throughput sample window (default %g)", s->defaults.window_ms)},
+            {"--tolerance", CLI_DOUBLE, &s->o.tolerance, .metavar = "X",
+             .help = H(s,
+                       "largest |probability - host reference|\n"
+                       "(default %g)",
+                       s->defaults.tolerance)},
+            {"--accuracy-samples", CLI_SIZE, &s->o.accuracy_samples, .max = 1000000, .metavar = "N",
+             .seen = &s->seen[9],
+             .help = H(s, "labelled samples for top-1 (default %zu; 0: none)",
+                       s->defaults.accuracy_samples)},
+            {"--energy-period-ms", CLI_DOUBLE, &s->o.energy_period_ms, .min = 1, .max = 1000,
+             .metavar = "MS",
+             .help = H(s,
+                       "power rails (where no energy counter): sampling\n"
+                       "period (default %g)",
+                       s->defaults.energy_period_ms)},
+            {"--quick", CLI_FLAG, &s->quick,
+             .help = "tiny settings for tests (a few runs, short times,\n"
+                     "no cold/warm program builds) where the flags above\n"
+                     "are not given (default off)"},
+            CLI_SECTION("output:"),
+            {"--format", CLI_CHOICE, &s->format, .choices = format_names, .metavar = "text|md",
+             .help = "table on stdout (default text)"},
+            {"--report", CLI_STRING, &s->report, .metavar = "FILE",
+             .help = "the JSON report (reports/schema/bench.schema.json;\n"
+                     "default: none)"},
+            {"--trace", CLI_STRING, &s->o.trace_path, .metavar = "FILE",
+             .help = "Chrome trace of every task (Perfetto,\n"
+                     "chrome://tracing; default: none)"},
+            {"--quiet", CLI_FLAG, &s->quiet,
+             .help = "no progress lines on stderr (default: one as each\n"
+                     "configuration starts and ends)"},
+    };
+    memcpy(t, rows, sizeof rows);
+    return CLI_N(rows);
+}
+
+static const struct cli_help help = {
+        .intro = "usage: hetcl bench model --model SPEC[,SPEC...] [options]\n"
+                 "\n"
+                 "Runs models (models/*.json) for inference on each device and across\n"
+                 "devices, and reports latency (percentiles with trust flags, every sample),\n"
+                 "throughput, cold start, per-layer time (percentiles over the timed\n"
+                 "requests, with FLOPs, bytes and the device's ceilings for a roofline),\n"
+                 "efficiency against the device ceilings, machine state (frequency, turbo,\n"
+                 "temperature), energy (counters, or power rails integrated over time),\n"
+                 "and output divergence against the host reference. A BLAS environment\n"
+                 "that would slow a baseline on this CPU is named on stderr.\n"
+                 "\n",
+        .outro = "exit status: 0 every configuration ran; 1 one failed (see its error) or\n"
+                 "an output could not be written; 2 bad options or input.\n",
+};
+
+/* --quick: the quick protocol wherever its flags were not given. */
+static void apply_quick(struct state *s)
+{
+    struct hetcl_bench_model_options q = s->o;
+    hetcl_bench_model_options_quick(&q);
+    struct hetcl_bench_protocol *p = &s->o.protocol;
+    const struct hetcl_bench_protocol *qp = &q.protocol;
+    p->warmup_min_runs = s->seen[0] ? p->warmup_min_runs : qp->warmup_min_runs;
+    p->warmup_min_ms = s->seen[1] ? p->warmup_min_ms : qp->warmup_min_ms;
+    p->warmup_max_ms = s->seen[2] ? p->warmup_max_ms : qp->warmup_max_ms;
+    p->steady.window = s->seen[3] ? p->steady.window : qp->steady.window;
+    p->steady.tolerance = s->seen[4] ? p->steady.tolerance : qp->steady.tolerance;
+    p->timed_min_requests = s->seen[5] ? p->timed_min_requests : qp->timed_min_requests;
+    p->timed_min_ms = s->seen[6] ? p->timed_min_ms : qp->timed_min_ms;
+    p->timed_max_ms = s->seen[7] ? p->timed_max_ms : qp->timed_max_ms;
+    s->o.window_ms = s->seen[8] ? s->o.window_ms : q.window_ms;
+    s->o.accuracy_samples = s->seen[9] ? s->o.accuracy_samples : q.accuracy_samples;
+    s->o.skip_program_builds = true;
+}
+
+/* Parses argv into s. CLI_EXIT_OK to go on, -1 after --help, or CLI_EXIT_USAGE. */
+static int parse(int argc, char **argv, struct state *s)
+{
+    memset(s, 0, sizeof *s);
+    hetcl_bench_model_options_init(&s->o);
+    s->defaults = s->o;
+    s->spin_us = s->o.spin_us;
+    struct cli_option opts[64];
+    size_t n = what_runs(s, opts);
+    n += runtime_flags(s, opts + n);
+    n += how_it_measures(s, opts + n);
+    struct cli_parsed args;
+    int rc = cli_parse("bench model", &help, argc, argv, opts, n, &args);
+    if (rc == CLI_PARSE_OK && args.n_positional > 0) {
+        cli_error("bench model: unexpected argument '%s'; see 'hetcl bench model --help'",
+                  args.positional[0]);
+        rc = CLI_PARSE_ERROR;
+    }
+    cli_parsed_free(&args);
+    if (rc != CLI_PARSE_OK)
+        return rc == CLI_PARSE_HELP ? -1 : CLI_EXIT_USAGE;
+    if (s->models.n == 0) {
+        cli_error("bench model: --model SPEC is required; see 'hetcl bench model --help'");
+        return CLI_EXIT_USAGE;
+    }
+    s->o.models = s->models.items;
+    s->o.n_models = s->models.n;
+    s->o.weights = s->weights.n ? s->weights.items : NULL;
+    s->o.n_weights = s->weights.n;
+    s->o.data = s->data == 1 ? "fashion-mnist" : NULL;
+    s->o.order_as_given = s->order == 1;
+    s->o.spin_us = (unsigned) s->spin_us;
+    if (s->host_workers_set) /* --host-workers 0: none */
+        s->o.host_workers = s->host_workers ? (int) s->host_workers : -1;
+    if (s->quick)
+        apply_quick(s);
+    return CLI_EXIT_OK;
+}
+
+/* The flag behind an option the library refused, or NULL when its message says. */
+static const char *flag_of(enum hetcl_bench_option bad)
+{
+    switch (bad) {
+    case HETCL_BENCH_OPT_MODELS:
+        return "--model";
+    case HETCL_BENCH_OPT_WEIGHTS:
+        return "--weights";
+    case HETCL_BENCH_OPT_DATA:
+        return "--data";
+    case HETCL_BENCH_OPT_DISTINCT:
+        return "--distinct";
+    case HETCL_BENCH_OPT_BATCHES:
+        return "--batches";
+    case HETCL_BENCH_OPT_DEVICES:
+        return "--devices";
+    case HETCL_BENCH_OPT_PLACEMENTS:
+        return "--placements";
+    case HETCL_BENCH_OPT_SCENARIOS:
+        return "--scenarios";
+    case HETCL_BENCH_OPT_SERVER_QPS:
+        return "--server-qps";
+    case HETCL_BENCH_OPT_STREAMS:
+        return "--streams";
+    case HETCL_BENCH_OPT_WINDOW:
+        return "--window-ms";
+    case HETCL_BENCH_OPT_TOLERANCE:
+        return "--tolerance";
+    default:
+        return NULL;
+    }
+}
+
+static void progress_line(void *user, const char *line)
+{
+    (void) user;
+    fprintf(stderr, "hetcl bench: %s\n", line);
+}
+
+/* Prints the table, writes the trace and the report; returns the exit status. */
+static int outputs(hetcl_context *ctx, hetcl_bench_model *b, const struct state *s)
+{
+    int rc = hetcl_bench_model_n_failed(b) ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+    char *table = NULL;
+    if (hetcl_bench_model_table(b, s->format == 1, &table) != HETCL_OK) {
+        cli_error("%s", hetcl_context_last_error(ctx));
+        rc = CLI_EXIT_FAILURE;
+    } else {
+        fputs(table, stdout);
+        fflush(stdout);
+    }
+    hetcl_free(table);
+    if (s->o.trace_path && hetcl_bench_model_write_trace(b) != HETCL_OK) {
+        cli_error("--trace %s: %s", s->o.trace_path, hetcl_context_last_error(ctx));
+        rc = CLI_EXIT_FAILURE;
+    }
+    if (s->report && hetcl_bench_model_write_report(b, s->report) != HETCL_OK) {
+        cli_error("--report %s: %s", s->report, hetcl_context_last_error(ctx));
+        rc = CLI_EXIT_FAILURE;
+    }
     return rc;
 }
 
 int cli_bench_model(int argc, char **argv)
 {
-    struct options o;
-    int rc = parse_options(argc, argv, &o);
-    if (rc)
-        return rc < 0 ? CLI_EXIT_OK : rc;
+    struct state *s = calloc(1, sizeof *s);
     hetcl_context *ctx = NULL;
-    if (hetcl_context_create(NULL, &ctx) != HETCL_OK) {
+    if (!s || hetcl_context_create(NULL, &ctx) != HETCL_OK) {
         cli_error("out of memory");
+        free(s);
         return CLI_EXIT_FAILURE;
     }
-    struct bench_model models[MAX_LIST];
-    memset(models, 0, sizeof models);
-    char paths[MAX_LIST][512];
-    hetcl_dataset *data = NULL;
-    hetcl_runtime *rt = NULL;
-    struct hetcl_device_list *list = NULL;
-    struct bench_device devices[BENCH_MAX_DEVICES];
-    size_t n_devices = 0;
-    struct bench_config *configs = calloc(MAX_CONFIGS, sizeof *configs);
-    size_t *order = calloc(MAX_CONFIGS, sizeof *order);
-    struct bench_result *results = calloc(MAX_CONFIGS, sizeof *results);
-    struct bench_run_state *states = calloc(MAX_CONFIGS, sizeof *states);
-    cJSON *root = NULL;
-    rc = CLI_EXIT_OK;
-    if (!configs || !order || !results || !states) {
-        cli_error("out of memory");
+    int rc = parse(argc, argv, s);
+    hetcl_bench_model *b = NULL;
+    if (rc != CLI_EXIT_OK) {
+        rc = rc < 0 ? CLI_EXIT_OK : rc;
+        goto done;
+    }
+    s->o.argc = argc;
+    s->o.argv = argv;
+    s->o.progress = s->quiet ? NULL : progress_line;
+    enum hetcl_bench_option bad = HETCL_BENCH_OPT_NONE;
+    hetcl_status st = hetcl_bench_model_create(ctx, &s->o, &b, &bad);
+    if (st != HETCL_OK) {
+        const char *flag = flag_of(bad);
+        cli_error("%s%s%s", flag ? flag : "", flag ? ": " : "", hetcl_context_last_error(ctx));
+        bool input = st == HETCL_ERR_INVALID_ARG || st == HETCL_ERR_FORMAT || st == HETCL_ERR_IO;
+        rc = input ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+        goto done;
+    }
+    char warning[512];
+    if (hetcl_machine_blas_warning(warning, sizeof warning))
+        fprintf(stderr, "hetcl: warning: %s\n", warning);
+    if (hetcl_bench_model_run(b) != HETCL_OK) {
+        cli_error("%s", hetcl_context_last_error(ctx));
         rc = CLI_EXIT_FAILURE;
         goto done;
     }
-
-    for (int i = 0; i < o.n_models; i++) {
-        struct bench_model *m = &models[i];
-        m->spec_path = model_path(o.models[i], paths[i], sizeof paths[i]);
-        m->checkpoint = o.n_weights && strcmp(o.weights[i], "random") ? o.weights[i] : NULL;
-        double t0 = hetcl__bench_now_ms();
-        struct hetcl_infer_weights_options w = {.checkpoint = m->checkpoint, .seed = o.seed};
-        if (hetcl_model_spec_load(ctx, m->spec_path, &m->spec) != HETCL_OK ||
-            hetcl_infer_plan_create(ctx, m->spec, &w, &m->plan) != HETCL_OK) {
-            cli_error("%s", hetcl_context_last_error(ctx));
-            rc = CLI_EXIT_USAGE;
-            goto done;
-        }
-        m->load_ms = hetcl__bench_now_ms() - t0;
-        snprintf(m->name, sizeof m->name, "%s", m->spec->name);
-    }
-    if (o.data && hetcl_dataset_load_builtin(ctx, o.data, "test", &data) != HETCL_OK) {
-        cli_error("--data %s: %s", o.data, hetcl_context_last_error(ctx));
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-    /* The checkpoints' own standardisation when they carry one (hetcl train writes it), else
-     * the train split's statistics, as hetcl train computes them by default. */
-    bool standardised = false;
-    if (data && !o.no_standardize &&
-        (rc = standardise_like_training(ctx, models, o.n_models, data, &standardised)) !=
-                CLI_EXIT_OK)
-        goto done;
-    if (data && !standardised && !o.no_standardize && standardize(ctx, o.data, data) != HETCL_OK) {
-        cli_error("--data %s: standardisation: %s", o.data, hetcl_context_last_error(ctx));
-        rc = CLI_EXIT_FAILURE;
-        goto done;
-    }
-
-    struct hetcl_enum_options eo = {.split_cpu = o.split_cpu};
-    if (hetcl_device_enumerate(ctx, &eo, &list) != HETCL_OK)
-        list = NULL; /* the runtime enumerates again and reports the error */
-    struct hetcl_runtime_options ro = {.scheduler = o.scheduler,
-                                       .split_cpu = o.split_cpu,
-                                       .trace = o.trace != NULL,
-                                       .spin_us = (unsigned) o.spin_us,
-                                       .host_workers = !o.host_workers_set ? 0
-                                                       : o.host_workers    ? (int) o.host_workers
-                                                                           : -1,
-                                       .device_list = list};
-    if (hetcl_runtime_create(ctx, &ro, &rt) != HETCL_OK) {
-        cli_error("runtime: %s", hetcl_context_last_error(ctx));
-        rc = CLI_EXIT_FAILURE;
-        goto done;
-    }
-    if ((rc = pick_devices(rt, o.devices, !o.quick, devices, &n_devices)) != 0) {
-        if (rc == CLI_EXIT_FAILURE)
-            cli_error("--devices: no usable worker");
-        goto done;
-    }
-
-    size_t n_cfg =
-            bench_configs_build(o.n_models, o.batches, o.n_batches, o.scenarios, o.n_scenarios,
-                                o.placements, o.n_placements, n_devices, configs, MAX_CONFIGS);
-    if (n_cfg > MAX_CONFIGS) {
-        cli_error("bench model: %zu configurations; at most %d per run", n_cfg, MAX_CONFIGS);
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-    bench_configs_order(configs, n_cfg, o.randomise, o.order_seed, order);
-
-    const char *dev_names[BENCH_MAX_DEVICES];
-    for (size_t i = 0; i < n_devices; i++)
-        dev_names[i] = devices[i].name;
-    struct bench_run_info ri = {.n_models = (size_t) o.n_models,
-                                .dataset = o.data,
-                                .n_distinct = (long long) o.distinct,
-                                .n_batches = o.n_batches,
-                                .batches = o.batches,
-                                .n_devices = n_devices,
-                                .devices = dev_names,
-                                .n_placements = o.n_placements,
-                                .placements = o.placements,
-                                .n_scenarios = o.n_scenarios,
-                                .scenarios = o.scenarios,
-                                .randomised = o.randomise,
-                                .cooldown_ms = o.cooldown_ms,
-                                .spin_us = (double) o.spin_us,
-                                .loop = o.loop,
-                                .window_ms = o.window_ms,
-                                .seed_weights = o.seed,
-                                .seed_inputs = o.input_seed,
-                                .seed_order = o.order_seed,
-                                .server_qps = o.server_qps,
-                                .streams = (int) o.streams,
-                                .seed_arrivals = o.arrival_seed};
-    for (int i = 0; i < o.n_models; i++) {
-        ri.model_names[i] = models[i].name;
-        ri.model_specs[i] = models[i].spec_path;
-        ri.checkpoints[i] = models[i].checkpoint;
-    }
-    root = bench_report_root(&ri, provenance(argc, argv, list));
-
-    struct bench_env env = {.ctx = ctx,
-                            .rt = rt,
-                            .devices = devices,
-                            .n_devices = n_devices,
-                            .data = data,
-                            .n_distinct = o.distinct,
-                            .input_seed = o.input_seed,
-                            .loop = o.loop,
-                            .window_ms = o.window_ms,
-                            .tolerance = o.tolerance,
-                            .accuracy_samples = o.accuracy_samples,
-                            .quiet = o.quiet,
-                            .no_fuse = o.no_fuse,
-                            .server_qps = o.server_qps,
-                            .streams = o.streams,
-                            .arrival_seed = o.arrival_seed};
-    for (size_t k = 0; k < n_cfg; k++) {
-        const struct bench_config *c = &configs[order[k]];
-        struct bench_result *r = &results[order[k]];
-        if (!o.quiet)
-            fprintf(stderr, "hetcl bench: [%zu/%zu] %s b%lld %s %s ...\n", k + 1, n_cfg,
-                    models[c->model].name, (long long) c->batch, bench_placement_name(c->placement),
-                    bench_scenario_name(c->scenario));
-        bench_run_config(&env, &models[c->model], c, r, &states[order[k]]);
-        if (!r->ok)
-            rc = CLI_EXIT_FAILURE;
-        r->trace_file = o.trace;
-        if (o.cooldown_ms > 0 && k + 1 < n_cfg) {
-            struct timespec ts = {.tv_sec = (time_t) (o.cooldown_ms / 1000),
-                                  .tv_nsec = (long) (fmod(o.cooldown_ms, 1000) * 1e6)};
-            nanosleep(&ts, NULL);
-        }
-    }
-
-    const struct bench_result *rows[MAX_CONFIGS];
-    for (size_t i = 0; i < n_cfg; i++)
-        rows[i] = &results[i];
-    bench_report_table(stdout, rows, n_cfg, o.markdown);
-    fflush(stdout);
-
-    if (o.trace && hetcl_runtime_wait_all(rt) == HETCL_OK &&
-        hetcl_runtime_write_trace(rt, o.trace) != HETCL_OK) {
-        cli_error("--trace %s: %s", o.trace, hetcl_context_last_error(ctx));
-        rc = CLI_EXIT_FAILURE;
-    }
-    if (o.report && root) {
-        cJSON *arr = cJSON_GetObjectItem(root, "configurations");
-        for (size_t i = 0; i < n_cfg; i++) {
-            cJSON *cj = bench_report_configuration(ctx, &results[i]);
-            if (cj)
-                cJSON_AddItemToArray(arr, cj);
-        }
-        char *text = cJSON_Print(root);
-        if (!text || cli_write_file_atomic(o.report, text) != 0) {
-            if (!text)
-                cli_error("--report %s: out of memory", o.report);
-            rc = CLI_EXIT_FAILURE;
-        }
-        cJSON_free(text);
-    }
+    rc = outputs(ctx, b, s);
 done:
-    for (size_t i = 0; results && states && i < MAX_CONFIGS; i++) {
-        cJSON_Delete(results[i].machine_before);
-        cJSON_Delete(results[i].machine_after);
-        cJSON_Delete(results[i].energy);
-        bench_run_free(&states[i]);
-    }
-    cJSON_Delete(root);
-    hetcl_runtime_destroy(rt);
-    hetcl_device_list_destroy(list);
-    hetcl_dataset_destroy(data);
-    for (int i = 0; i < MAX_LIST; i++) {
-        hetcl_infer_plan_destroy(models[i].plan);
-        hetcl_model_spec_destroy(models[i].spec);
-    }
-    free(configs);
-    free(order);
-    free(results);
-    free(states);
+    hetcl_bench_model_destroy(b);
     hetcl_context_destroy(ctx);
+    free(s);
     return rc;
 }

@@ -1,6 +1,5 @@
 /* `hetcl bench`: dispatches to the benchmark subcommands. */
 #include "bench.h"
-#include "bench_model.h"
 #include "cli.h"
 
 #include <stdio.h>

@@ -1,10 +1,15 @@
 /*
- * `hetcl bench model` end to end through the CLI with tiny settings (--quick): bad flags and
- * files exit 2 with one line on stderr; a run on the host worker prints the table (text and
- * Markdown) and writes a report that validates against bench.schema.json and that
- * `hetcl compare` accepts (exit 0 or 3, never 2: it matched the configurations). Every ok
- * configuration has the device breakdown of its latency, whose parts of each request add up to
- * no more than the request's end-to-end latency.
+ * `hetcl bench model` end to end through the CLI with tiny settings (--quick): --help states
+ * every flag's default; bad flags and files exit 2 with one line on stderr naming the flag; a
+ * run on the host worker prints a progress line as each configuration starts and ends (none with
+ * --quiet), the table (text and Markdown), and writes a report that validates against
+ * bench.schema.json and that `hetcl compare` accepts (exit 0 or 3, never 2: it matched the
+ * configurations). Every ok configuration has the device breakdown of its latency, whose parts of
+ * each request add up to no more than the request's end-to-end latency, and per-layer figures
+ * taken over its timed requests only (one sample per timed request and session, with
+ * percentiles), on host and OpenCL workers. A BLAS environment below the CPU is named once on
+ * stderr and in the report's provenance. With a checkpoint and Fashion-MNIST, each device's
+ * accuracy line names its configuration and counts the samples that device evaluated.
  */
 #include "harness.h"
 
@@ -73,6 +78,42 @@ static const cJSON *at(const cJSON *o, const char *a, const char *b, const char 
     return o;
 }
 
+/* Per-layer figures of an ok configuration: from its timed requests only, one sample per
+ * request and session (a multi-stream query has a session per stream), with ordered
+ * percentiles; fused host layers are timed inside the task, the others by their tasks. */
+static void check_layers(const cJSON *c)
+{
+    const cJSON *layers = at(c, "layers", NULL, NULL);
+    double requests = cJSON_GetNumberValue(at(c, "timed", "requests", NULL));
+    const cJSON *streams = at(c, "config", "streams", NULL);
+    double per = cJSON_IsNumber(streams) ? streams->valuedouble : 1;
+    CHECK(cJSON_GetArraySize(layers) > 0);
+    int n_fused = 0, n_differ = 0;
+    const cJSON *l;
+    cJSON_ArrayForEach(l, layers)
+    {
+        double n = cJSON_GetNumberValue(at(l, "n_samples", NULL, NULL));
+        double p50 = cJSON_GetNumberValue(at(l, "p50_ns", NULL, NULL));
+        double p90 = cJSON_GetNumberValue(at(l, "p90_ns", NULL, NULL));
+        double p99 = cJSON_GetNumberValue(at(l, "p99_ns", NULL, NULL));
+        double mean = cJSON_GetNumberValue(at(l, "mean_ns", NULL, NULL));
+        if (n != requests * per)
+            fprintf(stderr, "layer %s: %g samples, %g timed requests x %g\n",
+                    cJSON_GetStringValue(at(l, "name", NULL, NULL)), n, requests, per);
+        CHECK(n == requests * per);
+        CHECK(p50 <= p90 && p90 <= p99);
+        CHECK(mean > 0);
+        const char *timing = cJSON_GetStringValue(at(l, "timing", NULL, NULL));
+        CHECK(timing && (!strcmp(timing, "fused_task") || !strcmp(timing, "tasks")));
+        if (timing && !strcmp(timing, "fused_task")) {
+            n_fused++;
+            n_differ += p50 != mean;
+        }
+    }
+    /* the median is measured, not a copy of the mean */
+    CHECK(n_fused == 0 || n_differ > 0);
+}
+
 /* The report at path: every ok configuration has a device breakdown; for each timed request its
  * three parts are non-negative and add up to no more than its end-to-end latency (the runtime's
  * first task is queued after the request started and its last task ends before the request's
@@ -134,8 +175,13 @@ static int check_breakdown(const char *path)
         } else {
             CHECK(cJSON_IsNull(core));
         }
+        check_layers(c);
         n_checked++;
     }
+    /* the BLAS check's verdict, a string or null, in every report's provenance */
+    const cJSON *host = at(root, "provenance", "host", NULL);
+    const cJSON *blas = cJSON_GetObjectItemCaseSensitive(host, "blas_warning");
+    CHECK(cJSON_IsString(blas) || cJSON_IsNull(blas));
     cJSON_Delete(root);
     return n_checked;
 }
@@ -157,6 +203,111 @@ static void expect_usage(const char *args, const char *what)
     CHECK_EQ_INT(lines, 1);
     CHECK(strstr(err, what) != NULL);
     free(err);
+}
+
+/* --help states every flag's default: each flag's help (its lines up to the next flag or
+ * heading) says "default" (or "required"). */
+static void check_help_defaults(const char *help)
+{
+    char block[2048] = "";
+    int n_flags = 0;
+    /* one line at a time: "  --flag" starts a block, deeper lines continue it, anything else
+     * (a heading, a blank line, the outro) ends it; -h, --help needs no default */
+    for (const char *p = help; *p;) {
+        size_t len = strcspn(p, "\n");
+        bool starts = !strncmp(p, "  --", 4), continues = !strncmp(p, "    ", 4);
+        if (block[0] && !continues) {
+            if (!strstr(block, "default") && !strstr(block, "required")) {
+                fprintf(stderr, "--help: no default stated for:\n%s", block);
+                CHECK(false);
+            }
+            block[0] = '\0';
+        }
+        if (starts || (continues && block[0])) {
+            size_t have = strlen(block);
+            snprintf(block + have, sizeof block - have, "%.*s\n", (int) len, p);
+            n_flags += starts;
+        }
+        p += len + (p[len] == '\n');
+    }
+    CHECK(n_flags >= 30);
+}
+
+/* Progress lines: one as each configuration starts and one as it ends, through the library's
+ * callback. A BLAS core type below this CPU (Prescott on any x86 CPU with SSE4.2) is named once
+ * on stderr. */
+static void check_progress_and_blas(void)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "OPENBLAS_CORETYPE=Prescott '%s' bench model --model mlp --devices host0 --quick "
+             "--batches 1,2",
+             bin);
+    CHECK_EQ_INT(run(cmd), 0);
+    char *err = slurp("err");
+    int starts = 0, ends = 0, warnings = 0;
+    for (char *line = err; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (!strncmp(line, "hetcl bench: [", 14))
+            strstr(line, " ...") ? starts++ : ends++;
+        warnings += strstr(line, "OPENBLAS_CORETYPE=Prescott") != NULL;
+        line = nl ? nl + 1 : NULL;
+    }
+    free(err);
+    CHECK_EQ_INT(starts, 2);
+    CHECK_EQ_INT(ends, 2);
+    bool sse42 = run("grep -qw sse4_2 /proc/cpuinfo") == 0;
+    CHECK_EQ_INT(warnings, sse42 ? 1 : 0);
+}
+
+/* Per-layer figures on every worker (OpenCL ones too, where there are some): from the timed
+ * requests, by their tasks' execution times. */
+static void check_opencl_layers(void)
+{
+    char cmd[2048], rep[1200];
+    snprintf(rep, sizeof rep, "%s/all.json", dir);
+    snprintf(cmd, sizeof cmd,
+             "'%s' bench model --model mlp,lenet --devices all --quick --quiet --report '%s'", bin,
+             rep);
+    CHECK_EQ_INT(run(cmd), 0);
+    CHECK(check_breakdown(rep) > 0);
+    snprintf(cmd, sizeof cmd, "grep -Eq '\"devices\":[^]]*\"p[0-9]' '%s'", rep);
+    if (run(cmd) == 0) { /* an OpenCL worker ran: its layers are timed by their tasks */
+        snprintf(cmd, sizeof cmd, "grep -Eq '\"timing\":[[:space:]]*\"tasks\"' '%s'", rep);
+        CHECK_EQ_INT(run(cmd), 0);
+    } else {
+        printf("no OpenCL worker: per-layer times on OpenCL not tested\n");
+    }
+}
+
+/* A batch split over two host workers: each device's accuracy line counts its own rows of the
+ * 256 samples (they add up to 256, each fewer), and names the configuration. */
+static void check_split_accuracy(const char *ck)
+{
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd,
+             "'%s' bench model --model mlp --weights '%s' --data fashion-mnist --host-workers 2 "
+             "--devices host0,host1 --placements split --quick --quiet --batches 32",
+             bin, ck);
+    CHECK_EQ_INT(run(cmd), 0);
+    char *out = slurp("out");
+    long long sum = 0;
+    int lines = 0;
+    for (const char *p = out; (p = strstr(p, "accuracy: mlp b32 split single-stream on host"));
+         p++) {
+        const char *of = strstr(p, "% of ");
+        long long n = of ? atoll(of + 5) : -1;
+        CHECK(n >= 0 && n < 256);
+        sum += n;
+        lines++;
+    }
+    if (sum != 256)
+        fprintf(stderr, "split accuracy lines:\n%s", out);
+    CHECK_EQ_INT(lines, 2);
+    CHECK_EQ_INT(sum, 256);
+    free(out);
 }
 
 int main(void)
@@ -181,6 +332,7 @@ int main(void)
     }
     char *out = slurp("out");
     CHECK(strstr(out, "--placements") != NULL);
+    check_help_defaults(out);
     free(out);
 
     expect_usage("", "--model");
@@ -198,7 +350,9 @@ int main(void)
     expect_usage("--model mlp,lenet --weights random", "--weights");
     expect_usage("--model models/no-such-model.json", "no-such-model.json");
     expect_usage("--model mlp --weights /nonexistent.safetensors", "nonexistent.safetensors");
-    expect_usage("--model mlp --devices no-such-worker --quick", "no-such-worker");
+    expect_usage("--model mlp --devices no-such-worker --quick",
+                 "--devices: device 'no-such-worker': no such worker (workers: ");
+    expect_usage("--model mlp --quick extra", "unexpected argument 'extra'");
 
     char a[1200], b[1200];
     snprintf(a, sizeof a, "%s/a.json", dir);
@@ -218,6 +372,7 @@ int main(void)
     CHECK(strstr(out, "multi-stream") != NULL);
     CHECK(strstr(out, "server") != NULL);
     CHECK(strstr(out, "pipeline") != NULL);
+    CHECK(strstr(err, "hetcl bench: [") == NULL); /* --quiet */
     free(out);
     free(err);
     snprintf(cmd, sizeof cmd, "'%s' '%s/reports/schema/bench.schema.json' '%s'", check, src, a);
@@ -267,14 +422,19 @@ int main(void)
                      bin, ck, rep);
             CHECK_EQ_INT(run(cmd), 0);
             out = slurp("out");
-            CHECK(strstr(out, "accuracy: mlp b32 on host0: top-1") != NULL);
+            CHECK(strstr(out, "accuracy: mlp b32 single single-stream on host0: top-1") != NULL);
+            CHECK(strstr(out, "% of 256 fashion-mnist samples") != NULL);
             free(out);
+            check_split_accuracy(ck);
             snprintf(cmd, sizeof cmd, "grep -Eq '\"evaluated\":[[:space:]]*true' '%s'", rep);
             CHECK_EQ_INT(run(cmd), 0);
         }
     } else {
         printf("no %s: accuracy not tested\n", images);
     }
+
+    check_progress_and_blas();
+    check_opencl_layers();
 
     /* A batch-1 split over two host workers: the waiting caller helps the one with the row
      * (intra-op), the one without rows too where there is a CPU for it, and the report says so

@@ -138,6 +138,23 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
                 for (int k = 0; k < plan->n_steps; k++)
                     CHECK(plan->steps[k].op == HETCL_INFER_FLATTEN ? ns[k] == 0 : ns[k] > 0);
             }
+            /* The last request's time per step (not fuse_opencl's one task): each layer's,
+             * within the request's own start-to-end span. */
+            uint64_t step[64] = {0};
+            bool stepped = hetcl_infer_session_step_ns(sess, wk, step);
+            CHECK(stepped == (fuse != 2 || wi.kind == HETCL_WORKER_HOST));
+            struct hetcl_infer_request_times rt2;
+            CHECK_OK(ctx, hetcl_infer_session_times(sess, &rt2));
+            uint64_t sum = 0;
+            for (int k = 0; stepped && k < plan->n_steps; k++) {
+                CHECK(plan->steps[k].op == HETCL_INFER_FLATTEN ? step[k] == 0 : step[k] > 0);
+                CHECK(!timed || step[k] <= ns[k]); /* one of the two requests */
+                sum += step[k];
+            }
+            CHECK(sum <= rt2.ended - rt2.queued);
+            CHECK_OK(ctx, hetcl_infer_session_submit(sess, x));
+            CHECK(!hetcl_infer_session_step_ns(sess, wk, step)); /* none until waited for */
+            CHECK_OK(ctx, hetcl_infer_session_wait(sess, NULL));
             hetcl_infer_session_destroy(sess);
         }
     }

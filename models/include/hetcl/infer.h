@@ -251,6 +251,17 @@ HETCL_API uint32_t hetcl_infer_footprint(int step, int task, int64_t rows);
 HETCL_API bool hetcl_infer_session_layer_ns(const hetcl_infer_session *s, int worker, uint64_t *ns,
                                             uint64_t *runs);
 
+/* The time of each step (plan->n_steps values, ns; 0 for flatten) of the share on `worker` in
+ * the request that the last hetcl_infer_session_wait (or _run) waited for: timed inside the
+ * fused task on a host worker, else the sum of the step's task execution times as the
+ * runtime's busy counters measure them (OpenCL event profiling START to END, the host clock on
+ * host workers). A pipeline session has one share, on workers[0], whose steps run on their
+ * stage's worker. Unlike hetcl_infer_session_layer_ns, one request's figures, so that callers
+ * can take percentiles over the requests they choose. false when the session has no share on
+ * `worker`, ns is NULL, or no request completed since the last submit; fuse_opencl shares have
+ * no per-step times. */
+HETCL_API bool hetcl_infer_session_step_ns(const hetcl_infer_session *s, int worker, uint64_t *ns);
+
 /* For a session with helpers (hetcl_infer_session_options.helpers): the slices of dense layers
  * its team computed so far and how many of them the helpers did, and true; false when no share
  * has a team. */

@@ -40,8 +40,17 @@ struct share {
     _Atomic uint64_t runs;
     /* References to the first and the last task of the request in flight (its sub-graph is a
      * chain: the first starts before the others, the last ends after them), for the request's
-     * times; released by hetcl_infer_session_wait. NULL when none. */
+     * times; released by hetcl_infer_session_wait. NULL when none. A per-operator share keeps
+     * every task instead (op_task, op_step: its step; first and last then point into op_task),
+     * so that each step's time can be read once the request is done. */
     hetcl_task *first, *last;
+    hetcl_task **op_task;
+    int *op_step;
+    int n_op_task, cap_op_task;
+    /* Per step, the time of the last request waited for (hetcl_infer_session_step_ns), and for
+     * a fused share the cumulative layer_ns when it was taken (the next request's base). */
+    uint64_t *step_ns, *layer_mark;
+    bool have_step_ns;
     /* A fused share at a few rows with helper workers or the waiting caller: its team
      * (infer_impl.h), the helpers' worker indices, the number of the request in flight, and
      * its helper tasks (NULL when none is in flight). */
@@ -133,8 +142,14 @@ static void release_helpers(struct share *sh)
 /* Drops the references to the share's first and last task (and its helpers). */
 static void release_tasks(struct share *sh)
 {
-    hetcl_task_release(sh->first);
-    hetcl_task_release(sh->last);
+    if (sh->op_task) {
+        for (int i = 0; i < sh->n_op_task; i++)
+            hetcl_task_release(sh->op_task[i]);
+        sh->n_op_task = 0;
+    } else {
+        hetcl_task_release(sh->first);
+        hetcl_task_release(sh->last);
+    }
     sh->first = sh->last = NULL;
     release_helpers(sh);
 }
@@ -168,6 +183,10 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
         hetcl__free(sh->argmax_scratch);
         hetcl__free(sh->layer_ns_mem);
         hetcl__free(sh->team);
+        hetcl__free(sh->op_task);
+        hetcl__free(sh->op_step);
+        hetcl__free(sh->step_ns);
+        hetcl__free(sh->layer_mark);
     }
     for (int i = 0; s->weights && i < s->plan->spec->n_params; i++)
         (void) hetcl_handle_unregister(s->rt, s->weights[i]);
@@ -184,7 +203,15 @@ static hetcl_status make_share(hetcl_infer_session *s, struct share *sh)
     const hetcl_infer_plan *p = s->plan;
     sh->out = hetcl__calloc((size_t) p->n_steps, sizeof *sh->out);
     sh->argmax = hetcl__calloc((size_t) p->n_steps, sizeof *sh->argmax);
-    if (!sh->out || !sh->argmax)
+    sh->step_ns = hetcl__calloc((size_t) p->n_steps, sizeof *sh->step_ns);
+    sh->layer_mark = hetcl__calloc((size_t) p->n_steps, sizeof *sh->layer_mark);
+    if (!sh->fused && !sh->fused_cl) { /* at most two tasks per step (operator, activation) */
+        sh->cap_op_task = 2 * p->n_steps;
+        sh->op_task = hetcl__calloc((size_t) sh->cap_op_task, sizeof *sh->op_task);
+        sh->op_step = hetcl__calloc((size_t) sh->cap_op_task, sizeof *sh->op_step);
+    }
+    if (!sh->out || !sh->argmax || !sh->step_ns || !sh->layer_mark ||
+        (sh->cap_op_task > 0 && (!sh->op_task || !sh->op_step)))
         return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session");
     size_t r = (size_t) sh->rows;
     hetcl_status st = reg(s, NULL, r * (size_t) p->in_elems * sizeof(float), &sh->input);
@@ -402,6 +429,13 @@ static hetcl_status submit(hetcl_infer_session *s, struct share *sh, int step, i
     hetcl_status st = hetcl_task_submit(s->rt, &d, &t);
     if (st != HETCL_OK)
         return st;
+    if (sh->op_task && sh->n_op_task < sh->cap_op_task) {
+        sh->op_task[sh->n_op_task] = t;
+        sh->op_step[sh->n_op_task++] = step;
+        sh->first = sh->op_task[0];
+        sh->last = sh->n_op_task > 1 ? t : NULL;
+        return HETCL_OK;
+    }
     if (!sh->first) {
         sh->first = t;
     } else {
@@ -617,6 +651,51 @@ bool hetcl_infer_session_layer_ns(const hetcl_infer_session *s, int worker, uint
             ns[k] = atomic_load_explicit(&sh->layer_ns[k], memory_order_relaxed);
         if (runs)
             *runs = atomic_load_explicit(&sh->runs, memory_order_relaxed);
+        return true;
+    }
+    return false;
+}
+
+/* The time of each step of the share's request that just completed: the difference of the
+ * fused task's cumulative per-step times since the previous request, or the sum of each step's
+ * task execution times, measured as the runtime's busy counters measure them (OpenCL event
+ * profiling, else the host clock). false when a time is missing. */
+static bool take_step_ns(const hetcl_infer_session *s, struct share *sh)
+{
+    const int n = s->plan->n_steps;
+    if (sh->fused) {
+        for (int k = 0; k < n; k++) {
+            uint64_t cur = atomic_load_explicit(&sh->layer_ns[k], memory_order_relaxed);
+            sh->step_ns[k] = cur - sh->layer_mark[k];
+            sh->layer_mark[k] = cur;
+        }
+        return true;
+    }
+    if (!sh->op_task || sh->n_op_task == 0)
+        return false;
+    memset(sh->step_ns, 0, (size_t) n * sizeof *sh->step_ns);
+    for (int i = 0; i < sh->n_op_task; i++) {
+        struct hetcl_task_times t;
+        if (hetcl_task_status(sh->op_task[i]) != HETCL_OK ||
+            hetcl_task_times(sh->op_task[i], &t) != HETCL_OK)
+            return false;
+        uint64_t ns = t.device_end > t.device_start ? t.device_end - t.device_start
+                      : t.ended > t.started         ? t.ended - t.started
+                                                    : 0;
+        sh->step_ns[sh->op_step[i]] += ns;
+    }
+    return true;
+}
+
+bool hetcl_infer_session_step_ns(const hetcl_infer_session *s, int worker, uint64_t *ns)
+{
+    for (size_t i = 0; s && ns && i < s->n_shares; i++) {
+        const struct share *sh = &s->shares[i];
+        if (sh->worker != worker)
+            continue;
+        if (!sh->have_step_ns)
+            return false;
+        memcpy(ns, sh->step_ns, (size_t) s->plan->n_steps * sizeof *ns);
         return true;
     }
     return false;
@@ -906,8 +985,10 @@ hetcl_status hetcl_infer_session_submit(hetcl_infer_session *s, const float *x)
     const hetcl_infer_plan *p = s->plan;
     hetcl_status st = HETCL_OK;
     s->have_times = false;
-    for (size_t i = 0; i < s->n_shares; i++)
+    for (size_t i = 0; i < s->n_shares; i++) {
         release_tasks(&s->shares[i]); /* a request submitted and never waited for */
+        s->shares[i].have_step_ns = false;
+    }
     /* Inputs first, then every share's tasks, so that the shares run side by side. */
     for (size_t i = 0; i < s->n_shares && st == HETCL_OK; i++) {
         struct share *sh = &s->shares[i];
@@ -955,8 +1036,11 @@ hetcl_status hetcl_infer_session_wait(hetcl_infer_session *s, float *probs)
     /* Every task of the request is done: each share's last one wrote y, its first one ran
      * before it. */
     s->have_times = st == HETCL_OK && request_times(s, &s->times);
-    for (size_t i = 0; i < s->n_shares; i++)
-        release_tasks(&s->shares[i]);
+    for (size_t i = 0; i < s->n_shares; i++) {
+        struct share *sh = &s->shares[i];
+        sh->have_step_ns = take_step_ns(s, sh) && st == HETCL_OK;
+        release_tasks(sh);
+    }
     return st;
 }
 

@@ -54,7 +54,8 @@ struct hetcl_provenance_options {
     hetcl_runtime *rt;
 };
 
-/* The "provenance" object: host {hostname, os, cpu_model, environment}, command_line, and
+/* The "provenance" object: host {hostname, os, cpu_model, environment, blas_warning (the text
+ * of hetcl_machine_blas_warning, or null)}, command_line, and
  * opencl {icd_loader, devices [{id, name, type, vendor, versions, compute_units, clock_mhz,
  * pci_busid}]}. The caller adds what is specific to its report. */
 HETCL_API cJSON *hetcl_report_provenance(const struct hetcl_provenance_options *o);

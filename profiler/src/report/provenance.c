@@ -2,6 +2,7 @@
 #include "util/json.h"
 
 #include <hetcl/hetcl.h>
+#include <hetcl/machine.h>
 #include <hetcl/report.h>
 
 #include <stdbool.h>
@@ -44,6 +45,11 @@ static cJSON *host_json(void)
     hetcl__json_add(h, "cpu_model", cJSON_CreateString(cpu));
     hetcl__json_add(h, "environment", hetcl_report_environment());
     hetcl__json_add(h, "environment_set_by_hetcl", hetcl_report_environment_set_by_hetcl());
+    /* A BLAS baseline beside this report may have run slow kernels (<hetcl/machine.h>). */
+    char blas[512];
+    hetcl__json_add(h, "blas_warning",
+                    hetcl_machine_blas_warning(blas, sizeof blas) ? cJSON_CreateString(blas)
+                                                                  : cJSON_CreateNull());
     return h;
 }
 

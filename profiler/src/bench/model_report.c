@@ -1,5 +1,7 @@
-/* The report and tables of `hetcl bench model` (bench_report.h). */
-#include "bench_report.h"
+/* The report of `hetcl bench model` (bench/result.h): the root with what the run asked for,
+ * and one object per configuration. */
+#include "bench/result.h"
+#include "util/json.h"
 
 #include <hetcl/report.h>
 #include <hetcl/stats.h>
@@ -25,7 +27,7 @@ static cJSON *str_or_null(const char *s)
     return s && *s ? cJSON_CreateString(s) : cJSON_CreateNull();
 }
 
-cJSON *bench_report_series(hetcl_context *ctx, const double *ns, size_t n)
+cJSON *hetcl__bench_report_series(hetcl_context *ctx, const double *ns, size_t n)
 {
     struct hetcl_stats_summary s;
     if (!ns || n == 0 || hetcl_stats_summarize(ctx, ns, n, &s) != HETCL_OK)
@@ -68,13 +70,14 @@ static cJSON *config_json(const struct bench_result *r)
     cJSON_AddItemToObject(c, "devices", devs);
     /* An auto configuration that failed before choosing reports "single" as its placement
      * (the schema's placement is what ran); requested_placement says "auto". */
-    enum bench_placement placed = r->placement == BENCH_AUTO ? BENCH_SINGLE : r->placement;
-    cJSON_AddStringToObject(c, "placement", bench_placement_name(placed));
-    cJSON_AddStringToObject(c, "scenario", bench_scenario_name(r->scenario));
+    enum hetcl_bench_placement placed =
+            r->placement == HETCL_BENCH_AUTO ? HETCL_BENCH_SINGLE : r->placement;
+    cJSON_AddStringToObject(c, "placement", hetcl_bench_placement_name(placed));
+    cJSON_AddStringToObject(c, "scenario", hetcl_bench_scenario_name(r->scenario));
     cJSON_AddNumberToObject(c, "batch", (double) r->batch);
-    cJSON_AddStringToObject(c, "requested_placement", bench_placement_name(r->requested));
+    cJSON_AddStringToObject(c, "requested_placement", hetcl_bench_placement_name(r->requested));
     cJSON_AddItemToObject(c, "auto_reason", str_or_null(r->auto_reason));
-    if (placed == BENCH_SPLIT) {
+    if (placed == HETCL_BENCH_SPLIT) {
         cJSON *sh = cJSON_CreateArray();
         for (size_t i = 0; i < r->n_shares; i++) {
             cJSON *o = cJSON_CreateObject();
@@ -90,7 +93,7 @@ static cJSON *config_json(const struct bench_result *r)
         if (isfinite(r->team_helped_share))
             cJSON_AddNumberToObject(c, "team_helped_share", r->team_helped_share);
     }
-    if (placed == BENCH_PIPELINE) {
+    if (placed == HETCL_BENCH_PIPELINE) {
         cJSON *st = cJSON_CreateArray();
         for (size_t i = 0; i < r->n_stages; i++) {
             cJSON *o = cJSON_CreateObject();
@@ -104,11 +107,11 @@ static cJSON *config_json(const struct bench_result *r)
         cJSON_AddItemToObject(c, "stages", st);
     }
     cJSON_AddItemToObject(c, "target_qps",
-                          r->scenario == BENCH_SERVER && r->target_qps > 0
+                          r->scenario == HETCL_BENCH_SERVER && r->target_qps > 0
                                   ? cJSON_CreateNumber(r->target_qps)
                                   : cJSON_CreateNull());
     cJSON_AddItemToObject(c, "streams",
-                          r->scenario == BENCH_MULTI_STREAM && r->streams > 0
+                          r->scenario == HETCL_BENCH_MULTI_STREAM && r->streams > 0
                                   ? cJSON_CreateNumber(r->streams)
                                   : cJSON_CreateNull());
     return c;
@@ -134,6 +137,8 @@ static cJSON *accuracy_json(const struct bench_result *r)
                               isfinite(d->top1) && d->top1 >= 0 && d->top1 <= 1
                                       ? cJSON_CreateNumber(d->top1)
                                       : cJSON_CreateNull());
+        if (isfinite(d->top1) && d->top1_n > 0)
+            cJSON_AddNumberToObject(o, "n_samples", (double) d->top1_n);
         cJSON_AddItemToObject(o, "max_abs_diff", nonneg_or_null(d->max_abs_diff));
         cJSON_AddItemToObject(o, "max_rel_diff", nonneg_or_null(d->max_rel_diff));
         cJSON_AddBoolToObject(o, "diverged", d->diverged);
@@ -155,7 +160,7 @@ static cJSON *breakdown_json(hetcl_context *ctx, const struct bench_result *r)
         return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject();
     for (int i = 0; o && i < 3; i++) {
-        cJSON *series = bench_report_series(ctx, r->breakdown_ns[i], r->n_breakdown);
+        cJSON *series = hetcl__bench_report_series(ctx, r->breakdown_ns[i], r->n_breakdown);
         if (!series) {
             cJSON_Delete(o);
             return cJSON_CreateNull();
@@ -165,9 +170,8 @@ static cJSON *breakdown_json(hetcl_context *ctx, const struct bench_result *r)
     return o ? o : cJSON_CreateNull();
 }
 
-static cJSON *ok_body(hetcl_context *ctx, struct bench_result *r, cJSON *o)
+static void phases_json(const struct bench_loop *L, cJSON *o)
 {
-    const struct bench_loop *L = r->loop;
     cJSON *w = cJSON_CreateObject();
     cJSON_AddNumberToObject(w, "runs", (double) L->n_warm);
     cJSON_AddNumberToObject(w, "time_ms", L->warm_ms);
@@ -179,24 +183,30 @@ static cJSON *ok_body(hetcl_context *ctx, struct bench_result *r, cJSON *o)
     cJSON_AddNumberToObject(t, "time_ms", L->timed_ms);
     cJSON_AddStringToObject(t, "stopped_by", L->stopped_by ? L->stopped_by : "max_time");
     cJSON_AddItemToObject(o, "timed", t);
+}
 
-    cJSON *lat = cJSON_CreateObject();
-    cJSON *e2e = bench_report_series(ctx, L->timed, L->n_timed);
-    if (!e2e) {
-        cJSON_Delete(lat);
+/* latency {end_to_end, device, device_breakdown, device_unavailable_reason}; NULL on failure. */
+static cJSON *latency_json(hetcl_context *ctx, const struct bench_result *r)
+{
+    cJSON *e2e = hetcl__bench_report_series(ctx, r->loop.timed, r->loop.n_timed);
+    if (!e2e)
         return NULL;
-    }
+    cJSON *lat = cJSON_CreateObject();
     cJSON_AddItemToObject(lat, "end_to_end", e2e);
-    cJSON *dev = r->device_ns && r->n_device ? bench_report_series(ctx, r->device_ns, r->n_device)
-                                             : NULL;
+    cJSON *dev = r->device_ns && r->n_device
+                         ? hetcl__bench_report_series(ctx, r->device_ns, r->n_device)
+                         : NULL;
     cJSON_AddItemToObject(lat, "device", dev ? dev : cJSON_CreateNull());
     cJSON_AddItemToObject(lat, "device_breakdown", breakdown_json(ctx, r));
     cJSON_AddItemToObject(
             lat, "device_unavailable_reason",
             dev ? cJSON_CreateNull()
                 : cJSON_CreateString(r->device_reason[0] ? r->device_reason : "not measured"));
-    cJSON_AddItemToObject(o, "latency", lat);
+    return lat;
+}
 
+static cJSON *throughput_json(const struct bench_result *r)
+{
     cJSON *tp = cJSON_CreateObject();
     cJSON_AddNumberToObject(tp, "items_per_s", r->items_per_s);
     cJSON_AddNumberToObject(tp, "requests_per_s", r->requests_per_s);
@@ -205,35 +215,60 @@ static cJSON *ok_body(hetcl_context *ctx, struct bench_result *r, cJSON *o)
     for (size_t i = 0; i < r->n_windows; i++)
         cJSON_AddItemToArray(win, cJSON_CreateNumber(r->windows[i]));
     cJSON_AddItemToObject(tp, "samples_items_per_s", win);
-    cJSON_AddItemToObject(o, "throughput", tp);
+    return tp;
+}
 
+static cJSON *cold_start_json(const struct bench_result *r)
+{
     cJSON *cs = cJSON_CreateObject();
     cJSON_AddItemToObject(cs, "build_cold_ms", nonneg_or_null(r->build_cold_ms));
     cJSON_AddItemToObject(cs, "build_warm_ms", nonneg_or_null(r->build_warm_ms));
     cJSON_AddItemToObject(cs, "model_load_ms", nonneg_or_null(r->model_load_ms));
     cJSON_AddItemToObject(cs, "first_inference_ms", nonneg_or_null(r->first_inference_ms));
-    cJSON_AddItemToObject(o, "cold_start", cs);
+    return cs;
+}
 
-    cJSON *layers = cJSON_CreateArray();
-    for (size_t i = 0; i < r->n_layers; i++) {
-        const struct bench_layer *l = &r->layers[i];
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "name", l->name);
-        cJSON_AddStringToObject(x, "op", l->op);
-        cJSON_AddStringToObject(x, "device", l->device);
-        cJSON_AddNumberToObject(x, "calls_per_request", l->calls_per_request);
-        cJSON_AddNumberToObject(x, "mean_ns", l->mean_ns);
-        cJSON_AddNumberToObject(x, "p50_ns", l->p50_ns);
-        cJSON_AddNumberToObject(x, "share", l->share < 0 ? 0 : l->share > 1 ? 1 : l->share);
-        cJSON_AddNumberToObject(x, "flops", l->flops);
-        cJSON_AddNumberToObject(x, "bytes", l->bytes);
-        double s = l->mean_ns > 0 ? l->mean_ns : 0;
-        cJSON_AddNumberToObject(x, "gflops", s > 0 ? l->flops / s : 0);
-        cJSON_AddNumberToObject(x, "gbps", s > 0 ? l->bytes / s : 0);
-        cJSON_AddItemToArray(layers, x);
-    }
-    cJSON_AddItemToObject(o, "layers", layers);
+/* One layer: its time per request over the timed phase (mean and percentiles), and what a
+ * roofline needs: FLOPs and bytes per request, their ratio, the achieved rates at the median
+ * request, and the device's ceilings where probed (with the bound they imply). */
+static cJSON *layer_json(const struct bench_layer *l)
+{
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "name", l->name);
+    cJSON_AddStringToObject(x, "op", l->op);
+    cJSON_AddStringToObject(x, "device", l->device);
+    cJSON_AddNumberToObject(x, "calls_per_request", l->calls_per_request);
+    cJSON_AddNumberToObject(x, "mean_ns", l->mean_ns > 0 ? l->mean_ns : 0);
+    cJSON_AddNumberToObject(x, "p50_ns", l->p50_ns > 0 ? l->p50_ns : 0);
+    cJSON_AddItemToObject(x, "p90_ns", nonneg_or_null(l->p90_ns));
+    cJSON_AddItemToObject(x, "p99_ns", nonneg_or_null(l->p99_ns));
+    cJSON_AddItemToObject(x, "min_ns", nonneg_or_null(l->min_ns));
+    cJSON_AddItemToObject(x, "max_ns", nonneg_or_null(l->max_ns));
+    cJSON_AddNumberToObject(x, "n_samples", (double) l->n);
+    cJSON_AddStringToObject(x, "timing", l->timing ? l->timing : "tasks");
+    cJSON_AddNumberToObject(x, "share", l->share < 0 ? 0 : l->share > 1 ? 1 : l->share);
+    cJSON_AddNumberToObject(x, "flops", l->flops);
+    cJSON_AddNumberToObject(x, "bytes", l->bytes);
+    double mean = l->mean_ns > 0 ? l->mean_ns : 0, p50 = l->p50_ns > 0 ? l->p50_ns : 0;
+    cJSON_AddNumberToObject(x, "gflops", mean > 0 ? l->flops / mean : 0);
+    cJSON_AddNumberToObject(x, "gbps", mean > 0 ? l->bytes / mean : 0);
+    double ai = l->bytes > 0 ? l->flops / l->bytes : (double) NAN;
+    cJSON_AddItemToObject(x, "arithmetic_intensity", nonneg_or_null(ai));
+    cJSON_AddItemToObject(x, "achieved_gflops",
+                          nonneg_or_null(p50 > 0 ? l->flops / p50 : (double) NAN));
+    cJSON_AddItemToObject(x, "achieved_gbps",
+                          nonneg_or_null(p50 > 0 ? l->bytes / p50 : (double) NAN));
+    cJSON_AddItemToObject(x, "ceiling_gflops", nonneg_or_null(l->ceiling_gflops));
+    cJSON_AddItemToObject(x, "ceiling_gbps", nonneg_or_null(l->ceiling_gbps));
+    double bound = isfinite(ai) && l->ceiling_gflops > 0 && l->ceiling_gbps > 0
+                           ? fmin(l->ceiling_gflops, ai * l->ceiling_gbps)
+                           : (double) NAN;
+    cJSON_AddItemToObject(x, "attainable_gflops", nonneg_or_null(bound));
+    return x;
+}
 
+static void devices_json(const struct bench_result *r, cJSON *o)
+{
     cJSON *eff = cJSON_CreateArray(), *util = cJSON_CreateArray(), *mem = cJSON_CreateArray();
     for (size_t i = 0; i < r->n_devices; i++) {
         const struct bench_device_result *d = &r->dev[i];
@@ -274,169 +309,63 @@ static cJSON *ok_body(hetcl_context *ctx, struct bench_result *r, cJSON *o)
                                                  : cJSON_CreateNull());
     cJSON_AddItemToObject(memory, "device_allocated_bytes", mem);
     cJSON_AddItemToObject(o, "memory", memory);
+}
 
+static cJSON *machine_json(const struct bench_result *r)
+{
     cJSON *machine = cJSON_CreateObject();
-    cJSON_AddItemToObject(machine, "before", r->machine_before);
-    cJSON_AddItemToObject(machine, "after", r->machine_after);
-    r->machine_before = r->machine_after = NULL;
+    cJSON_AddItemToObject(machine, "before", cJSON_Duplicate(r->machine_before, true));
+    cJSON_AddItemToObject(machine, "after", cJSON_Duplicate(r->machine_after, true));
     cJSON_AddItemToObject(machine, "throttled",
                           r->throttled < 0 ? cJSON_CreateNull() : cJSON_CreateBool(r->throttled));
     cJSON_AddItemToObject(machine, "core_round_trip_ns", hetcl_core_round_trip_json(&r->core));
-    cJSON_AddItemToObject(o, "machine", machine);
-    cJSON_AddItemToObject(o, "energy", r->energy);
-    r->energy = NULL;
-    cJSON_AddItemToObject(o, "accuracy", accuracy_json(r));
-    cJSON_AddItemToObject(o, "trace_file", str_or_null(r->trace_file));
-    return o;
+    return machine;
 }
 
-cJSON *bench_report_configuration(hetcl_context *ctx, struct bench_result *r)
+static bool ok_body(hetcl_context *ctx, const struct bench_result *r, cJSON *o)
+{
+    phases_json(&r->loop, o);
+    cJSON *lat = latency_json(ctx, r);
+    if (!lat)
+        return false;
+    cJSON_AddItemToObject(o, "latency", lat);
+    cJSON_AddItemToObject(o, "throughput", throughput_json(r));
+    cJSON_AddItemToObject(o, "cold_start", cold_start_json(r));
+    cJSON *layers = cJSON_CreateArray();
+    for (size_t i = 0; i < r->n_layers; i++)
+        cJSON_AddItemToArray(layers, layer_json(&r->layers[i]));
+    cJSON_AddItemToObject(o, "layers", layers);
+    devices_json(r, o);
+    cJSON_AddItemToObject(o, "machine", machine_json(r));
+    cJSON_AddItemToObject(o, "energy", cJSON_Duplicate(r->energy, true));
+    cJSON_AddItemToObject(o, "accuracy", accuracy_json(r));
+    cJSON_AddItemToObject(o, "trace_file", str_or_null(r->trace_file));
+    return true;
+}
+
+cJSON *hetcl__bench_report_configuration(hetcl_context *ctx, const struct bench_result *r)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
     cJSON_AddNumberToObject(o, "index", (double) r->index);
     cJSON_AddNumberToObject(o, "order_index", (double) r->order_index);
-    bool ok = r->ok && r->loop && r->loop->n_timed > 0 && r->machine_before && r->machine_after &&
-              r->energy;
-    if (r->ok && !ok)
-        snprintf(r->error, sizeof r->error, "no timed request or machine state was recorded");
+    bool ok = r->ok && r->measured && r->loop.n_timed > 0 && r->machine_before &&
+              r->machine_after && r->energy;
     cJSON_AddStringToObject(o, "status", ok ? "ok" : "failed");
     if (ok)
         cJSON_AddNullToObject(o, "error");
     else
-        cJSON_AddStringToObject(o, "error", r->error[0] ? r->error : "failed");
+        cJSON_AddStringToObject(o, "error",
+                                !r->ok && r->error[0] ? r->error
+                                : r->ok ? "no timed request or machine state was recorded"
+                                        : "failed");
     cJSON_AddItemToObject(o, "config", config_json(r));
     if (ok && !ok_body(ctx, r, o)) {
         cJSON_Delete(o);
         return NULL;
     }
-    cJSON_Delete(r->machine_before);
-    cJSON_Delete(r->machine_after);
-    cJSON_Delete(r->energy);
-    r->machine_before = r->machine_after = r->energy = NULL;
     return o;
-}
-
-static double pct_ms(const struct hetcl_stats_summary *s, int i, bool *trusted)
-{
-    *trusted = s->pct[i].trusted;
-    return s->pct[i].value / 1e6;
-}
-
-void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n, bool markdown)
-{
-    const char *hdr[] = {"model",  "devices", "placement", "scenario", "batch",   "p50 ms",
-                         "p90 ms", "p99 ms",  "dev p50",   "items/s",  "warm-up", "diverged"};
-    const int n_cols = (int) (sizeof hdr / sizeof hdr[0]);
-    /* the devices column as wide as its longest entry ("p0d0.0+p0d0.1+host0") */
-    int dev_w = 14;
-    for (size_t k = 0; k < n; k++) {
-        int w = -1;
-        for (size_t i = 0; i < r[k]->n_devices; i++)
-            w += 1 + (int) strlen(r[k]->devices[i]);
-        dev_w = w > dev_w ? w : dev_w;
-    }
-    if (markdown) {
-        for (int c = 0; c < n_cols; c++)
-            fprintf(out, "| %s ", hdr[c]);
-        fprintf(out, "|\n");
-        for (int c = 0; c < n_cols; c++)
-            fprintf(out, "| %s ", c >= 4 && c <= 9 ? "---:" : "---");
-        fprintf(out, "|\n");
-    } else {
-        fprintf(out, "%-8s %-*s %-12s %-13s %5s %9s %9s %9s %9s %10s %-8s %s\n", hdr[0], dev_w,
-                hdr[1], hdr[2], hdr[3], hdr[4], hdr[5], hdr[6], hdr[7], hdr[8], hdr[9], hdr[10],
-                hdr[11]);
-    }
-    for (size_t k = 0; k < n; k++) {
-        const struct bench_result *x = r[k];
-        char devs[160] = "";
-        for (size_t i = 0; i < x->n_devices; i++) {
-            size_t len = strlen(devs);
-            snprintf(devs + len, sizeof devs - len, "%s%s", i ? "+" : "", x->devices[i]);
-        }
-        char pl[32];
-        snprintf(pl, sizeof pl, "%s%s", x->requested == BENCH_AUTO ? "auto:" : "",
-                 bench_placement_name(x->placement == BENCH_AUTO ? BENCH_SINGLE : x->placement));
-        char cells[6][32];
-        bool diverged = false;
-        for (size_t i = 0; i < x->n_devices; i++)
-            diverged = diverged || x->dev[i].diverged;
-        struct hetcl_stats_summary s, d;
-        bool have = x->ok && x->loop && x->loop->n_timed > 0 &&
-                    hetcl_stats_summarize(NULL, x->loop->timed, x->loop->n_timed, &s) == HETCL_OK;
-        bool have_dev = have && x->device_ns && x->n_device > 0 &&
-                        hetcl_stats_summarize(NULL, x->device_ns, x->n_device, &d) == HETCL_OK;
-        if (have) {
-            static const int idx[3] = {HETCL_STATS_P50, HETCL_STATS_P90, HETCL_STATS_P99};
-            for (int c = 0; c < 3; c++) {
-                bool tr;
-                double v = pct_ms(&s, idx[c], &tr);
-                snprintf(cells[c], sizeof cells[c], "%.3f%s", v, tr ? "" : "*");
-            }
-            if (have_dev)
-                snprintf(cells[3], sizeof cells[3], "%.3f", d.pct[HETCL_STATS_P50].value / 1e6);
-            else
-                snprintf(cells[3], sizeof cells[3], "-");
-            snprintf(cells[4], sizeof cells[4], "%.1f", x->items_per_s);
-            snprintf(cells[5], sizeof cells[5], "%s", x->loop->steady ? "steady" : "unsteady");
-        } else {
-            for (int c = 0; c < 5; c++)
-                snprintf(cells[c], sizeof cells[c], "-");
-            snprintf(cells[5], sizeof cells[5], "FAILED");
-        }
-        if (markdown)
-            fprintf(out, "| %s | %s | %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s |\n",
-                    x->model, devs, pl, bench_scenario_name(x->scenario), (long long) x->batch,
-                    cells[0], cells[1], cells[2], cells[3], cells[4], cells[5],
-                    diverged ? "**yes**" : "no");
-        else
-            fprintf(out, "%-8s %-*s %-12s %-13s %5lld %9s %9s %9s %9s %10s %-8s %s\n", x->model,
-                    dev_w, devs, pl, bench_scenario_name(x->scenario), (long long) x->batch,
-                    cells[0], cells[1], cells[2], cells[3], cells[4], cells[5],
-                    diverged ? "YES" : "no");
-        if (!x->ok)
-            fprintf(out, markdown ? "\n> %s: %s\n\n" : "  error (%s): %s\n", devs, x->error);
-    }
-    /* The medians of the breakdown: where a request's time went between the runtime and the
-     * device (the rest of end to end is the session's copies in and out, and waking up). */
-    for (size_t k = 0; k < n; k++) {
-        const struct bench_result *x = r[k];
-        double med[3];
-        bool have = x->ok && x->n_breakdown > 0;
-        for (int i = 0; have && i < 3; i++) {
-            struct hetcl_stats_summary b;
-            have = x->breakdown_ns[i] &&
-                   hetcl_stats_summarize(NULL, x->breakdown_ns[i], x->n_breakdown, &b) == HETCL_OK;
-            med[i] = have ? b.pct[HETCL_STATS_P50].value / 1e3 : 0;
-        }
-        if (!have)
-            continue;
-        char devs[160] = "";
-        for (size_t i = 0; i < x->n_devices; i++) {
-            size_t len = strlen(devs);
-            snprintf(devs + len, sizeof devs - len, "%s%s", i ? "+" : "", x->devices[i]);
-        }
-        fprintf(out,
-                "%sbreakdown p50: %s b%lld on %s, %s, %s: queued to submit %.1f us, submit to "
-                "start %.1f us, start to end %.1f us\n",
-                markdown ? "\n" : "", x->model, (long long) x->batch, devs,
-                bench_placement_name(x->placement == BENCH_AUTO ? BENCH_SINGLE : x->placement),
-                bench_scenario_name(x->scenario), med[0], med[1], med[2]);
-    }
-    for (size_t k = 0; k < n; k++) {
-        const struct bench_result *x = r[k];
-        for (size_t i = 0; x->ok && x->acc_evaluated && i < x->n_devices; i++)
-            if (isfinite(x->dev[i].top1))
-                fprintf(out, "%saccuracy: %s b%lld on %s: top-1 %.2f%% of %lld %s samples\n",
-                        markdown ? "\n" : "", x->model, (long long) x->batch, x->dev[i].device,
-                        100 * x->dev[i].top1, x->acc_n_samples,
-                        x->acc_dataset ? x->acc_dataset : "");
-    }
-    fprintf(out, markdown ? "\n`*`: percentile not trusted (too few samples for its 99%% bound; "
-                            "see reports/README.md).\n"
-                          : "* percentile not trusted: too few samples for its 99%% bound.\n");
 }
 
 static cJSON *str_array(const char *const *v, size_t n)
@@ -447,9 +376,9 @@ static cJSON *str_array(const char *const *v, size_t n)
     return a;
 }
 
-cJSON *bench_report_root(const struct bench_run_info *ri, cJSON *provenance)
+cJSON *hetcl__bench_report_root(const struct bench_run_info *ri, cJSON *provenance)
 {
-    cJSON *root = hetcl_report_create("hetcl.bench", BENCH_SCHEMA_VERSION);
+    cJSON *root = hetcl_report_create("hetcl.bench", HETCL_BENCH_SCHEMA_VERSION);
     if (!root) {
         cJSON_Delete(provenance);
         return NULL;
@@ -483,9 +412,9 @@ cJSON *bench_report_root(const struct bench_run_info *ri, cJSON *provenance)
     cJSON_AddItemToObject(run, "devices", str_array(ri->devices, ri->n_devices));
     cJSON *pl = cJSON_CreateArray(), *sc = cJSON_CreateArray();
     for (size_t i = 0; i < ri->n_placements; i++)
-        cJSON_AddItemToArray(pl, cJSON_CreateString(bench_placement_name(ri->placements[i])));
+        cJSON_AddItemToArray(pl, cJSON_CreateString(hetcl_bench_placement_name(ri->placements[i])));
     for (size_t i = 0; i < ri->n_scenarios; i++)
-        cJSON_AddItemToArray(sc, cJSON_CreateString(bench_scenario_name(ri->scenarios[i])));
+        cJSON_AddItemToArray(sc, cJSON_CreateString(hetcl_bench_scenario_name(ri->scenarios[i])));
     cJSON_AddItemToObject(run, "placements", pl);
     cJSON_AddItemToObject(run, "scenarios", sc);
     cJSON_AddStringToObject(run, "order", ri->randomised ? "randomised" : "as-given");

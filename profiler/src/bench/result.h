@@ -1,28 +1,28 @@
 /*
- * The report of `hetcl bench model` (reports/schema/bench.schema.json, field meanings in
- * reports/README.md), built from plain result structs so that it can be tested without a device,
- * and the human table (text or Markdown) printed from the same results.
- *
- * Unknown figures are NaN (numbers) or -1 (counts) in the structs and null in the report.
+ * The results of `hetcl bench model`'s configurations, as plain structs, and what is written
+ * from them: the report (reports/schema/bench.schema.json, field meanings in reports/README.md)
+ * and the human table (text or Markdown). Plain data so that both can be tested without a
+ * device. Unknown figures are NaN (numbers) or -1 (counts) here and null in the report.
+ * Internal to the profiler.
  */
-#ifndef HETCL_CLI_BENCH_REPORT_H
-#define HETCL_CLI_BENCH_REPORT_H
+#ifndef HETCL_PROFILER_BENCH_RESULT_H
+#define HETCL_PROFILER_BENCH_RESULT_H
 
-#include "bench_config.h"
-#include "bench_loop.h"
-#include <hetcl/machine.h>
+#include "bench/config.h"
+#include "bench/loop.h"
+#include "util/textbuf.h"
 
+#include <hetcl/bench_model.h>
 #include <hetcl/context.h>
+#include <hetcl/machine.h>
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
-#define BENCH_SCHEMA_VERSION 1
-#define BENCH_NAME_MAX       64
-#define BENCH_MAX_LAYERS     64
+#define BENCH_NAME_MAX   64
+#define BENCH_MAX_LAYERS 64
 
 struct bench_share {
     char device[BENCH_NAME_MAX];
@@ -38,12 +38,19 @@ struct bench_stage {
     const char *layers[BENCH_MAX_LAYERS]; /* step names, borrowed from the plan */
 };
 
+/* One layer on one device: its time per request over the timed phase. */
 struct bench_layer {
     char name[40];
     char op[16];
     char device[BENCH_NAME_MAX];
     int calls_per_request;
-    double mean_ns, p50_ns, share, flops, bytes;
+    const char *timing; /* "fused_task" (timed inside a host worker's forward task) or "tasks"
+                           (its tasks' execution times: OpenCL event profiling, host clock) */
+    size_t n;           /* timed requests measured */
+    double mean_ns, p50_ns, p90_ns, p99_ns, min_ns, max_ns;
+    double share; /* of the device's time per request over its layers */
+    double flops, bytes;
+    double ceiling_gflops, ceiling_gbps; /* the device's (NaN: not probed) */
 };
 
 /* Per device of a configuration. */
@@ -56,6 +63,7 @@ struct bench_device_result {
     long long allocated_bytes; /* -1: unknown (left out of the report) */
     /* accuracy */
     double top1;         /* NaN: not evaluated */
+    long long top1_n;    /* the samples this device evaluated (its rows of each batch) */
     double max_abs_diff; /* NaN: not compared */
     double max_rel_diff;
     bool diverged;
@@ -68,15 +76,15 @@ struct bench_result {
     /* config */
     const char *model;
     size_t n_devices;
-    char devices[BENCH_MAX_DEVICES][BENCH_NAME_MAX];
-    enum bench_placement placement, requested;
+    char devices[HETCL_BENCH_MAX_DEVICES][BENCH_NAME_MAX];
+    enum hetcl_bench_placement placement, requested;
     char auto_reason[256]; /* "" when not auto */
-    enum bench_scenario scenario;
+    enum hetcl_bench_scenario scenario;
     int64_t batch;
     double target_qps; /* server scenario, else 0 */
     int streams;       /* multi-stream scenario, else 0 */
     size_t n_shares;
-    struct bench_share shares[BENCH_MAX_DEVICES];
+    struct bench_share shares[HETCL_BENCH_MAX_DEVICES];
     /* split at a few rows: the waiting caller computed slices of a host share's dense layers
      * (with the helpers in shares[]); its core then served the configuration too */
     bool caller_helps;
@@ -84,26 +92,27 @@ struct bench_result {
      * helpers and the caller), over the configuration's requests; NaN: no team */
     double team_helped_share;
     size_t n_stages; /* pipeline */
-    struct bench_stage stages[BENCH_MAX_DEVICES];
-    /* measurement (the loop's samples; borrowed) */
-    const struct bench_loop *loop;
-    const double *device_ns; /* per timed request, or NULL */
+    struct bench_stage stages[HETCL_BENCH_MAX_DEVICES];
+    /* measurement (owned: see hetcl__bench_result_free) */
+    struct bench_loop loop;
+    bool measured;     /* loop holds the timed requests */
+    double *device_ns; /* per timed request, or NULL */
     size_t n_device;
     char device_reason[160]; /* why device_ns is NULL */
     /* Per timed request (n_breakdown each, or NULL): the gaps between the request's first task
      * being queued, its commands submitted, their start on the device, and the end of its last
      * task (hetcl_infer_session_times): queued to submit, submit to start, start to end. */
-    const double *breakdown_ns[3];
+    double *breakdown_ns[3];
     size_t n_breakdown;
     double items_per_s, requests_per_s, window_ms;
-    const double *windows;
+    double *windows;
     size_t n_windows;
     double build_cold_ms, build_warm_ms, model_load_ms, first_inference_ms;
     size_t n_layers;
     struct bench_layer layers[BENCH_MAX_LAYERS];
-    struct bench_device_result dev[BENCH_MAX_DEVICES]; /* n_devices entries */
+    struct bench_device_result dev[HETCL_BENCH_MAX_DEVICES]; /* n_devices entries */
     long long peak_rss_bytes;
-    cJSON *machine_before, *machine_after, *energy; /* moved into the report */
+    cJSON *machine_before, *machine_after, *energy; /* owned */
     int throttled;                                  /* -1 unknown */
     struct hetcl_core_round_trip core;              /* the cache-line round trip before and after */
     bool acc_evaluated;
@@ -114,26 +123,29 @@ struct bench_result {
     const char *trace_file;
 };
 
+/* Frees what the result owns (loop, samples, machine objects) and zeroes those fields. */
+void hetcl__bench_result_free(struct bench_result *r);
+
 /* What a run asked for: the `run` and `seeds` sections. Strings are borrowed. */
 struct bench_run_info {
     size_t n_models;
-    const char *model_names[BENCH_MAX_DEVICES];
-    const char *model_specs[BENCH_MAX_DEVICES];
-    const char *checkpoints[BENCH_MAX_DEVICES]; /* NULL: random (seeded) */
-    const char *dataset;                        /* NULL: random inputs */
+    const char *model_names[HETCL_BENCH_MAX_LIST];
+    const char *model_specs[HETCL_BENCH_MAX_LIST];
+    const char *checkpoints[HETCL_BENCH_MAX_LIST]; /* NULL: random (seeded) */
+    const char *dataset;                           /* NULL: random inputs */
     long long n_distinct;
     size_t n_batches;
     const int64_t *batches;
     size_t n_devices;
     const char *const *devices;
     size_t n_placements;
-    const enum bench_placement *placements;
+    const enum hetcl_bench_placement *placements;
     size_t n_scenarios;
-    const enum bench_scenario *scenarios;
+    const enum hetcl_bench_scenario *scenarios;
     bool randomised;
     double cooldown_ms;
     double spin_us; /* the runtime's spin before sleeping (hetcl_runtime_options.spin_us) */
-    struct bench_loop_options loop;
+    struct hetcl_bench_protocol loop;
     double window_ms;
     double server_qps; /* 0: no server scenario */
     int streams;       /* 0: no multi-stream scenario */
@@ -141,19 +153,18 @@ struct bench_run_info {
 };
 
 /* The report's root without configurations (an empty "configurations" array to append to);
- * provenance is moved in. NULL when out of memory. */
-cJSON *bench_report_root(const struct bench_run_info *ri, cJSON *provenance);
+ * provenance is moved in (deleted on failure). NULL when out of memory. */
+cJSON *hetcl__bench_report_root(const struct bench_run_info *ri, cJSON *provenance);
 
-/* The configuration object (ok or failed). Moves r->machine_*, r->energy into it (set to NULL).
+/* The configuration object (ok or failed); r is left as it was (machine objects are copied).
  * NULL on failure (detail on ctx). */
-cJSON *bench_report_configuration(hetcl_context *ctx, struct bench_result *r);
+cJSON *hetcl__bench_report_configuration(hetcl_context *ctx, const struct bench_result *r);
 
 /* A `series` object {stats, samples_ns} of n >= 1 samples (ns); NULL on failure. */
-cJSON *bench_report_series(hetcl_context *ctx, const double *ns, size_t n);
+cJSON *hetcl__bench_report_series(hetcl_context *ctx, const double *ns, size_t n);
 
-/* Prints one line per result (text) or a Markdown table: p50/p90/p99 end-to-end latency in ms
- * (a '*' marks an untrusted percentile), device p50, items/s, warm-up state; then the medians
- * of the device breakdown of the configurations that have one. */
-void bench_report_table(FILE *out, const struct bench_result *const *r, size_t n, bool markdown);
+/* The table of hetcl_bench_model_table appended to out. */
+void hetcl__bench_table(struct sbuf *out, const struct bench_result *const *r, size_t n,
+                        bool markdown);
 
-#endif /* HETCL_CLI_BENCH_REPORT_H */
+#endif /* HETCL_PROFILER_BENCH_RESULT_H */

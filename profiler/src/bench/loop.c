@@ -1,12 +1,14 @@
-/* The measurement loop of `hetcl bench model` (bench_loop.h): warm-up to a steady state, then
+/* The measurement loop of `hetcl bench model` (bench/loop.h): warm-up to a steady state, then
  * timed requests until the minimums or the maximum time. */
-#include "bench_loop.h"
+#include "bench/loop.h"
+
+#include <hetcl_internal/prng.h>
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-void bench_loop_init(struct bench_loop *L, const struct bench_loop_options *o)
+void hetcl__bench_loop_init(struct bench_loop *L, const struct hetcl_bench_protocol *o)
 {
     memset(L, 0, sizeof *L);
     L->o = *o;
@@ -20,7 +22,7 @@ void bench_loop_init(struct bench_loop *L, const struct bench_loop_options *o)
     }
 }
 
-void bench_loop_deinit(struct bench_loop *L)
+void hetcl__bench_loop_deinit(struct bench_loop *L)
 {
     free(L->warm);
     free(L->timed);
@@ -46,7 +48,7 @@ static bool grow(double **a, size_t *cap, size_t need)
 static hetcl_status end_warmup(hetcl_context *ctx, struct bench_loop *L, bool *done)
 {
     *done = false;
-    const struct bench_loop_options *o = &L->o;
+    const struct hetcl_bench_protocol *o = &L->o;
     if (L->n_warm >= o->warmup_min_runs && L->warm_ms >= o->warmup_min_ms) {
         size_t window = o->steady.window ? o->steady.window : 16;
         if (L->n_warm >= 2 * window) {
@@ -67,8 +69,8 @@ static hetcl_status end_warmup(hetcl_context *ctx, struct bench_loop *L, bool *d
     return HETCL_OK;
 }
 
-hetcl_status bench_loop_record(hetcl_context *ctx, struct bench_loop *L, double latency_ns,
-                               double now_ms)
+hetcl_status hetcl__bench_loop_record(hetcl_context *ctx, struct bench_loop *L, double latency_ns,
+                                      double now_ms)
 {
     if (!isfinite(latency_ns) || latency_ns < 0 || !isfinite(now_ms) ||
         L->phase == BENCH_PHASE_DONE)
@@ -114,18 +116,15 @@ hetcl_status bench_loop_record(hetcl_context *ctx, struct bench_loop *L, double 
     return HETCL_OK;
 }
 
-double bench_next_arrival_ms(uint64_t *state, double qps)
+double hetcl__bench_next_arrival_ms(uint64_t *state, double qps)
 {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
+    uint64_t z = hetcl__splitmix64(state);
     double u = ((double) (z >> 11) + 1.0) * (1.0 / 9007199254740993.0); /* (0, 1] */
     return -log(u) * 1000.0 / qps;
 }
 
-size_t bench_throughput_windows(const double *end_ms, size_t n, double items, double window_ms,
-                                double *out, size_t cap)
+size_t hetcl__bench_throughput_windows(const double *end_ms, size_t n, double items,
+                                       double window_ms, double *out, size_t cap)
 {
     if (!end_ms || n == 0 || !(window_ms > 0))
         return 0;

@@ -1,0 +1,136 @@
+/* The outputs of a `hetcl bench model` configuration (bench/model_impl.h): each device's
+ * probabilities against the host reference, and its top-1 accuracy on a labelled dataset,
+ * counted over the rows that device computed. */
+#include "bench/model_impl.h"
+
+#include <hetcl_internal/base.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The shares whose outputs are compared: a pipeline's come from all its devices together (one
+ * comparison, given to each). */
+static size_t n_shares(const struct bench_run *run)
+{
+    return run->pipeline ? 1 : run->n_workers;
+}
+
+/* A pipeline's devices all computed every output: they get the first's figures. */
+static void copy_to_stages(struct bench_run *run)
+{
+    struct bench_device_result *d = run->r->dev;
+    for (size_t i = 1; run->pipeline && i < run->n_workers; i++) {
+        d[i].max_abs_diff = d[0].max_abs_diff;
+        d[i].max_rel_diff = d[0].max_rel_diff;
+        d[i].diverged = d[0].diverged;
+        d[i].top1 = d[0].top1;
+        d[i].top1_n = d[0].top1_n;
+    }
+}
+
+void hetcl__bench_divergence(struct bench_run *run)
+{
+    const hetcl_infer_plan *p = run->m->plan;
+    int64_t batch = run->c->batch;
+    size_t nout = (size_t) batch * (size_t) p->n_classes;
+    float *got = hetcl__malloc(nout * sizeof *got), *want = hetcl__malloc(nout * sizeof *want);
+    if (got && want && hetcl_infer_session_run(run->sess[0], run->inputs, got) == HETCL_OK &&
+        hetcl_infer_forward_ref(run->b->ctx, p, batch, run->inputs, want) == HETCL_OK) {
+        int64_t row0 = 0;
+        for (size_t sh = 0; sh < n_shares(run); sh++) {
+            double abs_max = 0, rel_max = 0;
+            for (int64_t i = row0 * p->n_classes; i < (row0 + run->rows[sh]) * p->n_classes; i++) {
+                double d = fabs((double) got[i] - (double) want[i]);
+                if (!isfinite(d))
+                    d = INFINITY;
+                double rel = d / fmax(fabs((double) want[i]), 1e-6);
+                abs_max = d > abs_max ? d : abs_max;
+                rel_max = rel > rel_max ? rel : rel_max;
+            }
+            struct bench_device_result *d = &run->r->dev[sh];
+            d->max_abs_diff = isfinite(abs_max) ? abs_max : 1e300;
+            d->max_rel_diff = isfinite(rel_max) ? rel_max : 1e300;
+            d->diverged = !(abs_max <= run->b->opt.o.tolerance);
+            row0 += run->rows[sh];
+        }
+    }
+    hetcl__free(got);
+    hetcl__free(want);
+    copy_to_stages(run);
+}
+
+/* Why accuracy is not evaluated, or NULL when it is. */
+static const char *no_accuracy(const struct bench_run *run)
+{
+    const hetcl_dataset *d = run->b->data;
+    if (!d || !d->y)
+        return "no labelled dataset (--data fashion-mnist evaluates accuracy)";
+    if (!run->m->checkpoint)
+        return "random weights: accuracy needs a trained checkpoint (--weights)";
+    if (run->b->opt.o.accuracy_samples == 0)
+        return "--accuracy-samples 0";
+    return NULL;
+}
+
+/* Counts each share's correct rows of one batch of probabilities. */
+static void count_batch(const struct bench_run *run, const float *probs, const int32_t *labels,
+                        long long *correct, long long *seen)
+{
+    const hetcl_infer_plan *p = run->m->plan;
+    int64_t row0 = 0;
+    for (size_t sh = 0; sh < n_shares(run); sh++) {
+        for (int64_t i = row0; i < row0 + run->rows[sh]; i++) {
+            const float *q = probs + i * p->n_classes;
+            int64_t arg = 0;
+            for (int64_t k = 1; k < p->n_classes; k++)
+                if (q[k] > q[arg])
+                    arg = k;
+            correct[sh] += arg == labels[i];
+            seen[sh]++;
+        }
+        row0 += run->rows[sh];
+    }
+}
+
+void hetcl__bench_accuracy(struct bench_run *run)
+{
+    const hetcl_dataset *d = run->b->data;
+    const hetcl_infer_plan *p = run->m->plan;
+    struct bench_result *r = run->r;
+    int64_t batch = run->c->batch;
+    r->acc_dataset = d ? run->b->opt.o.data : NULL; /* the name asked for, not its file */
+    r->acc_n_samples = -1;
+    const char *why = no_accuracy(run);
+    if (why) {
+        snprintf(r->acc_reason, sizeof r->acc_reason, "%s", why);
+        return;
+    }
+    int64_t n_batches = (int64_t) run->b->opt.o.accuracy_samples / batch;
+    if (n_batches < 1)
+        n_batches = 1;
+    if (n_batches * batch > d->n)
+        n_batches = d->n / batch;
+    size_t per = (size_t) batch * (size_t) p->in_elems;
+    float *probs = hetcl__malloc((size_t) batch * (size_t) p->n_classes * sizeof *probs);
+    long long correct[HETCL_BENCH_MAX_DEVICES] = {0}, seen[HETCL_BENCH_MAX_DEVICES] = {0};
+    bool ok = probs && n_batches > 0;
+    for (int64_t k = 0; ok && k < n_batches; k++) {
+        ok = hetcl_infer_session_run(run->sess[0], d->x + (size_t) k * per, probs) == HETCL_OK;
+        if (ok)
+            count_batch(run, probs, d->y + k * batch, correct, seen);
+    }
+    hetcl__free(probs);
+    if (!ok) {
+        snprintf(r->acc_reason, sizeof r->acc_reason, "the accuracy pass failed");
+        return;
+    }
+    r->acc_evaluated = true;
+    r->acc_reason[0] = '\0';
+    r->acc_n_samples = (long long) (n_batches * batch);
+    for (size_t sh = 0; sh < n_shares(run); sh++) {
+        r->dev[sh].top1 = seen[sh] ? (double) correct[sh] / (double) seen[sh] : (double) NAN;
+        r->dev[sh].top1_n = seen[sh];
+    }
+    copy_to_stages(run);
+}
