@@ -47,6 +47,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum hetcl_gemm_variant {
     HETCL_GEMM_TILED = 0,       /* gemm.cl's layout kernel, tiles along N first */
     HETCL_GEMM_TILED_MFAST = 1, /* the same, tiles along M first (*_M_FASTEST=1) */
@@ -96,5 +100,9 @@ HETCL_API bool hetcl_ops_gemm_choice(const hetcl_context *ctx, const char *devic
 HETCL_API void hetcl_ops_gemm_device_key(cl_device_id dev, char *buf, size_t cap);
 /* The same key from a device description (a runtime worker's hetcl_worker_info.desc). */
 HETCL_API void hetcl_ops_gemm_desc_key(const struct hetcl_device_desc *desc, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_GEMM_CHOICE_H */

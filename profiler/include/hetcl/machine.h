@@ -35,6 +35,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A `machine_state` object of bench.schema.json: captured_at; cpufreq {available, reason,
  * policies[]}; boost {available, reason, enabled (true, false, or null when per-policy switches
  * disagree or none is readable), source ("intel_pstate/no_turbo", "cpufreq/boost",
@@ -115,5 +119,9 @@ HETCL_API bool hetcl_machine_blas_check(const char *cpuinfo, const char *coretyp
                                         size_t cap);
 /* hetcl_machine_blas_check on this machine's /proc/cpuinfo and OPENBLAS_CORETYPE. */
 HETCL_API bool hetcl_machine_blas_warning(char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_MACHINE_H */

@@ -57,6 +57,10 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Nesting cap for subschemas ($ref, allOf, properties, items...): a $ref cycle such as
  * {"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"} stops here instead of
  * overflowing the stack. Each level of the document costs one or more levels (two through a
@@ -122,5 +126,9 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_schema_read_json(const char *path, 
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_schema_validate_files(const char *schema_path,
                                                                    const char *doc_path, char *err,
                                                                    size_t err_cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_SCHEMA_H */

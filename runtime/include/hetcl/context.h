@@ -13,6 +13,10 @@
 #include <hetcl/export.h>
 #include <hetcl/status.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct hetcl_context hetcl_context;
 
 /* Options for hetcl_context_create(); a zeroed struct (or NULL) means every default. */
@@ -49,5 +53,9 @@ HETCL_API const char *hetcl_context_cl_dir(const hetcl_context *ctx);
 /* Frees memory that a hetcl function returned for the caller to own (a rendered report, a
  * comparison's text), as that function's documentation says. NULL is a no-op. */
 HETCL_API void hetcl_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_CONTEXT_H */

@@ -21,6 +21,10 @@
 
 #include <stdbool.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The first two processing units (OS indexes) this process may run on; false when it may run
  * on fewer than two. */
 HETCL_API bool hetcl_core_pair_default(const hetcl_topology *topo, int *pu_a, int *pu_b);
@@ -34,5 +38,9 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_core_round_trip(hetcl_context *ctx,
                                                              const hetcl_topology *topo, int pu_a,
                                                              int pu_b, unsigned trips,
                                                              struct hetcl_stat *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_CORE_LATENCY_H */

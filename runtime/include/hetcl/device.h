@@ -18,6 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define HETCL_STR_MAX        256 /* capacity of the string fields below, terminator included */
 #define HETCL_CPUSET_MAX     256
 #define HETCL_MAX_SUBDEVICES 64
@@ -160,5 +164,9 @@ struct hetcl_env_setting {
  * are the caller's. Thread-safe: hetcl's own setenv calls are ordered with this query (a
  * setenv of the application's racing with it is the application's race, as with getenv). */
 HETCL_API size_t hetcl_env_set_by_hetcl(struct hetcl_env_setting *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_DEVICE_H */

@@ -20,6 +20,10 @@
 #include <hetcl/device.h>
 #include <hetcl/topology.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum hetcl_locality_method {
     HETCL_LOCALITY_PCI = 0,         /* PCI bus id found in the topology */
     HETCL_LOCALITY_CPU_CORES = 1,   /* a CPU device: the PUs it runs on */
@@ -73,5 +77,9 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_cpu_split_plan_make(hetcl_context *
                                                                  const char *cpuset,
                                                                  const char *spec,
                                                                  struct hetcl_cpu_split_plan *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_DEVMAP_H */

@@ -10,6 +10,10 @@
 #include <hetcl/context.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Writes data to path through a temporary file in the same directory and a rename: readers see
  * the old file or the whole new one, never part of it. Returns HETCL_OK or HETCL_ERR_IO with
  * "cannot write <path>: <reason>" on ctx. */
@@ -21,5 +25,9 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_file_write_atomic(hetcl_context *ct
  * "<what> <dir> is not writable: <reason>" on ctx. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_dir_check_writable(hetcl_context *ctx, const char *dir,
                                                                 const char *what);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_FILEIO_PUBLIC_H */

@@ -27,6 +27,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Version of the ceilings JSON ("schema_version"); a file with another version does not load. */
 #define HETCL_CEILINGS_SCHEMA_VERSION 1
 
@@ -174,5 +178,9 @@ HETCL_API HETCL_NODISCARD hetcl_status
 hetcl_device_probe_isolated(hetcl_context *ctx, const struct hetcl_device_desc *desc,
                             const struct hetcl_probe_options *opts, unsigned timeout_ms,
                             bool in_process, struct hetcl_ceilings *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_PROBE_H */

@@ -38,6 +38,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Bumped whenever the cache file layout or the key's inputs change: old entries then miss. */
 #define HETCL_PROGRAM_CACHE_VERSION 1
 
@@ -111,5 +115,9 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_program_cache_path(hetcl_context *c
  * failure. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_program_build_times(
         hetcl_context *ctx, const struct hetcl_device_desc *desc, double *cold_ms, double *warm_ms);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_PROGRAM_H */

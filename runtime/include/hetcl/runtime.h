@@ -51,6 +51,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct hetcl_runtime hetcl_runtime;
 typedef struct hetcl_handle hetcl_handle;
 typedef struct hetcl_task hetcl_task;
@@ -352,5 +356,9 @@ struct hetcl_kind_stats {
 /* Copies up to cap entries into out and sets *n to the number available. */
 HETCL_API void hetcl_runtime_kind_stats(const hetcl_runtime *rt, struct hetcl_kind_stats *out,
                                         size_t cap, size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_RUNTIME_H */

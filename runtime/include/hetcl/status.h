@@ -14,6 +14,10 @@
 
 #include <hetcl/export.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define HETCL_STATUS_MAP(X)                                          \
     X(OK, 0, "success")                                              \
     X(ERR_INVALID_ARG, -1, "invalid argument")                       \
@@ -40,5 +44,9 @@ typedef enum hetcl_status {
 HETCL_API const char *hetcl_status_name(hetcl_status s);
 /* "OpenCL call failed (see detail)"; a static string, never NULL. */
 HETCL_API const char *hetcl_status_str(hetcl_status s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_STATUS_H */

@@ -13,6 +13,10 @@
 #include <hetcl/context.h>
 #include <hwloc.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct hetcl_topology hetcl_topology;
 
 /* Where the topology comes from. A zeroed struct (or NULL) means this machine. */
@@ -31,5 +35,9 @@ HETCL_API void hetcl_topology_destroy(hetcl_topology *topo);
 HETCL_API hwloc_topology_t hetcl_topology_hwloc(const hetcl_topology *topo);
 /* Where it was loaded from: "this machine", "xml:<path>" or "synthetic:<string>". */
 HETCL_API const char *hetcl_topology_origin(const hetcl_topology *topo);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_TOPOLOGY_H */
