@@ -169,7 +169,7 @@ static size_t what_runs(struct state *s, struct cli_option *t)
                      "(default random)"},
             {"--no-standardize", CLI_FLAG, &s->o.no_standardize,
              .help = "feed the dataset's raw features (default:\n"
-                     "standardised as the checkpoint says when it carries\n"
+                     "standardized as the checkpoint says when it carries\n"
                      "input.mean and input.std, else with the train split's\n"
                      "statistics)"},
             {"--distinct", CLI_SIZE, &s->o.n_distinct, .min = 1, .max = 4096, .metavar = "N",

@@ -17,7 +17,7 @@ SGEMM figures of every candidate, the core OpenBLAS runs and the CPU model are p
 stored in summary.json ("openblas"). The hetcl runs inherit the same environment. Model:
 models/mlp.json (784-256-128-10, ReLU, he_uniform weights, xavier_uniform output layer, zero
 biases), or with --model a spec with conv2d/pool/flatten layers (models/lenet.json), built
-layer by layer from the spec (model_from_spec); data: Fashion-MNIST standardised per feature with the training set's statistics;
+layer by layer from the spec (model_from_spec); data: Fashion-MNIST standardized per feature with the training set's statistics;
 SGD with momentum and weight decay as hetcl's (PyTorch's convention), batch --batch.
 
 Both sides evaluate the full test set at the same points: every --eval-every epochs (default

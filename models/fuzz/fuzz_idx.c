@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n_lab = size - (size_t) (lab - data);
     struct hetcl_data_options opts = {
             .n_classes = (int64_t) (size % 7) * 3,         /* 0 (default 10), 3, 6, ... */
-            .normalize = (enum hetcl_normalize)(size % 3), /* none, min-max, standardise */
+            .normalize = (enum hetcl_normalize)(size % 3), /* none, min-max, standardize */
             .max_bytes = (size_t) 1 << 26,                 /* keep allocations fuzzer-sized */
     };
     hetcl_dataset *ds = NULL;

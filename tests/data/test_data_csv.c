@@ -79,7 +79,7 @@ static void test_valid(hetcl_context *ctx, const char *dir)
     }
     hetcl_dataset_destroy(ds);
 
-    /* Standardisation on load. */
+    /* Standardization on load. */
     o = (struct hetcl_data_options){.normalize = HETCL_NORMALIZE_STANDARDIZE};
     CHECK_OK(ctx, load(ctx, "0,1,5\n1,3,5\n", &o, &ds));
     if (ds) {

@@ -1,7 +1,7 @@
 /*
  * Tests the dataset operations: the permutation and shuffle (determinism for a seed, a true
  * permutation, rows and labels kept together), subset and split (sizes, disjoint and complete),
- * min-max and standardisation (train statistics applied to test; mean ~ 0 and std ~ 1 after),
+ * min-max and standardization (train statistics applied to test; mean ~ 0 and std ~ 1 after),
  * and the extreme-classification generator (determinism, shape, invariants, learnable structure).
  */
 #include "data_impl.h"
@@ -147,7 +147,7 @@ static void test_normalize(hetcl_context *ctx, uint64_t seed)
         CHECK(fabsf(m2[j]) < 1e-4f);
         CHECK(fabsf(s2[j] - 1.0f) < 1e-4f);
     }
-    /* The test split, standardised with the train statistics, is close but not exact. */
+    /* The test split, standardized with the train statistics, is close but not exact. */
     CHECK_OK(ctx, hetcl_dataset_feature_stats(ctx, test, m2, s2));
     for (int j = 0; j < F; j++) {
         CHECK(fabsf(m2[j]) < 0.2f);

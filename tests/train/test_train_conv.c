@@ -67,7 +67,7 @@ int main(void)
     te = subset(ctx, te, 500, seed + 1);
     if (!tr || !te)
         return hetcl_test_finish("test_train_conv");
-    /* Standardise as the CLI does: the training subset's per-feature statistics. */
+    /* Standardize as the CLI does: the training subset's per-feature statistics. */
     float *mean = malloc((size_t) tr->n_features * sizeof *mean);
     float *std = malloc((size_t) tr->n_features * sizeof *std);
     CHECK_OK(ctx, hetcl_dataset_feature_stats(ctx, tr, mean, std));

@@ -313,7 +313,7 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_dataset_minmax(hetcl_context *ctx, 
 /*
  * Computes each feature's mean and standard deviation (population, accumulated in double) into
  * the caller's arrays of ds->n_features floats (sparse: implicit zeros count). A feature whose
- * std is 0 gets std 1, so standardising maps it to 0. Compute on the train split and apply the
+ * std is 0 gets std 1, so standardizing maps it to 0. Compute on the train split and apply the
  * same arrays to the test split. Returns HETCL_OK, HETCL_ERR_INVALID_ARG (NULL arguments, n == 0)
  * or HETCL_ERR_NO_MEMORY.
  */
@@ -322,7 +322,7 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_dataset_feature_stats(hetcl_context
                                                                    float *mean, float *std);
 
 /*
- * Standardises in place: v = (v - mean[j]) / std[j], arrays of ds->n_features (borrowed). mean
+ * Standardizes in place: v = (v - mean[j]) / std[j], arrays of ds->n_features (borrowed). mean
  * may be NULL to only scale, which is the only form sparse datasets accept (centering would make
  * them dense). Returns HETCL_OK, HETCL_ERR_INVALID_ARG (std NULL, std[j] not finite or <= 0,
  * mean[j] not finite) or HETCL_ERR_UNSUPPORTED (sparse with mean).

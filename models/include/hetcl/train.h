@@ -133,7 +133,7 @@ struct hetcl_train_options {
      * to a target accuracy exact rather than interpolated over whole epochs. */
     double eval_every;
     bool resume; /* continue from checkpoint_path when it exists */
-    /* The standardisation the caller applied to the inputs (x - mean) / std, per feature
+    /* The standardization the caller applied to the inputs (x - mean) / std, per feature
      * (input_features floats each; borrowed; NULL: none). Saved in checkpoints as the tensors
      * `input.mean` and `input.std`, so that inference (hetcl bench model) feeds the trained
      * model the inputs it was trained on. */

@@ -118,7 +118,7 @@ struct hetcl_bench_model_options {
     uint64_t weight_seed;       /* [1] below 2^53 (the report stores seeds as JSON numbers) */
     const char *data;           /* NULL: seeded random inputs in [0, 1); "fashion-mnist": its
                                    test split, rotated (and accuracy with a checkpoint) */
-    bool no_standardize;        /* feed the dataset's raw features (default: standardised as the
+    bool no_standardize;        /* feed the dataset's raw features (default: standardized as the
                                    checkpoint says, else with the train split's statistics) */
     size_t n_distinct;          /* [16] distinct input batches cycled through, 1 .. 4096 */
     uint64_t input_seed;        /* [2] */

@@ -1,5 +1,5 @@
 /* Setting up a `hetcl bench model` run (<hetcl/bench_model.h>): the models and their weights,
- * the dataset and its standardisation, the runtime and its workers, the configurations; and the
+ * the dataset and its standardization, the runtime and its workers, the configurations; and the
  * object's lifetime. */
 #include "bench/bench_util.h"
 #include "bench/model_impl.h"
@@ -56,7 +56,7 @@ hetcl_status hetcl__bench_load_models(hetcl_bench_model *b, enum hetcl_bench_opt
     return HETCL_OK;
 }
 
-/* The input standardisation a checkpoint carries (tensors input.mean and input.std, as `hetcl
+/* The input standardization a checkpoint carries (tensors input.mean and input.std, as `hetcl
  * train` writes them) into mean/sd (nf floats, allocated on first use); every checkpoint of the
  * run must agree, since the models share the dataset. */
 static hetcl_status checkpoint_stats(hetcl_bench_model *b, const struct bench_model_entry *m,
@@ -79,7 +79,7 @@ static hetcl_status checkpoint_stats(hetcl_bench_model *b, const struct bench_mo
             *mean = hetcl__malloc(nf * sizeof **mean);
             *sd = hetcl__malloc(nf * sizeof **sd);
             if (!*mean || !*sd) {
-                s = hetcl__fail(b->ctx, HETCL_ERR_NO_MEMORY, "input standardisation");
+                s = hetcl__fail(b->ctx, HETCL_ERR_NO_MEMORY, "input standardization");
             } else {
                 memcpy(*mean, tm->data, nf * sizeof **mean);
                 memcpy(*sd, ts->data, nf * sizeof **sd);
@@ -88,7 +88,7 @@ static hetcl_status checkpoint_stats(hetcl_bench_model *b, const struct bench_mo
         } else if (memcmp(*mean, tm->data, nf * sizeof **mean) ||
                    memcmp(*sd, ts->data, nf * sizeof **sd)) {
             s = hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG,
-                            "%s: its input standardisation differs from %s's; bench these models "
+                            "%s: its input standardization differs from %s's; bench these models "
                             "in separate runs",
                             m->checkpoint, *from);
         }
@@ -97,10 +97,10 @@ static hetcl_status checkpoint_stats(hetcl_bench_model *b, const struct bench_mo
     return s;
 }
 
-/* Standardises the dataset as the models were trained: with the checkpoints' own statistics
+/* Standardizes the dataset as the models were trained: with the checkpoints' own statistics
  * when they carry them, else with the train split's, as `hetcl train` computes them by default;
  * a trained model fed inputs on another scale would make its accuracy meaningless. */
-static hetcl_status standardise(hetcl_bench_model *b, enum hetcl_bench_option *bad)
+static hetcl_status standardize(hetcl_bench_model *b, enum hetcl_bench_option *bad)
 {
     size_t nf = (size_t) b->data->n_features;
     float *mean = NULL, *sd = NULL;
@@ -118,7 +118,7 @@ static hetcl_status standardise(hetcl_bench_model *b, enum hetcl_bench_option *b
         hetcl_dataset *train = NULL;
         mean = hetcl__malloc(nf * sizeof *mean);
         sd = hetcl__malloc(nf * sizeof *sd);
-        s = !mean || !sd ? hetcl__fail(b->ctx, HETCL_ERR_NO_MEMORY, "input standardisation")
+        s = !mean || !sd ? hetcl__fail(b->ctx, HETCL_ERR_NO_MEMORY, "input standardization")
                          : hetcl_dataset_load_builtin(b->ctx, b->opt.o.data, "train", &train);
         if (s == HETCL_OK)
             s = hetcl_dataset_feature_stats(b->ctx, train, mean, sd);
@@ -128,7 +128,7 @@ static hetcl_status standardise(hetcl_bench_model *b, enum hetcl_bench_option *b
         if (s != HETCL_OK) {
             char detail[512];
             last_error(b->ctx, detail, sizeof detail);
-            s = hetcl__fail(b->ctx, s, "dataset %s: standardisation: %s", b->opt.o.data, detail);
+            s = hetcl__fail(b->ctx, s, "dataset %s: standardization: %s", b->opt.o.data, detail);
         }
     }
     hetcl__free(mean);
@@ -148,7 +148,7 @@ hetcl_status hetcl__bench_load_data(hetcl_bench_model *b, enum hetcl_bench_optio
         *bad = HETCL_BENCH_OPT_DATA;
         return hetcl__fail(b->ctx, s, "dataset %s: %s", name, detail);
     }
-    return b->opt.o.no_standardize ? HETCL_OK : standardise(b, bad);
+    return b->opt.o.no_standardize ? HETCL_OK : standardize(b, bad);
 }
 
 /* One device of the run: its worker, ceilings from `hetcl devices --probe`'s cache, and the

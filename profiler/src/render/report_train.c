@@ -177,7 +177,7 @@ static void config_table(struct rw *w, struct run *r)
             num(b, sizeof b, hetcl__rd_number(d, ds, "$.config.dataset", "n_test", false), 9),
             num(c, sizeof c, hetcl__rd_number(d, ds, "$.config.dataset", "n_features", false), 9),
             num(e1, sizeof e1, hetcl__rd_number(d, ds, "$.config.dataset", "n_classes", false), 9),
-            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ds, "standardize")) ? ", standardised"
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ds, "standardize")) ? ", standardized"
                                                                               : "");
     hetcl__rw_kv(w, "dataset checksum", "%s %s",
                  hetcl__rd_string(d, ck, "$.config.dataset.checksum", "algorithm"),
