@@ -2,6 +2,7 @@
  * Inference plans (hetcl/infer.h): the spec's layers as forward steps with shapes and costs, the
  * weights from a checkpoint or a seeded init, and the proportional batch split.
  */
+#include "net/lower.h"
 #include <hetcl_internal/base.h>
 #include <hetcl_internal/prng.h>
 
@@ -131,20 +132,11 @@ static void add_step(hetcl_infer_plan *plan, enum hetcl_infer_op op, int layer,
     }
     s->in_elems = shape_elems(&s->in_shape);
     s->out_elems = shape_elems(&s->out_shape);
-    switch (op) {
-    case HETCL_INFER_DENSE:
-        s->n_tasks = 2;
-        break;
-    case HETCL_INFER_CONV2D:
-        s->n_tasks = s->act == HETCL_ACT_NONE ? 1 : 2;
-        break;
-    case HETCL_INFER_FLATTEN:
-        s->n_tasks = 0;
-        break;
-    default:
-        s->n_tasks = 1;
-        break;
-    }
+    /* The tasks of a share are the step's operators, as the lowering gives them. */
+    struct hetcl__lowering lw = {.spec = spec, .rows = 1};
+    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+    s->n_tasks = l ? hetcl__lower_layer(&lw, layer, HETCL__PASS_FORWARD, ops)
+                   : hetcl__lower_softmax(&lw, ops);
     if (s->out_elems > plan->max_elems)
         plan->max_elems = s->out_elems;
 }
@@ -191,6 +183,11 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
     }
     for (int i = 0; i < spec->n_layers; i++) {
         const struct hetcl_model_layer *l = &spec->layers[i];
+        hetcl_status ls = hetcl__lower_check(ctx, spec, i); /* operators that run the layer */
+        if (ls != HETCL_OK) {
+            hetcl_infer_plan_destroy(plan);
+            return ls;
+        }
         enum hetcl_infer_op op = HETCL_INFER_DENSE;
         switch (l->type) {
         case HETCL_MODEL_LAYER_DENSE:
@@ -200,26 +197,14 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
             op = HETCL_INFER_CONV2D;
             break;
         case HETCL_MODEL_LAYER_MAXPOOL2D:
+            op = HETCL_INFER_MAXPOOL;
+            break;
         case HETCL_MODEL_LAYER_AVGPOOL2D:
-            op = l->type == HETCL_MODEL_LAYER_MAXPOOL2D ? HETCL_INFER_MAXPOOL : HETCL_INFER_AVGPOOL;
-            /* The pool operators take one square size and stride. */
-            if (l->kernel[0] != l->kernel[1] || l->stride[0] != l->stride[1]) {
-                hetcl_infer_plan_destroy(plan);
-                return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                                   "%s: layers[%d]: pools need a square size and stride",
-                                   spec->source, i);
-            }
+            op = HETCL_INFER_AVGPOOL;
             break;
         case HETCL_MODEL_LAYER_FLATTEN:
             op = HETCL_INFER_FLATTEN;
             break;
-        }
-        if (op == HETCL_INFER_CONV2D &&
-            (l->stride[0] != l->stride[1] || l->padding[0] != l->padding[1])) {
-            hetcl_infer_plan_destroy(plan);
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: conv2d needs equal strides and paddings",
-                               spec->source, i);
         }
         add_step(plan, op, i, l, spec);
     }

@@ -1,4 +1,5 @@
 /* The network's parameter layout and its seeded initialisation (see <hetcl/net.h>). */
+#include "net/lower.h"
 #include "net_impl.h"
 
 #include <hetcl_internal/base.h>
@@ -9,40 +10,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-/* The host operators take one stride and one padding for both axes and square pooling
- * windows (ops.h): other shapes are refused here, naming the layer, rather than trained
- * wrongly. */
-static hetcl_status check_layer(hetcl_context *ctx, const hetcl_model_spec *spec, int i)
-{
-    const struct hetcl_model_layer *L = &spec->layers[i];
-    const char *type = hetcl_model_layer_type_name(L->type);
-    switch (L->type) {
-    case HETCL_MODEL_LAYER_DENSE:
-    case HETCL_MODEL_LAYER_FLATTEN:
-        return HETCL_OK;
-    case HETCL_MODEL_LAYER_CONV2D:
-        if (L->stride[0] != L->stride[1] || L->padding[0] != L->padding[1])
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: conv2d with stride [%lld, %lld] and padding "
-                               "[%lld, %lld]: training supports equal values on both axes",
-                               spec->source, i, (long long) L->stride[0], (long long) L->stride[1],
-                               (long long) L->padding[0], (long long) L->padding[1]);
-        return HETCL_OK;
-    case HETCL_MODEL_LAYER_MAXPOOL2D:
-    case HETCL_MODEL_LAYER_AVGPOOL2D:
-        if (L->kernel[0] != L->kernel[1] || L->stride[0] != L->stride[1])
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: %s with size [%lld, %lld] and stride [%lld, %lld]: "
-                               "training supports square windows and equal strides",
-                               spec->source, i, type, (long long) L->kernel[0],
-                               (long long) L->kernel[1], (long long) L->stride[0],
-                               (long long) L->stride[1]);
-        return HETCL_OK;
-    }
-    return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED, "%s: layers[%d]: %s layers cannot be trained",
-                       spec->source, i, type);
-}
 
 static int64_t shape_elems(const struct hetcl_model_shape *sh)
 {
@@ -67,8 +34,8 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
     if (spec->n_layers > HETCL_NET_MAX_LAYERS)
         return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED, "%s: %d layers: training supports up to %d",
                            spec->source, spec->n_layers, HETCL_NET_MAX_LAYERS);
-    for (int i = 0; i < spec->n_layers; i++) {
-        hetcl_status s = check_layer(ctx, spec, i);
+    for (int i = 0; i < spec->n_layers; i++) { /* every layer has operators that train it */
+        hetcl_status s = hetcl__lower_check(ctx, spec, i);
         if (s != HETCL_OK)
             return s;
     }
