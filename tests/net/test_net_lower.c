@@ -1,8 +1,9 @@
 /*
  * Tests the one lowering of layers into operators (models/src/net/lower.c): the operator lists
  * of a small conv + pool + dense network for the forward, backward and update passes, the loss
- * and the inference softmax (codelets, labels, slots, access modes, arguments), flatten as a
- * view that the layers around it see through, the slots' sizes and parameters, and the refusal
+ * and the inference softmax (codelets, labels, slots, access modes, arguments), the order of
+ * whole training and inference programs, flatten as a view that the layers around it see
+ * through, the slots' sizes and parameters, and the refusal
  * of layers without a lowering (HETCL_ERR_UNSUPPORTED naming the layer) by the lowering, by
  * hetcl_net_create and by hetcl_infer_plan_create.
  */
@@ -223,6 +224,56 @@ static void check_slots(const hetcl_model_spec *spec)
     CHECK_EQ_STR(hetcl__slot_kind_name((enum hetcl__slot_kind) 99), "?");
 }
 
+/* The labels of a program's operators, "layer:label" joined by spaces. */
+struct trail {
+    char text[1024];
+    size_t len;
+    int calls;
+};
+
+static hetcl_status record(void *user, const struct hetcl__op *ops, int n)
+{
+    struct trail *t = user;
+    t->calls++;
+    for (int i = 0; i < n; i++)
+        t->len += (size_t) snprintf(t->text + t->len, sizeof t->text - t->len, "%s%d:%s",
+                                    t->len ? " " : "", ops[i].layer, ops[i].label);
+    return HETCL_OK;
+}
+
+static hetcl_status fail_third(void *user, const struct hetcl__op *ops, int n)
+{
+    (void) ops;
+    (void) n;
+    return ++*(int *) user == 3 ? HETCL_ERR_CANCELLED : HETCL_OK;
+}
+
+/* Whole programs: the order executors run (forward up, loss, backward and update down; views
+ * contribute nothing), and the first failure stops the walk. */
+static void check_programs(const hetcl_model_spec *spec)
+{
+    struct hetcl__lowering lw = {.spec = spec, .rows = 2};
+    struct trail t = {.len = 0};
+    CHECK_EQ_INT(hetcl__lower_training(&lw, HETCL__PASS_BACKWARD | HETCL__PASS_UPDATE, record, &t),
+                 HETCL_OK);
+    CHECK_EQ_STR(t.text, "0:fwd_conv 0:fwd_act 1:fwd_maxpool 3:fwd_gemm 3:fwd_act 4:fwd_gemm "
+                         "4:fwd_act 5:loss 4:bwd_act 4:bwd_gemm_x 4:bwd_gemm_w 4:sgd_w 4:sgd_b "
+                         "3:bwd_act 3:bwd_gemm_x 3:bwd_gemm_w 3:sgd_w 1:bwd_maxpool 0:bwd_act "
+                         "0:bwd_conv 0:sgd_w 0:sgd_b");
+    CHECK_EQ_INT(t.calls, 9); /* one per layer pass with operators: never an empty list */
+    t = (struct trail){.len = 0};
+    CHECK_EQ_INT(hetcl__lower_training(&lw, 0, record, &t), HETCL_OK); /* evaluation */
+    CHECK_EQ_STR(t.text, "0:fwd_conv 0:fwd_act 1:fwd_maxpool 3:fwd_gemm 3:fwd_act 4:fwd_gemm "
+                         "4:fwd_act 5:loss");
+    t = (struct trail){.len = 0};
+    CHECK_EQ_INT(hetcl__lower_inference(&lw, record, &t), HETCL_OK);
+    CHECK_EQ_STR(t.text, "0:fwd_conv 0:fwd_act 1:fwd_maxpool 3:fwd_gemm 3:fwd_act 4:fwd_gemm "
+                         "4:fwd_act 5:softmax");
+    int calls = 0;
+    CHECK_EQ_INT(hetcl__lower_inference(&lw, fail_third, &calls), HETCL_ERR_CANCELLED);
+    CHECK_EQ_INT(calls, 3);
+}
+
 /* A spec whose layer `layer` has a type nothing lowers: the lowering, the training net and the
  * inference plan each refuse it, naming the layer. */
 static void check_refusals(hetcl_context *ctx, hetcl_model_spec *spec)
@@ -262,6 +313,7 @@ int main(void)
         check_forward(spec);
         check_backward(spec);
         check_slots(spec);
+        check_programs(spec);
         check_refusals(ctx, spec);
     }
     hetcl_model_spec_destroy(spec);

@@ -411,6 +411,39 @@ int hetcl__lower_softmax(const struct hetcl__lowering *lw, struct hetcl__op *out
     return e.n;
 }
 
+/* ---- whole programs ---------------------------------------------------------------- */
+
+static hetcl_status run_if_any(hetcl__ops_fn run, void *user, const struct hetcl__op *ops, int n)
+{
+    return n > 0 ? run(user, ops, n) : HETCL_OK;
+}
+
+hetcl_status hetcl__lower_training(const struct hetcl__lowering *lw, unsigned back,
+                                   hetcl__ops_fn run, void *user)
+{
+    const int L = lw->spec->n_layers;
+    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+    hetcl_status st = HETCL_OK;
+    for (int l = 0; l < L && st == HETCL_OK; l++)
+        st = run_if_any(run, user, ops, hetcl__lower_layer(lw, l, HETCL__PASS_FORWARD, ops));
+    if (st == HETCL_OK)
+        st = run_if_any(run, user, ops, hetcl__lower_loss(lw, ops));
+    /* from the top: each layer's input gradient is formed before its weights are updated, and
+     * before the layer below needs it */
+    for (int l = L - 1; l >= 0 && back && st == HETCL_OK; l--)
+        st = run_if_any(run, user, ops, hetcl__lower_layer(lw, l, back, ops));
+    return st;
+}
+
+hetcl_status hetcl__lower_inference(const struct hetcl__lowering *lw, hetcl__ops_fn run, void *user)
+{
+    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+    hetcl_status st = HETCL_OK;
+    for (int l = 0; l < lw->spec->n_layers && st == HETCL_OK; l++)
+        st = run_if_any(run, user, ops, hetcl__lower_layer(lw, l, HETCL__PASS_FORWARD, ops));
+    return st == HETCL_OK ? run_if_any(run, user, ops, hetcl__lower_softmax(lw, ops)) : st;
+}
+
 /* ---- slot sizes ------------------------------------------------------------------------ */
 
 /* The widest zero bias and bias-sum scratch the lowering above asks for (floats). */

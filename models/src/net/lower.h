@@ -149,6 +149,19 @@ int hetcl__lower_loss(const struct hetcl__lowering *lw, struct hetcl__op *out);
 /* Inference's head: the softmax of the logits into the output slot. Writes one operator. */
 int hetcl__lower_softmax(const struct hetcl__lowering *lw, struct hetcl__op *out);
 
+/* Whole programs, in the order executors must run them: run(user, ops, n) is called with each
+ * layer's operators of a pass (never with n == 0), and stops the walk with its first failure,
+ * which is returned.
+ * Training: every layer's forward operators, the loss, then from the top every layer's
+ * operators of `back` (0: none, for an evaluation; HETCL__PASS_BACKWARD: the gradient;
+ * HETCL__PASS_BACKWARD | HETCL__PASS_UPDATE: an SGD step).
+ * Inference: every layer's forward operators, then the softmax. */
+typedef hetcl_status (*hetcl__ops_fn)(void *user, const struct hetcl__op *ops, int n);
+hetcl_status hetcl__lower_training(const struct hetcl__lowering *lw, unsigned back,
+                                   hetcl__ops_fn run, void *user);
+hetcl_status hetcl__lower_inference(const struct hetcl__lowering *lw, hetcl__ops_fn run,
+                                    void *user);
+
 /* The slot that holds the input of layer `layer` (spec->n_layers: of the loss or softmax): the
  * output of the nearest layer below that is not a view, or the network's input. */
 struct hetcl__slot hetcl__lower_input_of(const hetcl_model_spec *spec, int layer);

@@ -136,48 +136,26 @@ static const struct hetcl_codelet copy_in_codelet = {.name = "train_replica_in",
 static const struct hetcl_codelet merge_codelet = {.name = "train_replica_merge",
                                                    .host = merge_host};
 
-/* The training program of one batch of `rows` examples, as the lowering gives it: every
- * layer's forward operators, the loss, then from the top every layer's backward operators and,
- * unless sync (the gradient is the result), its update. each() sees the operators in order;
- * the first failure stops the walk. */
-static hetcl_status walk_program(const struct hetcl__lowering *lw, bool sync,
-                                 hetcl_status (*each)(void *user, const struct hetcl__op *op),
-                                 void *user)
-{
-    const int L = lw->spec->n_layers;
-    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
-    hetcl_status st = HETCL_OK;
-    for (int l = 0; l <= 2 * L && st == HETCL_OK; l++) {
-        int n = l < L    ? hetcl__lower_layer(lw, l, HETCL__PASS_FORWARD, ops)
-                : l == L ? hetcl__lower_loss(lw, ops)
-                         : hetcl__lower_layer(lw, 2 * L - l,
-                                              HETCL__PASS_BACKWARD |
-                                                      (sync ? 0u : (unsigned) HETCL__PASS_UPDATE),
-                                              ops);
-        for (int i = 0; i < n && st == HETCL_OK; i++)
-            st = each(user, &ops[i]);
-    }
-    return st;
-}
-
 struct prepare_ctx {
     struct tr *t;
     struct tr_cl *c;
     int64_t rows;
 };
 
-/* Registers a handle for each slot of op that has none yet, sized for the largest batch. */
-static hetcl_status register_slots(void *user, const struct hetcl__op *op)
+/* Registers a handle for each slot of the operators that has none yet, sized for the largest
+ * batch. */
+static hetcl_status register_slots(void *user, const struct hetcl__op *ops, int n)
 {
     const struct prepare_ctx *p = user;
     hetcl_status st = HETCL_OK;
-    for (unsigned i = 0; i < op->n_buffers && st == HETCL_OK; i++) {
-        hetcl_handle **h = handle_of(p->c, op->slot[i]);
-        if (!*h) {
-            size_t bytes = hetcl__slot_bytes(p->c->spec, op->slot[i], p->rows);
-            st = hetcl_handle_register(p->t->rt, NULL, bytes ? bytes : 4, h);
+    for (int k = 0; k < n; k++)
+        for (unsigned i = 0; i < ops[k].n_buffers && st == HETCL_OK; i++) {
+            hetcl_handle **h = handle_of(p->c, ops[k].slot[i]);
+            if (!*h) {
+                size_t bytes = hetcl__slot_bytes(p->c->spec, ops[k].slot[i], p->rows);
+                st = hetcl_handle_register(p->t->rt, NULL, bytes ? bytes : 4, h);
+            }
         }
-    }
     return st;
 }
 
@@ -206,7 +184,8 @@ hetcl_status hetcl__tr_cl_prepare(struct tr *t, struct tr_dev *d)
     /* Storage for every slot the program names, found by walking it at the largest batch. */
     struct prepare_ctx p = {.t = t, .c = c, .rows = d->b_max};
     struct hetcl__lowering lw = {.spec = spec, .rows = d->b_max};
-    return walk_program(&lw, false, register_slots, &p);
+    return hetcl__lower_training(&lw, HETCL__PASS_BACKWARD | HETCL__PASS_UPDATE, register_slots,
+                                 &p);
 }
 
 void hetcl__tr_cl_release(struct tr *t, struct tr_dev *d)
@@ -255,9 +234,12 @@ static void add_tensors(struct hetcl_task_desc *d, const struct tr_cl *c,
         add_buffer(d, c, hetcl__param_slot(c->spec, p, weight_kind), mode);
 }
 
-static hetcl_status submit_op(void *user, const struct hetcl__op *op)
+static hetcl_status submit_ops(void *user, const struct hetcl__op *ops, int n)
 {
-    return hetcl__exec_task(user, op, NULL);
+    hetcl_status st = HETCL_OK;
+    for (int i = 0; i < n && st == HETCL_OK; i++)
+        st = hetcl__exec_task(user, &ops[i], NULL);
+    return st;
 }
 
 static const struct hetcl__slot input_slot = {HETCL__SLOT_INPUT, -1},
@@ -289,7 +271,9 @@ static hetcl_status submit(struct tr *t, struct tr_slot *s, bool sync)
     struct hetcl__task_exec x = {
             .rt = t->rt, .bind = bind_replica, .binder = c, .worker = d->worker};
     if (st == HETCL_OK)
-        st = walk_program(&lw, sync, submit_op, &x);
+        st = hetcl__lower_training(
+                &lw, HETCL__PASS_BACKWARD | (sync ? 0u : (unsigned) HETCL__PASS_UPDATE), submit_ops,
+                &x);
     if (st != HETCL_OK)
         return st;
     /* 3s. Sync: the gradient back to the host (the step's last task on this device). */
