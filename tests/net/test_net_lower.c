@@ -85,6 +85,11 @@ static void check_forward(const hetcl_model_spec *spec)
         CHECK_EQ_INT(ops[0].args.conv2d.out_c, 2);
         CHECK_EQ_INT(ops[0].args.conv2d.pad, 1);
         CHECK_EQ_INT(ops[0].args_size, sizeof(struct hetcl_op_conv2d_args));
+        /* each buffer's bytes for the rows: input [4][1][6][6], weight [2][1][3][3], bias [2] */
+        CHECK_EQ_INT(ops[0].bytes[0], 4 * 36 * 4);
+        CHECK_EQ_INT(ops[0].bytes[1], 18 * 4);
+        CHECK_EQ_INT(ops[0].bytes[2], 2 * 4);
+        CHECK_EQ_INT(ops[0].bytes[3], 4 * 72 * 4);
         CHECK_EQ_INT(ops[1].args.bias_act.rows, 4 * 2);
         CHECK_EQ_INT(ops[1].args.bias_act.cols, 36);
         CHECK_EQ_INT(ops[1].args.bias_act.act, HETCL_ACT_RELU);

@@ -123,6 +123,7 @@ static struct hetcl__slot global(enum hetcl__slot_kind kind)
 
 /* The list being written: ops[0 .. n), and the pass's task counter. */
 struct emit {
+    const struct hetcl__lowering *lw;
     struct hetcl__op *ops;
     int n, task, layer;
 };
@@ -138,10 +139,11 @@ static struct hetcl__op *add(struct emit *e, const struct hetcl_codelet *codelet
     return op;
 }
 
-static void buf(struct hetcl__op *op, struct hetcl__slot s, hetcl_access mode)
+static void buf(const struct emit *e, struct hetcl__op *op, struct hetcl__slot s, hetcl_access mode)
 {
     op->slot[op->n_buffers] = s;
-    op->mode[op->n_buffers++] = mode;
+    op->mode[op->n_buffers] = mode;
+    op->bytes[op->n_buffers++] = hetcl__slot_bytes(e->lw->spec, s, e->lw->rows);
 }
 
 #define SET_ARGS(op, member, value)                \
@@ -197,45 +199,45 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
                                               .k = shape_elems(&L->in_shape),
                                               .trans_b = true,
                                               .alpha = 1.0f}));
-        buf(op, in, HETCL_R);
-        buf(op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
-        buf(op, y, HETCL_W);
+        buf(e, op, in, HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+        buf(e, op, y, HETCL_W);
         if (!L->bias && act == HETCL_ACT_NONE)
             return; /* nothing to add, nothing to apply */
         op = add(e, &hetcl_op_bias_act_fwd_inplace, "fwd_act");
         SET_ARGS(op, bias_act,
                  ((struct hetcl_op_bias_act_args){.rows = rows, .cols = out, .act = act}));
-        buf(op, y, HETCL_RW);
-        buf(op, L->bias ? slot(HETCL__SLOT_BIAS, l) : global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+        buf(e, op, y, HETCL_RW);
+        buf(e, op, L->bias ? slot(HETCL__SLOT_BIAS, l) : global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         return;
     case HETCL_MODEL_LAYER_CONV2D:
         op = add(e, &hetcl_op_conv2d_fwd, "fwd_conv");
         SET_ARGS(op, conv2d, conv_args(L, rows));
-        buf(op, in, HETCL_R);
-        buf(op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
-        buf(op, L->bias ? slot(HETCL__SLOT_BIAS, l) : global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
-        buf(op, y, HETCL_W);
+        buf(e, op, in, HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+        buf(e, op, L->bias ? slot(HETCL__SLOT_BIAS, l) : global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+        buf(e, op, y, HETCL_W);
         if (act == HETCL_ACT_NONE)
             return;
         op = add(e, &hetcl_op_bias_act_fwd_inplace, "fwd_act");
         SET_ARGS(op, bias_act,
                  ((struct hetcl_op_bias_act_args){
                          .rows = rows * L->out_shape.dims[0], .cols = conv_plane(L), .act = act}));
-        buf(op, y, HETCL_RW);
-        buf(op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+        buf(e, op, y, HETCL_RW);
+        buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         return;
     case HETCL_MODEL_LAYER_MAXPOOL2D:
         op = add(e, &hetcl_op_maxpool_fwd, "fwd_maxpool");
         SET_ARGS(op, pool2d, pool_args(L, rows));
-        buf(op, in, HETCL_R);
-        buf(op, y, HETCL_W);
-        buf(op, slot(HETCL__SLOT_POOL_INDEX, l), HETCL_W);
+        buf(e, op, in, HETCL_R);
+        buf(e, op, y, HETCL_W);
+        buf(e, op, slot(HETCL__SLOT_POOL_INDEX, l), HETCL_W);
         return;
     case HETCL_MODEL_LAYER_AVGPOOL2D:
         op = add(e, &hetcl_op_avgpool_fwd, "fwd_avgpool");
         SET_ARGS(op, pool2d, pool_args(L, rows));
-        buf(op, in, HETCL_R);
-        buf(op, y, HETCL_W);
+        buf(e, op, in, HETCL_R);
+        buf(e, op, y, HETCL_W);
         return;
     case HETCL_MODEL_LAYER_FLATTEN:
         return; /* a view: the layers above read its input's slot */
@@ -269,10 +271,10 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
         SET_ARGS(op, bias_act,
                  ((struct hetcl_op_bias_act_args){
                          .rows = rows, .cols = out, .act = act_of(L->activation)}));
-        buf(op, slot(HETCL__SLOT_ACT, l), HETCL_R);
-        buf(op, slot(HETCL__SLOT_DACT, l), HETCL_R);
-        buf(op, slot(HETCL__SLOT_DZ, l), HETCL_W);
-        buf(op,
+        buf(e, op, slot(HETCL__SLOT_ACT, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_DACT, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_DZ, l), HETCL_W);
+        buf(e, op,
             L->type == HETCL_MODEL_LAYER_DENSE && L->bias ? slot(HETCL__SLOT_GRAD_B, l)
                                                           : global(HETCL__SLOT_SCRATCH_SUMS),
             HETCL_W);
@@ -286,46 +288,47 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
             op = add(e, &hetcl_op_gemm, "bwd_gemm_x");
             SET_ARGS(op, gemm,
                      ((struct hetcl_op_gemm_args){.m = rows, .n = n_in, .k = out, .alpha = 1.0f}));
-            buf(op, slot(HETCL__SLOT_DZ, l), HETCL_R);
-            buf(op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
-            buf(op, dx, HETCL_W);
+            buf(e, op, slot(HETCL__SLOT_DZ, l), HETCL_R);
+            buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+            buf(e, op, dx, HETCL_W);
         }
         /* grad_w = dz^T x ([out, rows] x [rows, in]) */
         op = add(e, &hetcl_op_gemm, "bwd_gemm_w");
         SET_ARGS(op, gemm,
                  ((struct hetcl_op_gemm_args){
                          .m = out, .n = n_in, .k = rows, .trans_a = true, .alpha = 1.0f}));
-        buf(op, slot(HETCL__SLOT_DZ, l), HETCL_R);
-        buf(op, in, HETCL_R);
-        buf(op, slot(HETCL__SLOT_GRAD_W, l), HETCL_W);
+        buf(e, op, slot(HETCL__SLOT_DZ, l), HETCL_R);
+        buf(e, op, in, HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_GRAD_W, l), HETCL_W);
         return;
     case HETCL_MODEL_LAYER_CONV2D:
         op = add(e, &hetcl_op_conv2d_bwd, "bwd_conv");
         SET_ARGS(op, conv2d, conv_args(L, rows));
-        buf(op, in, HETCL_R);
-        buf(op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
-        buf(op, slot(HETCL__SLOT_DZ, l), HETCL_R);
+        buf(e, op, in, HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_DZ, l), HETCL_R);
         /* conv2d_bwd forms dx whatever happens to it */
-        buf(op, need_dx ? dx : global(HETCL__SLOT_SCRATCH_DX), HETCL_W);
-        buf(op, slot(HETCL__SLOT_GRAD_W, l), HETCL_W);
-        buf(op, L->bias ? slot(HETCL__SLOT_GRAD_B, l) : global(HETCL__SLOT_SCRATCH_SUMS), HETCL_W);
+        buf(e, op, need_dx ? dx : global(HETCL__SLOT_SCRATCH_DX), HETCL_W);
+        buf(e, op, slot(HETCL__SLOT_GRAD_W, l), HETCL_W);
+        buf(e, op, L->bias ? slot(HETCL__SLOT_GRAD_B, l) : global(HETCL__SLOT_SCRATCH_SUMS),
+            HETCL_W);
         return;
     case HETCL_MODEL_LAYER_MAXPOOL2D:
         if (!need_dx)
             return;
         op = add(e, &hetcl_op_maxpool_bwd, "bwd_maxpool");
         SET_ARGS(op, pool2d, pool_args(L, rows));
-        buf(op, slot(HETCL__SLOT_DACT, l), HETCL_R);
-        buf(op, slot(HETCL__SLOT_POOL_INDEX, l), HETCL_R);
-        buf(op, dx, HETCL_W);
+        buf(e, op, slot(HETCL__SLOT_DACT, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_POOL_INDEX, l), HETCL_R);
+        buf(e, op, dx, HETCL_W);
         return;
     case HETCL_MODEL_LAYER_AVGPOOL2D:
         if (!need_dx)
             return;
         op = add(e, &hetcl_op_avgpool_bwd, "bwd_avgpool");
         SET_ARGS(op, pool2d, pool_args(L, rows));
-        buf(op, slot(HETCL__SLOT_DACT, l), HETCL_R);
-        buf(op, dx, HETCL_W);
+        buf(e, op, slot(HETCL__SLOT_DACT, l), HETCL_R);
+        buf(e, op, dx, HETCL_W);
         return;
     case HETCL_MODEL_LAYER_FLATTEN:
         return; /* a view: the layer above wrote its input's gradient directly */
@@ -341,9 +344,9 @@ static void sgd(struct emit *e, const struct hetcl__lowering *lw, int param,
     struct hetcl_op_sgd_args a = lw->sgd;
     a.n = lw->spec->params[param].n_elements;
     SET_ARGS(op, sgd, a);
-    buf(op, slot(w, l), HETCL_RW);
-    buf(op, slot(g, l), HETCL_R);
-    buf(op, slot(v, l), HETCL_RW);
+    buf(e, op, slot(w, l), HETCL_RW);
+    buf(e, op, slot(g, l), HETCL_R);
+    buf(e, op, slot(v, l), HETCL_RW);
 }
 
 static void update(struct emit *e, const struct hetcl__lowering *lw, int l)
@@ -360,7 +363,7 @@ static void update(struct emit *e, const struct hetcl__lowering *lw, int l)
 int hetcl__lower_layer(const struct hetcl__lowering *lw, int layer, unsigned passes,
                        struct hetcl__op *out)
 {
-    struct emit e = {.ops = out, .layer = layer};
+    struct emit e = {.lw = lw, .ops = out, .layer = layer};
     if (passes & HETCL__PASS_FORWARD)
         forward(&e, lw, layer);
     e.task = 0;
@@ -376,7 +379,7 @@ int hetcl__lower_layer(const struct hetcl__lowering *lw, int layer, unsigned pas
 int hetcl__lower_loss(const struct hetcl__lowering *lw, struct hetcl__op *out)
 {
     const hetcl_model_spec *spec = lw->spec;
-    struct emit e = {.ops = out, .layer = spec->n_layers};
+    struct emit e = {.lw = lw, .ops = out, .layer = spec->n_layers};
     const struct hetcl__slot logits = hetcl__lower_input_of(spec, spec->n_layers);
     struct hetcl__slot dlogits;
     if (!input_grad(spec, spec->n_layers, &dlogits))
@@ -391,23 +394,23 @@ int hetcl__lower_loss(const struct hetcl__lowering *lw, struct hetcl__op *out)
              ((struct hetcl_op_xent_args){.rows = lw->rows,
                                           .classes = shape_elems(&spec->output_shape),
                                           .scale = 1.0f / (float) lw->rows}));
-    buf(op, logits, HETCL_R);
-    buf(op, global(labels ? HETCL__SLOT_LABELS : HETCL__SLOT_TARGETS), HETCL_R);
-    buf(op, dlogits, HETCL_W);
-    buf(op, global(HETCL__SLOT_LOSS), HETCL_W);
+    buf(&e, op, logits, HETCL_R);
+    buf(&e, op, global(labels ? HETCL__SLOT_LABELS : HETCL__SLOT_TARGETS), HETCL_R);
+    buf(&e, op, dlogits, HETCL_W);
+    buf(&e, op, global(HETCL__SLOT_LOSS), HETCL_W);
     return e.n;
 }
 
 int hetcl__lower_softmax(const struct hetcl__lowering *lw, struct hetcl__op *out)
 {
     const hetcl_model_spec *spec = lw->spec;
-    struct emit e = {.ops = out, .layer = spec->n_layers};
+    struct emit e = {.lw = lw, .ops = out, .layer = spec->n_layers};
     struct hetcl__op *op = add(&e, &hetcl_op_softmax, "softmax");
     SET_ARGS(op, xent,
              ((struct hetcl_op_xent_args){
                      .rows = lw->rows, .classes = shape_elems(&spec->output_shape), .scale = 1}));
-    buf(op, hetcl__lower_input_of(spec, spec->n_layers), HETCL_R);
-    buf(op, global(HETCL__SLOT_OUTPUT), HETCL_W);
+    buf(&e, op, hetcl__lower_input_of(spec, spec->n_layers), HETCL_R);
+    buf(&e, op, global(HETCL__SLOT_OUTPUT), HETCL_W);
     return e.n;
 }
 

@@ -98,7 +98,8 @@ union hetcl__op_args {
 #define HETCL__LAYER_MAX_OPS  8 /* one layer's operators over every pass */
 
 /* One operator invocation: its buffers are slot[0 .. n_buffers) in the order <hetcl/ops.h>
- * documents for the codelet. */
+ * documents for the codelet, each with its access mode and its size for the lowering's rows
+ * (what the executor's storage must hold at least). */
 struct hetcl__op {
     const struct hetcl_codelet *codelet;
     const char *label; /* "fwd_gemm", "bwd_act", "sgd_w", ...: a task label for traces */
@@ -109,6 +110,7 @@ struct hetcl__op {
     unsigned n_buffers;
     struct hetcl__slot slot[HETCL__OP_MAX_BUFFERS];
     hetcl_access mode[HETCL__OP_MAX_BUFFERS];
+    size_t bytes[HETCL__OP_MAX_BUFFERS];
 };
 
 /* What to lower a layer for. */
@@ -185,13 +187,10 @@ struct hetcl__slot hetcl__param_slot(const hetcl_model_spec *spec, int param,
 
 /* ---- executors' common part ------------------------------------------------------------- */
 
-/* An executor's storage of one slot: a hetcl_handle *, a host pointer or a cl_mem (as the
- * executor says), and its size. at is NULL when the executor keeps nothing there. */
-struct hetcl__bound {
-    void *at;
-    size_t bytes;
-};
-typedef struct hetcl__bound (*hetcl__bind_fn)(const void *binder, struct hetcl__slot slot);
+/* An executor's storage of a slot: a hetcl_handle *, a host pointer or a cl_mem (as the
+ * executor says), holding at least the operator's bytes for that buffer; NULL when the
+ * executor keeps nothing there. */
+typedef void *(*hetcl__bind_fn)(const void *binder, struct hetcl__slot slot);
 
 /* Runtime tasks: binds each buffer to a hetcl_handle * and submits the operator as one task.
  * worker, label and footprint are the caller's to set per operator (label NULL: op->label;

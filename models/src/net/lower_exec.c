@@ -18,7 +18,7 @@ hetcl_status hetcl__exec_task(const struct hetcl__task_exec *x, const struct het
                                 .pin_worker = true,
                                 .label = x->label ? x->label : op->label};
     for (unsigned i = 0; i < op->n_buffers; i++) {
-        d.handles[i] = x->bind(x->binder, op->slot[i]).at;
+        d.handles[i] = x->bind(x->binder, op->slot[i]);
         d.modes[i] = op->mode[i];
         if (!d.handles[i])
             return HETCL_ERR_INTERNAL; /* the executor has no handle for a slot it was given */
@@ -30,16 +30,12 @@ hetcl_status hetcl__exec_host(const struct hetcl__op *op, hetcl__bind_fn bind, c
                               hetcl_runtime *rt, int worker)
 {
     void *ptrs[HETCL__OP_MAX_BUFFERS];
-    size_t sizes[HETCL__OP_MAX_BUFFERS];
-    for (unsigned i = 0; i < op->n_buffers; i++) {
-        struct hetcl__bound b = bind(binder, op->slot[i]);
-        ptrs[i] = b.at;
-        sizes[i] = b.bytes;
-    }
+    for (unsigned i = 0; i < op->n_buffers; i++)
+        ptrs[i] = bind(binder, op->slot[i]);
     const struct hetcl_host_call call = {.rt = rt,
                                          .worker = worker,
                                          .ptrs = ptrs,
-                                         .sizes = sizes,
+                                         .sizes = op->bytes,
                                          .args = &op->args,
                                          .args_size = op->args_size};
     return op->codelet->host(&call);
@@ -48,19 +44,14 @@ hetcl_status hetcl__exec_host(const struct hetcl__op *op, hetcl__bind_fn bind, c
 hetcl_status hetcl__exec_cl(struct hetcl__cl_exec *x, const struct hetcl__op *op)
 {
     cl_mem mems[HETCL__OP_MAX_BUFFERS];
-    size_t sizes[HETCL__OP_MAX_BUFFERS];
-    for (unsigned i = 0; i < op->n_buffers; i++) {
-        struct hetcl__bound b = x->bind(x->binder, op->slot[i]);
-        mems[i] = b.at;
-        sizes[i] = b.bytes;
-        if (!mems[i])
+    for (unsigned i = 0; i < op->n_buffers; i++)
+        if (!(mems[i] = x->bind(x->binder, op->slot[i])))
             return HETCL_ERR_INTERNAL;
-    }
     /* The enclosing task's call, with this operator's buffers and arguments; only its first
      * operator waits for the transfers into the device (the queue orders the rest). */
     struct hetcl_cl_call c = *x->call;
     c.mems = mems;
-    c.sizes = sizes;
+    c.sizes = op->bytes;
     c.args = &op->args;
     c.args_size = op->args_size;
     c.n_wait = x->started ? 0 : x->call->n_wait;

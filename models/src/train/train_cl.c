@@ -40,9 +40,9 @@ static hetcl_handle **handle_of(const struct tr_cl *c, struct hetcl__slot s)
 }
 
 /* The binding of the runtime-task executor: slots are the replica's handles. */
-static struct hetcl__bound bind_replica(const void *binder, struct hetcl__slot s)
+static void *bind_replica(const void *binder, struct hetcl__slot s)
 {
-    return (struct hetcl__bound){.at = *handle_of(binder, s)};
+    return *handle_of(binder, s);
 }
 
 /* Buffers: shared (RW_CONCURRENT), then each spec tensor's replica handle in spec order (W),
@@ -139,7 +139,6 @@ static const struct hetcl_codelet merge_codelet = {.name = "train_replica_merge"
 struct prepare_ctx {
     struct tr *t;
     struct tr_cl *c;
-    int64_t rows;
 };
 
 /* Registers a handle for each slot of the operators that has none yet, sized for the largest
@@ -151,10 +150,9 @@ static hetcl_status register_slots(void *user, const struct hetcl__op *ops, int 
     for (int k = 0; k < n; k++)
         for (unsigned i = 0; i < ops[k].n_buffers && st == HETCL_OK; i++) {
             hetcl_handle **h = handle_of(p->c, ops[k].slot[i]);
-            if (!*h) {
-                size_t bytes = hetcl__slot_bytes(p->c->spec, ops[k].slot[i], p->rows);
-                st = hetcl_handle_register(p->t->rt, NULL, bytes ? bytes : 4, h);
-            }
+            if (!*h)
+                st = hetcl_handle_register(p->t->rt, NULL, ops[k].bytes[i] ? ops[k].bytes[i] : 4,
+                                           h);
         }
     return st;
 }
@@ -182,7 +180,7 @@ hetcl_status hetcl__tr_cl_prepare(struct tr *t, struct tr_dev *d)
     if (!c->handle || !c->snapshot)
         return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "replica");
     /* Storage for every slot the program names, found by walking it at the largest batch. */
-    struct prepare_ctx p = {.t = t, .c = c, .rows = d->b_max};
+    struct prepare_ctx p = {.t = t, .c = c};
     struct hetcl__lowering lw = {.spec = spec, .rows = d->b_max};
     return hetcl__lower_training(&lw, HETCL__PASS_BACKWARD | HETCL__PASS_UPDATE, register_slots,
                                  &p);
