@@ -136,6 +136,11 @@ static const struct hetcl_codelet copy_in_codelet = {.name = "train_replica_in",
 static const struct hetcl_codelet merge_codelet = {.name = "train_replica_merge",
                                                    .host = merge_host};
 
+static const struct hetcl__slot input_slot = {HETCL__SLOT_INPUT, -1},
+                                labels_slot = {HETCL__SLOT_LABELS, -1},
+                                targets_slot = {HETCL__SLOT_TARGETS, -1},
+                                loss_slot = {HETCL__SLOT_LOSS, -1};
+
 struct prepare_ctx {
     struct tr *t;
     struct tr_cl *c;
@@ -182,8 +187,15 @@ hetcl_status hetcl__tr_cl_prepare(struct tr *t, struct tr_dev *d)
     /* Storage for every slot the program names, found by walking it at the largest batch. */
     struct prepare_ctx p = {.t = t, .c = c};
     struct hetcl__lowering lw = {.spec = spec, .rows = d->b_max};
-    return hetcl__lower_training(&lw, HETCL__PASS_BACKWARD | HETCL__PASS_UPDATE, register_slots,
-                                 &p);
+    hetcl_status st = hetcl__lower_training(&lw, HETCL__PASS_BACKWARD | HETCL__PASS_UPDATE,
+                                            register_slots, &p);
+    /* The copy-in gathers the labels even where the loss reads one-hot targets instead (it
+     * forms them from the labels). */
+    hetcl_handle **labels = handle_of(c, labels_slot);
+    if (st == HETCL_OK && !*labels)
+        st = hetcl_handle_register(t->rt, NULL, hetcl__slot_bytes(spec, labels_slot, d->b_max),
+                                   labels);
+    return st;
 }
 
 void hetcl__tr_cl_release(struct tr *t, struct tr_dev *d)
@@ -239,11 +251,6 @@ static hetcl_status submit_ops(void *user, const struct hetcl__op *ops, int n)
         st = hetcl__exec_task(user, &ops[i], NULL);
     return st;
 }
-
-static const struct hetcl__slot input_slot = {HETCL__SLOT_INPUT, -1},
-                                labels_slot = {HETCL__SLOT_LABELS, -1},
-                                targets_slot = {HETCL__SLOT_TARGETS, -1},
-                                loss_slot = {HETCL__SLOT_LOSS, -1};
 
 static hetcl_status submit(struct tr *t, struct tr_slot *s, bool sync)
 {
