@@ -45,6 +45,29 @@ static int param_of(const hetcl_infer_session *s, struct hetcl__slot slot)
     return hetcl__slot_param(s->plan->spec, slot);
 }
 
+/* The fused tasks' arguments. */
+struct fused_args {
+    hetcl_infer_session *s;
+    size_t share;
+    uint64_t req; /* the request's number (teams) */
+};
+
+/* The whole forward pass of a share as one task on its worker (the fused executors). */
+static struct hetcl_task_desc fused_desc(const hetcl_infer_session *s,
+                                         const struct hetcl__infer_share *sh,
+                                         const struct hetcl_codelet *codelet,
+                                         const struct fused_args *a)
+{
+    return (struct hetcl_task_desc){.codelet = codelet,
+                                    .args = a,
+                                    .args_size = sizeof *a,
+                                    .footprint =
+                                            hetcl_infer_footprint(s->plan->n_steps, 0, sh->rows),
+                                    .worker = sh->worker,
+                                    .pin_worker = true,
+                                    .label = "forward"};
+}
+
 /* ---- a task per operator ------------------------------------------------------------------ */
 
 struct share_ref {
@@ -95,12 +118,6 @@ static hetcl_status submit_per_operator(hetcl_infer_session *s, struct hetcl__in
 }
 
 /* ---- the fused host task ------------------------------------------------------------------ */
-
-struct fused_args {
-    hetcl_infer_session *s;
-    size_t share;
-    uint64_t req; /* the request's number (teams) */
-};
 
 /* A helper task of a team (see struct hetcl__infer_share). */
 struct helper_args {
@@ -196,17 +213,12 @@ static const struct hetcl_codelet fused_codelet = {.name = "infer_forward", .hos
 static hetcl_status submit_fused_host(hetcl_infer_session *s, struct hetcl__infer_share *sh)
 {
     struct fused_args a = {.s = s, .share = (size_t) (sh - s->shares), .req = ++sh->req};
-    const int last = s->plan->n_steps - 1;
-    struct hetcl_task_desc d = {.codelet = &fused_codelet,
-                                .n_buffers = 2,
-                                .handles = {sh->input, sh->out[last]},
-                                .modes = {HETCL_R, HETCL_W},
-                                .args = &a,
-                                .args_size = sizeof a,
-                                .footprint = hetcl_infer_footprint(s->plan->n_steps, 0, sh->rows),
-                                .worker = sh->worker,
-                                .pin_worker = true,
-                                .label = "forward"};
+    struct hetcl_task_desc d = fused_desc(s, sh, &fused_codelet, &a);
+    d.n_buffers = 2;
+    d.handles[0] = sh->input;
+    d.modes[0] = HETCL_R;
+    d.handles[1] = sh->out[s->plan->n_steps - 1];
+    d.modes[1] = HETCL_W;
     hetcl_status st = submit(s, sh, &d);
     for (int i = 0; st == HETCL_OK && sh->team && i < hetcl__infer_team_helper_tasks(sh->team);
          i++) {
@@ -281,14 +293,8 @@ static hetcl_status submit_fused_cl(hetcl_infer_session *s, struct hetcl__infer_
 {
     struct fused_args a = {.s = s, .share = (size_t) (sh - s->shares)};
     const hetcl_model_spec *spec = s->plan->spec;
-    struct hetcl_task_desc d = {.codelet = &fused_cl_codelet,
-                                .n_buffers = HETCL__INFER_CL_PARAMS + (unsigned) spec->n_params,
-                                .args = &a,
-                                .args_size = sizeof a,
-                                .footprint = hetcl_infer_footprint(s->plan->n_steps, 0, sh->rows),
-                                .worker = sh->worker,
-                                .pin_worker = true,
-                                .label = "forward"};
+    struct hetcl_task_desc d = fused_desc(s, sh, &fused_cl_codelet, &a);
+    d.n_buffers = HETCL__INFER_CL_PARAMS + (unsigned) spec->n_params;
     const struct {
         hetcl_handle *h;
         hetcl_access mode;

@@ -21,28 +21,6 @@ const char *hetcl_infer_op_name(enum hetcl_infer_op op)
     return (unsigned) op < sizeof op_names / sizeof op_names[0] ? op_names[op] : "?";
 }
 
-static int64_t shape_elems(const struct hetcl_model_shape *s)
-{
-    int64_t n = 1;
-    for (int i = 0; i < s->rank; i++)
-        n *= s->dims[i];
-    return n;
-}
-
-static hetcl_act act_of(enum hetcl_model_activation a)
-{
-    switch (a) {
-    case HETCL_MODEL_ACT_RELU:
-        return HETCL_ACT_RELU;
-    case HETCL_MODEL_ACT_SIGMOID:
-        return HETCL_ACT_SIGMOID;
-    case HETCL_MODEL_ACT_TANH:
-        return HETCL_ACT_TANH;
-    default:
-        return HETCL_ACT_NONE;
-    }
-}
-
 /* ---- seeded init ---------------------------------------------------------------------------- */
 
 static uint64_t fnv1a(const char *s)
@@ -118,7 +96,7 @@ static void add_step(hetcl_infer_plan *plan, enum hetcl_infer_op op, int layer,
     s->weight = s->bias = -1;
     if (l) {
         snprintf(s->name, sizeof s->name, "layers.%d.%s", layer, hetcl_infer_op_name(op));
-        s->act = act_of(l->activation);
+        s->act = hetcl__lower_act(l->activation);
         s->in_shape = l->in_shape;
         s->out_shape = l->out_shape;
         s->flops = l->flops;
@@ -130,8 +108,8 @@ static void add_step(hetcl_infer_plan *plan, enum hetcl_infer_op op, int layer,
         snprintf(s->name, sizeof s->name, "softmax");
         s->in_shape = s->out_shape = spec->output_shape;
     }
-    s->in_elems = shape_elems(&s->in_shape);
-    s->out_elems = shape_elems(&s->out_shape);
+    s->in_elems = hetcl__shape_elems(&s->in_shape);
+    s->out_elems = hetcl__shape_elems(&s->out_shape);
     /* The tasks of a share are the step's operators, as the lowering gives them. */
     struct hetcl__lowering lw = {.spec = spec, .rows = 1};
     struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
@@ -163,8 +141,8 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
     plan->spec = spec;
     plan->from_checkpoint = w->checkpoint != NULL;
     plan->seed = w->seed;
-    plan->in_elems = shape_elems(&spec->input_shape);
-    plan->n_classes = shape_elems(&spec->output_shape);
+    plan->in_elems = hetcl__shape_elems(&spec->input_shape);
+    plan->n_classes = hetcl__shape_elems(&spec->output_shape);
     plan->max_elems = plan->in_elems;
     plan->steps = hetcl__calloc((size_t) spec->n_layers + 1, sizeof *plan->steps);
     plan->params =

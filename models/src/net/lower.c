@@ -37,7 +37,7 @@ const char *hetcl__slot_kind_name(enum hetcl__slot_kind kind)
     return (unsigned) kind < HETCL__SLOT_KINDS ? slot_names[kind] : "?";
 }
 
-static int64_t shape_elems(const struct hetcl_model_shape *sh)
+int64_t hetcl__shape_elems(const struct hetcl_model_shape *sh)
 {
     int64_t n = 1;
     for (int d = 0; d < sh->rank; d++)
@@ -45,7 +45,7 @@ static int64_t shape_elems(const struct hetcl_model_shape *sh)
     return n;
 }
 
-static hetcl_act act_of(enum hetcl_model_activation a)
+hetcl_act hetcl__lower_act(enum hetcl_model_activation a)
 {
     switch (a) {
     case HETCL_MODEL_ACT_RELU:
@@ -186,8 +186,8 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
 {
     const struct hetcl_model_layer *L = &lw->spec->layers[l];
     const struct hetcl__slot in = hetcl__lower_input_of(lw->spec, l), y = slot(HETCL__SLOT_ACT, l);
-    const int64_t rows = lw->rows, out = shape_elems(&L->out_shape);
-    const hetcl_act act = act_of(L->activation);
+    const int64_t rows = lw->rows, out = hetcl__shape_elems(&L->out_shape);
+    const hetcl_act act = hetcl__lower_act(L->activation);
     struct hetcl__op *op;
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
@@ -196,7 +196,7 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         SET_ARGS(op, gemm,
                  ((struct hetcl_op_gemm_args){.m = rows,
                                               .n = out,
-                                              .k = shape_elems(&L->in_shape),
+                                              .k = hetcl__shape_elems(&L->in_shape),
                                               .trans_b = true,
                                               .alpha = 1.0f}));
         buf(e, op, in, HETCL_R);
@@ -259,8 +259,8 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
     const struct hetcl__slot in = hetcl__lower_input_of(lw->spec, l);
     struct hetcl__slot dx;
     const bool need_dx = input_grad(lw->spec, l, &dx);
-    const int64_t rows = lw->rows, out = shape_elems(&L->out_shape),
-                  n_in = shape_elems(&L->in_shape);
+    const int64_t rows = lw->rows, out = hetcl__shape_elems(&L->out_shape),
+                  n_in = hetcl__shape_elems(&L->in_shape);
     struct hetcl__op *op;
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
@@ -270,7 +270,7 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
         op = add(e, &hetcl_op_bias_act_bwd, "bwd_act");
         SET_ARGS(op, bias_act,
                  ((struct hetcl_op_bias_act_args){
-                         .rows = rows, .cols = out, .act = act_of(L->activation)}));
+                         .rows = rows, .cols = out, .act = hetcl__lower_act(L->activation)}));
         buf(e, op, slot(HETCL__SLOT_ACT, l), HETCL_R);
         buf(e, op, slot(HETCL__SLOT_DACT, l), HETCL_R);
         buf(e, op, slot(HETCL__SLOT_DZ, l), HETCL_W);
@@ -392,7 +392,7 @@ int hetcl__lower_loss(const struct hetcl__lowering *lw, struct hetcl__op *out)
                                "loss");
     SET_ARGS(op, xent,
              ((struct hetcl_op_xent_args){.rows = lw->rows,
-                                          .classes = shape_elems(&spec->output_shape),
+                                          .classes = hetcl__shape_elems(&spec->output_shape),
                                           .scale = 1.0f / (float) lw->rows}));
     buf(&e, op, logits, HETCL_R);
     buf(&e, op, global(labels ? HETCL__SLOT_LABELS : HETCL__SLOT_TARGETS), HETCL_R);
@@ -407,8 +407,9 @@ int hetcl__lower_softmax(const struct hetcl__lowering *lw, struct hetcl__op *out
     struct emit e = {.lw = lw, .ops = out, .layer = spec->n_layers};
     struct hetcl__op *op = add(&e, &hetcl_op_softmax, "softmax");
     SET_ARGS(op, xent,
-             ((struct hetcl_op_xent_args){
-                     .rows = lw->rows, .classes = shape_elems(&spec->output_shape), .scale = 1}));
+             ((struct hetcl_op_xent_args){.rows = lw->rows,
+                                          .classes = hetcl__shape_elems(&spec->output_shape),
+                                          .scale = 1}));
     buf(&e, op, hetcl__lower_input_of(spec, spec->n_layers), HETCL_R);
     buf(&e, op, global(HETCL__SLOT_OUTPUT), HETCL_W);
     return e.n;
@@ -457,7 +458,7 @@ static int64_t zero_bias_elems(const hetcl_model_spec *spec)
         const struct hetcl_model_layer *L = &spec->layers[l];
         int64_t need = 0;
         if (L->type == HETCL_MODEL_LAYER_DENSE && !L->bias)
-            need = shape_elems(&L->out_shape);
+            need = hetcl__shape_elems(&L->out_shape);
         if (L->type == HETCL_MODEL_LAYER_CONV2D)
             need = L->activation != HETCL_MODEL_ACT_NONE ? conv_plane(L) : 0;
         if (L->type == HETCL_MODEL_LAYER_CONV2D && !L->bias && L->out_shape.dims[0] > need)
@@ -474,8 +475,9 @@ static int64_t scratch_sums_elems(const hetcl_model_spec *spec)
         const struct hetcl_model_layer *L = &spec->layers[l];
         bool sums = L->type == HETCL_MODEL_LAYER_CONV2D ||
                     (L->type == HETCL_MODEL_LAYER_DENSE && !L->bias);
-        if (sums && shape_elems(&L->out_shape) > n)
-            n = shape_elems(&L->out_shape); /* >= a conv's out_c: its bias gradient fits too */
+        if (sums && hetcl__shape_elems(&L->out_shape) > n)
+            n = hetcl__shape_elems(
+                    &L->out_shape); /* >= a conv's out_c: its bias gradient fits too */
     }
     return n;
 }
@@ -509,11 +511,11 @@ struct hetcl__slot hetcl__param_slot(const hetcl_model_spec *spec, int param,
 
 int64_t hetcl__slot_elems(const hetcl_model_spec *spec, struct hetcl__slot s, int64_t rows)
 {
-    const int64_t classes = shape_elems(&spec->output_shape);
+    const int64_t classes = hetcl__shape_elems(&spec->output_shape);
     switch (s.kind) {
     case HETCL__SLOT_INPUT:
     case HETCL__SLOT_SCRATCH_DX:
-        return rows * shape_elems(&spec->input_shape);
+        return rows * hetcl__shape_elems(&spec->input_shape);
     case HETCL__SLOT_LABELS:
     case HETCL__SLOT_LOSS:
         return rows;
@@ -530,7 +532,7 @@ int64_t hetcl__slot_elems(const hetcl_model_spec *spec, struct hetcl__slot s, in
     case HETCL__SLOT_POOL_INDEX:
         if (s.layer < 0 || s.layer >= spec->n_layers)
             return 0;
-        return rows * shape_elems(&spec->layers[s.layer].out_shape);
+        return rows * hetcl__shape_elems(&spec->layers[s.layer].out_shape);
     case HETCL__SLOT_WEIGHT:
     case HETCL__SLOT_BIAS:
     case HETCL__SLOT_GRAD_W:

@@ -185,6 +185,11 @@ int hetcl__slot_param(const hetcl_model_spec *spec, struct hetcl__slot s);
 struct hetcl__slot hetcl__param_slot(const hetcl_model_spec *spec, int param,
                                      enum hetcl__slot_kind weight_kind);
 
+/* Small conversions every user of a spec's layers needs: the elements of a per-example shape,
+ * and the operators' activation (<hetcl/ops.h>) of a spec's. */
+int64_t hetcl__shape_elems(const struct hetcl_model_shape *sh);
+hetcl_act hetcl__lower_act(enum hetcl_model_activation a);
+
 /* ---- executors' common part ------------------------------------------------------------- */
 
 /* An executor's storage of a slot: a hetcl_handle *, a host pointer or a cl_mem (as the

@@ -11,14 +11,6 @@
 #include <stdint.h>
 #include <string.h>
 
-static int64_t shape_elems(const struct hetcl_model_shape *sh)
-{
-    int64_t n = 1;
-    for (int d = 0; d < sh->rank; d++)
-        n *= sh->dims[d];
-    return n;
-}
-
 hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, hetcl_net **out)
 {
     if (!out)
@@ -57,15 +49,15 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
                HETCL_NET_ALIGN_FLOATS * HETCL_NET_ALIGN_FLOATS;
     }
     net->n_params = off;
-    net->n_inputs = shape_elems(&spec->input_shape);
+    net->n_inputs = hetcl__shape_elems(&spec->input_shape);
     net->max_width = net->n_inputs;
     net->dense_only = true;
     for (int i = 0; i < spec->n_layers; i++) {
         const struct hetcl_model_layer *L = &spec->layers[i];
         struct hetcl_net_layer *nl = &net->layers[i];
         nl->type = L->type;
-        nl->in = shape_elems(&L->in_shape);
-        nl->out = shape_elems(&L->out_shape);
+        nl->in = hetcl__shape_elems(&L->in_shape);
+        nl->out = hetcl__shape_elems(&L->out_shape);
         nl->act = L->activation;
         nl->w_off = L->n_param_tensors > 0 ? net->param_off[L->first_param] : SIZE_MAX;
         nl->b_off = L->n_param_tensors > 1 ? net->param_off[L->first_param + 1] : SIZE_MAX;
