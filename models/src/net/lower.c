@@ -253,6 +253,23 @@ static bool input_grad(const hetcl_model_spec *spec, int l, struct hetcl__slot *
     return in.kind == HETCL__SLOT_ACT;
 }
 
+/* dz[l] = dact[l] act'(act[l]) over [rows][out], and the column sums of dz into dbias (a
+ * dense layer's bias gradient, or scratch). */
+static void act_backward(struct emit *e, const struct hetcl__lowering *lw, int l,
+                         struct hetcl__slot dbias)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    struct hetcl__op *op = add(e, &hetcl_op_bias_act_bwd, "bwd_act");
+    SET_ARGS(op, bias_act,
+             ((struct hetcl_op_bias_act_args){.rows = lw->rows,
+                                              .cols = hetcl__shape_elems(&L->out_shape),
+                                              .act = hetcl__lower_act(L->activation)}));
+    buf(e, op, slot(HETCL__SLOT_ACT, l), HETCL_R);
+    buf(e, op, slot(HETCL__SLOT_DACT, l), HETCL_R);
+    buf(e, op, slot(HETCL__SLOT_DZ, l), HETCL_W);
+    buf(e, op, dbias, HETCL_W);
+}
+
 static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
 {
     const struct hetcl_model_layer *L = &lw->spec->layers[l];
@@ -261,29 +278,11 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
     const bool need_dx = input_grad(lw->spec, l, &dx);
     const int64_t rows = lw->rows, out = hetcl__shape_elems(&L->out_shape),
                   n_in = hetcl__shape_elems(&L->in_shape);
+    const struct hetcl__slot sums = global(HETCL__SLOT_SCRATCH_SUMS);
     struct hetcl__op *op;
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
-    case HETCL_MODEL_LAYER_CONV2D:
-        /* dz = dact * act'(act); the bias gradient is the column sums for dense (conv2d_bwd
-         * forms a conv's per channel) */
-        op = add(e, &hetcl_op_bias_act_bwd, "bwd_act");
-        SET_ARGS(op, bias_act,
-                 ((struct hetcl_op_bias_act_args){
-                         .rows = rows, .cols = out, .act = hetcl__lower_act(L->activation)}));
-        buf(e, op, slot(HETCL__SLOT_ACT, l), HETCL_R);
-        buf(e, op, slot(HETCL__SLOT_DACT, l), HETCL_R);
-        buf(e, op, slot(HETCL__SLOT_DZ, l), HETCL_W);
-        buf(e, op,
-            L->type == HETCL_MODEL_LAYER_DENSE && L->bias ? slot(HETCL__SLOT_GRAD_B, l)
-                                                          : global(HETCL__SLOT_SCRATCH_SUMS),
-            HETCL_W);
-        break;
-    default:
-        break;
-    }
-    switch (L->type) {
-    case HETCL_MODEL_LAYER_DENSE:
+        act_backward(e, lw, l, L->bias ? slot(HETCL__SLOT_GRAD_B, l) : sums);
         if (need_dx) { /* dx = dz W ([rows, out] x [out, in]) */
             op = add(e, &hetcl_op_gemm, "bwd_gemm_x");
             SET_ARGS(op, gemm,
@@ -302,6 +301,7 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, slot(HETCL__SLOT_GRAD_W, l), HETCL_W);
         return;
     case HETCL_MODEL_LAYER_CONV2D:
+        act_backward(e, lw, l, sums); /* conv2d_bwd forms the bias gradient, per channel */
         op = add(e, &hetcl_op_conv2d_bwd, "bwd_conv");
         SET_ARGS(op, conv2d, conv_args(L, rows));
         buf(e, op, in, HETCL_R);
@@ -310,8 +310,7 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
         /* conv2d_bwd forms dx whatever happens to it */
         buf(e, op, need_dx ? dx : global(HETCL__SLOT_SCRATCH_DX), HETCL_W);
         buf(e, op, slot(HETCL__SLOT_GRAD_W, l), HETCL_W);
-        buf(e, op, L->bias ? slot(HETCL__SLOT_GRAD_B, l) : global(HETCL__SLOT_SCRATCH_SUMS),
-            HETCL_W);
+        buf(e, op, L->bias ? slot(HETCL__SLOT_GRAD_B, l) : sums, HETCL_W);
         return;
     case HETCL_MODEL_LAYER_MAXPOOL2D:
         if (!need_dx)
