@@ -191,6 +191,8 @@ static void check_slots(const hetcl_model_spec *spec)
             {{HETCL__SLOT_OUTPUT, -1}, R * 3, -1},
             {{HETCL__SLOT_ACT, 0}, R * 72, -1},
             {{HETCL__SLOT_POOL_INDEX, 1}, R * 18, -1},
+            {{HETCL__SLOT_POOL_INDEX, 0}, 0, -1}, /* not a maxpool: no indices */
+            {{HETCL__SLOT_ACT, 2}, 0, -1},        /* a view stores nothing */
             {{HETCL__SLOT_DZ, 3}, R * 5, -1},
             {{HETCL__SLOT_WEIGHT, 0}, 2 * 9, 0},
             {{HETCL__SLOT_GRAD_B, 0}, 2, 1},
@@ -215,6 +217,7 @@ static void check_slots(const hetcl_model_spec *spec)
         }
     }
     CHECK_EQ_INT(hetcl__slot_bytes(spec, (struct hetcl__slot){HETCL__SLOT_ACT, 0}, R), R * 72 * 4);
+    CHECK(hetcl__lower_is_view(spec, 2) && !hetcl__lower_is_view(spec, 1));
     /* every parameter's slots, in each role */
     for (int p = 0; p < spec->n_params; p++) {
         struct hetcl__slot w = hetcl__param_slot(spec, p, HETCL__SLOT_WEIGHT);

@@ -203,7 +203,7 @@ static hetcl_status make_act_buffers(hetcl_infer_session *s)
     uint8_t next = 0;
     for (int l = 0; l < spec->n_layers; l++) {
         s->act_buffer[l] = next;
-        if (spec->layers[l].type != HETCL_MODEL_LAYER_FLATTEN)
+        if (!hetcl__lower_is_view(spec, l))
             next ^= 1;
     }
     return HETCL_OK;

@@ -65,6 +65,11 @@ static bool is_view(const struct hetcl_model_layer *L)
     return L->type == HETCL_MODEL_LAYER_FLATTEN;
 }
 
+bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer)
+{
+    return is_view(&spec->layers[layer]);
+}
+
 hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec, int layer)
 {
     const struct hetcl_model_layer *L = &spec->layers[layer];
@@ -528,10 +533,15 @@ int64_t hetcl__slot_elems(const hetcl_model_spec *spec, struct hetcl__slot s, in
     case HETCL__SLOT_ACT:
     case HETCL__SLOT_DACT:
     case HETCL__SLOT_DZ:
-    case HETCL__SLOT_POOL_INDEX:
+    case HETCL__SLOT_POOL_INDEX: {
         if (s.layer < 0 || s.layer >= spec->n_layers)
             return 0;
-        return rows * hetcl__shape_elems(&spec->layers[s.layer].out_shape);
+        const struct hetcl_model_layer *L = &spec->layers[s.layer];
+        if (is_view(L) ||
+            (s.kind == HETCL__SLOT_POOL_INDEX && L->type != HETCL_MODEL_LAYER_MAXPOOL2D))
+            return 0;
+        return rows * hetcl__shape_elems(&L->out_shape);
+    }
     case HETCL__SLOT_WEIGHT:
     case HETCL__SLOT_BIAS:
     case HETCL__SLOT_GRAD_W:

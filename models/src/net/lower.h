@@ -168,9 +168,13 @@ hetcl_status hetcl__lower_inference(const struct hetcl__lowering *lw, hetcl__ops
  * output of the nearest layer below that is not a view, or the network's input. */
 struct hetcl__slot hetcl__lower_input_of(const hetcl_model_spec *spec, int layer);
 
+/* Whether layer `layer` is a view (flatten): no operators and no storage of its own. */
+bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer);
+
 /* Elements of a slot for `rows` examples (floats, or int32 for labels and pool indices: 4
- * bytes each either way); 0 for a slot the spec has no storage for (the bias of a bias-less
- * layer, a pool's weight). */
+ * bytes each either way); 0 for a slot nothing stores (a view's activation, the pool index of
+ * a layer that is not a maxpool, the bias of a bias-less layer, a pool's weight). Executors
+ * that lay storage out ahead of the program size it with this. */
 int64_t hetcl__slot_elems(const hetcl_model_spec *spec, struct hetcl__slot s, int64_t rows);
 size_t hetcl__slot_bytes(const hetcl_model_spec *spec, struct hetcl__slot s, int64_t rows);
 

@@ -251,27 +251,25 @@ HOT static void sgd_row(float *w, float *v, const float *g, int64_t n,
  * (hetcl__sgemm, cache-blocked micro-kernels); below it, packing costs more than it saves. */
 #define GEMM_MIN_ROWS 8
 
-/* Workspace: the output of every layer that is not a view, two gradient buffers, a gradient
- * row, a bias gradient, zeros, the largest weight tensor's gradient, then the maxpool layers'
- * winners. */
+/* Workspace: the output of every layer that has one (not a view), two gradient buffers, a
+ * gradient row, a bias gradient, zeros, the largest weight tensor's gradient, then the pool
+ * indices of the layers that have some; each sized as the lowering sizes its slot. */
 size_t hetcl__net_ws_layout(const hetcl_net *net, int64_t rows, float *ws, struct hetcl_net_ws *L)
 {
-    size_t r = (size_t) (rows > 0 ? rows : 1), off = 0, wmax = 0;
-    const size_t wide = pad(r * (size_t) net->max_width), row = pad((size_t) net->max_width);
+    const hetcl_model_spec *spec = net->spec;
+    const int64_t r = rows > 0 ? rows : 1;
+    size_t off = 0, wmax = 0;
     for (int i = 0; i < net->n_layers; i++) {
-        const struct hetcl_net_layer *nl = &net->layers[i];
-        if (L) {
-            L->act[i] = nl->type == HETCL_MODEL_LAYER_FLATTEN ? NULL : ws + off;
-            L->idx[i] = NULL;
-        }
-        if (nl->type != HETCL_MODEL_LAYER_FLATTEN)
-            off += pad(r * (size_t) nl->out);
-        size_t wn = nl->type == HETCL_MODEL_LAYER_DENSE ? (size_t) (nl->in * nl->out)
-                    : nl->type == HETCL_MODEL_LAYER_CONV2D
-                            ? (size_t) (nl->out_c * nl->in_c * nl->k_h * nl->k_w)
-                            : 0;
-        wmax = wn > wmax ? wn : wmax;
+        size_t n = (size_t) hetcl__slot_elems(spec, (struct hetcl__slot){HETCL__SLOT_ACT, i}, r);
+        if (L)
+            L->act[i] = n ? ws + off : NULL;
+        off += pad(n);
     }
+    for (int p = 0; p < spec->n_params; p++)
+        if ((size_t) spec->params[p].n_elements > wmax)
+            wmax = (size_t) spec->params[p].n_elements;
+    const size_t wide = pad((size_t) r * (size_t) net->max_width),
+                 row = pad((size_t) net->max_width);
     if (L) {
         float *d[2] = {ws + off, ws + off + wide};
         L->g = d[1] + wide;
@@ -283,18 +281,17 @@ size_t hetcl__net_ws_layout(const hetcl_net *net, int64_t rows, float *ws, struc
          * alternate, so that each writes its input's gradient into the other one. */
         int k = 0;
         for (int i = net->n_layers - 1; i >= 0; i--)
-            L->delta[i] = net->layers[i].type == HETCL_MODEL_LAYER_FLATTEN ? NULL : d[k++ & 1];
+            L->delta[i] = hetcl__lower_is_view(spec, i) ? NULL : d[k++ & 1];
     }
     off += 2 * wide + 3 * row + pad(wmax);
     for (int i = 0; i < net->n_layers; i++) {
-        const struct hetcl_net_layer *nl = &net->layers[i];
-        if (nl->type != HETCL_MODEL_LAYER_MAXPOOL2D)
-            continue;
-        /* int32 winners in the float array: malloc'd memory takes the type of its stores, and
+        size_t n = (size_t) hetcl__slot_elems(spec, (struct hetcl__slot){HETCL__SLOT_POOL_INDEX, i},
+                                              r);
+        /* int32 indices in the float array: malloc'd memory takes the type of its stores, and
          * these are only ever stored and loaded as int32. */
         if (L)
-            L->idx[i] = (int32_t *) (void *) (ws + off);
-        off += pad(r * (size_t) nl->out);
+            L->idx[i] = n ? (int32_t *) (void *) (ws + off) : NULL;
+        off += pad(n);
     }
     return off;
 }
