@@ -39,7 +39,8 @@ static hetcl_status submit(hetcl_infer_session *s, struct hetcl__infer_share *sh
     return st;
 }
 
-/* The weight or bias slots of every executor: an index into the spec's parameters. */
+/* The weight or bias slots of every executor: an index into the spec's parameters (the
+ * lowering names only tensors that the layer has). */
 static int param_of(const hetcl_infer_session *s, struct hetcl__slot slot)
 {
     return hetcl__slot_param(s->plan->spec, slot);
@@ -78,7 +79,6 @@ struct share_ref {
 static void *bind_handles(const void *binder, struct hetcl__slot slot)
 {
     const struct share_ref *b = binder;
-    const int p = param_of(b->s, slot);
     switch (slot.kind) {
     case HETCL__SLOT_INPUT:
         return b->sh->input;
@@ -92,7 +92,7 @@ static void *bind_handles(const void *binder, struct hetcl__slot slot)
         return b->s->zeros;
     case HETCL__SLOT_WEIGHT:
     case HETCL__SLOT_BIAS:
-        return p >= 0 ? b->s->weights[p] : NULL;
+        return b->s->weights[param_of(b->s, slot)];
     default:
         return NULL; /* inference names no other slot */
     }
@@ -144,7 +144,6 @@ struct host_binding {
 static void *bind_host(const void *binder, struct hetcl__slot slot)
 {
     const struct host_binding *b = binder;
-    const int p = param_of(b->s, slot);
     switch (slot.kind) {
     case HETCL__SLOT_INPUT:
         return b->input;
@@ -159,7 +158,7 @@ static void *bind_host(const void *binder, struct hetcl__slot slot)
     case HETCL__SLOT_WEIGHT:
     case HETCL__SLOT_BIAS:
         /* the plan's arrays, which the session's weight handles keep valid (only read) */
-        return p >= 0 ? b->s->plan->params[p] : NULL;
+        return b->s->plan->params[param_of(b->s, slot)];
     default:
         return NULL;
     }
@@ -244,7 +243,6 @@ struct cl_binding {
 static void *bind_cl(const void *binder, struct hetcl__slot slot)
 {
     const struct cl_binding *b = binder;
-    const int p = param_of(b->s, slot);
     switch (slot.kind) {
     case HETCL__SLOT_INPUT:
         return b->mems[HETCL__INFER_CL_INPUT];
@@ -258,7 +256,7 @@ static void *bind_cl(const void *binder, struct hetcl__slot slot)
         return b->mems[HETCL__INFER_CL_ZERO_BIAS];
     case HETCL__SLOT_WEIGHT:
     case HETCL__SLOT_BIAS:
-        return p >= 0 ? b->mems[HETCL__INFER_CL_PARAMS + p] : NULL;
+        return b->mems[HETCL__INFER_CL_PARAMS + param_of(b->s, slot)];
     default:
         return NULL;
     }
