@@ -26,13 +26,18 @@
  *     }
  *     n = hetcl__lower_softmax(&lw, ops);     // inference: probabilities into the output slot
  *
+ * Whole programs, in the order to run them, come from hetcl__lower_training and
+ * hetcl__lower_inference (one call per layer pass with its operators).
+ *
  * Views: a flatten layer has no operators and no slots of its own; the layers above it read
  * (and the backward pass writes) the slots of the layer below it, or the input. So every slot
  * an operator names holds data, and a gradient is only formed where a layer below consumes it.
  *
- * To add a layer type: its shape checks in hetcl__lower_check, its operators in lower.c's
- * forward, backward and update functions, and any new slot in enum hetcl__slot_kind with its
- * size in hetcl__slot_elems. Every executor then runs it.
+ * To add a layer type (once the spec parser knows it and its shapes): its shape checks in
+ * hetcl__lower_check, its operators in lower.c's forward, backward and update functions, and
+ * any new slot in enum hetcl__slot_kind with its size in hetcl__slot_elems. Every executor then
+ * runs it (binding a new slot kind is each executor's one addition); inference plans also name
+ * the step for reports (enum hetcl_infer_op).
  */
 #ifndef HETCL_NET_LOWER_H
 #define HETCL_NET_LOWER_H
