@@ -6,7 +6,8 @@
  * with a second host worker serving the replicas), with both devices
  * applying updates and the replica merges accounted. The same for a conv net (conv2d,
  * maxpool2d, avgpool2d, flatten: the conv operators on the device): one step equals the
- * reference, hogbatch and sync learn. Exits 77 without an OpenCL device.
+ * reference, hogbatch and sync learn. One step of a sigmoid cross-entropy net with a bias-less
+ * layer equals the reference too. Exits 77 without an OpenCL device.
  */
 #include "harness.h"
 #include "train_impl.h"
@@ -39,6 +40,14 @@ static const char *spec_json =
         " \"layers\": [{\"type\": \"dense\", \"units\": 48, \"activation\": \"relu\"},"
         " {\"type\": \"dense\", \"units\": 24, \"activation\": \"tanh\"},"
         " {\"type\": \"dense\", \"units\": 3}], \"loss\": \"softmax_cross_entropy\"}";
+
+/* Sigmoid cross-entropy (the replica forms one-hot targets from the labels) with a bias-less
+ * hidden layer (a zero bias for its activation, its bias sums to scratch). */
+static const char *sigmoid_json =
+        "{\"schema_version\": 1, \"name\": \"sig\", \"input\": {\"shape\": [20]},"
+        " \"layers\": [{\"type\": \"dense\", \"units\": 16, \"activation\": \"relu\","
+        " \"bias\": false}, {\"type\": \"dense\", \"units\": 3}],"
+        " \"loss\": \"sigmoid_cross_entropy\"}";
 
 static hetcl_dataset *blobs(hetcl_context *ctx, int64_t n, uint64_t seed)
 {
@@ -224,10 +233,17 @@ int main(void)
         together(ctx, conv, tr, te, HETCL_TRAIN_HOGBATCH, 0);
         together(ctx, conv, tr, te, HETCL_TRAIN_SYNC, 0);
     }
+    hetcl_model_spec *sig = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "sig", sigmoid_json, strlen(sigmoid_json), &sig));
+    if (sig && tr) {
+        one_step(ctx, sig, tr, HETCL_TRAIN_SINGLE);
+        one_step(ctx, sig, tr, HETCL_TRAIN_SYNC);
+    }
     hetcl_dataset_destroy(tr);
     hetcl_dataset_destroy(te);
     hetcl_model_spec_destroy(spec);
     hetcl_model_spec_destroy(conv);
+    hetcl_model_spec_destroy(sig);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_train_cl");
 }

@@ -1,6 +1,20 @@
-/* Shared by the files of models/src/infer. Internal. */
+/*
+ * Shared by the files of models/src/infer. Internal.
+ *   infer_plan.c     plans: steps, weights, splits (hetcl/infer.h)
+ *   infer_ref.c      the naive double-precision reference
+ *   infer_session.c  sessions: shares and their storage, requests, times
+ *   infer_exec.c     a share's lowered forward program (net/lower.h) run by one of three
+ *                    executors: a task per operator, one fused host task, one fused OpenCL task
+ *   infer_gemv.c     the fused host task's dense product at a few rows
+ *   infer_team.c     host workers helping that product
+ */
 #ifndef HETCL_INFER_IMPL_H
 #define HETCL_INFER_IMPL_H
+
+#include "net/lower.h"
+
+#include <hetcl/infer.h>
+#include <hetcl/runtime.h>
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -56,6 +70,12 @@ struct hetcl__infer_team {
     float *y;
 };
 
+/* The team's helper tasks per request: every part but the lead's and the waiting caller's. */
+static inline int hetcl__infer_team_helper_tasks(const struct hetcl__infer_team *t)
+{
+    return t->n_part - 1 - (t->caller_part ? 1 : 0);
+}
+
 /* Whether a dense layer of n units and k inputs is worth a team. */
 bool hetcl__infer_team_worth(const struct hetcl__infer_team *t, int64_t n, int64_t k);
 /* The lead: y = x W^T for rows m (as hetcl__infer_gemv_nt), with the team's helpers. */
@@ -71,5 +91,99 @@ void hetcl__infer_team_help(struct hetcl__infer_team *t, int part, uint64_t req)
  * a new phase, or pauses; false once request `req` is finished. *seen and *spins start at 0. */
 bool hetcl__infer_team_poll(struct hetcl__infer_team *t, int part, uint64_t req, uint64_t *seen,
                             unsigned *spins);
+
+/* ---- Sessions (infer_session.c) and their executors (infer_exec.c) ----------------------- */
+
+/* Helper tasks a share keeps track of after their request (see struct hetcl__infer_share). */
+#define HETCL_INFER_HELPERS_PENDING 64
+
+/* The fused OpenCL task's buffers, by name: the share's input and output, the two activation
+ * buffers that consecutive layers alternate between, the pool indices, the zero bias, then
+ * every spec parameter in spec order. */
+enum hetcl__infer_fused_cl_buffer {
+    HETCL__INFER_CL_INPUT = 0,
+    HETCL__INFER_CL_OUTPUT,
+    HETCL__INFER_CL_ACT0,
+    HETCL__INFER_CL_ACT1,
+    HETCL__INFER_CL_POOL_INDEX,
+    HETCL__INFER_CL_ZERO_BIAS,
+    HETCL__INFER_CL_PARAMS,
+};
+
+/* One share: its rows of the batch on one worker, its lowered forward program and the storage
+ * its executor binds the program's slots to. */
+struct hetcl__infer_share {
+    int worker;
+    int64_t rows, row0;
+    /* The forward program for `rows` (hetcl__lower_inference), run on every request. */
+    struct hetcl__op *ops;
+    int n_ops;
+    hetcl_handle *input;
+    /* Per step: its output handle where the program names one (act[l]; the last step: the
+     * output), else NULL; fused: only the last step's. */
+    hetcl_handle **out;
+    hetcl_handle **argmax; /* per step: a maxpool's pool_index handle, else NULL */
+    /* Fused (a host worker): the whole forward pass is one task, with its intermediate
+     * activations in host scratch owned by the share, and each step timed inside the task. */
+    bool fused;
+    /* Fused on an OpenCL worker (fuse_opencl): one task enqueues every step's kernels; the
+     * activations alternate between act[0] and act[1], pool indices in am. */
+    bool fused_cl;
+    hetcl_handle *act[2], *am;
+    float *scratch[2];
+    int32_t *argmax_scratch;
+    /* Per step, cumulative; written only by the share's task, read at any time (a reader may
+     * see a request's first steps before its last: atomics keep that a small bias, not a
+     * race). */
+    _Atomic uint64_t *layer_ns;
+    void *layer_ns_mem; /* the allocation behind layer_ns */
+    _Atomic uint64_t runs;
+    /* References to the first and the last task of the request in flight (its sub-graph is a
+     * chain: the first starts before the others, the last ends after them), for the request's
+     * times; released by hetcl_infer_session_wait. NULL when none. A per-operator share keeps
+     * every task instead (op_task, op_step: its step; first and last then point into op_task),
+     * so that each step's time can be read once the request is done. */
+    hetcl_task *first, *last;
+    hetcl_task **op_task; /* n_ops entries for a per-operator share, else NULL */
+    int *op_step;
+    int n_op_task;
+    /* Per step, the time of the last request waited for (hetcl_infer_session_step_ns), and for
+     * a fused share the cumulative layer_ns when it was taken (the next request's base). */
+    uint64_t *step_ns, *layer_mark;
+    bool have_step_ns;
+    /* A fused share at a few rows with helper workers or the waiting caller: its team
+     * (above), the helpers' worker indices, the number of the request in flight, and its
+     * helper tasks (NULL when none is in flight). */
+    struct hetcl__infer_team *team;
+    int helpers[HETCL_INFER_TEAM_MAX - 1];
+    uint64_t req;
+    hetcl_task *helper_tasks[HETCL_INFER_TEAM_MAX - 1];
+    /* Helper tasks of requests already waited for: done, or still queued behind other work
+     * on their worker (they return as soon as they run). Dropped once done; destroy waits. */
+    hetcl_task *pending[HETCL_INFER_HELPERS_PENDING];
+    int n_pending;
+};
+
+struct hetcl_infer_session {
+    hetcl_context *ctx;
+    hetcl_runtime *rt;
+    const hetcl_infer_plan *plan;
+    int64_t batch;
+    hetcl_handle **weights; /* per spec param */
+    hetcl_handle *zeros;    /* the zero_bias slot */
+    float *zero_host;       /* the same, for fused host tasks (never written) */
+    /* Fused shares: which of the two activation buffers each layer's output goes to
+     * (consecutive layers that are not views alternate). */
+    uint8_t *act_buffer;
+    size_t n_shares;
+    struct hetcl__infer_share *shares;
+    int *step_worker;                       /* pipeline: the worker of each step; NULL otherwise */
+    struct hetcl_infer_request_times times; /* of the last request waited for */
+    bool have_times;
+};
+
+/* Submits one request's tasks of a share with its executor (infer_exec.c): a task per
+ * operator, or the fused host task (and its team's helper tasks), or the fused OpenCL task. */
+hetcl_status hetcl__infer_share_submit(hetcl_infer_session *s, struct hetcl__infer_share *sh);
 
 #endif /* HETCL_INFER_IMPL_H */

@@ -2,6 +2,7 @@
  * Inference plans (hetcl/infer.h): the spec's layers as forward steps with shapes and costs, the
  * weights from a checkpoint or a seeded init, and the proportional batch split.
  */
+#include "net/lower.h"
 #include <hetcl_internal/base.h>
 #include <hetcl_internal/prng.h>
 
@@ -18,28 +19,6 @@ static const char *const op_names[] = {"dense",     "conv2d",  "maxpool2d",
 const char *hetcl_infer_op_name(enum hetcl_infer_op op)
 {
     return (unsigned) op < sizeof op_names / sizeof op_names[0] ? op_names[op] : "?";
-}
-
-static int64_t shape_elems(const struct hetcl_model_shape *s)
-{
-    int64_t n = 1;
-    for (int i = 0; i < s->rank; i++)
-        n *= s->dims[i];
-    return n;
-}
-
-static hetcl_act act_of(enum hetcl_model_activation a)
-{
-    switch (a) {
-    case HETCL_MODEL_ACT_RELU:
-        return HETCL_ACT_RELU;
-    case HETCL_MODEL_ACT_SIGMOID:
-        return HETCL_ACT_SIGMOID;
-    case HETCL_MODEL_ACT_TANH:
-        return HETCL_ACT_TANH;
-    default:
-        return HETCL_ACT_NONE;
-    }
 }
 
 /* ---- seeded init ---------------------------------------------------------------------------- */
@@ -117,7 +96,7 @@ static void add_step(hetcl_infer_plan *plan, enum hetcl_infer_op op, int layer,
     s->weight = s->bias = -1;
     if (l) {
         snprintf(s->name, sizeof s->name, "layers.%d.%s", layer, hetcl_infer_op_name(op));
-        s->act = act_of(l->activation);
+        s->act = hetcl__lower_act(l->activation);
         s->in_shape = l->in_shape;
         s->out_shape = l->out_shape;
         s->flops = l->flops;
@@ -129,22 +108,13 @@ static void add_step(hetcl_infer_plan *plan, enum hetcl_infer_op op, int layer,
         snprintf(s->name, sizeof s->name, "softmax");
         s->in_shape = s->out_shape = spec->output_shape;
     }
-    s->in_elems = shape_elems(&s->in_shape);
-    s->out_elems = shape_elems(&s->out_shape);
-    switch (op) {
-    case HETCL_INFER_DENSE:
-        s->n_tasks = 2;
-        break;
-    case HETCL_INFER_CONV2D:
-        s->n_tasks = s->act == HETCL_ACT_NONE ? 1 : 2;
-        break;
-    case HETCL_INFER_FLATTEN:
-        s->n_tasks = 0;
-        break;
-    default:
-        s->n_tasks = 1;
-        break;
-    }
+    s->in_elems = hetcl__shape_elems(&s->in_shape);
+    s->out_elems = hetcl__shape_elems(&s->out_shape);
+    /* The tasks of a share are the step's operators, as the lowering gives them. */
+    struct hetcl__lowering lw = {.spec = spec, .rows = 1};
+    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+    s->n_tasks = l ? hetcl__lower_layer(&lw, layer, HETCL__PASS_FORWARD, ops)
+                   : hetcl__lower_softmax(&lw, ops);
     if (s->out_elems > plan->max_elems)
         plan->max_elems = s->out_elems;
 }
@@ -171,8 +141,8 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
     plan->spec = spec;
     plan->from_checkpoint = w->checkpoint != NULL;
     plan->seed = w->seed;
-    plan->in_elems = shape_elems(&spec->input_shape);
-    plan->n_classes = shape_elems(&spec->output_shape);
+    plan->in_elems = hetcl__shape_elems(&spec->input_shape);
+    plan->n_classes = hetcl__shape_elems(&spec->output_shape);
     plan->max_elems = plan->in_elems;
     plan->steps = hetcl__calloc((size_t) spec->n_layers + 1, sizeof *plan->steps);
     plan->params =
@@ -191,6 +161,11 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
     }
     for (int i = 0; i < spec->n_layers; i++) {
         const struct hetcl_model_layer *l = &spec->layers[i];
+        hetcl_status ls = hetcl__lower_check(ctx, spec, i); /* operators that run the layer */
+        if (ls != HETCL_OK) {
+            hetcl_infer_plan_destroy(plan);
+            return ls;
+        }
         enum hetcl_infer_op op = HETCL_INFER_DENSE;
         switch (l->type) {
         case HETCL_MODEL_LAYER_DENSE:
@@ -200,26 +175,14 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
             op = HETCL_INFER_CONV2D;
             break;
         case HETCL_MODEL_LAYER_MAXPOOL2D:
+            op = HETCL_INFER_MAXPOOL;
+            break;
         case HETCL_MODEL_LAYER_AVGPOOL2D:
-            op = l->type == HETCL_MODEL_LAYER_MAXPOOL2D ? HETCL_INFER_MAXPOOL : HETCL_INFER_AVGPOOL;
-            /* The pool operators take one square size and stride. */
-            if (l->kernel[0] != l->kernel[1] || l->stride[0] != l->stride[1]) {
-                hetcl_infer_plan_destroy(plan);
-                return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                                   "%s: layers[%d]: pools need a square size and stride",
-                                   spec->source, i);
-            }
+            op = HETCL_INFER_AVGPOOL;
             break;
         case HETCL_MODEL_LAYER_FLATTEN:
             op = HETCL_INFER_FLATTEN;
             break;
-        }
-        if (op == HETCL_INFER_CONV2D &&
-            (l->stride[0] != l->stride[1] || l->padding[0] != l->padding[1])) {
-            hetcl_infer_plan_destroy(plan);
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: conv2d needs equal strides and paddings",
-                               spec->source, i);
         }
         add_step(plan, op, i, l, spec);
     }

@@ -1,4 +1,5 @@
 /* The network's parameter layout and its seeded initialisation (see <hetcl/net.h>). */
+#include "net/lower.h"
 #include "net_impl.h"
 
 #include <hetcl_internal/base.h>
@@ -9,48 +10,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-/* The host operators take one stride and one padding for both axes and square pooling
- * windows (ops.h): other shapes are refused here, naming the layer, rather than trained
- * wrongly. */
-static hetcl_status check_layer(hetcl_context *ctx, const hetcl_model_spec *spec, int i)
-{
-    const struct hetcl_model_layer *L = &spec->layers[i];
-    const char *type = hetcl_model_layer_type_name(L->type);
-    switch (L->type) {
-    case HETCL_MODEL_LAYER_DENSE:
-    case HETCL_MODEL_LAYER_FLATTEN:
-        return HETCL_OK;
-    case HETCL_MODEL_LAYER_CONV2D:
-        if (L->stride[0] != L->stride[1] || L->padding[0] != L->padding[1])
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: conv2d with stride [%lld, %lld] and padding "
-                               "[%lld, %lld]: training supports equal values on both axes",
-                               spec->source, i, (long long) L->stride[0], (long long) L->stride[1],
-                               (long long) L->padding[0], (long long) L->padding[1]);
-        return HETCL_OK;
-    case HETCL_MODEL_LAYER_MAXPOOL2D:
-    case HETCL_MODEL_LAYER_AVGPOOL2D:
-        if (L->kernel[0] != L->kernel[1] || L->stride[0] != L->stride[1])
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: %s with size [%lld, %lld] and stride [%lld, %lld]: "
-                               "training supports square windows and equal strides",
-                               spec->source, i, type, (long long) L->kernel[0],
-                               (long long) L->kernel[1], (long long) L->stride[0],
-                               (long long) L->stride[1]);
-        return HETCL_OK;
-    }
-    return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED, "%s: layers[%d]: %s layers cannot be trained",
-                       spec->source, i, type);
-}
-
-static int64_t shape_elems(const struct hetcl_model_shape *sh)
-{
-    int64_t n = 1;
-    for (int d = 0; d < sh->rank; d++)
-        n *= sh->dims[d];
-    return n;
-}
 
 hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, hetcl_net **out)
 {
@@ -67,8 +26,8 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
     if (spec->n_layers > HETCL_NET_MAX_LAYERS)
         return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED, "%s: %d layers: training supports up to %d",
                            spec->source, spec->n_layers, HETCL_NET_MAX_LAYERS);
-    for (int i = 0; i < spec->n_layers; i++) {
-        hetcl_status s = check_layer(ctx, spec, i);
+    for (int i = 0; i < spec->n_layers; i++) { /* every layer has operators that train it */
+        hetcl_status s = hetcl__lower_check(ctx, spec, i);
         if (s != HETCL_OK)
             return s;
     }
@@ -90,15 +49,15 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
                HETCL_NET_ALIGN_FLOATS * HETCL_NET_ALIGN_FLOATS;
     }
     net->n_params = off;
-    net->n_inputs = shape_elems(&spec->input_shape);
+    net->n_inputs = hetcl__shape_elems(&spec->input_shape);
     net->max_width = net->n_inputs;
     net->dense_only = true;
     for (int i = 0; i < spec->n_layers; i++) {
         const struct hetcl_model_layer *L = &spec->layers[i];
         struct hetcl_net_layer *nl = &net->layers[i];
         nl->type = L->type;
-        nl->in = shape_elems(&L->in_shape);
-        nl->out = shape_elems(&L->out_shape);
+        nl->in = hetcl__shape_elems(&L->in_shape);
+        nl->out = hetcl__shape_elems(&L->out_shape);
         nl->act = L->activation;
         nl->w_off = L->n_param_tensors > 0 ? net->param_off[L->first_param] : SIZE_MAX;
         nl->b_off = L->n_param_tensors > 1 ? net->param_off[L->first_param + 1] : SIZE_MAX;

@@ -10,7 +10,7 @@
 #ifndef HETCL_CL_OP_UTIL_H
 #define HETCL_CL_OP_UTIL_H
 
-#include "../ops_impl.h"
+#include "ops/ops_impl.h"
 #include <hetcl_internal/base.h>
 
 #include <stddef.h>

@@ -10,7 +10,7 @@
 #ifndef HETCL_OPS_HOST_H
 #define HETCL_OPS_HOST_H
 
-#include "../ops_impl.h"
+#include "ops/ops_impl.h"
 #include <hetcl_internal/base.h>
 
 #include <inttypes.h>

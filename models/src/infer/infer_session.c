@@ -1,0 +1,580 @@
+/*
+ * Sessions: running an inference plan on the task-graph runtime (hetcl/infer.h, "Running a
+ * plan"). One sub-graph per share of the batch, every task pinned to its share's worker, the
+ * weights shared read-only by all shares. This file sets shares up (the lowered forward
+ * program of their rows and the storage its slots are bound to), runs requests and reads their
+ * times back; infer_exec.c runs a share's program.
+ */
+#include "infer_impl.h"
+#include <hetcl_internal/base.h>
+
+#include <hetcl/infer.h>
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+uint32_t hetcl_infer_footprint(int step, int task, int64_t rows)
+{
+    /* FNV-1a over the three numbers; never 0, which would mean "hash the buffer sizes". */
+    uint64_t v[3] = {(uint64_t) step, (uint64_t) task, (uint64_t) rows};
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 8; k++)
+            h = (h ^ (uint32_t) ((v[i] >> (8 * k)) & 0xff)) * 16777619u;
+    return h ? h : 1;
+}
+
+static hetcl_status reg(hetcl_infer_session *s, void *host, size_t bytes, hetcl_handle **out)
+{
+    hetcl_status st = hetcl_handle_register(s->rt, host, bytes, out);
+    if (st != HETCL_OK)
+        *out = NULL;
+    return st;
+}
+
+/* Drops the pending helper tasks that are done; with `all`, waits for every one first. */
+static void reap_helpers(struct hetcl__infer_share *sh, bool all)
+{
+    int kept = 0;
+    for (int i = 0; i < sh->n_pending; i++) {
+        hetcl_task *t = sh->pending[i];
+        if (all)
+            (void) hetcl_task_wait(t);
+        if (all || hetcl_task_status(t) != HETCL_ERR_BUSY)
+            hetcl_task_release(t);
+        else
+            sh->pending[kept++] = t;
+    }
+    sh->n_pending = kept;
+}
+
+/* Ends the share's request in flight for its helpers: they return once the lead has no slice
+ * for them, or at once if they start later. Never waits for a helper whose worker is busy
+ * elsewhere (its request is complete without it), unless HETCL_INFER_HELPERS_PENDING are queued. */
+static void release_helpers(struct hetcl__infer_share *sh)
+{
+    if (!sh->team)
+        return;
+    hetcl__infer_team_finish(sh->team, sh->req);
+    reap_helpers(sh, false);
+    for (int i = 0; i < hetcl__infer_team_helper_tasks(sh->team); i++) {
+        if (!sh->helper_tasks[i])
+            continue;
+        if (sh->n_pending == HETCL_INFER_HELPERS_PENDING)
+            reap_helpers(sh, true);
+        sh->pending[sh->n_pending++] = sh->helper_tasks[i];
+        sh->helper_tasks[i] = NULL;
+    }
+}
+
+/* Drops the references to the share's first and last task (and its helpers). */
+static void release_tasks(struct hetcl__infer_share *sh)
+{
+    if (sh->op_task) {
+        for (int i = 0; i < sh->n_op_task; i++)
+            hetcl_task_release(sh->op_task[i]);
+        sh->n_op_task = 0;
+    } else {
+        hetcl_task_release(sh->first);
+        hetcl_task_release(sh->last);
+    }
+    sh->first = sh->last = NULL;
+    release_helpers(sh);
+}
+
+void hetcl_infer_session_destroy(hetcl_infer_session *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; s->shares && i < s->n_shares; i++) {
+        struct hetcl__infer_share *sh = &s->shares[i];
+        release_tasks(sh);
+        if (sh->team) { /* the helpers read the team: every one must have returned */
+            hetcl__infer_team_finish(sh->team, UINT64_MAX);
+            reap_helpers(sh, true);
+        }
+        (void) hetcl_handle_unregister(s->rt, sh->input);
+        for (int k = 0; k < s->plan->n_steps; k++) {
+            if (sh->out && sh->out[k])
+                (void) hetcl_handle_unregister(s->rt, sh->out[k]);
+            if (sh->argmax && sh->argmax[k])
+                (void) hetcl_handle_unregister(s->rt, sh->argmax[k]);
+        }
+        (void) hetcl_handle_unregister(s->rt, sh->act[0]);
+        (void) hetcl_handle_unregister(s->rt, sh->act[1]);
+        (void) hetcl_handle_unregister(s->rt, sh->am);
+        hetcl__free(sh->out);
+        hetcl__free(sh->argmax);
+        hetcl__free(sh->scratch[0]);
+        hetcl__free(sh->scratch[1]);
+        hetcl__free(sh->argmax_scratch);
+        hetcl__free(sh->layer_ns_mem);
+        hetcl__free(sh->team);
+        hetcl__free(sh->ops);
+        hetcl__free(sh->op_task);
+        hetcl__free(sh->op_step);
+        hetcl__free(sh->step_ns);
+        hetcl__free(sh->layer_mark);
+    }
+    for (int i = 0; s->weights && i < s->plan->spec->n_params; i++)
+        (void) hetcl_handle_unregister(s->rt, s->weights[i]);
+    (void) hetcl_handle_unregister(s->rt, s->zeros);
+    hetcl__free(s->zero_host);
+    hetcl__free(s->weights);
+    hetcl__free(s->shares);
+    hetcl__free(s->step_worker);
+    hetcl__free(s->act_buffer);
+    hetcl__free(s);
+}
+
+/* Collects a program's operators into a share (count_ops first sizes the array). */
+static hetcl_status count_ops(void *user, const struct hetcl__op *ops, int n)
+{
+    (void) ops;
+    *(int *) user += n;
+    return HETCL_OK;
+}
+
+static hetcl_status keep_ops(void *user, const struct hetcl__op *ops, int n)
+{
+    struct hetcl__infer_share *sh = user;
+    memcpy(sh->ops + sh->n_ops, ops, (size_t) n * sizeof *ops);
+    sh->n_ops += n;
+    return HETCL_OK;
+}
+
+/* A per-operator share's handles: one for every activation and pool index its program names
+ * (none for a view: the program reads the layer below's), and the output. */
+static hetcl_status make_share_handles(hetcl_infer_session *s, struct hetcl__infer_share *sh)
+{
+    hetcl_status st = HETCL_OK;
+    const int last = s->plan->n_steps - 1;
+    for (int i = 0; i < sh->n_ops && st == HETCL_OK; i++) {
+        const struct hetcl__op *op = &sh->ops[i];
+        for (unsigned b = 0; b < op->n_buffers && st == HETCL_OK; b++) {
+            const struct hetcl__slot slot = op->slot[b];
+            hetcl_handle **h = slot.kind == HETCL__SLOT_ACT          ? &sh->out[slot.layer]
+                               : slot.kind == HETCL__SLOT_OUTPUT     ? &sh->out[last]
+                               : slot.kind == HETCL__SLOT_POOL_INDEX ? &sh->argmax[slot.layer]
+                                                                     : NULL;
+            if (h && !*h)
+                st = reg(s, NULL, op->bytes[b], h);
+        }
+    }
+    return st;
+}
+
+static hetcl_status make_share(hetcl_infer_session *s, struct hetcl__infer_share *sh)
+{
+    const hetcl_infer_plan *p = s->plan;
+    struct hetcl__lowering lw = {.spec = p->spec, .rows = sh->rows};
+    int n_ops = 0;
+    (void) hetcl__lower_inference(&lw, count_ops, &n_ops);
+    sh->ops = hetcl__calloc((size_t) n_ops, sizeof *sh->ops);
+    sh->out = hetcl__calloc((size_t) p->n_steps, sizeof *sh->out);
+    sh->argmax = hetcl__calloc((size_t) p->n_steps, sizeof *sh->argmax);
+    sh->step_ns = hetcl__calloc((size_t) p->n_steps, sizeof *sh->step_ns);
+    sh->layer_mark = hetcl__calloc((size_t) p->n_steps, sizeof *sh->layer_mark);
+    if (!sh->fused && !sh->fused_cl) { /* a task per operator of its program */
+        sh->op_task = hetcl__calloc((size_t) n_ops, sizeof *sh->op_task);
+        sh->op_step = hetcl__calloc((size_t) n_ops, sizeof *sh->op_step);
+    }
+    if (!sh->ops || !sh->out || !sh->argmax || !sh->step_ns || !sh->layer_mark ||
+        (!sh->fused && !sh->fused_cl && (!sh->op_task || !sh->op_step)))
+        return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session");
+    (void) hetcl__lower_inference(&lw, keep_ops, sh);
+    size_t r = (size_t) sh->rows;
+    const int last = p->n_steps - 1;
+    const size_t out_bytes = r * (size_t) p->n_classes * sizeof(float);
+    hetcl_status st = reg(s, NULL, r * (size_t) p->in_elems * sizeof(float), &sh->input);
+    if (st == HETCL_OK && sh->fused_cl) {
+        size_t n = r * (size_t) p->max_elems;
+        if ((st = reg(s, NULL, n * sizeof(float), &sh->act[0])) != HETCL_OK ||
+            (st = reg(s, NULL, n * sizeof(float), &sh->act[1])) != HETCL_OK ||
+            (st = reg(s, NULL, n * sizeof(int32_t), &sh->am)) != HETCL_OK)
+            return st;
+        return reg(s, NULL, out_bytes, &sh->out[last]);
+    }
+    if (st == HETCL_OK && sh->fused) {
+        size_t n = r * (size_t) p->max_elems;
+        sh->scratch[0] = hetcl__malloc(n * sizeof(float));
+        sh->scratch[1] = hetcl__malloc(n * sizeof(float));
+        sh->argmax_scratch = hetcl__malloc(n * sizeof(int32_t));
+        sh->layer_ns = sh->layer_ns_mem = hetcl__calloc((size_t) p->n_steps, sizeof *sh->layer_ns);
+        if (!sh->scratch[0] || !sh->scratch[1] || !sh->argmax_scratch || !sh->layer_ns)
+            return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session scratch");
+        return reg(s, NULL, out_bytes, &sh->out[last]);
+    }
+    return st == HETCL_OK ? make_share_handles(s, sh) : st;
+}
+
+/* Which of a fused share's two activation buffers each layer writes: consecutive layers that
+ * are not views alternate, so that each reads the other's (a view writes nothing). */
+static hetcl_status make_act_buffers(hetcl_infer_session *s)
+{
+    const hetcl_model_spec *spec = s->plan->spec;
+    s->act_buffer = hetcl__calloc((size_t) spec->n_layers + 1, 1);
+    if (!s->act_buffer)
+        return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session");
+    uint8_t next = 0;
+    for (int l = 0; l < spec->n_layers; l++) {
+        s->act_buffer[l] = next;
+        if (!hetcl__lower_is_view(spec, l))
+            next ^= 1;
+    }
+    return HETCL_OK;
+}
+
+/* Helpers: host workers in range, at most HETCL_INFER_TEAM_MAX - 1, none given twice and none
+ * with rows of its own. */
+static hetcl_status check_helpers(hetcl_context *ctx, hetcl_runtime *rt,
+                                  const struct hetcl_infer_session_options *o)
+{
+    if (o->n_helpers > 0 && !o->helpers)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "inference session: NULL helpers");
+    if (o->n_helpers + (o->caller_helps ? 1 : 0) > HETCL_INFER_TEAM_MAX - 1)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "inference session: %zu helpers%s, at most %d", o->n_helpers,
+                           o->caller_helps ? " and the caller" : "", HETCL_INFER_TEAM_MAX - 1);
+    for (size_t i = 0; i < o->n_helpers; i++) {
+        int h = o->helpers[i];
+        struct hetcl_worker_info wi;
+        if (h < 0 || hetcl_runtime_worker_info(rt, (size_t) h, &wi) != HETCL_OK ||
+            wi.kind != HETCL_WORKER_HOST)
+            return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                               "inference session: helper %d is not a host worker", h);
+        for (size_t j = 0; j < i; j++)
+            if (o->helpers[j] == h)
+                return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                                   "inference session: helper %d given twice", h);
+        for (size_t j = 0; j < o->n_workers; j++)
+            if (o->workers[j] == h && (o->rows ? o->rows[j] > 0 : j == 0))
+                return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                                   "inference session: helper %d also has rows of the batch", h);
+    }
+    return HETCL_OK;
+}
+
+/* Gives the first fused host share of at most HETCL_INFER_GEMV_MAX_ROWS rows the helpers. */
+static hetcl_status make_team(hetcl_infer_session *s, const struct hetcl_infer_session_options *o)
+{
+    if (o->n_helpers == 0 && !o->caller_helps)
+        return HETCL_OK;
+    for (size_t i = 0; i < s->n_shares; i++) {
+        struct hetcl__infer_share *sh = &s->shares[i];
+        if (!sh->fused || sh->rows > HETCL_INFER_GEMV_MAX_ROWS)
+            continue;
+        sh->team = hetcl__calloc(1, sizeof *sh->team);
+        if (!sh->team)
+            return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session team");
+        sh->team->n_part = 1 + (int) o->n_helpers + (o->caller_helps ? 1 : 0);
+        sh->team->caller_part = o->caller_helps;
+        memcpy(sh->helpers, o->helpers, o->n_helpers * sizeof *o->helpers);
+        break;
+    }
+    return HETCL_OK;
+}
+
+hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
+                                        const hetcl_infer_plan *plan,
+                                        const struct hetcl_infer_session_options *o,
+                                        hetcl_infer_session **out)
+{
+    if (out)
+        *out = NULL;
+    if (!rt || !plan || !o || !out || !o->workers || o->n_workers == 0 || o->batch < 1)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "inference session: NULL argument, no worker or batch < 1");
+    int64_t sum = 0;
+    for (size_t i = 0; o->rows && i < o->n_workers; i++) {
+        if (o->rows[i] < 0)
+            return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "inference session: negative rows");
+        sum += o->rows[i];
+    }
+    if (o->rows && sum != o->batch)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "inference session: rows add up to %lld, not the batch %lld",
+                           (long long) sum, (long long) o->batch);
+    size_t n_workers = hetcl_runtime_n_workers(rt);
+    if (o->step_workers && o->rows)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "inference session: step_workers (pipeline) and rows (split) exclude "
+                           "each other");
+    for (int k = 0; o->step_workers && k < plan->n_steps; k++)
+        if (o->step_workers[k] < 0 || (size_t) o->step_workers[k] >= n_workers)
+            return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                               "inference session: step %d on worker %d, out of range (%zu "
+                               "workers)",
+                               k, o->step_workers[k], n_workers);
+    for (size_t i = 0; i < o->n_workers; i++)
+        if (o->workers[i] < 0 || (size_t) o->workers[i] >= n_workers)
+            return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                               "inference session: worker %d out of range (%zu workers)",
+                               o->workers[i], n_workers);
+    hetcl_status hs = check_helpers(ctx, rt, o);
+    if (hs != HETCL_OK)
+        return hs;
+
+    hetcl_infer_session *s = hetcl__calloc(1, sizeof *s);
+    if (!s)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "inference session");
+    s->ctx = ctx;
+    s->rt = rt;
+    s->plan = plan;
+    s->batch = o->batch;
+    const hetcl_model_spec *spec = plan->spec;
+    s->weights =
+            hetcl__calloc(spec->n_params > 0 ? (size_t) spec->n_params : 1, sizeof *s->weights);
+    s->shares = hetcl__calloc(o->n_workers, sizeof *s->shares);
+    hetcl_status st = s->weights && s->shares
+                              ? HETCL_OK
+                              : hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "inference session");
+    for (int i = 0; i < spec->n_params && st == HETCL_OK; i++)
+        st = reg(s, plan->params[i], (size_t) spec->params[i].n_elements * sizeof(float),
+                 &s->weights[i]);
+    if (st == HETCL_OK && o->step_workers) {
+        s->step_worker = hetcl__malloc((size_t) plan->n_steps * sizeof *s->step_worker);
+        if (!s->step_worker)
+            st = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "inference session");
+        else
+            memcpy(s->step_worker, o->step_workers,
+                   (size_t) plan->n_steps * sizeof *s->step_worker);
+    }
+    const struct hetcl__slot zero_bias = {HETCL__SLOT_ZERO_BIAS, -1};
+    const size_t zero_bytes = hetcl__slot_bytes(spec, zero_bias, 1);
+    if (st == HETCL_OK)
+        st = reg(s, NULL, zero_bytes, &s->zeros);
+    if (st == HETCL_OK && !(s->zero_host = hetcl__calloc(zero_bytes, 1)))
+        st = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "inference session");
+    if (st == HETCL_OK)
+        st = make_act_buffers(s);
+    int64_t row0 = 0;
+    for (size_t i = 0; i < o->n_workers && st == HETCL_OK; i++) {
+        int64_t rows = o->rows ? o->rows[i] : (i == 0 ? o->batch : 0);
+        if (rows == 0)
+            continue;
+        struct hetcl__infer_share *sh = &s->shares[s->n_shares++];
+        sh->worker = o->workers[i];
+        sh->rows = rows;
+        sh->row0 = row0;
+        row0 += rows;
+        struct hetcl_worker_info wi;
+        bool known = hetcl_runtime_worker_info(rt, (size_t) sh->worker, &wi) == HETCL_OK;
+        sh->fused = !o->no_fuse && !o->step_workers && known && wi.kind == HETCL_WORKER_HOST;
+        sh->fused_cl = o->fuse_opencl && !o->step_workers && known &&
+                       wi.kind == HETCL_WORKER_OPENCL &&
+                       HETCL__INFER_CL_PARAMS + spec->n_params <= HETCL_TASK_MAX_BUFFERS;
+        st = make_share(s, sh);
+    }
+    if (st == HETCL_OK)
+        st = make_team(s, o);
+    if (st != HETCL_OK) {
+        hetcl_infer_session_destroy(s);
+        return st;
+    }
+    *out = s;
+    return HETCL_OK;
+}
+
+/* The request's times from each share's first and last task: the earliest queued, submitted
+ * and started, the latest ended. false when a share has no task or one did not complete. */
+static bool request_times(const hetcl_infer_session *s, struct hetcl_infer_request_times *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < s->n_shares; i++) {
+        const struct hetcl__infer_share *sh = &s->shares[i];
+        hetcl_task *last = sh->last ? sh->last : sh->first; /* a fused share has one task */
+        struct hetcl_task_times f, l;
+        if (!sh->first || hetcl_task_status(sh->first) != HETCL_OK ||
+            hetcl_task_status(last) != HETCL_OK || hetcl_task_times(sh->first, &f) != HETCL_OK ||
+            hetcl_task_times(last, &l) != HETCL_OK)
+            return false;
+        struct hetcl_infer_request_times r = {
+                .queued = f.submitted,
+                .submitted = f.enqueued ? f.enqueued : f.started,
+                .started = f.device_start ? f.device_start : f.started,
+                .ended = l.device_end ? l.device_end : l.ended,
+        };
+        /* Each stage no earlier than the previous one: the device may start the first command
+         * while the host is still enqueueing the task's others (then submitted = started). */
+        if (r.submitted < r.queued)
+            r.submitted = r.queued;
+        if (r.started < r.submitted)
+            r.started = r.submitted;
+        if (r.ended < r.started)
+            r.ended = r.started;
+        if (i == 0) {
+            *out = r;
+            continue;
+        }
+        out->queued = r.queued < out->queued ? r.queued : out->queued;
+        out->submitted = r.submitted < out->submitted ? r.submitted : out->submitted;
+        out->started = r.started < out->started ? r.started : out->started;
+        out->ended = r.ended > out->ended ? r.ended : out->ended;
+    }
+    return s->n_shares > 0;
+}
+
+hetcl_status hetcl_infer_session_times(const hetcl_infer_session *s,
+                                       struct hetcl_infer_request_times *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!s || !out)
+        return HETCL_ERR_INVALID_ARG;
+    if (!s->have_times)
+        return HETCL_ERR_BUSY;
+    *out = s->times;
+    return HETCL_OK;
+}
+
+hetcl_status hetcl_infer_session_submit(hetcl_infer_session *s, const float *x)
+{
+    if (!s || !x)
+        return hetcl__fail(s ? s->ctx : NULL, HETCL_ERR_INVALID_ARG,
+                           "hetcl_infer_session_submit: NULL argument");
+    const hetcl_infer_plan *p = s->plan;
+    hetcl_status st = HETCL_OK;
+    s->have_times = false;
+    for (size_t i = 0; i < s->n_shares; i++) {
+        release_tasks(&s->shares[i]); /* a request submitted and never waited for */
+        s->shares[i].have_step_ns = false;
+    }
+    /* Inputs first, then every share's tasks, so that the shares run side by side. */
+    for (size_t i = 0; i < s->n_shares && st == HETCL_OK; i++) {
+        struct hetcl__infer_share *sh = &s->shares[i];
+        st = hetcl_handle_sync_host(s->rt, sh->input, HETCL_W);
+        if (st == HETCL_OK)
+            memcpy(hetcl_handle_host_ptr(sh->input), x + sh->row0 * p->in_elems,
+                   (size_t) (sh->rows * p->in_elems) * sizeof(float));
+    }
+    for (size_t i = 0; i < s->n_shares && st == HETCL_OK; i++)
+        st = hetcl__infer_share_submit(s, &s->shares[i]);
+    return st;
+}
+
+/* The waiting caller's part in the share's team (caller_helps): slices until the lead has
+ * finished the request, or until its task ended some other way (failed, cancelled). */
+static void caller_help(struct hetcl__infer_share *sh)
+{
+    if (!sh->team || !sh->team->caller_part || !sh->first)
+        return;
+    uint64_t seen = 0;
+    unsigned spins = 0;
+    while (hetcl__infer_team_poll(sh->team, sh->team->n_part - 1, sh->req, &seen, &spins))
+        if (spins % 1024 == 1023 && hetcl_task_status(sh->first) != HETCL_ERR_BUSY)
+            break;
+}
+
+/* The time of each step of the share's request that just completed: the difference of the
+ * fused task's cumulative per-step times since the previous request, or the sum of each step's
+ * task execution times, measured as the runtime's busy counters measure them (OpenCL event
+ * profiling, else the host clock). false when a time is missing. */
+static bool take_step_ns(const hetcl_infer_session *s, struct hetcl__infer_share *sh)
+{
+    const int n = s->plan->n_steps;
+    if (sh->fused) {
+        for (int k = 0; k < n; k++) {
+            uint64_t cur = atomic_load_explicit(&sh->layer_ns[k], memory_order_relaxed);
+            sh->step_ns[k] = cur - sh->layer_mark[k];
+            sh->layer_mark[k] = cur;
+        }
+        return true;
+    }
+    if (!sh->op_task || sh->n_op_task == 0)
+        return false;
+    memset(sh->step_ns, 0, (size_t) n * sizeof *sh->step_ns);
+    for (int i = 0; i < sh->n_op_task; i++) {
+        struct hetcl_task_times t;
+        if (hetcl_task_status(sh->op_task[i]) != HETCL_OK ||
+            hetcl_task_times(sh->op_task[i], &t) != HETCL_OK)
+            return false;
+        uint64_t ns = t.device_end > t.device_start ? t.device_end - t.device_start
+                      : t.ended > t.started         ? t.ended - t.started
+                                                    : 0;
+        if (sh->op_step[i] < n)
+            sh->step_ns[sh->op_step[i]] += ns;
+    }
+    return true;
+}
+
+hetcl_status hetcl_infer_session_wait(hetcl_infer_session *s, float *probs)
+{
+    if (!s)
+        return HETCL_ERR_INVALID_ARG;
+    const hetcl_infer_plan *p = s->plan;
+    hetcl_status st = HETCL_OK;
+    for (size_t i = 0; i < s->n_shares; i++)
+        caller_help(&s->shares[i]);
+    for (size_t i = 0; i < s->n_shares; i++) {
+        struct hetcl__infer_share *sh = &s->shares[i];
+        hetcl_handle *y = sh->out[p->n_steps - 1];
+        hetcl_status r = hetcl_handle_sync_host(s->rt, y, HETCL_R);
+        if (r == HETCL_OK && st == HETCL_OK && probs)
+            memcpy(probs + sh->row0 * p->n_classes, hetcl_handle_host_ptr(y),
+                   (size_t) (sh->rows * p->n_classes) * sizeof(float));
+        if (st == HETCL_OK)
+            st = r;
+    }
+    /* Every task of the request is done: each share's last one wrote y, its first one ran
+     * before it. */
+    s->have_times = st == HETCL_OK && request_times(s, &s->times);
+    for (size_t i = 0; i < s->n_shares; i++) {
+        struct hetcl__infer_share *sh = &s->shares[i];
+        sh->have_step_ns = take_step_ns(s, sh) && st == HETCL_OK;
+        release_tasks(sh);
+    }
+    return st;
+}
+
+hetcl_status hetcl_infer_session_run(hetcl_infer_session *s, const float *x, float *probs)
+{
+    hetcl_status st = hetcl_infer_session_submit(s, x);
+    hetcl_status w = s ? hetcl_infer_session_wait(s, probs) : st;
+    return st != HETCL_OK ? st : w;
+}
+
+bool hetcl_infer_session_team_stats(const hetcl_infer_session *s, uint64_t *slices,
+                                    uint64_t *by_helpers)
+{
+    for (size_t i = 0; s && slices && by_helpers && i < s->n_shares; i++) {
+        const struct hetcl__infer_team *t = s->shares[i].team;
+        if (t) {
+            *slices = atomic_load_explicit(&t->slices, memory_order_relaxed);
+            *by_helpers = atomic_load_explicit(&t->helped, memory_order_relaxed);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool hetcl_infer_session_layer_ns(const hetcl_infer_session *s, int worker, uint64_t *ns,
+                                  uint64_t *runs)
+{
+    for (size_t i = 0; s && i < s->n_shares; i++) {
+        const struct hetcl__infer_share *sh = &s->shares[i];
+        if (sh->worker != worker || !sh->fused)
+            continue;
+        for (int k = 0; ns && k < s->plan->n_steps; k++)
+            ns[k] = atomic_load_explicit(&sh->layer_ns[k], memory_order_relaxed);
+        if (runs)
+            *runs = atomic_load_explicit(&sh->runs, memory_order_relaxed);
+        return true;
+    }
+    return false;
+}
+
+bool hetcl_infer_session_step_ns(const hetcl_infer_session *s, int worker, uint64_t *ns)
+{
+    for (size_t i = 0; s && ns && i < s->n_shares; i++) {
+        const struct hetcl__infer_share *sh = &s->shares[i];
+        if (sh->worker != worker)
+            continue;
+        if (!sh->have_step_ns)
+            return false;
+        memcpy(ns, sh->step_ns, (size_t) s->plan->n_steps * sizeof *ns);
+        return true;
+    }
+    return false;
+}

@@ -1,0 +1,564 @@
+/*
+ * The lowering of a model's layers into operators (lower.h): per layer type, the operators of
+ * its forward, backward and update passes, their arguments and their slots, and the size of
+ * every slot. This file is the one place that knows which operators a layer needs.
+ */
+#include "net/lower.h"
+
+#include <hetcl_internal/base.h>
+
+#include <assert.h>
+#include <string.h>
+
+static const char *const slot_names[HETCL__SLOT_KINDS] = {
+        [HETCL__SLOT_NONE] = "none",
+        [HETCL__SLOT_INPUT] = "input",
+        [HETCL__SLOT_LABELS] = "labels",
+        [HETCL__SLOT_TARGETS] = "targets",
+        [HETCL__SLOT_LOSS] = "loss",
+        [HETCL__SLOT_OUTPUT] = "output",
+        [HETCL__SLOT_ZERO_BIAS] = "zero_bias",
+        [HETCL__SLOT_SCRATCH_SUMS] = "scratch_sums",
+        [HETCL__SLOT_SCRATCH_DX] = "scratch_dx",
+        [HETCL__SLOT_ACT] = "act",
+        [HETCL__SLOT_DACT] = "dact",
+        [HETCL__SLOT_DZ] = "dz",
+        [HETCL__SLOT_WEIGHT] = "weight",
+        [HETCL__SLOT_BIAS] = "bias",
+        [HETCL__SLOT_GRAD_W] = "grad_w",
+        [HETCL__SLOT_GRAD_B] = "grad_b",
+        [HETCL__SLOT_VEL_W] = "vel_w",
+        [HETCL__SLOT_VEL_B] = "vel_b",
+        [HETCL__SLOT_POOL_INDEX] = "pool_index",
+};
+
+const char *hetcl__slot_kind_name(enum hetcl__slot_kind kind)
+{
+    return (unsigned) kind < HETCL__SLOT_KINDS ? slot_names[kind] : "?";
+}
+
+int64_t hetcl__shape_elems(const struct hetcl_model_shape *sh)
+{
+    int64_t n = 1;
+    for (int d = 0; d < sh->rank; d++)
+        n *= sh->dims[d];
+    return n;
+}
+
+hetcl_act hetcl__lower_act(enum hetcl_model_activation a)
+{
+    switch (a) {
+    case HETCL_MODEL_ACT_RELU:
+        return HETCL_ACT_RELU;
+    case HETCL_MODEL_ACT_SIGMOID:
+        return HETCL_ACT_SIGMOID;
+    case HETCL_MODEL_ACT_TANH:
+        return HETCL_ACT_TANH;
+    case HETCL_MODEL_ACT_NONE:
+        break;
+    }
+    return HETCL_ACT_NONE;
+}
+
+static bool is_view(const struct hetcl_model_layer *L)
+{
+    return L->type == HETCL_MODEL_LAYER_FLATTEN;
+}
+
+bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer)
+{
+    return is_view(&spec->layers[layer]);
+}
+
+hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec, int layer)
+{
+    const struct hetcl_model_layer *L = &spec->layers[layer];
+    const char *type = hetcl_model_layer_type_name(L->type);
+    switch (L->type) {
+    case HETCL_MODEL_LAYER_DENSE:
+    case HETCL_MODEL_LAYER_FLATTEN:
+        return HETCL_OK;
+    case HETCL_MODEL_LAYER_CONV2D:
+        /* The conv operators take one stride and one padding for both axes. */
+        if (L->stride[0] != L->stride[1] || L->padding[0] != L->padding[1])
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: conv2d with stride [%lld, %lld] and padding "
+                               "[%lld, %lld]: the operators need equal values on both axes",
+                               spec->source, layer, (long long) L->stride[0],
+                               (long long) L->stride[1], (long long) L->padding[0],
+                               (long long) L->padding[1]);
+        return HETCL_OK;
+    case HETCL_MODEL_LAYER_MAXPOOL2D:
+    case HETCL_MODEL_LAYER_AVGPOOL2D:
+        /* The pool operators take one square window and one stride. */
+        if (L->kernel[0] != L->kernel[1] || L->stride[0] != L->stride[1])
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: %s with size [%lld, %lld] and stride [%lld, "
+                               "%lld]: the operators need square windows and equal strides",
+                               spec->source, layer, type, (long long) L->kernel[0],
+                               (long long) L->kernel[1], (long long) L->stride[0],
+                               (long long) L->stride[1]);
+        return HETCL_OK;
+    }
+    return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                       "%s: layers[%d]: layer type %s (%d) has no lowering into operators",
+                       spec->source, layer, type, (int) L->type);
+}
+
+struct hetcl__slot hetcl__lower_input_of(const hetcl_model_spec *spec, int layer)
+{
+    int p = layer - 1;
+    while (p >= 0 && is_view(&spec->layers[p]))
+        p--;
+    return p < 0 ? (struct hetcl__slot){HETCL__SLOT_INPUT, -1}
+                 : (struct hetcl__slot){HETCL__SLOT_ACT, p};
+}
+
+static struct hetcl__slot slot(enum hetcl__slot_kind kind, int layer)
+{
+    return (struct hetcl__slot){kind, layer};
+}
+
+static struct hetcl__slot global(enum hetcl__slot_kind kind)
+{
+    return (struct hetcl__slot){kind, -1};
+}
+
+/* ---- building operators ---------------------------------------------------------------- */
+
+/* The list being written: ops[0 .. n), and the pass's task counter. */
+struct emit {
+    const struct hetcl__lowering *lw;
+    struct hetcl__op *ops;
+    int n, task, layer;
+};
+
+static struct hetcl__op *add(struct emit *e, const struct hetcl_codelet *codelet, const char *label)
+{
+    struct hetcl__op *op = &e->ops[e->n++];
+    memset(op, 0, sizeof *op);
+    op->codelet = codelet;
+    op->label = label;
+    op->layer = e->layer;
+    op->task = e->task++;
+    return op;
+}
+
+static void buf(const struct emit *e, struct hetcl__op *op, struct hetcl__slot s, hetcl_access mode)
+{
+    op->slot[op->n_buffers] = s;
+    op->mode[op->n_buffers] = mode;
+    op->bytes[op->n_buffers++] = hetcl__slot_bytes(e->lw->spec, s, e->lw->rows);
+}
+
+#define SET_ARGS(op, member, value)                \
+    do {                                           \
+        (op)->args.member = (value);               \
+        (op)->args_size = sizeof(op)->args.member; \
+    } while (0)
+
+static struct hetcl_op_conv2d_args conv_args(const struct hetcl_model_layer *L, int64_t rows)
+{
+    return (struct hetcl_op_conv2d_args){.batch = rows,
+                                         .in_c = L->in_shape.dims[0],
+                                         .in_h = L->in_shape.dims[1],
+                                         .in_w = L->in_shape.dims[2],
+                                         .out_c = L->out_shape.dims[0],
+                                         .k_h = L->kernel[0],
+                                         .k_w = L->kernel[1],
+                                         .stride = L->stride[0],
+                                         .pad = L->padding[0]};
+}
+
+static struct hetcl_op_pool2d_args pool_args(const struct hetcl_model_layer *L, int64_t rows)
+{
+    return (struct hetcl_op_pool2d_args){.batch = rows,
+                                         .channels = L->in_shape.dims[0],
+                                         .in_h = L->in_shape.dims[1],
+                                         .in_w = L->in_shape.dims[2],
+                                         .k = L->kernel[0],
+                                         .stride = L->stride[0]};
+}
+
+/* A conv2d's activation runs as bias_act over [rows * channels][plane] with a zero bias of one
+ * plane: conv2d_fwd has added the bias already, and a plane-wide zero bias stays small. */
+static int64_t conv_plane(const struct hetcl_model_layer *L)
+{
+    return L->out_shape.dims[1] * L->out_shape.dims[2];
+}
+
+static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    const struct hetcl__slot in = hetcl__lower_input_of(lw->spec, l), y = slot(HETCL__SLOT_ACT, l);
+    const int64_t rows = lw->rows, out = hetcl__shape_elems(&L->out_shape);
+    const hetcl_act act = hetcl__lower_act(L->activation);
+    struct hetcl__op *op;
+    switch (L->type) {
+    case HETCL_MODEL_LAYER_DENSE:
+        /* y = x W^T ([rows, in] x [out, in]^T), then bias and activation in place */
+        op = add(e, &hetcl_op_gemm, "fwd_gemm");
+        SET_ARGS(op, gemm,
+                 ((struct hetcl_op_gemm_args){.m = rows,
+                                              .n = out,
+                                              .k = hetcl__shape_elems(&L->in_shape),
+                                              .trans_b = true,
+                                              .alpha = 1.0f}));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+        buf(e, op, y, HETCL_W);
+        if (!L->bias && act == HETCL_ACT_NONE)
+            return; /* nothing to add, nothing to apply */
+        op = add(e, &hetcl_op_bias_act_fwd_inplace, "fwd_act");
+        SET_ARGS(op, bias_act,
+                 ((struct hetcl_op_bias_act_args){.rows = rows, .cols = out, .act = act}));
+        buf(e, op, y, HETCL_RW);
+        buf(e, op, L->bias ? slot(HETCL__SLOT_BIAS, l) : global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+        return;
+    case HETCL_MODEL_LAYER_CONV2D:
+        op = add(e, &hetcl_op_conv2d_fwd, "fwd_conv");
+        SET_ARGS(op, conv2d, conv_args(L, rows));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+        buf(e, op, L->bias ? slot(HETCL__SLOT_BIAS, l) : global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+        buf(e, op, y, HETCL_W);
+        if (act == HETCL_ACT_NONE)
+            return;
+        op = add(e, &hetcl_op_bias_act_fwd_inplace, "fwd_act");
+        SET_ARGS(op, bias_act,
+                 ((struct hetcl_op_bias_act_args){
+                         .rows = rows * L->out_shape.dims[0], .cols = conv_plane(L), .act = act}));
+        buf(e, op, y, HETCL_RW);
+        buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+        return;
+    case HETCL_MODEL_LAYER_MAXPOOL2D:
+        op = add(e, &hetcl_op_maxpool_fwd, "fwd_maxpool");
+        SET_ARGS(op, pool2d, pool_args(L, rows));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, y, HETCL_W);
+        buf(e, op, slot(HETCL__SLOT_POOL_INDEX, l), HETCL_W);
+        return;
+    case HETCL_MODEL_LAYER_AVGPOOL2D:
+        op = add(e, &hetcl_op_avgpool_fwd, "fwd_avgpool");
+        SET_ARGS(op, pool2d, pool_args(L, rows));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, y, HETCL_W);
+        return;
+    case HETCL_MODEL_LAYER_FLATTEN:
+        return; /* a view: the layers above read its input's slot */
+    }
+}
+
+/* The gradient slot of a layer's input: dact of the layer below, or nothing (the network's
+ * input needs none). */
+static bool input_grad(const hetcl_model_spec *spec, int l, struct hetcl__slot *out)
+{
+    struct hetcl__slot in = hetcl__lower_input_of(spec, l);
+    *out = slot(HETCL__SLOT_DACT, in.layer);
+    return in.kind == HETCL__SLOT_ACT;
+}
+
+/* dz[l] = dact[l] act'(act[l]) over [rows][out], and the column sums of dz into dbias (a
+ * dense layer's bias gradient, or scratch). */
+static void act_backward(struct emit *e, const struct hetcl__lowering *lw, int l,
+                         struct hetcl__slot dbias)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    struct hetcl__op *op = add(e, &hetcl_op_bias_act_bwd, "bwd_act");
+    SET_ARGS(op, bias_act,
+             ((struct hetcl_op_bias_act_args){.rows = lw->rows,
+                                              .cols = hetcl__shape_elems(&L->out_shape),
+                                              .act = hetcl__lower_act(L->activation)}));
+    buf(e, op, slot(HETCL__SLOT_ACT, l), HETCL_R);
+    buf(e, op, slot(HETCL__SLOT_DACT, l), HETCL_R);
+    buf(e, op, slot(HETCL__SLOT_DZ, l), HETCL_W);
+    buf(e, op, dbias, HETCL_W);
+}
+
+static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    const struct hetcl__slot in = hetcl__lower_input_of(lw->spec, l);
+    struct hetcl__slot dx;
+    const bool need_dx = input_grad(lw->spec, l, &dx);
+    const int64_t rows = lw->rows, out = hetcl__shape_elems(&L->out_shape),
+                  n_in = hetcl__shape_elems(&L->in_shape);
+    const struct hetcl__slot sums = global(HETCL__SLOT_SCRATCH_SUMS);
+    struct hetcl__op *op;
+    switch (L->type) {
+    case HETCL_MODEL_LAYER_DENSE:
+        act_backward(e, lw, l, L->bias ? slot(HETCL__SLOT_GRAD_B, l) : sums);
+        if (need_dx) { /* dx = dz W ([rows, out] x [out, in]) */
+            op = add(e, &hetcl_op_gemm, "bwd_gemm_x");
+            SET_ARGS(op, gemm,
+                     ((struct hetcl_op_gemm_args){.m = rows, .n = n_in, .k = out, .alpha = 1.0f}));
+            buf(e, op, slot(HETCL__SLOT_DZ, l), HETCL_R);
+            buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+            buf(e, op, dx, HETCL_W);
+        }
+        /* grad_w = dz^T x ([out, rows] x [rows, in]) */
+        op = add(e, &hetcl_op_gemm, "bwd_gemm_w");
+        SET_ARGS(op, gemm,
+                 ((struct hetcl_op_gemm_args){
+                         .m = out, .n = n_in, .k = rows, .trans_a = true, .alpha = 1.0f}));
+        buf(e, op, slot(HETCL__SLOT_DZ, l), HETCL_R);
+        buf(e, op, in, HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_GRAD_W, l), HETCL_W);
+        return;
+    case HETCL_MODEL_LAYER_CONV2D:
+        act_backward(e, lw, l, sums); /* conv2d_bwd forms the bias gradient, per channel */
+        op = add(e, &hetcl_op_conv2d_bwd, "bwd_conv");
+        SET_ARGS(op, conv2d, conv_args(L, rows));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_DZ, l), HETCL_R);
+        /* conv2d_bwd forms dx whatever happens to it */
+        buf(e, op, need_dx ? dx : global(HETCL__SLOT_SCRATCH_DX), HETCL_W);
+        buf(e, op, slot(HETCL__SLOT_GRAD_W, l), HETCL_W);
+        buf(e, op, L->bias ? slot(HETCL__SLOT_GRAD_B, l) : sums, HETCL_W);
+        return;
+    case HETCL_MODEL_LAYER_MAXPOOL2D:
+        if (!need_dx)
+            return;
+        op = add(e, &hetcl_op_maxpool_bwd, "bwd_maxpool");
+        SET_ARGS(op, pool2d, pool_args(L, rows));
+        buf(e, op, slot(HETCL__SLOT_DACT, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_POOL_INDEX, l), HETCL_R);
+        buf(e, op, dx, HETCL_W);
+        return;
+    case HETCL_MODEL_LAYER_AVGPOOL2D:
+        if (!need_dx)
+            return;
+        op = add(e, &hetcl_op_avgpool_bwd, "bwd_avgpool");
+        SET_ARGS(op, pool2d, pool_args(L, rows));
+        buf(e, op, slot(HETCL__SLOT_DACT, l), HETCL_R);
+        buf(e, op, dx, HETCL_W);
+        return;
+    case HETCL_MODEL_LAYER_FLATTEN:
+        return; /* a view: the layer above wrote its input's gradient directly */
+    }
+}
+
+static void sgd(struct emit *e, const struct hetcl__lowering *lw, int param,
+                enum hetcl__slot_kind w, enum hetcl__slot_kind g, enum hetcl__slot_kind v,
+                const char *label)
+{
+    const int l = lw->spec->params[param].layer;
+    struct hetcl__op *op = add(e, &hetcl_op_sgd, label);
+    struct hetcl_op_sgd_args a = lw->sgd;
+    a.n = lw->spec->params[param].n_elements;
+    SET_ARGS(op, sgd, a);
+    buf(e, op, slot(w, l), HETCL_RW);
+    buf(e, op, slot(g, l), HETCL_R);
+    buf(e, op, slot(v, l), HETCL_RW);
+}
+
+static void update(struct emit *e, const struct hetcl__lowering *lw, int l)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    if (L->n_param_tensors >= 1)
+        sgd(e, lw, L->first_param, HETCL__SLOT_WEIGHT, HETCL__SLOT_GRAD_W, HETCL__SLOT_VEL_W,
+            "sgd_w");
+    if (L->n_param_tensors >= 2)
+        sgd(e, lw, L->first_param + 1, HETCL__SLOT_BIAS, HETCL__SLOT_GRAD_B, HETCL__SLOT_VEL_B,
+            "sgd_b");
+}
+
+int hetcl__lower_layer(const struct hetcl__lowering *lw, int layer, unsigned passes,
+                       struct hetcl__op *out)
+{
+    struct emit e = {.lw = lw, .ops = out, .layer = layer};
+    if (passes & HETCL__PASS_FORWARD)
+        forward(&e, lw, layer);
+    e.task = 0;
+    if (passes & HETCL__PASS_BACKWARD)
+        backward(&e, lw, layer);
+    e.task = 0;
+    if (passes & HETCL__PASS_UPDATE)
+        update(&e, lw, layer);
+    assert(e.n <= HETCL__LAYER_MAX_OPS); /* at most 2 forward, 3 backward, 2 update */
+    return e.n;
+}
+
+int hetcl__lower_loss(const struct hetcl__lowering *lw, struct hetcl__op *out)
+{
+    const hetcl_model_spec *spec = lw->spec;
+    struct emit e = {.lw = lw, .ops = out, .layer = spec->n_layers};
+    const struct hetcl__slot logits = hetcl__lower_input_of(spec, spec->n_layers);
+    struct hetcl__slot dlogits;
+    if (!input_grad(spec, spec->n_layers, &dlogits))
+        dlogits = global(HETCL__SLOT_SCRATCH_DX); /* a model without layers to train */
+    const bool labels = spec->loss == HETCL_MODEL_LOSS_SOFTMAX_CE;
+    struct hetcl__op *op = add(&e,
+                               labels                                      ? &hetcl_op_softmax_xent
+                               : spec->loss == HETCL_MODEL_LOSS_SIGMOID_CE ? &hetcl_op_sigmoid_xent
+                                                                           : &hetcl_op_mse,
+                               "loss");
+    SET_ARGS(op, xent,
+             ((struct hetcl_op_xent_args){.rows = lw->rows,
+                                          .classes = hetcl__shape_elems(&spec->output_shape),
+                                          .scale = 1.0f / (float) lw->rows}));
+    buf(&e, op, logits, HETCL_R);
+    buf(&e, op, global(labels ? HETCL__SLOT_LABELS : HETCL__SLOT_TARGETS), HETCL_R);
+    buf(&e, op, dlogits, HETCL_W);
+    buf(&e, op, global(HETCL__SLOT_LOSS), HETCL_W);
+    return e.n;
+}
+
+int hetcl__lower_softmax(const struct hetcl__lowering *lw, struct hetcl__op *out)
+{
+    const hetcl_model_spec *spec = lw->spec;
+    struct emit e = {.lw = lw, .ops = out, .layer = spec->n_layers};
+    struct hetcl__op *op = add(&e, &hetcl_op_softmax, "softmax");
+    SET_ARGS(op, xent,
+             ((struct hetcl_op_xent_args){.rows = lw->rows,
+                                          .classes = hetcl__shape_elems(&spec->output_shape),
+                                          .scale = 1}));
+    buf(&e, op, hetcl__lower_input_of(spec, spec->n_layers), HETCL_R);
+    buf(&e, op, global(HETCL__SLOT_OUTPUT), HETCL_W);
+    return e.n;
+}
+
+/* ---- whole programs ---------------------------------------------------------------- */
+
+static hetcl_status run_if_any(hetcl__ops_fn run, void *user, const struct hetcl__op *ops, int n)
+{
+    return n > 0 ? run(user, ops, n) : HETCL_OK;
+}
+
+hetcl_status hetcl__lower_training(const struct hetcl__lowering *lw, unsigned back,
+                                   hetcl__ops_fn run, void *user)
+{
+    const int L = lw->spec->n_layers;
+    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+    hetcl_status st = HETCL_OK;
+    for (int l = 0; l < L && st == HETCL_OK; l++)
+        st = run_if_any(run, user, ops, hetcl__lower_layer(lw, l, HETCL__PASS_FORWARD, ops));
+    if (st == HETCL_OK)
+        st = run_if_any(run, user, ops, hetcl__lower_loss(lw, ops));
+    /* from the top: each layer's input gradient is formed before its weights are updated, and
+     * before the layer below needs it */
+    for (int l = L - 1; l >= 0 && back && st == HETCL_OK; l--)
+        st = run_if_any(run, user, ops, hetcl__lower_layer(lw, l, back, ops));
+    return st;
+}
+
+hetcl_status hetcl__lower_inference(const struct hetcl__lowering *lw, hetcl__ops_fn run, void *user)
+{
+    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+    hetcl_status st = HETCL_OK;
+    for (int l = 0; l < lw->spec->n_layers && st == HETCL_OK; l++)
+        st = run_if_any(run, user, ops, hetcl__lower_layer(lw, l, HETCL__PASS_FORWARD, ops));
+    return st == HETCL_OK ? run_if_any(run, user, ops, hetcl__lower_softmax(lw, ops)) : st;
+}
+
+/* ---- slot sizes ------------------------------------------------------------------------ */
+
+/* The widest zero bias and bias-sum scratch the lowering above asks for (floats). */
+static int64_t zero_bias_elems(const hetcl_model_spec *spec)
+{
+    int64_t n = 1;
+    for (int l = 0; l < spec->n_layers; l++) {
+        const struct hetcl_model_layer *L = &spec->layers[l];
+        int64_t need = 0;
+        if (L->type == HETCL_MODEL_LAYER_DENSE && !L->bias)
+            need = hetcl__shape_elems(&L->out_shape);
+        if (L->type == HETCL_MODEL_LAYER_CONV2D)
+            need = L->activation != HETCL_MODEL_ACT_NONE ? conv_plane(L) : 0;
+        if (L->type == HETCL_MODEL_LAYER_CONV2D && !L->bias && L->out_shape.dims[0] > need)
+            need = L->out_shape.dims[0];
+        n = need > n ? need : n;
+    }
+    return n;
+}
+
+static int64_t scratch_sums_elems(const hetcl_model_spec *spec)
+{
+    int64_t n = 1;
+    for (int l = 0; l < spec->n_layers; l++) {
+        const struct hetcl_model_layer *L = &spec->layers[l];
+        bool sums = L->type == HETCL_MODEL_LAYER_CONV2D ||
+                    (L->type == HETCL_MODEL_LAYER_DENSE && !L->bias);
+        if (sums && hetcl__shape_elems(&L->out_shape) > n)
+            n = hetcl__shape_elems(
+                    &L->out_shape); /* >= a conv's out_c: its bias gradient fits too */
+    }
+    return n;
+}
+
+int hetcl__slot_param(const hetcl_model_spec *spec, struct hetcl__slot s)
+{
+    if (s.layer < 0 || s.layer >= spec->n_layers)
+        return -1;
+    const struct hetcl_model_layer *L = &spec->layers[s.layer];
+    switch (s.kind) {
+    case HETCL__SLOT_WEIGHT:
+    case HETCL__SLOT_GRAD_W:
+    case HETCL__SLOT_VEL_W:
+        return L->n_param_tensors >= 1 ? L->first_param : -1;
+    case HETCL__SLOT_BIAS:
+    case HETCL__SLOT_GRAD_B:
+    case HETCL__SLOT_VEL_B:
+        return L->n_param_tensors >= 2 ? L->first_param + 1 : -1;
+    default:
+        return -1;
+    }
+}
+
+struct hetcl__slot hetcl__param_slot(const hetcl_model_spec *spec, int param,
+                                     enum hetcl__slot_kind weight_kind)
+{
+    const struct hetcl_model_param *p = &spec->params[param];
+    /* each bias kind follows its weight kind in the enum */
+    return slot(p->kind == HETCL_MODEL_PARAM_BIAS ? weight_kind + 1 : weight_kind, p->layer);
+}
+
+int64_t hetcl__slot_elems(const hetcl_model_spec *spec, struct hetcl__slot s, int64_t rows)
+{
+    const int64_t classes = hetcl__shape_elems(&spec->output_shape);
+    switch (s.kind) {
+    case HETCL__SLOT_INPUT:
+    case HETCL__SLOT_SCRATCH_DX:
+        return rows * hetcl__shape_elems(&spec->input_shape);
+    case HETCL__SLOT_LABELS:
+    case HETCL__SLOT_LOSS:
+        return rows;
+    case HETCL__SLOT_TARGETS:
+    case HETCL__SLOT_OUTPUT:
+        return rows * classes;
+    case HETCL__SLOT_ZERO_BIAS:
+        return zero_bias_elems(spec);
+    case HETCL__SLOT_SCRATCH_SUMS:
+        return scratch_sums_elems(spec);
+    case HETCL__SLOT_ACT:
+    case HETCL__SLOT_DACT:
+    case HETCL__SLOT_DZ:
+    case HETCL__SLOT_POOL_INDEX: {
+        if (s.layer < 0 || s.layer >= spec->n_layers)
+            return 0;
+        const struct hetcl_model_layer *L = &spec->layers[s.layer];
+        if (is_view(L) ||
+            (s.kind == HETCL__SLOT_POOL_INDEX && L->type != HETCL_MODEL_LAYER_MAXPOOL2D))
+            return 0;
+        return rows * hetcl__shape_elems(&L->out_shape);
+    }
+    case HETCL__SLOT_WEIGHT:
+    case HETCL__SLOT_BIAS:
+    case HETCL__SLOT_GRAD_W:
+    case HETCL__SLOT_GRAD_B:
+    case HETCL__SLOT_VEL_W:
+    case HETCL__SLOT_VEL_B: {
+        int p = hetcl__slot_param(spec, s);
+        return p < 0 ? 0 : spec->params[p].n_elements;
+    }
+    case HETCL__SLOT_NONE:
+    case HETCL__SLOT_KINDS:
+        break;
+    }
+    return 0;
+}
+
+size_t hetcl__slot_bytes(const hetcl_model_spec *spec, struct hetcl__slot s, int64_t rows)
+{
+    return (size_t) hetcl__slot_elems(spec, s, rows) * sizeof(float);
+}
