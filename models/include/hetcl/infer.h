@@ -52,6 +52,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum hetcl_infer_op {
     HETCL_INFER_DENSE = 0, /* GEMM NT (x [b, in] * W[units, in]^T) + fused bias/activation */
     HETCL_INFER_CONV2D,    /* conv2d (with bias) + activation (a zero-bias bias_act pass) */
@@ -270,5 +274,9 @@ HETCL_API bool hetcl_infer_session_team_stats(const hetcl_infer_session *s, uint
 
 /* Waits for the session's tasks and unregisters its handles; NULL is a no-op. */
 HETCL_API void hetcl_infer_session_destroy(hetcl_infer_session *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_INFER_H */

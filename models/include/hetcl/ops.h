@@ -20,6 +20,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum hetcl_act {
     HETCL_ACT_NONE = 0,
     HETCL_ACT_RELU = 1,
@@ -127,5 +131,9 @@ HETCL_API extern const struct hetcl_codelet hetcl_op_gemm_f16;
 HETCL_API extern const struct hetcl_codelet hetcl_op_bias_act_fwd_f16;
 HETCL_API extern const struct hetcl_codelet hetcl_op_convert_f32_f16;
 HETCL_API extern const struct hetcl_codelet hetcl_op_convert_f16_f32;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_OPS_H */

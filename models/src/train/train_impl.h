@@ -111,7 +111,7 @@ struct hetcl__ckpt_state {
     int64_t batch[HETCL_TRAIN_MAX_DEVICES];
     /* Per completed epoch (epoch entries): so that a resumed report has the whole history. */
     struct hetcl_train_epoch *hist; /* owned by the caller on load: hetcl__free */
-    /* Input standardisation, saved only (tensors input.mean, input.std); NULL: none. */
+    /* Input standardization, saved only (tensors input.mean, input.std); NULL: none. */
     const float *input_mean, *input_std;
     int64_t input_features;
 };
