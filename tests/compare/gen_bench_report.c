@@ -5,7 +5,7 @@
  *
  *   gen_bench_report --out FILE [--seed N] [--configs N] [--samples N] [--median-ns X]
  *                    [--noise F] [--shift F] [--shift-only I] [--model-prefix S]
- *                    [--load X] [--windows N] [--no-device]
+ *                    [--load X] [--windows N] [--no-device] [--repeat K] [--run-sd F]
  *
  * Configuration i: model "mlp" (even i) or "lenet" (odd i), batch 2^((i/2) mod 7), device
  * "p0d<i/14>", placement single, scenario single-stream for batch 1 and offline otherwise.
@@ -14,6 +14,9 @@
  * There are --windows throughput windows (default: a third of the samples, at least 8). With
  * --no-device the device latency and its breakdown are null, as in a run without OpenCL
  * profiling: a report of 5,000,000 samples then stays under the 64 MiB the readers accept.
+ * --repeat K writes each configuration K times in a row (repeated runs in one report), and
+ * --run-sd F gives each configuration run its own level, shift * (1 + F N(0, 1)), as a run on a
+ * machine whose state drifts between runs would have.
  */
 #include <hetcl/stats.h>
 
@@ -37,6 +40,8 @@ struct gen {
     double load; /* machine.before/after.load_avg_1m */
     int windows; /* throughput windows; 0: n / 3 (at least 8, or n) */
     bool no_device;
+    int repeat;    /* runs of each configuration */
+    double run_sd; /* relative sd of a run's level */
 };
 
 static unsigned long long mix(unsigned long long *s)
@@ -110,18 +115,21 @@ static cJSON *machine_state(double load)
     return m;
 }
 
-static cJSON *configuration(const struct gen *g, int i, unsigned long long *rng)
+static cJSON *configuration(const struct gen *g, int i, int index, unsigned long long *rng)
 {
     int batch = 1 << ((i / 2) % 7);
     char device[32], model[64];
     snprintf(device, sizeof device, "p0d%d", i / 14);
     snprintf(model, sizeof model, "%s%s", g->model_prefix, i % 2 ? "lenet" : "mlp");
     double shift = g->shift_only < 0 || g->shift_only == i ? g->shift : 1.0;
+    if (g->run_sd > 0)
+        shift *= 1 + g->run_sd * gauss(rng);
     double median = g->median_ns * (1 + 0.5 * (i % 5)) * batch / (batch > 1 ? 8.0 : 1.0);
 
     cJSON *c = cJSON_CreateObject();
-    cJSON_AddNumberToObject(c, "index", i);
-    cJSON_AddNumberToObject(c, "order_index", (double) ((i * 7919) % (g->configs)));
+    int n_runs = g->configs * g->repeat;
+    cJSON_AddNumberToObject(c, "index", index);
+    cJSON_AddNumberToObject(c, "order_index", (double) ((index * 7919) % n_runs));
     cJSON_AddStringToObject(c, "status", "ok");
     cJSON_AddNullToObject(c, "error");
     cJSON *cf = cJSON_AddObjectToObject(c, "config");
@@ -348,14 +356,15 @@ static cJSON *report(const struct gen *g)
     cJSON_AddNumberToObject(seeds, "order", 7);
     cJSON_AddNumberToObject(seeds, "arrivals", 11);
     cJSON *cs = cJSON_AddArrayToObject(r, "configurations");
-    for (int i = 0; i < g->configs; i++)
-        cJSON_AddItemToArray(cs, configuration(g, i, &rng));
+    for (int i = 0, index = 0; i < g->configs; i++)
+        for (int k = 0; k < g->repeat; k++, index++)
+            cJSON_AddItemToArray(cs, configuration(g, i, index, &rng));
     return r;
 }
 
 int main(int argc, char **argv)
 {
-    struct gen g = {NULL, 1, 4, 30, 1e6, 0.03, 1.0, -1, "", 0.5, 0, false};
+    struct gen g = {NULL, 1, 4, 30, 1e6, 0.03, 1.0, -1, "", 0.5, 0, false, 1, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--no-device")) {
@@ -385,15 +394,20 @@ int main(int argc, char **argv)
             g.load = atof(v);
         else if (!strcmp(a, "--windows"))
             g.windows = atoi(v);
+        else if (!strcmp(a, "--repeat"))
+            g.repeat = atoi(v);
+        else if (!strcmp(a, "--run-sd"))
+            g.run_sd = atof(v);
         else {
             fprintf(stderr, "gen_bench_report: unknown option %s\n", a);
             return 2;
         }
     }
-    if (!g.out || g.configs < 1 || g.samples < 1) {
+    if (!g.out || g.configs < 1 || g.samples < 1 || g.repeat < 1) {
         fprintf(stderr, "usage: gen_bench_report --out FILE [--seed N] [--configs N] "
                         "[--samples N] [--median-ns X] [--noise F] [--shift F] [--shift-only I] "
-                        "[--model-prefix S] [--load X] [--windows N] [--no-device]\n");
+                        "[--model-prefix S] [--load X] [--windows N] [--no-device] "
+                        "[--repeat K] [--run-sd F]\n");
         return 2;
     }
     cJSON *r = report(&g);
