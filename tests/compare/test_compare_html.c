@@ -64,7 +64,9 @@ static void check_page(const char *base, const char *cand, int want_rc, size_t m
     CHECK_EQ_INT(count(out, "class=\"band\""), 2); /* the band and its legend swatch */
     CHECK_EQ_INT(count(out, "class=\"one\""), 1);
     CHECK(strstr(out, "<title>") != NULL);
-    CHECK(!strstr(out, "e+0"));
+    for (const char *q = out; q[0] && q[1] && q[2] && q[3]; q++) /* no "8.001e+04" */
+        CHECK(!(q[0] >= '0' && q[0] <= '9' && q[1] == 'e' && (q[2] == '+' || q[2] == '-') &&
+                q[3] >= '0' && q[3] <= '9'));
 }
 
 int main(void)

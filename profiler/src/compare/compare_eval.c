@@ -431,9 +431,10 @@ static hetcl_status pair_build(hetcl_context *ctx, struct hetcl_comparison *c, s
             continue;
         }
         size_t samples = group_samples(b) + group_samples(n);
+        char count[32];
         if (samples >= HETCL_COMPARE_PROGRESS_SAMPLES)
-            hetcl__cmp_progress(&c->o, "comparing %s (%zu of %zu, %zu samples)", n->key, i + 1, ng,
-                                samples);
+            hetcl__cmp_progress(&c->o, "comparing %s (%zu of %zu, %s samples)", n->key, i + 1, ng,
+                                hetcl__cmp_fmt_count(count, sizeof count, samples));
         struct cmp_config_result *cr = &p->configs[p->n_configs++];
         st = compare_config(&cc, b, n, cr);
         for (size_t m = 0; st == HETCL_OK && m < cr->n_metrics; m++)

@@ -159,9 +159,10 @@ static bool load(struct hetcl_compare_report *r, const struct hetcl_compare_opti
     if (!k || !k->extract(r))
         return false;
     size_t n = sort_samples(r);
+    char count[32];
     if (n >= HETCL_COMPARE_PROGRESS_SAMPLES)
-        hetcl__cmp_progress(o, "read %s: %zu configuration run(s), %zu samples", r->path,
-                            r->n_entries, n);
+        hetcl__cmp_progress(o, "read %s: %zu configuration run(s), %s samples", r->path,
+                            r->n_entries, hetcl__cmp_fmt_count(count, sizeof count, n));
     return true;
 }
 
