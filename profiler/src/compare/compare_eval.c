@@ -316,6 +316,15 @@ static size_t group_samples(const struct group *g)
     return n;
 }
 
+/* The runs of g that ran (did not fail). */
+static size_t ran(const struct group *g)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < g->n; i++)
+        k += !g->runs[i]->error;
+    return k;
+}
+
 static hetcl_status compare_config(struct compare_ctx *cc, const struct group *b,
                                    const struct group *n, struct cmp_config_result *out)
 {
@@ -328,6 +337,11 @@ static hetcl_status compare_config(struct compare_ctx *cc, const struct group *b
     out->n_new_runs = n->n;
     if (status_result(b, n, &out->metrics[0]))
         out->n_metrics++;
+    /* A side where every run failed has nothing to compare: the status says it all. */
+    if (!ran(b) || !ran(n)) {
+        out->verdict = config_verdict(out);
+        return HETCL_OK;
+    }
     const char *names[CMP_MAX_METRICS];
     size_t n_names = metric_names(b, n, names);
     for (size_t i = 0; i < n_names; i++) {
@@ -413,9 +427,10 @@ static hetcl_status pair_build(hetcl_context *ctx, struct hetcl_comparison *c, s
         max_runs = ni->groups[i].n > max_runs ? ni->groups[i].n : max_runs;
     for (size_t i = 0; i < bi->n_groups; i++)
         max_runs = bi->groups[i].n > max_runs ? bi->groups[i].n : max_runs;
-    struct compare_ctx cc = {ctx, &c->o, hetcl__malloc(max_runs * sizeof *cc.runs_b),
-                             hetcl__malloc(max_runs * sizeof *cc.runs_n),
-                             hetcl__malloc(max_runs * sizeof *cc.scratch)};
+    struct compare_ctx cc = {ctx, &c->o, NULL, NULL, NULL};
+    cc.runs_b = hetcl__malloc(max_runs * sizeof *cc.runs_b);
+    cc.runs_n = hetcl__malloc(max_runs * sizeof *cc.runs_n);
+    cc.scratch = hetcl__malloc(max_runs * sizeof *cc.scratch);
     if (!order || !p->configs || !p->only_base || !p->only_new || !cc.runs_b || !cc.runs_n ||
         !cc.scratch) {
         st = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "compare: %zu configurations", ng);

@@ -295,6 +295,7 @@ static void md_pair_head(struct md *md, const struct hetcl_comparison *c, const 
     hetcl__sb_free(&names);
     hetcl__cmp_side_names(&names, p->cand, p->n_cand);
     md_cell(&h, names.p ? names.p : "");
+    hetcl__sb_free(&names);
     hetcl__sb_printf(&h, "` (commit %s): ", p->cand[0]->hetcl_commit);
     hetcl__cmp_counts_line(&h, p->counts);
     hetcl__sb_printf(&h, " metrics in %zu configurations\n\n", p->n_configs);
