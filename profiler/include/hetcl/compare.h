@@ -151,8 +151,8 @@ enum hetcl_compare_format {
 
 /*
  * Renders c in format f into a new NUL-terminated string (*out), which the caller frees with
- * hetcl_free. Numbers meant for people print with thousands separators and four significant
- * digits (80,012; 12.35; 0.1234), never with exponents. Returns HETCL_OK,
+ * hetcl_free. Numbers meant for people print with thousands separators from 1,000 and four
+ * significant digits below (80,012; 12.35; 0.1234), never with exponents. Returns HETCL_OK,
  * HETCL_ERR_INVALID_ARG (an unknown format, NULL pointers) or HETCL_ERR_NO_MEMORY; *out is NULL
  * on failure.
  */
@@ -160,11 +160,6 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_comparison_render(hetcl_context *ct
                                                                const hetcl_comparison *c,
                                                                enum hetcl_compare_format f,
                                                                char **out);
-
-/* Formats v for people into out[cap]: "n/a" for NaN; thousands separators and no decimals from
- * 1,000 on ("80,012"); four significant digits below ("12.35", "0.1234"); exponents only
- * below 1e-6. Returns out. */
-HETCL_API const char *hetcl_compare_format_number(char *out, size_t cap, double v);
 
 #ifdef __cplusplus
 }

@@ -3,66 +3,28 @@
  * cells of one metric's row, and the sentences that say what the figures are.
  *
  * Numbers: a throughput of 80,012 items/s used to print as 8.001e+04, which nobody reads at a
- * glance and which hides digits. From 1,000 on, a number prints whole with thousands
- * separators (every digit of a count or a rate is worth seeing); below, with four significant
- * digits (12.35 ms, 0.1234 ms); exponents only for values below 1e-6 or from 1e15, which no
- * metric here reaches.
+ * glance and which hides digits. They print as the report tables' tooltips do
+ * (hetcl__svg_num_full): from 1,000 on whole, with thousands separators (every digit of a rate
+ * is worth seeing when two are compared); below, with four significant digits (12.35 ms,
+ * 0.1234 ms); never with an exponent.
  */
 #include "compare/compare_impl.h"
+#include "render/svg_chart.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Writes the integer part of a (>= 0, < 1e15) with a comma every three digits. */
-static void grouped(char *out, size_t cap, double a, bool negative)
+const char *hetcl__cmp_fmt_number(char *out, size_t cap, double v)
 {
-    char digits[32];
-    snprintf(digits, sizeof digits, "%.0f", a);
-    size_t n = strlen(digits), k = 0;
-    if (negative && k + 1 < cap)
-        out[k++] = '-';
-    for (size_t i = 0; i < n && k + 1 < cap; i++) {
-        if (i && (n - i) % 3 == 0 && k + 2 < cap)
-            out[k++] = ',';
-        out[k++] = digits[i];
-    }
-    out[k] = '\0';
-}
-
-const char *hetcl_compare_format_number(char *out, size_t cap, double v)
-{
-    if (!out || !cap)
-        return out;
-    if (isnan(v)) {
-        snprintf(out, cap, "n/a");
-        return out;
-    }
-    if (isinf(v)) {
-        snprintf(out, cap, "%s", v > 0 ? "inf" : "-inf");
-        return out;
-    }
-    /* Round to four significant digits first, so that 999.96 becomes 1,000, not 1000.0. */
-    char tmp[48];
-    snprintf(tmp, sizeof tmp, "%.3e", v);
-    double r = strtod(tmp, NULL), a = fabs(r);
-    if (a >= 1e15 || (a != 0 && a < 1e-6))
-        snprintf(out, cap, "%s", tmp);
-    else if (fabs(v) >= 999.5)
-        grouped(out, cap, round(fabs(v)), v < 0);
-    else if (a == 0)
-        snprintf(out, cap, "0");
-    else {
-        int decimals = 3 - (int) floor(log10(a));
-        snprintf(out, cap, "%.*f", decimals < 0 ? 0 : decimals, r);
-    }
+    hetcl__svg_num_full(out, cap, v);
     return out;
 }
 
 const char *hetcl__cmp_fmt_count(char *out, size_t cap, size_t n)
 {
-    grouped(out, cap, (double) n, false);
+    hetcl__svg_num_full(out, cap, (double) n);
     return out;
 }
 
@@ -80,9 +42,9 @@ const char *hetcl__cmp_metric_unit(const struct cmp_metric_result *m)
 static void value_cell(char *out, size_t cap, double v, double reported)
 {
     char a[24], b[24];
-    hetcl_compare_format_number(a, sizeof a, v);
+    hetcl__cmp_fmt_number(a, sizeof a, v);
     if (isfinite(reported))
-        snprintf(out, cap, "%s [%s]", a, hetcl_compare_format_number(b, sizeof b, reported));
+        snprintf(out, cap, "%s [%s]", a, hetcl__cmp_fmt_number(b, sizeof b, reported));
     else
         snprintf(out, cap, "%s", a);
 }

@@ -147,7 +147,9 @@ struct cmp_cells {
 void hetcl__cmp_cells(const struct cmp_metric_result *m, struct cmp_cells *c);
 const char *hetcl__cmp_metric_name(const struct cmp_metric_result *m);
 const char *hetcl__cmp_metric_unit(const struct cmp_metric_result *m);
-/* "80,012 items/s" style: a count with thousands separators. */
+/* Numbers for people: "80,012", "12.35", "0.1234", "n/a" (hetcl__svg_num_full). */
+const char *hetcl__cmp_fmt_number(char *out, size_t cap, double v);
+/* A count with thousands separators: "5,000,000". */
 const char *hetcl__cmp_fmt_count(char *out, size_t cap, size_t n);
 /* "3 regressed, 1 improved, 12 unchanged, 4 inconclusive". */
 void hetcl__cmp_counts_line(struct sbuf *b, const size_t *counts);

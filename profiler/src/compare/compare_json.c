@@ -246,7 +246,7 @@ static char *gab_entry(const struct cmp_pair *p, const struct cmp_config_result 
                  (mr->c.ci_hi - mr->c.ci_lo) / 2 / mr->c.ratio * 100);
     else
         range[0] = '\0';
-    hetcl_compare_format_number(base, sizeof base, mr->c.base * mr->metric->scale);
+    hetcl__cmp_fmt_number(base, sizeof base, mr->c.base * mr->metric->scale);
     snprintf(extra, sizeof extra, "base %s %s (%s); change %s; p %s; effect %s; %s: %s", base,
              mr->metric->unit, s.statistic, s.change, s.p, s.effect,
              hetcl_stats_verdict_name(mr->c.verdict), mr->c.reason);

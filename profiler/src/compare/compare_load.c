@@ -135,16 +135,13 @@ static bool load(struct hetcl_compare_report *r, const struct hetcl_compare_opti
     for (size_t i = 0; i < N_KINDS; i++)
         readable[i] = (struct report_kind_info){kinds[i].kind, kinds[i].version};
     struct stat sb;
-    bool exists = stat(r->path, &sb) == 0;
-    if (exists && (size_t) sb.st_size >= HETCL_COMPARE_PROGRESS_FILE_BYTES)
+    if (stat(r->path, &sb) == 0 && (size_t) sb.st_size >= HETCL_COMPARE_PROGRESS_FILE_BYTES)
         hetcl__cmp_progress(o, "reading %s (%.1f MB)", r->path, (double) sb.st_size / 1e6);
     struct report_doc d;
     bool ok = hetcl__report_doc_load(r->ctx, r->path, readable, N_KINDS, "compared", &d);
     r->root = d.root; /* owned by r from here, also on failure */
     if (!ok) {
-        /* The reader recorded the detail on ctx, not its status: a file that is not there
-         * could not be read, anything else is malformed. */
-        r->status = exists ? HETCL_ERR_FORMAT : HETCL_ERR_IO;
+        r->status = d.status != HETCL_OK ? d.status : HETCL_ERR_FORMAT;
         return false;
     }
     r->kind = d.kind;
