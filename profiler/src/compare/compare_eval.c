@@ -173,6 +173,7 @@ static bool status_result(const struct group *b, const struct group *n, struct c
               fb, b->n, eb, n->n);
     m->c.runs_base = b->n;
     m->c.runs_new = n->n;
+    m->c.unit = one ? HETCL_STATS_UNIT_SAMPLES : HETCL_STATS_UNIT_RUNS;
     return true;
 }
 
@@ -252,6 +253,7 @@ static hetcl_status compare_metric(struct compare_ctx *cc, const struct group *b
         out->c.n_new = total(&sn);
         out->c.runs_base = sb.k;
         out->c.runs_new = sn.k;
+        out->c.unit = sb.k > 1 || sn.k > 1 ? HETCL_STATS_UNIT_RUNS : HETCL_STATS_UNIT_SAMPLES;
     } else {
         const struct hetcl_compare_options *o = cc->o;
         struct hetcl_stats_compare_options so = {
