@@ -220,14 +220,6 @@ static void metric_side(const struct group *g, const char *name, double *scratch
     s->reported = median(scratch, n_rep);
 }
 
-static size_t total(const struct metric_side *s)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < s->k; i++)
-        n += s->runs[i].n;
-    return n;
-}
-
 struct compare_ctx {
     hetcl_context *ctx;
     const struct hetcl_compare_options *o;
@@ -247,31 +239,23 @@ static hetcl_status compare_metric(struct compare_ctx *cc, const struct group *b
         return HETCL_OK;
     memset(out, 0, sizeof *out);
     out->metric = sn.def ? sn.def : sb.def;
-    if (!sb.k || !sn.k) {
-        fixed(out, HETCL_VERDICT_INCONCLUSIVE, "not measured in %s", sb.k ? "NEW" : "BASE");
-        out->c.n_base = total(&sb);
-        out->c.n_new = total(&sn);
-        out->c.runs_base = sb.k;
-        out->c.runs_new = sn.k;
-        out->c.unit = sb.k > 1 || sn.k > 1 ? HETCL_STATS_UNIT_RUNS : HETCL_STATS_UNIT_SAMPLES;
-    } else {
-        const struct hetcl_compare_options *o = cc->o;
-        struct hetcl_stats_compare_options so = {
-                .quantile = out->metric->quantile,
-                .higher_is_better = out->metric->higher_is_better,
-                .alpha = o->alpha,
-                .threshold = o->threshold > 0 ? o->threshold : -1,
-                .min_samples = o->min_samples,
-                .level = o->level,
-                .resamples = o->resamples,
-                .seed = o->seed,
-                .sorted = true, /* sorted when loaded */
-        };
-        hetcl_status st =
-                hetcl_stats_compare_runs(cc->ctx, sb.runs, sb.k, sn.runs, sn.k, &so, &out->c);
-        if (st != HETCL_OK)
-            return st;
-    }
+    const struct hetcl_compare_options *o = cc->o;
+    struct hetcl_stats_compare_options so = {
+            .quantile = out->metric->quantile,
+            .higher_is_better = out->metric->higher_is_better,
+            .alpha = o->alpha,
+            .threshold = o->threshold > 0 ? o->threshold : -1,
+            .min_samples = o->min_samples,
+            .level = o->level,
+            .resamples = o->resamples,
+            .seed = o->seed,
+            .sorted = true, /* sorted when loaded */
+    };
+    hetcl_status st = hetcl_stats_compare_runs(cc->ctx, sb.runs, sb.k, sn.runs, sn.k, &so, &out->c);
+    if (st != HETCL_OK)
+        return st;
+    if (!sb.k || !sn.k) /* one side's value is still worth showing */
+        snprintf(out->c.reason, sizeof out->c.reason, "not measured in %s", sb.k ? "NEW" : "BASE");
     out->reported_base = sb.reported;
     out->reported_new = sn.reported;
     return HETCL_OK;

@@ -315,7 +315,7 @@ static void md_pair_head(struct md *md, const struct hetcl_comparison *c, const 
         line = end ? end + 1 : line + len;
     }
     hetcl__sb_puts(&h, "\n| verdict | configuration | runs (base/new) | latency p50 (ms) | "
-                       "throughput (median of windows) | changes |\n| --- | --- | --- | --- | "
+                       "throughput (median) | changes |\n| --- | --- | --- | --- | "
                        "--- | --- |\n");
     if (!h.failed && !method.failed)
         md_row(md, h.p);
