@@ -505,6 +505,36 @@ static void test_numbers_and_statistics(void)
     cJSON_Delete(doc);
 }
 
+/* The first metric of the first configuration of a compare JSON document. */
+static cJSON *metric0(cJSON *d)
+{
+    cJSON *cfg = cJSON_GetArrayItem(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(d, "comparisons"), 0),
+                                "configurations"),
+            0);
+    return cJSON_GetArrayItem(cJSON_GetObjectItem(cfg, "metrics"), 0);
+}
+
+static void edit_delta(cJSON *d)
+{
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(metric0(d), "effect"), "cliffs_delta",
+                              cJSON_CreateNumber(2));
+}
+
+static void edit_observations(cJSON *d)
+{
+    cJSON_ReplaceItemInObject(metric0(d), "observations", cJSON_CreateString("epochs"));
+}
+
+static void edit_runs(cJSON *d)
+{
+    cJSON *cfg = cJSON_GetArrayItem(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(d, "comparisons"), 0),
+                                "configurations"),
+            0);
+    cJSON_ReplaceItemInObject(cfg, "runs_base", cJSON_CreateNumber(0));
+}
+
 /* Runs: the same distribution on both sides, but each run at its own level (5% apart). One
  * run against one reads the drift as a change; five runs per side, tested between runs, do
  * not; a real 30% slowdown over five runs per side is a regression. */
@@ -557,6 +587,17 @@ static void test_runs(void)
     CHECK(f && fputs(out, f) >= 0 && fclose(f) == 0);
     snprintf(cmd, sizeof cmd, "%s %s/reports/schema/compare.schema.json %s", checker, src, path);
     CHECK_EQ_INT(sh(cmd), 0);
+    /* The schema holds the new fields to their meaning: a delta beyond 1, an unknown
+     * observation unit, a configuration without runs are invalid. */
+    derive("runs.json", "bad-delta.json", edit_delta);
+    derive("runs.json", "bad-unit.json", edit_observations);
+    derive("runs.json", "bad-runs.json", edit_runs);
+    const char *bad[3] = {"bad-delta.json", "bad-unit.json", "bad-runs.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s/reports/schema/compare.schema.json %s/%s", checker, src,
+                 tmpdir, bad[i]);
+        CHECK_EQ_INT(sh(cmd), 1);
+    }
     /* Repeated runs inside one report are runs too. */
     make("rep-b.json", "--seed 61 --configs 2 --samples 200 --noise 0.01 --repeat 5 --run-sd 0.05");
     make("rep-s.json", "--seed 62 --configs 2 --samples 200 --noise 0.01 --repeat 5 --run-sd 0.05");
