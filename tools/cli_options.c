@@ -138,6 +138,15 @@ static bool store(const struct cli_option *o, const char *value)
         return parse_choice(o, value);
     case CLI_CUSTOM:
         return o->parse(o->name, value, o->target);
+    case CLI_STRINGS: {
+        struct cli_strings *list = o->target;
+        if (list->n >= list->cap) {
+            cli_error("%s: too many values", o->name);
+            return false;
+        }
+        list->v[list->n++] = value;
+        return true;
+    }
     }
     return false;
 }
@@ -222,6 +231,11 @@ int cli_parse(const char *command, const struct cli_help *help, int argc, char *
             }
             if (!store(o, value))
                 return CLI_PARSE_ERROR;
+            /* A list flag takes the arguments after its value too, up to the next flag. */
+            while (o->kind == CLI_STRINGS && i + 1 < argc &&
+                   (argv[i + 1][0] != '-' || !strcmp(argv[i + 1], "-")))
+                if (!store(o, argv[++i]))
+                    return CLI_PARSE_ERROR;
         }
         if (o->seen)
             *o->seen = true;

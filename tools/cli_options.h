@@ -43,6 +43,15 @@ enum cli_kind {
     CLI_DOUBLE,  /* double *, finite, in [min, max] */
     CLI_CHOICE,  /* int *: the index of the value in choices (NULL-terminated) */
     CLI_CUSTOM,  /* parse(flag, value, target) checks and stores; it prints its own error */
+    CLI_STRINGS, /* struct cli_strings *: the value and every argument after it up to the next
+                    flag (--base a.json b.json --new c.json); repeating the flag appends */
+};
+
+/* The values of a CLI_STRINGS flag, borrowed from argv. The caller provides v with room for
+ * cap entries (argc is always enough); n counts those stored. */
+struct cli_strings {
+    const char **v;
+    size_t n, cap;
 };
 
 struct cli_option {

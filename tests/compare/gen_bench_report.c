@@ -5,16 +5,24 @@
  *
  *   gen_bench_report --out FILE [--seed N] [--configs N] [--samples N] [--median-ns X]
  *                    [--noise F] [--shift F] [--shift-only I] [--model-prefix S]
+ *                    [--load X] [--windows N] [--no-device] [--repeat K] [--run-sd F]
  *
  * Configuration i: model "mlp" (even i) or "lenet" (odd i), batch 2^((i/2) mod 7), device
  * "p0d<i/14>", placement single, scenario single-stream for batch 1 and offline otherwise.
  * Latencies are median * shift * (1 + noise N(0, 1)) nanoseconds (shift applies to every
  * configuration, or only to configuration --shift-only); throughput windows scale by 1 / shift.
+ * There are --windows throughput windows (default: a third of the samples, at least 8). With
+ * --no-device the device latency and its breakdown are null, as in a run without OpenCL
+ * profiling: a report of 5,000,000 samples then stays under the 64 MiB the readers accept.
+ * --repeat K writes each configuration K times in a row (repeated runs in one report), and
+ * --run-sd F gives each configuration run its own level, shift * (1 + F N(0, 1)), as a run on a
+ * machine whose state drifts between runs would have.
  */
 #include <hetcl/stats.h>
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +38,10 @@ struct gen {
     int shift_only;
     const char *model_prefix;
     double load; /* machine.before/after.load_avg_1m */
+    int windows; /* throughput windows; 0: n / 3 (at least 8, or n) */
+    bool no_device;
+    int repeat;    /* runs of each configuration */
+    double run_sd; /* relative sd of a run's level */
 };
 
 static unsigned long long mix(unsigned long long *s)
@@ -60,10 +72,10 @@ static cJSON *pct_json(const struct hetcl_stats_pct *p)
     return o;
 }
 
-static cJSON *series(const double *x, int n)
+static cJSON *series(const double *x, size_t n)
 {
     struct hetcl_stats_summary s;
-    if (hetcl_stats_summarize(NULL, x, (size_t) n, &s) != HETCL_OK) {
+    if (hetcl_stats_summarize(NULL, x, n, &s) != HETCL_OK) {
         fprintf(stderr, "gen_bench_report: summarize failed\n");
         exit(2);
     }
@@ -76,7 +88,7 @@ static cJSON *series(const double *x, int n)
     for (int i = 0; i < HETCL_STATS_N_PCT; i++)
         cJSON_AddItemToObject(st, hetcl_stats_pct_name(i), pct_json(&s.pct[i]));
     cJSON *a = cJSON_AddArrayToObject(o, "samples_ns");
-    for (int i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         cJSON_AddItemToArray(a, cJSON_CreateNumber(x[i]));
     return o;
 }
@@ -103,18 +115,21 @@ static cJSON *machine_state(double load)
     return m;
 }
 
-static cJSON *configuration(const struct gen *g, int i, unsigned long long *rng)
+static cJSON *configuration(const struct gen *g, int i, int index, unsigned long long *rng)
 {
     int batch = 1 << ((i / 2) % 7);
     char device[32], model[64];
     snprintf(device, sizeof device, "p0d%d", i / 14);
     snprintf(model, sizeof model, "%s%s", g->model_prefix, i % 2 ? "lenet" : "mlp");
     double shift = g->shift_only < 0 || g->shift_only == i ? g->shift : 1.0;
+    if (g->run_sd > 0)
+        shift *= 1 + g->run_sd * gauss(rng);
     double median = g->median_ns * (1 + 0.5 * (i % 5)) * batch / (batch > 1 ? 8.0 : 1.0);
 
     cJSON *c = cJSON_CreateObject();
-    cJSON_AddNumberToObject(c, "index", i);
-    cJSON_AddNumberToObject(c, "order_index", (double) ((i * 7919) % (g->configs)));
+    int n_runs = g->configs * g->repeat;
+    cJSON_AddNumberToObject(c, "index", index);
+    cJSON_AddNumberToObject(c, "order_index", (double) ((index * 7919) % n_runs));
     cJSON_AddStringToObject(c, "status", "ok");
     cJSON_AddNullToObject(c, "error");
     cJSON *cf = cJSON_AddObjectToObject(c, "config");
@@ -132,11 +147,11 @@ static cJSON *configuration(const struct gen *g, int i, unsigned long long *rng)
     cJSON_AddBoolToObject(w, "steady", 1);
     cJSON_AddStringToObject(w, "why", "steady");
 
-    int n = g->samples;
+    size_t n = (size_t) g->samples;
     double *e2e = malloc((size_t) n * sizeof *e2e), *dev = malloc((size_t) n * sizeof *dev);
     double *q2s = malloc((size_t) n * sizeof *q2s), *s2s = malloc((size_t) n * sizeof *s2s);
     double total_ns = 0;
-    for (int k = 0; k < n; k++) {
+    for (size_t k = 0; k < n; k++) {
         double v = median * shift * (1 + g->noise * gauss(rng));
         if (v < median * 0.05)
             v = median * 0.05;
@@ -147,18 +162,25 @@ static cJSON *configuration(const struct gen *g, int i, unsigned long long *rng)
         total_ns += e2e[k];
     }
     cJSON *t = cJSON_AddObjectToObject(c, "timed");
-    cJSON_AddNumberToObject(t, "requests", n);
+    cJSON_AddNumberToObject(t, "requests", (double) n);
     cJSON_AddNumberToObject(t, "time_ms", total_ns / 1e6);
     cJSON_AddStringToObject(t, "stopped_by", "minimums_met");
 
     cJSON *lat = cJSON_AddObjectToObject(c, "latency");
     cJSON_AddItemToObject(lat, "end_to_end", series(e2e, n));
-    cJSON_AddItemToObject(lat, "device", series(dev, n));
-    cJSON *bd = cJSON_AddObjectToObject(lat, "device_breakdown");
-    cJSON_AddItemToObject(bd, "queued_to_submit", series(q2s, n));
-    cJSON_AddItemToObject(bd, "submit_to_start", series(s2s, n));
-    cJSON_AddItemToObject(bd, "start_to_end", series(dev, n));
-    cJSON_AddNullToObject(lat, "device_unavailable_reason");
+    if (g->no_device) {
+        cJSON_AddNullToObject(lat, "device");
+        cJSON_AddNullToObject(lat, "device_breakdown");
+        cJSON_AddStringToObject(lat, "device_unavailable_reason",
+                                "not profiled (synthetic, --no-device)");
+    } else {
+        cJSON_AddItemToObject(lat, "device", series(dev, n));
+        cJSON *bd = cJSON_AddObjectToObject(lat, "device_breakdown");
+        cJSON_AddItemToObject(bd, "queued_to_submit", series(q2s, n));
+        cJSON_AddItemToObject(bd, "submit_to_start", series(s2s, n));
+        cJSON_AddItemToObject(bd, "start_to_end", series(dev, n));
+        cJSON_AddNullToObject(lat, "device_unavailable_reason");
+    }
 
     cJSON *tp = cJSON_AddObjectToObject(c, "throughput");
     double items = batch / (median * shift / 1e9);
@@ -166,8 +188,8 @@ static cJSON *configuration(const struct gen *g, int i, unsigned long long *rng)
     cJSON_AddNumberToObject(tp, "requests_per_s", items / batch);
     cJSON_AddNumberToObject(tp, "window_ms", 100);
     cJSON *ts = cJSON_AddArrayToObject(tp, "samples_items_per_s");
-    int windows = n / 3 > 8 ? n / 3 : n;
-    for (int k = 0; k < windows; k++) {
+    size_t windows = g->windows > 0 ? (size_t) g->windows : n / 3 > 8 ? n / 3 : n;
+    for (size_t k = 0; k < windows; k++) {
         double v = items * (1 + g->noise * gauss(rng));
         cJSON_AddItemToArray(ts, cJSON_CreateNumber(v > 0 ? v : items * 0.05));
     }
@@ -334,16 +356,22 @@ static cJSON *report(const struct gen *g)
     cJSON_AddNumberToObject(seeds, "order", 7);
     cJSON_AddNumberToObject(seeds, "arrivals", 11);
     cJSON *cs = cJSON_AddArrayToObject(r, "configurations");
-    for (int i = 0; i < g->configs; i++)
-        cJSON_AddItemToArray(cs, configuration(g, i, &rng));
+    for (int i = 0, index = 0; i < g->configs; i++)
+        for (int k = 0; k < g->repeat; k++, index++)
+            cJSON_AddItemToArray(cs, configuration(g, i, index, &rng));
     return r;
 }
 
 int main(int argc, char **argv)
 {
-    struct gen g = {NULL, 1, 4, 30, 1e6, 0.03, 1.0, -1, "", 0.5};
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const char *a = argv[i], *v = argv[i + 1];
+    struct gen g = {NULL, 1, 4, 30, 1e6, 0.03, 1.0, -1, "", 0.5, 0, false, 1, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--no-device")) {
+            g.no_device = true;
+            continue;
+        }
+        const char *v = i + 1 < argc ? argv[++i] : "";
         if (!strcmp(a, "--out"))
             g.out = v;
         else if (!strcmp(a, "--seed"))
@@ -364,15 +392,22 @@ int main(int argc, char **argv)
             g.model_prefix = v;
         else if (!strcmp(a, "--load"))
             g.load = atof(v);
+        else if (!strcmp(a, "--windows"))
+            g.windows = atoi(v);
+        else if (!strcmp(a, "--repeat"))
+            g.repeat = atoi(v);
+        else if (!strcmp(a, "--run-sd"))
+            g.run_sd = atof(v);
         else {
             fprintf(stderr, "gen_bench_report: unknown option %s\n", a);
             return 2;
         }
     }
-    if (!g.out || g.configs < 1 || g.samples < 1) {
+    if (!g.out || g.configs < 1 || g.samples < 1 || g.repeat < 1) {
         fprintf(stderr, "usage: gen_bench_report --out FILE [--seed N] [--configs N] "
                         "[--samples N] [--median-ns X] [--noise F] [--shift F] [--shift-only I] "
-                        "[--model-prefix S] [--load X]\n");
+                        "[--model-prefix S] [--load X] [--windows N] [--no-device] "
+                        "[--repeat K] [--run-sd F]\n");
         return 2;
     }
     cJSON *r = report(&g);

@@ -3,7 +3,12 @@
  * (gen_bench_report) give known verdicts and exit codes; the Markdown stays under GitHub's
  * 1 MiB step-summary cap with 500 configurations; the JSON validates against
  * compare.schema.json; malformed or mismatched reports get one-line errors naming the file and
- * the field, with exit status 2.
+ * the field, with exit status 2. Also: numbers print with thousands separators, never as
+ * 8e+04, in every human format; the throughput says which statistic it is and shows the
+ * report's own items/s beside it; every verdict carries Cliff's delta; several runs per side
+ * (--base/--new, or a configuration repeated in one report) are tested between runs, so runs
+ * that drift do not read as a regression, and one run per side says that its samples are taken
+ * as independent; large inputs get progress lines on stderr.
  */
 #include "harness.h"
 
@@ -336,7 +341,6 @@ static void test_bad_input(void)
     derive("base.json", "train.json", edit_train);
     derive("base.json", "samples.json", edit_samples);
     derive("base.json", "batch.json", edit_batch);
-    derive("base.json", "dup.json", edit_duplicate);
     make("other.json", "--seed 1 --configs 6 --samples 30 --model-prefix other-");
     char notjson[300];
     snprintf(notjson, sizeof notjson, "%s/notjson.json", tmpdir);
@@ -360,9 +364,12 @@ static void test_bad_input(void)
              {"samples.json: $.configurations[0].latency.end_to_end.samples_ns", "element 2"}},
             {"@/base.json @/batch.json",
              {"batch.json: $.configurations[0].config.batch", "integer"}},
-            {"@/base.json @/dup.json", {"dup.json: $.configurations", "the same"}},
             {"@/base.json @/other.json", {"nothing to match", "other-mlp"}},
             {"@/base.json", {"BASE and at least one NEW", "--help"}},
+            {"--base @/base.json", {"--base and --new go together", "--help"}},
+            {"@/base.json --base @/same.json --new @/slower.json",
+             {"--base and --new", "positional"}},
+            {"--base @/base.json --new @/notjson.json", {"notjson.json", "line 2"}},
             {"@/base.json @/same.json --alpha 2", {"--alpha", "'2'"}},
             {"@/base.json @/same.json --threshold abc", {"--threshold", "'abc'"}},
             {"@/base.json @/same.json --format xml", {"--format", "'xml'"}},
@@ -426,6 +433,202 @@ static void test_load_note(void)
     }
 }
 
+/* Whether out holds s, lines joined (the table wraps its notes); prints what is missing. */
+static bool has(const char *what, const char *s)
+{
+    static char joined[sizeof out];
+    size_t n = strlen(out);
+    for (size_t i = 0; i <= n; i++)
+        joined[i] = out[i] == '\n' ? ' ' : out[i];
+    if (strstr(joined, s))
+        return true;
+    fprintf(stderr, "%s: no '%s' in the output\n", what, s);
+    return false;
+}
+
+/* Whether text holds a number with an exponent ("8.001e+04", "3e-11"). */
+static bool has_exponent(const char *text)
+{
+    for (const char *p = text; p[0] && p[1] && p[2] && p[3]; p++)
+        if (p[0] >= '0' && p[0] <= '9' && p[1] == 'e' && (p[2] == '+' || p[2] == '-') &&
+            p[3] >= '0' && p[3] <= '9')
+            return true;
+    return false;
+}
+
+/* Numbers as the tables print them (thousands separators), never with an exponent; the
+ * throughput's statistic named, with the report's own items/s in brackets; Cliff's delta in
+ * every human format and in the JSON. */
+static void test_numbers_and_statistics(void)
+{
+    /* 12.5 us per request at batch 1: 80,000 items/s. */
+    make("fast.json", "--seed 51 --configs 2 --samples 60 --median-ns 12500");
+    make("fast2.json", "--seed 52 --configs 2 --samples 60 --median-ns 12500 --shift 1.2");
+    const char *fmts[3] = {"table", "md", "html"};
+    for (int f = 0; f < 3; f++) {
+        char args[1024];
+        snprintf(args, sizeof args, "%s/fast.json %s/fast2.json --format %s", tmpdir, tmpdir,
+                 fmts[f]);
+        CHECK_EQ_INT(compare(args), 3);
+        /* 80,000 items/s +- noise: "8x,xxx" or "7x,xxx" with a separator, no 8e+04. */
+        CHECK(!has_exponent(out));
+        CHECK(strstr(out, "80,") || strstr(out, "79,") || strstr(out, "81,"));
+        CHECK(has(fmts[f], "p50 of windows") && has(fmts[f], "p50 of requests"));
+        CHECK(has(fmts[f], "[80,000]")); /* the report's items_per_s, exact by construction */
+        CHECK(has(fmts[f], "throughput.items_per_s"));
+        CHECK(has(fmts[f], "large")); /* a 20% shift with 3% noise: Cliff's delta is large */
+        CHECK(has(fmts[f], "Romano"));
+        CHECK(has(fmts[f], "treats the samples as independent"));
+    }
+    char args[1024];
+    snprintf(args, sizeof args, "%s/fast.json %s/fast2.json --format json", tmpdir, tmpdir);
+    CHECK_EQ_INT(compare(args), 3);
+    cJSON *doc = cJSON_Parse(out);
+    const cJSON *m = cJSON_GetArrayItem(
+            cJSON_GetObjectItem(
+                    cJSON_GetArrayItem(
+                            cJSON_GetObjectItem(
+                                    cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "comparisons"), 0),
+                                    "configurations"),
+                            0),
+                    "metrics"),
+            4);
+    CHECK_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(m, "name")), "throughput");
+    CHECK_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(m, "sample")), "window");
+    CHECK_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(m, "observations")), "samples");
+    const cJSON *rep = cJSON_GetObjectItem(m, "reported"), *eff = cJSON_GetObjectItem(m, "effect");
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(rep, "base")) == 80000);
+    CHECK_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(rep, "field")), "throughput.items_per_s");
+    double d = cJSON_GetNumberValue(cJSON_GetObjectItem(eff, "cliffs_delta"));
+    CHECK(d < -0.9); /* NEW's throughput below BASE's nearly everywhere */
+    CHECK_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(eff, "magnitude")), "large");
+    cJSON_Delete(doc);
+}
+
+/* The first metric of the first configuration of a compare JSON document. */
+static cJSON *metric0(cJSON *d)
+{
+    cJSON *cfg = cJSON_GetArrayItem(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(d, "comparisons"), 0),
+                                "configurations"),
+            0);
+    return cJSON_GetArrayItem(cJSON_GetObjectItem(cfg, "metrics"), 0);
+}
+
+static void edit_delta(cJSON *d)
+{
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(metric0(d), "effect"), "cliffs_delta",
+                              cJSON_CreateNumber(2));
+}
+
+static void edit_observations(cJSON *d)
+{
+    cJSON_ReplaceItemInObject(metric0(d), "observations", cJSON_CreateString("epochs"));
+}
+
+static void edit_runs(cJSON *d)
+{
+    cJSON *cfg = cJSON_GetArrayItem(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(d, "comparisons"), 0),
+                                "configurations"),
+            0);
+    cJSON_ReplaceItemInObject(cfg, "runs_base", cJSON_CreateNumber(0));
+}
+
+/* Runs: the same distribution on both sides, but each run at its own level (5% apart). One
+ * run against one reads the drift as a change; five runs per side, tested between runs, do
+ * not; a real 30% slowdown over five runs per side is a regression. */
+static void test_runs(void)
+{
+    char base[1024] = "", same[1024] = "", slow[1024] = "", args[4096];
+    for (int r = 0; r < 5; r++) {
+        char name[64], opts[256];
+        const char *sides[3] = {"b", "s", "x"};
+        char *lists[3] = {base, same, slow};
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "run-%s%d.json", sides[k], r);
+            snprintf(opts, sizeof opts,
+                     "--seed %d --configs 2 --samples 200 --noise 0.01 "
+                     "--run-sd 0.05%s",
+                     100 + 10 * k + r, k == 2 ? " --shift 1.3" : "");
+            make(name, opts);
+            size_t len = strlen(lists[k]);
+            snprintf(lists[k] + len, 1024 - len, " %s/%s", tmpdir, name);
+        }
+    }
+    /* One against one: pick the pair whose levels differ most, the drift reads as a change. */
+    int pooled_changes = 0;
+    for (int r = 0; r < 5; r++) {
+        snprintf(args, sizeof args, "%s/run-b%d.json %s/run-s%d.json --format json", tmpdir, r,
+                 tmpdir, r);
+        int rc = compare(args);
+        pooled_changes += strstr(out, "\"regressed\"") || strstr(out, "\"improved\"") ? 1 : 0;
+        CHECK(rc == 0 || rc == 3);
+    }
+    printf("runs: %d of 5 one-run comparisons of equal distributions found a change\n",
+           pooled_changes);
+    CHECK(pooled_changes >= 2);
+    snprintf(args, sizeof args, "--base%s --new%s", base, same);
+    int rc = compare(args);
+    if (rc != 0)
+        fprintf(stderr, "runs: --base --new of equal distributions: exit %d\n%s", rc, out);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(!strstr(out, "regressed:") && !strstr(out, "improved:"));
+    CHECK(has("runs", "Runs per configuration: BASE 5, NEW 5"));
+    CHECK(has("runs", "median of runs"));
+    CHECK(!strstr(out, "treats the samples as independent"));
+    snprintf(args, sizeof args, "--base%s --new%s --format json", base, slow);
+    CHECK_EQ_INT(compare(args), 3);
+    CHECK(has("runs json", "\"observations\":\t\"runs\"") || has("runs json", "\"runs\""));
+    /* The JSON of runs validates. */
+    char path[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/runs.json", tmpdir);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(out, f) >= 0 && fclose(f) == 0);
+    snprintf(cmd, sizeof cmd, "%s %s/reports/schema/compare.schema.json %s", checker, src, path);
+    CHECK_EQ_INT(sh(cmd), 0);
+    /* The schema holds the new fields to their meaning: a delta beyond 1, an unknown
+     * observation unit, a configuration without runs are invalid. */
+    derive("runs.json", "bad-delta.json", edit_delta);
+    derive("runs.json", "bad-unit.json", edit_observations);
+    derive("runs.json", "bad-runs.json", edit_runs);
+    const char *bad[3] = {"bad-delta.json", "bad-unit.json", "bad-runs.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s/reports/schema/compare.schema.json %s/%s", checker, src,
+                 tmpdir, bad[i]);
+        CHECK_EQ_INT(sh(cmd), 1);
+    }
+    /* Repeated runs inside one report are runs too. */
+    make("rep-b.json", "--seed 61 --configs 2 --samples 200 --noise 0.01 --repeat 5 --run-sd 0.05");
+    make("rep-s.json", "--seed 62 --configs 2 --samples 200 --noise 0.01 --repeat 5 --run-sd 0.05");
+    snprintf(args, sizeof args, "%s/rep-b.json %s/rep-s.json", tmpdir, tmpdir);
+    CHECK_EQ_INT(compare(args), 0);
+    CHECK(has("repeat", "Runs per configuration: BASE 5, NEW 5"));
+    /* A configuration twice in NEW only: 1 and 2 runs. */
+    derive("base.json", "dup.json", edit_duplicate);
+    snprintf(args, sizeof args, "%s/base.json %s/dup.json", tmpdir, tmpdir);
+    CHECK_EQ_INT(compare(args), 0);
+    CHECK(has("dup", "BASE 1, NEW 1-2"));
+}
+
+/* Progress lines on stderr for a large configuration (at least 100,000 samples), none for a
+ * small one. */
+static void test_progress(void)
+{
+    make("big1.json", "--seed 71 --configs 1 --samples 60000 --windows 100");
+    make("big2.json", "--seed 72 --configs 1 --samples 60000 --windows 100");
+    char args[1024];
+    snprintf(args, sizeof args, "%s/big1.json %s/big2.json", tmpdir, tmpdir);
+    CHECK_EQ_INT(compare(args), 0);
+    if (!strstr(err, "hetcl: compare: comparing mlp / p0d0 / single / single-stream / b1")) {
+        fprintf(stderr, "no progress line for 240,000 samples: stderr: %s\n", err);
+        hetcl_test_failures++;
+    }
+    snprintf(args, sizeof args, "%s/base.json %s/same.json", tmpdir, tmpdir);
+    CHECK_EQ_INT(compare(args), 0);
+    CHECK(!strstr(err, "hetcl: compare:"));
+}
+
 int main(void)
 {
     bin = getenv("HETCL_BIN");
@@ -447,6 +650,9 @@ int main(void)
     test_formats();
     test_bad_input();
     test_load_note();
+    test_numbers_and_statistics();
+    test_runs();
+    test_progress();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (!hetcl_test_failures && system(cmd) != 0)

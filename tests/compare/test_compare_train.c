@@ -4,7 +4,8 @@
  * and exit codes; the one-value-per-run metrics (time to target, final accuracy) show their
  * change but stay inconclusive; the JSON validates against compare.schema.json; a train report
  * against a bench report, or a malformed one, is unusable input (exit 2, one line naming the
- * file and the field).
+ * file and the field). Five runs per side (--base/--new) make the one-value-per-run metrics
+ * testable: each run's final accuracy is one observation.
  */
 #include "harness.h"
 
@@ -132,6 +133,42 @@ static void test_verdicts(void)
     CHECK_EQ_INT(sh(cmd), 0);
 }
 
+/* Five runs per side: final_test_acc, one value per run, gets a verdict from the runs. */
+static void test_runs(void)
+{
+    static const double base_acc[5] = {0.880, 0.883, 0.878, 0.881, 0.879};
+    static const double new_acc[5] = {0.801, 0.806, 0.799, 0.803, 0.800};
+    char b[1024] = "", n[1024] = "", cmd[4096];
+    for (int r = 0; r < 5; r++) {
+        char name[64], opts[128];
+        snprintf(name, sizeof name, "rb%d.json", r);
+        snprintf(opts, sizeof opts, "--seed %d --epochs 12 --final-acc %.3f", 20 + r, base_acc[r]);
+        make(gen_train, name, opts);
+        snprintf(b + strlen(b), sizeof b - strlen(b), " %s/%s", tmpdir, name);
+        snprintf(name, sizeof name, "rn%d.json", r);
+        snprintf(opts, sizeof opts, "--seed %d --epochs 12 --final-acc %.3f", 30 + r, new_acc[r]);
+        make(gen_train, name, opts);
+        snprintf(n + strlen(n), sizeof n - strlen(n), " %s/%s", tmpdir, name);
+    }
+    snprintf(cmd, sizeof cmd, "%s compare --base%s --new%s --format json", bin, b, n);
+    CHECK_EQ_INT(sh(cmd), 3);
+    double change = -999;
+    const char *v = verdict("final_test_acc", &change);
+    if (strcmp(v, "regressed") || fabs(change - (0.801 / 0.880 - 1)) > 0.01) {
+        fprintf(stderr, "runs: final_test_acc is %s with change %.3f, want regressed near %.3f\n",
+                v, change, 0.801 / 0.880 - 1);
+        hetcl_test_failures++;
+    }
+    CHECK(strstr(out, "\"observations\": \"runs\"") || strstr(out, "\"observations\":\t\"runs\""));
+    /* Two runs per side cannot show it at alpha 0.01, and the reason says how many can. */
+    snprintf(cmd, sizeof cmd,
+             "%s compare --base %s/rb0.json %s/rb1.json --new %s/rn0.json "
+             "%s/rn1.json",
+             bin, tmpdir, tmpdir, tmpdir, tmpdir);
+    CHECK_EQ_INT(sh(cmd), 0);
+    CHECK(strstr(out, "cannot show it") && strstr(out, "5 runs per side"));
+}
+
 static void test_bad_input(void)
 {
     make(gen_bench, "bench.json", "--configs 2 --samples 10");
@@ -171,6 +208,7 @@ int main(void)
         return 1;
     }
     test_verdicts();
+    test_runs();
     test_bad_input();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);

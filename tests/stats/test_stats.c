@@ -1,9 +1,12 @@
 /*
  * The statistics library against known answers and naive references: percentiles of 1..100,
  * the trust bound's minimum sample counts, textbook Mann-Whitney U and p-values (and the exact
- * distribution against brute-force enumeration), bootstrap coverage, the steady-state detector
- * and comparison verdicts (a 10% shift is found, the same distribution twice is unchanged, three
- * samples are inconclusive).
+ * distribution against brute-force enumeration; U counted by sorting against the pairwise
+ * count), Cliff's delta and its magnitude labels, bootstrap coverage, the order-statistic
+ * bootstrap against the textbook resampler (the full bootstrap, naive, kept here), the
+ * steady-state detector, comparison verdicts (a 10% shift is found, the same distribution twice
+ * is unchanged, three samples are inconclusive) and comparisons of runs (a drift between runs is
+ * not a regression; a real shift over five runs per side is).
  */
 #include "harness.h"
 
@@ -11,6 +14,8 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define CHECK_NEAR(a, b, tol)                                                              \
     do {                                                                                   \
@@ -293,6 +298,221 @@ static void test_bootstrap(uint64_t seed)
                  HETCL_ERR_INVALID_ARG);
 }
 
+/* Pairwise counts (the definition): U_a = #{a > b} + 0.5 #{a = b}, O(n_a n_b). */
+static double naive_u(const double *a, size_t n_a, const double *b, size_t n_b)
+{
+    double u = 0;
+    for (size_t i = 0; i < n_a; i++)
+        for (size_t j = 0; j < n_b; j++)
+            u += a[i] > b[j] ? 1 : a[i] == b[j] ? 0.5 : 0;
+    return u;
+}
+
+static void test_u_and_effect(uint64_t seed)
+{
+    /* U by sorting equals the pairwise count, with and without ties; delta follows from it. */
+    static double a[700], b[500];
+    for (int trial = 0; trial < 20; trial++) {
+        size_t n_a = 1 + mix(&seed) % 700, n_b = 1 + mix(&seed) % 500;
+        int levels = trial % 2 ? 7 : 1000000; /* few distinct values: many ties */
+        for (size_t i = 0; i < n_a; i++)
+            a[i] = (double) (mix(&seed) % (uint64_t) levels);
+        for (size_t i = 0; i < n_b; i++)
+            b[i] = (double) (mix(&seed) % (uint64_t) levels) + (trial % 4 == 1 ? 1 : 0);
+        struct hetcl_stats_mwu u;
+        CHECK_OK(NULL, hetcl_stats_mann_whitney(NULL, a, n_a, b, n_b, &u));
+        double want = naive_u(a, n_a, b, n_b), mn = (double) n_a * (double) n_b;
+        CHECK_NEAR(u.u_a, want, 0);
+        CHECK_NEAR(u.delta, (mn - 2 * want) / mn, 1e-12);
+        double d;
+        CHECK_OK(NULL, hetcl_stats_cliffs_delta(NULL, a, n_a, b, n_b, &d));
+        CHECK_NEAR(d, u.delta, 0);
+    }
+    /* Known values: b entirely above a is +1, below is -1; {1,2,3} vs {2,3,4}: pairs b > a 6,
+     * b < a 1, ties 2 -> (6 - 1) / 9. */
+    const double x[] = {1, 2, 3}, y[] = {2, 3, 4}, hi[] = {10, 11};
+    double d;
+    CHECK_OK(NULL, hetcl_stats_cliffs_delta(NULL, x, 3, hi, 2, &d));
+    CHECK_NEAR(d, 1, 0);
+    CHECK_OK(NULL, hetcl_stats_cliffs_delta(NULL, hi, 2, x, 3, &d));
+    CHECK_NEAR(d, -1, 0);
+    CHECK_OK(NULL, hetcl_stats_cliffs_delta(NULL, x, 3, y, 3, &d));
+    CHECK_NEAR(d, 5.0 / 9, 1e-15);
+    CHECK_EQ_INT(hetcl_stats_cliffs_delta(NULL, x, 0, y, 3, &d), HETCL_ERR_INVALID_ARG);
+    /* Romano et al.'s labels, at and around the thresholds, either sign. */
+    CHECK_EQ_STR(hetcl_stats_effect_magnitude(0.1), "negligible");
+    CHECK_EQ_STR(hetcl_stats_effect_magnitude(-0.146), "negligible");
+    CHECK_EQ_STR(hetcl_stats_effect_magnitude(0.147), "small");
+    CHECK_EQ_STR(hetcl_stats_effect_magnitude(-0.329), "small");
+    CHECK_EQ_STR(hetcl_stats_effect_magnitude(0.33), "medium");
+    CHECK_EQ_STR(hetcl_stats_effect_magnitude(0.474), "large");
+    CHECK_EQ_STR(hetcl_stats_effect_magnitude(-1), "large");
+    CHECK_EQ_STR(hetcl_stats_effect_magnitude((double) NAN), "");
+    /* The smallest p of the exact test: 2 / C(m + n, m). */
+    CHECK_NEAR(hetcl_stats_mwu_min_p(5, 5), 2.0 / 252, 1e-12);
+    CHECK_NEAR(hetcl_stats_mwu_min_p(2, 2), 2.0 / 6, 1e-12);
+    CHECK_NEAR(hetcl_stats_mwu_min_p(20, 20), 2 / 137846528820.0, 1e-20);
+    CHECK_NEAR(hetcl_stats_mwu_min_p(0, 5), 1, 0);
+}
+
+static int cmp_dbl(const void *x, const void *y)
+{
+    double a = *(const double *) x, b = *(const double *) y;
+    return (a > b) - (a < b);
+}
+
+/* The textbook bootstrap (the reference): each resample draws n indices into the sorted sample
+ * with replacement and takes the rank-th smallest drawn value (by counting); the interval is
+ * the nearest-rank (1 - level) / 2 and (1 + level) / 2 quantiles of B such statistics. Returns
+ * the two endpoints as indices into sorted[]. */
+static void naive_bootstrap(size_t n, double p, double level, unsigned B, uint64_t seed,
+                            double *lo_index, double *hi_index)
+{
+    size_t rank = (size_t) ceil(p * (double) n - 1e-9), *count = calloc(n, sizeof *count);
+    double *stat = malloc(B * sizeof *stat);
+    rank = rank < 1 ? 1 : rank;
+    for (unsigned b = 0; b < B && count && stat; b++) {
+        memset(count, 0, n * sizeof *count);
+        for (size_t i = 0; i < n; i++)
+            count[mix(&seed) % n]++;
+        size_t seen = 0, i = 0;
+        while (seen + count[i] < rank)
+            seen += count[i++];
+        stat[b] = (double) i;
+    }
+    qsort(stat, B, sizeof *stat, cmp_dbl);
+    size_t lo = (size_t) ceil((1 - level) / 2 * B - 1e-9),
+           hi = (size_t) ceil((1 + level) / 2 * B - 1e-9);
+    *lo_index = stat[(lo < 1 ? 1 : lo) - 1];
+    *hi_index = stat[hi - 1];
+    free(count);
+    free(stat);
+}
+
+/* The exact bootstrap endpoint: the smallest index j with P(rank-th order statistic of a
+ * resample <= s[j]) = P(Binomial(n, (j + 1) / n) >= rank) >= c. */
+static double exact_boot_index(size_t n, size_t rank, double c)
+{
+    for (size_t j = 0; j < n; j++)
+        if (1 - hetcl_stats_binomial_cdf(rank - 1, n, (double) (j + 1) / (double) n) >= c)
+            return (double) j;
+    return (double) n - 1;
+}
+
+static void test_bootstrap_exact(void)
+{
+    /* Sample values 0..n-1 (sorted, distinct), so an interval endpoint is its own index. The
+     * order-statistic bootstrap and the textbook one, each on a fixed seed, give endpoints
+     * within 10% of the interval's width of each other and of the exact bootstrap
+     * distribution's quantiles (Monte Carlo error with B = 4000 at the 0.5% tails is about 2%
+     * of the width for each). */
+    const size_t n = 3001;
+    double *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (double) i;
+    const double ps[3] = {0.5, 0.9, 0.99};
+    for (int k = 0; k < 3 && x; k++) {
+        struct hetcl_stats_ci ci;
+        CHECK_OK(NULL, hetcl_stats_bootstrap_quantile(NULL, x, n, ps[k], 0.99, 4000, 11, &ci));
+        double nlo, nhi;
+        naive_bootstrap(n, ps[k], 0.99, 4000, 12, &nlo, &nhi);
+        size_t rank = (size_t) ceil(ps[k] * (double) n - 1e-9);
+        double elo = exact_boot_index(n, rank, 0.005), ehi = exact_boot_index(n, rank, 0.995);
+        double width = ehi - elo, tol = 0.10 * width;
+        printf("bootstrap p%g of %zu: order statistic [%g, %g], textbook [%g, %g], exact "
+               "[%g, %g]\n",
+               ps[k] * 100, n, ci.lo, ci.hi, nlo, nhi, elo, ehi);
+        CHECK(width >= 10);
+        CHECK_NEAR(ci.lo, nlo, tol);
+        CHECK_NEAR(ci.hi, nhi, tol);
+        CHECK_NEAR(ci.lo, elo, tol);
+        CHECK_NEAR(ci.hi, ehi, tol);
+    }
+    free(x);
+}
+
+/* Fills a run of n samples around mean * (1 + run_sd N(0, 1)) with within-run noise sd. */
+static void fill_run(double *x, size_t n, uint64_t *seed, double mean, double run_sd, double sd)
+{
+    double m = mean * (1 + run_sd * normal(seed, 0, 1));
+    fill_normal(x, n, seed, m, m * sd);
+}
+
+static void test_runs(uint64_t seed)
+{
+    enum { RUNS = 5, N = 400 };
+    static double bx[RUNS][N], nx[RUNS][N], pooled_b[RUNS * N], pooled_n[RUNS * N];
+    struct hetcl_stats_run br[RUNS], nr[RUNS];
+    struct hetcl_stats_compare_options o = {0};
+    struct hetcl_stats_comparison c;
+    /* No change, but each run sits at its own level (8% between runs, 1% within): pooling the
+     * samples calls that a change nearly every time; the runs as observations never do. */
+    int pooled_alarms = 0, runs_alarms = 0;
+    for (int t = 0; t < 40; t++) {
+        for (int r = 0; r < RUNS; r++) {
+            fill_run(bx[r], N, &seed, 100, 0.08, 0.01);
+            fill_run(nx[r], N, &seed, 100, 0.08, 0.01);
+            memcpy(pooled_b + r * N, bx[r], sizeof bx[r]);
+            memcpy(pooled_n + r * N, nx[r], sizeof nx[r]);
+            br[r] = (struct hetcl_stats_run){bx[r], N};
+            nr[r] = (struct hetcl_stats_run){nx[r], N};
+        }
+        o.seed = (uint64_t) t;
+        CHECK_OK(NULL, hetcl_stats_compare(NULL, pooled_b, RUNS * N, pooled_n, RUNS * N, &o, &c));
+        pooled_alarms +=
+                c.verdict == HETCL_VERDICT_REGRESSED || c.verdict == HETCL_VERDICT_IMPROVED;
+        CHECK_OK(NULL, hetcl_stats_compare_runs(NULL, br, RUNS, nr, RUNS, &o, &c));
+        runs_alarms += c.verdict == HETCL_VERDICT_REGRESSED || c.verdict == HETCL_VERDICT_IMPROVED;
+        CHECK_EQ_INT(c.unit, HETCL_STATS_UNIT_RUNS);
+        CHECK_EQ_INT(c.runs_base, RUNS);
+        CHECK_EQ_INT(c.n_new, RUNS * N);
+    }
+    printf("runs: false alarms with drifting runs: %d/40 pooled, %d/40 between runs\n",
+           pooled_alarms, runs_alarms);
+    /* About 40% of the pooled comparisons alarm (mean 16 of 40, sd 3); between runs a false
+     * alarm needs all five NEW runs beyond all five BASE runs, p = 2/252, and a change beyond
+     * 5%: at most 0.8%, 0.3 of 40 expected. The bounds are 3.5 sd and p < 0.001 away. */
+    CHECK(pooled_alarms >= 5);
+    CHECK(runs_alarms <= 3);
+
+    /* A real 30% slowdown over five runs per side (runs differ by 3%): regressed, the interval
+     * above 1, Cliff's delta over the runs +1 (every NEW run slower). */
+    for (int r = 0; r < RUNS; r++) {
+        fill_run(bx[r], N, &seed, 100, 0.03, 0.01);
+        fill_run(nx[r], N, &seed, 130, 0.03, 0.01);
+    }
+    CHECK_OK(NULL, hetcl_stats_compare_runs(NULL, br, RUNS, nr, RUNS, &o, &c));
+    CHECK_EQ_INT(c.verdict, HETCL_VERDICT_REGRESSED);
+    CHECK(c.ci_lo > 1 && c.ci_lo <= c.ratio && c.ratio <= c.ci_hi);
+    CHECK_NEAR(c.effect, 1, 0);
+    CHECK_EQ_STR(c.effect_size, "large");
+    CHECK_EQ_STR(c.test, "mann-whitney");
+    /* Two runs per side cannot show it at alpha 0.01 (smallest p 1/3): inconclusive, saying
+     * so. */
+    CHECK_OK(NULL, hetcl_stats_compare_runs(NULL, br, 2, nr, 2, &o, &c));
+    CHECK_EQ_INT(c.verdict, HETCL_VERDICT_INCONCLUSIVE);
+    CHECK(strstr(c.reason, "cannot show it") && strstr(c.reason, "5 runs per side"));
+    /* A run with too few samples for p99 makes the tail inconclusive. */
+    struct hetcl_stats_compare_options p99 = {.quantile = 0.99};
+    CHECK_OK(NULL, hetcl_stats_compare_runs(NULL, br, RUNS, nr, RUNS, &p99, &c));
+    CHECK_EQ_INT(c.verdict, HETCL_VERDICT_INCONCLUSIVE);
+    CHECK(strstr(c.reason, "not trusted in every run") != NULL);
+    /* One run per side is the sample comparison, effect over the samples. */
+    CHECK_OK(NULL, hetcl_stats_compare_runs(NULL, br, 1, nr, 1, &o, &c));
+    CHECK_EQ_INT(c.unit, HETCL_STATS_UNIT_SAMPLES);
+    CHECK_EQ_INT(c.verdict, HETCL_VERDICT_REGRESSED);
+    CHECK(c.effect > 0.9);
+    /* options.sorted: sorted input is used as it is; unsorted input is refused. */
+    struct hetcl_stats_compare_options so = {.sorted = true, .seed = o.seed};
+    CHECK_EQ_INT(hetcl_stats_compare_runs(NULL, br, 1, nr, 1, &so, &c), HETCL_ERR_INVALID_ARG);
+    qsort(bx[0], N, sizeof(double), cmp_dbl);
+    qsort(nx[0], N, sizeof(double), cmp_dbl);
+    struct hetcl_stats_comparison c2;
+    CHECK_OK(NULL, hetcl_stats_compare_runs(NULL, br, 1, nr, 1, &so, &c2));
+    CHECK_OK(NULL, hetcl_stats_compare_runs(NULL, br, 1, nr, 1, &o, &c));
+    CHECK(c.ci_lo == c2.ci_lo && c.p == c2.p && c.base == c2.base);
+}
+
 static void test_steady(uint64_t seed)
 {
     /* Warm-up: latency decays from 3x to 1x, then settles with 2% noise. */
@@ -430,7 +650,10 @@ int main(void)
     test_trust_bound();
     test_mann_whitney(seed + 1);
     test_bootstrap(seed + 2);
+    test_u_and_effect(seed + 5);
+    test_bootstrap_exact();
     test_steady(seed + 3);
     test_verdicts(seed + 4);
+    test_runs(seed + 6);
     return hetcl_test_finish("test_stats");
 }

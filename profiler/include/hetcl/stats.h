@@ -30,17 +30,38 @@
  *     p50: 7   p90: 44   p95: 90   p99: 459   p99.9: 4603 samples.
  * An untrusted percentile is still reported (it is the nearest-rank value), with bound = NaN.
  *
- * Mann-Whitney U (two-sided): U_a = #{(i,j): a_i > b_j} + 0.5 #{(i,j): a_i = b_j}. Exact
+ * Mann-Whitney U (two-sided): U_a = #{(i,j): a_i > b_j} + 0.5 #{(i,j): a_i = b_j}, counted by
+ * sorting both samples and walking them together (O(n log n), not O(n_a n_b)). Exact
  * p-value (the permutation distribution of U, p = min(1, 2 P(U <= min(U_a, U_b)))) when both
  * samples have at most HETCL_STATS_EXACT_MAX values and there are no ties; otherwise the normal
  * approximation with tie correction, sigma^2 = n_a n_b / 12 ((N + 1) - sum(t^3 - t) / (N (N - 1)))
  * and continuity correction, z = (|U_a - n_a n_b / 2| - 0.5) / sigma (0 when negative),
  * p = erfc(z / sqrt 2). When every value is equal, p = 1.
  *
- * Bootstrap (percentile method): B resamples with replacement, drawn from a xoshiro256** stream
- * seeded with the caller's seed (splitmix64), so that the same inputs and seed give the same
- * interval on every machine. The interval at level L is the nearest-rank (1 - L) / 2 and
- * (1 + L) / 2 quantiles of the B statistics.
+ * Effect size: Cliff's delta of b against a, d = P(b > a) - P(b < a) = (U_b - U_a) / (n_a n_b),
+ * from -1 (every b below every a) to 1; it needs no assumption about the distributions and is
+ * the same U count, so it costs nothing beyond the test. Its magnitude labels follow Romano et
+ * al. (2006), "Appropriate statistics for ordinal level data: should we really be using t-test
+ * and Cohen's d for evaluating group differences on the NSSE and other surveys?": |d| < 0.147
+ * negligible, < 0.33 small, < 0.474 medium, else large.
+ *
+ * Bootstrap (percentile method): B resamples, drawn from a xoshiro256** stream seeded with the
+ * caller's seed (splitmix64), so that the same inputs and seed give the same interval on every
+ * machine. The interval at level L is the nearest-rank (1 - L) / 2 and (1 + L) / 2 quantiles of
+ * the B statistics. A resample's quantile is drawn without drawing the resample: the k-th
+ * smallest of n values drawn with replacement from the sorted sample s is s[ceil(n U) - 1],
+ * where U is the k-th smallest of n uniforms, a Beta(k, n - k + 1) variable (the empirical
+ * quantile function is monotone, so it maps the uniforms' order statistics onto the
+ * resample's). That is the full bootstrap's distribution exactly, at O(1) per resample after
+ * one O(n log n) sort, so 5,000,000 samples cost what the sort costs (the textbook resampler
+ * costs O(n) per resample: hours for B = 2000 at that size).
+ *
+ * Runs: a benchmark repeated k times gives k runs, each with its own samples. Samples within
+ * a run are not independent of the run's conditions (the machine's load, frequency, memory
+ * placement), so with several runs on a side the comparison treats each run's statistic as
+ * one observation: Mann-Whitney U over the per-run values, Cliff's delta over them, and a
+ * hierarchical bootstrap (resample the runs, then each drawn run's samples) for the interval.
+ * A drift inside one run then moves one observation, not thousands.
  *
  * Nothing here allocates more than O(n) scratch, keeps state between calls, prints or exits;
  * every function is safe to call concurrently on distinct outputs. NaN or infinite samples are
@@ -130,10 +151,11 @@ HETCL_API double hetcl_stats_binomial_cdf(size_t k, size_t n, double p);
 struct hetcl_stats_mwu {
     double u_a; /* U of sample a (see above); u_b = n_a n_b - u_a */
     double u_b;
-    double z;   /* the normal approximation's z (continuity-corrected, >= 0); 0 when exact */
-    double p;   /* two-sided p-value */
-    bool exact; /* p from the exact distribution */
-    bool ties;  /* some value occurs more than once in the pooled samples */
+    double z;     /* the normal approximation's z (continuity-corrected, >= 0); 0 when exact */
+    double p;     /* two-sided p-value */
+    double delta; /* Cliff's delta of b against a: (u_b - u_a) / (n_a n_b) */
+    bool exact;   /* p from the exact distribution */
+    bool ties;    /* some value occurs more than once in the pooled samples */
 };
 
 /* Two-sided Mann-Whitney U test of a against b (n_a, n_b >= 1). Returns HETCL_OK,
@@ -142,6 +164,20 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_stats_mann_whitney(hetcl_context *c
                                                                 size_t n_a, const double *b,
                                                                 size_t n_b,
                                                                 struct hetcl_stats_mwu *out);
+
+/* Cliff's delta of b against a (see above), n_a, n_b >= 1, into *out. Returns HETCL_OK,
+ * HETCL_ERR_INVALID_ARG, HETCL_ERR_NO_MEMORY (sorted copies are made). */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_stats_cliffs_delta(hetcl_context *ctx, const double *a,
+                                                                size_t n_a, const double *b,
+                                                                size_t n_b, double *out);
+
+/* Magnitude thresholds of |Cliff's delta| (Romano et al. 2006, see above). */
+#define HETCL_STATS_DELTA_SMALL  0.147
+#define HETCL_STATS_DELTA_MEDIUM 0.33
+#define HETCL_STATS_DELTA_LARGE  0.474
+
+/* "negligible", "small", "medium" or "large" for |delta| (see above); "" for NaN. */
+HETCL_API const char *hetcl_stats_effect_magnitude(double delta);
 
 /* ---- Bootstrap ----------------------------------------------------------------------------- */
 
@@ -221,26 +257,48 @@ struct hetcl_stats_compare_options {
     double alpha;          /* significance level [0.01] */
     double threshold;      /* smallest relative change that counts [0.05]; a negative value
                               means 0 (any significant change counts) */
-    size_t min_samples;    /* fewest samples per side [HETCL_STATS_MIN_SAMPLES] */
+    size_t min_samples;    /* fewest samples per side [HETCL_STATS_MIN_SAMPLES] (one run per
+                              side; with several, the runs are the observations) */
     double level;          /* confidence level of the ratio's interval [0.99] */
     unsigned resamples;    /* bootstrap resamples [2000] */
     uint64_t seed;         /* bootstrap seed (0 is a seed like any other) */
+    bool sorted;           /* every sample is sorted ascending already: no sorted copies are
+                              made (saves an O(n log n) sort and n doubles per call) */
+};
+
+/* What one observation of the test is. */
+enum hetcl_stats_unit {
+    HETCL_STATS_UNIT_SAMPLES, /* one run per side: the samples, taken as independent */
+    HETCL_STATS_UNIT_RUNS,    /* several runs on a side: each run's statistic */
 };
 
 struct hetcl_stats_comparison {
     enum hetcl_stats_verdict verdict;
-    size_t n_base, n_new;
-    double base, new_value; /* the quantile of each sample */
-    double ratio;           /* new_value / base */
-    double change;          /* ratio - 1 */
-    double ci_lo, ci_hi;    /* bootstrap interval of the ratio (NaN when not computed) */
-    double p;               /* two-sided p-value (NaN when not computed) */
-    const char *test;       /* "mann-whitney" (median), "bootstrap" (tails) or "none" */
-    char reason[128];       /* one line: why this verdict */
+    size_t n_base, n_new;       /* samples on each side (all runs) */
+    size_t runs_base, runs_new; /* runs with samples on each side */
+    enum hetcl_stats_unit unit; /* what the test's observations are */
+    double base, new_value;     /* the statistic of each side: the quantile of the samples (one
+                                   run), or the median of the runs' quantiles (several) */
+    double ratio;               /* new_value / base */
+    double change;              /* ratio - 1 */
+    double ci_lo, ci_hi;        /* bootstrap interval of the ratio (NaN when not computed) */
+    double p;                   /* two-sided p-value (NaN when not computed) */
+    double effect;              /* Cliff's delta of NEW against BASE over the observations:
+                                   P(new > base) - P(new < base); NaN when no test ran */
+    const char *effect_size;    /* hetcl_stats_effect_magnitude(effect): static, "" for NaN */
+    const char *test;           /* "mann-whitney" (median, or runs), "bootstrap" (tails of one
+                                   run) or "none" */
+    char reason[160];           /* one line: why this verdict */
+};
+
+/* One run's samples (borrowed). */
+struct hetcl_stats_run {
+    const double *x;
+    size_t n;
 };
 
 /*
- * Compares a candidate sample with a baseline for one statistic.
+ * Compares a candidate sample with a baseline for one statistic (one run per side).
  *
  * - fewer than min_samples on either side -> inconclusive (never a false alarm);
  * - a tail quantile (> 0.5) that is not trusted on both sides (see "Trust") -> inconclusive;
@@ -257,5 +315,35 @@ struct hetcl_stats_comparison {
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_stats_compare(
         hetcl_context *ctx, const double *base, size_t n_base, const double *cand, size_t n_new,
         const struct hetcl_stats_compare_options *opts, struct hetcl_stats_comparison *out);
+
+/*
+ * Compares runs: base[0..n_base_runs) against cand[0..n_new_runs); runs without samples are
+ * left out. With at most one run on each side this is hetcl_stats_compare. With two or more
+ * runs on a side, each run's statistic (its nearest-rank quantile) is one observation:
+ *
+ * - each side's value is the nearest-rank median of its runs' statistics;
+ * - a tail quantile must be trusted in every run (each run has its own tail), else
+ *   inconclusive;
+ * - the p-value is Mann-Whitney U over the per-run statistics (exact for small counts), and
+ *   the effect Cliff's delta over them; the smallest p that k and m runs can give is
+ *   2 / C(k + m, k) (0.0079 for 5 and 5): with fewer runs no change is significant at
+ *   alpha 0.01, and a large change is inconclusive, saying how many runs would do;
+ * - the interval is a hierarchical bootstrap: each resample draws as many runs as the side
+ *   has, with replacement, then a resample of each drawn run's samples (see "Bootstrap"),
+ *   and takes the median of those runs' statistics, so it holds both the variation between
+ *   runs and within them;
+ * - the verdict follows the rules above (min_samples does not apply: the runs are the
+ *   observations, and the test decides what their number can show).
+ *
+ * Returns what hetcl_stats_compare returns.
+ */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_stats_compare_runs(
+        hetcl_context *ctx, const struct hetcl_stats_run *base, size_t n_base_runs,
+        const struct hetcl_stats_run *cand, size_t n_new_runs,
+        const struct hetcl_stats_compare_options *opts, struct hetcl_stats_comparison *out);
+
+/* The smallest two-sided p-value Mann-Whitney U can give for samples of m and n values without
+ * ties: 2 / C(m + n, m) (1 when either is 0). */
+HETCL_API double hetcl_stats_mwu_min_p(size_t m, size_t n);
 
 #endif /* HETCL_STATS_H */

@@ -1,10 +1,16 @@
 /*
- * `hetcl compare`: the "hetcl.bench" extractor (reports/schema/bench.schema.json, version 1).
+ * hetcl compare: the "hetcl.bench" extractor (reports/schema/bench.schema.json, version 1).
  * A configuration's key is "model / devices / placement / scenario / b<batch>" (devices joined
- * with "+"); its metrics are the end-to-end latency's p50, p90 and p99, the device latency's
- * p50 (when profiled) and the throughput windows' median.
+ * with "+"); its metrics are the end-to-end latency's p50, p90 and p99 (one sample per
+ * request), the device latency's p50 (when profiled) and the throughput windows' median (one
+ * sample per window). The throughput keeps the report's own items_per_s beside it: that one is
+ * items over the whole timed wall time, a different figure from the median of the windows that
+ * the tests compare, and the output shows both so that nobody compares one with the other
+ * unawares.
  */
-#include "compare.h"
+#include "compare/compare_impl.h"
+
+#include <hetcl_internal/base.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -17,7 +23,7 @@ static const cJSON *member(const cJSON *o, const char *name)
 }
 
 /* The key, or NULL (error printed). */
-static char *config_key(const struct cmp_report *r, const cJSON *cfg, const char *at)
+static char *config_key(struct hetcl_compare_report *r, const cJSON *cfg, const char *at)
 {
     char field[160];
     const char *names[3] = {"model", "placement", "scenario"};
@@ -26,7 +32,7 @@ static char *config_key(const struct cmp_report *r, const cJSON *cfg, const char
         const cJSON *v = member(cfg, names[i]);
         snprintf(field, sizeof field, "%s.config.%s", at, names[i]);
         if (!cJSON_IsString(v) || !v->valuestring[0]) {
-            cmp_field_error(r, field, "expected a non-empty string");
+            hetcl__cmp_field_error(r, field, "expected a non-empty string");
             return NULL;
         }
         vals[i] = v->valuestring;
@@ -35,27 +41,27 @@ static char *config_key(const struct cmp_report *r, const cJSON *cfg, const char
     if (!cJSON_IsNumber(batch) || batch->valuedouble < 1 ||
         batch->valuedouble != floor(batch->valuedouble) || batch->valuedouble > 1e9) {
         snprintf(field, sizeof field, "%s.config.batch", at);
-        cmp_field_error(r, field, "expected a positive integer");
+        hetcl__cmp_field_error(r, field, "expected a positive integer");
         return NULL;
     }
     const cJSON *devs = member(cfg, "devices"), *d;
     snprintf(field, sizeof field, "%s.config.devices", at);
     if (!cJSON_IsArray(devs) || cJSON_GetArraySize(devs) == 0) {
-        cmp_field_error(r, field, "expected a non-empty array of device ids");
+        hetcl__cmp_field_error(r, field, "expected a non-empty array of device ids");
         return NULL;
     }
     size_t len = strlen(vals[0]) + strlen(vals[1]) + strlen(vals[2]) + 64;
     cJSON_ArrayForEach(d, devs)
     {
         if (!cJSON_IsString(d) || !d->valuestring[0]) {
-            cmp_field_error(r, field, "expected device ids (non-empty strings)");
+            hetcl__cmp_field_error(r, field, "expected device ids (non-empty strings)");
             return NULL;
         }
         len += strlen(d->valuestring) + 1;
     }
-    char *key = malloc(len);
+    char *key = hetcl__malloc(len);
     if (!key) {
-        cmp_field_error(r, field, "out of memory");
+        hetcl__cmp_oom(r, field);
         return NULL;
     }
     size_t k = (size_t) snprintf(key, len, "%s / ", vals[0]);
@@ -70,41 +76,48 @@ static char *config_key(const struct cmp_report *r, const cJSON *cfg, const char
 }
 
 /* Fills metric m with samples from series (an object with samples_ns, or null: unmeasured). */
-static bool add_series(const struct cmp_report *r, struct cmp_entry *e, const cJSON *series,
+static bool add_series(struct hetcl_compare_report *r, struct cmp_entry *e, const cJSON *series,
                        const char *field, const char *name, const char *statistic, double quantile,
                        bool required)
 {
     struct cmp_metric *m = &e->metrics[e->n_metrics++];
-    *m = (struct cmp_metric){name, "ms", statistic, quantile, 1e-6, false, NULL, 0};
+    *m = (struct cmp_metric){.name = name,
+                             .unit = "ms",
+                             .statistic = statistic,
+                             .sample = "request",
+                             .quantile = quantile,
+                             .scale = 1e-6,
+                             .owned = true,
+                             .reported = (double) NAN};
     if (!required && cJSON_IsNull(series))
         return true;
     if (!cJSON_IsObject(series))
-        return cmp_field_error(r, field, "expected an object with samples_ns%s",
-                               required ? "" : " (or null)");
+        return hetcl__cmp_field_error(r, field, "expected an object with samples_ns%s",
+                                      required ? "" : " (or null)");
     char f[200];
     snprintf(f, sizeof f, "%s.samples_ns", field);
-    return cmp_read_samples(r, member(series, "samples_ns"), f, true, &m->samples, &m->n);
+    return hetcl__cmp_read_samples(r, member(series, "samples_ns"), f, true, &m->samples, &m->n);
 }
 
-static bool add_configuration(struct cmp_report *r, const cJSON *c, size_t index)
+static bool add_configuration(struct hetcl_compare_report *r, const cJSON *c, size_t index)
 {
     char at[64], field[200];
     snprintf(at, sizeof at, "$.configurations[%zu]", index);
     if (!cJSON_IsObject(c))
-        return cmp_field_error(r, at, "expected an object");
+        return hetcl__cmp_field_error(r, at, "expected an object");
     const cJSON *cfg = member(c, "config");
     if (!cJSON_IsObject(cfg)) {
         snprintf(field, sizeof field, "%s.config", at);
-        return cmp_field_error(r, field,
-                               "expected an object (model, devices, placement, "
-                               "scenario, batch)");
+        return hetcl__cmp_field_error(r, field,
+                                      "expected an object (model, devices, placement, "
+                                      "scenario, batch)");
     }
     char *key = config_key(r, cfg, at);
     if (!key)
         return false;
-    struct cmp_entry *e = cmp_report_add_entry(r, key);
+    struct cmp_entry *e = hetcl__cmp_add_entry(r, key);
     if (!e)
-        return cmp_field_error(r, at, "out of memory");
+        return false;
     e->config = cfg;
     const cJSON *load = member(member(member(c, "machine"), "before"), "load_avg_1m");
     if (cJSON_IsNumber(load) && load->valuedouble >= 0) {
@@ -115,7 +128,7 @@ static bool add_configuration(struct cmp_report *r, const cJSON *c, size_t index
     snprintf(field, sizeof field, "%s.status", at);
     if (!cJSON_IsString(status) ||
         (strcmp(status->valuestring, "ok") && strcmp(status->valuestring, "failed")))
-        return cmp_field_error(r, field, "expected \"ok\" or \"failed\"");
+        return hetcl__cmp_field_error(r, field, "expected \"ok\" or \"failed\"");
     if (!strcmp(status->valuestring, "failed")) {
         const cJSON *err = member(c, "error");
         e->error = cJSON_IsString(err) && err->valuestring[0] ? err->valuestring : "failed";
@@ -125,12 +138,12 @@ static bool add_configuration(struct cmp_report *r, const cJSON *c, size_t index
     const cJSON *lat = member(c, "latency");
     snprintf(field, sizeof field, "%s.latency", at);
     if (!cJSON_IsObject(lat))
-        return cmp_field_error(r, field, "expected an object with end_to_end and device");
+        return hetcl__cmp_field_error(r, field, "expected an object with end_to_end and device");
     const cJSON *e2e = member(lat, "end_to_end");
     snprintf(field, sizeof field, "%s.latency.end_to_end", at);
     if (!add_series(r, e, e2e, field, "latency_p50", "p50", 0.5, true))
         return false;
-    /* p90 and p99 share the end-to-end samples: copy them so each metric owns its array. */
+    /* p90 and p99 share the end-to-end samples (latency_p50 owns them). */
     const char *tails[2][2] = {{"latency_p90", "p90"}, {"latency_p99", "p99"}};
     double qs[2] = {0.9, 0.99};
     for (int t = 0; t < 2; t++) {
@@ -139,12 +152,7 @@ static bool add_configuration(struct cmp_report *r, const cJSON *c, size_t index
         m->name = tails[t][0];
         m->statistic = tails[t][1];
         m->quantile = qs[t];
-        m->samples = malloc(e->metrics[0].n * sizeof *m->samples);
-        if (!m->samples) {
-            m->n = 0;
-            return cmp_field_error(r, field, "out of memory");
-        }
-        memcpy(m->samples, e->metrics[0].samples, e->metrics[0].n * sizeof *m->samples);
+        m->owned = false;
     }
     snprintf(field, sizeof field, "%s.latency.device", at);
     if (!add_series(r, e, member(lat, "device"), field, "device_latency_p50", "p50", 0.5, false))
@@ -153,17 +161,28 @@ static bool add_configuration(struct cmp_report *r, const cJSON *c, size_t index
     const cJSON *tp = member(c, "throughput");
     snprintf(field, sizeof field, "%s.throughput.samples_items_per_s", at);
     if (!cJSON_IsObject(tp))
-        return cmp_field_error(r, field, "missing (throughput is not an object)");
+        return hetcl__cmp_field_error(r, field, "missing (throughput is not an object)");
+    const cJSON *items = member(tp, "items_per_s");
     struct cmp_metric *m = &e->metrics[e->n_metrics++];
-    *m = (struct cmp_metric){"throughput", "items/s", "p50", 0.5, 1, true, NULL, 0};
-    return cmp_read_samples(r, member(tp, "samples_items_per_s"), field, false, &m->samples, &m->n);
+    *m = (struct cmp_metric){.name = "throughput",
+                             .unit = "items/s",
+                             .statistic = "p50",
+                             .sample = "window",
+                             .quantile = 0.5,
+                             .scale = 1,
+                             .higher_is_better = true,
+                             .owned = true,
+                             .reported = cJSON_IsNumber(items) ? items->valuedouble : (double) NAN,
+                             .reported_field = "throughput.items_per_s"};
+    return hetcl__cmp_read_samples(r, member(tp, "samples_items_per_s"), field, false, &m->samples,
+                                   &m->n);
 }
 
-bool cmp_extract_bench(struct cmp_report *r)
+bool hetcl__cmp_extract_bench(struct hetcl_compare_report *r)
 {
     const cJSON *cs = member(r->root, "configurations"), *c;
     if (!cJSON_IsArray(cs))
-        return cmp_field_error(r, "$.configurations", "expected an array of configurations");
+        return hetcl__cmp_field_error(r, "$.configurations", "expected an array of configurations");
     size_t i = 0;
     cJSON_ArrayForEach(c, cs)
     {
