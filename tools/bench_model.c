@@ -363,16 +363,9 @@ static int parse(int argc, char **argv, struct state *s)
     size_t n = what_runs(s, opts);
     n += runtime_flags(s, opts + n);
     n += how_it_measures(s, opts + n);
-    struct cli_parsed args;
-    int rc = cli_parse("bench model", &help, argc, argv, opts, n, &args);
-    if (rc == CLI_PARSE_OK && args.n_positional > 0) {
-        cli_error("bench model: unexpected argument '%s'; see 'hetcl bench model --help'",
-                  args.positional[0]);
-        rc = CLI_PARSE_ERROR;
-    }
-    cli_parsed_free(&args);
+    int rc = cli_parse_flags("bench model", &help, argc, argv, opts, n);
     if (rc != CLI_PARSE_OK)
-        return rc == CLI_PARSE_HELP ? -1 : CLI_EXIT_USAGE;
+        return rc;
     if (s->models.n == 0) {
         cli_error("bench model: --model SPEC is required; see 'hetcl bench model --help'");
         return CLI_EXIT_USAGE;
@@ -424,12 +417,6 @@ static const char *flag_of(enum hetcl_bench_option bad)
     }
 }
 
-static void progress_line(void *user, const char *line)
-{
-    (void) user;
-    fprintf(stderr, "hetcl bench: %s\n", line);
-}
-
 /* Prints the table, writes the trace and the report; returns the exit status. */
 static int outputs(hetcl_context *ctx, hetcl_bench_model *b, const struct state *s)
 {
@@ -471,7 +458,8 @@ int cli_bench_model(int argc, char **argv)
     }
     s->o.argc = argc;
     s->o.argv = argv;
-    s->o.progress = s->quiet ? NULL : progress_line;
+    s->o.progress = s->quiet ? NULL : cli_progress;
+    s->o.progress_user = "hetcl bench: ";
     enum hetcl_bench_option bad = HETCL_BENCH_OPT_NONE;
     hetcl_status st = hetcl_bench_model_create(ctx, &s->o, &b, &bad);
     if (st != HETCL_OK) {

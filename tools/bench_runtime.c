@@ -99,22 +99,7 @@ static int parse_args(int argc, char **argv, struct runtime_flags *f)
              .help = "also write the results as JSON (atomically)"},
             {"--quiet", CLI_FLAG, &f->quiet, .help = "no table on stdout"},
     };
-    struct cli_parsed p;
-    int rc = cli_parse("bench runtime", &runtime_help, argc, argv, opts, CLI_N(opts), &p);
-    if (rc == CLI_PARSE_OK && p.n_positional) {
-        cli_error("bench runtime: unknown option '%s' (see --help)", p.positional[0]);
-        rc = CLI_PARSE_ERROR;
-    }
-    cli_parsed_free(&p);
-    if (rc != CLI_PARSE_OK)
-        return rc == CLI_PARSE_HELP ? -1 : CLI_EXIT_USAGE;
-    return CLI_EXIT_OK;
-}
-
-static void progress(void *user, const char *line)
-{
-    (void) user;
-    fprintf(stderr, "%s\n", line);
+    return cli_parse_flags("bench runtime", &runtime_help, argc, argv, opts, CLI_N(opts));
 }
 
 static void failure(void *user, const char *line)
@@ -157,7 +142,7 @@ int cli_bench_runtime(int argc, char **argv)
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if (!f.quiet)
-        f.o.progress = progress;
+        f.o.progress = cli_progress;
     f.o.failure = failure;
     hetcl_context *ctx = NULL;
     if (hetcl_context_create(NULL, &ctx) != HETCL_OK) {

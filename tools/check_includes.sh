@@ -32,8 +32,17 @@ report() {
   violations=$((violations + 1))
 }
 
-files=$(git ls-files 'runtime/*.[ch]' 'models/*.[ch]' 'profiler/*.[ch]' 'tools/*.[ch]' \
-          'examples/*.[ch]' 2>/dev/null || true)
+# The tracked sources; outside a git checkout (a tarball), every source below those folders.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  files=$(git ls-files 'runtime/*.[ch]' 'models/*.[ch]' 'profiler/*.[ch]' 'tools/*.[ch]' \
+            'examples/*.[ch]')
+else
+  files=$(find runtime models profiler tools examples -name '*.[ch]' 2>/dev/null | sort)
+fi
+if [ -z "$files" ]; then
+  echo "check_includes: no sources found below $root" >&2
+  exit 1
+fi
 for f in $files; do
   comp=${f%%/*}
   layer=${layer_of[$comp]}

@@ -22,6 +22,10 @@ int cli_bench(int argc, char **argv);
  * half-written report. Prints the error and returns -1 on failure. */
 int cli_write_file_atomic(const char *path, const char *text);
 
+/* A library progress callback: prints the line on stderr after `prefix` (a string: the
+ * callback's user pointer; NULL for none). */
+void cli_progress(void *prefix, const char *line);
+
 /* Prints "hetcl: <message>" on stderr, one line. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

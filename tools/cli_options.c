@@ -243,6 +243,20 @@ int cli_parse(const char *command, const struct cli_help *help, int argc, char *
     return CLI_PARSE_OK;
 }
 
+int cli_parse_flags(const char *command, const struct cli_help *help, int argc, char **argv,
+                    const struct cli_option *opts, size_t n)
+{
+    struct cli_parsed p;
+    int rc = cli_parse(command, help, argc, argv, opts, n, &p);
+    if (rc == CLI_PARSE_OK && p.n_positional > 0) {
+        cli_error("%s: unexpected argument '%s'; see 'hetcl %s --help'", command, p.positional[0],
+                  command);
+        rc = CLI_PARSE_ERROR;
+    }
+    cli_parsed_free(&p);
+    return rc;
+}
+
 void cli_parsed_free(struct cli_parsed *p)
 {
     if (!p)

@@ -95,6 +95,13 @@ int cli_parse(const char *command, const struct cli_help *help, int argc, char *
               const struct cli_option *opts, size_t n, struct cli_parsed *out);
 void cli_parsed_free(struct cli_parsed *p);
 
+/* cli_parse for a command that takes flags only: an argument that is not a flag is an error
+ * ("<command>: unexpected argument 'x'; see 'hetcl <command> --help'"). Returns CLI_PARSE_OK,
+ * CLI_PARSE_HELP (the help was printed) or CLI_PARSE_ERROR (the error was printed), which are
+ * also the exit codes' 0, -1 ("done, exit 0") and CLI_EXIT_USAGE. */
+int cli_parse_flags(const char *command, const struct cli_help *help, int argc, char **argv,
+                    const struct cli_option *opts, size_t n);
+
 /* The options part of a command's help: headings, then each flag with its metavar and its help
  * lines, aligned. */
 void cli_print_options(FILE *out, const struct cli_option *opts, size_t n);

@@ -33,3 +33,8 @@ int cli_write_file_atomic(const char *path, const char *text)
     hetcl_context_destroy(ctx);
     return rc;
 }
+
+void cli_progress(void *prefix, const char *line)
+{
+    fprintf(stderr, "%s%s\n", prefix ? (const char *) prefix : "", line);
+}

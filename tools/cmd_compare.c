@@ -107,11 +107,6 @@ static bool parse_threshold(const char *flag, const char *v, void *target)
     return true;
 }
 
-static void progress(void *user, const char *line)
-{
-    fprintf((FILE *) user, "hetcl: compare: %s\n", line);
-}
-
 struct args {
     struct hetcl_compare_options o;
     int format;
@@ -177,8 +172,8 @@ static int parse_args(int argc, char **argv, struct args *a)
                                           .seed = seed,
                                           .min_samples = min_samples,
                                           .md_max_bytes = max_bytes,
-                                          .progress = progress,
-                                          .progress_user = stderr};
+                                          .progress = cli_progress,
+                                          .progress_user = "hetcl: compare: "};
     bool lists = a->base.n || a->cand.n;
     if (lists && (a->n_positional || !a->base.n || !a->cand.n)) {
         cli_error("compare: --base and --new go together, each with at least one report, and "

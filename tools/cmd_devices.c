@@ -85,16 +85,10 @@ static int parse_args(int argc, char **argv, struct devices_opts *o)
         cli_error("out of memory");
         return CLI_EXIT_FAILURE;
     }
-    struct cli_parsed p;
-    int rc = cli_parse("devices", &devices_help, argc, args, opts, CLI_N(opts), &p);
-    if (rc == CLI_PARSE_OK && p.n_positional) {
-        cli_error("devices: unknown option '%s'; see 'hetcl devices --help'", p.positional[0]);
-        rc = CLI_PARSE_ERROR;
-    }
-    cli_parsed_free(&p);
+    int rc = cli_parse_flags("devices", &devices_help, argc, args, opts, CLI_N(opts));
     free(args);
     if (rc != CLI_PARSE_OK)
-        return rc == CLI_PARSE_HELP ? -1 : CLI_EXIT_USAGE;
+        return rc;
     if (o->quick && !o->probe) {
         cli_error("--quick only applies to --probe");
         return CLI_EXIT_USAGE;

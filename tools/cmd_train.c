@@ -247,15 +247,9 @@ static int parse_args(int argc, char **argv, struct train_cli *c)
     n = stop_options(rows, n, c, &f);
     n = optimizer_options(rows, n, c, &f);
     n = output_options(rows, n, c);
-    struct cli_parsed p;
-    int rc = cli_parse("train", &train_help, argc, argv, rows, n, &p);
-    if (rc == CLI_PARSE_OK && p.n_positional) {
-        cli_error("train: unexpected argument '%s'; see 'hetcl train --help'", p.positional[0]);
-        rc = CLI_PARSE_ERROR;
-    }
-    cli_parsed_free(&p);
+    int rc = cli_parse_flags("train", &train_help, argc, argv, rows, n);
     if (rc != CLI_PARSE_OK)
-        return rc == CLI_PARSE_HELP ? -1 : CLI_EXIT_USAGE;
+        return rc;
     struct hetcl_train_options *o = &c->opts;
     (void) hetcl_train_algo_parse(algo_names[f.algo], &o->algo);
     o->schedule = f.schedule == 1   ? HETCL_LR_STEP
