@@ -111,27 +111,13 @@ static void failure(void *user, const char *line)
 /* The table on stdout, the JSON where --json says; returns the exit code. */
 static int output(hetcl_context *ctx, const struct runtime_flags *f, const hetcl_bench_runtime *b)
 {
-    int rc = hetcl_bench_runtime_failed(b) ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
-    if (!f->quiet) {
-        char *table = NULL;
-        if (hetcl_bench_runtime_table(ctx, b, &table) != HETCL_OK) {
-            cli_error("out of memory");
-            return CLI_EXIT_FAILURE;
-        }
-        fputs(table, stdout);
-        hetcl_free(table);
-    }
-    if (!f->json_path)
-        return rc;
-    cJSON *report = hetcl_bench_runtime_report(b);
-    if (!report || hetcl_report_write(ctx, report, f->json_path) != HETCL_OK) {
-        cli_error("%s", report ? hetcl_context_last_error(ctx) : "out of memory");
-        rc = CLI_EXIT_FAILURE;
-    } else if (!f->quiet) {
-        fprintf(stderr, "wrote %s\n", f->json_path);
-    }
-    cJSON_Delete(report);
-    return rc;
+    char *table = NULL;
+    if (!f->quiet && cli_print_text(ctx, hetcl_bench_runtime_table(ctx, b, &table), table) != 0)
+        return CLI_EXIT_FAILURE;
+    if (f->json_path && cli_write_report(ctx, hetcl_bench_runtime_report(b), "--json", f->json_path,
+                                         !f->quiet) != 0)
+        return CLI_EXIT_FAILURE;
+    return hetcl_bench_runtime_failed(b) ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
 int cli_bench_runtime(int argc, char **argv)

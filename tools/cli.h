@@ -2,6 +2,9 @@
 #ifndef HETCL_CLI_H
 #define HETCL_CLI_H
 
+#include <hetcl/context.h>
+
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 
 /* Exit codes of the CLI, documented in the README. */
@@ -25,6 +28,16 @@ int cli_write_file_atomic(const char *path, const char *text);
 /* A library progress callback: prints the line on stderr after `prefix` (a string: the
  * callback's user pointer; NULL for none). */
 void cli_progress(void *prefix, const char *line);
+
+/* Prints text, a string the library made (freed here), on stdout when st is HETCL_OK, else
+ * the context's error. Returns 0, or -1 after the error. */
+int cli_print_text(hetcl_context *ctx, hetcl_status st, char *text);
+
+/* Writes report (deleted here; NULL: the library ran out of memory building it) to path,
+ * atomically; an error names flag ("--json: cannot write out.json: ..."). With announce,
+ * "hetcl: wrote <path>" on stderr. Returns 0, or -1 after the error. */
+int cli_write_report(hetcl_context *ctx, cJSON *report, const char *flag, const char *path,
+                     bool announce);
 
 /* Prints "hetcl: <message>" on stderr, one line. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -3,6 +3,7 @@
 
 #include <hetcl/context.h>
 #include <hetcl/fileio.h>
+#include <hetcl/report.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,4 +38,34 @@ int cli_write_file_atomic(const char *path, const char *text)
 void cli_progress(void *prefix, const char *line)
 {
     fprintf(stderr, "%s%s\n", prefix ? (const char *) prefix : "", line);
+}
+
+int cli_print_text(hetcl_context *ctx, hetcl_status st, char *text)
+{
+    if (st != HETCL_OK) {
+        cli_error("%s", hetcl_context_last_error(ctx));
+        hetcl_free(text);
+        return -1;
+    }
+    fputs(text, stdout);
+    fflush(stdout);
+    hetcl_free(text);
+    return 0;
+}
+
+int cli_write_report(hetcl_context *ctx, cJSON *report, const char *flag, const char *path,
+                     bool announce)
+{
+    int rc = 0;
+    if (!report) {
+        cli_error("%s %s: out of memory building the report", flag, path);
+        rc = -1;
+    } else if (hetcl_report_write(ctx, report, path) != HETCL_OK) {
+        cli_error("%s: %s", flag, hetcl_context_last_error(ctx)); /* the error names the path */
+        rc = -1;
+    } else if (announce) {
+        fprintf(stderr, "hetcl: wrote %s\n", path);
+    }
+    cJSON_Delete(report);
+    return rc;
 }

@@ -432,17 +432,9 @@ static int write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_run
             .result = r,
             .machine = &c->machine,
     };
-    cJSON *report = hetcl_train_report_create(&ro);
-    int rc = CLI_EXIT_OK;
-    if (!report) {
-        cli_error("--report %s: out of memory", c->report);
-        rc = CLI_EXIT_FAILURE;
-    } else if (hetcl_report_write(ctx, report, c->report) != HETCL_OK) {
-        cli_error("--report: %s", hetcl_context_last_error(ctx));
-        rc = CLI_EXIT_FAILURE;
-    }
-    cJSON_Delete(report);
-    return rc;
+    return cli_write_report(ctx, hetcl_train_report_create(&ro), "--report", c->report, false)
+                   ? CLI_EXIT_FAILURE
+                   : CLI_EXIT_OK;
 }
 
 /* The exit code of a failed run, after its one-line error. */
