@@ -78,6 +78,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The percentiles of a summary, in this order in hetcl_stats_summary.pct. */
 enum hetcl_stats_pct_index {
     HETCL_STATS_P50,
@@ -345,5 +349,9 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_stats_compare_runs(
 /* The smallest two-sided p-value Mann-Whitney U can give for samples of m and n values without
  * ties: 2 / C(m + n, m) (1 when either is 0). */
 HETCL_API double hetcl_stats_mwu_min_p(size_t m, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HETCL_STATS_H */
