@@ -105,12 +105,14 @@ int cli_bench_ops(int argc, char **argv)
 {
     struct ops_flags f = {0};
     int rc = parse_args(argc, argv, &f);
+    if (rc == CLI_EXIT_OK)
+        rc = cli_check_outputs(&(struct cli_output){"--json", f.json_path}, 1);
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if (!f.quiet)
         f.o.progress = cli_progress;
     hetcl_context *ctx = NULL;
-    if (hetcl_context_create(NULL, &ctx) != HETCL_OK) {
+    if (cli_context_create(NULL, &ctx) != HETCL_OK) {
         cli_error("out of memory");
         return CLI_EXIT_FAILURE;
     }
