@@ -275,13 +275,10 @@ static void test_devices(const char *tmp)
         fprintf(stderr, "/dev/null itself not tried: the writer would replace it\n");
 }
 
-/* /dev/stdout redirected to a regular file: the bytes are added to that file (the same one:
- * whoever redirected stdout holds it open), after what the process wrote there before. A
- * regular file elsewhere under /dev (/dev/shm) is an ordinary file: replaced. */
-static void test_descriptor_names(const char *tmp)
+/* Writes "report\n" to name in a child whose stdout is the regular file out, which already
+ * holds what the child printed. Returns whether out is still the same file, holding both. */
+static bool stdout_to_file(const char *out, const char *name)
 {
-    char out[4096];
-    snprintf(out, sizeof out, "%s/stdout.txt", tmp);
     make_file(out, "", 0);
     struct stat before, after;
     CHECK(stat(out, &before) == 0);
@@ -290,14 +287,37 @@ static void test_descriptor_names(const char *tmp)
         int fd = open(out, O_WRONLY);
         if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0 || write(STDOUT_FILENO, "printed\n", 8) != 8)
             _exit(2);
-        _exit(hetcl__write_file_atomic(NULL, "/dev/stdout", "report\n", 7) == HETCL_OK ? 0 : 1);
+        _exit(hetcl__write_file_atomic(NULL, name, "report\n", 7) == HETCL_OK ? 0 : 1);
     }
     int st = -1;
     CHECK(child > 0 && waitpid(child, &st, 0) == child && WIFEXITED(st));
     CHECK_EQ_INT(WEXITSTATUS(st), 0);
-    CHECK(stat(out, &after) == 0 && same_node(&before, &after));
+    bool same = stat(out, &after) == 0 && same_node(&before, &after);
+    CHECK(same);
     check_content(out, "printed\nreport\n");
+    char *data = NULL;
+    size_t len = 0;
+    bool both = hetcl__read_file(NULL, out, &data, &len) == HETCL_OK &&
+                !strcmp(data, "printed\nreport\n");
+    hetcl__free(data);
     unlink(out);
+    return same && both;
+}
+
+/* stdout redirected to a regular file, named by a descriptor's name: the bytes are added to
+ * that file (the same one: whoever redirected stdout holds it open), after what the process
+ * wrote there before. A regular file elsewhere under /dev (/dev/shm) is an ordinary file:
+ * replaced. */
+static void test_descriptor_names(const char *tmp)
+{
+    char out[4096];
+    snprintf(out, sizeof out, "%s/stdout.txt", tmp);
+    /* /proc/self/fd/1 first: a writer that renames cannot create its temporary file in /proc,
+     * whereas with /dev/stdout it would replace the system's /dev/stdout link (as root). */
+    if (stdout_to_file(out, "/proc/self/fd/1"))
+        stdout_to_file(out, "/dev/stdout");
+    else
+        fprintf(stderr, "/dev/stdout not tried: the writer would replace it\n");
 
     char shm[4096];
     snprintf(shm, sizeof shm, "/dev/shm/hetcl-fileio-%ld.json", (long) getpid());
