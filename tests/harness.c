@@ -3,7 +3,10 @@
 
 #include <hetcl/hetcl.h>
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 int hetcl_test_failures = 0;
 
@@ -69,4 +72,40 @@ bool hetcl_test_two_pus(void)
     hetcl_topology_destroy(topo);
     hetcl_context_destroy(ctx);
     return two;
+}
+
+static pthread_mutex_t warnings_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void hetcl_test_warning(void *user, const char *message)
+{
+    struct hetcl_test_warnings *w = user;
+    pthread_mutex_lock(&warnings_lock);
+    size_t used = strlen(w->text);
+    snprintf(w->text + used, sizeof w->text - used, "%s\n", message);
+    w->n++;
+    pthread_mutex_unlock(&warnings_lock);
+    printf("warning: %s\n", message);
+}
+
+static char deadline_msg[512]; /* written when the deadline is set: the handler only writes */
+
+static void deadline_passed(int sig)
+{
+    (void) sig;
+    ssize_t ignored = write(STDERR_FILENO, deadline_msg, strlen(deadline_msg));
+    (void) ignored;
+    _exit(1);
+}
+
+void hetcl_test_deadline(unsigned seconds, const char *what)
+{
+    snprintf(deadline_msg, sizeof deadline_msg, "%s: still running after %u s (hung)\n",
+             what ? what : "test", seconds);
+    if (seconds) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = deadline_passed;
+        sigaction(SIGALRM, &sa, NULL);
+    }
+    alarm(seconds);
 }

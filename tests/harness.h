@@ -76,4 +76,21 @@ void hetcl_test_read(const char *dir, const char *name, char *buf, size_t cap);
  * (<hetcl/core_latency.h>): reports must then carry one. */
 bool hetcl_test_two_pus(void);
 
+/* Warnings that a context passed to its callback, kept for checks:
+ *     struct hetcl_test_warnings w = {0};
+ *     struct hetcl_context_options o = {.warning = hetcl_test_warning, .warning_user = &w};
+ * text holds every message, each followed by '\n' (truncated when full); n counts them. The
+ * callback is thread-safe (one lock for all collectors). */
+struct hetcl_test_warnings {
+    int n;
+    char text[8192];
+};
+void hetcl_test_warning(void *user, const char *message);
+
+/* Bounds what follows: unless hetcl_test_deadline(0, NULL) comes first, the test prints
+ * "<what>: still running after <seconds> s (hung)" and exits 1 after that many seconds (a
+ * SIGALRM), so that a hang fails the test with a reason instead of waiting for CTest's
+ * timeout. */
+void hetcl_test_deadline(unsigned seconds, const char *what);
+
 #endif /* HETCL_TEST_HARNESS_H */

@@ -384,6 +384,17 @@ static int parse(int argc, char **argv, struct state *s)
     return CLI_EXIT_OK;
 }
 
+/* The report and the trace can be written, and are not the same file: checked before the
+ * configurations run rather than after. */
+static int check_output_paths(const struct state *s)
+{
+    const struct cli_output outs[] = {
+            {"--report", s->report},
+            {"--trace", s->o.trace_path},
+    };
+    return cli_check_outputs(outs, CLI_N(outs));
+}
+
 /* The flag behind an option the library refused, or NULL when its message says. */
 static const char *flag_of(enum hetcl_bench_option bad)
 {
@@ -427,7 +438,7 @@ static int outputs(hetcl_context *ctx, hetcl_bench_model *b, const struct state 
         rc = CLI_EXIT_FAILURE;
     } else {
         fputs(table, stdout);
-        fflush(stdout);
+        cli_flush_stdout();
     }
     hetcl_free(table);
     if (s->o.trace_path && hetcl_bench_model_write_trace(b) != HETCL_OK) {
@@ -445,13 +456,15 @@ int cli_bench_model(int argc, char **argv)
 {
     struct state *s = calloc(1, sizeof *s);
     hetcl_context *ctx = NULL;
-    if (!s || hetcl_context_create(NULL, &ctx) != HETCL_OK) {
+    if (!s || cli_context_create(NULL, &ctx) != HETCL_OK) {
         cli_error("out of memory");
         free(s);
         return CLI_EXIT_FAILURE;
     }
     int rc = parse(argc, argv, s);
     hetcl_bench_model *b = NULL;
+    if (rc == CLI_EXIT_OK)
+        rc = check_output_paths(s);
     if (rc != CLI_EXIT_OK) {
         rc = rc < 0 ? CLI_EXIT_OK : rc;
         goto done;

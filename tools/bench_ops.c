@@ -87,9 +87,14 @@ static int parse_args(int argc, char **argv, struct ops_flags *f)
 /* The table on stdout, the JSON where --json says; returns the exit code. */
 static int output(hetcl_context *ctx, const struct ops_flags *f, const hetcl_bench_ops *b)
 {
-    char *table = NULL;
-    if (!f->quiet && cli_print_text(ctx, hetcl_bench_ops_table(ctx, b, &table), table) != 0)
-        return CLI_EXIT_FAILURE;
+    if (!f->quiet) {
+        /* Two statements: in one call, `table` could be read before the call that sets it
+         * (the order of argument evaluation is unspecified), and was, at -O2. */
+        char *table = NULL;
+        hetcl_status st = hetcl_bench_ops_table(ctx, b, &table);
+        if (cli_print_text(ctx, st, table) != 0)
+            return CLI_EXIT_FAILURE;
+    }
     if (f->json_path &&
         cli_write_report(ctx, hetcl_bench_ops_report(b), "--json", f->json_path, !f->quiet) != 0)
         return CLI_EXIT_FAILURE;
@@ -100,12 +105,14 @@ int cli_bench_ops(int argc, char **argv)
 {
     struct ops_flags f = {0};
     int rc = parse_args(argc, argv, &f);
+    if (rc == CLI_EXIT_OK)
+        rc = cli_check_outputs(&(struct cli_output){"--json", f.json_path}, 1);
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if (!f.quiet)
         f.o.progress = cli_progress;
     hetcl_context *ctx = NULL;
-    if (hetcl_context_create(NULL, &ctx) != HETCL_OK) {
+    if (cli_context_create(NULL, &ctx) != HETCL_OK) {
         cli_error("out of memory");
         return CLI_EXIT_FAILURE;
     }

@@ -21,6 +21,35 @@ int cli_compare(int argc, char **argv);
 int cli_report(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 
+/* hetcl_context_create with the CLI's options: the cache directory (NULL: the default) and a
+ * warning callback that prints each library warning as "hetcl: warning: <message>" on stderr.
+ * Every command creates its contexts with this, so that no warning is lost. */
+hetcl_status cli_context_create(const char *cache_dir, hetcl_context **out);
+
+/* One output file of a command: the flag that names it and its path (NULL: not given; "-":
+ * stdout, not a file). */
+struct cli_output {
+    const char *flag;
+    const char *path;
+};
+
+/* Checks a command's output paths before it starts working, so that minutes of work do not end
+ * in a failed write: each path can be written (hetcl_file_check_writable: not a directory; its
+ * directory exists, it is not created, and is writable) and no two name the same file (one
+ * would silently overwrite the other: --checkpoint x --report x). Prints one error naming the
+ * flag and returns CLI_EXIT_USAGE; CLI_EXIT_OK when all is well (CLI_EXIT_FAILURE: out of
+ * memory). */
+int cli_check_outputs(const struct cli_output *outs, size_t n);
+
+/* Flushes and closes stdout, once, at the end of main: a write error (disk full, a closed
+ * pipe) of any command's output, at any time, is reported as "hetcl: stdout: <reason>".
+ * Returns 0, or -1 after the error line. */
+int cli_close_stdout(void);
+
+/* fflush(stdout) for a command that wants its output out now (before its stderr lines): a
+ * failure is kept for cli_close_stdout to report with its reason. */
+void cli_flush_stdout(void);
+
 /* Writes text to path through a temporary file and a rename, so that a crash never leaves a
  * half-written report. Prints the error and returns -1 on failure. */
 int cli_write_file_atomic(const char *path, const char *text);

@@ -184,7 +184,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         cli_error("compare needs a BASE and at least one NEW report; see 'hetcl compare --help'");
         return CLI_EXIT_USAGE;
     }
-    return CLI_EXIT_OK;
+    return cli_check_outputs(&(struct cli_output){"--output", a->output}, 1);
 }
 
 /* Loads every report named; returns the exit status (0 when all loaded). */
@@ -231,9 +231,8 @@ static int run(hetcl_context *ctx, const struct args *a, hetcl_compare_report **
         rc = st == HETCL_ERR_NO_MEMORY ? CLI_EXIT_FAILURE : CLI_EXIT_USAGE;
     } else if (a->output && strcmp(a->output, "-")) {
         rc = cli_write_file_atomic(a->output, text) != 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
-    } else if (fputs(text, stdout) == EOF || fflush(stdout) != 0) {
-        cli_error("cannot write the comparison to stdout");
-        rc = CLI_EXIT_FAILURE;
+    } else {
+        fputs(text, stdout); /* a write error is reported by main (cli_close_stdout) */
     }
     if (rc == CLI_EXIT_OK && hetcl_comparison_regressed(c))
         rc = CLI_EXIT_REGRESSION;
@@ -254,7 +253,7 @@ int cli_compare(int argc, char **argv)
     size_t n = 0, n_base = 1;
     int rc = CLI_EXIT_FAILURE;
     if (!paths || !a.base.v || !a.cand.v || !reports ||
-        hetcl_context_create(NULL, &ctx) != HETCL_OK) {
+        cli_context_create(NULL, &ctx) != HETCL_OK) {
         cli_error("out of memory");
         goto done;
     }

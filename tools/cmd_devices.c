@@ -93,7 +93,7 @@ static int parse_args(int argc, char **argv, struct devices_opts *o)
         cli_error("--quick only applies to --probe");
         return CLI_EXIT_USAGE;
     }
-    return CLI_EXIT_OK;
+    return cli_check_outputs(&(struct cli_output){"--json", o->json_path}, 1);
 }
 
 /* ------------------------------------------------------------------ the human table */
@@ -344,8 +344,7 @@ static int enumerate(const struct devices_opts *o, struct devices_state *s)
 
 static int open_devices(const struct devices_opts *o, struct devices_state *s)
 {
-    struct hetcl_context_options copts = {.cache_dir = o->cache_dir};
-    if (hetcl_context_create(&copts, &s->ctx) != HETCL_OK) {
+    if (cli_context_create(o->cache_dir, &s->ctx) != HETCL_OK) {
         cli_error("out of memory");
         return CLI_EXIT_FAILURE;
     }

@@ -67,8 +67,13 @@ int cli_report(int argc, char **argv)
         cli_error("report needs a report file (FILE.json); see 'hetcl report --help'");
         return CLI_EXIT_USAGE;
     }
+    int checked = cli_check_outputs(&(struct cli_output){"--output", output}, 1);
+    if (checked != CLI_EXIT_OK) {
+        cli_parsed_free(&args);
+        return checked;
+    }
     hetcl_context *ctx = NULL;
-    if (hetcl_context_create(NULL, &ctx) != HETCL_OK) {
+    if (cli_context_create(NULL, &ctx) != HETCL_OK) {
         cli_parsed_free(&args);
         cli_error("out of memory");
         return CLI_EXIT_FAILURE;
@@ -87,9 +92,8 @@ int cli_report(int argc, char **argv)
     } else if (output && strcmp(output, "-")) {
         if (cli_write_file_atomic(output, page) != 0)
             rc = CLI_EXIT_FAILURE;
-    } else if (fputs(page, stdout) == EOF || fflush(stdout) != 0) {
-        cli_error("cannot write the report to stdout");
-        rc = CLI_EXIT_FAILURE;
+    } else {
+        fputs(page, stdout); /* a write error is reported by main (cli_close_stdout) */
     }
     hetcl_free(page);
     hetcl_context_destroy(ctx);

@@ -13,7 +13,6 @@
 #include <hetcl/train.h>
 #include <hetcl/train_report.h>
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,8 +202,19 @@ static size_t output_options(struct cli_option *rows, size_t n, struct train_cli
     return add_rows(rows, n, t, CLI_N(t));
 }
 
-/* The flags' combinations, checked after parsing; the checkpoint's directory must be writable
- * now rather than after the first epoch. */
+/* Every file that training writes can be written, and no two are the same file: checked now,
+ * before minutes of training, rather than when the first checkpoint or the report is due. */
+static int check_output_paths(const struct train_cli *c)
+{
+    const struct cli_output outs[] = {
+            {"--checkpoint", c->opts.checkpoint_path},
+            {"--report", c->report},
+            {"--trace", c->trace},
+    };
+    return cli_check_outputs(outs, CLI_N(outs));
+}
+
+/* The flags' combinations, checked after parsing, and the output paths. */
 static int check_args(const struct train_cli *c)
 {
     const struct hetcl_train_options *o = &c->opts;
@@ -216,25 +226,11 @@ static int check_args(const struct train_cli *c)
         cli_error("--resume needs --checkpoint FILE");
         return CLI_EXIT_USAGE;
     }
-    if (o->checkpoint_path) {
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%s", o->checkpoint_path);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *(slash == dir ? slash + 1 : slash) = '\0';
-        else
-            snprintf(dir, sizeof dir, ".");
-        if (access(dir, W_OK) != 0) {
-            cli_error("--checkpoint %s: directory %s is not writable (%s)", o->checkpoint_path, dir,
-                      strerror(errno));
-            return CLI_EXIT_USAGE;
-        }
-    }
     if (o->checkpoint_every_s > 0 && !o->checkpoint_path) {
         cli_error("--checkpoint-every needs --checkpoint FILE");
         return CLI_EXIT_USAGE;
     }
-    return CLI_EXIT_OK;
+    return check_output_paths(c);
 }
 
 /* Returns CLI_EXIT_OK, CLI_EXIT_USAGE, or -1 after --help. */
@@ -464,7 +460,7 @@ int cli_train(int argc, char **argv)
     hetcl_context *ctx = NULL;
     hetcl_runtime *rt = NULL;
     struct hetcl_train_result *res = NULL;
-    if (hetcl_context_create(NULL, &ctx) != HETCL_OK) {
+    if (cli_context_create(NULL, &ctx) != HETCL_OK) {
         cli_error("out of memory");
         return CLI_EXIT_FAILURE;
     }

@@ -47,7 +47,8 @@ static void usage(FILE *out)
     fprintf(out, "\nRun 'hetcl <command> --help' for a command's options.\n");
 }
 
-int main(int argc, char **argv)
+/* Runs the command that argv names; returns its exit status. */
+static int run(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -72,4 +73,16 @@ int main(int argc, char **argv)
     }
     cli_error("unknown command '%s' (expected one of: %s); see 'hetcl --help'", argv[1], names);
     return CLI_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    int rc = run(argc, argv);
+    /* Every command's stdout is checked here, in one place, so that none can forget: a table or
+     * a JSON document lost to a full disk is a failure (exit 1), not a success. A command that
+     * already failed keeps its status; a regression found by compare is not worth much when its
+     * table was lost, so that becomes 1 as well. */
+    if (cli_close_stdout() != 0 && (rc == CLI_EXIT_OK || rc == CLI_EXIT_REGRESSION))
+        rc = CLI_EXIT_FAILURE;
+    return rc;
 }

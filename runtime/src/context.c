@@ -1,5 +1,5 @@
-/* The context: cache and kernel directories, the detail of the last error, and the extensions
- * that components above the runtime hang off it (hetcl__context_ext). */
+/* The context: cache and kernel directories, the detail of the last error, the warning callback,
+ * and the extensions that components above the runtime hang off it (hetcl__context_ext). */
 #include <hetcl_internal/base.h>
 
 #include <pthread.h>
@@ -21,6 +21,8 @@ struct ext {
 struct hetcl_context {
     char *cache_dir;
     char *cl_dir;
+    hetcl_warning_fn warning;
+    void *warning_user;
     pthread_mutex_t lock; /* guards last_error */
     char last_error[ERROR_MAX];
     /* Extensions, newest first. Readers walk the list without a lock: a node is complete
@@ -62,6 +64,10 @@ hetcl_status hetcl_context_create(const struct hetcl_context_options *opts, hetc
     const char *cl_dir = (opts && opts->cl_dir) ? opts->cl_dir : getenv("HETCL_CL_DIR");
     if (cl_dir && *cl_dir)
         ctx->cl_dir = hetcl__strdup(cl_dir);
+    if (opts) {
+        ctx->warning = opts->warning;
+        ctx->warning_user = opts->warning_user;
+    }
     if (!ctx->cache_dir || (cl_dir && *cl_dir && !ctx->cl_dir)) {
         hetcl_context_destroy(ctx);
         return HETCL_ERR_NO_MEMORY;
@@ -162,4 +168,20 @@ hetcl_status hetcl__fail(hetcl_context *ctx, hetcl_status status, const char *fm
     va_end(ap);
     pthread_mutex_unlock(&ctx->lock);
     return status;
+}
+
+void hetcl__warn(hetcl_context *ctx, const char *fmt, ...)
+{
+    if (!ctx || !ctx->warning)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* One line, as the callback's contract says, whatever a path or a driver put in it. */
+    for (char *c = msg; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+    ctx->warning(ctx->warning_user, msg);
 }

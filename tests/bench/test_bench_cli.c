@@ -456,12 +456,12 @@ int main(void)
     snprintf(cmd, sizeof cmd, "grep -Eq '\"helper\":[[:space:]]*true' '%s'", team);
     CHECK_EQ_INT(run(cmd), sysconf(_SC_NPROCESSORS_ONLN) > 2 ? 0 : 1);
 
-    /* An unwritable report path: the run completes, the write fails with exit 1. */
+    /* An unwritable report path: refused before the run, as a bad flag (exit 2). */
     snprintf(cmd, sizeof cmd,
              "'%s' bench model --model mlp --devices host0 --quick --quiet "
              "--report /nonexistent-dir/r.json",
              bin);
-    CHECK_EQ_INT(run(cmd), 1);
+    CHECK_EQ_INT(run(cmd), 2);
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)

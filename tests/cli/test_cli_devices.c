@@ -52,7 +52,7 @@ static void check_bad_input(void)
             {"devices --split-cpu kinds", 2, "--split-cpu"},
             {"devices --quick", 2, "--quick"},
             {"devices --topology /nonexistent.xml", 2, "/nonexistent.xml"},
-            {"devices --json /nonexistent-dir/x.json", 1, "/nonexistent-dir/x.json"},
+            {"devices --json /nonexistent-dir/x.json", 2, "/nonexistent-dir/x.json"},
             {"nosuchcommand", 2, "nosuchcommand"},
     };
     char out[65536], err[4096];

@@ -401,10 +401,11 @@ static void test_bad_input(void)
     snprintf(args, sizeof args, "%s/base.json %s/fewer.json", tmpdir, tmpdir);
     CHECK_EQ_INT(compare(args), 0);
     CHECK(strstr(out, "only in BASE: mlp / p0d0 / single / offline / b4") != NULL);
-    /* An output that cannot be written: exit 1, the path in the error. */
+    /* An output in a missing directory: refused before the comparison (exit 2), the path in
+     * the error. */
     snprintf(args, sizeof args, "%s/base.json %s/same.json --output %s/no-dir/x.md", tmpdir, tmpdir,
              tmpdir);
-    CHECK_EQ_INT(compare(args), 1);
+    CHECK_EQ_INT(compare(args), 2);
     CHECK(one_line_error() && strstr(err, "no-dir/x.md"));
     /* Help. */
     CHECK_EQ_INT(compare("--help"), 0);

@@ -23,12 +23,19 @@ void ops_env_init(struct ops_env *E)
 
 void ops_env_init_in(struct ops_env *E, const char *subdir)
 {
+    ops_env_init_warned(E, subdir, NULL);
+}
+
+void ops_env_init_warned(struct ops_env *E, const char *subdir, struct hetcl_test_warnings *w)
+{
     memset(E, 0, sizeof *E);
     char dir[1024] = "";
     const char *base = getenv("HETCL_CACHE_DIR");
     if (subdir && base && *base)
         snprintf(dir, sizeof dir, "%s/%s", base, subdir);
-    const struct hetcl_context_options co = {.cache_dir = dir[0] ? dir : NULL};
+    const struct hetcl_context_options co = {.cache_dir = dir[0] ? dir : NULL,
+                                             .warning = w ? hetcl_test_warning : NULL,
+                                             .warning_user = w};
     if (hetcl_context_create(&co, &E->ctx) != HETCL_OK)
         die("hetcl_context_create", NULL);
     const struct hetcl_runtime_options o = {.scheduler = "eager", .devices = "all"};

@@ -6,6 +6,7 @@
 #ifndef HETCL_TESTS_OPS_UTIL_H
 #define HETCL_TESTS_OPS_UTIL_H
 
+#include "harness.h"
 #include "ref_ops.h"
 
 #include <hetcl/ops.h>
@@ -33,6 +34,8 @@ void ops_env_init(struct ops_env *E);
  * test that checks files of the cache, which tests running at the same time must not
  * rewrite under it. */
 void ops_env_init_in(struct ops_env *E, const char *subdir);
+/* ops_env_init_in whose context keeps its warnings in *w (NULL: dropped). */
+void ops_env_init_warned(struct ops_env *E, const char *subdir, struct hetcl_test_warnings *w);
 void ops_env_deinit(struct ops_env *E);
 /* Makes worker w the current one; false when it is excluded (then it is skipped). Prints it. */
 bool ops_env_use_worker(struct ops_env *E, size_t w);

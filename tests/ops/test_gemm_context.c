@@ -4,7 +4,9 @@
  * the other; a later context on the same cache directory sees it through the cache file, which
  * the deciding context writes when it is destroyed; and the table goes with its context (the
  * ASan build checks that nothing leaks, measurements still in flight at the destruction
- * included). Needs an OpenCL device (exit 77 without one).
+ * included); a FIFO or garbage in place of the cache file is removed with a warning, without
+ * waiting on the FIFO, and replaced by a good file. Needs an OpenCL device (exit 77 without
+ * one).
  */
 #include "harness.h"
 #include "ops_util.h"
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +89,47 @@ static bool file_has(const char *subdir, hetcl_gemm_variant variant)
     return found;
 }
 
+/* A FIFO (fifo) or garbage where the cache file should be: the first GEMM neither waits on it
+ * nor fails; it goes with one warning, the shape is measured again, and destroying the context
+ * writes a good file there. */
+static void check_bad_file(const char *key, bool fifo)
+{
+    const char *subdir = "gemm_ctx_bad";
+    char path[1200], dir[1200], want[1400];
+    file_path(subdir, path, sizeof path);
+    snprintf(dir, sizeof dir, "%s/%s", getenv("HETCL_CACHE_DIR"), subdir);
+    mkdir(dir, 0755);
+    snprintf(dir, sizeof dir, "%s/%s/gemm", getenv("HETCL_CACHE_DIR"), subdir);
+    mkdir(dir, 0755);
+    unlink(path);
+    if (fifo) {
+        CHECK(mkfifo(path, 0644) == 0);
+    } else {
+        FILE *f = fopen(path, "w");
+        CHECK(f && fputs("garbage", f) >= 0 && fclose(f) == 0);
+    }
+    hetcl_test_deadline(60, fifo ? "GEMM with a FIFO as its choice file" : "GEMM, garbage file");
+    struct hetcl_test_warnings w = {0};
+    struct ops_env e;
+    ops_env_init_warned(&e, subdir, &w);
+    CHECK(use_cl_worker(&e));
+    run_gemm(&e);
+    snprintf(want, sizeof want, "cache entry %s: %s; removed, the choices are measured again\n",
+             path, fifo ? "not a regular file (a FIFO)" : "not valid JSON");
+    CHECK_EQ_STR(w.text, want);
+    CHECK(access(path, F_OK) != 0);
+    struct hetcl_gemm_choice c;
+    for (int i = 0; i < 4 * (HETCL_GEMM_SAMPLES + 1) + 2; i++)
+        run_gemm(&e);
+    for (int i = 0; i < 100 && !(choice(&e, key, &c) && c.decided); i++)
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+    CHECK(choice(&e, key, &c) && c.decided && !c.loaded);
+    ops_env_deinit(&e);
+    hetcl_test_deadline(0, NULL);
+    CHECK(file_has(subdir, c.variant));
+    unlink(path);
+}
+
 int main(void)
 {
     /* The test removes and rewrites choice files: only in a test cache (ctest sets
@@ -145,5 +189,8 @@ int main(void)
     file_path("gemm_ctx_b", path, sizeof path);
     CHECK(access(path, F_OK) != 0); /* nothing decided on b: no file written */
     ops_env_deinit(&a2);
+
+    check_bad_file(key, true);
+    check_bad_file(key, false);
     return hetcl_test_finish("test_gemm_context");
 }

@@ -1,7 +1,8 @@
 /* Tests hetcl_device_probe (quick) on the first device: every measured figure is finite, > 0 and
  * min <= median <= max; the ceilings cache round-trips through save and load; a corrupt,
- * foreign or missing file is refused with a status, not a crash. HETCL_PROBE_FULL=1 also runs a
- * full (default) probe and prints it. */
+ * foreign or missing file is refused with a status, not a crash, and a corrupt one or a FIFO
+ * is removed with a warning (without waiting on the FIFO); save replaces a FIFO.
+ * HETCL_PROBE_FULL=1 also runs a full (default) probe and prints it. */
 #include "harness.h"
 #include "prog_common.h"
 #include <hetcl_internal/base.h>
@@ -9,6 +10,8 @@
 
 #include <hetcl/probe.h>
 #include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void print_figure(const char *name, const char *unit, const struct hetcl_figure *f)
 {
@@ -73,7 +76,9 @@ int main(void)
     cl_device_id dev = test_first_device(&platform);
     char *tmp = test_mkdtemp();
     hetcl_context *ctx = NULL;
-    struct hetcl_context_options opts = {.cache_dir = tmp};
+    struct hetcl_test_warnings warnings = {0};
+    struct hetcl_context_options opts = {
+            .cache_dir = tmp, .warning = hetcl_test_warning, .warning_user = &warnings};
     CHECK_OK(ctx, hetcl_context_create(&opts, &ctx));
 
     struct hetcl_ceilings c;
@@ -156,11 +161,38 @@ int main(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         test_write_file(path, bad[i], strlen(bad[i]));
         loaded.quick = true;
+        warnings.n = 0;
         CHECK_EQ_INT(hetcl_ceilings_load(ctx, &desc, &loaded), HETCL_ERR_FORMAT);
         CHECK(!loaded.quick);
         CHECK(strstr(hetcl_context_last_error(ctx), path) != NULL);
         printf("  corrupt %zu: %s\n", i, hetcl_context_last_error(ctx));
+        /* Removed with a warning, so that the next probe writes a good one; except a file of
+         * another schema version, which another hetcl may be using. */
+        bool other_version = strstr(bad[i], "99") != NULL;
+        CHECK_EQ_INT(warnings.n, other_version ? 0 : 1);
+        CHECK(test_exists(path) == other_version);
     }
+    CHECK(strstr(warnings.text, "; removed (the device's ceilings are unknown until it is probed "
+                                "again)\n") != NULL);
+
+    /* A FIFO there: load neither waits for a writer nor reads it; it goes, with a warning. And
+     * save replaces one (a FIFO nobody reads would block a writer forever). */
+    hetcl_test_deadline(30, "ceilings with a FIFO in the cache");
+    unlink(path);
+    CHECK(mkfifo(path, 0644) == 0);
+    warnings.text[0] = '\0';
+    CHECK_EQ_INT(hetcl_ceilings_load(ctx, &desc, &loaded), HETCL_ERR_IO);
+    char want[4096];
+    snprintf(want, sizeof want,
+             "cache entry %s: not a regular file (a FIFO); removed (the device's ceilings are "
+             "unknown until it is probed again)\n",
+             path);
+    CHECK_EQ_STR(warnings.text, want);
+    CHECK(!test_exists(path));
+    CHECK(mkfifo(path, 0644) == 0);
+    CHECK_OK(ctx, hetcl_ceilings_save(ctx, &desc, &c));
+    CHECK_OK(ctx, hetcl_ceilings_load(ctx, &desc, &loaded));
+    hetcl_test_deadline(0, NULL);
     /* Truncated valid file, and one whose stats are inconsistent. */
     CHECK_OK(ctx, hetcl_ceilings_save(ctx, &desc, &c));
     char *text = NULL;

@@ -1,13 +1,16 @@
 /* Tests hetcl_program_build's binary cache: miss then hit; corrupt, truncated, garbage and stale
- * entries are rejected, rebuilt and rewritten valid; an unwritable cache is a note, not an
- * error; a kernel directory override (options.cl_dir) is used, and a missing file there is
- * HETCL_ERR_IO; a broken source is HETCL_ERR_BUILD with the log. */
+ * entries are rejected, rebuilt and rewritten valid, each with a warning on the context; a FIFO
+ * or a directory at the entry's path neither hangs nor fails the build (the FIFO is replaced);
+ * an unwritable cache is a note, not an error; a kernel directory override (options.cl_dir) is
+ * used, and a missing file there is HETCL_ERR_IO; a broken source is HETCL_ERR_BUILD with the log.
+ */
 #include "harness.h"
 #include "hetcl_clsource.h"
 #include "prog_common.h"
 
 #include <hetcl/program.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static cl_platform_id platform;
 static cl_device_id dev;
@@ -102,7 +105,9 @@ int main(void)
     char cache[4096], path[4096];
     snprintf(cache, sizeof cache, "%s/cache", tmp);
     hetcl_context *ctx = NULL;
-    struct hetcl_context_options opts = {.cache_dir = cache};
+    struct hetcl_test_warnings warnings = {0};
+    struct hetcl_context_options opts = {
+            .cache_dir = cache, .warning = hetcl_test_warning, .warning_user = &warnings};
     CHECK_OK(ctx, hetcl_context_create(&opts, &ctx));
 
     /* Cold: a miss that writes the entry where hetcl_program_cache_path says. */
@@ -140,6 +145,8 @@ int main(void)
         info = build(ctx, "probe.cl", NULL, "probe_empty");
         CHECK(!info.cache_hit && info.cache_rejected && info.cache_stored);
         CHECK(strstr(info.cache_note, "discarded") != NULL);
+        CHECK_EQ_INT(warnings.n, (int) i + 1);
+        CHECK(strstr(warnings.text, path) && strstr(warnings.text, "; rebuilt from source\n"));
         long len = 0;
         unsigned char *now = slurp(path, &len);
         CHECK(len == good_len && memcmp(now, good, (size_t) len) == 0);
@@ -157,6 +164,30 @@ int main(void)
     CHECK(!info.cache_hit && info.cache_rejected && strstr(info.cache_note, "stale") != NULL);
     info = build(ctx, "probe.cl", NULL, "probe_empty");
     CHECK(info.cache_hit);
+
+    /* A FIFO at the entry's path: read without waiting for a writer, replaced, one warning. */
+    char want[4096];
+    hetcl_test_deadline(60, "a build with a FIFO in the program cache");
+    warnings.n = 0;
+    warnings.text[0] = '\0';
+    CHECK(unlink(path) == 0 && mkfifo(path, 0644) == 0);
+    info = build(ctx, "probe.cl", NULL, "probe_empty");
+    CHECK(!info.cache_hit && info.cache_rejected && info.cache_stored);
+    struct stat sb;
+    CHECK(lstat(path, &sb) == 0 && S_ISREG(sb.st_mode));
+    snprintf(want, sizeof want,
+             "cache entry %s: not a regular file (a FIFO); rebuilt from source\n", path);
+    CHECK_EQ_STR(warnings.text, want);
+    info = build(ctx, "probe.cl", NULL, "probe_empty");
+    CHECK(info.cache_hit);
+    /* A directory there cannot be removed: the build still succeeds, uncached, and says so. */
+    warnings.text[0] = '\0';
+    CHECK(unlink(path) == 0 && mkdir(path, 0755) == 0);
+    info = build(ctx, "probe.cl", NULL, "probe_empty");
+    CHECK(!info.cache_hit && !info.cache_stored);
+    CHECK(strstr(warnings.text, "not a regular file (a directory); cannot remove it") != NULL);
+    CHECK(rmdir(path) == 0);
+    hetcl_test_deadline(0, NULL);
 
     /* An entry that cannot be written: a cache dir under a regular file can never be created
      * (chmod would not stop root). The program is still built; the note says why. */

@@ -547,9 +547,9 @@ static void test_bad_input(void)
             hetcl_test_failures++;
         }
     }
-    /* An output that cannot be written: exit 1. */
+    /* An output in a missing directory: refused before the rendering, as a bad flag. */
     snprintf(args, sizeof args, "%s/t-adaptive.json --output %s/no/such/dir/x.md", tmpdir, tmpdir);
-    CHECK_EQ_INT(report(args), 1);
+    CHECK_EQ_INT(report(args), 2);
     CHECK(one_line_error());
 }
 

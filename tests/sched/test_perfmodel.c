@@ -1,7 +1,8 @@
 /*
  * Tests the online performance models (runtime/src/rt/perfmodel.h): the robust median against a
  * naive reference, outlier rejection, the calibration threshold and the sample window, save and
- * load round trips, unusable files ignored (and overwritten), the saved file against
+ * load round trips, unusable files ignored (and overwritten), a FIFO, a directory or garbage
+ * in place of a file (removed with a warning, never waited on), the saved file against
  * reports/schema/perfmodel.schema.json, the kind statistics, and concurrent recording.
  */
 #include "harness.h"
@@ -15,6 +16,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int cmp_d(const void *a, const void *b)
@@ -347,6 +349,70 @@ static void test_files(hetcl_context *ctx)
     rmdir(dir);
 }
 
+/* A FIFO, a directory or garbage where a model's file should be: load neither waits nor fails,
+ * warns once, removes what it can; the next save writes a good file. */
+static void test_bad_entries(void)
+{
+    char dir[] = "/tmp/hetcl_perf_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    struct hetcl_test_warnings w = {0};
+    struct hetcl_context_options o = {.warning = hetcl_test_warning, .warning_user = &w};
+    hetcl_context *ctx = NULL;
+    CHECK_OK(NULL, hetcl_context_create(&o, &ctx));
+    const char *key = "a device/8 CU/a driver";
+    struct rt_perfmodel *pm = NULL;
+    char path[512], want[1024];
+    CHECK_OK(ctx, hetcl__perf_create(ctx, dir, 0, &pm));
+    hetcl__perf_record(pm, "k", key, 0, 3, 42, 0);
+    CHECK_OK(ctx, hetcl__perf_save(pm));
+    hetcl__perf_destroy(pm);
+    CHECK(only_json(dir, path, sizeof path));
+
+    hetcl_test_deadline(30, "a performance model with a FIFO in the cache");
+    CHECK(unlink(path) == 0 && mkfifo(path, 0644) == 0);
+    CHECK_OK(ctx, hetcl__perf_create(ctx, dir, 0, &pm));
+    hetcl__perf_load(pm, key);
+    snprintf(want, sizeof want,
+             "cache entry %s: not a regular file (a FIFO); removed, the model starts empty\n",
+             path);
+    CHECK_EQ_STR(w.text, want);
+    CHECK(access(path, F_OK) != 0);
+    hetcl__perf_record(pm, "k", key, 0, 3, 42, 0);
+    CHECK(mkfifo(path, 0644) == 0); /* even one made meanwhile is replaced, not written into */
+    CHECK_OK(ctx, hetcl__perf_save(pm));
+    hetcl__perf_destroy(pm);
+    hetcl_test_deadline(0, NULL);
+    CHECK_EQ_INT(samples_after_load(ctx, dir, key), 1);
+
+    /* Garbage: removed with a warning. */
+    write_text(ctx, path, "garbage");
+    w.text[0] = '\0';
+    CHECK_EQ_INT(samples_after_load(ctx, dir, key), 0);
+    snprintf(want, sizeof want, "cache entry %s: not valid JSON; removed, the model starts empty\n",
+             path);
+    CHECK_EQ_STR(w.text, want);
+    CHECK(access(path, F_OK) != 0);
+
+    /* Another schema version: another hetcl's file, kept, no warning. */
+    write_text(ctx, path, "{\"schema_version\": 2}");
+    w.text[0] = '\0';
+    CHECK_EQ_INT(samples_after_load(ctx, dir, key), 0);
+    CHECK_EQ_STR(w.text, "");
+    CHECK(access(path, F_OK) == 0);
+
+    /* A directory cannot be removed: said so. */
+    CHECK(unlink(path) == 0 && mkdir(path, 0755) == 0);
+    CHECK_EQ_INT(samples_after_load(ctx, dir, key), 0);
+    CHECK(strstr(w.text, "not a regular file (a directory); cannot remove it") != NULL);
+    CHECK(rmdir(path) == 0);
+
+    hetcl_context_destroy(ctx);
+    rmdir(dir);
+}
+
 struct rec_arg {
     struct rt_perfmodel *pm;
     int worker;
@@ -395,6 +461,7 @@ int main(void)
     test_predict_and_window(ctx);
     test_kind_stats(ctx);
     test_files(ctx);
+    test_bad_entries();
     test_threads(ctx);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_perfmodel");

@@ -19,6 +19,16 @@ extern "C" {
 
 typedef struct hetcl_context hetcl_context;
 
+/* Receives a warning: something the library recovered from but that the user should know about,
+ * such as a cache entry that was not a regular file or was corrupt, and was rebuilt
+ * ("cache entry /home/u/.cache/hetcl/gemm/choices.json: not a regular file (a FIFO); removed,
+ * the choices are measured again"). The library never prints: a program shows the message (the
+ * hetcl CLI prints "hetcl: warning: <message>" on stderr) or keeps it. message is one line
+ * without a trailing newline, valid during the call only. The callback runs on the thread that
+ * found the problem, possibly on several threads at once and while hetcl holds internal locks:
+ * it must be thread-safe and must not call hetcl functions on the same context. */
+typedef void (*hetcl_warning_fn)(void *user, const char *message);
+
 /* Options for hetcl_context_create(); a zeroed struct (or NULL) means every default. */
 struct hetcl_context_options {
     /* Directory for program binaries, device ceilings and performance models. NULL: the
@@ -28,6 +38,10 @@ struct hetcl_context_options {
     /* Directory to read kernel sources (<dir>/<name>.cl) from instead of the embedded copies.
      * NULL: the environment's HETCL_CL_DIR, else the embedded sources. Copied. */
     const char *cl_dir;
+    /* Where warnings go (see hetcl_warning_fn), with warning_user as its first argument. NULL:
+     * warnings are dropped. */
+    hetcl_warning_fn warning;
+    void *warning_user;
 };
 
 /* Creates a context. *out is NULL on failure. Thread-safety: the context may be shared between

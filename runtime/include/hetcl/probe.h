@@ -134,11 +134,11 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_ceilings_path(hetcl_context *ctx,
                                                            const struct hetcl_device_desc *desc,
                                                            char *path, size_t cap);
 
-/* Saves c as the cached ceilings of desc (JSON, schema_version 1, written atomically; the
- * directory is created). The identity written is desc's (name, driver and platform versions).
- * Returns HETCL_OK; HETCL_ERR_INVALID_ARG (NULL argument, or c was measured on a device with
- * another name than desc's); HETCL_ERR_IO (cache directory not writable: path and reason in the
- * detail); HETCL_ERR_NO_MEMORY. */
+/* Saves c as the cached ceilings of desc (JSON, schema_version 1, written atomically over
+ * whatever is at the path, a FIFO included; the directory is created). The identity written is
+ * desc's (name, driver and platform versions). Returns HETCL_OK; HETCL_ERR_INVALID_ARG (NULL
+ * argument, or c was measured on a device with another name than desc's); HETCL_ERR_IO (cache
+ * directory not writable: path and reason in the detail); HETCL_ERR_NO_MEMORY. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_ceilings_save(hetcl_context *ctx,
                                                            const struct hetcl_device_desc *desc,
                                                            const struct hetcl_ceilings *c);
@@ -147,7 +147,10 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_ceilings_save(hetcl_context *ctx,
  * (nothing cached for this device and driver: probe it) or it cannot be read; HETCL_ERR_FORMAT
  * when the file is not valid ceilings JSON, has another schema version, or describes another
  * device or driver (the detail says which); HETCL_ERR_INVALID_ARG; HETCL_ERR_NO_MEMORY. c is
- * zeroed on failure. */
+ * zeroed on failure. Never blocks on what is at the path: an entry that is not a regular file (a
+ * FIFO), cannot be read, or is corrupt (of this schema version) is removed, with a warning to
+ * the context's callback ("cache entry <path>: <why>; removed ..."), so that the next probe
+ * writes a good one; files of another schema version are left alone. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_ceilings_load(hetcl_context *ctx,
                                                            const struct hetcl_device_desc *desc,
                                                            struct hetcl_ceilings *c);

@@ -52,8 +52,9 @@ struct hetcl_build_info {
     bool cache_hit;
     /* A new cache entry was written by this call. */
     bool cache_stored;
-    /* An existing entry was found but rejected (corrupt, truncated, stale, or refused by the
-     * driver) and deleted; cache_note says why. */
+    /* An existing entry was found but rejected (not a regular file, unreadable, corrupt,
+     * truncated, stale, or refused by the driver) and deleted; cache_note says why, and the
+     * context's warning callback got "cache entry <path>: <why>; rebuilt from source". */
     bool cache_rejected;
     /* Wall time of the whole call (source loading, cache lookup, build), host monotonic clock. */
     uint64_t build_ns;

@@ -2,7 +2,8 @@
  * The internal seam: what the library's components (runtime, models, profiler) share beyond
  * the public headers. Not installed; reached through the `hetcl_internal` CMake target, never
  * through another component's src/ folder. Its headers:
- *   <hetcl_internal/base.h>      failure detail, per-context extensions, allocation, strings,
+ *   <hetcl_internal/base.h>      failure detail, warnings, per-context extensions, allocation,
+ *                                strings,
  *                                the clock (this file)
  *   <hetcl_internal/fileio.h>    atomic writes, whole-file reads, directories
  *   <hetcl_internal/prng.h>      the one seeded generator (xoshiro256** over splitmix64)
@@ -20,6 +21,13 @@
  * failure paths read `return hetcl__fail(ctx, HETCL_ERR_IO, "%s: %s", path, strerror(errno));`. */
 hetcl_status hetcl__fail(hetcl_context *ctx, hetcl_status status, const char *fmt, ...)
         HETCL_PRINTF(3, 4);
+
+/* Passes a one-line warning (printf-style, no trailing newline) to the warning callback of ctx
+ * (hetcl_context_options.warning); dropped when ctx is NULL or has none. For what the library
+ * recovered from but the user should know (a corrupt cache entry that was rebuilt): the library
+ * never prints. Thread-safe; may be called with the caller's locks held (the callback must not
+ * call back into hetcl, as <hetcl/context.h> says). */
+void hetcl__warn(hetcl_context *ctx, const char *fmt, ...) HETCL_PRINTF(2, 3);
 
 /*
  * Per-context extensions: how a component above the runtime (models, profiler) keeps state

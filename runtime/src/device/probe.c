@@ -11,6 +11,7 @@
 #include <hetcl_internal/fileio.h>
 
 #include <clblast_c.h>
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -844,9 +845,18 @@ hetcl_status hetcl_ceilings_save(hetcl_context *ctx, const struct hetcl_device_d
     cJSON_Delete(json);
     if (!text)
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "out of memory writing %s", path);
-    st = hetcl__write_file_atomic(ctx, path, text, strlen(text));
+    st = hetcl__write_cache_file(ctx, path, text, strlen(text));
     cJSON_free(text);
     return st;
+}
+
+/* A cached ceilings file that cannot be used (not a regular file, unreadable, corrupt) is
+ * removed with a warning: measuring again is the only way to rebuild it, and it takes long
+ * enough that load must not do it behind the caller's back. */
+static void discard_ceilings(hetcl_context *ctx, const char *path, const char *why)
+{
+    hetcl__cache_discard(ctx, path, why,
+                         "removed (the device's ceilings are unknown until it is probed again)");
 }
 
 hetcl_status hetcl_ceilings_load(hetcl_context *ctx, const struct hetcl_device_desc *desc,
@@ -863,19 +873,35 @@ hetcl_status hetcl_ceilings_load(hetcl_context *ctx, const struct hetcl_device_d
         return st;
     char *text = NULL;
     size_t len = 0;
-    st = hetcl__read_file(ctx, path, &text, &len);
+    char why[128];
+    st = hetcl__read_cache_file(path, &text, &len, why, sizeof why);
+    if (st == HETCL_ERR_IO && why[0]) {
+        discard_ceilings(ctx, path, why);
+        return hetcl__fail(ctx, HETCL_ERR_IO, "cannot read %s: %s", path, why);
+    }
     if (st != HETCL_OK)
-        return st;
+        return st == HETCL_ERR_IO
+                       ? hetcl__fail(ctx, st, "cannot read %s: %s", path, strerror(errno))
+                       : hetcl__fail(ctx, st, "cannot read %s: out of memory", path);
     cJSON *json = cJSON_ParseWithLength(text, len);
     hetcl__free(text);
-    if (!json)
+    if (!json) {
+        discard_ceilings(ctx, path, "not valid JSON");
         return hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: not valid JSON", path);
+    }
+    /* A file of another schema version belongs to another hetcl sharing the cache: not ours to
+     * remove. */
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(json, "schema_version");
+    bool other_version =
+            cJSON_IsNumber(version) && version->valuedouble != HETCL_CEILINGS_SCHEMA_VERSION;
     st = hetcl_ceilings_from_json(ctx, json, c);
     cJSON_Delete(json);
     if (st != HETCL_OK) {
-        /* Prefix the file so that the user knows what to delete. */
+        /* Prefix the file so that the user knows what was wrong with it. */
         char detail[512];
         hetcl__strlcpy(detail, hetcl_context_last_error(ctx), sizeof detail);
+        if (st == HETCL_ERR_FORMAT && !other_version)
+            discard_ceilings(ctx, path, detail);
         return hetcl__fail(ctx, st, "%s: %s", path, detail);
     }
     const char *differs = strcmp(c->device_name, desc->name) != 0                    ? "device name"

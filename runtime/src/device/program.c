@@ -233,31 +233,35 @@ static const char *check_entry(const unsigned char *data, size_t len, uint64_t k
     return NULL;
 }
 
-/* Drops a bad entry and says why in the note. */
-static void reject(struct hetcl_build_info *info, const char *path, const char *why)
+/* Drops a bad entry, says why in the note and warns on ctx: a cache that keeps failing (a
+ * driver that refuses every binary, a disk that corrupts files) should not go unnoticed. */
+static void reject(hetcl_context *ctx, struct hetcl_build_info *info, const char *path,
+                   const char *why)
 {
-    (void) unlink(path);
+    hetcl__cache_discard(ctx, path, why, "rebuilt from source");
     info->cache_rejected = true;
     snprintf(info->cache_note, sizeof info->cache_note, "discarded cache entry %s: %s", path, why);
 }
 
 /* Tries the cache entry at path. Returns a built program, or NULL (a miss) with info explaining
- * any rejection. Never fails: every problem is a miss. */
-static cl_program try_load(cl_context clctx, cl_device_id dev, const char *options,
-                           const char *path, uint64_t key, struct hetcl_build_info *info)
+ * any rejection. Never fails: every problem is a miss; an entry that is not a regular file, or
+ * cannot be read, or is corrupt, is removed (the build from source writes a new one). */
+static cl_program try_load(hetcl_context *ctx, cl_context clctx, cl_device_id dev,
+                           const char *options, const char *path, uint64_t key,
+                           struct hetcl_build_info *info)
 {
     char *data = NULL;
     size_t len = 0;
-    if (hetcl__read_file(NULL, path, &data, &len) != HETCL_OK) {
-        if (errno != ENOENT)
-            snprintf(info->cache_note, sizeof info->cache_note, "cannot read cache entry %s: %s",
-                     path, strerror(errno));
+    char unusable[128];
+    if (hetcl__read_cache_file(path, &data, &len, unusable, sizeof unusable) != HETCL_OK) {
+        if (unusable[0])
+            reject(ctx, info, path, unusable);
         return NULL;
     }
     const unsigned char *bytes = (const unsigned char *) data;
     const char *why = check_entry(bytes, len, key);
     if (why) {
-        reject(info, path, why);
+        reject(ctx, info, path, why);
         hetcl__free(data);
         return NULL;
     }
@@ -272,14 +276,14 @@ static cl_program try_load(cl_context clctx, cl_device_id dev, const char *optio
                  hetcl__cl_error_name(e != CL_SUCCESS ? e : bin_status));
         if (prog)
             clReleaseProgram(prog);
-        reject(info, path, msg);
+        reject(ctx, info, path, msg);
         return NULL;
     }
     e = clBuildProgram(prog, 1, &dev, options, NULL, NULL);
     if (e != CL_SUCCESS) {
         snprintf(msg, sizeof msg, "clBuildProgram on the binary: %s", hetcl__cl_error_name(e));
         clReleaseProgram(prog);
-        reject(info, path, msg);
+        reject(ctx, info, path, msg);
         return NULL;
     }
     info->binary_bytes = bin_len;
@@ -348,7 +352,7 @@ static void store(cl_program prog, const char *path, uint64_t key, struct hetcl_
     if (hetcl__dir_writable(NULL, dir, "cache directory", why, sizeof why) != HETCL_OK) {
         hetcl__strlcpy(info->cache_note, why, sizeof info->cache_note);
     } else {
-        if (hetcl__write_file_atomic(NULL, path, buf, HEADER_BYTES + size) == HETCL_OK)
+        if (hetcl__write_cache_file(NULL, path, buf, HEADER_BYTES + size) == HETCL_OK)
             info->cache_stored = true;
         else
             snprintf(info->cache_note, sizeof info->cache_note, "cannot write %s: %s", path,
@@ -409,7 +413,7 @@ hetcl_status hetcl_program_build(hetcl_context *ctx, cl_context clctx, cl_device
         snprintf(info->cache_note, sizeof info->cache_note,
                  "not cached: cache directory path too long");
     } else {
-        prog = try_load(clctx, dev, options, info->cache_path, info->cache_key, info);
+        prog = try_load(ctx, clctx, dev, options, info->cache_path, info->cache_key, info);
         if (prog) {
             info->cache_hit = true;
             goto done;

@@ -393,12 +393,25 @@ void hetcl__perf_load(struct rt_perfmodel *pm, const char *model_key)
         return;
     char *text = NULL;
     size_t len = 0;
-    /* A missing or unreadable file is not an error: the model starts empty. */
-    if (hetcl__read_file(NULL, path, &text, &len) != HETCL_OK)
+    char why[128];
+    /* A missing or unusable file is not an error: the model starts empty. An unusable one is
+     * removed with a warning, and the next save writes a good one. */
+    static const char action[] = "removed, the model starts empty";
+    if (hetcl__read_cache_file(path, &text, &len, why, sizeof why) != HETCL_OK) {
+        if (why[0])
+            hetcl__cache_discard(pm->ctx, path, why, action);
         return;
+    }
     cJSON *json = cJSON_ParseWithLength(text, len);
     hetcl__free(text);
-    if (!json || !file_usable(json, model_key)) {
+    const char *bad = !json                           ? "not valid JSON"
+                      : !file_usable(json, model_key) ? "not a performance model of this key"
+                                                      : NULL;
+    if (bad) {
+        /* A file of another schema version belongs to another hetcl sharing the cache. */
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(json, "schema_version");
+        if (!cJSON_IsNumber(v) || v->valuedouble == RT_PERF_SCHEMA_VERSION)
+            hetcl__cache_discard(pm->ctx, path, bad, action);
         cJSON_Delete(json);
         return;
     }
@@ -513,7 +526,7 @@ hetcl_status hetcl__perf_save(struct rt_perfmodel *pm)
             dir_ok = s == HETCL_OK;
         }
         if (s == HETCL_OK)
-            s = hetcl__write_file_atomic(pm->ctx, path, text, strlen(text));
+            s = hetcl__write_cache_file(pm->ctx, path, text, strlen(text));
         cJSON_free(text);
         if (s != HETCL_OK) {
             st = s;

@@ -11,7 +11,8 @@
  * units and driver; "host" and the CPU model for host workers), written atomically at save:
  *   {"schema_version": 1, "model_key": "...", "entries": [
  *      {"codelet": "gemm_f32_nn", "footprint": 123, "samples_ns": [...]}]}
- * A file of another schema version, or malformed, is ignored (and overwritten at save).
+ * A file of another schema version is ignored (and overwritten at save); one that is not a
+ * regular file (a FIFO), unreadable or malformed is removed with a warning on the context.
  *
  * The same module keeps the per (codelet, worker) statistics of hetcl_runtime_kind_stats.
  * Thread-safe (one internal lock).
@@ -34,7 +35,8 @@ struct rt_perfmodel;
 hetcl_status hetcl__perf_create(hetcl_context *ctx, const char *dir, unsigned min_samples,
                                 struct rt_perfmodel **out);
 void hetcl__perf_destroy(struct rt_perfmodel *pm);
-/* Loads the file for model_key, if any (missing or unusable files are not errors). */
+/* Loads the file for model_key, if any (missing or unusable files are not errors; unusable ones
+ * are removed with a warning). Never blocks on what is at the path. */
 void hetcl__perf_load(struct rt_perfmodel *pm, const char *model_key);
 /* Writes every model key's file (atomically). Errors only for I/O. */
 hetcl_status hetcl__perf_save(struct rt_perfmodel *pm);

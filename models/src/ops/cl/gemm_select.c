@@ -177,20 +177,29 @@ static double num(const cJSON *o, const char *name)
     return cJSON_IsNumber(it) ? it->valuedouble : -1.0;
 }
 
-/* Reads the file of dir into the table (entries not already there). A missing or malformed
- * file is not an error: measurements simply start again. Lock held. */
-static void load(struct gemm_table *t, const char *dir)
+/* Reads the file of dir into the table (entries not already there). A missing or unusable
+ * file is not an error: measurements simply start again. An unusable one (not a regular file,
+ * unreadable, malformed) is removed with a warning on ctx; the next save writes a good one.
+ * Lock held. */
+static void load(hetcl_context *ctx, struct gemm_table *t, const char *dir)
 {
+    static const char action[] = "removed, the choices are measured again";
     char path[1200];
     file_path(dir, path, sizeof path, true);
     char *text = NULL;
     size_t len = 0;
-    if (hetcl__read_file(NULL, path, &text, &len) != HETCL_OK)
+    char why[128];
+    if (hetcl__read_cache_file(path, &text, &len, why, sizeof why) != HETCL_OK) {
+        if (why[0])
+            hetcl__cache_discard(ctx, path, why, action);
         return;
+    }
     cJSON *root = cJSON_ParseWithLength(text, len);
     hetcl__free(text);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "choices");
     if (num(root, "format_version") != FORMAT_VERSON || !cJSON_IsArray(list)) {
+        /* The version is in the file's name too: another version here is damage. */
+        hetcl__cache_discard(ctx, path, root ? "not a GEMM choice file" : "not valid JSON", action);
         cJSON_Delete(root);
         return;
     }
@@ -263,7 +272,7 @@ static void save(struct gemm_table *t, const char *dir)
     char *text = ok ? cJSON_Print(root) : NULL;
     if (text) {
         file_path(dir, path, sizeof path, true);
-        if (hetcl_file_write_atomic(NULL, path, text, strlen(text)) == HETCL_OK) {
+        if (hetcl__write_cache_file(NULL, path, text, strlen(text)) == HETCL_OK) {
             for (size_t i = 0; i < t->n_entries; i++)
                 t->entries[i].dirty = false;
             t->any_dirty = false;
@@ -346,7 +355,7 @@ struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const str
     const char *dir = hetcl_context_cache_dir(ctx);
     pthread_mutex_lock(&t->lock);
     if (!t->loaded) {
-        load(t, dir);
+        load(ctx, t, dir);
         t->loaded = true;
     }
     if (t->any_dirty) {
