@@ -111,9 +111,14 @@ static void failure(void *user, const char *line)
 /* The table on stdout, the JSON where --json says; returns the exit code. */
 static int output(hetcl_context *ctx, const struct runtime_flags *f, const hetcl_bench_runtime *b)
 {
-    char *table = NULL;
-    if (!f->quiet && cli_print_text(ctx, hetcl_bench_runtime_table(ctx, b, &table), table) != 0)
-        return CLI_EXIT_FAILURE;
+    if (!f->quiet) {
+        /* The table first: in one call, the order C evaluates the arguments in is unspecified,
+         * and gcc read `table` before the call that sets it (a NULL fputs). */
+        char *table = NULL;
+        hetcl_status st = hetcl_bench_runtime_table(ctx, b, &table);
+        if (cli_print_text(ctx, st, table) != 0)
+            return CLI_EXIT_FAILURE;
+    }
     if (f->json_path && cli_write_report(ctx, hetcl_bench_runtime_report(b), "--json", f->json_path,
                                          !f->quiet) != 0)
         return CLI_EXIT_FAILURE;
