@@ -21,7 +21,9 @@ struct job_header {
     char message[HETCL_STR_MAX];
     uint32_t n;          /* items that follow */
     uint32_t n_problems; /* listing: vendor problems after the items */
+    uint32_t reserved;   /* zero; keeps the items that follow 8-byte aligned */
 };
+_Static_assert(sizeof(struct job_header) % 8 == 0, "the items after a job header are aligned");
 
 /* A vendor file that the ICD loader skipped without a word (its library is missing, or offers
  * no platform), as the listing's child found it. */
