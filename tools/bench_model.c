@@ -235,6 +235,9 @@ static size_t runtime_flags(struct state *s, struct cli_option *t)
              .seen = &s->host_workers_set,
              .help = "host workers (default: one per core no OpenCL CPU\n"
                      "device uses; 0: none)"},
+            {"--timeout-ms", CLI_ULONG, &s->o.timeout_ms, .min = 1, .max = 3600000, .metavar = "N",
+             .help = "time limit of each isolated driver query (default\n"
+                     "20000); a driver past it is left out, as hetcl devices"},
             {"--spin-us", CLI_ULONG, &s->spin_us, .max = 100000, .metavar = "N",
              .help = H(s,
                        "host workers and the waiting caller poll this long\n"
@@ -482,6 +485,7 @@ int cli_bench_model(int argc, char **argv)
         rc = input ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
         goto done;
     }
+    cli_warn_left_out(hetcl_bench_model_devices(b));
     char warning[512];
     if (hetcl_machine_blas_warning(warning, sizeof warning))
         fprintf(stderr, "hetcl: warning: %s\n", warning);

@@ -75,6 +75,9 @@ static int parse_args(int argc, char **argv, struct ops_flags *f)
              .help = "split OpenCL CPU devices (as `hetcl devices --split-cpu`)"},
             {"--only", CLI_STRING, &f->o.only, .metavar = "TEXT",
              .help = "only the cases whose label contains TEXT (e.g. gemm, fc1, conv)"},
+            {"--timeout-ms", CLI_ULONG, &f->o.timeout_ms, .min = 1, .max = 3600000, .metavar = "N",
+             .help = "time limit of each isolated driver query (default 20000);\n"
+                     "a driver past it is left out, as hetcl devices"},
             {"--no-clblast", CLI_FLAG, &f->o.no_clblast,
              .help = "skip the direct CLBlast comparison"},
             {"--json", CLI_STRING, &f->json_path, .metavar = "FILE",
@@ -122,6 +125,7 @@ int cli_bench_ops(int argc, char **argv)
         cli_error("bench ops: %s", hetcl_context_last_error(ctx));
         rc = s == HETCL_ERR_NO_MEMORY ? CLI_EXIT_FAILURE : CLI_EXIT_USAGE;
     } else {
+        cli_warn_left_out(hetcl_bench_ops_devices(b));
         rc = output(ctx, &f, b);
     }
     hetcl_bench_ops_destroy(b);

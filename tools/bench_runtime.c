@@ -93,6 +93,9 @@ static int parse_args(int argc, char **argv, struct runtime_flags *f)
              .help = "split OpenCL CPU devices for the OpenCL cases (as `hetcl devices`)"},
             {"--cl-inflight", CLI_ULONG, &o->cl_inflight, .max = 1024, .metavar = "N",
              .help = "tasks in flight per OpenCL worker (default: the runtime's, 8)"},
+            {"--timeout-ms", CLI_ULONG, &o->timeout_ms, .min = 1, .max = 3600000, .metavar = "N",
+             .help = "time limit of each isolated driver query (default 20000);\n"
+                     "a driver past it is left out, as hetcl devices"},
             {"--no-opencl", CLI_FLAG, &o->no_opencl,
              .help = "host cases and the handoff baseline only"},
             {"--json", CLI_STRING, &f->json_path, .metavar = "FILE",
@@ -147,6 +150,7 @@ int cli_bench_runtime(int argc, char **argv)
         cli_error("%s", hetcl_context_last_error(ctx));
         rc = CLI_EXIT_FAILURE;
     } else {
+        cli_warn_left_out(hetcl_bench_runtime_devices(b));
         rc = output(ctx, &f, b);
     }
     hetcl_bench_runtime_destroy(b);

@@ -68,6 +68,19 @@ int cli_print_text(hetcl_context *ctx, hetcl_status st, char *text);
 int cli_write_report(hetcl_context *ctx, cJSON *report, const char *flag, const char *path,
                      bool announce);
 
+/* One line on stderr for each OpenCL platform and device that the enumeration found broken and
+ * that a command therefore leaves out ("hetcl: warning: OpenCL device p1d0 left out: ...");
+ * nothing for NULL. */
+struct hetcl_device_list;
+void cli_warn_left_out(const struct hetcl_device_list *list);
+
+/* Enumerates the OpenCL devices once, for the runtimes a command creates (with the CPU split
+ * asked for, NULL: none; and --timeout-ms, 0: the default), and warns about the broken ones
+ * (cli_warn_left_out). Prints the error and returns its exit code on failure, else
+ * CLI_EXIT_OK with *out the caller's (hetcl_device_list_destroy). */
+int cli_enumerate(hetcl_context *ctx, unsigned long timeout_ms, const char *split_cpu,
+                  struct hetcl_device_list **out);
+
 /* Prints "hetcl: <message>" on stderr, one line. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

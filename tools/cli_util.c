@@ -3,8 +3,10 @@
 #include "cli.h"
 
 #include <hetcl/context.h>
+#include <hetcl/device.h>
 #include <hetcl/fileio.h>
 #include <hetcl/report.h>
+#include <hetcl/topology.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -194,4 +196,42 @@ int cli_write_report(hetcl_context *ctx, cJSON *report, const char *flag, const 
     }
     cJSON_Delete(report);
     return rc;
+}
+
+void cli_warn_left_out(const struct hetcl_device_list *list)
+{
+    for (size_t p = 0; list && p < list->n_platforms; p++)
+        if (list->platforms[p].broken)
+            fprintf(stderr, "hetcl: warning: OpenCL platform %d (%s) left out: %s\n",
+                    list->platforms[p].index, list->platforms[p].name,
+                    list->platforms[p].broken_reason);
+    for (size_t b = 0; list && b < list->n_broken; b++)
+        fprintf(stderr, "hetcl: warning: OpenCL device %s left out: %s\n", list->broken[b].id,
+                list->broken[b].reason);
+}
+
+int cli_enumerate(hetcl_context *ctx, unsigned long timeout_ms, const char *split_cpu,
+                  struct hetcl_device_list **out)
+{
+    *out = NULL;
+    hetcl_topology *topo = NULL;
+    if (split_cpu && hetcl_topology_create(ctx, NULL, &topo) != HETCL_OK) {
+        cli_error("%s", hetcl_context_last_error(ctx));
+        return CLI_EXIT_FAILURE;
+    }
+    struct hetcl_enum_options eo = {
+            .timeout_ms = (unsigned) timeout_ms, .split_cpu = split_cpu, .topo = topo};
+    hetcl_status st = hetcl_device_enumerate(ctx, &eo, out);
+    hetcl_topology_destroy(topo);
+    if (st != HETCL_OK) {
+        const char *detail = hetcl_context_last_error(ctx);
+        if (split_cpu && strncmp(detail, "--split-cpu", 11) != 0)
+            cli_error("--split-cpu %s: %s", split_cpu, detail);
+        else
+            cli_error("%s", detail);
+        return st == HETCL_ERR_UNSUPPORTED || st == HETCL_ERR_INVALID_ARG ? CLI_EXIT_USAGE
+                                                                          : CLI_EXIT_FAILURE;
+    }
+    cli_warn_left_out(*out);
+    return CLI_EXIT_OK;
 }

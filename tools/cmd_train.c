@@ -111,6 +111,9 @@ static size_t algo_options(struct cli_option *rows, size_t n, struct train_cli *
              .help = "host workers (default: one per core no OpenCL CPU uses)"},
             {"--split-cpu", CLI_STRING, &c->split_cpu, .metavar = "SPEC",
              .help = "split OpenCL CPU devices (as hetcl devices --split-cpu)"},
+            {"--timeout-ms", CLI_ULONG, &c->timeout_ms, .min = 1, .max = 3600000, .metavar = "N",
+             .help = "time limit of each isolated driver query (default\n"
+                     "20000); a driver past it is left out, as hetcl devices"},
             {"--batch", CLI_CUSTOM, c, .parse = parse_batch, .metavar = "DEV=N",
              .help = "batch size of DEV: host, opencl, or a device (host0,\n"
                      "p0d0); repeatable. Defaults: host 32, opencl 128"},
@@ -341,6 +344,13 @@ static int create_runtime(struct train_cli *c, hetcl_context *ctx, hetcl_runtime
      * whose one OpenCL device is the CPU, hogwild got one worker instead of one per core). */
     if (c->opts.algo == HETCL_TRAIN_HOGWILD && !strcmp(c->devices, "all"))
         ro.devices = "host";
+    /* Once for both runtimes below; the broken devices are warned about and left out. */
+    int rc = strcmp(ro.devices, "host")
+                     ? cli_enumerate(ctx, c->timeout_ms, c->split_cpu, &c->device_list)
+                     : CLI_EXIT_OK;
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    ro.device_list = c->device_list;
     hetcl_status s = hetcl_runtime_create(ctx, &ro, rt);
     if (s == HETCL_OK && wants_second_host_worker(c, *rt)) {
         hetcl_runtime_destroy(*rt);
@@ -488,6 +498,7 @@ int cli_train(int argc, char **argv)
 out:
     hetcl_train_result_destroy(res);
     hetcl_runtime_destroy(rt);
+    hetcl_device_list_destroy(c.device_list);
     train_cli_unload(&c);
     hetcl_context_destroy(ctx);
     return rc;

@@ -25,7 +25,9 @@ struct train_cli {
     int argc;
     char **argv;
     const char *model, *data, *devices, *split_cpu, *report, *trace;
-    int host_workers; /* 0: automatic; -1: none (--host-workers 0) */
+    int host_workers;         /* 0: automatic; -1: none (--host-workers 0) */
+    unsigned long timeout_ms; /* --timeout-ms: each isolated driver query (0: the default) */
+    struct hetcl_device_list *device_list; /* enumerated once for the runtime(s) */
     int64_t train_limit, test_limit;
     bool no_standardize, quiet;
     struct train_cli_batch batch[TRAIN_CLI_MAX_BATCH];

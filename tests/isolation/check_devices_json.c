@@ -1,12 +1,14 @@
 /*
  * Checks the JSON that `hetcl devices --json` printed while the fake ICD (fake_icd.c) misbehaved.
  *
- *   check_devices_json FILE MODE [--expect-platform NAME]...
- *       Exit 0 when FILE follows the devices contract and shows what MODE (a HETCL_FAKE_ICD_MODE)
- *       must produce; 1 with one line per failed assertion otherwise. Each --expect-platform names
- *       a platform that worked without the fake ICD and so must still be listed, not broken, with
- *       at least one device (not checked in crash-load and hang-load, where the fault is in the
- *       loader's own initialization).
+ *   check_devices_json FILE MODE [--expect-platform NAME]... [--vendors DIR]
+ *       Exit 0 when FILE follows the devices contract and shows what MODE (a HETCL_FAKE_ICD_MODE,
+ *       or a scenario of run_isolation.sh: missing-lib, two-crash, crash-missing) must produce;
+ *       1 with one line per failed assertion otherwise. Each --expect-platform names a platform
+ *       that worked without the fake ICD and so must still be listed, not broken, with at least
+ *       one device (not checked in crash-load and hang-load, where the fault is in the loader's
+ *       own initialization). --vendors names the vendor directory hetcl was given, which a
+ *       no_device_reason must name (not a directory of hetcl's own).
  *   check_devices_json FILE --list-working
  *       Prints the name of every platform that is not broken and has a device, one per line
  *       (used on a run without the fake ICD, to learn what --expect-platform to pass).
@@ -155,6 +157,7 @@ static const cJSON *check_shape(const cJSON *root)
         }
     }
     const cJSON *p;
+    int seen[64], n_seen = 0;
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(cl, "platforms"))
     {
         int index;
@@ -166,6 +169,15 @@ static const cJSON *check_shape(const cJSON *root)
         }
         if (is_broken(p) && get_string(p, "broken_reason")[0] == '\0') {
             fail("platform \"%s\" is broken with an empty broken_reason", get_string(p, "name"));
+        }
+        /* Every platform, broken or not, has its own number. */
+        for (int i = 0; i < n_seen; i++) {
+            if (seen[i] == index) {
+                fail("two platforms are numbered %d", index);
+            }
+        }
+        if (n_seen < 64) {
+            seen[n_seen++] = index;
         }
     }
     const cJSON *d;
@@ -351,6 +363,48 @@ static void check_expected_platform(const cJSON *cl, const char *name)
     }
 }
 
+/* A broken platform whose name (the vendor file's) is name, with a reason containing each of
+ * the '|'-free words (all of them). */
+static void check_vendor_broken(const cJSON *cl, const char *name, const char *const *words,
+                                size_t n_words)
+{
+    const cJSON *p = find_platform(cl, name);
+    if (p == NULL) {
+        fail("no platform is listed for the vendor file %s", name);
+        return;
+    }
+    if (!is_broken(p)) {
+        fail("the platform of the vendor file %s is not marked broken", name);
+        return;
+    }
+    for (size_t i = 0; i < n_words; i++) {
+        if (!contains_ci(get_string(p, "broken_reason"), words[i])) {
+            fail("the reason of the vendor file %s (\"%s\") does not mention \"%s\"", name,
+                 get_string(p, "broken_reason"), words[i]);
+        }
+    }
+}
+
+/* No device at all: the reason names the vendor directory the user gave (vendors; NULL: not
+ * checked), never a private directory of hetcl's. */
+static void check_no_device(const cJSON *cl, const char *vendors)
+{
+    const char *why = get_string(cl, "no_device_reason");
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cl, "devices")) != 0) {
+        fail("%s", "a device is listed although every driver is broken");
+    }
+    if (why == NULL || why[0] == '\0') {
+        fail("%s", "no device is listed and no_device_reason is empty");
+        return;
+    }
+    if (strstr(why, "hetcl-icd-") != NULL) {
+        fail("no_device_reason names hetcl's private vendor directory: %s", why);
+    }
+    if (vendors != NULL && strstr(why, vendors) == NULL) {
+        fail("no_device_reason does not name the vendor directory %s: %s", vendors, why);
+    }
+}
+
 #define CRASH_WORDS "crash|signal|SIGSEGV|segmentation"
 #define HANG_WORDS  "time|hang|SIGKILL"
 
@@ -375,6 +429,12 @@ int main(int argc, char **argv)
         return 1;
     }
     const cJSON *cl = check_shape(root);
+    const char *vendors = NULL;
+    for (int i = 3; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--vendors") == 0) {
+            vendors = argv[i + 1];
+        }
+    }
     if (cl != NULL && strcmp(mode, "--list-working") == 0) {
         const cJSON *p;
         int index;
@@ -402,11 +462,37 @@ int main(int argc, char **argv)
         } else if (strcmp(mode, "hang-load") == 0) {
             check_load_fault(cl, HANG_WORDS);
             load_fault = true;
+        } else if (strcmp(mode, "crash-context") == 0) {
+            /* The device lists and describes; it crashes when opened. */
+            check_fake_broken(cl, CRASH_WORDS, true);
+            check_fake_broken(cl, "clCreateContext", true);
+        } else if (strcmp(mode, "fail-context") == 0) {
+            check_fake_broken(cl, "CL_DEVICE_NOT_AVAILABLE", true);
+        } else if (strcmp(mode, "fail-queue") == 0) {
+            check_fake_broken(cl, "clCreateCommandQueue", true);
+        } else if (strcmp(mode, "fail-build") == 0) {
+            check_fake_broken(cl, "clBuildProgram", true);
+        } else if (strcmp(mode, "missing-lib") == 0) {
+            const char *words[] = {"missing.icd", "libhetcl_not_installed.so", "not found"};
+            check_vendor_broken(cl, "missing.icd", words, 3);
+        } else if (strcmp(mode, "two-crash") == 0) {
+            const char *words[] = {"SIGSEGV"};
+            check_vendor_broken(cl, "a.icd", words, 1);
+            check_vendor_broken(cl, "b.icd", words, 1);
+            check_no_device(cl, vendors);
+        } else if (strcmp(mode, "crash-missing") == 0) {
+            const char *crash[] = {"SIGSEGV"};
+            const char *missing[] = {"libhetcl_not_installed.so", "not found"};
+            check_vendor_broken(cl, "fake.icd", crash, 1);
+            check_vendor_broken(cl, "missing.icd", missing, 2);
+            check_no_device(cl, vendors);
         } else {
             fail("unknown mode %s", mode);
         }
         for (int i = 3; i < argc; i++) {
-            if (strcmp(argv[i], "--expect-platform") == 0 && i + 1 < argc) {
+            if (strcmp(argv[i], "--vendors") == 0 && i + 1 < argc) {
+                i++; /* read before the mode's checks */
+            } else if (strcmp(argv[i], "--expect-platform") == 0 && i + 1 < argc) {
                 if (!load_fault) {
                     check_expected_platform(cl, argv[++i]);
                 } else {

@@ -1,5 +1,6 @@
 /*
- * A fake OpenCL vendor driver (ICD) for the isolation tests of `hetcl devices`.
+ * A fake OpenCL vendor driver (ICD) for the isolation tests of `hetcl devices` and of the
+ * commands that open devices (train, bench).
  *
  * ocl-icd loads it like any vendor listed in an OCL_ICD_VENDORS directory. It offers one platform
  * ("hetcl fake ICD") with at most one GPU device ("fake gpu"); HETCL_FAKE_ICD_MODE chooses how it
@@ -12,6 +13,14 @@
  *   crash-info     clGetDeviceIDs works; clGetDeviceInfo(CL_DEVICE_NAME) raises SIGSEGV
  *   crash-load     clIcdGetPlatformIDsKHR raises SIGSEGV (the loader dies inside clGetPlatformIDs)
  *   hang-load      clIcdGetPlatformIDsKHR never returns (as hang-devices)
+ *   crash-context  clCreateContext raises SIGSEGV (listing and queries work)
+ *   fail-context   clCreateContext returns CL_DEVICE_NOT_AVAILABLE
+ *   fail-queue     clCreateCommandQueue returns CL_OUT_OF_RESOURCES
+ *   fail-build     clBuildProgram returns CL_BUILD_PROGRAM_FAILURE, with a one-line log
+ *
+ * In the other modes the device opens: a context, queues, programs (any source "builds") and
+ * kernels exist, and an enqueued kernel completes at once without running anything, which is
+ * what a check that a device opens needs. Nothing else (buffers, events) is offered.
  *
  * An unset mode means "ok"; an unknown one makes the driver offer no platform and say why on
  * stderr, so that a typo in a test shows up instead of silently testing the healthy path.
@@ -20,16 +29,16 @@
  *   - the exported symbol clGetExtensionFunctionAddress, which must resolve
  *     "clIcdGetPlatformIDsKHR" and "clGetPlatformInfo" (the loader skips a vendor whose
  *     clGetPlatformInfo it cannot find, unless OCL_ICD_ASSUME_ICD_EXTENSION is set);
- *   - platform and device objects whose first member points to a struct _cl_icd_dispatch: every
- *     call on an object goes through that table, so slots this file leaves NULL make ocl-icd call
- *     a NULL pointer (it does not check them). Only what `hetcl devices` and `clinfo` use is
- * filled;
+ *   - objects (platform, device, context, queue, program, kernel) whose first member points to a
+ *     struct _cl_icd_dispatch: every call on an object goes through that table, so slots this
+ *     file leaves NULL make ocl-icd call a NULL pointer (it does not check them). Only what
+ *     `hetcl devices` (its check that a device opens included) and `clinfo` use is filled;
  *   - CL_PLATFORM_EXTENSIONS containing "cl_khr_icd" and CL_PLATFORM_ICD_SUFFIX_KHR, both queried
  *     while the loader initializes.
  * Only clGetExtensionFunctionAddress and clIcdGetPlatformIDsKHR are exported; the rest is static so
  * that no call inside this library binds to the loader's functions of the same name.
  *
- * This is test code standing in for a third-party driver: it keeps no state beyond two static
+ * This is test code standing in for a third-party driver: it keeps no state beyond its static
  * objects and is not instrumented by the sanitizers (see CMakeLists.txt).
  */
 #define CL_TARGET_OPENCL_VERSION 120
@@ -40,6 +49,7 @@
 #include <CL/cl_icd.h>
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +64,22 @@ struct _cl_device_id {
     const struct _cl_icd_dispatch *dispatch;
 };
 
+struct _cl_context {
+    const struct _cl_icd_dispatch *dispatch;
+};
+
+struct _cl_command_queue {
+    const struct _cl_icd_dispatch *dispatch;
+};
+
+struct _cl_program {
+    const struct _cl_icd_dispatch *dispatch;
+};
+
+struct _cl_kernel {
+    const struct _cl_icd_dispatch *dispatch;
+};
+
 enum fake_mode {
     FAKE_MODE_OK,
     FAKE_MODE_CRASH_DEVICES,
@@ -62,6 +88,10 @@ enum fake_mode {
     FAKE_MODE_CRASH_INFO,
     FAKE_MODE_CRASH_LOAD,
     FAKE_MODE_HANG_LOAD,
+    FAKE_MODE_CRASH_CONTEXT,
+    FAKE_MODE_FAIL_CONTEXT,
+    FAKE_MODE_FAIL_QUEUE,
+    FAKE_MODE_FAIL_BUILD,
     FAKE_MODE_UNKNOWN,
 };
 
@@ -76,6 +106,10 @@ static const struct {
         {"crash-info", FAKE_MODE_CRASH_INFO},
         {"crash-load", FAKE_MODE_CRASH_LOAD},
         {"hang-load", FAKE_MODE_HANG_LOAD},
+        {"crash-context", FAKE_MODE_CRASH_CONTEXT},
+        {"fail-context", FAKE_MODE_FAIL_CONTEXT},
+        {"fail-queue", FAKE_MODE_FAIL_QUEUE},
+        {"fail-build", FAKE_MODE_FAIL_BUILD},
 };
 
 /* Read on every call: cheap, and a test may change the variable between child processes. */
@@ -130,6 +164,10 @@ static const struct _cl_icd_dispatch fake_dispatch; /* defined below the functio
 
 static struct _cl_platform_id fake_platform = {&fake_dispatch};
 static struct _cl_device_id fake_device = {&fake_dispatch};
+static struct _cl_context fake_context = {&fake_dispatch};
+static struct _cl_command_queue fake_queue = {&fake_dispatch};
+static struct _cl_program fake_program = {&fake_dispatch};
+static struct _cl_kernel fake_kernel = {&fake_dispatch};
 
 /* The clGetXxxInfo convention: size query, too-small buffer, copy. */
 static cl_int copy_info(const void *src, size_t size, size_t param_value_size, void *param_value,
@@ -370,21 +408,189 @@ static cl_int CL_API_CALL fake_release_device(cl_device_id device)
     return device == &fake_device ? CL_SUCCESS : CL_INVALID_DEVICE;
 }
 
-/* Contexts are not supported: say so rather than leave a NULL slot for ocl-icd to call. */
+/* The objects below are static singletons: retain and release only check the handle. */
+static cl_int set_error(cl_int *errcode_ret, cl_int e)
+{
+    if (errcode_ret != NULL) {
+        *errcode_ret = e;
+    }
+    return e;
+}
+
 static cl_context CL_API_CALL fake_create_context(
         const cl_context_properties *properties, cl_uint num_devices, const cl_device_id *devices,
         void(CL_CALLBACK *pfn_notify)(const char *, const void *, size_t, void *), void *user_data,
         cl_int *errcode_ret)
 {
     (void) properties;
-    (void) num_devices;
-    (void) devices;
     (void) pfn_notify;
     (void) user_data;
-    if (errcode_ret != NULL) {
-        *errcode_ret = CL_DEVICE_NOT_AVAILABLE;
+    switch (fake_mode()) {
+    case FAKE_MODE_CRASH_CONTEXT:
+        fake_crash("clCreateContext");
+    case FAKE_MODE_FAIL_CONTEXT:
+        set_error(errcode_ret, CL_DEVICE_NOT_AVAILABLE);
+        return NULL;
+    default:
+        break;
     }
-    return NULL;
+    for (cl_uint i = 0; devices != NULL && i < num_devices; i++) {
+        if (devices[i] != &fake_device) {
+            set_error(errcode_ret, CL_INVALID_DEVICE);
+            return NULL;
+        }
+    }
+    set_error(errcode_ret, CL_SUCCESS);
+    return &fake_context;
+}
+
+static cl_int CL_API_CALL fake_retain_context(cl_context context)
+{
+    return context == &fake_context ? CL_SUCCESS : CL_INVALID_CONTEXT;
+}
+
+static cl_int CL_API_CALL fake_release_context(cl_context context)
+{
+    return context == &fake_context ? CL_SUCCESS : CL_INVALID_CONTEXT;
+}
+
+static cl_command_queue CL_API_CALL fake_create_command_queue(cl_context context,
+                                                              cl_device_id device,
+                                                              cl_command_queue_properties props,
+                                                              cl_int *errcode_ret)
+{
+    (void) props;
+    if (fake_mode() == FAKE_MODE_FAIL_QUEUE) {
+        set_error(errcode_ret, CL_OUT_OF_RESOURCES);
+        return NULL;
+    }
+    if (context != &fake_context || device != &fake_device) {
+        set_error(errcode_ret, context != &fake_context ? CL_INVALID_CONTEXT : CL_INVALID_DEVICE);
+        return NULL;
+    }
+    set_error(errcode_ret, CL_SUCCESS);
+    return &fake_queue;
+}
+
+static cl_int CL_API_CALL fake_retain_command_queue(cl_command_queue queue)
+{
+    return queue == &fake_queue ? CL_SUCCESS : CL_INVALID_COMMAND_QUEUE;
+}
+
+static cl_int CL_API_CALL fake_release_command_queue(cl_command_queue queue)
+{
+    return queue == &fake_queue ? CL_SUCCESS : CL_INVALID_COMMAND_QUEUE;
+}
+
+static cl_program CL_API_CALL fake_create_program_with_source(cl_context context, cl_uint count,
+                                                              const char **strings,
+                                                              const size_t *lengths,
+                                                              cl_int *errcode_ret)
+{
+    (void) lengths;
+    if (context != &fake_context || count == 0 || strings == NULL) {
+        set_error(errcode_ret, context != &fake_context ? CL_INVALID_CONTEXT : CL_INVALID_VALUE);
+        return NULL;
+    }
+    set_error(errcode_ret, CL_SUCCESS);
+    return &fake_program;
+}
+
+static cl_int CL_API_CALL fake_build_program(cl_program program, cl_uint num_devices,
+                                             const cl_device_id *device_list, const char *options,
+                                             void(CL_CALLBACK *pfn_notify)(cl_program, void *),
+                                             void *user_data)
+{
+    (void) num_devices;
+    (void) device_list;
+    (void) options;
+    if (program != &fake_program) {
+        return CL_INVALID_PROGRAM;
+    }
+    if (pfn_notify != NULL) {
+        pfn_notify(program, user_data);
+    }
+    return fake_mode() == FAKE_MODE_FAIL_BUILD ? CL_BUILD_PROGRAM_FAILURE : CL_SUCCESS;
+}
+
+static cl_int CL_API_CALL fake_get_program_build_info(cl_program program, cl_device_id device,
+                                                      cl_program_build_info param_name,
+                                                      size_t param_value_size, void *param_value,
+                                                      size_t *param_value_size_ret)
+{
+    if (program != &fake_program || device != &fake_device) {
+        return program != &fake_program ? CL_INVALID_PROGRAM : CL_INVALID_DEVICE;
+    }
+    bool failed = fake_mode() == FAKE_MODE_FAIL_BUILD;
+    switch (param_name) {
+    case CL_PROGRAM_BUILD_STATUS:
+        INFO_VAL(cl_build_status, failed ? CL_BUILD_ERROR : CL_BUILD_SUCCESS);
+    case CL_PROGRAM_BUILD_OPTIONS:
+        return INFO_STR("");
+    case CL_PROGRAM_BUILD_LOG:
+        if (failed) {
+            return INFO_STR("fake compiler: error: this driver cannot compile anything "
+                            "(HETCL_FAKE_ICD_MODE=fail-build)\n");
+        }
+        return INFO_STR("");
+    default:
+        return CL_INVALID_VALUE;
+    }
+}
+
+static cl_int CL_API_CALL fake_retain_program(cl_program program)
+{
+    return program == &fake_program ? CL_SUCCESS : CL_INVALID_PROGRAM;
+}
+
+static cl_int CL_API_CALL fake_release_program(cl_program program)
+{
+    return program == &fake_program ? CL_SUCCESS : CL_INVALID_PROGRAM;
+}
+
+static cl_kernel CL_API_CALL fake_create_kernel(cl_program program, const char *kernel_name,
+                                                cl_int *errcode_ret)
+{
+    if (program != &fake_program || kernel_name == NULL) {
+        set_error(errcode_ret, program != &fake_program ? CL_INVALID_PROGRAM : CL_INVALID_VALUE);
+        return NULL;
+    }
+    set_error(errcode_ret, CL_SUCCESS);
+    return &fake_kernel;
+}
+
+static cl_int CL_API_CALL fake_retain_kernel(cl_kernel kernel)
+{
+    return kernel == &fake_kernel ? CL_SUCCESS : CL_INVALID_KERNEL;
+}
+
+static cl_int CL_API_CALL fake_release_kernel(cl_kernel kernel)
+{
+    return kernel == &fake_kernel ? CL_SUCCESS : CL_INVALID_KERNEL;
+}
+
+/* Completes at once: the kernel does nothing. Events are not offered. */
+static cl_int CL_API_CALL fake_enqueue_nd_range_kernel(cl_command_queue queue, cl_kernel kernel,
+                                                       cl_uint work_dim, const size_t *offset,
+                                                       const size_t *global_size,
+                                                       const size_t *local_size, cl_uint num_events,
+                                                       const cl_event *wait_list, cl_event *event)
+{
+    (void) offset;
+    (void) local_size;
+    (void) wait_list;
+    if (queue != &fake_queue || kernel != &fake_kernel) {
+        return queue != &fake_queue ? CL_INVALID_COMMAND_QUEUE : CL_INVALID_KERNEL;
+    }
+    if (work_dim < 1 || work_dim > 3 || global_size == NULL || num_events != 0 || event != NULL) {
+        return CL_INVALID_VALUE;
+    }
+    return CL_SUCCESS;
+}
+
+static cl_int CL_API_CALL fake_flush_or_finish(cl_command_queue queue)
+{
+    return queue == &fake_queue ? CL_SUCCESS : CL_INVALID_COMMAND_QUEUE;
 }
 
 static cl_context CL_API_CALL fake_create_context_from_type(
@@ -409,6 +615,22 @@ static const struct _cl_icd_dispatch fake_dispatch = {
         .clGetDeviceInfo = fake_get_device_info,
         .clCreateContext = fake_create_context,
         .clCreateContextFromType = fake_create_context_from_type,
+        .clRetainContext = fake_retain_context,
+        .clReleaseContext = fake_release_context,
+        .clCreateCommandQueue = fake_create_command_queue,
+        .clRetainCommandQueue = fake_retain_command_queue,
+        .clReleaseCommandQueue = fake_release_command_queue,
+        .clCreateProgramWithSource = fake_create_program_with_source,
+        .clBuildProgram = fake_build_program,
+        .clGetProgramBuildInfo = fake_get_program_build_info,
+        .clRetainProgram = fake_retain_program,
+        .clReleaseProgram = fake_release_program,
+        .clCreateKernel = fake_create_kernel,
+        .clRetainKernel = fake_retain_kernel,
+        .clReleaseKernel = fake_release_kernel,
+        .clEnqueueNDRangeKernel = fake_enqueue_nd_range_kernel,
+        .clFlush = fake_flush_or_finish,
+        .clFinish = fake_flush_or_finish,
         .clGetExtensionFunctionAddress = clGetExtensionFunctionAddress,
         .clRetainDevice = fake_retain_device,
         .clReleaseDevice = fake_release_device,

@@ -4,11 +4,18 @@
 #
 #   run_isolation.sh HETCL FAKE_ICD_SO CHECKER MODE
 #
+# MODE is a HETCL_FAKE_ICD_MODE, or one of these vendor directories:
+#   missing-lib    PoCL, and missing.icd naming a library that is not installed
+#   two-crash      a.icd and b.icd, both the fake ICD in crash-load mode; no PoCL
+#   crash-missing  the fake ICD in crash-load mode, and missing.icd; no PoCL
+#
 # Steps:
 #   1. Baseline: hetcl with PoCL alone (when /etc/OpenCL/vendors/pocl.icd exists); every platform
 #      that works there must still work next to the faulty driver.
 #   2. hetcl with OCL_ICD_VENDORS=<dir holding fake.icd and a copy of pocl.icd> and
 #      HETCL_FAKE_ICD_MODE=MODE: it must exit 0 and print JSON that check_devices_json accepts.
+#      A fault costs at most one time limit: the run takes at most the baseline's time plus
+#      1.5 x --timeout-ms (a driver that hangs while loading once cost two).
 #   3. hetcl must leave no process behind (a hung driver call must be killed, not abandoned).
 # The loader runs with its default settings: OCL_ICD_PLATFORM_SORT, OPENCL_LAYERS and the like
 # are removed from the environment, since that default is what hetcl meets in the field.
@@ -33,11 +40,38 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir "$tmp/base" "$tmp/vendors"
-printf '%s\n' "$fake_so" >"$tmp/vendors/fake.icd"
+fake_mode=$mode
+missing_lib=libhetcl_not_installed.so
+case $mode in
+missing-lib)
+    printf '%s\n' "$missing_lib" >"$tmp/vendors/missing.icd"
+    fake_mode=ok
+    ;;
+two-crash)
+    printf '%s\n' "$fake_so" >"$tmp/vendors/a.icd"
+    printf '%s\n' "$fake_so" >"$tmp/vendors/b.icd"
+    fake_mode=crash-load
+    ;;
+crash-missing)
+    printf '%s\n' "$fake_so" >"$tmp/vendors/fake.icd"
+    printf '%s\n' "$missing_lib" >"$tmp/vendors/missing.icd"
+    fake_mode=crash-load
+    ;;
+*)
+    printf '%s\n' "$fake_so" >"$tmp/vendors/fake.icd"
+    ;;
+esac
 if [ -f "$pocl_icd" ]; then
     cp "$pocl_icd" "$tmp/base/pocl.icd"
-    cp "$pocl_icd" "$tmp/vendors/pocl.icd"
+    case $mode in
+    two-crash | crash-missing) ;;
+    *) cp "$pocl_icd" "$tmp/vendors/pocl.icd" ;;
+    esac
 fi
+
+now_ms() {
+    echo $(($(date +%s%N) / 1000000))
+}
 
 # run_hetcl VENDORS_DIR OUT_JSON [ENV=VALUE...]: hetcl devices with a wall-clock guard below the
 # CTest timeout, so that a hang is reported as such. Every process it starts carries the marker
@@ -52,8 +86,11 @@ run_hetcl() {
 }
 
 expect=()
+base_ms=0
 if [ -f "$tmp/base/pocl.icd" ]; then
-    if run_hetcl "$tmp/base" "$tmp/base.json" && "$checker" "$tmp/base.json" --list-working \
+    t0=$(now_ms)
+    if run_hetcl "$tmp/base" "$tmp/base.json" && base_ms=$(($(now_ms) - t0)) &&
+        "$checker" "$tmp/base.json" --list-working \
         >"$tmp/working.txt"; then
         while IFS= read -r name; do
             expect+=(--expect-platform "$name")
@@ -64,16 +101,30 @@ if [ -f "$tmp/base/pocl.icd" ]; then
     fi
 fi
 
-run_hetcl "$tmp/vendors" "$tmp/out.json" HETCL_FAKE_ICD_MODE="$mode"
+case $mode in
+two-crash | crash-missing) expect=() ;;
+esac
+
+t0=$(now_ms)
+run_hetcl "$tmp/vendors" "$tmp/out.json" HETCL_FAKE_ICD_MODE="$fake_mode"
 rc=$?
+took_ms=$(($(now_ms) - t0))
 status=0
 if [ $rc -ne 0 ]; then
     echo "run_isolation: FAIL: hetcl devices exited with status $rc in mode $mode" \
         "(137: killed after 40 s; >128: died by signal rc-128)" >&2
     status=1
 fi
+limit_ms=$((base_ms + timeout_ms * 3 / 2))
+echo "run_isolation: took $took_ms ms (PoCL alone: $base_ms ms; limit $limit_ms ms)"
+if [ $took_ms -gt $limit_ms ]; then
+    echo "run_isolation: FAIL: the fault cost more than one time limit: $took_ms ms, over" \
+        "$base_ms ms (PoCL alone) + 1.5 x $timeout_ms ms" >&2
+    status=1
+fi
 if [ -s "$tmp/out.json" ]; then
-    "$checker" "$tmp/out.json" "$mode" ${expect[@]+"${expect[@]}"} || status=1
+    "$checker" "$tmp/out.json" "$mode" --vendors "$tmp/vendors" ${expect[@]+"${expect[@]}"} ||
+        status=1
 else
     echo "run_isolation: FAIL: hetcl devices printed nothing in mode $mode" >&2
     status=1

@@ -40,6 +40,7 @@
 #define HETCL_BENCH_MODEL_H
 
 #include <hetcl/context.h>
+#include <hetcl/device.h>
 #include <hetcl/export.h>
 #include <hetcl/stats.h>
 #include <hetcl/status.h>
@@ -137,16 +138,18 @@ struct hetcl_bench_model_options {
     uint64_t order_seed;   /* [3] */
     double cooldown_ms;    /* [0] pause between configurations */
     /* The runtime (hetcl_runtime_options). */
-    const char *scheduler;  /* [NULL: eager] */
-    const char *split_cpu;  /* [NULL: none] */
-    int host_workers;       /* [0: one per core no OpenCL CPU device uses]; > 0: that many; -1:
-                               none */
-    unsigned spin_us;       /* [50] host workers and the waiting caller poll this long before
-                               sleeping, as thread pools such as OpenMP's do (0: sleep at once) */
-    bool no_fuse;           /* [false] one task per operator on host workers too (default: a
-                               host worker runs a request as one task, timing each layer) */
-    const char *trace_path; /* [NULL] record every task, for a Chrome trace written there by
-                               hetcl_bench_model_write_trace; the report names it */
+    const char *scheduler;    /* [NULL: eager] */
+    const char *split_cpu;    /* [NULL: none] */
+    int host_workers;         /* [0: one per core no OpenCL CPU device uses]; > 0: that many; -1:
+                                 none */
+    unsigned spin_us;         /* [50] host workers and the waiting caller poll this long before
+                                 sleeping, as thread pools such as OpenMP's do (0: sleep at once) */
+    bool no_fuse;             /* [false] one task per operator on host workers too (default: a
+                                 host worker runs a request as one task, timing each layer) */
+    const char *trace_path;   /* [NULL] record every task, for a Chrome trace written there by
+                                 hetcl_bench_model_write_trace; the report names it */
+    unsigned long timeout_ms; /* [0: 20000] time limit of each isolated driver query while
+                                 the devices are enumerated (hetcl_enum_options) */
     /* How it measures. */
     struct hetcl_bench_protocol protocol; /* [warm-up 10 runs, 200 ms, max 5000 ms; steady
                                              window 16, tolerance 0.05; timed 100 requests,
@@ -213,6 +216,11 @@ hetcl_bench_model_create(hetcl_context *ctx, const struct hetcl_bench_model_opti
  * configuration that fails is recorded (hetcl_bench_model_n_failed). Returns HETCL_OK, or
  * HETCL_ERR_INVALID_ARG when called twice. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_bench_model_run(hetcl_bench_model *b);
+
+/* The devices the run's runtime was created from (hetcl_runtime_device_list): its broken
+ * platforms and devices are left out of the run (for a warning). NULL when none were
+ * enumerated. Borrowed until destroy. */
+HETCL_API const struct hetcl_device_list *hetcl_bench_model_devices(const hetcl_bench_model *b);
 
 /* Configurations of the run, and how many of them failed (after hetcl_bench_model_run). */
 HETCL_API size_t hetcl_bench_model_n_configs(const hetcl_bench_model *b);

@@ -25,6 +25,7 @@
 #define HETCL_BENCH_OPS_H
 
 #include <hetcl/context.h>
+#include <hetcl/device.h>
 #include <hetcl/export.h>
 #include <hetcl/status.h>
 
@@ -50,6 +51,9 @@ struct hetcl_bench_ops_options {
     const char *split_cpu;        /* split OpenCL CPU devices (as hetcl devices); NULL: none */
     const char *only;             /* only the cases whose label or operator contains it */
     bool no_clblast;              /* skip the direct CLBlast comparison */
+    /* Time limit of each isolated driver query while the devices are enumerated, in ms
+     * (hetcl_enum_options.timeout_ms; 0: its default, 20000). */
+    unsigned long timeout_ms;
     /* Called with one line per worker before it is measured ("worker p0d0 (name)..."); NULL:
      * none. Runs on the calling thread. */
     void (*progress)(void *user, const char *line);
@@ -67,6 +71,10 @@ typedef struct hetcl_bench_ops hetcl_bench_ops;
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_bench_ops_run(hetcl_context *ctx,
                                                            const struct hetcl_bench_ops_options *o,
                                                            hetcl_bench_ops **out);
+
+/* The devices the run enumerated: its broken platforms and devices were left out (for a
+ * warning). NULL when it enumerated none (devices "host"). Borrowed until destroy. */
+HETCL_API const struct hetcl_device_list *hetcl_bench_ops_devices(const hetcl_bench_ops *b);
 
 /* true when an operator failed on a worker for another reason than not being supported there
  * (HETCL_ERR_UNSUPPORTED). */

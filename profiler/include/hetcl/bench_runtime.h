@@ -34,6 +34,7 @@
 #define HETCL_BENCH_RUNTIME_H
 
 #include <hetcl/context.h>
+#include <hetcl/device.h>
 #include <hetcl/export.h>
 #include <hetcl/status.h>
 
@@ -64,6 +65,9 @@ struct hetcl_bench_runtime_options {
     const char *split_cpu;     /* split OpenCL CPU devices for the OpenCL cases */
     unsigned long cl_inflight; /* tasks in flight per OpenCL worker (default: the runtime's) */
     bool no_opencl;            /* host cases and the handoff baseline only */
+    /* Time limit of each isolated driver query while the devices are enumerated (once, for
+     * every case), in ms (hetcl_enum_options.timeout_ms; 0: its default, 20000). */
+    unsigned long timeout_ms;
     /* One line before the baselines and before each case ("  host-chain, ws"); NULL: none. */
     void (*progress)(void *user, const char *line);
     /* One line per case that could not run, with the reason; NULL: none. */
@@ -80,6 +84,11 @@ typedef struct hetcl_bench_runtime hetcl_bench_runtime;
  * on failure. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_bench_runtime_run(
         hetcl_context *ctx, const struct hetcl_bench_runtime_options *o, hetcl_bench_runtime **out);
+
+/* The devices the run enumerated (once, for the OpenCL baselines and cases): its broken
+ * platforms and devices were left out (for a warning). NULL with no_opencl. Borrowed until
+ * destroy. */
+HETCL_API const struct hetcl_device_list *hetcl_bench_runtime_devices(const hetcl_bench_runtime *b);
 
 /* true when a case could not run. */
 HETCL_API bool hetcl_bench_runtime_failed(const hetcl_bench_runtime *b);

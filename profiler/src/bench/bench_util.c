@@ -2,6 +2,7 @@
 #include "bench/bench_util.h"
 
 #include <hetcl/program.h>
+#include <hetcl/topology.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,4 +101,30 @@ const char *hetcl__bench_loadavg(char *buf, size_t cap)
     }
     buf[strcspn(buf, "\n")] = 0;
     return buf;
+}
+
+hetcl_status hetcl__bench_enumerate(hetcl_context *ctx, const char *split_cpu,
+                                    unsigned long timeout_ms, struct hetcl_device_list **out)
+{
+    *out = NULL;
+    hetcl_topology *topo = NULL;
+    hetcl_status s = split_cpu ? hetcl_topology_create(ctx, NULL, &topo) : HETCL_OK;
+    struct hetcl_enum_options eo = {
+            .timeout_ms = (unsigned) timeout_ms, .split_cpu = split_cpu, .topo = topo};
+    if (s == HETCL_OK)
+        s = hetcl_device_enumerate(ctx, &eo, out);
+    hetcl_topology_destroy(topo);
+    return s;
+}
+
+bool hetcl__bench_first_device(const struct hetcl_device_list *list, int *platform_index,
+                               int *device_index)
+{
+    for (size_t i = 0; list && i < list->n_devices; i++)
+        if (list->devices[i].sub_index < 0) {
+            *platform_index = list->devices[i].platform_index;
+            *device_index = list->devices[i].device_index;
+            return true;
+        }
+    return false;
 }

@@ -5,6 +5,7 @@
 
 #include <CL/cl.h>
 #include <hetcl/context.h>
+#include <hetcl/device.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -30,6 +31,17 @@ bool hetcl__bench_raw_cl_open(hetcl_context *ctx, int platform_index, int device
                               struct bench_raw_cl *r);
 /* Releases everything; a zeroed struct is a no-op. */
 void hetcl__bench_raw_cl_close(struct bench_raw_cl *r);
+
+/* Enumerates the OpenCL devices once for a benchmark's runtimes (hetcl_runtime_options.
+ * device_list), with the CPU split asked for (NULL: none) and the time limit of each isolated
+ * driver query (0: the default). The caller owns *out (hetcl_device_list_destroy); its broken
+ * entries are what the runtimes leave out. Errors as hetcl_device_enumerate's, on ctx. */
+hetcl_status hetcl__bench_enumerate(hetcl_context *ctx, const char *split_cpu,
+                                    unsigned long timeout_ms, struct hetcl_device_list **out);
+
+/* The first working OpenCL root device of list (platform and device index), or false. */
+bool hetcl__bench_first_device(const struct hetcl_device_list *list, int *platform_index,
+                               int *device_index);
 
 /* "0.52 0.61 0.58 2/301 1234" from /proc/loadavg into buf[cap] (returned), "" when
  * unreadable. */

@@ -287,6 +287,11 @@ hetcl_status hetcl_bench_model_run(hetcl_bench_model *b)
     return HETCL_OK;
 }
 
+const struct hetcl_device_list *hetcl_bench_model_devices(const hetcl_bench_model *b)
+{
+    return b ? hetcl_runtime_device_list(b->rt) : NULL;
+}
+
 size_t hetcl_bench_model_n_configs(const hetcl_bench_model *b)
 {
     return b ? b->n_configs : 0;

@@ -232,15 +232,15 @@ static hetcl_status pick_devices(hetcl_bench_model *b, enum hetcl_bench_option *
 hetcl_status hetcl__bench_open_runtime(hetcl_bench_model *b, enum hetcl_bench_option *bad)
 {
     const struct hetcl_bench_model_options *o = &b->opt.o;
-    struct hetcl_enum_options eo = {.split_cpu = o->split_cpu};
-    if (hetcl_device_enumerate(b->ctx, &eo, &b->list) != HETCL_OK)
+    if (hetcl__bench_enumerate(b->ctx, o->split_cpu, o->timeout_ms, &b->list) != HETCL_OK)
         b->list = NULL; /* the runtime enumerates again and reports the error */
     struct hetcl_runtime_options ro = {.scheduler = o->scheduler,
                                        .split_cpu = o->split_cpu,
                                        .trace = o->trace_path != NULL,
                                        .spin_us = o->spin_us,
                                        .host_workers = o->host_workers,
-                                       .device_list = b->list};
+                                       .device_list = b->list,
+                                       .enum_timeout_ms = (unsigned) o->timeout_ms};
     hetcl_status s = hetcl_runtime_create(b->ctx, &ro, &b->rt);
     if (s != HETCL_OK) {
         char detail[512];

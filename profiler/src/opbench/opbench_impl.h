@@ -55,6 +55,7 @@ struct hetcl_bench_ops {
     size_t n_rows, cap_rows;
     bool failed;
     char loadavg_after[64];
+    struct hetcl_device_list *list; /* what the run enumerated; NULL: host only */
 };
 
 /* The cases: the MLP's at each batch, its update, LeNet's at each batch. */

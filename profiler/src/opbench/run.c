@@ -293,8 +293,14 @@ hetcl_status hetcl_bench_ops_run(hetcl_context *ctx, const struct hetcl_bench_op
     struct hetcl_runtime_options ro = {.devices = o->devices ? o->devices : "all",
                                        .split_cpu = o->split_cpu,
                                        .perfmodel_dir = ""};
+    /* Enumerated here rather than by the runtime, so that the list (its broken entries) stays
+     * with the results. */
+    if (strcmp(ro.devices, "host") != 0)
+        s = hetcl__bench_enumerate(ctx, o->split_cpu, o->timeout_ms, &b->list);
+    ro.device_list = b->list;
     hetcl_runtime *rt = NULL;
-    s = hetcl_runtime_create(ctx, &ro, &rt);
+    if (s == HETCL_OK)
+        s = hetcl_runtime_create(ctx, &ro, &rt);
     if (s == HETCL_OK)
         s = run_workers(ctx, b, o, rt);
     else if (s != HETCL_ERR_NO_MEMORY)
@@ -316,10 +322,16 @@ bool hetcl_bench_ops_failed(const hetcl_bench_ops *b)
     return b && b->failed;
 }
 
+const struct hetcl_device_list *hetcl_bench_ops_devices(const hetcl_bench_ops *b)
+{
+    return b ? b->list : NULL;
+}
+
 void hetcl_bench_ops_destroy(hetcl_bench_ops *b)
 {
     if (!b)
         return;
+    hetcl_device_list_destroy(b->list);
     hetcl__free(b->rows);
     hetcl__free(b);
 }

@@ -77,8 +77,9 @@ static cJSON *device_json(const struct hetcl_device_desc *d)
     return o;
 }
 
-/* The ICD loader is not part of the runtime's API: without a device list, ask the enumeration
- * (isolated, quick), and leave it empty when that fails. */
+/* The ICD loader is not part of the runtime's API: it is in the device list (the runtime's when
+ * only rt is given); without one, ask the enumeration (isolated, quick unless a driver hangs),
+ * and leave it empty when that fails. */
 static cJSON *icd_loader(const struct hetcl_device_list *list)
 {
     if (list)
@@ -97,7 +98,8 @@ static cJSON *icd_loader(const struct hetcl_device_list *list)
 static cJSON *opencl_json(const struct hetcl_provenance_options *o)
 {
     cJSON *cl = cJSON_CreateObject(), *devs = cJSON_CreateArray();
-    hetcl__json_add(cl, "icd_loader", icd_loader(o->devices));
+    hetcl__json_add(cl, "icd_loader",
+                    icd_loader(o->devices ? o->devices : hetcl_runtime_device_list(o->rt)));
     for (size_t i = 0; o->devices && i < o->devices->n_devices; i++)
         cJSON_AddItemToArray(devs, device_json(&o->devices->devices[i]));
     const struct hetcl_device_desc *listed[64];

@@ -85,7 +85,10 @@ void hetcl__rtbench_baselines(hetcl_context *ctx, const hetcl_bench_runtime *b, 
     hetcl__bench_summarise(v, reps, &out->handoff_us, &out->handoff_min_us);
     out->stream_us = out->roundtrip_us = -1;
     struct bench_raw_cl r;
-    if (no_opencl || !hetcl__bench_raw_cl_open(ctx, -1, -1, &r))
+    int platform = -1, device = -1;
+    /* A device of the list: one that the enumeration did not find broken. */
+    if (no_opencl || !hetcl__bench_first_device(b->list, &platform, &device) ||
+        !hetcl__bench_raw_cl_open(ctx, platform, device, &r))
         return;
     snprintf(out->cl_device, sizeof out->cl_device, "%s", r.device_name);
     (void) baseline_raw_cl(&r, b->cl_tasks / 10 + 1, false);

@@ -37,9 +37,13 @@ struct hetcl_bench_runtime {
     struct rt_result results[4 * MAX_LIST * MAX_LIST];
     size_t n_results;
     bool failed;
+    /* The OpenCL devices, enumerated once for the baselines and every case; NULL with
+     * no_opencl or when the enumeration failed. */
+    struct hetcl_device_list *list;
 };
 
-/* Measures the baselines (the raw OpenCL ones unless no_opencl or no device). */
+/* Measures the baselines (the raw OpenCL ones on the first working device of b->list, unless
+ * no_opencl or there is none). */
 void hetcl__rtbench_baselines(hetcl_context *ctx, const hetcl_bench_runtime *b, bool no_opencl,
                               struct rt_baselines *out);
 

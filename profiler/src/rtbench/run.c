@@ -89,6 +89,7 @@ static bool run_case(hetcl_context *ctx, const hetcl_bench_runtime *b,
     ro.host_workers = host ? (int) c->workers : -1;
     ro.split_cpu = host ? NULL : o->split_cpu;
     ro.cl_inflight = host ? 0 : (unsigned) b->cl_inflight;
+    ro.device_list = host ? NULL : b->list;
     hetcl_runtime *rt = NULL;
     if (hetcl_runtime_create(ctx, &ro, &rt) != HETCL_OK) {
         char what[128];
@@ -204,6 +205,19 @@ hetcl_status hetcl_bench_runtime_run(hetcl_context *ctx,
     for (long k = 1; k <= (b->online_cpus > 1 ? b->online_cpus : 1) && k <= 8; k++)
         default_workers[n_default_workers++] = (unsigned long) k;
 
+    /* Once for every OpenCL case: each runtime enumerating again would pay a hanging driver's
+     * time limit again, and could not check that devices open once one runtime opened them. */
+    s = o->no_opencl ? HETCL_OK
+                     : hetcl__bench_enumerate(ctx, o->split_cpu, o->timeout_ms, &b->list);
+    if (s == HETCL_ERR_NO_MEMORY) {
+        hetcl_bench_runtime_destroy(b);
+        return s;
+    }
+    if (s != HETCL_OK) {
+        /* A split the devices cannot do: the OpenCL cases say so when they fail. */
+        report_failure(o, "bench runtime: OpenCL devices", hetcl_context_last_error(ctx));
+        b->failed = true;
+    }
     if (o->progress)
         o->progress(o->user, "measuring baselines...");
     hetcl__rtbench_baselines(ctx, b, o->no_opencl, &b->base);
@@ -219,7 +233,14 @@ bool hetcl_bench_runtime_failed(const hetcl_bench_runtime *b)
     return b && b->failed;
 }
 
+const struct hetcl_device_list *hetcl_bench_runtime_devices(const hetcl_bench_runtime *b)
+{
+    return b ? b->list : NULL;
+}
+
 void hetcl_bench_runtime_destroy(hetcl_bench_runtime *b)
 {
+    if (b)
+        hetcl_device_list_destroy(b->list);
     hetcl__free(b);
 }

@@ -9,6 +9,8 @@
  *
  * Every OpenCL query runs in a child process with a time limit: a platform or device whose
  * driver crashes or hangs is reported as broken, with the reason, and the others are still listed.
+ * So is a device that lists but does not open (its context, queue or a one-line kernel crashes
+ * or fails), and a vendor file that the ICD loader skips (its library is missing).
  */
 #ifndef HETCL_DEVICE_H
 #define HETCL_DEVICE_H
@@ -90,16 +92,23 @@ struct hetcl_device_desc {
 
 /* One OpenCL platform. */
 struct hetcl_platform_desc {
+    /* Its index in clGetPlatformIDs order; a broken vendor driver (one that crashed or hung the
+     * loader, or that the loader skipped) has the next numbers after the working platforms, in
+     * the order of its vendor file's name, and its name is the vendor file's ("x.icd"). */
     int index;
     char name[HETCL_STR_MAX];
     char vendor[HETCL_STR_MAX];
     char version[HETCL_STR_MAX];
     unsigned n_devices;
     bool broken; /* its queries failed, hung or crashed */
+    /* "listing its devices timed out after 20000 ms (killed)", "vendor file
+     * /etc/OpenCL/vendors/x.icd: library libx.so not found" */
     char broken_reason[HETCL_STR_MAX];
 };
 
-/* A device that could not be described, with the reason. */
+/* A device that could not be described or opened, with the reason ("querying it crashed with
+ * signal 11 (SIGSEGV)", "fake gpu: opening it failed in clCreateContext:
+ * CL_DEVICE_NOT_AVAILABLE"). */
 struct hetcl_broken_device {
     char id[32];
     char reason[HETCL_STR_MAX];
@@ -107,7 +116,9 @@ struct hetcl_broken_device {
 
 /* Options for hetcl_device_enumerate(); zero means default. */
 struct hetcl_enum_options {
-    /* Time limit for each isolated query, in milliseconds (default 20000). */
+    /* Time limit for each isolated query, in milliseconds (default 20000). The vendor drivers
+     * are loaded under one limit together (each alone too, in parallel, when there are
+     * several), so a driver that hangs costs one limit. */
     unsigned timeout_ms;
     /* Run the queries in this process instead of a child (debugging; no isolation). */
     bool in_process;
@@ -137,7 +148,13 @@ struct hetcl_device_list {
     char icd_saved_env[HETCL_STR_MAX];
 };
 
-/* Lists every platform and device. Returns HETCL_OK even when there is no platform (then
+/* Lists every platform and device, and checks in the same child that each device opens as a
+ * runtime opens it (a context, an in-order queue, a one-line kernel built and run), so that a
+ * runtime never meets a driver that crashes or fails there. The check is skipped when this
+ * process has a vendor driver loaded already (a runtime opened devices, or the application
+ * called OpenCL): a child inherits the driver without its threads and cannot be trusted to run
+ * a kernel. Enumerate before opening devices, once, and pass the list on
+ * (hetcl_runtime_options.device_list). Returns HETCL_OK even when there is no platform (then
  * no_device_reason says why) or some are broken; an error only for bad options (a split the
  * device cannot do is HETCL_ERR_UNSUPPORTED with the device in the detail) or no memory. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_device_enumerate(hetcl_context *ctx,

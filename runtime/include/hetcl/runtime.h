@@ -276,15 +276,24 @@ struct hetcl_runtime_options {
      * the CPU has to leave its idle state), which dominates batch-1 inference latency; a
      * short spin trades CPU time for that latency. Bounded, so idle workers still sleep. */
     unsigned spin_us;
-    /* Devices already enumerated (borrowed; must outlive the runtime); NULL: enumerate here. */
+    /* Devices already enumerated (borrowed; must outlive the runtime); NULL: enumerate here.
+     * Creating runtimes one after the other in a process? Enumerate once and pass the list:
+     * an enumeration after a runtime opened devices cannot check that they open (see
+     * hetcl_device_enumerate), and a hanging driver costs its time limit each time. */
     const struct hetcl_device_list *device_list;
+    /* The enumeration's time limit for each isolated driver query, in milliseconds, when the
+     * runtime enumerates (hetcl_enum_options.timeout_ms; 0: its default, 20000). */
+    unsigned enum_timeout_ms;
 };
 
 /* Creates a runtime: enumerates devices (isolated, then opened in this process), creates one
  * worker per selected device and the host workers, loads performance models and link figures
- * (from `hetcl devices --probe`'s cache when present). Errors: HETCL_ERR_INVALID_ARG (unknown
- * scheduler or device id: the detail lists the valid ones), HETCL_ERR_NO_DEVICE (nothing to run
- * on), HETCL_ERR_OPENCL, HETCL_ERR_NO_MEMORY. */
+ * (from `hetcl devices --probe`'s cache when present). Devices the enumeration found broken
+ * (hetcl_device_list.broken, and the devices of broken platforms) are left out: "all" and
+ * "opencl" take the working ones, and naming a broken one is an error that says why it is
+ * broken (hetcl_runtime_device_list has them, for a warning). Errors: HETCL_ERR_INVALID_ARG
+ * (unknown scheduler or device id: the detail lists the valid ones), HETCL_ERR_NO_DEVICE
+ * (nothing to run on), HETCL_ERR_OPENCL, HETCL_ERR_NO_MEMORY. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_runtime_create(
         hetcl_context *ctx, const struct hetcl_runtime_options *opts, hetcl_runtime **out);
 /* Waits for every task, saves performance models, stops the workers and frees everything,
@@ -295,6 +304,11 @@ HETCL_API void hetcl_runtime_destroy(hetcl_runtime *rt);
  * failure status since the previous call (HETCL_OK if none). Not from inside a task. */
 HETCL_API hetcl_status hetcl_runtime_wait_all(hetcl_runtime *rt);
 HETCL_API hetcl_context *hetcl_runtime_context(const hetcl_runtime *rt);
+/* The device list the runtime was created from: the one it enumerated, or options.device_list;
+ * NULL when it enumerated none (host workers only). Its broken platforms and devices are those
+ * left out. Borrowed: valid until the runtime is destroyed (or, when it was given, as long as
+ * the caller keeps it). */
+HETCL_API const struct hetcl_device_list *hetcl_runtime_device_list(const hetcl_runtime *rt);
 HETCL_API const char *hetcl_runtime_scheduler(const hetcl_runtime *rt);
 
 /* One worker, as plain data. */

@@ -250,6 +250,97 @@ hetcl_status hetcl__cl_describe_platform(cl_platform_id p, struct hetcl_platform
     return HETCL_OK;
 }
 
+static void set_call(char *stage, size_t cap, const char *call)
+{
+    if (stage)
+        hetcl__strlcpy(stage, call, cap);
+}
+
+/* The first line of the build log, into out[cap] ("" when there is none). */
+static void build_log_line(cl_program prog, cl_device_id dev, char *out, size_t cap)
+{
+    char log[1024] = "";
+    out[0] = '\0';
+    if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL) != CL_SUCCESS)
+        return;
+    log[sizeof log - 1] = '\0';
+    const char *p = log;
+    while (*p == '\n' || *p == ' ')
+        p++;
+    size_t n = strcspn(p, "\n");
+    snprintf(out, cap, "%.*s", (int) n, p);
+}
+
+hetcl_status hetcl__cl_check_device(cl_device_id dev, bool profiling, char *stage, size_t stage_cap,
+                                    char *err, size_t cap)
+{
+    const char *source = "__kernel void hetcl_check(void) {}\n";
+    cl_platform_id platform = NULL;
+    cl_context ctx = NULL;
+    cl_command_queue queue = NULL;
+    cl_program prog = NULL;
+    cl_kernel kernel = NULL;
+    const char *call = "clGetDeviceInfo(CL_DEVICE_PLATFORM)";
+    cl_int e = clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL);
+    if (e != CL_SUCCESS)
+        goto fail;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties) platform, 0};
+    set_call(stage, stage_cap, call = "clCreateContext");
+    ctx = clCreateContext(props, 1, &dev, NULL, NULL, &e);
+    if (e != CL_SUCCESS || !ctx)
+        goto fail;
+    set_call(stage, stage_cap, call = "clCreateCommandQueue");
+    queue = clCreateCommandQueue(ctx, dev, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &e);
+    if (e != CL_SUCCESS || !queue)
+        goto fail;
+    set_call(stage, stage_cap, call = "clCreateProgramWithSource");
+    prog = clCreateProgramWithSource(ctx, 1, &source, NULL, &e);
+    if (e != CL_SUCCESS || !prog)
+        goto fail;
+    set_call(stage, stage_cap, call = "clBuildProgram");
+    e = clBuildProgram(prog, 1, &dev, "", NULL, NULL);
+    if (e != CL_SUCCESS) {
+        char line[HETCL_STR_MAX];
+        build_log_line(prog, dev, line, sizeof line);
+        snprintf(err, cap, "clBuildProgram of a one-line kernel: %s%s%s", hetcl__cl_error_name(e),
+                 line[0] ? ": " : "", line);
+        goto release;
+    }
+    set_call(stage, stage_cap, call = "clCreateKernel");
+    kernel = clCreateKernel(prog, "hetcl_check", &e);
+    if (e != CL_SUCCESS || !kernel)
+        goto fail;
+    set_call(stage, stage_cap, call = "clEnqueueNDRangeKernel");
+    size_t one = 1;
+    e = clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &one, NULL, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        goto fail;
+    set_call(stage, stage_cap, call = "clFinish");
+    e = clFinish(queue);
+    if (e != CL_SUCCESS)
+        goto fail;
+    set_call(stage, stage_cap, "releasing the check's objects");
+    clReleaseKernel(kernel);
+    clReleaseProgram(prog);
+    clReleaseCommandQueue(queue);
+    clReleaseContext(ctx);
+    set_call(stage, stage_cap, "");
+    return HETCL_OK;
+fail:
+    snprintf(err, cap, "%s: %s", call,
+             e != CL_SUCCESS ? hetcl__cl_error_name(e) : "returned NULL with CL_SUCCESS");
+release:
+    if (kernel)
+        clReleaseKernel(kernel);
+    if (prog)
+        clReleaseProgram(prog);
+    if (queue)
+        clReleaseCommandQueue(queue);
+    if (ctx)
+        clReleaseContext(ctx);
+    return HETCL_ERR_OPENCL;
+}
+
 /* ocl-icd's loader-information extension. */
 typedef cl_int (*icd_loader_info_fn)(cl_uint, size_t, void *, size_t *);
 #define HETCL_CL_ICDL_OCL_VERSION 1

@@ -36,6 +36,15 @@ hetcl_status hetcl__cl_split_device(cl_device_id dev, const struct hetcl_device_
                                     struct hetcl_device_desc *subs, uint32_t *n_subs, char *msg,
                                     size_t cap);
 
+/* Checks that dev opens as the runtime will open it: a context (with its platform), an in-order
+ * queue (profiling on when asked), a one-line kernel built and run to completion. Before each
+ * OpenCL call, its name goes into stage[stage_cap] (when stage is not NULL), so that whoever
+ * shares that memory can say where a driver crashed or hung. On failure returns
+ * HETCL_ERR_OPENCL with "clCreateContext: CL_DEVICE_NOT_AVAILABLE" (the build log's first line
+ * after a failed build) in err[cap]. Everything it created is released. */
+hetcl_status hetcl__cl_check_device(cl_device_id dev, bool profiling, char *stage, size_t stage_cap,
+                                    char *err, size_t cap);
+
 /* Describes one platform (name, vendor, version). Same error convention. */
 hetcl_status hetcl__cl_describe_platform(cl_platform_id p, struct hetcl_platform_desc *out,
                                          char *err, size_t cap);

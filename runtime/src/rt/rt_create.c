@@ -101,6 +101,10 @@ static hetcl_status select_devices(hetcl_context *ctx, const struct hetcl_device
         size_t i = 0;
         while (i < l->n_devices && strcmp(l->devices[i].id, sel->ids[k]) != 0)
             i++;
+        for (size_t b = 0; i == l->n_devices && b < l->n_broken; b++)
+            if (strcmp(l->broken[b].id, sel->ids[k]) == 0)
+                return hetcl__fail(ctx, HETCL_ERR_NO_DEVICE, "devices: \"%s\" is broken: %s",
+                                   sel->ids[k], l->broken[b].reason);
         if (i == l->n_devices) {
             char valid[1024] = "";
             for (size_t j = 0; j < l->n_devices; j++) {
@@ -423,7 +427,8 @@ static hetcl_status build(hetcl_runtime *rt, const struct hetcl_runtime_options 
         return st;
     const struct hetcl_device_list *list = o->device_list;
     if (!list && (sel.all_opencl || sel.n_ids > 0)) {
-        struct hetcl_enum_options eo = {.split_cpu = o->split_cpu, .topo = rt->topo};
+        struct hetcl_enum_options eo = {
+                .split_cpu = o->split_cpu, .topo = rt->topo, .timeout_ms = o->enum_timeout_ms};
         if ((st = hetcl_device_enumerate(ctx, &eo, &rt->own_list)) != HETCL_OK)
             return st;
         list = rt->own_list;

@@ -24,6 +24,11 @@ const char *hetcl_runtime_scheduler(const hetcl_runtime *rt)
     return rt ? rt->scheduler_name : "";
 }
 
+const struct hetcl_device_list *hetcl_runtime_device_list(const hetcl_runtime *rt)
+{
+    return !rt ? NULL : rt->own_list ? rt->own_list : rt->opts.device_list;
+}
+
 size_t hetcl_runtime_n_workers(const hetcl_runtime *rt)
 {
     return rt ? rt->n_workers : 0;

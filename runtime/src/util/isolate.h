@@ -4,6 +4,7 @@
 #define HETCL_ISOLATE_H
 
 #include <hetcl/context.h>
+#include <hetcl/device.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -19,5 +20,23 @@ typedef int (*hetcl_isolate_fn)(void *arg, void *out, size_t cap, size_t *len);
 hetcl_status hetcl__isolate_run(hetcl_isolate_fn fn, void *arg, void *out, size_t cap, size_t *len,
                                 unsigned timeout_ms, bool in_process, char *reason,
                                 size_t reason_cap);
+
+/* One job of hetcl__isolate_run_many: fn, arg, out and cap are the caller's; the rest is the
+ * result, as hetcl__isolate_run returns it. */
+struct hetcl_isolate_job {
+    hetcl_isolate_fn fn;
+    void *arg;
+    void *out;
+    size_t cap;
+    size_t len;
+    hetcl_status status;
+    char reason[HETCL_STR_MAX];
+};
+
+/* Runs the n jobs at once, each in its own child, under one time limit for all of them: the
+ * whole call takes at most about timeout_ms, however many jobs hang. With in_process, one after
+ * the other in this process. */
+void hetcl__isolate_run_many(struct hetcl_isolate_job *jobs, size_t n, unsigned timeout_ms,
+                             bool in_process);
 
 #endif /* HETCL_ISOLATE_H */
