@@ -102,7 +102,7 @@ static void report_progress(const struct tr_run *r, const struct hetcl_train_epo
 
 /* One epoch (index epoch) from the cursor's position, its evaluation, its entry in the result,
  * the progress report and the checkpoint at its end. *stop: the run ends here (the epoch was
- * cut short, the time is up or the target reached). */
+ * cut short, the time is up, the target reached or the caller asked to stop). */
 static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
 {
     struct tr *t = r->t;
@@ -129,13 +129,13 @@ static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
         if ((s = hetcl__tr_save_ckpt(t, &acc)) != HETCL_OK)
             return s;
     }
+    r->examples += acc.examples;
     if (interrupted && acc.examples == ex0) {
         /* Nothing trained in this epoch since the (re)start: no epoch entry to add. */
         r->res->stopped_by = HETCL_TRAIN_STOP_INTERRUPTED;
         *stop = true;
         return HETCL_OK;
     }
-    r->examples += acc.examples;
     double epoch_train_s = (double) (hetcl__now_ns() - ep0) * 1e-9 - (t->eval_s - ev0);
     double tl = 0, ta = 0;
     struct hetcl_train_epoch *e = NULL;
@@ -162,8 +162,8 @@ static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
                                              : HETCL_TRAIN_STOP_EPOCHS;
     if (t->o.progress)
         report_progress(r, e, epoch, ta);
-    /* Checkpoints only at epoch boundaries: the cursor position is then 0 and a resumed run
-     * repeats at most the epochs since the last one. */
+    /* Checkpoints at epoch boundaries (and at a stop request, above): the cursor position is
+     * then 0 and a resumed run repeats at most the epochs since the last one. */
     if (!partial && t->o.checkpoint_path)
         s = hetcl__tr_save_ckpt(t, NULL);
     *stop = partial || hetcl__tr_time_up(t) || reached || interrupted;
