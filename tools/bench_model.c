@@ -332,7 +332,9 @@ static const struct cli_help help = {
                  "that would slow a baseline on this CPU is named on stderr.\n"
                  "\n",
         .outro = "exit status: 0 every configuration ran; 1 one failed (see its error) or\n"
-                 "an output could not be written; 2 bad options or input.\n",
+                 "an output could not be written; 2 bad options or input; 130 or 143 after\n"
+                 "SIGINT (Ctrl-C) or SIGTERM: the configuration in progress is abandoned and\n"
+                 "the table and report hold those measured; a second signal exits at once.\n",
 };
 
 /* --quick: the quick protocol wherever its flags were not given. */
@@ -431,10 +433,12 @@ static const char *flag_of(enum hetcl_bench_option bad)
     }
 }
 
-/* Prints the table, writes the trace and the report; returns the exit status. */
+/* Prints the table, writes the trace and the report; returns the exit status: after a signal
+ * 128 + its number (when every output was written). */
 static int outputs(hetcl_context *ctx, hetcl_bench_model *b, const struct state *s)
 {
-    int rc = hetcl_bench_model_n_failed(b) ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+    int signo = cli_signal_received();
+    int rc = signo ? 128 + signo : hetcl_bench_model_n_failed(b) ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
     char *table = NULL;
     if (hetcl_bench_model_table(b, s->format == 1, &table) != HETCL_OK) {
         cli_error("%s", hetcl_context_last_error(ctx));
@@ -452,6 +456,11 @@ static int outputs(hetcl_context *ctx, hetcl_bench_model *b, const struct state 
         cli_error("--report %s: %s", s->report, hetcl_context_last_error(ctx));
         rc = CLI_EXIT_FAILURE;
     }
+    if (signo && rc != CLI_EXIT_FAILURE)
+        fprintf(stderr,
+                "hetcl: interrupted (%s): %zu of %zu configurations measured, in the table%s%s\n",
+                cli_signal_name(signo), hetcl_bench_model_n_done(b), hetcl_bench_model_n_configs(b),
+                s->report ? " and the report " : "", s->report ? s->report : "");
     return rc;
 }
 
@@ -476,6 +485,7 @@ int cli_bench_model(int argc, char **argv)
     s->o.argv = argv;
     s->o.progress = s->quiet ? NULL : cli_progress;
     s->o.progress_user = "hetcl bench: ";
+    s->o.stop = cli_signal_stop;
     enum hetcl_bench_option bad = HETCL_BENCH_OPT_NONE;
     hetcl_status st = hetcl_bench_model_create(ctx, &s->o, &b, &bad);
     if (st != HETCL_OK) {
@@ -489,6 +499,8 @@ int cli_bench_model(int argc, char **argv)
     char warning[512];
     if (hetcl_machine_blas_warning(warning, sizeof warning))
         fprintf(stderr, "hetcl: warning: %s\n", warning);
+    /* From here on a signal ends the run with what was measured; before, there is nothing. */
+    cli_signals_install();
     if (hetcl_bench_model_run(b) != HETCL_OK) {
         cli_error("%s", hetcl_context_last_error(ctx));
         rc = CLI_EXIT_FAILURE;

@@ -84,6 +84,16 @@ int cli_enumerate(hetcl_context *ctx, unsigned long timeout_ms, const char *spli
 /* Prints "hetcl: <message>" on stderr, one line. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* SIGINT and SIGTERM (cli_signal.c): after cli_signals_install, the first one is only
+ * recorded, for the library's stop callback cli_signal_stop (its reason: "SIGINT" or
+ * "SIGTERM"), and the command ends cleanly with exit status 128 + cli_signal_received(); a
+ * second one exits at once (128 + its number). cli_signal_received: the first signal's number,
+ * 0 when none came. */
+void cli_signals_install(void);
+int cli_signal_received(void);
+const char *cli_signal_name(int signo);
+const char *cli_signal_stop(void *user);
+
 /* Parses a non-negative integer flag value; on error prints which flag expected what
  * (cli_options.c, with the other value parsers). */
 bool cli_parse_uint(const char *flag, const char *value, unsigned long max, unsigned long *out);

@@ -26,7 +26,9 @@ static const struct cli_help train_help = {
                  "Trains one model on every selected device at once: host cores update a shared\n"
                  "model in place (Hogwild), OpenCL devices train replicas on larger batches and\n"
                  "merge them back; a coordinator hands out batches as devices finish.\n\n",
-        .outro = "exit status: 0 on success, 1 when training fails, 2 for bad options or input.\n",
+        .outro = "exit status: 0 on success, 1 when training fails, 2 for bad options or input,\n"
+                 "130 or 143 after SIGINT (Ctrl-C) or SIGTERM: the run stops at the next batch,\n"
+                 "saves the checkpoint and writes the report; a second signal exits at once.\n",
 };
 
 /* Flag values that need a conversion after parsing. */
@@ -461,6 +463,17 @@ static int run_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_statu
     return CLI_EXIT_FAILURE;
 }
 
+/* After the first SIGINT or SIGTERM: one line on what was kept; returns 128 + its number. */
+static int interrupted(const struct train_cli *c, int signo)
+{
+    const char *ck = c->opts.checkpoint_path;
+    fprintf(stderr, "hetcl: interrupted (%s): %s%s%s; %s%s\n", cli_signal_name(signo),
+            ck ? "checkpoint saved to " : "no --checkpoint, the model is not saved", ck ? ck : "",
+            ck ? " (--resume continues from it)" : "",
+            c->report ? "report written to " : "no --report", c->report ? c->report : "");
+    return 128 + signo;
+}
+
 int cli_train(int argc, char **argv)
 {
     struct train_cli c = {.data = "fashion-mnist", .devices = "all", .argc = argc, .argv = argv};
@@ -481,6 +494,9 @@ int cli_train(int argc, char **argv)
         goto out;
     c.opts.progress = on_progress;
     c.opts.progress_user = &c;
+    /* From here on a signal stops the run cleanly; before, there is nothing to save. */
+    c.opts.stop = cli_signal_stop;
+    cli_signals_install();
     hetcl_train_machine_before(&c.machine);
     hetcl_status s = hetcl_train_run(ctx, rt, c.spec, c.train, c.test, &c.opts, &res);
     hetcl_train_machine_after(&c.machine);
@@ -495,6 +511,8 @@ int cli_train(int argc, char **argv)
     }
     if (c.report && write_report(&c, ctx, rt, res) != CLI_EXIT_OK)
         rc = CLI_EXIT_FAILURE;
+    if (rc == CLI_EXIT_OK && cli_signal_received())
+        rc = interrupted(&c, cli_signal_received());
 out:
     hetcl_train_result_destroy(res);
     hetcl_runtime_destroy(rt);

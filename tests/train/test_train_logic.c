@@ -268,7 +268,7 @@ static void test_ckpt(hetcl_context *ctx)
     snprintf(path, sizeof path, "%s/c.safetensors", dir);
     CHECK_OK(ctx, hetcl__ckpt_save(ctx, path, spec, p, v, &st));
     struct hetcl__ckpt_state r;
-    CHECK_OK(ctx, hetcl__ckpt_load(ctx, path, spec, p2, v2, &r));
+    CHECK_OK(ctx, hetcl__ckpt_load(ctx, path, spec, 1000, p2, v2, &r));
     CHECK(memcmp(p, p2, (size_t) n * sizeof *p) == 0);
     CHECK(memcmp(v, v2, (size_t) n * sizeof *v) == 0);
     CHECK_EQ_INT(r.epoch, 2);
@@ -290,11 +290,11 @@ static void test_ckpt(hetcl_context *ctx)
     char *j2 = strdup(spec_json);
     memcpy(strstr(j2, "tiny"), "tinx", 4);
     CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "tinx", j2, strlen(j2), &other));
-    CHECK(hetcl__ckpt_load(ctx, path, other, p2, v2, &r) == HETCL_ERR_FORMAT);
+    CHECK(hetcl__ckpt_load(ctx, path, other, 1000, p2, v2, &r) == HETCL_ERR_FORMAT);
     CHECK(strstr(hetcl_context_last_error(ctx), path) != NULL);
     /* A missing file is an I/O error. */
     snprintf(path, sizeof path, "%s/none.safetensors", dir);
-    CHECK(hetcl__ckpt_load(ctx, path, spec, p2, v2, &r) == HETCL_ERR_IO);
+    CHECK(hetcl__ckpt_load(ctx, path, spec, 1000, p2, v2, &r) == HETCL_ERR_IO);
     snprintf(path, sizeof path, "%s/c.safetensors", dir);
     unlink(path);
     rmdir(dir);

@@ -2,7 +2,8 @@
  * Tests the training algorithms end to end over the task-graph runtime (models/src/train):
  * on generated data, hogwild learns (loss falls, accuracy well above chance); one device and
  * one seed give the same model bit for bit twice, and a run resumed from its checkpoint gives
- * the same model as a run that was never interrupted; hogbatch with a small-batch and a
+ * the same model as a run that was never interrupted, also when its stop callback cut it inside
+ * an epoch (sync stops between two steps); hogbatch with a small-batch and a
  * large-batch device shows the paper's imbalance (>= 90% of the updates on the small-batch
  * side) and adaptive keeps both shares within 35-65%; one step of sync equals the sequential
  * reference (the whole batch's mean gradient, one SGD step). Host workers only: the OpenCL
@@ -178,6 +179,78 @@ static void test_reproducible_and_resume(struct fixture *f)
     hetcl_train_result_destroy(b);
     hetcl_train_result_destroy(c1);
     hetcl_train_result_destroy(c2);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A stop callback that asks to stop on its `at`-th call. */
+struct stopper {
+    int calls, at;
+};
+
+static const char *stop_at(void *user)
+{
+    struct stopper *st = user;
+    return ++st->calls >= st->at ? "test" : NULL;
+}
+
+/* The cancellation point (hetcl_train_options.stop): a run asked to stop inside an epoch drains,
+ * saves its checkpoint at the cursor and returns OK as interrupted; resumed, it ends with the
+ * same model as a run never stopped (one device: bit for bit). Sync stops between steps. */
+static void test_stop(struct fixture *f)
+{
+    char dir[] = "/tmp/hetcl_train_stop_XXXXXX", path[256];
+    if (!mkdtemp(dir)) {
+        CHECK(0);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
+    struct hetcl_train_options o = {.algo = HETCL_TRAIN_SINGLE,
+                                    .epochs = 2,
+                                    .seed = 5,
+                                    .momentum = 0.9,
+                                    .host_batch = {.batch = 16}};
+    struct hetcl_train_result *whole = train(f, 1, &o);
+    struct stopper st = {.at = 300}; /* inside the second epoch (250 batches each) */
+    struct hetcl_train_options o2 = o;
+    o2.checkpoint_path = path;
+    o2.stop = stop_at;
+    o2.stop_user = &st;
+    struct hetcl_train_result *cut = train(f, 1, &o2);
+    o2.stop = NULL;
+    o2.resume = true;
+    struct hetcl_train_result *rest = train(f, 1, &o2);
+    if (whole && cut && rest) {
+        printf("stopped at %llu examples (%s), resumed %016llx, whole %016llx\n",
+               (unsigned long long) cut->examples, cut->interrupted_by,
+               (unsigned long long) rest->model_hash, (unsigned long long) whole->model_hash);
+        CHECK(cut->stopped_by == HETCL_TRAIN_STOP_INTERRUPTED);
+        CHECK_EQ_STR(cut->interrupted_by, "test");
+        CHECK(cut->examples > (uint64_t) f->train->n && cut->examples < 2 * (uint64_t) f->train->n);
+        CHECK_EQ_INT(st.calls, st.at); /* not called again once it said stop */
+        CHECK(rest->stopped_by == HETCL_TRAIN_STOP_EPOCHS && !rest->interrupted_by[0]);
+        CHECK_EQ_INT(rest->n_epochs, 2);
+        CHECK(rest->model_hash == whole->model_hash);
+    } else {
+        CHECK(0);
+    }
+    hetcl_train_result_destroy(whole);
+    hetcl_train_result_destroy(cut);
+    hetcl_train_result_destroy(rest);
+    /* Sync: stopped between two steps, in the first epoch. */
+    struct stopper st2 = {.at = 3};
+    struct hetcl_train_options o3 = {.algo = HETCL_TRAIN_SYNC,
+                                     .epochs = 2,
+                                     .seed = 5,
+                                     .host_batch = {.batch = 16},
+                                     .stop = stop_at,
+                                     .stop_user = &st2};
+    struct hetcl_train_result *sy = train(f, 2, &o3);
+    if (sy) {
+        CHECK(sy->stopped_by == HETCL_TRAIN_STOP_INTERRUPTED);
+        CHECK_EQ_INT(sy->examples, 2 * 32); /* two steps of 2 x 16 */
+    }
+    hetcl_train_result_destroy(sy);
     unlink(path);
     rmdir(dir);
 }
@@ -361,6 +434,7 @@ int main(void)
     test_reproducible_and_resume(&f);
     test_shares(&f);
     test_sync_one_step(&f);
+    test_stop(&f);
     test_errors(&f);
     hetcl_dataset_destroy(f.train);
     hetcl_dataset_destroy(f.test);

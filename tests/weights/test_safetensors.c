@@ -4,7 +4,8 @@
  * by hand from the format's specification (what other tools read); files written by other
  * writers (unpadded header, other key order, whitespace); every class of malformed input giving
  * HETCL_ERR_FORMAT with the file name and the problem in the detail; and atomic saving (no
- * temporary file left, an existing file intact when the write fails).
+ * temporary file left, an existing file intact when the write fails); the check that a tensor
+ * holds only finite numbers (every float dtype, the first bad element named).
  */
 #include "harness.h"
 
@@ -538,6 +539,74 @@ static void test_files(hetcl_context *ctx)
     hetcl_st_close(NULL);
 }
 
+/* hetcl_st_check_finite: every float dtype's NaN and infinities (either sign) are found at
+ * their element, with its index along each dimension; finite values (the largest, the
+ * smallest subnormal, -0) and integer tensors pass. */
+static void test_finite(hetcl_context *ctx)
+{
+    static const struct {
+        enum hetcl_st_dtype dtype;
+        uint64_t finite[3], nan, inf, ninf; /* bit patterns */
+    } kinds[] = {
+            {HETCL_ST_F32,
+             {0x7f7fffff, 0x00000001, 0x80000000},
+             0x7fc00000,
+             0x7f800000,
+             0xff800000},
+            {HETCL_ST_F64,
+             {0x7fefffffffffffffULL, 0x1ULL, 0x8000000000000000ULL},
+             0x7ff8000000000001ULL,
+             0x7ff0000000000000ULL,
+             0xfff0000000000000ULL},
+            {HETCL_ST_F16, {0x7bff, 0x0001, 0x8000}, 0x7e00, 0x7c00, 0xfc00},
+            {HETCL_ST_BF16, {0x7f7f, 0x0001, 0x8000}, 0x7fc1, 0x7f80, 0xff80},
+    };
+    const int64_t shape[2] = {2, 3};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        size_t size = hetcl_st_dtype_size(kinds[k].dtype);
+        const uint64_t bad[3] = {kinds[k].nan, kinds[k].inf, kinds[k].ninf};
+        const char *what[3] = {"is NaN", "is inf", "is -inf"};
+        for (int b = -1; b < 3; b++) {
+            unsigned char data[6 * 8];
+            for (int i = 0; i < 6; i++) {
+                uint64_t v = b >= 0 && i == 4 ? bad[b] : kinds[k].finite[i % 3];
+                for (size_t j = 0; j < size; j++) /* little-endian */
+                    data[(size_t) i * size + j] = (unsigned char) (v >> (8 * j));
+            }
+            hetcl_st_writer *w = NULL;
+            hetcl_st_file *f = NULL;
+            char path[4200];
+            path_in(path, sizeof path, "finite.safetensors");
+            int32_t ints[2] = {-1, 0x7fffffff};
+            const int64_t two = 2;
+            CHECK_OK(ctx, hetcl_st_writer_create(ctx, &w));
+            CHECK_OK(ctx, hetcl_st_writer_add(ctx, w, "x", kinds[k].dtype, shape, 2, data));
+            CHECK_OK(ctx, hetcl_st_writer_add(ctx, w, "i", HETCL_ST_I32, &two, 1, ints));
+            CHECK_OK(ctx, hetcl_st_writer_save(ctx, w, path));
+            hetcl_st_writer_destroy(w);
+            CHECK_OK(ctx, hetcl_st_open(ctx, path, &f));
+            if (!f)
+                continue;
+            CHECK_OK(ctx, hetcl_st_check_finite(ctx, f, hetcl_st_find(f, "i")));
+            hetcl_status s = hetcl_st_check_finite(ctx, f, hetcl_st_find(f, "x"));
+            if (b < 0) {
+                CHECK_OK(ctx, s);
+            } else {
+                const char *e = hetcl_context_last_error(ctx);
+                CHECK(s == HETCL_ERR_FORMAT);
+                if (!strstr(e, "tensor x: element 4 [1, 1]") || !strstr(e, what[b]) ||
+                    !strstr(e, "finite.safetensors")) {
+                    fprintf(stderr, "%s %s: detail \"%s\"\n", hetcl_st_dtype_name(kinds[k].dtype),
+                            what[b], e);
+                    hetcl_test_failures++;
+                }
+            }
+            hetcl_st_close(f);
+        }
+    }
+    CHECK(hetcl_st_check_finite(ctx, NULL, NULL) == HETCL_ERR_INVALID_ARG);
+}
+
 /* Removes the files this test made, then the directory. */
 static void cleanup(void)
 {
@@ -571,6 +640,7 @@ int main(void)
     test_other_writers(ctx);
     test_malformed(ctx);
     test_files(ctx);
+    test_finite(ctx);
     hetcl_context_destroy(ctx);
     cleanup();
     return hetcl_test_finish("test_weights_safetensors");

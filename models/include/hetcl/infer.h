@@ -104,7 +104,8 @@ typedef struct hetcl_infer_plan hetcl_infer_plan;
 /*
  * Builds the plan of spec with weights from w (NULL: random, seed 0). The spec's loss must be
  * softmax_cross_entropy (the plan ends with a softmax); other losses give HETCL_ERR_UNSUPPORTED.
- * A checkpoint tensor missing or of the wrong dtype or shape gives HETCL_ERR_FORMAT naming it.
+ * A checkpoint tensor missing or of the wrong dtype or shape, or holding a NaN or infinite value,
+ * gives HETCL_ERR_FORMAT naming it (and the first bad element: hetcl_st_check_finite).
  * Returns HETCL_OK, HETCL_ERR_INVALID_ARG, HETCL_ERR_IO, HETCL_ERR_FORMAT, HETCL_ERR_UNSUPPORTED,
  * HETCL_ERR_NO_MEMORY; *out is NULL on failure.
  */

@@ -201,6 +201,15 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_st_expect(hetcl_context *ctx, const
                                                        const int64_t *shape, size_t ndim,
                                                        const struct hetcl_st_tensor **out);
 
+/* Checks that every element of t, a tensor of f, is a finite number (F32, F64, F16, BF16; integer
+ * tensors always are): weights that are NaN or infinite make every output NaN without an error.
+ * Returns HETCL_OK, HETCL_ERR_FORMAT naming the first bad element, its index along each dimension
+ * and what it is ("w.safetensors: tensor layers.0.weight: element 17 [0, 17] is NaN; expected
+ * finite values"), or HETCL_ERR_INVALID_ARG for NULL arguments. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_st_check_finite(hetcl_context *ctx,
+                                                             const hetcl_st_file *f,
+                                                             const struct hetcl_st_tensor *t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -144,6 +144,17 @@ struct hetcl_train_options {
     /* Called after each epoch on the calling thread; may be NULL. */
     void (*progress)(void *user, const struct hetcl_train_progress *p);
     void *progress_user;
+    /* Cancellation point (may be NULL): polled on the calling thread before each batch is
+     * handed out (asynchronous algorithms: each time a batch completes; sync: each step). It
+     * returns NULL to go on, or a short reason to stop ("SIGINT"; copied into the result's
+     * interrupted_by). The run then hands out no more batches and waits for those in flight,
+     * writes the checkpoint when checkpoint_path is set (inside an epoch: the cursor's
+     * position, so that a resume continues there), evaluates the model as the end of a time
+     * budget does, and returns HETCL_OK with stopped_by HETCL_TRAIN_STOP_INTERRUPTED. Typically
+     * it reads a flag that the caller's signal handler set: the library installs no handler
+     * (see tools/cli_signal.c). Once it has returned a reason it is not called again. */
+    const char *(*stop)(void *user);
+    void *stop_user;
 };
 
 /* One device of a run. */
@@ -192,6 +203,7 @@ enum hetcl_train_stop {
     HETCL_TRAIN_STOP_EPOCHS = 0,
     HETCL_TRAIN_STOP_TIME,
     HETCL_TRAIN_STOP_TARGET,
+    HETCL_TRAIN_STOP_INTERRUPTED, /* the options' stop callback asked (interrupted_by says why) */
 };
 
 struct hetcl_train_result {
@@ -214,6 +226,7 @@ struct hetcl_train_result {
     double examples_per_s;
     int64_t resumed_from_epoch; /* -1 when not resumed */
     enum hetcl_train_stop stopped_by;
+    char interrupted_by[32]; /* the stop callback's reason when interrupted; "" otherwise */
     /* Staleness of every update (see README): count, mean, percentiles, max. */
     uint64_t stale_n;
     double stale_mean, stale_p50, stale_p99, stale_max;

@@ -77,6 +77,9 @@ static hetcl_status load_checkpoint(hetcl_context *ctx, hetcl_infer_plan *plan, 
         const struct hetcl_model_param *p = &spec->params[i];
         const struct hetcl_st_tensor *t = NULL;
         s = hetcl_st_expect(ctx, f, p->name, HETCL_ST_F32, p->dims, p->rank, &t);
+        /* A NaN or infinite weight turns every output into NaN: refused, not measured. */
+        if (s == HETCL_OK)
+            s = hetcl_st_check_finite(ctx, f, t);
         if (s == HETCL_OK)
             memcpy(plan->params[i], t->data, t->nbytes); /* memcpy: data may be unaligned */
     }

@@ -8,8 +8,9 @@
 
 #include <hetcl/safetensors.h>
 
-#include <errno.h>
+#include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,59 +141,268 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
     return s;
 }
 
-static hetcl_status meta_u64(hetcl_context *ctx, const hetcl_st_file *f, const char *path,
-                             const char *key, uint64_t *out)
+/* ---- Loading: every field checked before anything is trusted ------------------------------- */
+
+/* Counters stay below 2^53, so that reports (JSON numbers) hold them exactly. */
+#define COUNT_MAX (UINT64_C(1) << 53)
+/* Per-device batch sizes: those the CLI accepts. */
+#define BATCH_MAX (INT64_C(1) << 20)
+/* Seconds: a little over 30 years. */
+#define SECONDS_MAX 1e9
+/* Losses, rates: any finite value. */
+#define NUM_MAX 1e300
+
+/* The checkpoint being read, for the checks and their messages. */
+struct meta {
+    hetcl_context *ctx;
+    const hetcl_st_file *f;
+    const char *path;
+};
+
+/* "<path>: metadata.<key>: expected <what>, got <v>" (v shortened when long). */
+static hetcl_status refuse(const struct meta *m, const char *key, const char *what, const char *v)
 {
-    const char *v = hetcl_st_metadata(f, key);
+    if (!v)
+        return hetcl__fail(m->ctx, HETCL_ERR_FORMAT, "%s: metadata.%s: missing; expected %s",
+                           m->path, key, what);
+    return hetcl__fail(m->ctx, HETCL_ERR_FORMAT, "%s: metadata.%s: expected %s, got \"%.60s%s\"",
+                       m->path, key, what, v, strlen(v) > 60 ? "..." : "");
+}
+
+/* A decimal integer in [lo, hi]: digits only (no sign, space or exponent). */
+static bool parse_uint(const char *v, size_t len, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    uint64_t x = 0;
+    if (len == 0 || len > 20)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX - (uint64_t) (v[i] - '0')) / 10)
+            return false;
+        x = x * 10 + (uint64_t) (v[i] - '0');
+    }
+    *out = x;
+    return x >= lo && x <= hi;
+}
+
+/* A finite number in [lo, hi], the whole of v[0, len). */
+static bool parse_num(const char *v, size_t len, double lo, double hi, double *out)
+{
+    char buf[64];
+    if (len == 0 || len >= sizeof buf || isspace((unsigned char) v[0]))
+        return false;
+    memcpy(buf, v, len);
+    buf[len] = '\0';
     char *end = NULL;
-    errno = 0;
-    if (!v || !*v || *v == '-')
-        return hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: metadata %s: expected an integer", path,
-                           key);
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end)
-        return hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: metadata %s: expected an integer, got %s",
-                           path, key, v);
-    *out = (uint64_t) x;
+    double x = strtod(buf, &end);
+    *out = x;
+    return *end == '\0' && isfinite(x) && x >= lo && x <= hi;
+}
+
+/* "a number from 0 to 1", or "a finite number of at least 0" without a useful upper bound. */
+static void describe_range(char *buf, size_t cap, double lo, double hi)
+{
+    if (hi >= NUM_MAX)
+        snprintf(buf, cap, "a finite number of at least %g", lo);
+    else
+        snprintf(buf, cap, "a number from %g to %g", lo, hi);
+}
+
+static hetcl_status meta_uint(const struct meta *m, const char *key, uint64_t lo, uint64_t hi,
+                              const char *range_note, uint64_t *out)
+{
+    const char *v = hetcl_st_metadata(m->f, key);
+    char what[128];
+    snprintf(what, sizeof what, "an integer from %" PRIu64 " to %" PRIu64 "%s", lo, hi,
+             range_note ? range_note : "");
+    if (!v || !parse_uint(v, strlen(v), lo, hi, out))
+        return refuse(m, key, what, v);
     return HETCL_OK;
 }
 
-static hetcl_status parse_hist(hetcl_context *ctx, const char *path, const char *h,
-                               struct hetcl__ckpt_state *st)
+/* absent: the value when the key is missing (older checkpoints), or NAN when it is required. */
+static hetcl_status meta_num(const struct meta *m, const char *key, double lo, double hi,
+                             double absent, double *out)
 {
-    st->hist = NULL;
-    if (st->epoch == 0)
+    const char *v = hetcl_st_metadata(m->f, key);
+    char what[96];
+    describe_range(what, sizeof what, lo, hi);
+    if (!v && !isnan(absent)) {
+        *out = absent;
         return HETCL_OK;
-    st->hist = hetcl__calloc((size_t) st->epoch, sizeof *st->hist);
+    }
+    if (!v || !parse_num(v, strlen(v), lo, hi, out))
+        return refuse(m, key, what, v);
+    return HETCL_OK;
+}
+
+/* "b0,b1,...": one size per device of the run that wrote it. */
+static hetcl_status meta_batches(const struct meta *m, struct hetcl__ckpt_state *st)
+{
+    const char *v = hetcl_st_metadata(m->f, "batches"), *p = v;
+    char what[128];
+    snprintf(what, sizeof what, "1 to %d comma-separated integers from 1 to %" PRId64,
+             HETCL_TRAIN_MAX_DEVICES, BATCH_MAX);
+    for (st->n_dev = 0; p && *p; st->n_dev++) {
+        size_t len = strcspn(p, ",");
+        uint64_t b = 0;
+        if (st->n_dev == HETCL_TRAIN_MAX_DEVICES || !parse_uint(p, len, 1, BATCH_MAX, &b))
+            return refuse(m, "batches", what, v);
+        st->batch[st->n_dev] = (int64_t) b;
+        p += len;
+        if (*p == ',' && !*++p) /* a trailing comma */
+            return refuse(m, "batches", what, v);
+    }
+    return st->n_dev ? HETCL_OK : refuse(m, "batches", what, v);
+}
+
+/* One field of history entry i: an integer (examples: field 5; epoch: 0, which must be i + 1)
+ * or a finite number in its range. */
+static hetcl_status hist_field(const struct meta *m, int64_t i, int k, const char *v, size_t len,
+                               struct hetcl_train_epoch *e)
+{
+    static const char *const names[8] = {"epoch",  "loss",     "test_loss",      "test_acc",
+                                         "wall_s", "examples", "examples_per_s", "learning_rate"};
+    double *num[8] = {NULL,       &e->loss, &e->test_loss,      &e->test_acc,
+                      &e->wall_s, NULL,     &e->examples_per_s, &e->lr};
+    double hi = k == 3 ? 1 : k == 4 ? SECONDS_MAX : NUM_MAX;
+    uint64_t x = 0;
+    bool ok = k == 0   ? parse_uint(v, len, (uint64_t) i + 1, (uint64_t) i + 1, &x)
+              : k == 5 ? parse_uint(v, len, 0, COUNT_MAX, &x)
+                       : parse_num(v, len, 0, hi, num[k]);
+    if (k == 0)
+        e->epoch = (int64_t) x;
+    if (k == 5)
+        e->examples = x;
+    if (ok)
+        return HETCL_OK;
+    char key[64], what[64], got[64];
+    snprintf(key, sizeof key, "history[%" PRId64 "].%s", i, names[k]);
+    if (k == 0)
+        snprintf(what, sizeof what, "%" PRId64 " (its position)", i + 1);
+    else if (k == 5)
+        snprintf(what, sizeof what, "an integer from 0 to %" PRIu64, COUNT_MAX);
+    else
+        describe_range(what, sizeof what, 0, hi);
+    snprintf(got, sizeof got, "%.*s", (int) (len < 60 ? len : 60), v);
+    return refuse(m, key, what, got);
+}
+
+/* "epoch:loss:test_loss:test_acc:wall_s:examples:examples_per_s:lr;...": one entry per
+ * completed epoch (st->epoch of them), into st->hist (allocated). */
+static hetcl_status meta_history(const struct meta *m, struct hetcl__ckpt_state *st)
+{
+    const char *h = hetcl_st_metadata(m->f, "history");
+    char what[96];
+    snprintf(what, sizeof what, "%" PRId64 " entries (one per completed epoch) of 8 fields each",
+             st->epoch);
+    if (!h)
+        return refuse(m, "history", what, h);
+    int64_t n = *h ? 1 : 0;
+    for (const char *p = h; *p; p++)
+        n += *p == ';';
+    if (n != st->epoch) {
+        char got[64];
+        snprintf(got, sizeof got, "%" PRId64 " entr%s", n, n == 1 ? "y" : "ies");
+        return refuse(m, "history", what, got);
+    }
+    if (n == 0)
+        return HETCL_OK;
+    st->hist = hetcl__calloc((size_t) n, sizeof *st->hist);
     if (!st->hist)
-        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "checkpoint history");
+        return hetcl__fail(m->ctx, HETCL_ERR_NO_MEMORY, "checkpoint history");
     const char *p = h;
-    for (int64_t i = 0; i < st->epoch; i++) {
-        struct hetcl_train_epoch *e = &st->hist[i];
-        char *end = NULL;
-        e->epoch = strtoll(p, &end, 10);
-        double *f[4] = {&e->loss, &e->test_loss, &e->test_acc, &e->wall_s};
-        for (int k = 0; k < 4 && end && *end == ':'; k++)
-            *f[k] = strtod(end + 1, &end);
-        if (!end || *end != ':')
-            goto bad;
-        e->examples = strtoull(end + 1, &end, 10);
-        double *g[2] = {&e->examples_per_s, &e->lr};
-        for (int k = 0; k < 2 && *end == ':'; k++)
-            *g[k] = strtod(end + 1, &end);
-        if (*end != (i + 1 < st->epoch ? ';' : '\0'))
-            goto bad;
-        p = end + 1;
+    for (int64_t i = 0; i < n; i++) {
+        const char *entry = p;
+        for (int k = 0; k < 8; k++) { /* entries end at ';' (the count is right: see above) */
+            size_t len = strcspn(p, ":;");
+            if ((k < 7) != (p[len] == ':')) {
+                char key[32], got[64];
+                snprintf(key, sizeof key, "history[%" PRId64 "]", i);
+                snprintf(got, sizeof got, "%.*s", (int) strcspn(entry, ";"), entry);
+                return refuse(m, key, "8 fields separated by ':'", got);
+            }
+            hetcl_status s = hist_field(m, i, k, p, len, &st->hist[i]);
+            if (s != HETCL_OK)
+                return s;
+            p += len + (p[len] != '\0');
+        }
     }
     return HETCL_OK;
-bad:
-    hetcl__free(st->hist);
-    st->hist = NULL;
-    return hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: metadata history: malformed", path);
+}
+
+/* The identity of the file: a training checkpoint of this format version, model and algo. */
+static hetcl_status meta_identity(const struct meta *m, const hetcl_model_spec *spec,
+                                  struct hetcl__ckpt_state *st)
+{
+    const char *fmt = hetcl_st_metadata(m->f, "format");
+    if (!fmt || strcmp(fmt, CKPT_FORMAT) != 0)
+        return hetcl__fail(m->ctx, HETCL_ERR_FORMAT,
+                           "%s: not a hetcl training checkpoint (metadata.format is not \"%s\")",
+                           m->path, CKPT_FORMAT);
+    const char *ver = hetcl_st_metadata(m->f, "format_version");
+    if (!ver || strcmp(ver, CKPT_VERSION) != 0)
+        return refuse(m, "format_version", "\"" CKPT_VERSION "\" (this hetcl's)", ver);
+    const char *model = hetcl_st_metadata(m->f, "model");
+    if (!model || strcmp(model, spec->name) != 0) {
+        char what[96];
+        snprintf(what, sizeof what, "\"%s\" (the model spec's name)", spec->name);
+        return refuse(m, "model", what, model);
+    }
+    const char *algo = hetcl_st_metadata(m->f, "algo");
+    if (!algo || !hetcl_train_algo_parse(algo, &st->algo))
+        return refuse(m, "algo", "adaptive, hogbatch, sync, hogwild or single", algo);
+    return HETCL_OK;
+}
+
+/* The position and counters, each in its range and consistent with the others. */
+static hetcl_status meta_position(const struct meta *m, int64_t n_examples,
+                                  struct hetcl__ckpt_state *st)
+{
+    uint64_t epoch = 0, pos = 0, rng = 0;
+    hetcl_status s;
+    if ((s = meta_uint(m, "epoch", 0, INT32_MAX, NULL, &epoch)) != HETCL_OK ||
+        (s = meta_uint(m, "cursor", 0, (uint64_t) (n_examples > 0 ? n_examples - 1 : 0),
+                       " (the training examples less one)", &pos)) != HETCL_OK ||
+        (s = meta_uint(m, "seed", 0, UINT64_MAX, NULL, &st->seed)) != HETCL_OK ||
+        (s = meta_uint(m, "examples", 0, COUNT_MAX, NULL, &st->examples)) != HETCL_OK ||
+        (s = meta_uint(m, "updates", 0, COUNT_MAX, NULL, &st->updates)) != HETCL_OK ||
+        (s = meta_uint(m, "epoch_examples", 0, pos < st->examples ? pos : st->examples,
+                       " (the cursor, at most the examples)", &st->epoch_examples)) != HETCL_OK)
+        return s;
+    st->epoch = (int64_t) epoch;
+    st->pos = (int64_t) pos;
+    /* The shuffling RNG's state is a function of (seed, epoch): a mismatch is a damaged file. */
+    uint64_t want = hetcl__cursor_epoch_seed(st->seed, st->epoch);
+    char what[96];
+    snprintf(what, sizeof what, "%" PRIu64 " (from the seed and the epoch)", want);
+    if ((s = meta_uint(m, "rng", 0, UINT64_MAX, NULL, &rng)) != HETCL_OK)
+        return s;
+    if (rng != want)
+        return refuse(m, "rng", what, hetcl_st_metadata(m->f, "rng"));
+    if ((s = meta_num(m, "epoch_loss_sum", 0, NUM_MAX, NAN, &st->epoch_loss_sum)) != HETCL_OK ||
+        (s = meta_num(m, "elapsed_s", 0, SECONDS_MAX, NAN, &st->elapsed_s)) != HETCL_OK ||
+        (s = meta_num(m, "eval_s", 0, st->elapsed_s, 0, &st->eval_s)) != HETCL_OK)
+        return s;
+    return HETCL_OK;
+}
+
+/* Copies tensor name (the spec's shape, F32, every value finite) into dst. */
+static hetcl_status load_tensor(const struct meta *m, const char *name,
+                                const struct hetcl_model_param *p, float *dst)
+{
+    const struct hetcl_st_tensor *t = NULL;
+    hetcl_status s =
+            hetcl_st_expect(m->ctx, m->f, name, HETCL_ST_F32, p->dims, (size_t) p->rank, &t);
+    if (s == HETCL_OK)
+        s = hetcl_st_check_finite(m->ctx, m->f, t);
+    if (s == HETCL_OK)
+        memcpy(dst, t->data, t->nbytes);
+    return s;
 }
 
 hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_model_spec *spec,
-                              float *params, float *velocity, struct hetcl__ckpt_state *st)
+                              int64_t n_examples, float *params, float *velocity,
+                              struct hetcl__ckpt_state *st)
 {
     hetcl_st_file *f = NULL;
     char name[64];
@@ -200,71 +410,27 @@ hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_
     hetcl_status s = hetcl_st_open(ctx, path, &f);
     if (s != HETCL_OK)
         return s;
-    const char *fmt = hetcl_st_metadata(f, "format");
-    const char *model = hetcl_st_metadata(f, "model");
-    if (!fmt || strcmp(fmt, CKPT_FORMAT) != 0) {
-        s = hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: not a hetcl training checkpoint", path);
-        goto out;
-    }
-    if (!model || strcmp(model, spec->name) != 0) {
-        s = hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: checkpoint of model %s, expected %s", path,
-                        model ? model : "?", spec->name);
-        goto out;
-    }
+    struct meta m = {.ctx = ctx, .f = f, .path = path};
+    s = meta_identity(&m, spec, st);
     size_t off = 0;
-    for (int i = 0; i < spec->n_params; i++) {
+    for (int i = 0; i < spec->n_params && s == HETCL_OK; i++) {
         const struct hetcl_model_param *p = &spec->params[i];
-        const struct hetcl_st_tensor *t = NULL;
-        s = hetcl_st_expect(ctx, f, p->name, HETCL_ST_F32, p->dims, (size_t) p->rank, &t);
-        if (s != HETCL_OK)
-            goto out;
-        memcpy(params + off, t->data, t->nbytes);
+        s = load_tensor(&m, p->name, p, params + off);
         snprintf(name, sizeof name, "momentum.%s", p->name);
-        s = hetcl_st_expect(ctx, f, name, HETCL_ST_F32, p->dims, (size_t) p->rank, &t);
-        if (s != HETCL_OK)
-            goto out;
-        memcpy(velocity + off, t->data, t->nbytes);
+        if (s == HETCL_OK)
+            s = load_tensor(&m, name, p, velocity + off);
         off += (size_t) p->n_elements;
     }
-    uint64_t epoch = 0, pos = 0;
-    if ((s = meta_u64(ctx, f, path, "epoch", &epoch)) != HETCL_OK ||
-        (s = meta_u64(ctx, f, path, "cursor", &pos)) != HETCL_OK ||
-        (s = meta_u64(ctx, f, path, "seed", &st->seed)) != HETCL_OK ||
-        (s = meta_u64(ctx, f, path, "examples", &st->examples)) != HETCL_OK ||
-        (s = meta_u64(ctx, f, path, "updates", &st->updates)) != HETCL_OK)
-        goto out;
-    if (epoch > (uint64_t) INT32_MAX) {
-        s = hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: metadata epoch out of range", path);
-        goto out;
+    if (s == HETCL_OK)
+        s = meta_position(&m, n_examples, st);
+    if (s == HETCL_OK)
+        s = meta_batches(&m, st);
+    if (s == HETCL_OK)
+        s = meta_history(&m, st);
+    if (s != HETCL_OK) {
+        hetcl__free(st->hist);
+        st->hist = NULL;
     }
-    st->epoch = (int64_t) epoch;
-    st->pos = (int64_t) pos;
-    const char *els = hetcl_st_metadata(f, "epoch_loss_sum");
-    st->epoch_loss_sum = els ? strtod(els, NULL) : 0;
-    if ((s = meta_u64(ctx, f, path, "epoch_examples", &st->epoch_examples)) != HETCL_OK)
-        goto out;
-    const char *el = hetcl_st_metadata(f, "elapsed_s");
-    st->elapsed_s = el ? strtod(el, NULL) : 0;
-    const char *ev = hetcl_st_metadata(f, "eval_s");
-    st->eval_s = ev ? strtod(ev, NULL) : 0;
-    if (!(st->eval_s >= 0 && st->eval_s <= st->elapsed_s)) /* NaN or damaged: unknown */
-        st->eval_s = 0;
-    const char *algo = hetcl_st_metadata(f, "algo");
-    if (!algo || !hetcl_train_algo_parse(algo, &st->algo)) {
-        s = hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: metadata algo: unknown", path);
-        goto out;
-    }
-    const char *b = hetcl_st_metadata(f, "batches");
-    for (st->n_dev = 0; b && *b && st->n_dev < HETCL_TRAIN_MAX_DEVICES; st->n_dev++) {
-        char *end = NULL;
-        st->batch[st->n_dev] = strtoll(b, &end, 10);
-        b = *end == ',' ? end + 1 : end;
-        if (end == b && *end)
-            break;
-    }
-    const char *h = hetcl_st_metadata(f, "history");
-    s = parse_hist(ctx, path, h ? h : "", st);
-out:
     hetcl_st_close(f);
     return s;
 }

@@ -54,6 +54,18 @@ static inline bool hetcl__tr_time_up(const struct tr *t)
     return t->o.time_s > 0 && hetcl__tr_elapsed_s(t) >= t->o.time_s;
 }
 
+/* The caller asked the run to stop: its stop callback, polled here until it gives a reason
+ * (kept in t->stop_reason; the answer stays true from then on). */
+static inline bool hetcl__tr_stop_requested(struct tr *t)
+{
+    if (!t->stop_reason[0] && t->o.stop) {
+        const char *why = t->o.stop(t->o.stop_user);
+        if (why)
+            hetcl__strlcpy(t->stop_reason, why[0] ? why : "stop requested", sizeof t->stop_reason);
+    }
+    return t->stop_reason[0] != '\0';
+}
+
 /* ---- train_setup.c ----------------------------------------------------------------------- */
 
 /* The state of a run over these inputs (borrowed; opts copied): locks, slots, the inputs;
@@ -74,7 +86,7 @@ void hetcl__tr_destroy(struct tr *t);
 
 /* One epoch from the cursor's position, asynchronous algorithms (every device keeps its slots
  * busy) or sync (one global batch per step). Returns with the devices drained; stops early for
- * the time budget, a reached target or a failure. */
+ * the time budget, a reached target, the caller's stop request or a failure. */
 hetcl_status hetcl__tr_epoch_async(struct tr *t, struct tr_epoch_acc *acc);
 hetcl_status hetcl__tr_epoch_sync(struct tr *t, struct tr_epoch_acc *acc);
 /* Records device d's batch size b in its trajectory (when it changed). */

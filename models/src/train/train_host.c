@@ -46,8 +46,11 @@ static hetcl_status step_host(const struct hetcl_host_call *call)
     uint64_t v = atomic_fetch_add_explicit(&t->version, 1, memory_order_relaxed);
     s->stale = v - s->v_start; /* updates by others while this one ran */
     s->t_end_ns = hetcl__now_ns();
+    /* Once on the completion queue the slot is the coordinator's again (it may hand it out to
+     * the next batch at once): nothing of it is read after. */
+    hetcl_status st = s->status;
     hetcl__tr_complete(t, s);
-    return s->status;
+    return st;
 }
 
 /* Buffers: params (R). Writes the device's gradient (mean over the shard). */
@@ -64,8 +67,9 @@ static hetcl_status grad_host(const struct hetcl_host_call *call)
                                         &s->loss);
     s->stale = 0;
     s->t_end_ns = hetcl__now_ns();
+    hetcl_status st = s->status; /* the slot is the coordinator's once completed */
     hetcl__tr_complete(t, s);
-    return s->status;
+    return st;
 }
 
 #define EVAL_ROWS 256

@@ -121,9 +121,14 @@ struct hetcl__ckpt_state {
 hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_model_spec *spec,
                               const float *params, const float *velocity,
                               const struct hetcl__ckpt_state *st);
-/* Reads a checkpoint written for spec into params and velocity and *st (st->hist allocated).
- * HETCL_ERR_IO (missing), HETCL_ERR_FORMAT (another model, bad metadata). */
+/* Reads a checkpoint written for spec, to resume training on n_examples examples, into params
+ * and velocity and *st (st->hist allocated). Nothing in the file is trusted: every metadata
+ * field is checked (type, range, finiteness, agreement with the others: the history has one
+ * entry per completed epoch, the cursor lies inside the data) and every weight and momentum
+ * value must be finite. HETCL_ERR_IO (missing), HETCL_ERR_FORMAT (another model, a bad field:
+ * "<path>: metadata.cursor: expected an integer from 0 to 599 ..., got "1000000000000""). */
 hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_model_spec *spec,
-                              float *params, float *velocity, struct hetcl__ckpt_state *st);
+                              int64_t n_examples, float *params, float *velocity,
+                              struct hetcl__ckpt_state *st);
 
 #endif /* HETCL_TRAIN_IMPL_H */

@@ -218,7 +218,7 @@ hetcl_status hetcl__tr_epoch_async(struct tr *t, struct tr_epoch_acc *acc)
     bool exhausted = false;
     for (;;) {
         bool any = false, hold = hetcl__tr_ckpt_due(t) || hetcl__tr_eval_due(t);
-        bool stop = hold || hetcl__tr_time_up(t) || t->target_hit;
+        bool stop = hold || hetcl__tr_time_up(t) || t->target_hit || hetcl__tr_stop_requested(t);
         for (int i = 0; i < t->n_dev && s == HETCL_OK && !exhausted && !stop; i++)
             for (int k = 0;
                  k < TR_SLOTS_PER_DEV && !exhausted && s == HETCL_OK && !hetcl__tr_eval_due(t); k++)
@@ -227,6 +227,8 @@ hetcl_status hetcl__tr_epoch_async(struct tr *t, struct tr_epoch_acc *acc)
             any |= t->dev[i].inflight > 0;
         if (s != HETCL_OK)
             break;
+        if (!any && t->stop_reason[0])
+            break; /* drained after a stop request: the caller saves and evaluates */
         if (!any && hold && !exhausted && t->cursor.pos < t->cursor.n) {
             /* Drained for a mid-epoch evaluation or checkpoint: do it, then carry on. */
             if (hetcl__tr_eval_due(t))
@@ -366,7 +368,8 @@ hetcl_status hetcl__tr_epoch_sync(struct tr *t, struct tr_epoch_acc *acc)
     if (!gsum)
         return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "sync gradient");
     hetcl_status s = HETCL_OK;
-    while (s == HETCL_OK && !hetcl__tr_time_up(t) && !t->target_hit) {
+    while (s == HETCL_OK && !hetcl__tr_time_up(t) && !t->target_hit &&
+           !hetcl__tr_stop_requested(t)) {
         if (hetcl__tr_eval_due(t) && (s = hetcl__tr_eval_mid_epoch(t, acc)) != HETCL_OK)
             break;
         if (t->target_hit)

@@ -3,8 +3,9 @@
  * setup (train_setup.c), the epochs (each one's loop in train_loop.c; evaluations and
  * checkpoints while the devices are drained in train_eval.c), and the result (here).
  *
- * An epoch runs from the cursor's position until the examples run out (or the time budget, or
- * a reached target accuracy, stops it); every batch is then drained, the model is evaluated,
+ * An epoch runs from the cursor's position until the examples run out (or the time budget, a
+ * reached target accuracy or the caller's stop request ends it); every batch is then drained
+ * (after a stop request inside the epoch, the checkpoint is written), the model is evaluated,
  * the epoch's entry is added to the result, progress is reported, a checkpoint may be written,
  * and the next epoch starts.
  */
@@ -101,7 +102,7 @@ static void report_progress(const struct tr_run *r, const struct hetcl_train_epo
 
 /* One epoch (index epoch) from the cursor's position, its evaluation, its entry in the result,
  * the progress report and the checkpoint at its end. *stop: the run ends here (the epoch was
- * cut short, the time is up or the target reached). */
+ * cut short, the time is up, the target reached or the caller asked to stop). */
 static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
 {
     struct tr *t = r->t;
@@ -120,7 +121,21 @@ static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
                                                    : hetcl__tr_epoch_async(t, &acc);
     if (s != HETCL_OK)
         return s;
+    const bool interrupted = t->stop_reason[0] != '\0';
+    const bool partial = t->cursor.pos < t->cursor.n;
+    if (interrupted && partial && t->o.checkpoint_path) {
+        /* Stopped by the caller inside the epoch, the devices drained: the checkpoint first,
+         * so that a second signal during the evaluation below loses nothing. */
+        if ((s = hetcl__tr_save_ckpt(t, &acc)) != HETCL_OK)
+            return s;
+    }
     r->examples += acc.examples;
+    if (interrupted && acc.examples == ex0) {
+        /* Nothing trained in this epoch since the (re)start: no epoch entry to add. */
+        r->res->stopped_by = HETCL_TRAIN_STOP_INTERRUPTED;
+        *stop = true;
+        return HETCL_OK;
+    }
     double epoch_train_s = (double) (hetcl__now_ns() - ep0) * 1e-9 - (t->eval_s - ev0);
     double tl = 0, ta = 0;
     struct hetcl_train_epoch *e = NULL;
@@ -139,17 +154,19 @@ static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
     t->n_hist = res->n_epochs;
     t->examples_done = r->examples;
     const bool reached = t->o.target_acc > 0 && ta >= t->o.target_acc;
+    /* A stop request that came as the last epoch ended cut nothing short. */
+    const bool cut = interrupted && (partial || epoch + 1 < r->max_epochs);
     res->stopped_by = reached                ? HETCL_TRAIN_STOP_TARGET
+                      : cut                  ? HETCL_TRAIN_STOP_INTERRUPTED
                       : hetcl__tr_time_up(t) ? HETCL_TRAIN_STOP_TIME
                                              : HETCL_TRAIN_STOP_EPOCHS;
-    bool partial = t->cursor.pos < t->cursor.n;
     if (t->o.progress)
         report_progress(r, e, epoch, ta);
-    /* Checkpoints only at epoch boundaries: the cursor position is then 0 and a resumed run
-     * repeats at most the epochs since the last one. */
+    /* Checkpoints at epoch boundaries (and at a stop request, above): the cursor position is
+     * then 0 and a resumed run repeats at most the epochs since the last one. */
     if (!partial && t->o.checkpoint_path)
         s = hetcl__tr_save_ckpt(t, NULL);
-    *stop = partial || hetcl__tr_time_up(t) || reached;
+    *stop = partial || hetcl__tr_time_up(t) || reached || interrupted;
     return s;
 }
 
@@ -213,6 +230,8 @@ static hetcl_status result_fill(struct tr_run *r)
     res->evals = t->evals;
     t->evals = NULL;
     res->examples_per_s = (double) (r->examples - r->examples_before) / fmax(1e-9, train_s);
+    if (res->stopped_by == HETCL_TRAIN_STOP_INTERRUPTED)
+        hetcl__strlcpy(res->interrupted_by, t->stop_reason, sizeof res->interrupted_by);
     if (res->n_epochs) {
         res->final_test_acc = res->epochs[res->n_epochs - 1].test_acc;
         res->final_test_loss = res->epochs[res->n_epochs - 1].test_loss;

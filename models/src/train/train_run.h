@@ -123,6 +123,8 @@ struct tr {
     struct hetcl_train_eval before;
     bool target_hit;
     double tt_wall, tt_train; /* times to the target accuracy, -1 until reached */
+    /* The reason the caller's stop callback gave, once it asked the run to stop; "" until. */
+    char stop_reason[32];
 };
 
 /* Host codelets (train_host.c). */

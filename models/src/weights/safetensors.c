@@ -946,3 +946,53 @@ hetcl_status hetcl_st_expect(hetcl_context *ctx, const hetcl_st_file *f, const c
         *out = t;
     return HETCL_OK;
 }
+
+/* The bits of each floating-point dtype's mantissa and exponent (0 for integer dtypes). */
+static const struct {
+    unsigned man, exp;
+} FLOAT_BITS[] = {[HETCL_ST_F32] = {23, 8},
+                  [HETCL_ST_F16] = {10, 5},
+                  [HETCL_ST_BF16] = {7, 8},
+                  [HETCL_ST_F64] = {52, 11}};
+
+/* What element i of t is when not a finite number ("NaN", "inf", "-inf"), or NULL. */
+static const char *not_finite(const struct hetcl_st_tensor *t, size_t i)
+{
+    if ((size_t) t->dtype >= sizeof FLOAT_BITS / sizeof FLOAT_BITS[0] || !FLOAT_BITS[t->dtype].exp)
+        return NULL;
+    size_t size = DTYPES[t->dtype].size;
+    unsigned man = FLOAT_BITS[t->dtype].man, exp = FLOAT_BITS[t->dtype].exp;
+    const unsigned char *b = (const unsigned char *) t->data + i * size;
+    uint64_t bits = 0;
+    for (size_t k = size; k-- > 0;) /* little-endian */
+        bits = bits << 8 | b[k];
+    uint64_t all_ones = (UINT64_C(1) << exp) - 1;
+    if ((bits >> man & all_ones) != all_ones)
+        return NULL;
+    if (bits & ((UINT64_C(1) << man) - 1))
+        return "NaN";
+    return bits >> (man + exp) & 1 ? "-inf" : "inf";
+}
+
+hetcl_status hetcl_st_check_finite(hetcl_context *ctx, const hetcl_st_file *f,
+                                   const struct hetcl_st_tensor *t)
+{
+    if (!f || !t)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_st_check_finite: NULL argument");
+    for (size_t i = 0; i < (size_t) t->n_elements; i++) {
+        const char *what = not_finite(t, i);
+        if (!what)
+            continue;
+        int64_t at[32], rest = (int64_t) i; /* the element's index along each dimension */
+        size_t nd = t->ndim < 32 ? t->ndim : 0;
+        for (size_t d = nd; d-- > 0;) {
+            at[d] = rest % t->shape[d]; /* no dimension is 0: the tensor has elements */
+            rest /= t->shape[d];
+        }
+        char where[128];
+        return hetcl__fail(ctx, HETCL_ERR_FORMAT,
+                           "%s: tensor %s: element %zu %s is %s; expected finite values", f->name,
+                           t->name, i, shape_str(where, sizeof where, at, nd), what);
+    }
+    return HETCL_OK;
+}

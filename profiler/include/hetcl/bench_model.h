@@ -167,6 +167,15 @@ struct hetcl_bench_model_options {
      * single-stream on host0+p0d0 ..."), without a newline; NULL: none. */
     void (*progress)(void *user, const char *line);
     void *progress_user;
+    /* Cancellation point ([NULL]: none): polled on the thread of hetcl_bench_model_run between
+     * requests and between configurations. It returns NULL to go on, or a short reason to stop
+     * ("SIGINT"; copied). The configuration in progress is then abandoned after its current
+     * request, the ones after it are not run, and the table and the report hold the
+     * configurations measured to the end (hetcl_bench_model_n_done), the report saying why it
+     * stopped (hetcl_bench_model_interrupted). The library installs no signal handler: the
+     * caller's handler sets a flag this reads (hetcl bench model). */
+    const char *(*stop)(void *user);
+    void *stop_user;
 };
 
 /* The defaults above. */
@@ -212,9 +221,10 @@ HETCL_API HETCL_NODISCARD hetcl_status
 hetcl_bench_model_create(hetcl_context *ctx, const struct hetcl_bench_model_options *o,
                          hetcl_bench_model **out, enum hetcl_bench_option *bad);
 
-/* Runs every configuration in order, with the cool-downs, calling the progress callback. A
- * configuration that fails is recorded (hetcl_bench_model_n_failed). Returns HETCL_OK, or
- * HETCL_ERR_INVALID_ARG when called twice. */
+/* Runs every configuration in order, with the cool-downs, calling the progress callback, until
+ * the stop callback asks it to stop. A configuration that fails is recorded
+ * (hetcl_bench_model_n_failed). Returns HETCL_OK (stopped or not), or HETCL_ERR_INVALID_ARG
+ * when called twice. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_bench_model_run(hetcl_bench_model *b);
 
 /* The devices the run's runtime was created from (hetcl_runtime_device_list): its broken
@@ -225,17 +235,23 @@ HETCL_API const struct hetcl_device_list *hetcl_bench_model_devices(const hetcl_
 /* Configurations of the run, and how many of them failed (after hetcl_bench_model_run). */
 HETCL_API size_t hetcl_bench_model_n_configs(const hetcl_bench_model *b);
 HETCL_API size_t hetcl_bench_model_n_failed(const hetcl_bench_model *b);
+/* Configurations run to their end, failed or not (after hetcl_bench_model_run): n_configs,
+ * or fewer when the options' stop callback ended the run. */
+HETCL_API size_t hetcl_bench_model_n_done(const hetcl_bench_model *b);
+/* The reason the stop callback gave when it ended the run (borrowed from b), or NULL. */
+HETCL_API const char *hetcl_bench_model_interrupted(const hetcl_bench_model *b);
 
-/* The table of results as text (one line per configuration) or Markdown: p50/p90/p99 end-to-end
- * latency in ms (a '*' marks an untrusted percentile, with a footnote when one does), device p50,
- * items/s, warm-up state, divergence; then the device breakdown's medians and the top-1 accuracy
- * of each device that evaluated it (with its configuration and the samples it saw). *out is
- * owned by the caller (hetcl_free). HETCL_ERR_NO_MEMORY. */
+/* The table of results as text (one line per configuration run to its end) or Markdown: p50/p90/p99
+ * end-to-end latency in ms (a '*' marks an untrusted percentile, with a footnote when one does),
+ * device p50, items/s, warm-up state, divergence; then the device breakdown's medians and the top-1
+ * accuracy of each device that evaluated it (with its configuration and the samples it saw). *out
+ * is owned by the caller (hetcl_free). HETCL_ERR_NO_MEMORY. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_bench_model_table(const hetcl_bench_model *b,
                                                                bool markdown, char **out);
 
 /* The JSON report (a new tree the caller owns: cJSON_Delete); may be called more than once.
- * HETCL_ERR_NO_MEMORY. */
+ * After a stop request, it holds the configurations run to their end and an "interrupted"
+ * object (reports/README.md). HETCL_ERR_NO_MEMORY. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_bench_model_report(const hetcl_bench_model *b,
                                                                 cJSON **out);
 /* The report written to path atomically (hetcl_report_write). HETCL_ERR_IO ("cannot write

@@ -76,6 +76,9 @@ struct hetcl_bench_model {
     cJSON *provenance; /* taken at create, copied into each report */
     bool ran;
     size_t n_failed;
+    /* Configurations run to their end: those of order[0, n_done). */
+    size_t n_done;
+    char stop_reason[32]; /* the stop callback's reason; "" while it has given none */
 };
 
 /* ---- options (model_options.c) ----------------------------------------------------------- */
@@ -118,9 +121,13 @@ struct bench_run {
 };
 
 /* Runs configuration c of model m into r (model_run.c). Never fails as a call: a failed
- * configuration has r->ok false and r->error set. */
-void hetcl__bench_run_config(hetcl_bench_model *b, const struct bench_config *c,
+ * configuration has r->ok false and r->error set. Returns false when a stop request abandoned
+ * it (r then means nothing). */
+bool hetcl__bench_run_config(hetcl_bench_model *b, const struct bench_config *c,
                              struct bench_result *r);
+/* The caller asked the run to stop: the options' stop callback, polled until it gives a reason
+ * (kept in b->stop_reason; true from then on). */
+bool hetcl__bench_stop_requested(hetcl_bench_model *b);
 /* Marks r failed with msg (one line). */
 void hetcl__bench_fail_config(struct bench_result *r, const char *msg);
 
@@ -133,7 +140,8 @@ hetcl_status hetcl__bench_open_session(struct bench_run *run, const int *workers
 bool hetcl__bench_place(struct bench_run *run);
 
 /* model_measure.c: warm-up and timed requests in the configuration's scenario, filling the
- * loop, the device times, the breakdown, the per-layer samples, throughput and utilisation. */
+ * loop, the device times, the breakdown, the per-layer samples, throughput and utilisation.
+ * HETCL_ERR_CANCELLED when a stop request came between two requests. */
 hetcl_status hetcl__bench_measure(struct bench_run *run);
 
 /* model_layers.c */

@@ -198,6 +198,10 @@ static hetcl_status loop(struct measure *M)
         st = hetcl_infer_session_submit(run->sess[0], next_input(M));
     }
     while (L->phase != BENCH_PHASE_DONE && st == HETCL_OK) {
+        if (hetcl__bench_stop_requested(run->b)) {
+            st = HETCL_ERR_CANCELLED;
+            break;
+        }
         bool timed = L->phase == BENCH_PHASE_TIMED;
         if (timed && !M->timed_started)
             begin_timed(M);

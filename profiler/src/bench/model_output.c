@@ -7,6 +7,16 @@
 
 #include <string.h>
 
+/* Which configurations the table and the report hold (*out: n_configs flags, owned by the
+ * caller): every one, or after a stop request those run to their end. NULL: no memory. */
+static bool *listed(const hetcl_bench_model *b)
+{
+    bool *in = hetcl__calloc(b->n_configs ? b->n_configs : 1, sizeof *in);
+    for (size_t k = 0; in && k < b->n_configs; k++)
+        in[b->order[k]] = !b->stop_reason[0] || k < b->n_done;
+    return in;
+}
+
 hetcl_status hetcl_bench_model_table(const hetcl_bench_model *b, bool markdown, char **out)
 {
     if (!out || !b)
@@ -14,12 +24,19 @@ hetcl_status hetcl_bench_model_table(const hetcl_bench_model *b, bool markdown, 
                            "hetcl_bench_model_table: NULL argument");
     *out = NULL;
     const struct bench_result **rows = hetcl__calloc(b->n_configs ? b->n_configs : 1, sizeof *rows);
-    if (!rows)
+    bool *in = listed(b);
+    if (!rows || !in) {
+        hetcl__free(rows);
+        hetcl__free(in);
         return hetcl__fail(b->ctx, HETCL_ERR_NO_MEMORY, "bench model table");
+    }
+    size_t n = 0;
     for (size_t i = 0; i < b->n_configs; i++) /* as listed, not as run */
-        rows[i] = &b->results[i];
+        if (in[i])
+            rows[n++] = &b->results[i];
+    hetcl__free(in);
     struct sbuf sb = {0};
-    hetcl__bench_table(&sb, rows, b->n_configs, markdown);
+    hetcl__bench_table(&sb, rows, n, markdown);
     hetcl__free(rows);
     *out = sb.failed ? NULL : hetcl__strdup(sb.p ? sb.p : "");
     hetcl__sb_free(&sb);
@@ -78,12 +95,25 @@ hetcl_status hetcl_bench_model_report(const hetcl_bench_model *b, cJSON **out)
     run_info(b, &ri, dev_names);
     cJSON *root = hetcl__bench_report_root(&ri, cJSON_Duplicate(b->provenance, true));
     cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "configurations");
-    bool ok = arr != NULL;
+    bool *in = listed(b);
+    bool ok = arr && in;
     for (size_t i = 0; ok && i < b->n_configs; i++) {
+        if (!in[i])
+            continue;
         cJSON *c = hetcl__bench_report_configuration(b->ctx, &b->results[i]);
         ok = c && cJSON_AddItemToArray(arr, c);
         if (!ok)
             cJSON_Delete(c);
+    }
+    hetcl__free(in);
+    if (ok && b->stop_reason[0]) {
+        cJSON *intr = cJSON_CreateObject();
+        ok = intr && cJSON_AddItemToObject(root, "interrupted", intr);
+        if (!ok)
+            cJSON_Delete(intr);
+        ok = ok && cJSON_AddStringToObject(intr, "reason", b->stop_reason) &&
+             cJSON_AddNumberToObject(intr, "configurations_planned", (double) b->n_configs) &&
+             cJSON_AddNumberToObject(intr, "configurations_done", (double) b->n_done);
     }
     if (!ok) {
         cJSON_Delete(root);

@@ -193,7 +193,17 @@ static void close_run(struct bench_run *run)
     run->inputs = NULL;
 }
 
-void hetcl__bench_run_config(hetcl_bench_model *b, const struct bench_config *c,
+bool hetcl__bench_stop_requested(hetcl_bench_model *b)
+{
+    if (!b->stop_reason[0] && b->opt.o.stop) {
+        const char *why = b->opt.o.stop(b->opt.o.stop_user);
+        if (why)
+            hetcl__strlcpy(b->stop_reason, why[0] ? why : "stop requested", sizeof b->stop_reason);
+    }
+    return b->stop_reason[0] != '\0';
+}
+
+bool hetcl__bench_run_config(hetcl_bench_model *b, const struct bench_config *c,
                              struct bench_result *r)
 {
     struct bench_run run = {.b = b, .c = c, .r = r, .m = &b->models[c->model]};
@@ -205,7 +215,7 @@ void hetcl__bench_run_config(hetcl_bench_model *b, const struct bench_config *c,
     run.per = (size_t) c->batch * (size_t) run.m->plan->in_elems;
     if (!(run.inputs = make_inputs(&run)) || !hetcl__bench_place(&run)) {
         close_run(&run);
-        return;
+        return true;
     }
     if (!run.use_rows && !run.pipeline) {
         run.n_workers = 1;
@@ -215,10 +225,14 @@ void hetcl__bench_run_config(hetcl_bench_model *b, const struct bench_config *c,
     hetcl_status st = open_sessions(&run);
     if (st == HETCL_OK)
         st = hetcl__bench_measure(&run);
+    if (st == HETCL_ERR_CANCELLED) { /* abandoned: neither a result nor a failure */
+        close_run(&run);
+        return false;
+    }
     if (st != HETCL_OK) {
         hetcl__bench_fail_config(r, hetcl_context_last_error(b->ctx));
         close_run(&run);
-        return;
+        return true;
     }
     device_figures(&run);
     hetcl__bench_divergence(&run);
@@ -228,6 +242,7 @@ void hetcl__bench_run_config(hetcl_bench_model *b, const struct bench_config *c,
     hetcl_core_round_trip_measure(&r->core, true);
     r->throttled = hetcl_machine_throttled(r->machine_before, r->machine_after);
     close_run(&run);
+    return true;
 }
 
 static void progress(const hetcl_bench_model *b, const char *fmt, ...)
@@ -262,14 +277,18 @@ hetcl_status hetcl_bench_model_run(hetcl_bench_model *b)
         return hetcl__fail(b ? b->ctx : NULL, HETCL_ERR_INVALID_ARG,
                            "hetcl_bench_model_run: NULL or already run");
     b->ran = true;
-    for (size_t k = 0; k < b->n_configs; k++) {
+    for (size_t k = 0; k < b->n_configs && !hetcl__bench_stop_requested(b); k++) {
         const struct bench_config *c = &b->configs[b->order[k]];
         struct bench_result *r = &b->results[b->order[k]];
         char what[256];
         describe(b, c, what, sizeof what);
         progress(b, "[%zu/%zu] %s ...", k + 1, b->n_configs, what);
         double t0 = hetcl__bench_now_ms();
-        hetcl__bench_run_config(b, c, r);
+        if (!hetcl__bench_run_config(b, c, r)) {
+            progress(b, "[%zu/%zu] %s: abandoned (%s)", k + 1, b->n_configs, what, b->stop_reason);
+            break;
+        }
+        b->n_done++;
         if (!r->ok)
             b->n_failed++;
         if (r->ok)
@@ -277,10 +296,11 @@ hetcl_status hetcl_bench_model_run(hetcl_bench_model *b)
                      r->loop.n_timed, (hetcl__bench_now_ms() - t0) / 1000);
         else
             progress(b, "[%zu/%zu] %s: FAILED: %s", k + 1, b->n_configs, what, r->error);
-        if (b->opt.o.cooldown_ms > 0 && k + 1 < b->n_configs) {
-            double ms = b->opt.o.cooldown_ms;
-            struct timespec ts = {.tv_sec = (time_t) (ms / 1000),
-                                  .tv_nsec = (long) (fmod(ms, 1000) * 1e6)};
+        /* The cool-down in slices, so that a stop request ends it too. */
+        for (double left = k + 1 < b->n_configs ? b->opt.o.cooldown_ms : 0;
+             left > 0 && !hetcl__bench_stop_requested(b); left -= 100) {
+            double ms = left < 100 ? left : 100;
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = (long) (ms * 1e6)};
             nanosleep(&ts, NULL);
         }
     }
@@ -290,6 +310,16 @@ hetcl_status hetcl_bench_model_run(hetcl_bench_model *b)
 const struct hetcl_device_list *hetcl_bench_model_devices(const hetcl_bench_model *b)
 {
     return b ? hetcl_runtime_device_list(b->rt) : NULL;
+}
+
+size_t hetcl_bench_model_n_done(const hetcl_bench_model *b)
+{
+    return b ? b->n_done : 0;
+}
+
+const char *hetcl_bench_model_interrupted(const hetcl_bench_model *b)
+{
+    return b && b->stop_reason[0] ? b->stop_reason : NULL;
 }
 
 size_t hetcl_bench_model_n_configs(const hetcl_bench_model *b)

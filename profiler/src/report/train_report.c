@@ -288,7 +288,7 @@ static cJSON *shares_json(const struct hetcl_train_result *r)
 
 static cJSON *final_json(const struct hetcl_train_result *r)
 {
-    static const char *const stop[] = {"epochs", "time", "target_acc"};
+    static const char *const stop[] = {"epochs", "time", "target_acc", "interrupted"};
     cJSON *f = cJSON_CreateObject();
     bool ev = r->n_epochs > 0;
     hetcl__json_add(f, "epochs", cJSON_CreateNumber((double) r->n_epochs));
@@ -299,6 +299,8 @@ static cJSON *final_json(const struct hetcl_train_result *r)
     hetcl__json_add(f, "test_acc", hetcl__json_number_or_null(r->final_test_acc, ev));
     hetcl__json_add(f, "examples_per_s", cJSON_CreateNumber(r->examples_per_s));
     hetcl__json_add(f, "stopped_by", cJSON_CreateString(stop[r->stopped_by]));
+    if (r->stopped_by == HETCL_TRAIN_STOP_INTERRUPTED && r->interrupted_by[0])
+        hetcl__json_add(f, "interrupted_by", cJSON_CreateString(r->interrupted_by));
     return f;
 }
 
