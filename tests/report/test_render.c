@@ -250,7 +250,7 @@ static void test_errors(void)
     cJSON_Delete(doc);
     CHECK(render(&bad, 1, HETCL_RENDER_HTML, &st) == NULL);
     CHECK_EQ_INT(st, HETCL_ERR_FORMAT);
-    CHECK(strstr(hetcl_context_last_error(ctx), "weather.json: $.kind: 'hetcl.weather'") != NULL);
+    CHECK(strstr(hetcl_context_last_error(ctx), "weather.json: $.kind: \"hetcl.weather\"") != NULL);
 
     /* Several reports: train reports only. */
     const char *src = getenv("HETCL_SOURCE_DIR");

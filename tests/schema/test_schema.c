@@ -50,7 +50,7 @@ static const struct schema_case cases[] = {
          "'a very long string that goes on and on and on and on and on and on'", OK, NULL},
         {"{'type':'integer'}",
          "'a very long string that goes on and on and on and on and on and on'", BAD,
-         "got \"a very long string that goes on and on and on and on and on..."},
+         "got \"a very long string that goes on and on and on and on and on and \"... (66 bytes)"},
         {"{'type':'frob'}", "1", SCHEMA_ERR, "schema error at $: unknown type \"frob\""},
         {"{'type':5}", "1", SCHEMA_ERR, "\"type\" must be a type name"},
         {"{'type':[]}", "1", SCHEMA_ERR, "must not be an empty array"},
