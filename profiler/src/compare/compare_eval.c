@@ -498,12 +498,13 @@ static void load_note(struct hetcl_comparison *c)
             }
         }
     c->note[0] = '\0';
-    if (example)
+    char q[HETCL_QUOTE_CAP];
+    if (example) /* the key comes from the report: quoted, it cannot reach the terminal raw */
         snprintf(c->note, sizeof c->note,
                  "note: %zu of %zu matched configurations ran at a different machine load (e.g. "
                  "%s: load average %.2f in BASE, %.2f in NEW); their verdicts may reflect the "
                  "machine rather than the change",
-                 n_differ, n_known, example, eb, en);
+                 n_differ, n_known, hetcl__quote(q, sizeof q, example), eb, en);
 }
 
 static struct hetcl_compare_options resolve(const struct hetcl_compare_options *opts)
