@@ -447,6 +447,26 @@ static void test_files(void)
     CHECK_EQ_INT(hetcl_schema_read_json(NULL, &json, err, sizeof err), HETCL_ERR_INVALID_ARG);
     CHECK_EQ_INT(hetcl_schema_read_json(tmp_path("good.json"), NULL, err, sizeof err),
                  HETCL_ERR_INVALID_ARG);
+
+    /* The same parser on text in memory: not terminated (the bytes after len are not read),
+     * the same messages. */
+    const char text[] = "{\"a\": [1, 2]}garbage";
+    CHECK_EQ_INT(hetcl_schema_parse_json("mem.json", text, 13, &json, err, sizeof err), HETCL_OK);
+    CHECK(cJSON_IsArray(cJSON_GetObjectItem(json, "a")));
+    cJSON_Delete(json);
+    CHECK_EQ_INT(hetcl_schema_parse_json("mem.json", text, sizeof text - 1, &json, err, sizeof err),
+                 HETCL_ERR_FORMAT);
+    CHECK(json == NULL);
+    CHECK(strstr(err, "mem.json: JSON parse error at byte 13 (line 1, column 14)") != NULL);
+    CHECK_EQ_INT(hetcl_schema_parse_json("mem.json", "{\"a\": t\0rue}", 12, &json, err, sizeof err),
+                 HETCL_ERR_FORMAT);
+    CHECK_EQ_INT(hetcl_schema_parse_json("mem.json", NULL, 0, &json, err, sizeof err),
+                 HETCL_ERR_FORMAT);
+    CHECK(strstr(err, "empty file") != NULL);
+    CHECK_EQ_INT(hetcl_schema_parse_json("mem.json", NULL, 3, &json, err, sizeof err),
+                 HETCL_ERR_INVALID_ARG);
+    CHECK_EQ_INT(hetcl_schema_parse_json(NULL, "{}", 2, &json, err, sizeof err),
+                 HETCL_ERR_INVALID_ARG);
 }
 
 /* Exit status of `prog args...`, or -1. */

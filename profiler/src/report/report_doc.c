@@ -66,15 +66,20 @@ static const char *string_member(const cJSON *o, const char *name)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-bool hetcl__report_doc_load(hetcl_context *ctx, const char *path,
-                            const struct report_kind_info *kinds, size_t n_kinds, const char *verb,
-                            struct report_doc *d)
+static bool check_head(struct report_doc *d, const struct report_kind_info *kinds, size_t n_kinds,
+                       const char *verb);
+
+/* Reads path (text NULL) or parses text[0..len) into d->root, then checks the head. */
+static bool doc_open(hetcl_context *ctx, const char *path, const char *text, size_t len,
+                     const struct report_kind_info *kinds, size_t n_kinds, const char *verb,
+                     struct report_doc *d)
 {
     memset(d, 0, sizeof *d);
     d->ctx = ctx;
     d->path = path;
     char err[1024];
-    hetcl_status st = hetcl_schema_read_json(path, &d->root, err, sizeof err);
+    hetcl_status st = text ? hetcl_schema_parse_json(path, text, len, &d->root, err, sizeof err)
+                           : hetcl_schema_read_json(path, &d->root, err, sizeof err);
     if (st != HETCL_OK) {
         /* err names the file: "x.json: cannot open: ..." */
         (void) hetcl__fail(ctx, st, "%s", err);
@@ -82,6 +87,30 @@ bool hetcl__report_doc_load(hetcl_context *ctx, const char *path,
         d->status = st;
         return false;
     }
+    return check_head(d, kinds, n_kinds, verb);
+}
+
+bool hetcl__report_doc_load(hetcl_context *ctx, const char *path,
+                            const struct report_kind_info *kinds, size_t n_kinds, const char *verb,
+                            struct report_doc *d)
+{
+    return doc_open(ctx, path, NULL, 0, kinds, n_kinds, verb, d);
+}
+
+bool hetcl__report_doc_parse(hetcl_context *ctx, const char *name, const char *text, size_t len,
+                             const struct report_kind_info *kinds, size_t n_kinds, const char *verb,
+                             struct report_doc *d)
+{
+    /* A NULL text would read the file: an empty one is text all the same. */
+    return doc_open(ctx, name, text ? text : "", len, kinds, n_kinds, verb, d);
+}
+
+/* The checks every report gets once its JSON is read: strings repaired, kind and version. */
+static bool check_head(struct report_doc *d, const struct report_kind_info *kinds, size_t n_kinds,
+                       const char *verb)
+{
+    hetcl_context *ctx = d->ctx;
+    const char *path = d->path;
     if (!repair_tree(d->root)) {
         d->failed = true;
         d->status = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", path);
