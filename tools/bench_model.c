@@ -10,6 +10,7 @@
 #include <hetcl/bench_model.h>
 #include <hetcl/context.h>
 #include <hetcl/machine.h>
+#include <hetcl/status.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,9 +82,10 @@ static bool parse_list(const char *flag, const char *v, void *target)
             p = comma + 1;
         }
     }
+    char q[CLI_QUOTE_CAP];
     if (!ok)
-        cli_error("%s expects a comma-separated list of at most %d non-empty items, got '%s'", flag,
-                  HETCL_BENCH_MAX_LIST, v);
+        cli_error("%s expects a comma-separated list of at most %d non-empty items, got %s", flag,
+                  HETCL_BENCH_MAX_LIST, hetcl_quote(q, sizeof q, v));
     return ok;
 }
 
@@ -98,7 +100,9 @@ static bool parse_batches(const char *flag, const char *v, void *target)
         if (!cli_parse_uint(flag, l.items[i], 1 << 20, &b))
             return false;
         if (b < 1) {
-            cli_error("%s expects batch sizes >= 1, got '%s'", flag, l.items[i]);
+            char q[CLI_QUOTE_CAP];
+            cli_error("%s expects batch sizes >= 1, got %s", flag,
+                      hetcl_quote(q, sizeof q, l.items[i]));
             return false;
         }
         s->batches[i] = (int64_t) b;
@@ -117,7 +121,9 @@ static bool parse_placements(const char *flag, const char *v, void *target)
     for (size_t i = 0; i < l.n; i++) {
         int p = hetcl_bench_placement_parse(l.items[i]);
         if (p < 0) {
-            cli_error("%s expects single, split, pipeline or auto, got '%s'", flag, l.items[i]);
+            char q[CLI_QUOTE_CAP];
+            cli_error("%s expects single, split, pipeline or auto, got %s", flag,
+                      hetcl_quote(q, sizeof q, l.items[i]));
             return false;
         }
         s->placements[i] = (enum hetcl_bench_placement) p;
@@ -136,8 +142,9 @@ static bool parse_scenarios(const char *flag, const char *v, void *target)
     for (size_t i = 0; i < l.n; i++) {
         int sc = hetcl_bench_scenario_parse(l.items[i]);
         if (sc < 0) {
-            cli_error("%s expects single-stream, multi-stream, server or offline, got '%s'", flag,
-                      l.items[i]);
+            char q[CLI_QUOTE_CAP];
+            cli_error("%s expects single-stream, multi-stream, server or offline, got %s", flag,
+                      hetcl_quote(q, sizeof q, l.items[i]));
             return false;
         }
         s->scenarios[i] = (enum hetcl_bench_scenario) sc;

@@ -10,6 +10,7 @@
 #include <hetcl/bench_ops.h>
 #include <hetcl/context.h>
 #include <hetcl/report.h>
+#include <hetcl/status.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,9 @@ static bool parse_batches(const char *flag, const char *value, void *target)
             return false;
     }
     if (!f->o.n_batches) {
-        cli_error("%s expects sizes from 1 to 65536, got '%s'", flag, value);
+        char q[CLI_QUOTE_CAP];
+        cli_error("%s expects sizes from 1 to 65536, got %s", flag,
+                  hetcl_quote(q, sizeof q, value));
         return false;
     }
     f->o.batches = f->batches;

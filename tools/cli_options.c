@@ -2,6 +2,8 @@
 #include "cli_options.h"
 #include "cli.h"
 
+#include <hetcl/status.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -16,13 +18,16 @@ bool cli_parse_uint(const char *flag, const char *value, unsigned long max, unsi
 {
     char *end = NULL;
     errno = 0;
+    char q[CLI_QUOTE_CAP];
     if (!value || !*value || *value == '-') {
-        cli_error("%s expects a non-negative integer, got '%s'", flag, value ? value : "");
+        cli_error("%s expects a non-negative integer, got %s", flag,
+                  hetcl_quote(q, sizeof q, value));
         return false;
     }
     unsigned long v = strtoul(value, &end, 10);
     if (errno || *end || v > max) {
-        cli_error("%s expects an integer from 0 to %lu, got '%s'", flag, max, value);
+        cli_error("%s expects an integer from 0 to %lu, got %s", flag, max,
+                  hetcl_quote(q, sizeof q, value));
         return false;
     }
     *out = v;
@@ -36,7 +41,9 @@ bool cli_parse_range(const char *flag, const char *value, unsigned long min, uns
     if (!cli_parse_uint(flag, value, max, &v))
         return false;
     if (v < min) {
-        cli_error("%s expects an integer from %lu to %lu, got '%s'", flag, min, max, value);
+        char q[CLI_QUOTE_CAP];
+        cli_error("%s expects an integer from %lu to %lu, got %s", flag, min, max,
+                  hetcl_quote(q, sizeof q, value));
         return false;
     }
     *out = v;
@@ -49,11 +56,13 @@ bool cli_parse_double(const char *flag, const char *value, double min, double ma
     errno = 0;
     double x = value ? strtod(value, &end) : (double) NAN;
     if (!value || !*value || end == value || *end || errno || !isfinite(x) || x < min || x > max) {
+        char q[CLI_QUOTE_CAP];
         if (max >= HUGE_VAL || max > 1e300)
-            cli_error("%s expects a number >= %g, got '%s'", flag, min, value ? value : "");
+            cli_error("%s expects a number >= %g, got %s", flag, min,
+                      hetcl_quote(q, sizeof q, value));
         else
-            cli_error("%s expects a number from %g to %g, got '%s'", flag, min, max,
-                      value ? value : "");
+            cli_error("%s expects a number from %g to %g, got %s", flag, min, max,
+                      hetcl_quote(q, sizeof q, value));
         return false;
     }
     *out = x;
@@ -66,8 +75,9 @@ static int parse_int(const char *flag, const char *value, long min, long max, lo
     errno = 0;
     long v = value && *value ? strtol(value, &end, 10) : 0;
     if (!value || !*value || errno || *end || v < min || v > max) {
-        cli_error("%s expects an integer from %ld to %ld, got '%s'", flag, min, max,
-                  value ? value : "");
+        char q[CLI_QUOTE_CAP];
+        cli_error("%s expects an integer from %ld to %ld, got %s", flag, min, max,
+                  hetcl_quote(q, sizeof q, value));
         return false;
     }
     *out = v;
@@ -87,7 +97,8 @@ static bool parse_choice(const struct cli_option *o, const char *value)
         snprintf(list + len, sizeof list - len, "%s%s",
                  i ? (o->choices[i + 1] ? ", " : " or ") : "", o->choices[i]);
     }
-    cli_error("%s expects %s, got '%s'", o->name, list, value);
+    char q[CLI_QUOTE_CAP];
+    cli_error("%s expects %s, got %s", o->name, list, hetcl_quote(q, sizeof q, value));
     return false;
 }
 
@@ -212,14 +223,21 @@ int cli_parse(const char *command, const struct cli_help *help, int argc, char *
         const char *eq = strchr(a, '=');
         size_t len = eq ? (size_t) (eq - a) : strlen(a);
         const struct cli_option *o = find(opts, n, a, len);
+        char q[CLI_QUOTE_CAP];
         if (!o) {
-            cli_error("%s: unknown option '%.*s'; see 'hetcl %s --help'", command, (int) len, a,
-                      command);
+            /* The name before '=', or the whole argument when the name alone is that long. */
+            char name[CLI_QUOTE_CAP];
+            if (len < sizeof name) {
+                memcpy(name, a, len);
+                name[len] = '\0';
+            }
+            cli_error("%s: unknown option %s; see 'hetcl %s --help'", command,
+                      hetcl_quote(q, sizeof q, len < sizeof name ? name : a), command);
             return CLI_PARSE_ERROR;
         }
         if (o->kind == CLI_FLAG) {
             if (eq) {
-                cli_error("%s takes no value, got '%s'", o->name, eq + 1);
+                cli_error("%s takes no value, got %s", o->name, hetcl_quote(q, sizeof q, eq + 1));
                 return CLI_PARSE_ERROR;
             }
             *(bool *) o->target = true;
@@ -249,8 +267,9 @@ int cli_parse_flags(const char *command, const struct cli_help *help, int argc, 
     struct cli_parsed p;
     int rc = cli_parse(command, help, argc, argv, opts, n, &p);
     if (rc == CLI_PARSE_OK && p.n_positional > 0) {
-        cli_error("%s: unexpected argument '%s'; see 'hetcl %s --help'", command, p.positional[0],
-                  command);
+        char q[CLI_QUOTE_CAP];
+        cli_error("%s: unexpected argument %s; see 'hetcl %s --help'", command,
+                  hetcl_quote(q, sizeof q, p.positional[0]), command);
         rc = CLI_PARSE_ERROR;
     }
     cli_parsed_free(&p);

@@ -22,7 +22,9 @@
  *
  * Flags take their value as the next argument or after '=' (--reps 5, --reps=5). Arguments not
  * starting with "-" (and "-" itself) are positional. Every error is one line on stderr naming
- * the flag and what it expected.
+ * the flag and what it expected; the value it got is quoted as the library quotes input
+ * (hetcl_quote: at most 64 characters, control characters escaped), so that a megabyte of
+ * argument or an escape sequence never reaches the terminal as it is.
  */
 #ifndef HETCL_CLI_OPTIONS_H
 #define HETCL_CLI_OPTIONS_H
@@ -31,6 +33,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* A buffer for hetcl_quote: holds any quotation. */
+#define CLI_QUOTE_CAP 256
 
 enum cli_kind {
     CLI_HEADING, /* not a flag: a section title in the help ("output:") */

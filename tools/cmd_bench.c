@@ -1,6 +1,9 @@
 /* `hetcl bench`: dispatches to the benchmark subcommands. */
 #include "bench.h"
 #include "cli.h"
+#include "cli_options.h"
+
+#include <hetcl/status.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -41,8 +44,9 @@ int cli_bench(int argc, char **argv)
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
         if (!strcmp(argv[1], subs[i].name))
             return subs[i].run(argc - 1, argv + 1);
-    cli_error("bench: unknown benchmark '%s' (expected runtime, ops or model); see 'hetcl bench "
+    char q[CLI_QUOTE_CAP];
+    cli_error("bench: unknown benchmark %s (expected runtime, ops or model); see 'hetcl bench "
               "--help'",
-              argv[1]);
+              hetcl_quote(q, sizeof q, argv[1]));
     return CLI_EXIT_USAGE;
 }

@@ -10,6 +10,7 @@
 #include <hetcl/compare.h>
 #include <hetcl/context.h>
 #include <hetcl/stats.h>
+#include <hetcl/status.h>
 
 #include <errno.h>
 #include <math.h>
@@ -83,7 +84,9 @@ static bool parse_fraction(const char *flag, const char *v, void *target)
     errno = 0;
     double x = strtod(v, &end);
     if (errno || end == v || *end || !isfinite(x) || x <= 0 || x >= 1) {
-        cli_error("%s expects a number above 0 and below 1, got '%s'", flag, v);
+        char q[CLI_QUOTE_CAP];
+        cli_error("%s expects a number above 0 and below 1, got %s", flag,
+                  hetcl_quote(q, sizeof q, v));
         return false;
     }
     *(double *) target = x;
@@ -99,7 +102,9 @@ static bool parse_threshold(const char *flag, const char *v, void *target)
     bool pct = end && *end == '%' && end[1] == '\0';
     if (errno || end == v || (*end && !pct) || !isfinite(x) || x < 0 || (!pct && x >= 1) ||
         (pct && x >= 100)) {
-        cli_error("%s expects a percentage (5%%) or a fraction below 1 (0.05), got '%s'", flag, v);
+        char q[CLI_QUOTE_CAP];
+        cli_error("%s expects a percentage (5%%) or a fraction below 1 (0.05), got %s", flag,
+                  hetcl_quote(q, sizeof q, v));
         return false;
     }
     x = pct ? x / 100 : x;

@@ -49,7 +49,9 @@ static bool parse_batch(const char *flag, const char *v, void *target)
     const char *eq = strchr(v, '=');
     unsigned long n = 0;
     if (!eq || eq == v || (size_t) (eq - v) >= sizeof c->batch[0].dev) {
-        cli_error("%s expects DEV=SIZE (DEV: host, opencl or a device id), got '%s'", flag, v);
+        char q[CLI_QUOTE_CAP];
+        cli_error("%s expects DEV=SIZE (DEV: host, opencl or a device id), got %s", flag,
+                  hetcl_quote(q, sizeof q, v));
         return false;
     }
     if (!cli_parse_range(flag, eq + 1, 1, 1 << 20, &n))
@@ -311,8 +313,9 @@ static int apply_batches(struct train_cli *c, hetcl_runtime *rt)
                     len += (size_t) snprintf(names + len, sizeof names - len, "%s%s",
                                              len ? ", " : "", wi.name);
             }
-            cli_error("--batch: no device '%s' (expected host, opencl or one of: %s)", b->dev,
-                      names);
+            char q[CLI_QUOTE_CAP];
+            cli_error("--batch: no device %s (expected host, opencl or one of: %s)",
+                      hetcl_quote(q, sizeof q, b->dev), names);
             return CLI_EXIT_USAGE;
         }
     }

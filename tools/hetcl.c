@@ -1,7 +1,9 @@
 /* hetcl: the command-line tool. Dispatches to one file per subcommand. */
 #include "cli.h"
+#include "cli_options.h"
 #include "train_cli.h"
 
+#include <hetcl/status.h>
 #include <hetcl/version.h>
 
 #include <stdio.h>
@@ -71,7 +73,9 @@ static int run(int argc, char **argv)
             strncat(names, ", ", sizeof names - strlen(names) - 1);
         strncat(names, commands[i].name, sizeof names - strlen(names) - 1);
     }
-    cli_error("unknown command '%s' (expected one of: %s); see 'hetcl --help'", argv[1], names);
+    char q[CLI_QUOTE_CAP];
+    cli_error("unknown command %s (expected one of: %s); see 'hetcl --help'",
+              hetcl_quote(q, sizeof q, argv[1]), names);
     return CLI_EXIT_USAGE;
 }
 

@@ -1,7 +1,10 @@
 /* hetcl train: the model spec and the data that --model and --data name, with --train-limit,
  * --test-limit and the inputs' standardization (<hetcl/data.h> does the work). */
 #include "cli.h"
+#include "cli_options.h"
 #include "train_cli.h"
+
+#include <hetcl/status.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +82,9 @@ static int load_data(struct train_cli *c, hetcl_context *ctx)
         if (rc != CLI_EXIT_OK)
             return rc;
     } else {
-        cli_error("--data expects fashion-mnist or synthetic[:N], got '%s'", c->data);
+        char q[CLI_QUOTE_CAP];
+        cli_error("--data expects fashion-mnist or synthetic[:N], got %s",
+                  hetcl_quote(q, sizeof q, c->data));
         return CLI_EXIT_USAGE;
     }
     if (s != HETCL_OK) {

@@ -352,7 +352,7 @@ int main(void)
     expect_usage("--model mlp --weights /nonexistent.safetensors", "nonexistent.safetensors");
     expect_usage("--model mlp --devices no-such-worker --quick",
                  "--devices: device 'no-such-worker': no such worker (workers: ");
-    expect_usage("--model mlp --quick extra", "unexpected argument 'extra'");
+    expect_usage("--model mlp --quick extra", "unexpected argument \"extra\"");
 
     char a[1200], b[1200];
     snprintf(a, sizeof a, "%s/a.json", dir);

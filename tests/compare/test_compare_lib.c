@@ -2,9 +2,12 @@
  * <hetcl/compare.h> as a library: a malformed report is an error on the context naming the
  * file and the field, with nothing printed; the progress callback gets lines for a large
  * comparison and none for a small one; every format renders into a string freed with
- * hetcl_free; empty sides and formats that do not exist are refused.
+ * hetcl_free; empty sides and formats that do not exist are refused; the in-memory reader
+ * (hetcl__compare_report_parse) reads what the file reader reads.
  */
 #include "harness.h"
+
+#include "compare/compare_impl.h" /* hetcl__compare_report_parse */
 
 #include <hetcl/compare.h>
 #include <hetcl/stats.h>
@@ -145,6 +148,58 @@ static void test_compare_and_render(hetcl_context *ctx)
     hetcl_comparison_destroy(NULL);
 }
 
+/* The whole file at p as a malloc'd string (*len bytes), or NULL. */
+static char *slurp(const char *p, size_t *len)
+{
+    FILE *f = fopen(p, "rb");
+    char *text = f ? malloc(1 << 22) : NULL;
+    *len = text ? fread(text, 1, (1 << 22) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    if (text)
+        text[*len] = '\0';
+    return text;
+}
+
+/* hetcl__compare_report_parse (the fuzz target's entry point) reads what
+ * hetcl_compare_report_load reads: the same comparison, rendered alike; its errors name the
+ * given name. */
+static void test_in_memory(hetcl_context *ctx)
+{
+    size_t len = 0;
+    char *text = slurp(path("s1.json"), &len);
+    CHECK(text != NULL);
+    if (!text)
+        return;
+    hetcl_compare_report *file = NULL, *mem = NULL;
+    CHECK_OK(ctx, hetcl_compare_report_load(ctx, path("s1.json"), NULL, &file));
+    CHECK_OK(ctx, hetcl__compare_report_parse(ctx, path("s1.json"), text, len, NULL, &mem));
+    char *md[2] = {NULL, NULL};
+    for (int k = 0; k < 2 && file && mem; k++) {
+        const hetcl_compare_report *r[] = {k ? mem : file};
+        struct hetcl_compare_side side = {r, 1};
+        hetcl_comparison *c = NULL;
+        CHECK_OK(ctx, hetcl_compare(ctx, &side, &side, 1, NULL, &c));
+        if (c)
+            CHECK_OK(ctx, hetcl_comparison_render(ctx, c, HETCL_COMPARE_MD, &md[k]));
+        hetcl_comparison_destroy(c);
+    }
+    CHECK(md[0] && md[1] && !strcmp(md[0], md[1]));
+    hetcl_free(md[0]);
+    hetcl_free(md[1]);
+    hetcl_compare_report_destroy(file);
+    hetcl_compare_report_destroy(mem);
+    /* Not terminated: only len bytes are read. */
+    text[len] = 'x';
+    CHECK_OK(ctx, hetcl__compare_report_parse(ctx, "mem.json", text, len, NULL, &mem));
+    hetcl_compare_report_destroy(mem);
+    mem = NULL;
+    CHECK_EQ_INT(hetcl__compare_report_parse(ctx, "mem.json", text, len / 2, NULL, &mem),
+                 HETCL_ERR_FORMAT);
+    CHECK(mem == NULL && strstr(hetcl_context_last_error(ctx), "mem.json: JSON parse error"));
+    free(text);
+}
+
 int main(void)
 {
     gen = getenv("HETCL_GEN_BENCH");
@@ -161,6 +216,7 @@ int main(void)
     CHECK_OK(NULL, hetcl_context_create(NULL, &ctx));
     test_errors(ctx);
     test_compare_and_render(ctx);
+    test_in_memory(ctx);
     hetcl_context_destroy(ctx);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);

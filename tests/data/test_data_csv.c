@@ -143,6 +143,30 @@ static void test_malformed(hetcl_context *ctx, const char *dir)
     CHECK(ds == NULL);
 }
 
+/* A cell of a megabyte, or one holding an escape sequence: the error is one short line naming
+ * the row and column and saying how long the cell was, never the cell itself. */
+static void test_huge_cell(hetcl_context *ctx)
+{
+    size_t n = 1 << 20;
+    char *text = malloc(n + 64);
+    if (!text) {
+        CHECK(text != NULL);
+        return;
+    }
+    size_t o = (size_t) snprintf(text, n + 64, "y,a\n1,");
+    memset(text + o, 'z', n);
+    snprintf(text + o + n, 64, "\n");
+    hetcl_dataset *ds = NULL;
+    CHECK_FAILS(ctx, HETCL_ERR_FORMAT, load(ctx, text, NULL, &ds),
+                "data.csv:2: column 2: expected a finite number", "(1048576 bytes)");
+    CHECK(strlen(hetcl_context_last_error(ctx)) < 512);
+    CHECK_FAILS(ctx, HETCL_ERR_FORMAT, load(ctx, "y,a\n1,\x1b[2J\x1b]0;x\x07\n", NULL, &ds),
+                "data.csv:2: column 2", "\\u001b[2J");
+    CHECK(!strchr(hetcl_context_last_error(ctx), 0x1b));
+    CHECK(ds == NULL);
+    free(text);
+}
+
 int main(void)
 {
     hetcl_context *ctx = NULL;
@@ -151,6 +175,7 @@ int main(void)
     data_test_tmpdir(dir, sizeof dir);
     test_valid(ctx, dir);
     test_malformed(ctx, dir);
+    test_huge_cell(ctx);
     data_test_rmdir(dir);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_data_csv");

@@ -151,7 +151,7 @@ static void test_malformed(hetcl_context *ctx, const char *dir)
     const char junk[] = {'1', ' ', '1', ':', '\0', '\x80', '\n'};
     CHECK_FAILS(ctx, HETCL_ERR_FORMAT,
                 hetcl_dataset_load_libsvm_mem(ctx, "junk", junk, sizeof junk, NULL, &ds),
-                "junk:1:", "\\x00");
+                "junk:1:", "\\u0000\\x80");
 
     char path[4096];
     snprintf(path, sizeof path, "%s/missing.svm", dir);

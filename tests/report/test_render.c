@@ -12,6 +12,7 @@
  *    ceilings, or a note saying that they are unknown.
  */
 #include "harness.h"
+#include "render/report_render.h" /* hetcl__render_texts */
 
 #include <hetcl/context.h>
 #include <hetcl/render.h>
@@ -250,7 +251,7 @@ static void test_errors(void)
     cJSON_Delete(doc);
     CHECK(render(&bad, 1, HETCL_RENDER_HTML, &st) == NULL);
     CHECK_EQ_INT(st, HETCL_ERR_FORMAT);
-    CHECK(strstr(hetcl_context_last_error(ctx), "weather.json: $.kind: 'hetcl.weather'") != NULL);
+    CHECK(strstr(hetcl_context_last_error(ctx), "weather.json: $.kind: \"hetcl.weather\"") != NULL);
 
     /* Several reports: train reports only. */
     const char *src = getenv("HETCL_SOURCE_DIR");
@@ -518,6 +519,34 @@ static void test_roofline(const char *page)
     cJSON_Delete(doc);
 }
 
+/* hetcl__render_texts (the fuzz target's entry point) renders what hetcl_render_files renders;
+ * its errors name the given name. */
+static void test_in_memory(const char *md_from_file)
+{
+    FILE *f = fopen(sample, "rb");
+    char *text = f ? malloc(1 << 20) : NULL;
+    size_t len = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    CHECK(text != NULL && len > 0);
+    if (!text)
+        return;
+    text[len] = '}'; /* not terminated: only len bytes are read */
+    const char *names[1] = {sample}, *texts[1] = {text};
+    size_t lens[1] = {len};
+    struct hetcl_render_options o = {.format = HETCL_RENDER_MARKDOWN};
+    char *md = NULL;
+    CHECK_OK(ctx, hetcl__render_texts(ctx, names, texts, lens, 1, &o, &md));
+    CHECK(md && md_from_file && !strcmp(md, md_from_file));
+    hetcl_free(md);
+    lens[0] = len / 2;
+    names[0] = "half.json";
+    md = (char *) 1;
+    CHECK_EQ_INT(hetcl__render_texts(ctx, names, texts, lens, 1, &o, &md), HETCL_ERR_FORMAT);
+    CHECK(md == NULL && strstr(hetcl_context_last_error(ctx), "half.json: JSON parse error"));
+    free(text);
+}
+
 int main(void)
 {
     const char *src = getenv("HETCL_SOURCE_DIR");
@@ -539,6 +568,7 @@ int main(void)
         test_chart_numbers(html);
         test_footnote(md);
         test_roofline(html);
+        test_in_memory(md);
     }
     hetcl_free(html);
     hetcl_free(md);

@@ -498,7 +498,7 @@ static void test_bad_input(void)
             {drop_epochs, "no-epochs.json", "no-epochs.json: $.epochs: missing"},
             {bad_acc, "bad-acc.json", "bad-acc.json: $.epochs[1].test_acc: expected a number"},
             {future_version, "v7.json", "v7.json: $.schema_version: version 7"},
-            {other_kind, "kind.json", "kind.json: $.kind: 'hetcl.weather' reports cannot be"},
+            {other_kind, "kind.json", "kind.json: $.kind: \"hetcl.weather\" reports cannot be"},
             {bad_trajectory, "traj.json", "traj.json: $.devices[1].batch_trajectory[2].batch"},
     };
     char args[1024];
@@ -525,8 +525,8 @@ static void test_bad_input(void)
             {"", "needs a report file"},
             {"@/missing.json", "missing.json"},
             {"@/stdout", "stdout"}, /* not JSON */
-            {"@/t-adaptive.json --format pdf", "--format expects md or html, got 'pdf'"},
-            {"@/t-adaptive.json --frobnicate", "unknown option '--frobnicate'"},
+            {"@/t-adaptive.json --format pdf", "--format expects md or html, got \"pdf\""},
+            {"@/t-adaptive.json --frobnicate", "unknown option \"--frobnicate\""},
             {"@/t-adaptive.json --output", "--output expects a value"},
             {"@/t-adaptive.json @/bench.json", "bench.json: $.kind: several reports"},
     };

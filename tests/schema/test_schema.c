@@ -50,7 +50,7 @@ static const struct schema_case cases[] = {
          "'a very long string that goes on and on and on and on and on and on'", OK, NULL},
         {"{'type':'integer'}",
          "'a very long string that goes on and on and on and on and on and on'", BAD,
-         "got \"a very long string that goes on and on and on and on and on..."},
+         "got \"a very long string that goes on and on and on and on and on and \"... (66 bytes)"},
         {"{'type':'frob'}", "1", SCHEMA_ERR, "schema error at $: unknown type \"frob\""},
         {"{'type':5}", "1", SCHEMA_ERR, "\"type\" must be a type name"},
         {"{'type':[]}", "1", SCHEMA_ERR, "must not be an empty array"},
@@ -446,6 +446,26 @@ static void test_files(void)
     cJSON_Delete(json);
     CHECK_EQ_INT(hetcl_schema_read_json(NULL, &json, err, sizeof err), HETCL_ERR_INVALID_ARG);
     CHECK_EQ_INT(hetcl_schema_read_json(tmp_path("good.json"), NULL, err, sizeof err),
+                 HETCL_ERR_INVALID_ARG);
+
+    /* The same parser on text in memory: not terminated (the bytes after len are not read),
+     * the same messages. */
+    const char text[] = "{\"a\": [1, 2]}garbage";
+    CHECK_EQ_INT(hetcl_schema_parse_json("mem.json", text, 13, &json, err, sizeof err), HETCL_OK);
+    CHECK(cJSON_IsArray(cJSON_GetObjectItem(json, "a")));
+    cJSON_Delete(json);
+    CHECK_EQ_INT(hetcl_schema_parse_json("mem.json", text, sizeof text - 1, &json, err, sizeof err),
+                 HETCL_ERR_FORMAT);
+    CHECK(json == NULL);
+    CHECK(strstr(err, "mem.json: JSON parse error at byte 13 (line 1, column 14)") != NULL);
+    CHECK_EQ_INT(hetcl_schema_parse_json("mem.json", "{\"a\": t\0rue}", 12, &json, err, sizeof err),
+                 HETCL_ERR_FORMAT);
+    CHECK_EQ_INT(hetcl_schema_parse_json("mem.json", NULL, 0, &json, err, sizeof err),
+                 HETCL_ERR_FORMAT);
+    CHECK(strstr(err, "empty file") != NULL);
+    CHECK_EQ_INT(hetcl_schema_parse_json("mem.json", NULL, 3, &json, err, sizeof err),
+                 HETCL_ERR_INVALID_ARG);
+    CHECK_EQ_INT(hetcl_schema_parse_json(NULL, "{}", 2, &json, err, sizeof err),
                  HETCL_ERR_INVALID_ARG);
 }
 

@@ -623,6 +623,58 @@ static void test_edges(hetcl_context *ctx)
     CHECK_EQ_STR(hetcl_model_loss_name((enum hetcl_model_loss) 99), "?");
 }
 
+/* Checks the last error after a failed parse of text: one line under 512 bytes, no raw control
+ * character, naming `field` and containing `also`. */
+static void check_short_error(hetcl_context *ctx, const char *text, const char *field,
+                              const char *also)
+{
+    hetcl_model_spec *spec = NULL;
+    hetcl_status st = hetcl_model_spec_parse(ctx, "big.json", text, strlen(text), &spec);
+    const char *e = hetcl_context_last_error(ctx);
+    bool controls = false;
+    for (const char *c = e; *c; c++)
+        controls = controls || (unsigned char) *c < 0x20 || *c == 0x7f;
+    bool ok = st == HETCL_ERR_FORMAT && strlen(e) < 512 && !controls && strstr(e, field) &&
+              strstr(e, also);
+    if (!ok)
+        fprintf(stderr, "a spec with a huge or hostile field: %s, %zu bytes: %.400s\n",
+                hetcl_status_name(st), strlen(e), e);
+    CHECK(ok);
+    hetcl_model_spec_destroy(spec);
+}
+
+/* A field of a megabyte, as a value or as a member name, and a member name holding an escape
+ * sequence: each error is one short line that names the field and says how long the text was,
+ * never the text itself. */
+static void test_huge_fields(hetcl_context *ctx)
+{
+    size_t n = 1000000; /* within the 1 MiB a spec may have */
+    char *big = malloc(n + 1), *text = malloc(n + 512);
+    if (!big || !text) {
+        CHECK(big && text);
+        free(big);
+        free(text);
+        return;
+    }
+    memset(big, 't', n);
+    big[n] = '\0';
+    snprintf(text, n + 512,
+             "{\"schema_version\": 1, \"name\": \"t\", \"input\": {\"shape\": [4]}, "
+             "\"layers\": [{\"type\": \"%s\"}], \"loss\": \"mse\"}",
+             big);
+    check_short_error(ctx, text, "layers[0].type", "(1000000 bytes)");
+    snprintf(text, n + 512,
+             "{\"schema_version\": 1, \"name\": \"t\", \"%s\": 1, \"input\": {\"shape\": [4]}, "
+             "\"layers\": [{\"type\": \"dense\", \"units\": 1}], \"loss\": \"mse\"}",
+             big);
+    check_short_error(ctx, text, "unknown field", "(1000000 bytes)");
+    check_short_error(
+            ctx, "{\"schema_version\": 1, \"name\": \"t\", \"\\u001b[2J\\u001b]0;x\\u0007\": 1}",
+            "unknown field", "\\u001b[2J");
+    free(big);
+    free(text);
+}
+
 int main(void)
 {
     const char *src = getenv("HETCL_SOURCE_DIR");
@@ -642,6 +694,7 @@ int main(void)
     test_defaults(ctx);
     test_bad_specs(ctx);
     test_edges(ctx);
+    test_huge_fields(ctx);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_model_spec");
 }

@@ -362,6 +362,37 @@ static void expect_bad(hetcl_context *ctx, int line, const unsigned char *data, 
 #define BAD(hdr, data_len, want) \
     expect_bad(ctx, __LINE__, buf, build(buf, sizeof buf, hdr, data_len), want)
 
+/* A tensor name of a megabyte, and one holding an escape sequence (\u001b in the JSON: the
+ * raw header has no control character), in an entry that is refused: the error is one short
+ * line that quotes the name escaped and cut, with its length. */
+static void test_hostile_names(hetcl_context *ctx)
+{
+    size_t n = 1 << 20, cap = n + 256;
+    char *hdr = malloc(cap);
+    unsigned char *file = malloc(cap + 8);
+    if (!hdr || !file) {
+        CHECK(hdr && file);
+        free(hdr);
+        free(file);
+        return;
+    }
+    memcpy(hdr, "{\"", 2);
+    memset(hdr + 2, 'n', n);
+    snprintf(hdr + 2 + n, cap - 2 - n,
+             "\":{\"dtype\":\"F128\",\"shape\":[],\"data_offsets\":[0,0]}}");
+    expect_bad(ctx, __LINE__, file, build(file, cap + 8, hdr, 0), "(1048576 bytes): unknown dtype");
+    CHECK(strlen(hetcl_context_last_error(ctx)) < 512);
+    expect_bad(ctx, __LINE__, file,
+               build(file, cap + 8,
+                     "{\"\\u001b[2Jx\":{\"dtype\":\"F32\",\"shape\":[2],"
+                     "\"data_offsets\":[0,4]}}",
+                     4),
+               "tensor \"\\u001b[2Jx\": data_offsets");
+    CHECK(!strchr(hetcl_context_last_error(ctx), 0x1b));
+    free(hdr);
+    free(file);
+}
+
 static void test_malformed(hetcl_context *ctx)
 {
     static unsigned char buf[4096];
@@ -639,6 +670,7 @@ int main(void)
     test_byte_exact(ctx);
     test_other_writers(ctx);
     test_malformed(ctx);
+    test_hostile_names(ctx);
     test_files(ctx);
     test_finite(ctx);
     hetcl_context_destroy(ctx);

@@ -131,7 +131,7 @@ static hetcl_status data_row(struct csv *c, const char *row, const char *row_end
 {
     const char *why = NULL;
     long col = 0;
-    char q[128];
+    char q[HETCL_QUOTE_CAP];
     long k = split_fields(row, row_end, c->sep, c->f, (size_t) c->n_cols, &why, &col);
     if (k < 0)
         return hetcl__fail(c->ctx, HETCL_ERR_FORMAT, "%s:%lld: column %ld: expected %s", c->name,
@@ -146,17 +146,17 @@ static hetcl_status data_row(struct csv *c, const char *row, const char *row_end
         if (i == c->label_col) {
             if (!hetcl__data_parse_int(f[i].s, f[i].len, true, &c->labels[c->n]))
                 return hetcl__fail(c->ctx, HETCL_ERR_FORMAT,
-                                   "%s:%lld: column %ld: expected an integer label, got \"%s\"",
+                                   "%s:%lld: column %ld: expected an integer label, got %s",
                                    c->name, (long long) line, i + 1,
-                                   hetcl__data_quote(q, sizeof q, f[i].s, f[i].len));
+                                   hetcl__quote_n(q, sizeof q, f[i].s, f[i].len));
             continue;
         }
         double v;
         if (!hetcl__data_parse_float(f[i].s, f[i].len, &v))
             return hetcl__fail(c->ctx, HETCL_ERR_FORMAT,
-                               "%s:%lld: column %ld: expected a finite number, got \"%s\"", c->name,
+                               "%s:%lld: column %ld: expected a finite number, got %s", c->name,
                                (long long) line, i + 1,
-                               hetcl__data_quote(q, sizeof q, f[i].s, f[i].len));
+                               hetcl__quote_n(q, sizeof q, f[i].s, f[i].len));
         x[j++] = (float) v;
     }
     c->lines[c->n++] = line;

@@ -47,10 +47,6 @@ hetcl_status hetcl__data_load_file(hetcl_context *ctx, const char *api, const ch
 /* A new, empty dataset with a copy of name; NULL when out of memory. */
 hetcl_dataset *hetcl__dataset_new(const char *name);
 
-/* Writes tok[0..len) into buf[cap] for an error detail: at most ~40 characters, non-printable
- * bytes as \xNN, "..." when cut. Returns buf. */
-const char *hetcl__data_quote(char *buf, size_t cap, const char *tok, size_t len);
-
 /* Parses tok[0..len) as a finite float (strtod syntax, the whole token). false when it is not a
  * number or not finite. */
 bool hetcl__data_parse_float(const char *tok, size_t len, double *out);

@@ -116,25 +116,6 @@ void hetcl_dataset_destroy(hetcl_dataset *ds)
     hetcl__free(ds);
 }
 
-const char *hetcl__data_quote(char *buf, size_t cap, const char *tok, size_t len)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char) tok[i];
-        if (o + 8 >= cap || i >= 40) {
-            if (o + 4 <= cap)
-                memcpy(buf + o, "...", 3), o += 3;
-            break;
-        }
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
-            buf[o++] = (char) c;
-        else
-            o += (size_t) snprintf(buf + o, cap - o, "\\x%02x", c);
-    }
-    buf[o < cap ? o : cap - 1] = '\0';
-    return buf;
-}
-
 bool hetcl__data_parse_float(const char *tok, size_t len, double *out)
 {
     /* Copy: the input need not be NUL-terminated and strtod would read past the token. */

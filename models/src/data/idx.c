@@ -381,9 +381,11 @@ hetcl_status hetcl_dataset_load_builtin(hetcl_context *ctx, const char *name, co
     if (!name || !split || !out)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
                            "hetcl_dataset_load_builtin: name, split and out are required");
+    char q[HETCL_QUOTE_CAP];
     if (strcmp(name, "fashion-mnist") != 0)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
-                           "unknown built-in dataset \"%s\" (known: fashion-mnist)", name);
+                           "unknown built-in dataset %s (known: fashion-mnist)",
+                           hetcl__quote(q, sizeof q, name));
     const char *prefix;
     if (strcmp(split, "train") == 0)
         prefix = "train";
@@ -391,7 +393,8 @@ hetcl_status hetcl_dataset_load_builtin(hetcl_context *ctx, const char *name, co
         prefix = "t10k";
     else
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
-                           "%s: unknown split \"%s\", expected \"train\" or \"test\"", name, split);
+                           "%s: unknown split %s, expected \"train\" or \"test\"", name,
+                           hetcl__quote(q, sizeof q, split));
     const char *root = getenv("HETCL_DATA_DIR");
     if (!root || !*root)
         root = "/usr/share/datasets";

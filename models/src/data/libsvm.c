@@ -84,9 +84,9 @@ static bool next_token(const char **p, const char *end, const char **tok, size_t
 static hetcl_status bad(struct parser *ps, int64_t line, const char *expected, const char *tok,
                         size_t len)
 {
-    char q[128];
-    return hetcl__fail(ps->ctx, HETCL_ERR_FORMAT, "%s:%lld: expected %s, got \"%s\"", ps->name,
-                       (long long) line, expected, hetcl__data_quote(q, sizeof q, tok, len));
+    char q[HETCL_QUOTE_CAP];
+    return hetcl__fail(ps->ctx, HETCL_ERR_FORMAT, "%s:%lld: expected %s, got %s", ps->name,
+                       (long long) line, expected, hetcl__quote_n(q, sizeof q, tok, len));
 }
 
 /* `n n_features n_labels`, the Extreme Classification Repository's first line. */
@@ -161,11 +161,11 @@ static hetcl_status parse_line(struct parser *ps, const char *p, const char *end
                                (long long) (opts && opts->zero_based ? max_col : max_col + 1));
         }
         if (col <= prev) {
-            char q[128];
+            char q[HETCL_QUOTE_CAP];
             return hetcl__fail(ps->ctx, HETCL_ERR_FORMAT,
-                               "%s:%lld: feature indices must be strictly ascending, got \"%s\" "
+                               "%s:%lld: feature indices must be strictly ascending, got %s "
                                "after index %lld",
-                               ps->name, (long long) line, hetcl__data_quote(q, sizeof q, tok, len),
+                               ps->name, (long long) line, hetcl__quote_n(q, sizeof q, tok, len),
                                (long long) (opts && opts->zero_based ? prev : prev + 1));
         }
         if (!hetcl__data_parse_float(colon + 1, vlen, &val))

@@ -74,7 +74,7 @@ static hetcl_status bad(const struct parser *p, const char *where, const char *f
 
 static hetcl_status bad(const struct parser *p, const char *where, const char *fmt, ...)
 {
-    char msg[384];
+    char msg[640]; /* room for a quotation (HETCL_QUOTE_CAP) and the sentence around it */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -84,28 +84,14 @@ static hetcl_status bad(const struct parser *p, const char *where, const char *f
     return hetcl__fail(p->ctx, HETCL_ERR_FORMAT, "%s: %s", p->source, msg);
 }
 
-/* A JSON value as an error message shows it: strings quoted and cut, containers by kind. */
+/* A JSON value as an error message shows it: strings quoted, cut and escaped (hetcl__quote),
+ * containers by kind. */
 static void describe(const cJSON *x, char *buf, size_t cap)
 {
     if (!x) {
         snprintf(buf, cap, "nothing");
     } else if (cJSON_IsString(x) && x->valuestring) {
-        size_t n = 0;
-        const unsigned char *s = (const unsigned char *) x->valuestring;
-        if (cap < 8) {
-            snprintf(buf, cap, "\"\"");
-            return;
-        }
-        buf[n++] = '"';
-        for (; *s && n + 5 < cap && n < 40; s++)
-            buf[n++] = (*s >= 0x20 && *s != 0x7f) ? (char) *s : '?';
-        if (*s) {
-            buf[n++] = '.';
-            buf[n++] = '.';
-            buf[n++] = '.';
-        }
-        buf[n++] = '"';
-        buf[n] = '\0';
+        hetcl__quote(buf, cap, x->valuestring);
     } else if (cJSON_IsNumber(x)) {
         snprintf(buf, cap, "%.10g", x->valuedouble);
     } else if (cJSON_IsBool(x)) {
@@ -126,6 +112,14 @@ static void join_path(char *dst, size_t cap, const char *prefix, const char *key
     snprintf(dst, cap, "%s%s%s", prefix, *prefix ? "." : "", key);
 }
 
+/* A member name from the input joined to the path: as it is when it is a plain word, quoted
+ * when it is long or holds anything else (hetcl__quote_name). */
+static void join_input_key(char *dst, size_t cap, const char *prefix, const char *key)
+{
+    char q[HETCL_QUOTE_CAP];
+    join_path(dst, cap, prefix, hetcl__quote_name(q, sizeof q, key));
+}
+
 static void format_shape(const struct hetcl_model_shape *s, char *buf, size_t cap)
 {
     size_t n = (size_t) snprintf(buf, cap, "[");
@@ -143,10 +137,10 @@ static void format_shape(const struct hetcl_model_shape *s, char *buf, size_t ca
 static hetcl_status check_fields(const struct parser *p, const cJSON *obj, const char *prefix,
                                  const char *const *allowed, int n_allowed)
 {
-    char where[128];
+    char where[128 + HETCL_QUOTE_CAP];
     for (const cJSON *c = obj->child; c; c = c->next) {
         const char *key = c->string ? c->string : "";
-        join_path(where, sizeof where, prefix, key);
+        join_input_key(where, sizeof where, prefix, key);
         bool known = false;
         for (int i = 0; i < n_allowed && !known; i++)
             known = strcmp(key, allowed[i]) == 0;
@@ -170,7 +164,7 @@ static hetcl_status check_fields(const struct parser *p, const cJSON *obj, const
 static hetcl_status to_int(const struct parser *p, const cJSON *x, const char *where, int64_t min,
                            int64_t *out)
 {
-    char got[64];
+    char got[HETCL_QUOTE_CAP];
     if (cJSON_IsNumber(x) && isfinite(x->valuedouble) && x->valuedouble == floor(x->valuedouble)) {
         double v = x->valuedouble;
         if (v >= (double) min && v <= (double) HETCL_MODEL_SPEC_MAX_DIM) {
@@ -207,7 +201,7 @@ static hetcl_status get_pair(const struct parser *p, const cJSON *obj, const cha
                              const char *key, bool required, const int64_t def[2], int64_t min,
                              int64_t out[2])
 {
-    char where[128], item[160], got[64];
+    char where[128], item[160], got[HETCL_QUOTE_CAP];
     join_path(where, sizeof where, prefix, key);
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!x) {
@@ -242,7 +236,7 @@ static hetcl_status get_enum(const struct parser *p, const cJSON *obj, const cha
                              const char *key, const char *noun, const char *const *names, int n,
                              bool required, int def, int *out)
 {
-    char where[128], list[256], got[64];
+    char where[128], list[256], got[HETCL_QUOTE_CAP];
     size_t len = 0;
     list[0] = '\0';
     for (int i = 0; i < n && len < sizeof list; i++)
@@ -269,7 +263,7 @@ static hetcl_status get_enum(const struct parser *p, const cJSON *obj, const cha
 static hetcl_status get_bool(const struct parser *p, const cJSON *obj, const char *prefix,
                              const char *key, bool def, bool *out)
 {
-    char where[128], got[64];
+    char where[128], got[HETCL_QUOTE_CAP];
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!x) {
         *out = def;
@@ -304,7 +298,7 @@ static enum hetcl_model_init resolve_init(int init, enum hetcl_model_activation 
 static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int index, int default_init,
                                 struct hetcl_model_layer *l)
 {
-    char prefix[32], got[64];
+    char prefix[32], got[HETCL_QUOTE_CAP];
     snprintf(prefix, sizeof prefix, "layers[%d]", index);
     if (!cJSON_IsObject(x)) {
         describe(x, got, sizeof got);
@@ -617,7 +611,7 @@ static const char *const init_fields[] = {"default", "bias", "std"};
 static hetcl_status parse_string(const struct parser *p, const cJSON *root, const char *key,
                                  bool required, size_t max_len, char **out)
 {
-    char got[64];
+    char got[HETCL_QUOTE_CAP];
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!x) {
         if (required)
@@ -640,6 +634,7 @@ static hetcl_status parse_string(const struct parser *p, const cJSON *root, cons
 
 static hetcl_status parse_name(const struct parser *p, const cJSON *root, char **out)
 {
+    char got[HETCL_QUOTE_CAP];
     hetcl_status s = parse_string(p, root, "name", true, HETCL_MODEL_SPEC_MAX_NAME, out);
     if (s != HETCL_OK)
         return s;
@@ -650,14 +645,15 @@ static hetcl_status parse_name(const struct parser *p, const cJSON *root, char *
     for (; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
               *c == '-' || *c == '_' || *c == '.'))
-            return bad(p, "name", "expected letters, digits, '-', '_' or '.', got \"%s\"", *out);
+            return bad(p, "name", "expected letters, digits, '-', '_' or '.', got %s",
+                       hetcl__quote(got, sizeof got, *out));
     return HETCL_OK;
 }
 
 static hetcl_status parse_input(const struct parser *p, const cJSON *root,
                                 struct hetcl_model_shape *shape)
 {
-    char got[64], where[32];
+    char got[HETCL_QUOTE_CAP], where[32];
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "input");
     if (!in)
         return bad(p, "input", "missing (expected an object with a \"shape\")");
@@ -695,7 +691,7 @@ static hetcl_status parse_input(const struct parser *p, const cJSON *root,
 static hetcl_status parse_init(const struct parser *p, const cJSON *root, int *default_init,
                                hetcl_model_spec *spec)
 {
-    char got[64];
+    char got[HETCL_QUOTE_CAP];
     *default_init = INIT_AUTO;
     spec->bias_init = HETCL_MODEL_INIT_ZEROS;
     spec->init_std = 0.01;
@@ -729,7 +725,7 @@ static hetcl_status parse_init(const struct parser *p, const cJSON *root, int *d
 
 static hetcl_status build(const struct parser *p, const cJSON *root, hetcl_model_spec *spec)
 {
-    char got[64];
+    char got[HETCL_QUOTE_CAP];
     if (!cJSON_IsObject(root)) {
         describe(root, got, sizeof got);
         return bad(p, NULL, "expected a JSON object at the top level, got %s", got);

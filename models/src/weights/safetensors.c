@@ -211,10 +211,11 @@ static hetcl_status writer_add(hetcl_context *ctx, hetcl_st_writer *w, const cha
     static const char fn[] = "hetcl_st_writer_add";
     if (!w || !name)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: writer and name must be set", fn);
+    char q[HETCL_QUOTE_CAP];
     if (!*name || !utf8_valid(name) || strcmp(name, METADATA_KEY) == 0)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
-                           "%s: tensor name \"%s\" must be non-empty UTF-8 and not %s", fn, name,
-                           METADATA_KEY);
+                           "%s: tensor name %s must be non-empty UTF-8 and not %s", fn,
+                           hetcl__quote(q, sizeof q, name), METADATA_KEY);
     if (!dtype_valid(dtype))
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: tensor %s: unknown dtype %d", fn, name,
                            (int) dtype);
@@ -275,9 +276,10 @@ hetcl_status hetcl_st_writer_set_metadata(hetcl_context *ctx, hetcl_st_writer *w
     static const char fn[] = "hetcl_st_writer_set_metadata";
     if (!w || !key || !value)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: writer, key and value must be set", fn);
+    char q[HETCL_QUOTE_CAP];
     if (!utf8_valid(key) || !utf8_valid(value))
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: key %s: key and value must be UTF-8",
-                           fn, key);
+                           fn, hetcl__quote_name(q, sizeof q, key));
     char *v = hetcl__strdup(value);
     if (!v)
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", fn);
@@ -551,7 +553,8 @@ static hetcl_status parse_tensor(hetcl_context *ctx, const hetcl_st_file *f, con
                                  const unsigned char *data_start, size_t data_len,
                                  struct hetcl_st_tensor *t, int64_t *dims)
 {
-    const char *fname = f->name, *name = item->string;
+    char qn[HETCL_QUOTE_CAP], qd[HETCL_QUOTE_CAP];
+    const char *fname = f->name, *name = hetcl__quote_name(qn, sizeof qn, item->string);
     if (!cJSON_IsObject(item))
         return hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: tensor %s: entry is not a JSON object",
                            fname, name);
@@ -563,13 +566,13 @@ static hetcl_status parse_tensor(hetcl_context *ctx, const hetcl_st_file *f, con
                            "%s: tensor %s: needs \"dtype\" (a string), \"shape\" and "
                            "\"data_offsets\" (arrays)",
                            fname, name);
-    t->name = name;
+    t->name = item->string;
     size_t k = 0;
     while (k < N_DTYPES && strcmp(DTYPES[k].name, dtype->valuestring) != 0)
         k++;
     if (k == N_DTYPES)
-        return hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: tensor %s: unknown dtype \"%s\"", fname,
-                           name, dtype->valuestring);
+        return hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: tensor %s: unknown dtype %s", fname, name,
+                           hetcl__quote(qd, sizeof qd, dtype->valuestring));
     t->dtype = (enum hetcl_st_dtype) k;
 
     t->shape = dims;
@@ -622,10 +625,11 @@ static hetcl_status parse_metadata(hetcl_context *ctx, hetcl_st_file *f, const c
         return hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: %s is not a JSON object", f->name,
                            METADATA_KEY);
     size_t n = 0;
+    char q[HETCL_QUOTE_CAP];
     for (const cJSON *m = item->child; m; m = m->next) {
         if (!cJSON_IsString(m))
             return hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: %s: value of %s is not a string",
-                               f->name, METADATA_KEY, m->string);
+                               f->name, METADATA_KEY, hetcl__quote_name(q, sizeof q, m->string));
         n++;
     }
     f->meta = hetcl__malloc((n ? n : 1) * sizeof *f->meta);
@@ -641,8 +645,9 @@ static hetcl_status parse_metadata(hetcl_context *ctx, hetcl_st_file *f, const c
     qsort(sorted, n, sizeof *sorted, cmp_meta);
     for (size_t i = 1; i < n; i++) {
         if (strcmp(sorted[i - 1]->string, sorted[i]->string) == 0) {
-            hetcl_status st = hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: %s: key %s appears twice",
-                                          f->name, METADATA_KEY, sorted[i]->string);
+            hetcl_status st =
+                    hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: %s: key %s appears twice", f->name,
+                                METADATA_KEY, hetcl__quote_name(q, sizeof q, sorted[i]->string));
             hetcl__free(sorted);
             return st;
         }
@@ -759,10 +764,11 @@ static hetcl_status parse(hetcl_context *ctx, hetcl_st_file *f)
     for (size_t i = 0; i < f->n; i++)
         f->by_name[i] = &f->tensors[i];
     qsort(f->by_name, f->n, sizeof *f->by_name, cmp_by_name);
+    char q1[HETCL_QUOTE_CAP], q2[HETCL_QUOTE_CAP];
     for (size_t i = 1; i < f->n; i++)
         if (strcmp(f->by_name[i - 1]->name, f->by_name[i]->name) == 0)
             return hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: tensor %s appears twice", fname,
-                               f->by_name[i]->name);
+                               hetcl__quote_name(q1, sizeof q1, f->by_name[i]->name));
 
     /* Sorting moves the tensors, so by_name is rebuilt afterwards. */
     qsort(f->tensors, f->n, sizeof *f->tensors, cmp_by_offset);
@@ -772,12 +778,14 @@ static hetcl_status parse(hetcl_context *ctx, hetcl_st_file *f)
         size_t begin = (size_t) ((const unsigned char *) t->data - data_start);
         if (begin < expect)
             return hetcl__fail(ctx, HETCL_ERR_FORMAT,
-                               "%s: tensor %s (bytes %zu..%zu) overlaps tensor %s", fname, t->name,
-                               begin, begin + t->nbytes, f->tensors[i - 1].name);
+                               "%s: tensor %s (bytes %zu..%zu) overlaps tensor %s", fname,
+                               hetcl__quote_name(q1, sizeof q1, t->name), begin, begin + t->nbytes,
+                               hetcl__quote_name(q2, sizeof q2, f->tensors[i - 1].name));
         if (begin > expect)
             return hetcl__fail(ctx, HETCL_ERR_FORMAT,
                                "%s: gap of %zu bytes before tensor %s (bytes %zu..%zu)", fname,
-                               begin - expect, t->name, begin, begin + t->nbytes);
+                               begin - expect, hetcl__quote_name(q1, sizeof q1, t->name), begin,
+                               begin + t->nbytes);
         expect = begin + t->nbytes;
     }
     if (expect != data_len)

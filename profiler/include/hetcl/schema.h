@@ -112,6 +112,24 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_schema_read_json(const char *path, 
                                                               char *err, size_t err_cap);
 
 /*
+ * Parses JSON text held in memory, as hetcl_schema_read_json parses a file's content (the
+ * same size limit, the same error messages).
+ *
+ * name     what messages call the text ("x.json"); borrowed.
+ * text     len bytes, which need not be NUL-terminated; borrowed.
+ * out      receives the parsed tree, owned by the caller (free with cJSON_Delete); set to NULL
+ *          on failure.
+ * err, err_cap   as for hetcl_schema_validate.
+ *
+ * Returns HETCL_OK; HETCL_ERR_INVALID_ARG for a NULL name, out, or text with len > 0;
+ * HETCL_ERR_FORMAT when the text is not one JSON value or is larger than
+ * HETCL_SCHEMA_MAX_FILE_BYTES; HETCL_ERR_NO_MEMORY. Thread-safe as hetcl_schema_read_json is.
+ */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_schema_parse_json(const char *name, const char *text,
+                                                               size_t len, cJSON **out, char *err,
+                                                               size_t err_cap);
+
+/*
  * Reads both files with hetcl_schema_read_json, then validates the document with
  * hetcl_schema_validate. Nothing stays allocated after the call.
  *

@@ -127,8 +127,13 @@ static bool add_configuration(struct hetcl_compare_report *r, const cJSON *c, si
     const cJSON *status = member(c, "status");
     snprintf(field, sizeof field, "%s.status", at);
     if (!cJSON_IsString(status) ||
-        (strcmp(status->valuestring, "ok") && strcmp(status->valuestring, "failed")))
-        return hetcl__cmp_field_error(r, field, "expected \"ok\" or \"failed\"");
+        (strcmp(status->valuestring, "ok") && strcmp(status->valuestring, "failed"))) {
+        char q[HETCL_QUOTE_CAP];
+        return hetcl__cmp_field_error(
+                r, field, "expected \"ok\" or \"failed\"%s%s",
+                cJSON_IsString(status) ? ", got " : "",
+                cJSON_IsString(status) ? hetcl__quote(q, sizeof q, status->valuestring) : "");
+    }
     if (!strcmp(status->valuestring, "failed")) {
         const cJSON *err = member(c, "error");
         e->error = cJSON_IsString(err) && err->valuestring[0] ? err->valuestring : "failed";

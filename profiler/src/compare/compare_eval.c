@@ -132,6 +132,7 @@ static void fixed(struct cmp_metric_result *m, enum hetcl_stats_verdict v, const
     va_start(ap, fmt);
     vsnprintf(c->reason, sizeof c->reason, fmt, ap);
     va_end(ap);
+    hetcl__utf8_trim(c->reason); /* a run's error text cut inside a character */
 }
 
 /* The status pseudo-metric when a run failed on either side; false when none failed. */
@@ -371,11 +372,13 @@ static hetcl_status nothing_matched(hetcl_context *ctx, const struct hetcl_compa
                                     const struct cmp_pair *p)
 {
     bool train = !strcmp(c->base[0]->kind, "hetcl.train");
+    char qn[HETCL_QUOTE_CAP], qb[HETCL_QUOTE_CAP];
     return hetcl__fail(ctx, HETCL_ERR_FORMAT,
-                       "nothing to match: no %s of %s (e.g. '%s') is in %s (e.g. '%s'); %s "
+                       "nothing to match: no %s of %s (e.g. %s) is in %s (e.g. %s); %s "
                        "match on %s",
-                       train ? "run" : "configuration", p->cand[0]->path, first_key(p->index),
-                       c->base[0]->path, first_key(c->base_index),
+                       train ? "run" : "configuration", p->cand[0]->path,
+                       hetcl__quote(qn, sizeof qn, first_key(p->index)), c->base[0]->path,
+                       hetcl__quote(qb, sizeof qb, first_key(c->base_index)),
                        train ? "runs" : "configurations",
                        train ? "model, dataset, algorithm and devices"
                              : "model, devices, placement, scenario and batch");
@@ -495,12 +498,13 @@ static void load_note(struct hetcl_comparison *c)
             }
         }
     c->note[0] = '\0';
-    if (example)
+    char q[HETCL_QUOTE_CAP];
+    if (example) /* the key comes from the report: quoted, it cannot reach the terminal raw */
         snprintf(c->note, sizeof c->note,
                  "note: %zu of %zu matched configurations ran at a different machine load (e.g. "
                  "%s: load average %.2f in BASE, %.2f in NEW); their verdicts may reflect the "
                  "machine rather than the change",
-                 n_differ, n_known, example, eb, en);
+                 n_differ, n_known, hetcl__quote(q, sizeof q, example), eb, en);
 }
 
 static struct hetcl_compare_options resolve(const struct hetcl_compare_options *opts)

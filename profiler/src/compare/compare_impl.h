@@ -68,6 +68,12 @@ struct hetcl_compare_report {
     size_t n_entries;
 };
 
+/* hetcl_compare_report_load for a report held in memory: text[0..len) (JSON, need not be
+ * terminated; borrowed), called name in messages and as its path. For the fuzz target. */
+hetcl_status hetcl__compare_report_parse(hetcl_context *ctx, const char *name, const char *text,
+                                         size_t len, const struct hetcl_compare_options *opts,
+                                         hetcl_compare_report **out);
+
 /* For extractors: records "path: field: message" (HETCL_ERR_FORMAT) on the report's context
  * unless an error was recorded already; returns false. */
 bool hetcl__cmp_field_error(struct hetcl_compare_report *r, const char *field, const char *fmt, ...)

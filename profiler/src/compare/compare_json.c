@@ -2,6 +2,8 @@
  * and github-action-benchmark's custom JSON. */
 #include "compare/compare_impl.h"
 
+#include <hetcl_internal/base.h>
+
 #include <hetcl/version.h>
 
 #include <math.h>
@@ -16,11 +18,43 @@ static bool add_number(cJSON *o, const char *name, double v)
                        : cJSON_AddNullToObject(o, name) != NULL;
 }
 
+/* Adds s as a string: JSON text is UTF-8, and cJSON would copy bytes that are not (a file
+ * name's, or a text cut short by a fixed buffer) into the output as they are. The report's own
+ * strings were repaired when it was read (report_doc.c); what reaches here from elsewhere
+ * goes through this. False when out of memory. */
+static bool add_text(cJSON *o, const char *name, const char *s)
+{
+    if (hetcl__utf8_valid(s, strlen(s)))
+        return cJSON_AddStringToObject(o, name, s) != NULL;
+    char *fixed = hetcl__utf8_sanitize(s);
+    bool ok = fixed && cJSON_AddStringToObject(o, name, fixed) != NULL;
+    hetcl__free(fixed);
+    return ok;
+}
+
+/* Appends cJSON's text with DEL and the C1 controls (U+0080..U+009F) written as \u escapes:
+ * cJSON escapes only the C0 ones, and a terminal that shows the JSON would obey a raw C1
+ * control (U+009B starts a control sequence). They can only occur inside strings, so
+ * rewriting the text is safe. */
+static void put_json(struct sbuf *b, const char *text)
+{
+    const char *run = text;
+    for (const char *p = text; *p; p++) {
+        unsigned char c = (unsigned char) p[0], d = (unsigned char) p[1];
+        bool c1 = c == 0xC2 && d >= 0x80 && d <= 0x9F;
+        if (c != 0x7F && !c1)
+            continue;
+        hetcl__sb_printf(b, "%.*s\\u%04x", (int) (p - run), run, c1 ? d : c);
+        p += c1;
+        run = p + 1;
+    }
+    hetcl__sb_puts(b, run);
+}
+
 static cJSON *report_ref(const hetcl_compare_report *r)
 {
     cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddStringToObject(o, "path", r->path) ||
-        !cJSON_AddStringToObject(o, "kind", r->kind) ||
+    if (!o || !add_text(o, "path", r->path) || !cJSON_AddStringToObject(o, "kind", r->kind) ||
         !cJSON_AddNumberToObject(o, "schema_version", r->schema_version) ||
         !cJSON_AddStringToObject(o, "hetcl_version", r->hetcl_version) ||
         !cJSON_AddStringToObject(o, "hetcl_commit", r->hetcl_commit) ||
@@ -226,7 +260,7 @@ bool hetcl__cmp_render_json(struct sbuf *b, const struct hetcl_comparison *c)
     cJSON_Delete(root);
     if (!text)
         return false;
-    hetcl__sb_puts(b, text);
+    put_json(b, text);
     hetcl__sb_puts(b, "\n");
     cJSON_free(text);
     return !b->failed;
@@ -250,12 +284,14 @@ static char *gab_entry(const struct cmp_pair *p, const struct cmp_config_result 
     snprintf(extra, sizeof extra, "base %s %s (%s); change %s; p %s; effect %s; %s: %s", base,
              mr->metric->unit, s.statistic, s.change, s.p, s.effect,
              hetcl_stats_verdict_name(mr->c.verdict), mr->c.reason);
+    hetcl__utf8_trim(name); /* the buffers may have cut a character in two */
+    hetcl__utf8_trim(extra);
     cJSON *o = cJSON_CreateObject();
-    bool ok = o && cJSON_AddStringToObject(o, "name", name) &&
+    bool ok = o && add_text(o, "name", name) &&
               cJSON_AddStringToObject(o, "unit", mr->metric->unit) &&
               cJSON_AddNumberToObject(o, "value", mr->c.new_value * mr->metric->scale) &&
               (!range[0] || cJSON_AddStringToObject(o, "range", range)) &&
-              cJSON_AddStringToObject(o, "extra", extra);
+              add_text(o, "extra", extra);
     char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     return text;
@@ -281,7 +317,8 @@ void hetcl__cmp_render_gab(struct sbuf *b, const struct hetcl_comparison *c, boo
                     b->failed = true;
                     return;
                 }
-                hetcl__sb_printf(b, "%s\n  %s", first ? "" : ",", text);
+                hetcl__sb_puts(b, first ? "\n  " : ",\n  ");
+                put_json(b, text);
                 cJSON_free(text);
                 first = false;
             }

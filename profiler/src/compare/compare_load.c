@@ -128,17 +128,22 @@ static size_t sort_samples(struct hetcl_compare_report *r)
     return total;
 }
 
-/* Reads the document and its head; extracts the entries. */
-static bool load(struct hetcl_compare_report *r, const struct hetcl_compare_options *o)
+/* Reads the document (the file at r->path, or text[0..len) when text is not NULL) and its
+ * head; extracts the entries. */
+static bool load(struct hetcl_compare_report *r, const char *text, size_t len,
+                 const struct hetcl_compare_options *o)
 {
     struct report_kind_info readable[N_KINDS];
     for (size_t i = 0; i < N_KINDS; i++)
         readable[i] = (struct report_kind_info){kinds[i].kind, kinds[i].version};
     struct stat sb;
-    if (stat(r->path, &sb) == 0 && (size_t) sb.st_size >= HETCL_COMPARE_PROGRESS_FILE_BYTES)
+    if (!text && stat(r->path, &sb) == 0 &&
+        (size_t) sb.st_size >= HETCL_COMPARE_PROGRESS_FILE_BYTES)
         hetcl__cmp_progress(o, "reading %s (%.1f MB)", r->path, (double) sb.st_size / 1e6);
     struct report_doc d;
-    bool ok = hetcl__report_doc_load(r->ctx, r->path, readable, N_KINDS, "compared", &d);
+    bool ok = text ? hetcl__report_doc_parse(r->ctx, r->path, text, len, readable, N_KINDS,
+                                             "compared", &d)
+                   : hetcl__report_doc_load(r->ctx, r->path, readable, N_KINDS, "compared", &d);
     r->root = d.root; /* owned by r from here, also on failure */
     if (!ok) {
         r->status = d.status != HETCL_OK ? d.status : HETCL_ERR_FORMAT;
@@ -163,9 +168,9 @@ static bool load(struct hetcl_compare_report *r, const struct hetcl_compare_opti
     return true;
 }
 
-hetcl_status hetcl_compare_report_load(hetcl_context *ctx, const char *path,
-                                       const struct hetcl_compare_options *opts,
-                                       hetcl_compare_report **out)
+static hetcl_status open_report(hetcl_context *ctx, const char *path, const char *text, size_t len,
+                                const struct hetcl_compare_options *opts,
+                                hetcl_compare_report **out)
 {
     if (out)
         *out = NULL;
@@ -178,7 +183,7 @@ hetcl_status hetcl_compare_report_load(hetcl_context *ctx, const char *path,
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", path);
     }
     r->ctx = ctx;
-    if (!load(r, opts)) {
+    if (!load(r, text, len, opts)) {
         hetcl_status st = r->status != HETCL_OK ? r->status : HETCL_ERR_FORMAT;
         hetcl_compare_report_destroy(r);
         return st;
@@ -186,6 +191,20 @@ hetcl_status hetcl_compare_report_load(hetcl_context *ctx, const char *path,
     r->ctx = NULL; /* the context is the caller's; the report keeps no reference */
     *out = r;
     return HETCL_OK;
+}
+
+hetcl_status hetcl_compare_report_load(hetcl_context *ctx, const char *path,
+                                       const struct hetcl_compare_options *opts,
+                                       hetcl_compare_report **out)
+{
+    return open_report(ctx, path, NULL, 0, opts, out);
+}
+
+hetcl_status hetcl__compare_report_parse(hetcl_context *ctx, const char *name, const char *text,
+                                         size_t len, const struct hetcl_compare_options *opts,
+                                         hetcl_compare_report **out)
+{
+    return open_report(ctx, name, text ? text : "", len, opts, out);
 }
 
 const char *hetcl_compare_report_path(const hetcl_compare_report *r)

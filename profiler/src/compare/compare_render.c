@@ -25,11 +25,23 @@ static const char *const t_heads[T_COLS] = {"CONFIGURATION", "METRIC", "STATISTI
                                             "CI OF RATIO",   "P",      "EFFECT"};
 
 struct trow {
-    const char *key; /* "" on a configuration's later rows */
+    const char *key; /* "" on a configuration's later rows; made safe for a terminal */
     char label[64];
     struct cmp_cells s;
     const struct cmp_metric_result *mr;
+    char *safe_key, *safe_reason; /* owned: key and reason through hetcl__sb_term_text */
 };
+
+/* s as a terminal may show it (hetcl__sb_term_text), as a new string; NULL when out of
+ * memory. */
+static char *term_copy(const char *s)
+{
+    struct sbuf t = {0};
+    hetcl__sb_term_text(&t, s);
+    char *copy = t.failed ? NULL : hetcl__strdup(t.p ? t.p : "");
+    hetcl__sb_free(&t);
+    return copy;
+}
 
 static const char *t_cell(const struct trow *r, int k)
 {
@@ -54,7 +66,7 @@ static void table_rows(struct sbuf *b, const struct cmp_pair *p)
     size_t n = 0;
     for (size_t c = 0; c < p->n_configs; c++)
         n += p->configs[c].n_metrics;
-    struct trow *rows = hetcl__malloc((n ? n : 1) * sizeof *rows);
+    struct trow *rows = hetcl__calloc(n ? n : 1, sizeof *rows);
     if (!rows) {
         b->failed = true;
         return;
@@ -66,7 +78,11 @@ static void table_rows(struct sbuf *b, const struct cmp_pair *p)
         for (size_t m = 0; m < p->configs[c].n_metrics; m++, k++) {
             struct trow *r = &rows[k];
             r->mr = &p->configs[c].metrics[m];
-            r->key = m ? "" : p->configs[c].key;
+            r->safe_key = m ? NULL : term_copy(p->configs[c].key);
+            r->safe_reason = term_copy(r->mr->c.reason);
+            if ((!m && !r->safe_key) || !r->safe_reason)
+                b->failed = true;
+            r->key = r->safe_key ? r->safe_key : "";
             const char *unit = hetcl__cmp_metric_unit(r->mr);
             snprintf(r->label, sizeof r->label, "%s%s%s%s", hetcl__cmp_metric_name(r->mr),
                      *unit ? " (" : "", unit, *unit ? ")" : "");
@@ -77,8 +93,13 @@ static void table_rows(struct sbuf *b, const struct cmp_pair *p)
     t_line(b, NULL, w, "VERDICT", "");
     for (size_t i = 0; i < n; i++) {
         const struct hetcl_stats_comparison *sc = &rows[i].mr->c;
-        bool why = sc->verdict != HETCL_VERDICT_UNCHANGED && sc->reason[0];
-        t_line(b, &rows[i], w, hetcl_stats_verdict_name(sc->verdict), why ? sc->reason : "");
+        bool why = sc->verdict != HETCL_VERDICT_UNCHANGED && sc->reason[0] && rows[i].safe_reason;
+        t_line(b, &rows[i], w, hetcl_stats_verdict_name(sc->verdict),
+               why ? rows[i].safe_reason : "");
+    }
+    for (size_t i = 0; i < n; i++) {
+        hetcl__free(rows[i].safe_key);
+        hetcl__free(rows[i].safe_reason);
     }
     hetcl__free(rows);
 }
@@ -105,17 +126,33 @@ static void wrapped(struct sbuf *b, const char *text, size_t width)
     }
 }
 
+/* "a.json + b.json (hetcl 0.1.0, commit 1a2b3c)": a side's files and the first one's hetcl,
+ * every part of it through the format's escaper (the commit and version come from the
+ * report). */
+static void side_head(struct sbuf *b, const hetcl_compare_report *const *r, size_t n,
+                      void (*escape)(struct sbuf *, const char *))
+{
+    struct sbuf names = {0};
+    hetcl__cmp_side_names(&names, r, n);
+    escape(b, names.p ? names.p : "");
+    b->failed = b->failed || names.failed;
+    hetcl__sb_free(&names);
+    hetcl__sb_puts(b, " (hetcl ");
+    escape(b, r[0]->hetcl_version);
+    hetcl__sb_puts(b, ", commit ");
+    escape(b, r[0]->hetcl_commit);
+    hetcl__sb_puts(b, ")");
+}
+
 void hetcl__cmp_render_table(struct sbuf *b, const struct hetcl_comparison *c)
 {
     for (size_t i = 0; i < c->n_pairs; i++) {
         const struct cmp_pair *p = &c->pairs[i];
         hetcl__sb_puts(b, i ? "\nBASE " : "BASE ");
-        hetcl__cmp_side_names(b, c->base, c->n_base);
-        hetcl__sb_printf(b, " (hetcl %s, commit %s)\nNEW  ", c->base[0]->hetcl_version,
-                         c->base[0]->hetcl_commit);
-        hetcl__cmp_side_names(b, p->cand, p->n_cand);
-        hetcl__sb_printf(b, " (hetcl %s, commit %s)\n", p->cand[0]->hetcl_version,
-                         p->cand[0]->hetcl_commit);
+        side_head(b, c->base, c->n_base, hetcl__sb_term_text);
+        hetcl__sb_puts(b, "\nNEW  ");
+        side_head(b, p->cand, p->n_cand, hetcl__sb_term_text);
+        hetcl__sb_puts(b, "\n");
         struct sbuf method = {0};
         hetcl__cmp_method_lines(&method, c, p);
         wrapped(b, method.p ? method.p : "", 100);
@@ -123,10 +160,16 @@ void hetcl__cmp_render_table(struct sbuf *b, const struct hetcl_comparison *c)
         hetcl__sb_free(&method);
         hetcl__sb_printf(b, "%zu configuration(s) matched\n\n", p->n_configs);
         table_rows(b, p);
-        for (size_t k = 0; k < p->n_only_base; k++)
-            hetcl__sb_printf(b, "only in BASE: %s\n", p->only_base[k]);
-        for (size_t k = 0; k < p->n_only_new; k++)
-            hetcl__sb_printf(b, "only in NEW:  %s\n", p->only_new[k]);
+        for (size_t k = 0; k < p->n_only_base; k++) {
+            hetcl__sb_puts(b, "only in BASE: ");
+            hetcl__sb_term_text(b, p->only_base[k]);
+            hetcl__sb_puts(b, "\n");
+        }
+        for (size_t k = 0; k < p->n_only_new; k++) {
+            hetcl__sb_puts(b, "only in NEW:  ");
+            hetcl__sb_term_text(b, p->only_new[k]);
+            hetcl__sb_puts(b, "\n");
+        }
         hetcl__sb_puts(b, "\n");
         hetcl__cmp_counts_line(b, p->counts);
         hetcl__sb_puts(b, "\n");
@@ -155,25 +198,6 @@ static void md_row(struct md *md, const char *row)
         md->omitted++;
     else
         hetcl__sb_puts(md->b, row);
-}
-
-/* Markdown table cells: | and newlines would break the row; < > & are escaped for HTML. */
-static void md_cell(struct sbuf *b, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '|')
-            hetcl__sb_puts(b, "\\|");
-        else if (*s == '<')
-            hetcl__sb_puts(b, "&lt;");
-        else if (*s == '>')
-            hetcl__sb_puts(b, "&gt;");
-        else if (*s == '&')
-            hetcl__sb_puts(b, "&amp;");
-        else if (*s == '\n' || *s == '\r')
-            hetcl__sb_puts(b, " ");
-        else
-            hetcl__sb_printf(b, "%c", *s);
-    }
 }
 
 static const char *md_verdict(enum hetcl_stats_verdict v)
@@ -226,7 +250,7 @@ static void md_changes(struct sbuf *row, const struct cmp_config_result *c)
         if (mr->is_status) {
             hetcl__sb_printf(row, "%sstatus %s: ", any ? ", " : "",
                              hetcl_stats_verdict_name(mr->c.verdict));
-            md_cell(row, mr->c.reason);
+            hetcl__sb_md_text(row, mr->c.reason);
         } else {
             hetcl__sb_printf(row, "%s%s %s %+.1f%% (δ %+.2f)", any ? ", " : "",
                              hetcl__cmp_metric_name(mr), hetcl_stats_verdict_name(mr->c.verdict),
@@ -242,7 +266,7 @@ static void headline_row(struct md *md, const struct cmp_config_result *c)
 {
     struct sbuf row = {0};
     hetcl__sb_printf(&row, "| %s | ", md_verdict(c->verdict));
-    md_cell(&row, c->key);
+    hetcl__sb_md_text(&row, c->key);
     md_runs(&row, c);
     const char *cols[2] = {"latency_p50", "throughput"};
     for (int k = 0; k < 2; k++) {
@@ -271,12 +295,12 @@ static void detail_rows(struct md *md, const struct cmp_config_result *c)
         hetcl__cmp_cells(mr, &s);
         struct sbuf row = {0};
         hetcl__sb_puts(&row, "| ");
-        md_cell(&row, c->key);
+        hetcl__sb_md_text(&row, c->key);
         hetcl__sb_printf(&row, " | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | ",
                          hetcl__cmp_metric_name(mr), hetcl__cmp_metric_unit(mr), s.statistic,
                          s.base, s.cand, s.change, s.ci, s.p, s.effect,
                          hetcl_stats_verdict_name(mr->c.verdict));
-        md_cell(&row, mr->c.reason);
+        hetcl__sb_md_text(&row, mr->c.reason);
         hetcl__sb_puts(&row, " |\n");
         if (!row.failed)
             md_row(md, row.p);
@@ -287,16 +311,14 @@ static void detail_rows(struct md *md, const struct cmp_config_result *c)
 /* A pair's heading, method lines and headline table head, as one capped row. */
 static void md_pair_head(struct md *md, const struct hetcl_comparison *c, const struct cmp_pair *p)
 {
-    struct sbuf h = {0}, names = {0}, method = {0};
-    hetcl__sb_puts(&h, "\n#### BASE `");
-    hetcl__cmp_side_names(&names, c->base, c->n_base);
-    md_cell(&h, names.p ? names.p : "");
-    hetcl__sb_printf(&h, "` (commit %s) → NEW `", c->base[0]->hetcl_commit);
-    hetcl__sb_free(&names);
-    hetcl__cmp_side_names(&names, p->cand, p->n_cand);
-    md_cell(&h, names.p ? names.p : "");
-    hetcl__sb_free(&names);
-    hetcl__sb_printf(&h, "` (commit %s): ", p->cand[0]->hetcl_commit);
+    /* No code spans around the names: inside one, Markdown's backslash escapes do not work, and
+     * a backtick in a file name would end it. */
+    struct sbuf h = {0}, method = {0};
+    hetcl__sb_puts(&h, "\n#### BASE ");
+    side_head(&h, c->base, c->n_base, hetcl__sb_md_text);
+    hetcl__sb_puts(&h, " → NEW ");
+    side_head(&h, p->cand, p->n_cand, hetcl__sb_md_text);
+    hetcl__sb_puts(&h, ": ");
     hetcl__cmp_counts_line(&h, p->counts);
     hetcl__sb_printf(&h, " metrics in %zu configurations\n\n", p->n_configs);
     hetcl__cmp_method_lines(&method, c, p);
@@ -308,7 +330,7 @@ static void md_pair_head(struct md *md, const struct hetcl_comparison *c, const 
             memcpy(one, line, len);
             one[len] = '\0';
             hetcl__sb_puts(&h, "- ");
-            md_cell(&h, one);
+            hetcl__sb_md_text(&h, one);
             hetcl__sb_puts(&h, "\n");
         }
         hetcl__free(one);
@@ -330,11 +352,11 @@ static void md_details(struct md *md, const struct hetcl_comparison *c, const st
     if (opened) {
         hetcl__sb_printf(b, "\n<details><summary>Every metric: ");
         hetcl__cmp_side_names(md->scratch, p->cand, p->n_cand);
-        md_cell(b, md->scratch->p ? md->scratch->p : "");
+        hetcl__sb_md_text(b, md->scratch->p ? md->scratch->p : "");
         hetcl__sb_free(md->scratch);
         hetcl__sb_printf(b, " vs ");
         hetcl__cmp_side_names(md->scratch, c->base, c->n_base);
-        md_cell(b, md->scratch->p ? md->scratch->p : "");
+        hetcl__sb_md_text(b, md->scratch->p ? md->scratch->p : "");
         hetcl__sb_free(md->scratch);
         hetcl__sb_printf(b,
                          "</summary>\n\n| configuration | metric | unit | statistic | base | new "
@@ -349,7 +371,7 @@ static void md_details(struct md *md, const struct hetcl_comparison *c, const st
         bool in_base = k < p->n_only_base;
         struct sbuf row = {0};
         hetcl__sb_puts(&row, in_base ? "\nonly in BASE: " : "\nonly in NEW: ");
-        md_cell(&row, in_base ? p->only_base[k] : p->only_new[k - p->n_only_base]);
+        hetcl__sb_md_text(&row, in_base ? p->only_base[k] : p->only_new[k - p->n_only_base]);
         hetcl__sb_puts(&row, "\n");
         if (!row.failed)
             md_row(md, row.p);

@@ -14,18 +14,22 @@ static const struct report_kind_info readable[] = {
         {"hetcl.devices", 1},
 };
 
-/* Loads every path into docs[0..n); *n_loaded counts the documents to free. */
-static hetcl_status load_all(hetcl_context *ctx, const char *const *paths, size_t n,
-                             struct report_doc *docs, size_t *n_loaded)
+/* Loads every path (or, with texts, parses texts[i][0..lens[i]) called paths[i]) into
+ * docs[0..n); *n_loaded counts the documents to free. */
+static hetcl_status load_all(hetcl_context *ctx, const char *const *paths, const char *const *texts,
+                             const size_t *lens, size_t n, struct report_doc *docs,
+                             size_t *n_loaded)
 {
     *n_loaded = 0;
+    const size_t n_readable = sizeof readable / sizeof readable[0];
     for (size_t i = 0; i < n; i++) {
         if (!paths[i])
             return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_render_files: paths[%zu] is NULL",
                                i);
-        bool ok =
-                hetcl__report_doc_load(ctx, paths[i], readable,
-                                       sizeof readable / sizeof readable[0], "rendered", &docs[i]);
+        bool ok = texts ? hetcl__report_doc_parse(ctx, paths[i], texts[i], lens[i], readable,
+                                                  n_readable, "rendered", &docs[i])
+                        : hetcl__report_doc_load(ctx, paths[i], readable, n_readable, "rendered",
+                                                 &docs[i]);
         (*n_loaded)++;
         if (!ok) /* the error, on ctx, names the file (and the field) */
             return docs[i].status;
@@ -64,12 +68,13 @@ static hetcl_status render_docs(hetcl_context *ctx, struct report_doc *docs, siz
     return HETCL_OK;
 }
 
-hetcl_status hetcl_render_files(hetcl_context *ctx, const char *const *paths, size_t n_paths,
-                                const struct hetcl_render_options *opts, char **out)
+static hetcl_status render(hetcl_context *ctx, const char *const *paths, const char *const *texts,
+                           const size_t *lens, size_t n_paths,
+                           const struct hetcl_render_options *opts, char **out)
 {
     if (out)
         *out = NULL;
-    if (!paths || n_paths == 0 || !out)
+    if (!paths || n_paths == 0 || !out || (texts && !lens))
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
                            "hetcl_render_files: needs at least one report path and an output");
     enum hetcl_render_format format = opts ? opts->format : HETCL_RENDER_MARKDOWN;
@@ -81,7 +86,7 @@ hetcl_status hetcl_render_files(hetcl_context *ctx, const char *const *paths, si
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "out of memory");
     struct sbuf b = {0};
     size_t n_loaded = 0;
-    hetcl_status st = load_all(ctx, paths, n_paths, docs, &n_loaded);
+    hetcl_status st = load_all(ctx, paths, texts, lens, n_paths, docs, &n_loaded);
     if (st == HETCL_OK)
         st = render_docs(ctx, docs, n_paths, format, &b);
     if (st == HETCL_OK) {
@@ -95,4 +100,19 @@ hetcl_status hetcl_render_files(hetcl_context *ctx, const char *const *paths, si
         hetcl__report_doc_free(&docs[i]);
     hetcl__free(docs);
     return st;
+}
+
+hetcl_status hetcl_render_files(hetcl_context *ctx, const char *const *paths, size_t n_paths,
+                                const struct hetcl_render_options *opts, char **out)
+{
+    return render(ctx, paths, NULL, NULL, n_paths, opts, out);
+}
+
+hetcl_status hetcl__render_texts(hetcl_context *ctx, const char *const *names,
+                                 const char *const *texts, const size_t *lens, size_t n,
+                                 const struct hetcl_render_options *opts, char **out)
+{
+    if (!texts)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl__render_texts: texts is NULL");
+    return render(ctx, names, texts, lens, n, opts, out);
 }

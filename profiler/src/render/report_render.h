@@ -54,6 +54,13 @@ struct sbuf *hetcl__rw_chart_buf(struct rw *w);
  * magnitudes (1e-3 .. 1e9). */
 void hetcl__rw_num(char *out, size_t cap, double v, int digits);
 
+/* hetcl_render_files for reports held in memory: texts[i][0..lens[i]) (JSON, need not be
+ * terminated), called names[i] in messages; for the fuzz target and embedders that never
+ * write the report to a file. Same contract as hetcl_render_files otherwise. */
+hetcl_status hetcl__render_texts(hetcl_context *ctx, const char *const *names,
+                                 const char *const *texts, const size_t *lens, size_t n,
+                                 const struct hetcl_render_options *opts, char **out);
+
 /* The renderers. Each reads what it shows through the accessors of report_doc.h, so a
  * malformed report stops with an error naming the file and the field (d->failed set; the
  * output is then incomplete and must not be written). */

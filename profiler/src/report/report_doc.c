@@ -25,26 +25,95 @@ bool hetcl__report_doc_error(struct report_doc *d, const char *field, const char
     return false;
 }
 
+/* Replaces *s (allocated by cJSON) with a copy whose invalid UTF-8 is U+FFFD; false when out
+ * of memory. */
+static bool repair(char **s)
+{
+    if (!*s || hetcl__utf8_valid(*s, strlen(*s)))
+        return true;
+    char *fixed = hetcl__utf8_sanitize(*s);
+    char *copy = fixed ? cJSON_malloc(strlen(fixed) + 1) : NULL;
+    if (copy)
+        memcpy(copy, fixed, strlen(fixed) + 1);
+    hetcl__free(fixed);
+    if (!copy)
+        return false;
+    cJSON_free(*s);
+    *s = copy;
+    return true;
+}
+
+/* Every string of the tree, member names included, made valid UTF-8. cJSON takes any bytes in
+ * a string, and a report is read to be shown: Markdown, HTML, JSON and terminals must never get
+ * bytes that are not UTF-8 (a browser may guess another encoding for the page, a terminal may
+ * take them as the start of a control sequence). Depth is bounded by cJSON's nesting limit. */
+static bool repair_tree(cJSON *node)
+{
+    for (; node; node = node->next) {
+        if (!(node->type & cJSON_StringIsConst) && !repair(&node->string))
+            return false;
+        if (cJSON_IsString(node) && !repair(&node->valuestring))
+            return false;
+        if (node->child && !repair_tree(node->child))
+            return false;
+    }
+    return true;
+}
+
 static const char *string_member(const cJSON *o, const char *name)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-bool hetcl__report_doc_load(hetcl_context *ctx, const char *path,
-                            const struct report_kind_info *kinds, size_t n_kinds, const char *verb,
-                            struct report_doc *d)
+static bool check_head(struct report_doc *d, const struct report_kind_info *kinds, size_t n_kinds,
+                       const char *verb);
+
+/* Reads path (text NULL) or parses text[0..len) into d->root, then checks the head. */
+static bool doc_open(hetcl_context *ctx, const char *path, const char *text, size_t len,
+                     const struct report_kind_info *kinds, size_t n_kinds, const char *verb,
+                     struct report_doc *d)
 {
     memset(d, 0, sizeof *d);
     d->ctx = ctx;
     d->path = path;
     char err[1024];
-    hetcl_status st = hetcl_schema_read_json(path, &d->root, err, sizeof err);
+    hetcl_status st = text ? hetcl_schema_parse_json(path, text, len, &d->root, err, sizeof err)
+                           : hetcl_schema_read_json(path, &d->root, err, sizeof err);
     if (st != HETCL_OK) {
         /* err names the file: "x.json: cannot open: ..." */
         (void) hetcl__fail(ctx, st, "%s", err);
         d->failed = true;
         d->status = st;
+        return false;
+    }
+    return check_head(d, kinds, n_kinds, verb);
+}
+
+bool hetcl__report_doc_load(hetcl_context *ctx, const char *path,
+                            const struct report_kind_info *kinds, size_t n_kinds, const char *verb,
+                            struct report_doc *d)
+{
+    return doc_open(ctx, path, NULL, 0, kinds, n_kinds, verb, d);
+}
+
+bool hetcl__report_doc_parse(hetcl_context *ctx, const char *name, const char *text, size_t len,
+                             const struct report_kind_info *kinds, size_t n_kinds, const char *verb,
+                             struct report_doc *d)
+{
+    /* A NULL text would read the file: an empty one is text all the same. */
+    return doc_open(ctx, name, text ? text : "", len, kinds, n_kinds, verb, d);
+}
+
+/* The checks every report gets once its JSON is read: strings repaired, kind and version. */
+static bool check_head(struct report_doc *d, const struct report_kind_info *kinds, size_t n_kinds,
+                       const char *verb)
+{
+    hetcl_context *ctx = d->ctx;
+    const char *path = d->path;
+    if (!repair_tree(d->root)) {
+        d->failed = true;
+        d->status = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", path);
         return false;
     }
     if (!cJSON_IsObject(d->root))
@@ -62,9 +131,10 @@ bool hetcl__report_doc_load(hetcl_context *ctx, const char *path,
             size_t len = strlen(known);
             snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", kinds[i].kind);
         }
+        char q[HETCL_QUOTE_CAP];
         return hetcl__report_doc_error(d, "$.kind",
-                                       "'%s' reports cannot be %s (this hetcl reads: %s)", d->kind,
-                                       verb, known);
+                                       "%s reports cannot be %s (this hetcl reads: %s)",
+                                       hetcl__quote(q, sizeof q, d->kind), verb, known);
     }
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(d->root, "schema_version");
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 1)

@@ -41,6 +41,12 @@ bool hetcl__report_doc_load(hetcl_context *ctx, const char *path,
                             const struct report_kind_info *kinds, size_t n_kinds, const char *verb,
                             struct report_doc *d);
 
+/* The same for JSON text in memory: text[0..len) (need not be terminated; borrowed), called
+ * `name` in messages (borrowed, like path, for d's life). */
+bool hetcl__report_doc_parse(hetcl_context *ctx, const char *name, const char *text, size_t len,
+                             const struct report_kind_info *kinds, size_t n_kinds, const char *verb,
+                             struct report_doc *d);
+
 /* Frees the tree; d becomes empty. NULL is a no-op. */
 void hetcl__report_doc_free(struct report_doc *d);
 

@@ -5,6 +5,8 @@
  */
 #include "schema_impl.h"
 
+#include <hetcl_internal/base.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,11 +67,14 @@ void hetcl__schema_format_number(double d, char *buf, size_t cap)
         snprintf(buf, cap, "%.17g", d);
 }
 
-/* A value as a message shows it: scalars as JSON (strings cut with "..."), containers by kind,
- * since printing a whole object to show its first bytes helps nobody. */
+/* A value as a message shows it: scalars as JSON (strings quoted by hetcl__quote: cut, with
+ * their length, and escaped), containers by kind, since printing a whole object to show its
+ * first bytes helps nobody. */
 void hetcl__schema_show_value(const cJSON *x, char *buf, size_t cap)
 {
-    if (cJSON_IsObject(x)) {
+    if (cJSON_IsString(x) && x->valuestring) {
+        hetcl__quote(buf, cap, x->valuestring);
+    } else if (cJSON_IsObject(x)) {
         snprintf(buf, cap, "an object");
     } else if (cJSON_IsArray(x)) {
         int n = cJSON_GetArraySize(x);
@@ -145,20 +150,8 @@ size_t hetcl__schema_path_push_key(struct vctx *v, const char *key)
         path_append(v, ".%s", key);
         return saved;
     }
-    char esc[128];
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *) key; *p && n + 8 < sizeof esc; p++) {
-        if (*p == '"' || *p == '\\') {
-            esc[n++] = '\\';
-            esc[n++] = (char) *p;
-        } else if (*p < 0x20) {
-            n += (size_t) snprintf(esc + n, sizeof esc - n, "\\u%04x", *p);
-        } else {
-            esc[n++] = (char) *p;
-        }
-    }
-    esc[n] = '\0';
-    path_append(v, "[\"%s\"]", esc);
+    char q[HETCL_QUOTE_CAP];
+    path_append(v, "[%s]", hetcl__quote(q, sizeof q, key));
     return saved;
 }
 

@@ -7,6 +7,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Parses buf[0..len) (buf[len] must be the NUL) as one JSON value; messages name `name`. */
+static hetcl_status parse_buf(const char *name, const char *buf, size_t len, cJSON **out, char *err,
+                              size_t err_cap)
+{
+    /* cJSON 1.7.15 wants the terminating NUL inside the length when it must check that nothing
+     * follows the value; the parse end (not cJSON_GetErrorPtr's global) locates an error. */
+    const char *end = NULL;
+    cJSON *json = cJSON_ParseWithLengthOpts(buf, len + 1, &end, true);
+    if (json && end != buf + len) { /* a NUL byte in the file ended the parse early */
+        cJSON_Delete(json);
+        json = NULL;
+    }
+    if (!json) {
+        size_t off = end && end >= buf && end <= buf + len ? (size_t) (end - buf) : len;
+        size_t line = 1, col = 1;
+        for (size_t i = 0; i < off; i++) {
+            if (buf[i] == '\n') {
+                line++;
+                col = 1;
+            } else {
+                col++;
+            }
+        }
+        if (err_cap)
+            snprintf(err, err_cap, "%s: JSON parse error at byte %zu (line %zu, column %zu)%s",
+                     name, off, line, col, len == 0 ? ": empty file" : "");
+        return HETCL_ERR_FORMAT;
+    }
+    *out = json;
+    return HETCL_OK;
+}
+
 hetcl_status hetcl_schema_read_json(const char *path, cJSON **out, char *err, size_t err_cap)
 {
     if (err && err_cap)
@@ -70,34 +102,43 @@ hetcl_status hetcl_schema_read_json(const char *path, cJSON **out, char *err, si
         return st;
     }
     buf[len] = '\0'; /* the loop allocated at least once, with room for this */
-    /* cJSON 1.7.15 wants the terminating NUL inside the length when it must check that nothing
-     * follows the value; the parse end (not cJSON_GetErrorPtr's global) locates an error. */
-    const char *end = NULL;
-    cJSON *json = cJSON_ParseWithLengthOpts(buf, len + 1, &end, true);
-    if (json && end != buf + len) { /* a NUL byte in the file ended the parse early */
-        cJSON_Delete(json);
-        json = NULL;
+    st = parse_buf(path, buf, len, out, err, err_cap);
+    free(buf);
+    return st;
+}
+
+hetcl_status hetcl_schema_parse_json(const char *name, const char *text, size_t len, cJSON **out,
+                                     char *err, size_t err_cap)
+{
+    if (err && err_cap)
+        err[0] = '\0';
+    else
+        err_cap = 0;
+    if (out)
+        *out = NULL;
+    if (!name || (!text && len) || !out) {
+        hetcl__schema_copy_str(err, err_cap,
+                               "hetcl_schema_parse_json: name, text and out must not be NULL");
+        return HETCL_ERR_INVALID_ARG;
     }
-    if (!json) {
-        size_t off = end && end >= buf && end <= buf + len ? (size_t) (end - buf) : len;
-        size_t line = 1, col = 1;
-        for (size_t i = 0; i < off; i++) {
-            if (buf[i] == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
+    if (len > HETCL_SCHEMA_MAX_FILE_BYTES) {
         if (err_cap)
-            snprintf(err, err_cap, "%s: JSON parse error at byte %zu (line %zu, column %zu)%s",
-                     path, off, line, col, len == 0 ? ": empty file" : "");
-        free(buf);
+            snprintf(err, err_cap, "%s: larger than %zu bytes", name, HETCL_SCHEMA_MAX_FILE_BYTES);
         return HETCL_ERR_FORMAT;
     }
+    /* A terminated copy: cJSON wants the NUL inside the length, and the caller's text need not
+     * have one. */
+    char *buf = malloc(len + 1);
+    if (!buf) {
+        hetcl__schema_copy_str(err, err_cap, "out of memory");
+        return HETCL_ERR_NO_MEMORY;
+    }
+    if (len)
+        memcpy(buf, text, len);
+    buf[len] = '\0';
+    hetcl_status st = parse_buf(name, buf, len, out, err, err_cap);
     free(buf);
-    *out = json;
-    return HETCL_OK;
+    return st;
 }
 
 hetcl_status hetcl_schema_validate_files(const char *schema_path, const char *doc_path, char *err,

@@ -22,7 +22,7 @@
 
 #define PATH_CAP    512  /* document path text; longer paths are cut, messages stay one line */
 #define SCRATCH_CAP 1024 /* one anyOf/oneOf branch's message */
-#define SHOW_CAP    64   /* a value shown in a message ("got ...") */
+#define SHOW_CAP    256  /* a value shown in a message ("got ..."): HETCL_QUOTE_CAP */
 
 struct vctx {
     const cJSON *root; /* where "$ref"s resolve */

@@ -14,6 +14,8 @@
 
 #include <hetcl/export.h>
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -44,6 +46,16 @@ typedef enum hetcl_status {
 HETCL_API const char *hetcl_status_name(hetcl_status s);
 /* "OpenCL call failed (see detail)"; a static string, never NULL. */
 HETCL_API const char *hetcl_status_str(hetcl_status s);
+
+/* For programs that quote input in their own error messages (a command-line flag's value):
+ * writes text into buf[cap] as the library's messages quote it, and returns buf (always
+ * terminated). Between double quotes, at most 64 characters; control characters (ANSI escape
+ * sequences included), quotes, backslashes and bidirectional controls escaped (\n, \u001b,
+ * \", \\, \u202e), bytes that are not UTF-8 shown as \xff; a longer text cut after a whole
+ * character and followed by its length: "xxxx"... (1048576 bytes). A cap of 256 always holds
+ * the whole quotation; a smaller one shows fewer characters. text NULL quotes as "".
+ * Thread-safe. */
+HETCL_API const char *hetcl_quote(char *buf, size_t cap, const char *text);
 
 #ifdef __cplusplus
 }

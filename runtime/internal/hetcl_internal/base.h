@@ -8,12 +8,13 @@
  *   <hetcl_internal/fileio.h>    atomic writes, whole-file reads, directories
  *   <hetcl_internal/prng.h>      the one seeded generator (xoshiro256** over splitmix64)
  *   <hetcl_internal/cl_error.h>  symbolic names of OpenCL error codes
- * Implemented in runtime/src (alloc.c, context.c, util/).
+ * Implemented in runtime/src (alloc.c, context.c, util/; text and quotation: util/text.c).
  */
 #ifndef HETCL_INTERNAL_BASE_H
 #define HETCL_INTERNAL_BASE_H
 
 #include <hetcl/context.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,6 +74,49 @@ char *hetcl__strdup(const char *s);
 
 /* Copies src into dst[cap], always terminated, truncating if needed. */
 void hetcl__strlcpy(char *dst, const char *src, size_t cap);
+
+/*
+ * Quoting input in error messages. Every message that shows what it read (a field's value, a
+ * flag's argument, a CSV cell) shows it through hetcl__quote: between double quotes as a JSON
+ * string would be, at most HETCL_QUOTE_CHARS characters of it, with control characters (ANSI
+ * escape sequences included), quotes, backslashes and bidirectional controls escaped (\n,
+ * \u001b, \", \\, \u202e) and bytes that are not UTF-8 shown as \xff; a longer text is cut
+ * after a whole character and followed by its total length:
+ *
+ *     char q[HETCL_QUOTE_CAP];
+ *     hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: $.kind: unknown kind %s", path,
+ *                 hetcl__quote(q, sizeof q, kind));
+ *     // x.json: $.kind: unknown kind "kkkkkkkk(...64 characters)"... (1048576 bytes)
+ *
+ * So one error stays one line of bounded length, whatever the input holds.
+ */
+#define HETCL_QUOTE_CHARS 64
+/* A buffer of this size holds any quotation: fewer characters are shown when their escapes
+ * would not fit in it. */
+#define HETCL_QUOTE_CAP 256
+/* Writes the quotation of text (NUL-terminated; NULL quotes as "") into buf[cap], always
+ * terminated, and returns buf. */
+const char *hetcl__quote(char *buf, size_t cap, const char *text);
+/* The same for text[0..len), which need not be terminated and may hold NUL bytes (a CSV
+ * cell, a token of a binary header). */
+const char *hetcl__quote_n(char *buf, size_t cap, const char *text, size_t len);
+/* A name taken from input (a tensor, a JSON member) as a message shows it: as it is when it is
+ * a short word of letters, digits and _ - . : / ("layers.0.weight"), else as hetcl__quote
+ * shows any text (empty, long, or holding anything else: a newline, an escape sequence). */
+const char *hetcl__quote_name(char *buf, size_t cap, const char *name);
+
+/* UTF-8. Decodes the sequence at s[0..n): its length (1 to 4) with *cp the code point, or 0
+ * (with *cp = U+FFFD) when s does not start with a valid sequence: a stray continuation byte,
+ * an overlong form, a surrogate, a code point past U+10FFFF, or a sequence cut short by n. */
+size_t hetcl__utf8_decode(const char *s, size_t n, uint32_t *cp);
+/* Whether s[0..n) is valid UTF-8. */
+bool hetcl__utf8_valid(const char *s, size_t n);
+/* A copy of s with each byte that is not part of a valid sequence replaced by U+FFFD; free
+ * with hetcl__free. NULL when out of memory. */
+char *hetcl__utf8_sanitize(const char *s);
+/* Cuts an incomplete sequence off the end of s: what a truncation by bytes (snprintf into a
+ * fixed buffer) leaves of a character that did not fit. */
+void hetcl__utf8_trim(char *s);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t hetcl__now_ns(void);
