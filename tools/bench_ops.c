@@ -19,6 +19,7 @@
 struct ops_flags {
     struct hetcl_bench_ops_options o;
     unsigned long batches[HETCL_BENCH_OPS_MAX_BATCHES];
+    unsigned long square[HETCL_BENCH_OPS_MAX_BATCHES];
     const char *json_path;
     bool quiet;
 };
@@ -61,6 +62,31 @@ static bool parse_batches(const char *flag, const char *value, void *target)
     return true;
 }
 
+/* --square LIST: up to 4 sizes from 16 to 16384; target: struct ops_flags. */
+static bool parse_square(const char *flag, const char *value, void *target)
+{
+    struct ops_flags *f = target;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", value);
+    f->o.n_square = 0;
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        if (f->o.n_square == HETCL_BENCH_OPS_MAX_BATCHES) {
+            cli_error("%s takes at most %d sizes", flag, HETCL_BENCH_OPS_MAX_BATCHES);
+            return false;
+        }
+        if (!cli_parse_range(flag, t, 16, 16384, &f->square[f->o.n_square++]))
+            return false;
+    }
+    if (!f->o.n_square) {
+        char q[CLI_QUOTE_CAP];
+        cli_error("%s expects sizes from 16 to 16384, got %s", flag,
+                  hetcl_quote(q, sizeof q, value));
+        return false;
+    }
+    f->o.square = f->square;
+    return true;
+}
+
 /* Returns CLI_EXIT_OK, CLI_EXIT_USAGE, or -1 after --help. */
 static int parse_args(int argc, char **argv, struct ops_flags *f)
 {
@@ -70,6 +96,9 @@ static int parse_args(int argc, char **argv, struct ops_flags *f)
             CLI_SECTION("options:"),
             {"--batch", CLI_CUSTOM, f, .parse = parse_batches, .metavar = "LIST",
              .help = "batch sizes (default 64,256)"},
+            {"--square", CLI_CUSTOM, f, .parse = parse_square, .metavar = "LIST",
+             .help = "also square GEMMs N x N x N of these sizes (16 to 16384;\n"
+                     "e.g. 1024,4096: a device's large-size rate)"},
             {"--reps", CLI_ULONG, &f->o.reps, .min = 1, .max = 64, .metavar = "N",
              .help = "timed tasks per operator and worker (default 10)"},
             {"--devices", CLI_STRING, &f->o.devices, .metavar = "SPEC",

@@ -338,6 +338,33 @@ static bool wants_second_host_worker(const struct train_cli *c, hetcl_runtime *r
     return n_host == 1 && n_cl > 0;
 }
 
+static bool has_host_worker(hetcl_runtime *rt)
+{
+    for (size_t w = 0; w < hetcl_runtime_n_workers(rt); w++) {
+        struct hetcl_worker_info wi;
+        if (hetcl_runtime_worker_info(rt, w, &wi) == HETCL_OK && !wi.excluded &&
+            wi.kind == HETCL_WORKER_HOST)
+            return true;
+    }
+    return false;
+}
+
+/* OpenCL devices alone (--devices opencl, p0d0): their replicas still need a host thread for
+ * the copies in and the merges back, so one host worker is added that serves and does not
+ * train (hetcl_train_options.host_workers_serve_only). */
+static bool wants_serving_host_worker(const struct train_cli *c, hetcl_runtime *rt)
+{
+    if (c->opts.algo == HETCL_TRAIN_HOGWILD)
+        return false;
+    int n_host = 0, n_cl = 0;
+    for (size_t w = 0; w < hetcl_runtime_n_workers(rt); w++) {
+        struct hetcl_worker_info wi;
+        if (hetcl_runtime_worker_info(rt, w, &wi) == HETCL_OK && !wi.excluded)
+            wi.kind == HETCL_WORKER_HOST ? n_host++ : n_cl++;
+    }
+    return n_host == 0 && n_cl > 0;
+}
+
 static int create_runtime(struct train_cli *c, hetcl_context *ctx, hetcl_runtime **rt)
 {
     struct hetcl_runtime_options ro = {.devices = c->devices,
@@ -357,10 +384,24 @@ static int create_runtime(struct train_cli *c, hetcl_context *ctx, hetcl_runtime
         return rc;
     ro.device_list = c->device_list;
     hetcl_status s = hetcl_runtime_create(ctx, &ro, rt);
-    if (s == HETCL_OK && wants_second_host_worker(c, *rt)) {
+    if (s == HETCL_OK && c->opts.algo == HETCL_TRAIN_HOGWILD && !has_host_worker(*rt)) {
+        char q[CLI_QUOTE_CAP];
+        cli_error("--algo hogwild trains on host workers only; --devices %s selects none",
+                  hetcl_quote(q, sizeof q, c->devices));
+        return CLI_EXIT_USAGE;
+    }
+    char serving[sizeof c->devices_serving];
+    bool serve = s == HETCL_OK && wants_serving_host_worker(c, *rt);
+    if (serve &&
+        (size_t) snprintf(serving, sizeof serving, "%s,host", ro.devices) < sizeof serving) {
+        memcpy(c->devices_serving, serving, sizeof serving);
+        ro.devices = c->devices_serving;
+        c->opts.host_workers_serve_only = true;
+    }
+    if (s == HETCL_OK && (c->opts.host_workers_serve_only || wants_second_host_worker(c, *rt))) {
         hetcl_runtime_destroy(*rt);
         *rt = NULL;
-        ro.host_workers = 2;
+        ro.host_workers = c->opts.host_workers_serve_only ? 1 : 2;
         if ((s = hetcl_runtime_create(ctx, &ro, rt)) != HETCL_OK) {
             cli_error("--devices %s: %s", c->devices, hetcl_context_last_error(ctx));
             return CLI_EXIT_FAILURE;

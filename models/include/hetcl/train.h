@@ -133,6 +133,10 @@ struct hetcl_train_options {
      * to a target accuracy exact rather than interpolated over whole epochs. */
     double eval_every;
     bool resume; /* continue from checkpoint_path when it exists */
+    /* The runtime's host workers serve the OpenCL replicas (copies in, merges back) and do not
+     * train: a run on OpenCL devices alone (hetcl train --devices opencl or p0d0) creates one
+     * host worker for this service. Host workers must then not be the only workers. */
+    bool host_workers_serve_only;
     /* The standardization the caller applied to the inputs (x - mean) / std, per feature
      * (input_features floats each; borrowed; NULL: none). Saved in checkpoints as the tensors
      * `input.mean` and `input.std`, so that inference (hetcl bench model) feeds the trained

@@ -103,8 +103,16 @@ static hetcl_status pick_workers(struct tr *t)
         }
     }
     t->service_worker = -1;
-    if (n_cl > 0 && n_host >= 2 && t->o.algo != HETCL_TRAIN_HOGWILD &&
-        t->o.algo != HETCL_TRAIN_SINGLE)
+    bool serve_only = t->o.host_workers_serve_only;
+    if (serve_only && (n_cl == 0 || t->o.algo == HETCL_TRAIN_HOGWILD))
+        return hetcl__fail(t->ctx, HETCL_ERR_NO_DEVICE,
+                           "train: host workers that only serve need OpenCL devices to train "
+                           "(%s)",
+                           t->o.algo == HETCL_TRAIN_HOGWILD ? "hogwild trains on host workers"
+                                                            : "none selected");
+    if (n_cl > 0 && n_host >= 1 &&
+        (serve_only ||
+         (n_host >= 2 && t->o.algo != HETCL_TRAIN_HOGWILD && t->o.algo != HETCL_TRAIN_SINGLE)))
         t->service_worker = last_host;
     for (size_t i = 0; i < nw && t->n_dev < HETCL_TRAIN_MAX_DEVICES; i++) {
         struct hetcl_worker_info wi;
@@ -112,7 +120,7 @@ static hetcl_status pick_workers(struct tr *t)
             (int) i == t->service_worker)
             continue;
         bool host = wi.kind == HETCL_WORKER_HOST;
-        if (t->o.algo == HETCL_TRAIN_HOGWILD && !host)
+        if ((t->o.algo == HETCL_TRAIN_HOGWILD && !host) || (serve_only && host))
             continue;
         struct tr_dev *d = &t->dev[t->n_dev];
         d->index = t->n_dev++;

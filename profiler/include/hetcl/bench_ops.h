@@ -47,10 +47,14 @@ struct hetcl_bench_ops_options {
     unsigned long reps;           /* timed tasks per operator and worker, 1 to 64 (default 10) */
     const unsigned long *batches; /* batch sizes, 1 to 65536 each (default 64 and 256) */
     size_t n_batches;             /* at most HETCL_BENCH_OPS_MAX_BATCHES */
-    const char *devices;          /* the workers, as the runtime takes them (default "all") */
-    const char *split_cpu;        /* split OpenCL CPU devices (as hetcl devices); NULL: none */
-    const char *only;             /* only the cases whose label or operator contains it */
-    bool no_clblast;              /* skip the direct CLBlast comparison */
+    /* Square GEMMs N x N x N (NN) timed besides the models' shapes, 16 to 16384 each, for a
+     * device's large-size rate against a vendor BLAS (at most HETCL_BENCH_OPS_MAX_BATCHES). */
+    const unsigned long *square;
+    size_t n_square;
+    const char *devices;   /* the workers, as the runtime takes them (default "all") */
+    const char *split_cpu; /* split OpenCL CPU devices (as hetcl devices); NULL: none */
+    const char *only;      /* only the cases whose label or operator contains it */
+    bool no_clblast;       /* skip the direct CLBlast comparison */
     /* Time limit of each isolated driver query while the devices are enumerated, in ms
      * (hetcl_enum_options.timeout_ms; 0: its default, 20000). */
     unsigned long timeout_ms;

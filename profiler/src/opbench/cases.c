@@ -1,5 +1,6 @@
 /* The operator benchmark's cases (opbench_impl.h): the operators at the shapes of the models
- * hetcl ships, models/mlp.json (784-256-128-10) and models/lenet.json. */
+ * hetcl ships, models/mlp.json (784-256-128-10) and models/lenet.json, and square GEMMs of the
+ * sizes asked for. */
 #include "opbench/opbench_impl.h"
 
 #include <stdio.h>
@@ -161,9 +162,16 @@ static void lenet_cases(struct op_case *cases, size_t *n, int64_t b)
     }
 }
 
-void hetcl__opbench_cases(hetcl_bench_ops *b, const unsigned long *batches, size_t n_batches)
+void hetcl__opbench_cases(hetcl_bench_ops *b, const unsigned long *batches, size_t n_batches,
+                          const unsigned long *square, size_t n_square)
 {
     b->n_cases = 0;
+    for (size_t i = 0; i < n_square; i++) {
+        char l[64];
+        snprintf(l, sizeof l, "gemm %lux%lux%lu (NN)", square[i], square[i], square[i]);
+        add_gemm(b->cases, &b->n_cases, l, (int64_t) square[i], (int64_t) square[i],
+                 (int64_t) square[i], false, false);
+    }
     for (size_t i = 0; i < n_batches; i++)
         mlp_cases(b->cases, &b->n_cases, (int64_t) batches[i]);
     mlp_update_case(b->cases, &b->n_cases);

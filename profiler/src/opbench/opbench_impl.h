@@ -59,7 +59,8 @@ struct hetcl_bench_ops {
 };
 
 /* The cases: the MLP's at each batch, its update, LeNet's at each batch. */
-void hetcl__opbench_cases(hetcl_bench_ops *b, const unsigned long *batches, size_t n_batches);
+void hetcl__opbench_cases(hetcl_bench_ops *b, const unsigned long *batches, size_t n_batches,
+                          const unsigned long *square, size_t n_square);
 
 /* Bytes a case moves (read-write buffers count twice). */
 double hetcl__opbench_case_bytes(const struct op_case *c);

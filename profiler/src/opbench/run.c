@@ -243,6 +243,14 @@ static hetcl_status check_options(hetcl_context *ctx, const struct hetcl_bench_o
         if (o->batches[i] < 1 || o->batches[i] > 65536)
             return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
                                "bench ops: batch sizes must be 1 to 65536, got %lu", o->batches[i]);
+    if (o->n_square > HETCL_BENCH_OPS_MAX_BATCHES || (o->n_square && !o->square))
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "bench ops: at most %d square sizes",
+                           HETCL_BENCH_OPS_MAX_BATCHES);
+    for (size_t i = 0; i < o->n_square; i++)
+        if (o->square[i] < 16 || o->square[i] > 16384)
+            return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                               "bench ops: square GEMM sizes must be 16 to 16384, got %lu",
+                               o->square[i]);
     return HETCL_OK;
 }
 
@@ -289,7 +297,7 @@ hetcl_status hetcl_bench_ops_run(hetcl_context *ctx, const struct hetcl_bench_op
     static const unsigned long default_batches[] = {64, 256};
     b->reps = o->reps ? o->reps : 10;
     hetcl__opbench_cases(b, o->n_batches ? o->batches : default_batches,
-                         o->n_batches ? o->n_batches : 2);
+                         o->n_batches ? o->n_batches : 2, o->square, o->n_square);
     struct hetcl_runtime_options ro = {.devices = o->devices ? o->devices : "all",
                                        .split_cpu = o->split_cpu,
                                        .perfmodel_dir = ""};

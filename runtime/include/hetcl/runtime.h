@@ -244,7 +244,7 @@ struct hetcl_runtime_options {
     const char *scheduler;
     /* Which devices get workers: "all" (default: every OpenCL device plus host workers), "host"
      * (host workers only), "opencl" (OpenCL devices only), or a comma-separated list of device
-     * ids ("p0d0.1") and "host". */
+     * ids ("p0d0.1"), "host" and "opencl" ("opencl,host" is "all"). */
     const char *devices;
     /* CPU sub-device split for OpenCL CPU devices, as `hetcl devices --split-cpu` ("2", "1,1",
      * "kinds"); NULL: none. The sub-devices replace their root device. */

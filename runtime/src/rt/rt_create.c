@@ -56,10 +56,13 @@ static hetcl_status parse_devices(hetcl_context *ctx, const char *spec, struct s
         if (n == 0 || n >= sizeof sel->ids[0])
             return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
                                "devices \"%s\": expected \"all\", \"host\", \"opencl\" or a "
-                               "comma-separated list of device ids (\"p0d0.1\") and \"host\"",
+                               "comma-separated list of device ids (\"p0d0.1\"), \"host\" "
+                               "and \"opencl\"",
                                spec);
         if (n == 4 && strncmp(p, "host", 4) == 0) {
             sel->host = true;
+        } else if (n == 6 && strncmp(p, "opencl", 6) == 0) {
+            sel->all_opencl = true;
         } else {
             if (sel->n_ids == RT_MAX_WORKERS)
                 return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "devices: more than %d ids",
