@@ -26,8 +26,8 @@ struct train_cli {
     char **argv;
     const char *model, *data, *devices, *split_cpu, *report, *trace;
     char devices_serving[512]; /* --devices plus the host worker that serves OpenCL replicas */
-    int host_workers;         /* 0: automatic; -1: none (--host-workers 0) */
-    unsigned long timeout_ms; /* --timeout-ms: each isolated driver query (0: the default) */
+    int host_workers;          /* 0: automatic; -1: none (--host-workers 0) */
+    unsigned long timeout_ms;  /* --timeout-ms: each isolated driver query (0: the default) */
     struct hetcl_device_list *device_list; /* enumerated once for the runtime(s) */
     int64_t train_limit, test_limit;
     bool no_standardize, quiet;
