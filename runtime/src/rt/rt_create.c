@@ -152,7 +152,13 @@ static struct rt_worker *worker_new(hetcl_runtime *rt, hetcl_worker_kind kind)
     w->kind = kind;
     w->platform = -1;
     pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->cond, NULL);
+    /* Monotonic: an OpenCL worker's timed waits (its completion polling) must not stretch or
+     * shrink when the wall clock is set. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cond, &ca);
+    pthread_condattr_destroy(&ca);
     atomic_init(&w->idle, false);
     atomic_init(&w->excluded, false);
     atomic_init(&w->fault_alloc, 0);

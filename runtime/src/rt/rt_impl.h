@@ -189,6 +189,9 @@ struct rt_worker {
     unsigned inflight; /* OpenCL tasks enqueued and not yet completed (worker thread only) */
     /* In enqueue order: [cl_inflight * RT_CHAIN_FACTOR] (worker thread only). */
     struct rt_task **inflight_tasks;
+    /* While tasks are in flight the worker also asks the driver for their status after this
+     * long without news (worker thread; see poll_completions in rt_worker.c). */
+    uint64_t poll_ns;
     /* Host clock minus device clock, estimated from completion callbacks (worker thread). */
     int64_t dev_offset_ns;
     bool have_dev_offset;
