@@ -143,11 +143,16 @@ static hetcl_status first_row(struct csv *c, const char *row, const char *row_en
         c->label_col = opts ? opts->label_column : 0;
         if (c->label_col < 0)
             c->label_col += c->n_cols;
-        if (c->label_col < 0 || c->label_col >= c->n_cols)
+        if (c->label_col < 0 || c->label_col >= c->n_cols) {
+            int lc = opts ? opts->label_column : 0;
+            char from1[48] = ""; /* a count from 1, as the other details and a user say it */
+            if (lc >= 0)
+                snprintf(from1, sizeof from1, " (column %lld)", (long long) lc + 1);
             return hetcl__fail(c->ctx, HETCL_ERR_INVALID_ARG,
-                               "%s:%lld: label_column %d does not exist: the file has %ld "
+                               "%s:%lld: label_column %d%s does not exist: the file has %ld "
                                "columns",
-                               c->name, (long long) line, opts ? opts->label_column : 0, c->n_cols);
+                               c->name, (long long) line, lc, from1, c->n_cols);
+        }
     }
     c->nf = (size_t) c->n_cols - 1;
     const size_t max_bytes = hetcl__data_max_bytes(opts);
