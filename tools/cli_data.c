@@ -106,11 +106,13 @@ size_t cli_data_options(struct cli_option *rows, struct cli_data_flags *f)
 {
     const struct cli_option t[CLI_DATA_N_OPTIONS] = {
             {"--test-data", CLI_STRING, &f->test_data, .metavar = "SOURCE",
-             .help = "test examples from a file, in any form --data takes"},
+             .help = "test examples from a file, in any form --data takes\n"
+                     "(default none)"},
             {"--test-split", CLI_CUSTOM, &f->test_split, .parse = parse_fraction, .metavar = "F",
              .help = "hold out the fraction F (0 < F < 1) of --data's file as\n"
                      "the test set, drawn with --split-seed: train and bench\n"
-                     "model hold out the same rows"},
+                     "model hold out the same rows (default none: train then\n"
+                     "needs --test-data, bench model takes every example)"},
             {"--split-seed", CLI_U64, &f->split_seed, .seen = &f->split_seed_seen,
              .max = 9007199254740991.0, .metavar = "N",
              .help = "seed of --test-split's draw (default 1)"},
