@@ -40,6 +40,7 @@
 #define HETCL_BENCH_MODEL_H
 
 #include <hetcl/context.h>
+#include <hetcl/data.h>
 #include <hetcl/device.h>
 #include <hetcl/export.h>
 #include <hetcl/stats.h>
@@ -118,12 +119,21 @@ struct hetcl_bench_model_options {
     size_t n_weights;           /* 0 or n_models */
     uint64_t weight_seed;       /* [1] below 2^53 (the report stores seeds as JSON numbers) */
     const char *data;           /* NULL: seeded random inputs in [0, 1); "fashion-mnist": its
-                                   test split, rotated (and accuracy with a checkpoint) */
-    bool no_standardize;        /* feed the dataset's raw features (default: standardized as the
-                                   checkpoint says, else with the train split's statistics) */
-    size_t n_distinct;          /* [16] distinct input batches cycled through, 1 .. 4096 */
-    uint64_t input_seed;        /* [2] */
-    const int64_t *batches;     /* [{1}] batch sizes, each 1 .. 2^20 */
+                                   test split, rotated (and accuracy with a checkpoint); with
+                                   dataset: the name the report gives it */
+    /* Inputs the caller loaded (a file: `hetcl bench model --data csv:FILE`) instead of the
+     * dataset named by data: dense, of the models' input size, rotated as above (and accuracy
+     * with a checkpoint when it has labels). Borrowed until hetcl_bench_model_create returns
+     * (copied). data must then name it. NULL: data names a built-in dataset or none. */
+    const hetcl_dataset *dataset;
+    /* With dataset: the training split whose feature statistics standardize the inputs when no
+     * checkpoint carries its own (NULL: dataset's own statistics). Borrowed as dataset. */
+    const hetcl_dataset *dataset_train;
+    bool no_standardize;    /* feed the dataset's raw features (default: standardized as the
+                               checkpoint says, else with the train split's statistics) */
+    size_t n_distinct;      /* [16] distinct input batches cycled through, 1 .. 4096 */
+    uint64_t input_seed;    /* [2] */
+    const int64_t *batches; /* [{1}] batch sizes, each 1 .. 2^20 */
     size_t n_batches;
     const char *devices; /* [NULL = "all"]: every worker the runtime creates; else worker
                             names separated by commas ("host0,p0d0") */

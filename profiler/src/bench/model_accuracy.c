@@ -65,7 +65,7 @@ static const char *no_accuracy(const struct bench_run *run)
 {
     const hetcl_dataset *d = run->b->data;
     if (!d || !d->y)
-        return "no labelled dataset (--data fashion-mnist evaluates accuracy)";
+        return "no labelled dataset (--data fashion-mnist or a file evaluates accuracy)";
     if (!run->m->checkpoint)
         return "random weights: accuracy needs a trained checkpoint (--weights)";
     if (run->b->opt.o.accuracy_samples == 0)

@@ -116,12 +116,21 @@ static hetcl_status standardize(hetcl_bench_model *b, enum hetcl_bench_option *b
             *bad = HETCL_BENCH_OPT_WEIGHTS;
     } else {
         hetcl_dataset *train = NULL;
+        /* A caller's dataset: its training split, or its own statistics. */
+        const hetcl_dataset *from_split =
+                b->opt.o.dataset ? (b->opt.o.dataset_train ? b->opt.o.dataset_train : b->data)
+                                 : NULL;
         mean = hetcl__malloc(nf * sizeof *mean);
         sd = hetcl__malloc(nf * sizeof *sd);
         s = !mean || !sd ? hetcl__fail(b->ctx, HETCL_ERR_NO_MEMORY, "input standardization")
+            : from_split ? HETCL_OK
                          : hetcl_dataset_load_builtin(b->ctx, b->opt.o.data, "train", &train);
+        if (s == HETCL_OK && from_split && from_split->n_features != (int64_t) nf)
+            s = hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG,
+                            "the training split has %lld features, the inputs %zu",
+                            (long long) from_split->n_features, nf);
         if (s == HETCL_OK)
-            s = hetcl_dataset_feature_stats(b->ctx, train, mean, sd);
+            s = hetcl_dataset_feature_stats(b->ctx, from_split ? from_split : train, mean, sd);
         if (s == HETCL_OK)
             s = hetcl_dataset_standardize(b->ctx, b->data, mean, sd);
         hetcl_dataset_destroy(train);
@@ -136,19 +145,47 @@ static hetcl_status standardize(hetcl_bench_model *b, enum hetcl_bench_option *b
     return s;
 }
 
+/* *out = a copy of ds (every example, in order): the run standardizes it in place. */
+static hetcl_status copy_dataset(hetcl_context *ctx, const hetcl_dataset *ds, hetcl_dataset **out)
+{
+    int64_t *idx = hetcl__malloc((size_t) ds->n * sizeof *idx);
+    if (!idx)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", ds->name);
+    for (int64_t i = 0; i < ds->n; i++)
+        idx[i] = i;
+    hetcl_status s = hetcl_dataset_subset(ctx, ds, idx, ds->n, NULL, out);
+    hetcl__free(idx);
+    return s;
+}
+
 hetcl_status hetcl__bench_load_data(hetcl_bench_model *b, enum hetcl_bench_option *bad)
 {
     const char *name = b->opt.o.data;
-    if (!name)
+    if (b->opt.o.dataset) {
+        const hetcl_dataset *d = b->opt.o.dataset;
+        *bad = HETCL_BENCH_OPT_DATA;
+        if (!name || d->sparse || !d->x || d->n < 1)
+            return hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG,
+                               "a dataset must be dense, have examples and be named by data");
+        hetcl_status s = copy_dataset(b->ctx, d, &b->data);
+        if (s != HETCL_OK)
+            return s;
+        *bad = HETCL_BENCH_OPT_NONE;
+    } else if (!name) {
         return HETCL_OK;
-    hetcl_status s = hetcl_dataset_load_builtin(b->ctx, name, "test", &b->data);
+    }
+    hetcl_status s =
+            b->data ? HETCL_OK : hetcl_dataset_load_builtin(b->ctx, name, "test", &b->data);
     if (s != HETCL_OK) {
         char detail[512];
         last_error(b->ctx, detail, sizeof detail);
         *bad = HETCL_BENCH_OPT_DATA;
         return hetcl__fail(b->ctx, s, "dataset %s: %s", name, detail);
     }
-    return b->opt.o.no_standardize ? HETCL_OK : standardize(b, bad);
+    s = b->opt.o.no_standardize ? HETCL_OK : standardize(b, bad);
+    /* The caller's datasets were borrowed until create returns: copied, not kept. */
+    b->opt.o.dataset = b->opt.o.dataset_train = NULL;
+    return s;
 }
 
 /* One device of the run: its worker, ceilings from `hetcl devices --probe`'s cache, and the
