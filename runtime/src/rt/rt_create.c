@@ -17,13 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Tasks in flight per OpenCL worker. Each completion callback wakes the worker, so a shallow
- * queue leaves the device idle between refills: empty kernels on PoCL (hetcl bench runtime,
- * idle 2-core EPYC) cost 8.2 us/task at 4, 5.6 at 8, 3.9 at 16. Deeper queues commit more work
- * to a device before the scheduler can move it elsewhere; 8 keeps that modest. */
-#define DEFAULT_CL_INFLIGHT 8
-#define DEFAULT_LINK_GBS    10.0
-#define DEFAULT_LATENCY_NS  20000.0
+#define DEFAULT_LINK_GBS   10.0
+#define DEFAULT_LATENCY_NS 20000.0
 
 /* ---------------------------------------------------------------- device selection */
 
@@ -519,7 +514,7 @@ hetcl_status hetcl_runtime_create(hetcl_context *ctx, const struct hetcl_runtime
     hetcl__strlcpy(rt->scheduler_name, policy->name, sizeof rt->scheduler_name);
     rt->policy = policy;
     rt->t0_ns = hetcl__now_ns();
-    rt->cl_inflight = o.cl_inflight ? o.cl_inflight : DEFAULT_CL_INFLIGHT;
+    rt->cl_inflight = o.cl_inflight; /* 0: adaptive (rt_depth.h) */
     rt->spin_ns = (uint64_t) o.spin_us * 1000u;
     rt->calibrate_min = o.calibrate_min ? o.calibrate_min : 5;
     rt->n_nodes = 1;
