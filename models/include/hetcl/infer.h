@@ -160,6 +160,19 @@ HETCL_API bool hetcl_infer_pipeline_stages(const hetcl_infer_plan *plan, const d
 
 typedef struct hetcl_infer_session hetcl_infer_session;
 
+/* The arithmetic of a session's forward pass. fp16: weights, biases and activations stored in
+ * half (IEEE binary16), products accumulated in float (the f16 operators of <hetcl/ops.h>); the
+ * input is converted on the device and the probabilities come back in float. */
+enum hetcl_infer_precision {
+    HETCL_INFER_FP32 = 0,
+    HETCL_INFER_FP16,
+};
+
+/* "fp32", "fp16"; NULL outside the enum. */
+HETCL_API const char *hetcl_infer_precision_name(int precision);
+/* The enum value of a name ("fp32", "fp16"), or -1. */
+HETCL_API int hetcl_infer_precision_parse(const char *name);
+
 struct hetcl_infer_session_options {
     int64_t batch;       /* examples per request (>= 1) */
     size_t n_workers;    /* >= 1 */
@@ -198,6 +211,12 @@ struct hetcl_infer_session_options {
      * its parallel region; with no helpers, the share's worker and the caller make the team.
      * It then uses the caller's core: say so when reporting "one device". */
     bool caller_helps;
+    /* [fp32] fp16 runs only on OpenCL workers whose device has cl_khr_fp16
+     * (hetcl_ops_fp16_available), every share's and every step's, and only plans of dense and
+     * flatten layers; each of its shares runs a task per operator (no_fuse and fuse_opencl do
+     * not apply), and the session converts the weights to half once, at creation, on its first
+     * worker (with one task per tensor, waited for). */
+    enum hetcl_infer_precision precision;
 };
 
 /*
@@ -205,7 +224,9 @@ struct hetcl_infer_session_options {
  * runtime copies them once per memory node) and, per share, its input, activation and output
  * handles. Every task of a share is pinned to its worker; the shares are independent sub-graphs
  * that run concurrently. Returns HETCL_OK, HETCL_ERR_INVALID_ARG (bad options: the detail says
- * which), HETCL_ERR_NO_MEMORY, or a registration failure. *out is NULL on failure.
+ * which), HETCL_ERR_UNSUPPORTED (fp16 on a worker without it, naming the worker and the missing
+ * extension, or for a layer without f16 operators), HETCL_ERR_NO_MEMORY, a registration
+ * failure, or the failure of an fp16 weight conversion. *out is NULL on failure.
  */
 HETCL_API HETCL_NODISCARD hetcl_status
 hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_plan *plan,
