@@ -168,6 +168,12 @@ enum hetcl_infer_precision {
     HETCL_INFER_FP16,
 };
 
+/* HETCL_OK when the plan's layers all have operators in that precision (fp32: every plan;
+ * fp16: dense and flatten layers); else HETCL_ERR_UNSUPPORTED naming the spec and the first
+ * layer without, or HETCL_ERR_INVALID_ARG for NULL or a value outside the enum. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_infer_plan_check_precision(
+        hetcl_context *ctx, const hetcl_infer_plan *plan, enum hetcl_infer_precision precision);
+
 /* "fp32", "fp16"; NULL outside the enum. */
 HETCL_API const char *hetcl_infer_precision_name(int precision);
 /* The enum value of a name ("fp32", "fp16"), or -1. */

@@ -31,6 +31,16 @@ int hetcl_infer_precision_parse(const char *name)
     return -1;
 }
 
+hetcl_status hetcl_infer_plan_check_precision(hetcl_context *ctx, const hetcl_infer_plan *plan,
+                                              enum hetcl_infer_precision precision)
+{
+    if (!plan || !hetcl_infer_precision_name((int) precision))
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "precision check: NULL plan or precision %d not fp32 or fp16",
+                           (int) precision);
+    return precision == HETCL_INFER_FP16 ? hetcl__lower_check_f16(ctx, plan->spec) : HETCL_OK;
+}
+
 uint32_t hetcl_infer_footprint(int step, int task, int64_t rows)
 {
     /* FNV-1a over the three numbers; never 0, which would mean "hash the buffer sizes". */
@@ -309,7 +319,7 @@ static hetcl_status check_fp16(hetcl_context *ctx, hetcl_runtime *rt, const hetc
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
                            "inference session: precision %d is not fp32 (0) or fp16 (1)",
                            (int) o->precision);
-    hetcl_status st = hetcl__lower_check_f16(ctx, plan->spec);
+    hetcl_status st = hetcl_infer_plan_check_precision(ctx, plan, o->precision);
     const size_t n = o->n_workers + (o->step_workers ? (size_t) plan->n_steps : 0);
     for (size_t i = 0; i < n && st == HETCL_OK; i++) {
         const bool step = i >= o->n_workers;
