@@ -210,6 +210,18 @@ static void check_forced_run(const struct workers *w)
         printf("  b%s: max |dp| fp16 %.3g, fp32 %.3g\n", i ? "64" : "1", d16[i], d32[i]);
         CHECK(d16[i] > 0 && d16[i] > d32[i]);
     }
+    /* per layer: the first dense layer converts the input too (one more task), and moves
+     * about half the bytes (halves) */
+    const cJSON *l16 = cJSON_GetArrayItem(
+                        item(cJSON_GetArrayItem(item(r16, "configurations"), 1), "layers"), 0),
+                *l32 = cJSON_GetArrayItem(
+                        item(cJSON_GetArrayItem(item(r32, "configurations"), 1), "layers"), 0);
+    CHECK_EQ_STR(cJSON_GetStringValue(item(l16, "name")), "layers.0.dense");
+    CHECK_EQ_INT((int) cJSON_GetNumberValue(item(l16, "calls_per_request")), 3);
+    CHECK_EQ_INT((int) cJSON_GetNumberValue(item(l32, "calls_per_request")), 2);
+    double b16 = cJSON_GetNumberValue(item(l16, "bytes")),
+           b32 = cJSON_GetNumberValue(item(l32, "bytes"));
+    CHECK(b16 > 0.5 * b32 && b16 < b32);
     cJSON_Delete(r16);
     cJSON_Delete(r32);
 }

@@ -127,6 +127,15 @@ HETCL_API double hetcl_infer_step_bytes(const hetcl_infer_plan *plan,
 /* Sum over the steps. */
 HETCL_API double hetcl_infer_plan_flops(const hetcl_infer_plan *plan, int64_t batch);
 
+/* Step `step`'s runtime tasks per share and the bytes it reads and writes for `batch` examples
+ * in a precision (enum hetcl_infer_precision, declared below): for fp32, steps[step].n_tasks
+ * and hetcl_infer_step_bytes; for fp16, its operators in the f16 lowering (the first layer that
+ * reads the input also converts it: one more task, which reads floats and writes halves) and
+ * 2 bytes per activation and parameter element (the softmax writes floats). Either pointer may
+ * be NULL; 0 and 0 for a step out of range. */
+HETCL_API void hetcl_infer_step_cost(const hetcl_infer_plan *plan, int step, int64_t batch,
+                                     int precision, int *tasks, double *bytes);
+
 /*
  * The host reference: the forward pass of `batch` examples x (batch * in_elems floats) into
  * probs (batch * n_classes floats: the softmax), in double precision with naive loops. Returns

@@ -442,8 +442,11 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
     for (int i = 0; i < spec->n_params && st == HETCL_OK; i++)
         st = reg(s, plan->params[i], (size_t) spec->params[i].n_elements * sizeof(float),
                  &s->weights[i]);
+    size_t first = 0; /* the first worker with a share (check_fp16 checked those) */
+    while (o->rows && first + 1 < o->n_workers && o->rows[first] == 0)
+        first++;
     if (st == HETCL_OK && s->f16)
-        st = make_weights_f16(s, o->step_workers ? o->step_workers[0] : o->workers[0]);
+        st = make_weights_f16(s, o->step_workers ? o->step_workers[0] : o->workers[first]);
     if (st == HETCL_OK && o->step_workers) {
         s->step_worker = hetcl__malloc((size_t) plan->n_steps * sizeof *s->step_worker);
         if (!s->step_worker)
