@@ -45,12 +45,14 @@ struct state {
     bool host_workers_set;
     /* --quick sets the protocol only where its flags were not given */
     bool seen[10];
+    int precision; /* CLI_CHOICE index: the enum hetcl_infer_precision value */
     char help[N_HELP][240];
     int n_help;
 };
 
 static const char *const order_names[] = {"randomised", "as-given", NULL};
 static const char *const format_names[] = {"text", "md", NULL};
+static const char *const precision_names[] = {"fp32", "fp16", NULL}; /* enum order */
 
 /* A help line with the library's defaults formatted in. */
 static const char *H(struct state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -224,6 +226,15 @@ static size_t what_runs(struct state *s, struct cli_option *t)
              .help = H(s, "seed of the order (default %llu)", (unsigned long long) d->order_seed)},
             {"--cooldown-ms", CLI_DOUBLE, &s->o.cooldown_ms, .metavar = "MS",
              .help = H(s, "pause between configurations (default %g)", d->cooldown_ms)},
+            {"--precision", CLI_CHOICE, &s->precision, .choices = precision_names,
+             .metavar = "fp32|fp16",
+             .help = H(s,
+                       "arithmetic (default fp32). fp16: weights and\n"
+                       "activations in half, accumulation in float, on OpenCL\n"
+                       "devices with cl_khr_fp16 only (with --devices all the\n"
+                       "others are left out, with a warning); dense models;\n"
+                       "divergence within %g of the fp32 reference",
+                       d->tolerance_fp16)},
     };
     memcpy(t, rows, sizeof rows);
     return CLI_N(rows) + cli_data_options(t + CLI_N(rows), &s->data);
@@ -404,6 +415,7 @@ static int parse(int argc, char **argv, struct state *s)
     s->o.data = d && !strcmp(d, "fashion-mnist") ? d : NULL;
     s->o.order_as_given = s->order == 1;
     s->o.spin_us = (unsigned) s->spin_us;
+    s->o.precision = (enum hetcl_infer_precision) s->precision;
     if (s->host_workers_set) /* --host-workers 0: none */
         s->o.host_workers = s->host_workers ? (int) s->host_workers : -1;
     if (s->quick)
@@ -490,6 +502,8 @@ static const char *flag_of(enum hetcl_bench_option bad)
         return "--window-ms";
     case HETCL_BENCH_OPT_TOLERANCE:
         return "--tolerance";
+    case HETCL_BENCH_OPT_PRECISION:
+        return "--precision";
     default:
         return NULL;
     }
@@ -560,6 +574,9 @@ int cli_bench_model(int argc, char **argv)
         goto done;
     }
     cli_warn_left_out(hetcl_bench_model_devices(b));
+    for (size_t i = 0; i < hetcl_bench_model_n_left_out(b); i++)
+        fprintf(stderr, "hetcl: warning: --precision fp16 leaves out %s\n",
+                hetcl_bench_model_left_out(b, i));
     char warning[512];
     if (hetcl_machine_blas_warning(warning, sizeof warning))
         fprintf(stderr, "hetcl: warning: %s\n", warning);

@@ -43,6 +43,7 @@
 #include <hetcl/data.h>
 #include <hetcl/device.h>
 #include <hetcl/export.h>
+#include <hetcl/infer.h>
 #include <hetcl/stats.h>
 #include <hetcl/status.h>
 
@@ -141,6 +142,11 @@ struct hetcl_bench_model_options {
     size_t n_placements;
     const enum hetcl_bench_scenario *scenarios; /* [{single-stream}] */
     size_t n_scenarios;
+    /* [fp32] the arithmetic of every configuration. fp16 runs only on OpenCL devices with
+     * cl_khr_fp16 (hetcl_ops_fp16_available) and only models of dense and flatten layers: a
+     * device named in `devices` without it is an error naming it; with "all", the workers
+     * without it are left out (hetcl_bench_model_left_out) and none left is an error. */
+    enum hetcl_infer_precision precision;
     double server_qps;     /* server scenario: requests per second (required there, > 0) */
     size_t streams;        /* [4] multi-stream: requests per query, 1 .. 16 */
     uint64_t arrival_seed; /* [4] the server scenario's Poisson arrivals */
@@ -166,6 +172,8 @@ struct hetcl_bench_model_options {
                                              2000 ms, max 20000 ms] */
     double window_ms;                     /* [100] throughput sample window */
     double tolerance;                     /* [1e-4] largest |probability - host reference| */
+    double tolerance_fp16;                /* [1e-2] the same for fp16 configurations, whose
+                                             probabilities carry half's rounding */
     size_t accuracy_samples;              /* [2000] labelled samples for top-1; 0: none */
     bool skip_program_builds; /* [false] no cold/warm program build timing (quick runs) */
     double energy_period_ms;  /* [20] power rails: the sampler's period (where no counter) */
@@ -214,6 +222,7 @@ enum hetcl_bench_option {
     HETCL_BENCH_OPT_TOLERANCE,
     HETCL_BENCH_OPT_SEEDS,
     HETCL_BENCH_OPT_RUNTIME, /* scheduler, split_cpu, host_workers: the detail says which */
+    HETCL_BENCH_OPT_PRECISION,
 };
 
 typedef struct hetcl_bench_model hetcl_bench_model;
@@ -241,6 +250,12 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_bench_model_run(hetcl_bench_model *
  * platforms and devices are left out of the run (for a warning). NULL when none were
  * enumerated. Borrowed until destroy. */
 HETCL_API const struct hetcl_device_list *hetcl_bench_model_devices(const hetcl_bench_model *b);
+
+/* The workers that devices "all" left out because they cannot run the precision asked for
+ * (fp16 without cl_khr_fp16), for a warning: how many, and the i-th as "<worker>: <why>"
+ * (borrowed until destroy; NULL past the end). */
+HETCL_API size_t hetcl_bench_model_n_left_out(const hetcl_bench_model *b);
+HETCL_API const char *hetcl_bench_model_left_out(const hetcl_bench_model *b, size_t i);
 
 /* Configurations of the run, and how many of them failed (after hetcl_bench_model_run). */
 HETCL_API size_t hetcl_bench_model_n_configs(const hetcl_bench_model *b);

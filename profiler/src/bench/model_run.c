@@ -92,7 +92,9 @@ static void init_result(hetcl_bench_model *b, const struct bench_config *c,
     r->throttled = -1;
     r->peak_rss_bytes = -1;
     r->acc_n_samples = -1;
-    r->acc_tolerance = b->opt.o.tolerance;
+    r->precision = b->opt.o.precision;
+    r->acc_tolerance =
+            r->precision == HETCL_INFER_FP16 ? b->opt.o.tolerance_fp16 : b->opt.o.tolerance;
     r->team_helped_share = (double) NAN;
     r->trace_file = b->opt.o.trace_path;
 }
@@ -106,7 +108,7 @@ static void init_devices(struct bench_run *run)
         struct bench_device_result *d = &r->dev[i];
         snprintf(d->device, sizeof d->device, "%s", r->devices[i]);
         d->ceiling_gflops = d->ceiling_gbps = (double) NAN;
-        d->top1 = d->max_abs_diff = d->max_rel_diff = (double) NAN;
+        d->top1 = d->max_abs_diff = d->max_rel_diff = d->top1_agreement = (double) NAN;
         d->allocated_bytes = -1;
         for (size_t k = 0; k < run->b->n_devices; k++) {
             const struct bench_device *dev = &run->b->devices[k];

@@ -50,6 +50,12 @@ hetcl_status hetcl__bench_load_models(hetcl_bench_model *b, enum hetcl_bench_opt
             *bad = m->checkpoint ? HETCL_BENCH_OPT_WEIGHTS : HETCL_BENCH_OPT_MODELS;
             return s;
         }
+        if (hetcl_infer_plan_check_precision(b->ctx, m->plan, o->precision) != HETCL_OK) {
+            char why[512]; /* the layer without operators in that precision: a bad choice */
+            last_error(b->ctx, why, sizeof why);
+            *bad = HETCL_BENCH_OPT_PRECISION;
+            return hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG, "%s", why);
+        }
         m->load_ms = hetcl__bench_now_ms() - t0;
         hetcl__strlcpy(m->name, m->spec->name, sizeof m->name);
     }
@@ -225,7 +231,36 @@ static void worker_names(hetcl_runtime *rt, char *buf, size_t cap)
     }
 }
 
-/* The devices of the run: the runtime's workers, all of them or those named (in that order). */
+/* Why worker wi cannot run the run's precision, or NULL when it can. */
+static const char *precision_gap(const hetcl_bench_model *b, const struct hetcl_worker_info *wi)
+{
+    if (b->opt.o.precision != HETCL_INFER_FP16 || hetcl_ops_fp16_available(wi->desc))
+        return NULL;
+    return wi->kind == HETCL_WORKER_OPENCL ? "the device has no cl_khr_fp16"
+                                           : "a host worker has no cl_khr_fp16 (fp16 runs on "
+                                             "OpenCL devices with it)";
+}
+
+/* With devices "all", a worker that cannot run the precision is left out (for a warning);
+ * named, it is an error that names it. true: add it. */
+static bool fits_precision(hetcl_bench_model *b, const struct hetcl_worker_info *wi, bool all,
+                           enum hetcl_bench_option *bad, hetcl_status *st)
+{
+    const char *why = precision_gap(b, wi);
+    if (!why)
+        return true;
+    if (all) {
+        if (b->n_left_out < HETCL_BENCH_MAX_DEVICES)
+            snprintf(b->left_out[b->n_left_out++], sizeof b->left_out[0], "%s: %s", wi->name, why);
+        return false;
+    }
+    *bad = HETCL_BENCH_OPT_PRECISION;
+    *st = hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG, "fp16 on %s: %s", wi->name, why);
+    return false;
+}
+
+/* The devices of the run: the runtime's workers, all of them or those named (in that order),
+ * that can run the precision asked for. */
 static hetcl_status pick_devices(hetcl_bench_model *b, enum hetcl_bench_option *bad)
 {
     const char *want = b->opt.o.devices;
@@ -247,7 +282,11 @@ static hetcl_status pick_devices(hetcl_bench_model *b, enum hetcl_bench_option *
                 (!all && strcmp(wi.name, item)))
                 continue;
             found = true;
-            add_device(b, i, &wi);
+            hetcl_status st = HETCL_OK;
+            if (fits_precision(b, &wi, all, bad, &st))
+                add_device(b, i, &wi);
+            else if (st != HETCL_OK)
+                return st;
         }
         if (!all && !found) {
             char names[512];
@@ -259,11 +298,28 @@ static hetcl_status pick_devices(hetcl_bench_model *b, enum hetcl_bench_option *
         if (all)
             break;
     }
+    if (b->n_devices == 0 && b->n_left_out > 0) {
+        *bad = HETCL_BENCH_OPT_PRECISION;
+        return hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG,
+                           "fp16: no device of the run has cl_khr_fp16 (%zu left out, the first "
+                           "%s)",
+                           b->n_left_out, b->left_out[0]);
+    }
     if (b->n_devices == 0) {
         *bad = HETCL_BENCH_OPT_DEVICES;
         return hetcl__fail(b->ctx, HETCL_ERR_NO_DEVICE, "no usable worker");
     }
     return HETCL_OK;
+}
+
+size_t hetcl_bench_model_n_left_out(const hetcl_bench_model *b)
+{
+    return b ? b->n_left_out : 0;
+}
+
+const char *hetcl_bench_model_left_out(const hetcl_bench_model *b, size_t i)
+{
+    return b && i < b->n_left_out ? b->left_out[i] : NULL;
 }
 
 hetcl_status hetcl__bench_open_runtime(hetcl_bench_model *b, enum hetcl_bench_option *bad)
