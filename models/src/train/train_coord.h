@@ -122,6 +122,12 @@ hetcl_status hetcl__tr_slot_failed(struct tr *t, struct tr_slot *s, hetcl_status
  * HETCL_ERR_NO_DEVICE when no device is left. */
 hetcl_status hetcl__tr_device_failed(struct tr *t, struct tr_dev *d, hetcl_status st,
                                      int64_t examples);
+/* The submission of a batch of n examples at idx (NULL: nothing to hand back) to OpenCL
+ * device d failed with st: when the runtime has excluded d's worker (a failure not heard of
+ * yet), d is excluded (*gone) and the examples handed back; returns HETCL_OK then, unless no
+ * device is left; otherwise st. */
+hetcl_status hetcl__tr_submit_failed(struct tr *t, struct tr_dev *d, hetcl_status st,
+                                     const int64_t *idx, int64_t n, bool *gone);
 /* Hands n examples at idx (into the cursor's permutation) back to the coordinator. */
 void hetcl__tr_give_back(struct tr *t, const int64_t *idx, int64_t n);
 /* Up to want examples handed back by excluded devices (*idx: into the cursor's permutation);

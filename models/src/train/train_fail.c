@@ -143,6 +143,21 @@ hetcl_status hetcl__tr_slot_failed(struct tr *t, struct tr_slot *s, hetcl_status
     return r;
 }
 
+hetcl_status hetcl__tr_submit_failed(struct tr *t, struct tr_dev *d, hetcl_status st,
+                                     const int64_t *idx, int64_t n, bool *gone)
+{
+    struct hetcl_worker_info wi;
+    *gone = false;
+    /* The runtime excluded the worker after a failure the coordinator has not heard of yet:
+     * it refuses tasks pinned there. Any other refusal is the run's own error. */
+    if (d->is_host || hetcl_runtime_worker_info(t->rt, (size_t) d->worker, &wi) != HETCL_OK ||
+        !wi.excluded)
+        return st;
+    *gone = true;
+    hetcl__tr_give_back(t, idx, idx ? n : 0);
+    return hetcl__tr_device_failed(t, d, HETCL_ERR_NO_DEVICE, n);
+}
+
 void hetcl__tr_clear_failures(struct tr *t)
 {
     if (!t->failed_pending)

@@ -142,8 +142,11 @@ static hetcl_status dispatch(struct tr *t, struct tr_dev *d, bool *none)
         st = hetcl__tr_cl_submit(t, s);
     }
     if (st != HETCL_OK) {
+        bool gone = false;
         s->used = false;
-        return st;
+        hetcl_task_release(s->task); /* a batch half submitted: its tasks run or are cancelled */
+        s->task = NULL;
+        return d->is_host ? st : hetcl__tr_submit_failed(t, d, st, s->idx, s->n, &gone);
     }
     d->inflight++;
     return HETCL_OK;
@@ -300,14 +303,16 @@ static int64_t sync_total(const struct tr *t, int *last)
 }
 
 /* Submits the shards of one global batch (n examples at idx) to the devices not excluded, in
- * proportion to their batch sizes; *used: the devices up to the last one given a shard. Stops
- * at the first failure, leaving what was submitted for sync_gather. */
-static hetcl_status sync_submit(struct tr *t, const int64_t *idx, int64_t n, int *used)
+ * proportion to their batch sizes; *used: the devices up to the last one given a shard; *redo:
+ * a device was found excluded (the step must run again). Stops at the first failure, leaving
+ * what was submitted for sync_wait. */
+static hetcl_status sync_submit(struct tr *t, const int64_t *idx, int64_t n, int *used, bool *redo)
 {
     hetcl_status s = HETCL_OK;
     int last = -1;
     int64_t given = 0, total_b = sync_total(t, &last);
     *used = 0;
+    *redo = false;
     for (int i = 0; i <= last && s == HETCL_OK; i++) {
         struct tr_dev *d = &t->dev[i];
         int64_t k = i == last ? n - given : n * d->b_init / total_b;
@@ -322,10 +327,16 @@ static hetcl_status sync_submit(struct tr *t, const int64_t *idx, int64_t n, int
         sl->t_start_ns = hetcl__now_ns();
         if (!d->is_host) {
             s = hetcl__tr_cl_submit_grad(t, sl);
-            if (s == HETCL_OK)
+            if (s == HETCL_OK) {
                 *used = i + 1;
-            else
-                sl->used = false;
+                continue;
+            }
+            sl->used = false;
+            hetcl_task_release(sl->task);
+            sl->task = NULL;
+            bool gone = false;
+            s = hetcl__tr_submit_failed(t, d, s, NULL, k, &gone);
+            *redo |= gone;
             continue;
         }
         struct tr_task_args a = {.slot = sl};
@@ -408,9 +419,10 @@ static hetcl_status sync_step(struct tr *t, const int64_t *idx, int64_t *n, floa
 {
     for (;;) {
         int used = 0;
-        bool redo = false;
-        hetcl_status s = sync_submit(t, idx, *n, &used);
+        bool redo = false, gone = false;
+        hetcl_status s = sync_submit(t, idx, *n, &used, &gone);
         s = sync_wait(t, used, s, &redo);
+        redo |= gone;
         if (s != HETCL_OK || redo) {
             for (int i = 0; i < used; i++)
                 t->slots[i * TR_SLOTS_PER_DEV].used = false;
