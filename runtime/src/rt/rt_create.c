@@ -158,7 +158,8 @@ static struct rt_worker *worker_new(hetcl_runtime *rt, hetcl_worker_kind kind)
     atomic_init(&w->fault_alloc, 0);
     atomic_init(&w->fault_task, 0);
     atomic_init(&w->fault_enqueue_every, 0);
-    atomic_init(&w->fault_complete_at, 0);
+    atomic_init(&w->n_enqueues, 0);
+    atomic_init(&w->fault_complete_left, 0);
     atomic_init(&w->tasks_done, 0);
     atomic_init(&w->busy_ns, 0);
     atomic_init(&w->bytes_in, 0);

@@ -14,8 +14,8 @@
  * the healthy path. Naming a worker the runtime does not have is not an error (the same
  * variable serves commands that create runtimes over different devices).
  *
- * The counters are the worker thread's own (enqueues and completions are counted there); the
- * settings are atomics because hetcl_runtime_inject_fault may come from any thread.
+ * Both count from the injection (hetcl_runtime_inject_fault resets them), which may come from
+ * any thread: atomics.
  */
 #include "rt/rt_impl.h"
 
@@ -27,13 +27,16 @@ bool hetcl__rt_fault_enqueue(struct rt_worker *w)
     unsigned every = atomic_load_explicit(&w->fault_enqueue_every, memory_order_relaxed);
     if (every == 0)
         return false;
-    return ++w->n_enqueues % every == 0;
+    return (atomic_fetch_add_explicit(&w->n_enqueues, 1, memory_order_relaxed) + 1) % every == 0;
 }
 
 bool hetcl__rt_fault_complete(struct rt_worker *w)
 {
-    unsigned at = atomic_load_explicit(&w->fault_complete_at, memory_order_relaxed);
-    return ++w->n_completions == at && at != 0;
+    unsigned left = atomic_load(&w->fault_complete_left);
+    while (left > 0)
+        if (atomic_compare_exchange_weak(&w->fault_complete_left, &left, left - 1))
+            return left == 1;
+    return false;
 }
 
 /* Applies one entry "WORKER:KIND=N" (len characters at s). */

@@ -199,10 +199,9 @@ struct rt_worker {
     char excluded_reason[HETCL_STR_MAX];
     atomic_uint fault_alloc; /* injected faults left */
     atomic_uint fault_task;
-    /* Injected mid-run failures (rt_fault.c): every N-th enqueue, the K-th completion (0:
-     * none), and the worker thread's counts of each. */
-    atomic_uint fault_enqueue_every, fault_complete_at;
-    unsigned n_enqueues, n_completions;
+    /* Injected mid-run failures (rt_fault.c): every N-th enqueue (0: none) and the enqueues
+     * since the injection; the completions left until the one that fails (0: none). */
+    atomic_uint fault_enqueue_every, n_enqueues, fault_complete_left;
 
     /* Counters. */
     atomic_uint_fast64_t tasks_done, busy_ns, bytes_in, transfers_in;

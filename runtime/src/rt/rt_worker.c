@@ -651,9 +651,12 @@ hetcl_status hetcl_runtime_inject_fault(hetcl_runtime *rt, size_t worker, hetcl_
                                "inject_fault: device faults need an OpenCL worker (%s is a host "
                                "worker)",
                                w->name);
-        atomic_store(fault == HETCL_FAULT_COMPLETION ? &w->fault_complete_at
-                                                     : &w->fault_enqueue_every,
-                     count);
+        if (fault == HETCL_FAULT_COMPLETION) {
+            atomic_store(&w->fault_complete_left, count);
+        } else {
+            atomic_store(&w->n_enqueues, 0);
+            atomic_store(&w->fault_enqueue_every, count);
+        }
         return HETCL_OK;
     }
     return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG, "inject_fault: unknown fault %d",
