@@ -7,7 +7,9 @@
  * phase, the error and the batches reassigned; every example of every epoch was trained on
  * once (the reassigned batches went to the host worker); and the final accuracy is within a
  * point of a clean run's. With the only device failing the run fails with one line that names
- * the failure, and a malformed HETCL_INJECT_FAULTS is refused (exit 2). Under ASan and TSan
+ * the failure, and a malformed HETCL_INJECT_FAULTS is refused (exit 2). `hetcl bench model`
+ * alike: the failing device's configuration fails with the reason, the host's runs, exit 1.
+ * Under ASan and TSan
  * (tools/test.sh) the runs also show no leak and no race. Skipped without an OpenCL device.
  */
 #include "harness.h"
@@ -172,6 +174,26 @@ int main(void)
              err, sizeof err);
     CHECK_EQ_INT(st, 2);
     CHECK(strstr(err, "HETCL_INJECT_FAULTS") != NULL);
+
+    /* bench model: p0d0's configuration fails naming its failure, the host's runs, exit 1. */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && HETCL_INJECT_FAULTS=p0d0:complete=5 %s bench model --quick --model "
+             "models/mlp.json 2>&1",
+             src, bin);
+    st = hetcl_test_sh(tmpdir, cmd);
+    hetcl_test_read(tmpdir, "out", out, sizeof out);
+    printf("bench model: exit %d\n%s", st, out);
+    CHECK_EQ_INT(st, 1);
+    CHECK(strstr(out, "error (p0d0): device p0d0 was excluded after a failure") != NULL);
+    CHECK(strstr(out, "CL_OUT_OF_RESOURCES") != NULL);
+    const char *host_row = strstr(out, "\nmlp      host0 ");
+    const char *host_end = host_row ? strchr(host_row + 1, '\n') : NULL;
+    CHECK(host_row && host_end);
+    if (host_row && host_end) {
+        char row[256];
+        snprintf(row, sizeof row, "%.*s", (int) (host_end - host_row), host_row);
+        CHECK(strstr(row, "FAILED") == NULL && strstr(row, "steady") != NULL);
+    }
 
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0)
