@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define N_TRAIN 3000
+#define N_TRAIN 1200
 #define EPOCHS  2
 
 static char tmpdir[256];

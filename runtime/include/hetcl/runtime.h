@@ -341,10 +341,10 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_runtime_worker_info(const hetcl_run
  * each of its next `count` tasks with buffers fails, whether or not it would have allocated, so
  * that tests are deterministic), or its next `count` tasks fail with HETCL_ERR_OPENCL.
  * Mid-run device failures (OpenCL workers only; count is N, 0 turns it off; counted from the
- * call): every N-th enqueue of a task fails as an enqueue answering CL_OUT_OF_RESOURCES would (a device failure: the
- * worker is excluded and the task runs elsewhere, unless keep_failed_devices), or the N-th
- * completion event the worker processes reports CL_OUT_OF_RESOURCES as its status (the task
- * fails and the worker is excluded alike). The environment variable HETCL_INJECT_FAULTS sets
+ * call): every N-th enqueue of a task fails as an enqueue answering CL_OUT_OF_RESOURCES would (a
+ * device failure: the worker is excluded and the task runs elsewhere, unless keep_failed_devices),
+ * or the N-th completion event the worker processes reports CL_OUT_OF_RESOURCES as its status (the
+ * task fails and the worker is excluded alike). The environment variable HETCL_INJECT_FAULTS sets
  * the last two for a whole command when a runtime is created: WORKER:enqueue-every=N or
  * WORKER:complete=N, comma-separated, WORKER a worker's name or "opencl" (README.md). */
 typedef enum hetcl_fault {
