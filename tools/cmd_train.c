@@ -461,6 +461,13 @@ static void print_summary(const struct train_cli *c, const struct hetcl_train_re
                (long long) d->batch_max_seen, (long long) d->batch_last, 100 * d->utilization,
                d->staleness_mean);
     }
+    for (int i = 0; i < r->n_exclusions; i++) {
+        const struct hetcl_train_exclusion *e = &r->exclusions[i];
+        printf("  %-8s excluded at %.2f s (%s), %lld batches (%lld examples) given to the "
+               "others: %s\n",
+               e->device, e->t_s, e->phase, (long long) e->batches_reassigned,
+               (long long) e->examples_reassigned, e->error);
+    }
     printf("model fnv1a64 %016llx\n", (unsigned long long) r->model_hash);
 }
 

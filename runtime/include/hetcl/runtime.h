@@ -341,10 +341,19 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_runtime_worker_info(const hetcl_run
 /* Fault injection, for tests: make worker i's next `count` device allocations fail as if the
  * device were out of memory (OpenCL workers only; counted per task: the data acquisition of
  * each of its next `count` tasks with buffers fails, whether or not it would have allocated, so
- * that tests are deterministic), or its next `count` tasks fail with HETCL_ERR_OPENCL. */
+ * that tests are deterministic), or its next `count` tasks fail with HETCL_ERR_OPENCL.
+ * Mid-run device failures (OpenCL workers only; count is N, 0 turns it off; counted from the
+ * call): every N-th enqueue of a task fails as an enqueue answering CL_OUT_OF_RESOURCES would (a
+ * device failure: the worker is excluded and the task runs elsewhere, unless keep_failed_devices),
+ * or the N-th completion event the worker processes reports CL_OUT_OF_RESOURCES as its status (the
+ * task fails and the worker is excluded alike). The environment variable HETCL_INJECT_FAULTS sets
+ * the last two for a whole command when a runtime is created: WORKER:enqueue-every=N or
+ * WORKER:complete=N, comma-separated, WORKER a worker's name or "opencl" (README.md). */
 typedef enum hetcl_fault {
     HETCL_FAULT_ALLOC = 0,
     HETCL_FAULT_TASK = 1,
+    HETCL_FAULT_ENQUEUE_EVERY = 2,
+    HETCL_FAULT_COMPLETION = 3,
 } hetcl_fault;
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_runtime_inject_fault(hetcl_runtime *rt, size_t worker,
                                                                   hetcl_fault fault,

@@ -158,6 +158,9 @@ static struct rt_worker *worker_new(hetcl_runtime *rt, hetcl_worker_kind kind)
     atomic_init(&w->excluded, false);
     atomic_init(&w->fault_alloc, 0);
     atomic_init(&w->fault_task, 0);
+    atomic_init(&w->fault_enqueue_every, 0);
+    atomic_init(&w->n_enqueues, 0);
+    atomic_init(&w->fault_complete_left, 0);
     atomic_init(&w->tasks_done, 0);
     atomic_init(&w->busy_ns, 0);
     atomic_init(&w->bytes_in, 0);
@@ -473,7 +476,8 @@ static hetcl_status build(hetcl_runtime *rt, const struct hetcl_runtime_options 
     }
     if (o->trace && (st = hetcl__rt_trace_create(&rt->trace)) != HETCL_OK)
         return hetcl__fail(ctx, st, "runtime: out of memory for the trace");
-    if ((st = rt->policy->init(rt, &rt->sched_state)) != HETCL_OK)
+    if ((st = rt->policy->init(rt, &rt->sched_state)) != HETCL_OK ||
+        (st = hetcl__rt_faults_from_env(rt)) != HETCL_OK)
         return st;
     for (size_t i = 0; i < rt->n_workers; i++)
         if ((st = hetcl__rt_worker_start(rt->workers[i])) != HETCL_OK)

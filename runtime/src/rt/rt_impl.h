@@ -208,6 +208,9 @@ struct rt_worker {
     char excluded_reason[HETCL_STR_MAX];
     atomic_uint fault_alloc; /* injected faults left */
     atomic_uint fault_task;
+    /* Injected mid-run failures (rt_fault.c): every N-th enqueue (0: none) and the enqueues
+     * since the injection; the completions left until the one that fails (0: none). */
+    atomic_uint fault_enqueue_every, n_enqueues, fault_complete_left;
 
     /* Counters. */
     atomic_uint_fast64_t tasks_done, busy_ns, bytes_in, transfers_in;
@@ -266,6 +269,13 @@ struct hetcl_runtime {
 };
 
 /* ---------------------------------------------------------------- cross-module calls */
+
+/* Injected mid-run failures (rt_fault.c), from the worker's own thread: whether this enqueue
+ * fails as a device failure, whether this completion reports an error. */
+bool hetcl__rt_fault_enqueue(struct rt_worker *w);
+bool hetcl__rt_fault_complete(struct rt_worker *w);
+/* Applies HETCL_INJECT_FAULTS to the workers (rt_create.c, before they start). */
+hetcl_status hetcl__rt_faults_from_env(struct hetcl_runtime *rt);
 
 /* Can worker w run task t: an implementation for its kind, not excluded, pinning and kind
  * restrictions, every buffer within the device's max allocation, RW_CONCURRENT only on node 0.

@@ -245,6 +245,14 @@ static void mark_enqueued(struct rt_worker *w, struct rt_task *t)
     pthread_mutex_unlock(&rt->graph_lock);
 }
 
+/* An enqueue that fails as a lost device's would (rt_fault.c). */
+static hetcl_status injected_enqueue_failure(struct rt_worker *w, const struct rt_task *t)
+{
+    snprintf(w->fail_detail, sizeof w->fail_detail,
+             "enqueue on %s: CL_OUT_OF_RESOURCES (injected: HETCL_FAULT_ENQUEUE_EVERY)", w->name);
+    return hetcl__fail(w->rt->ctx, HETCL_ERR_NO_DEVICE, "task %s: %s", t->label, w->fail_detail);
+}
+
 /* Enqueues t on w's queue. Returns true when it was enqueued (its completion will come through
  * the mailbox); otherwise t has been dealt with (failed, or handed back for another worker). */
 static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
@@ -263,6 +271,9 @@ static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
     if (take_fault(&w->fault_task)) {
         st = hetcl__fail(rt->ctx, HETCL_ERR_OPENCL, "task %s on %s: injected failure", t->label,
                          w->name);
+    } else if (hetcl__rt_fault_enqueue(w)) {
+        st = injected_enqueue_failure(w, t);
+        device_failure = true;
     } else {
         st = hetcl__rt_data_acquire_cl(w, t, mems, wait, &n_wait);
         device_failure = st == HETCL_ERR_NO_DEVICE;
@@ -480,6 +491,8 @@ static void complete_task(struct rt_worker *w, struct rt_task *t)
         clWaitForEvents(1, &t->done_event);
         qe = clGetEventInfo(t->done_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof es, &es, NULL);
     }
+    if (qe == CL_SUCCESS && es == CL_COMPLETE && hetcl__rt_fault_complete(w))
+        es = CL_OUT_OF_RESOURCES; /* injected (rt_fault.c) */
     if (qe != CL_SUCCESS || es < 0) {
         st = hetcl__fail(rt->ctx, HETCL_ERR_OPENCL, "task %s on %s: its commands failed: %s",
                          t->label, w->name, hetcl__cl_error_name(es));
@@ -769,6 +782,20 @@ hetcl_status hetcl_runtime_inject_fault(hetcl_runtime *rt, size_t worker, hetcl_
         return HETCL_OK;
     case HETCL_FAULT_TASK:
         atomic_store(&w->fault_task, count);
+        return HETCL_OK;
+    case HETCL_FAULT_ENQUEUE_EVERY:
+    case HETCL_FAULT_COMPLETION:
+        if (w->kind != HETCL_WORKER_OPENCL)
+            return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG,
+                               "inject_fault: device faults need an OpenCL worker (%s is a host "
+                               "worker)",
+                               w->name);
+        if (fault == HETCL_FAULT_COMPLETION) {
+            atomic_store(&w->fault_complete_left, count);
+        } else {
+            atomic_store(&w->n_enqueues, 0);
+            atomic_store(&w->fault_enqueue_every, count);
+        }
         return HETCL_OK;
     }
     return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG, "inject_fault: unknown fault %d",
