@@ -402,10 +402,23 @@ static hetcl_status start_clocks(struct tr_run *r)
                       (uint64_t) ((t->o.adapt_period_s > 0 ? t->o.adapt_period_s : 0.05) * 1e9),
                       t->o.adapt_dead_band, hetcl__now_ns());
     hetcl_status s = HETCL_OK;
+    /* The host workers are balanced as one group, the paper's CPU worker (one OpenMP team
+     * there), against each OpenCL device: with 16 host workers and a GPU, per-worker balance
+     * aimed the GPU at 1/17 of the updates where the paper brings the CPU:GPU ratio from about
+     * 98:2 to 55:45-75:25. Without OpenCL devices each host worker stays its own group. */
+    bool any_cl = false;
+    for (int i = 0; i < t->n_dev; i++)
+        any_cl |= !t->dev[i].is_host;
+    int host_group = -1;
     for (int i = 0; i < t->n_dev; i++) {
         struct tr_dev *d = &t->dev[i];
         hetcl__adapt_set(&t->adapt, i, d->b_init, d->b_min, d->b_max,
                          t->o.algo == HETCL_TRAIN_ADAPTIVE && d->b_min < d->b_max);
+        if (d->is_host && any_cl) {
+            if (host_group < 0)
+                host_group = i;
+            hetcl__adapt_group(&t->adapt, i, host_group);
+        }
         if (s == HETCL_OK)
             s = hetcl__tr_traj_push(t, d, d->b_init);
     }
