@@ -101,6 +101,19 @@ static hetcl_status exclude(struct tr *t, struct tr_dev *d, hetcl_status st)
     return hetcl__fail(t->ctx, HETCL_ERR_NO_DEVICE, "train: every device failed: %s", all);
 }
 
+void hetcl__tr_exclude_at_setup(struct tr *t, struct tr_dev *d, hetcl_status st)
+{
+    if (t->n_excl >= HETCL_TRAIN_MAX_DEVICES)
+        return;
+    struct hetcl_train_exclusion *e = &t->excl[t->n_excl++];
+    hetcl__strlcpy(e->device, d->name, sizeof e->device);
+    hetcl__strlcpy(e->phase, "setup", sizeof e->phase);
+    snprintf(e->error, sizeof e->error, "%s: %s", hetcl_status_str(st),
+             hetcl_context_last_error(t->ctx));
+    e->t_s = 0;
+    d->excluded = true;
+}
+
 /* The exclusion record of device d (the last one: a device is excluded once). */
 static struct hetcl_train_exclusion *record_of(struct tr *t, const struct tr_dev *d)
 {

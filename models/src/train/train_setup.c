@@ -176,7 +176,14 @@ static hetcl_status device_buffers(struct tr *t)
                 return hetcl__fail(t->ctx, HETCL_ERR_NO_DEVICE,
                                    "train: OpenCL devices need at least one host worker for "
                                    "the replica copies and merges");
-            hetcl_status s = hetcl__tr_cl_prepare(t, d);
+            hetcl_status s = hetcl__tr_size_device(t, d);
+            if (s == HETCL_ERR_NO_MEMORY && t->n_dev > 1) {
+                /* Not even one example fits: the others train without it. */
+                hetcl__tr_exclude_at_setup(t, d, s);
+                continue;
+            }
+            if (s == HETCL_OK)
+                s = hetcl__tr_cl_prepare(t, d);
             if (s != HETCL_OK)
                 return s;
             if (t->o.algo == HETCL_TRAIN_SYNC &&
@@ -184,7 +191,11 @@ static hetcl_status device_buffers(struct tr *t)
                 return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "device %s gradient", d->name);
         }
     }
-    return HETCL_OK;
+    for (int i = 0; i < t->n_dev; i++)
+        if (!t->dev[i].excluded)
+            return HETCL_OK;
+    return hetcl__fail(t->ctx, HETCL_ERR_NO_DEVICE, "train: no device's memory holds a replica: %s",
+                       t->excl[0].error);
 }
 
 /* A dataset (NULL: none) the model can train or be evaluated on: dense, single-label, with its
@@ -406,6 +417,8 @@ static hetcl_status start_clocks(struct tr_run *r)
         struct tr_dev *d = &t->dev[i];
         hetcl__adapt_set(&t->adapt, i, d->b_init, d->b_min, d->b_max,
                          t->o.algo == HETCL_TRAIN_ADAPTIVE && d->b_min < d->b_max);
+        if (d->excluded)
+            hetcl__adapt_drop(&t->adapt, i);
         if (s == HETCL_OK)
             s = hetcl__tr_traj_push(t, d, d->b_init);
     }
