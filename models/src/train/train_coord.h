@@ -118,7 +118,8 @@ hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc);
  * batch fails the run (st, with the detail). */
 hetcl_status hetcl__tr_slot_failed(struct tr *t, struct tr_slot *s, hetcl_status st);
 /* OpenCL device d failed with st (the detail on the context) on a batch of `examples` examples
- * that will be given to others: excluded the first time, the batch counted as reassigned.
+ * that will be given to others: excluded the first time, the batch counted as reassigned
+ * (examples 0: no batch).
  * HETCL_ERR_NO_DEVICE when no device is left. */
 hetcl_status hetcl__tr_device_failed(struct tr *t, struct tr_dev *d, hetcl_status st,
                                      int64_t examples);
@@ -161,10 +162,11 @@ int64_t hetcl__tr_mem_bound(const hetcl_model_spec *spec, uint64_t global_bytes,
  * before its replica is prepared): an upper bound above the memory's is lowered with a
  * warning on the context. HETCL_ERR_NO_MEMORY when not even one example fits. */
 hetcl_status hetcl__tr_size_device(struct tr *t, struct tr_dev *d);
-/* Slot s's batch on OpenCL device d failed with an allocation failure (the runtime counted
- * one more for its worker than d has seen): the first time, d's bound is halved and d is set
- * shrinking (its batch handed back; *handled true); otherwise *handled false (an exclusion). */
-void hetcl__tr_alloc_failed(struct tr *t, struct tr_slot *s, bool *handled);
+/* A batch on OpenCL device d failed: true when it is an allocation failure to survive (the
+ * runtime counted one more for its worker than d has seen, and d has not shrunk before) or a
+ * batch cancelled behind one: d is set shrinking (no batch is handed to it) and the caller
+ * hands the batch back without excluding d. */
+bool hetcl__tr_alloc_failed(struct tr *t, struct tr_dev *d);
 /* Once a shrinking device has no batch in flight: its replica registered again at the new
  * bound, and it trains on. */
 hetcl_status hetcl__tr_shrink_done(struct tr *t);

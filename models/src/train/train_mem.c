@@ -156,3 +156,61 @@ hetcl_status hetcl__tr_size_device(struct tr *t, struct tr_dev *d)
         d->b_min = d->b_max;
     return HETCL_OK;
 }
+
+bool hetcl__tr_alloc_failed(struct tr *t, struct tr_dev *d)
+{
+    struct hetcl_worker_info wi;
+    if (d->is_host || d->excluded ||
+        hetcl_runtime_worker_info(t->rt, (size_t) d->worker, &wi) != HETCL_OK || wi.excluded)
+        return false;
+    /* Not fresh while shrinking: a batch behind the failed one, cancelled with it. */
+    bool fresh = wi.alloc_failures > d->alloc_seen;
+    if (!d->shrinking && (!fresh || d->shrinks > 0 || d->b_max < 2))
+        return false;
+    d->alloc_seen = wi.alloc_failures;
+    if (!d->shrinking)
+        hetcl__strlcpy(d->shrink_why, hetcl_context_last_error(t->ctx), sizeof d->shrink_why);
+    d->shrinking = true;
+    t->failed_pending = true;
+    return true;
+}
+
+/* Registers d's replica again at half its upper bound. */
+static hetcl_status shrink(struct tr *t, struct tr_dev *d)
+{
+    hetcl__tr_cl_release(t, d);
+    int64_t from = d->b_max;
+    d->b_max = from / 2;
+    if (d->b_min > d->b_max)
+        d->b_min = d->b_max;
+    if (d->b_init > d->b_max)
+        d->b_init = d->b_max;
+    d->mem_bound = d->b_max;
+    hetcl__strlcpy(d->mem_limit, "alloc_failure", sizeof d->mem_limit);
+    d->shrinks++;
+    struct hetcl__adapt_dev *a = &t->adapt.dev[d->index];
+    int64_t b = a->batch < d->b_max ? a->batch : d->b_max;
+    hetcl__adapt_set(&t->adapt, d->index, b, d->b_min, d->b_max, a->adapt && d->b_min < d->b_max);
+    hetcl__warn(t->ctx,
+                "train: %s: a device allocation failed at batch bound %" PRId64
+                "; retrying once at %" PRId64 " (%s)",
+                d->name, from, d->b_max, d->shrink_why);
+    hetcl_status st = hetcl__tr_cl_prepare(t, d);
+    if (st == HETCL_OK)
+        st = hetcl__tr_traj_push(t, d, b);
+    return st;
+}
+
+hetcl_status hetcl__tr_shrink_done(struct tr *t)
+{
+    for (int i = 0; i < t->n_dev; i++) {
+        struct tr_dev *d = &t->dev[i];
+        if (!d->shrinking || d->inflight > 0 || t->failed_pending)
+            continue;
+        d->shrinking = false;
+        hetcl_status st = shrink(t, d);
+        if (st != HETCL_OK && (st = hetcl__tr_device_failed(t, d, st, 0)) != HETCL_OK)
+            return st;
+    }
+    return HETCL_OK;
+}

@@ -45,6 +45,8 @@ struct tr_dev {
     /* An allocation failed: no batch is handed to it until those in flight are heard of and
      * its replica is registered again at the halved bound (coordinator only). */
     bool shrinking;
+    uint64_t alloc_seen;  /* the runtime's count of its allocation failures, last seen */
+    char shrink_why[256]; /* the failure that made it shrink */
     /* Host: gather buffers and workspace for b_max rows (one task of a worker at a time). */
     float *xb;
     int32_t *yb;

@@ -184,6 +184,9 @@ static hetcl_status device_buffers(struct tr *t)
             }
             if (s == HETCL_OK)
                 s = hetcl__tr_cl_prepare(t, d);
+            /* Its first allocation failure is the coordinator's to survive (train_mem.c). */
+            if (s == HETCL_OK)
+                s = hetcl_runtime_defer_alloc_exclusion(t->rt, (size_t) d->worker, 1);
             if (s != HETCL_OK)
                 return s;
             if (t->o.algo == HETCL_TRAIN_SYNC &&
@@ -251,6 +254,12 @@ void hetcl__tr_destroy(struct tr *t)
         struct tr_dev *d = &t->dev[i];
         if (d->cl)
             hetcl__tr_cl_release(t, d);
+        /* The runtime outlives the run: back to excluding at once. Cannot fail (an OpenCL
+         * worker of this runtime). */
+        hetcl_status ds =
+                d->is_host ? HETCL_OK
+                           : hetcl_runtime_defer_alloc_exclusion(t->rt, (size_t) d->worker, 0);
+        (void) ds;
         hetcl__free(d->xb);
         hetcl__free(d->yb);
         hetcl__free(d->ws);
