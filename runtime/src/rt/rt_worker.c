@@ -479,6 +479,21 @@ static void device_times(struct rt_worker *w, struct rt_task *t)
             start = lb;
         t->t_dev_start_ns = (uint64_t) ((int64_t) start + w->dev_offset_ns);
         t->t_dev_end_ns = (uint64_t) ((int64_t) end + w->dev_offset_ns);
+        /* The offset estimate shrinks as better samples come, so a task mapped with a smaller
+         * one than its predecessor could seem to start before the predecessor ended, which the
+         * in-order queue rules out (and a request's steps then summed to more than its span):
+         * keep the spans in queue order, within the host's observation of this one. */
+        if (t->t_dev_start_ns < w->last_mapped_end) {
+            uint64_t dur = t->t_dev_end_ns - t->t_dev_start_ns;
+            t->t_dev_start_ns = w->last_mapped_end;
+            t->t_dev_end_ns = t->t_dev_start_ns + dur;
+            if (t->t_dev_end_ns > t->t_end_ns) {
+                t->t_dev_end_ns = t->t_end_ns;
+                if (t->t_dev_start_ns > t->t_dev_end_ns)
+                    t->t_dev_start_ns = t->t_dev_end_ns;
+            }
+        }
+        w->last_mapped_end = t->t_dev_end_ns;
     } else {
         /* Placed at the completion we observed. */
         t->t_dev_end_ns = t->t_end_ns;
