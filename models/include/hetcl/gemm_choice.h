@@ -18,10 +18,10 @@
  * measures: the first calls of each (device model, shape) are spread over the variants, each
  * timed by its last command's own profiling start and end without blocking (an event callback
  * records it; CLBlast's helper kernels before its last one are not counted); the first run of
- * each variant is a warm-up (the driver's lazy compilation, cold caches) and not counted. Once every variant has HETCL_GEMM_SAMPLES
- * samples (or was dropped: unavailable, over 16x slower than the best after one sample, or
- * over 4x after two) the fastest sample wins for that key. Every call computes the right
- * result whatever variant runs it.
+ * each variant is a warm-up (the driver's lazy compilation, cold caches) and not counted. Once
+ * every variant has HETCL_GEMM_SAMPLES samples (or was dropped: unavailable, over 16x slower than
+ * the best after one sample, or over 4x after two) the fastest sample wins for that key. Every call
+ * computes the right result whatever variant runs it.
  *
  * Choices are kept in memory on the context (hetcl_context: every runtime created with it
  * shares them; another context measures again, or reads what an earlier one wrote to the same
