@@ -219,10 +219,11 @@ static hetcl_status run_worker(hetcl_bench_ops *b, const struct hetcl_bench_ops_
         hetcl__strlcpy(r->worker, wc->wi.name, sizeof r->worker);
         r->worker_kind = hetcl_worker_kind_name(wc->wi.kind);
         /* On OpenCL devices the GEMM operator (conv's too) first measures its variants
-         * (<hetcl/gemm_choice.h>): up to 4 x (1 + HETCL_GEMM_SAMPLES) calls per shape, which
-         * must not be timed as the operator's speed. */
-        unsigned long warmup =
-                wc->wi.desc && c->flops > 0 ? 4 * (1 + HETCL_GEMM_SAMPLES) * 2 + 2 : 2;
+         * (<hetcl/gemm_choice.h>): up to HETCL_GEMM_N_VARIANTS x (1 + HETCL_GEMM_SAMPLES) calls
+         * per shape, which must not be timed as the operator's speed. */
+        unsigned long warmup = wc->wi.desc && c->flops > 0
+                                       ? HETCL_GEMM_N_VARIANTS * (1 + HETCL_GEMM_SAMPLES) * 2 + 2
+                                       : 2;
         run_op(rt, c, ci, wc->index, warmup, b->reps, r);
         if (wc->wi.desc && c->is_gemm)
             gemm_variant(hetcl_runtime_context(rt), wc->wi.desc, c, r->variant, sizeof r->variant);
