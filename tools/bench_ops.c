@@ -80,6 +80,10 @@ static int parse_args(int argc, char **argv, struct ops_flags *f)
                      "a driver past it is left out, as hetcl devices"},
             {"--no-clblast", CLI_FLAG, &f->o.no_clblast,
              .help = "skip the direct CLBlast comparison"},
+            {"--no-blas", CLI_FLAG, &f->o.no_blas,
+             .help = "skip the OpenBLAS baseline of GEMMs on OpenCL CPU devices\n"
+                     "(otherwise: OpenBLAS at its fastest core type, measured;\n"
+                     "HETCL_OPENBLAS=PATH names the library)"},
             {"--json", CLI_STRING, &f->json_path, .metavar = "FILE",
              .help = "also write the results as JSON (atomically)"},
             {"--quiet", CLI_FLAG, &f->quiet, .help = "no table on stdout"},

@@ -26,8 +26,9 @@
 #define TABLE_CAP       512
 #define DROP_FACTOR     4.0  /* slower than the best by this after two samples: dropped */
 #define DROP_FACTOR_ONE 16.0 /* ... or by this after one */
-#define FILE_NAME       "choices-v1.json"
-#define FORMAT_VERSON   1
+/* v2: tiled_wg added; a v1 file's decisions never measured it, so they are not read. */
+#define FILE_NAME     "choices-v2.json"
+#define FORMAT_VERSON 2
 
 struct entry {
     struct hetcl_gemm_choice c;
@@ -49,7 +50,7 @@ struct gemm_table {
 
 const char *hetcl_gemm_variant_name(hetcl_gemm_variant v)
 {
-    static const char *const names[] = {"tiled", "tiled_mfast", "clblast", "naive"};
+    static const char *const names[] = {"tiled", "tiled_mfast", "clblast", "naive", "tiled_wg"};
     return (unsigned) v < HETCL_GEMM_N_VARIANTS ? names[v] : "?";
 }
 
