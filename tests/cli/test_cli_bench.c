@@ -31,14 +31,7 @@ static cJSON *load_json(const char *name)
 {
     char path[300];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return cJSON_Parse(buf);
+    return hetcl_test_load_json(path);
 }
 
 /* Validates tmpdir/name against reports/schema/<schema>.schema.json with hetcl_schema_check:

@@ -26,18 +26,6 @@ static int run(const char *args, char *err, size_t err_cap)
     return st;
 }
 
-static cJSON *load_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return cJSON_Parse(buf);
-}
-
 /* One run on `devices` with `algo`: exit 0, only OpenCL devices in the report, each with
  * updates, and a test accuracy that shows learning on the separable synthetic blobs. */
 static void check_alone(const char *devices, const char *algo)
@@ -51,7 +39,7 @@ static void check_alone(const char *devices, const char *algo)
     int st = run(args, err, sizeof err);
     printf("%s %s: exit %d %s", devices, algo, st, err);
     CHECK_EQ_INT(st, 0);
-    cJSON *doc = load_json(report);
+    cJSON *doc = hetcl_test_load_json(report);
     CHECK(doc != NULL);
     if (!doc)
         return;

@@ -30,18 +30,6 @@
 static char tmpdir[256];
 static const char *bin, *src;
 
-static cJSON *load_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return cJSON_Parse(buf);
-}
-
 static double number(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItem(o, key);
@@ -72,7 +60,7 @@ static cJSON *train(const char *algo, const char *faults, char *err, size_t err_
         int cs = system(cmd);
         CHECK(cs != -1 && WIFEXITED(cs) && WEXITSTATUS(cs) == 0);
     }
-    cJSON *doc = load_json(report);
+    cJSON *doc = hetcl_test_load_json(report);
     CHECK(doc != NULL);
     unlink(report);
     return doc;
