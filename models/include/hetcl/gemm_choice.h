@@ -13,15 +13,15 @@
  * The GEMM operator (hetcl_op_gemm, and the GEMMs inside conv2d) knows several ways to compute
  * C = alpha op(A) op(B) + beta C on an OpenCL device: the register-blocked kernels of
  * clkernels/gemm.cl (two orders of their tiles over the work-items, and the first in larger
- * work-groups), CLBlast, and the naive
- * kernel. No fixed rule picks well across devices (CLBlast has no tuning for PoCL's CPU device
- * and is ~15x slower there than gemm.cl; on GPUs it knows, CLBlast wins), so the operator
- * measures: the first calls of each (device model, shape) are spread over the variants, each
- * timed by its last command's own profiling start and end without blocking (an event callback
- * records it; CLBlast's helper kernels before its last one are not counted); the first run of
- * each variant is a warm-up (the driver's lazy compilation, cold caches) and not counted. Once
- * every variant has HETCL_GEMM_SAMPLES samples (or was dropped: unavailable, over 16x slower than
- * the best after one sample, or over 4x after two) the fastest sample wins for that key. Every call
+ * work-groups), CLBlast, and the naive kernel. No fixed rule picks well across devices
+ * (CLBlast has no tuning for PoCL's CPU device and is ~15x slower there than gemm.cl; on GPUs
+ * it knows, CLBlast wins), so the operator measures: the first calls of each (device model,
+ * shape) are spread over the variants, each timed without blocking (an event callback records
+ * it): a single-kernel variant by that kernel's own profiling start and end, CLBlast (several
+ * kernels) from a marker enqueued right before it, without a wait list; the first run of each
+ * variant is a warm-up (the driver's lazy compilation, cold caches) and not counted. Once every
+ * variant has HETCL_GEMM_SAMPLES samples (or was dropped: unavailable, over 16x slower than the
+ * best after one sample, or over 4x after two) the fastest sample wins for that key. Every call
  * computes the right result whatever variant runs it.
  *
  * Choices are kept in memory on the context (hetcl_context: every runtime created with it

@@ -154,9 +154,11 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
         if (s != HETCL_OK)
             return s;
     }
+    cl_event start = NULL;
     if (p.variant == HETCL_GEMM_CLBLAST) {
         /* CLBlast takes no wait list: a marker carries it (none is needed when there is none:
-         * the queue is in order). */
+         * the queue is in order). A measured call also gets a marker of its own, with no wait
+         * list, right before CLBlast: its end starts the sample (gemm_select.c). */
         const cl_event *wait = NULL;
         const cl_uint n_wait = hetcl__clop_chain_wait(ch, &wait);
         cl_event mark = NULL;
@@ -164,6 +166,10 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
             if ((s = hetcl__clop_marker(call, n_wait, wait, &mark)) != HETCL_OK)
                 return s;
             hetcl__clop_chain_push(ch, mark);
+        }
+        if (p.entry >= 0 && hetcl__clop_marker(call, 0, NULL, &start) == HETCL_OK) {
+            clRetainEvent(start);
+            hetcl__clop_chain_push(ch, start);
         }
     }
     if (p.variant == HETCL_GEMM_CLBLAST) {
@@ -179,7 +185,9 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
         s = launch_prepared(ch, &pk);
     }
     if (s == HETCL_OK && p.entry >= 0)
-        hetcl__gemm_watch(p, ch->last);
+        hetcl__gemm_watch(p, start, ch->last);
+    if (start)
+        clReleaseEvent(start);
     return s;
 }
 
