@@ -194,7 +194,6 @@ struct rt_worker {
      * queue starts the next task's first command after it. */
     uint64_t last_dev_end;
     bool have_last_dev_end;
-    uint64_t last_mapped_end; /* the same on the host clock, as placed (device_times) */
     /* Adaptive in-flight depth and completion polling (rt_depth.h; worker thread only):
      * callbacks set and not yet read from the mailbox (the worker may not exit before they
      * all came: they touch its lock), and the period of the timed wake-ups that poll the
