@@ -122,6 +122,10 @@ static size_t algo_options(struct cli_option *rows, size_t n, struct train_cli *
             {"--timeout-ms", CLI_ULONG, &c->timeout_ms, .min = 1, .max = 3600000, .metavar = "N",
              .help = "time limit of each isolated driver query (default\n"
                      "20000); a driver past it is left out, as hetcl devices"},
+            {"--device-timeout", CLI_DOUBLE, &c->device_timeout_s, .min = 0.01, .max = 4e6,
+             .metavar = "S",
+             .help = "a device with work queued that completes nothing for S\n"
+                     "seconds is hung: left out, its batch redone (default 60)"},
             {"--batch", CLI_CUSTOM, c, .parse = parse_batch, .metavar = "DEV=N",
              .help = "batch size of DEV: host, opencl, or a device (host0,\n"
                      "p0d0); repeatable. Defaults: host 32, opencl 128"},
@@ -366,7 +370,9 @@ static int create_runtime(struct train_cli *c, hetcl_context *ctx, hetcl_runtime
     struct hetcl_runtime_options ro = {.devices = c->devices,
                                        .split_cpu = c->split_cpu,
                                        .host_workers = c->host_workers,
-                                       .trace = c->trace != NULL};
+                                       .trace = c->trace != NULL,
+                                       .device_timeout_ms =
+                                               (unsigned) (c->device_timeout_s * 1000)};
     /* Hogwild trains on host workers only: opening the OpenCL devices as well would only take
      * the cores an OpenCL CPU device uses away from the automatic host workers (on a machine
      * whose one OpenCL device is the CPU, hogwild got one worker instead of one per core). */

@@ -31,6 +31,7 @@ struct train_cli {
     char devices_serving[512]; /* --devices plus the host worker that serves OpenCL replicas */
     int host_workers;          /* 0: automatic; -1: none (--host-workers 0) */
     unsigned long timeout_ms;  /* --timeout-ms: each isolated driver query (0: the default) */
+    double device_timeout_s; /* --device-timeout: a device idle with work queued is hung (0: 60) */
     struct hetcl_device_list *device_list; /* enumerated once for the runtime(s) */
     int64_t train_limit, test_limit;
     bool no_standardize, quiet;

@@ -4,8 +4,10 @@
  * implementation that returns an error does the same; an injected allocation failure excludes
  * the OpenCL worker, its task runs elsewhere and the graph finishes with the right results;
  * with keep_failed_devices the task fails instead. Mid-run device failures (every N-th enqueue,
- * the K-th completion; also from HETCL_INJECT_FAULTS) fail exactly those tasks. No hang, no
- * leak (run under ASan in CI).
+ * the K-th completion; also from HETCL_INJECT_FAULTS) fail exactly those tasks. A device that
+ * stops responding (an injected hang) is given up after the device timeout: its task fails with
+ * HETCL_ERR_TIMEOUT, its successor is cancelled, what it was writing reads as lost, and the
+ * work goes on elsewhere. No hang, no leak (run under ASan in CI).
  */
 #include "harness.h"
 #include "rt_common.h"
@@ -334,6 +336,71 @@ static void mid_run_faults(hetcl_context *ctx)
     hetcl_runtime_destroy(rt);
 }
 
+static size_t first_opencl_worker(const hetcl_runtime *rt)
+{
+    for (size_t i = 0; i < hetcl_runtime_n_workers(rt); i++) {
+        struct hetcl_worker_info wi;
+        if (hetcl_runtime_worker_info(rt, i, &wi) == HETCL_OK && wi.kind == HETCL_WORKER_OPENCL)
+            return i;
+    }
+    return 0;
+}
+
+/* The second task enqueued on the OpenCL worker never completes as far as it can tell. The
+ * timeout counts from the last progress, so the tasks before it, and independent work on the
+ * host worker, are unaffected. */
+static void hung_device(hetcl_context *ctx, bool from_env)
+{
+    struct hetcl_runtime_options o = {.devices = "opencl,host",
+                                      .host_workers = 1,
+                                      .perfmodel_dir = "",
+                                      .device_timeout_ms = 1000};
+    if (from_env)
+        setenv("HETCL_INJECT_FAULTS", "opencl:hang=2", 1);
+    hetcl_runtime *rt = rt_test_runtime(ctx, &o, 1);
+    unsetenv("HETCL_INJECT_FAULTS");
+    size_t cl = first_opencl_worker(rt);
+    if (!from_env)
+        CHECK_OK(ctx, hetcl_runtime_inject_fault(rt, cl, HETCL_FAULT_HANG, 2));
+    hetcl_handle *h1 = NULL, *h2 = NULL, *h3 = NULL;
+    CHECK_OK(ctx, hetcl_handle_register(rt, NULL, N * 4, &h1));
+    CHECK_OK(ctx, hetcl_handle_register(rt, NULL, N * 4, &h2));
+    CHECK_OK(ctx, hetcl_handle_register(rt, NULL, N * 4, &h3));
+    hetcl_task *a = submit_ref(rt, &rt_test_affine_cl, h1, 1, 5);
+    CHECK_EQ_INT(hetcl_task_wait(a), HETCL_OK);
+    hetcl_task *b = submit_ref(rt, &rt_test_affine_cl, h2, 1, 6); /* hangs */
+    hetcl_task *c = submit_ref(rt, &rt_test_affine, h2, 1, 1);    /* after it: never runs */
+    CHECK_EQ_INT(hetcl_task_wait(b), HETCL_ERR_TIMEOUT);
+    /* Cancelled, or abandoned with b when it was enqueued right behind it on the same queue. */
+    hetcl_status cs = hetcl_task_wait(c);
+    CHECK(cs == HETCL_ERR_CANCELLED || cs == HETCL_ERR_TIMEOUT);
+    struct hetcl_worker_info wi;
+    CHECK_OK(ctx, hetcl_runtime_worker_info(rt, cl, &wi));
+    CHECK(wi.excluded && strstr(wi.excluded_reason, "device hung") != NULL);
+    CHECK_EQ_INT(hetcl_runtime_wait_all(rt), HETCL_ERR_TIMEOUT);
+    /* Read once the worker wrote its last error (the context's detail is not synchronised). */
+    CHECK(strstr(hetcl_context_last_error(ctx), "device timeout") != NULL);
+    /* What the hung task was writing is lost (never waited for); what came before is not. */
+    CHECK_EQ_INT(hetcl_handle_sync_host(rt, h2, HETCL_R), HETCL_ERR_TIMEOUT);
+    CHECK(strstr(hetcl_context_last_error(ctx), wi.name) != NULL);
+    CHECK_OK(ctx, hetcl_handle_sync_host(rt, h1, HETCL_R));
+    CHECK_EQ_INT(((uint32_t *) hetcl_handle_host_ptr(h1))[N - 1], 5);
+    /* Work goes on without the device. */
+    hetcl_task *d = submit_ref(rt, &rt_test_affine, h3, 1, 9);
+    CHECK_EQ_INT(hetcl_task_wait(d), HETCL_OK);
+    CHECK(hetcl_task_worker(d) != (int) cl);
+    CHECK_OK(ctx, hetcl_handle_sync_host(rt, h3, HETCL_R));
+    CHECK_EQ_INT(((uint32_t *) hetcl_handle_host_ptr(h3))[0], 9);
+    hetcl_task_release(a);
+    hetcl_task_release(b);
+    hetcl_task_release(c);
+    hetcl_task_release(d);
+    CHECK_EQ_INT(hetcl_handle_unregister(rt, h2), HETCL_ERR_TIMEOUT);
+    CHECK_OK(ctx, hetcl_handle_unregister(rt, h1));
+    CHECK_OK(ctx, hetcl_handle_unregister(rt, h3));
+    hetcl_runtime_destroy(rt);
+}
+
 int main(void)
 {
     hetcl_context *ctx = rt_test_context();
@@ -341,6 +408,8 @@ int main(void)
     opencl_faults(ctx);
     flaky_device(ctx);
     mid_run_faults(ctx);
+    hung_device(ctx, false);
+    hung_device(ctx, true);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_rt_faults");
 }

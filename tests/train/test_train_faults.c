@@ -2,7 +2,8 @@
  * Tests that `hetcl train` survives an OpenCL device that fails (issue 16), with failures
  * injected into PoCL's device through HETCL_INJECT_FAULTS (runtime/src/rt/rt_fault.c) beside a
  * host worker: at the start (its first enqueue fails) and in mid-run (the K-th completion event
- * reports CL_OUT_OF_RESOURCES, every N-th enqueue fails), with adaptive, hogbatch and sync. Each
+ * reports CL_OUT_OF_RESOURCES, every N-th enqueue fails, the device stops answering and is given
+ * up after --device-timeout), with adaptive, hogbatch and sync. Each
  * run exits 0; the report (valid against its schema) lists the exclusion with the device, the
  * phase, the error and the batches reassigned; every example of every epoch was trained on
  * once (the reassigned batches went to the host worker); and the final accuracy is within a
@@ -57,6 +58,10 @@ static double number(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
+/* Flags added to every run, and what an exclusion's error must say (changed for the hang). */
+static const char *extra_args = "";
+static const char *expected_error = "CL_OUT_OF_RESOURCES";
+
 /* One run of algo on PoCL's device and a host worker with `faults`; returns its report (NULL
  * when it failed). */
 static cJSON *train(const char *algo, const char *faults, const char *tag)
@@ -65,8 +70,8 @@ static cJSON *train(const char *algo, const char *faults, const char *tag)
     snprintf(report, sizeof report, "%s/%s.json", tmpdir, tag);
     snprintf(args, sizeof args,
              "--model models/mlp.json --data synthetic:%d --devices p0d0,host --host-workers 1 "
-             "--algo %s --epochs %d --seed 7 --report %s --quiet",
-             N_TRAIN, algo, EPOCHS, report);
+             "--algo %s --epochs %d --seed 7 --report %s --quiet %s",
+             N_TRAIN, algo, EPOCHS, report, extra_args);
     int st = run(faults, args, err, sizeof err);
     printf("%s %s [%s]: exit %d %s\n", tag, algo, faults, st, err);
     CHECK_EQ_INT(st, 0);
@@ -95,7 +100,7 @@ static void check_survived(const char *algo, const char *faults, const char *pha
     const cJSON *error = cJSON_GetObjectItem(e, "error");
     CHECK(cJSON_IsString(dev) && strcmp(dev->valuestring, "p0d0") == 0);
     CHECK(cJSON_IsString(ph) && (!phase || strcmp(ph->valuestring, phase) == 0));
-    CHECK(cJSON_IsString(error) && strstr(error->valuestring, "CL_OUT_OF_RESOURCES") != NULL);
+    CHECK(cJSON_IsString(error) && strstr(error->valuestring, expected_error) != NULL);
     CHECK(number(e, "batches_reassigned") >= 1);
     CHECK(number(e, "examples_reassigned") >= 1);
     CHECK(number(e, "t_s") >= 0);
@@ -147,6 +152,14 @@ int main(void)
     check_survived("hogbatch", "opencl:enqueue-every=30", NULL, true, clean_acc);
     /* sync: the step on which the device failed runs again on the host worker. */
     check_survived("sync", "p0d0:complete=30", NULL, true, clean_acc);
+
+    /* Mid-run, the device stops responding: given up after the device timeout, its batch redone
+     * elsewhere, a late result never merged. */
+    extra_args = "--device-timeout 1";
+    expected_error = "device hung";
+    check_survived("adaptive", "p0d0:hang=30", NULL, true, clean_acc);
+    extra_args = "";
+    expected_error = "CL_OUT_OF_RESOURCES";
 
     /* The only device fails: the run fails, saying why. */
     int st = run("p0d0:complete=100",

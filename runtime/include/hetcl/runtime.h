@@ -47,6 +47,7 @@
 #include <CL/cl.h>
 #include <hetcl/context.h>
 #include <hetcl/device.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -286,7 +287,16 @@ struct hetcl_runtime_options {
     /* The enumeration's time limit for each isolated driver query, in milliseconds, when the
      * runtime enumerates (hetcl_enum_options.timeout_ms; 0: its default, 20000). */
     unsigned enum_timeout_ms;
+    /* A device that makes no progress for this long, in milliseconds, with tasks queued (no
+     * task completes) counts as hung: its worker is excluded (the reason says so), its tasks in
+     * flight fail with HETCL_ERR_TIMEOUT (their successors are cancelled; the data they were
+     * writing is lost: reading it fails with HETCL_ERR_NO_DEVICE naming the device) and it gets
+     * no more work. A completion that comes later is ignored. 0: HETCL_DEVICE_TIMEOUT_DEFAULT_MS;
+     * HETCL_DEVICE_TIMEOUT_NEVER: never. */
+    unsigned device_timeout_ms;
 };
+#define HETCL_DEVICE_TIMEOUT_DEFAULT_MS 60000u
+#define HETCL_DEVICE_TIMEOUT_NEVER      UINT_MAX
 
 /* Creates a runtime: enumerates devices (isolated, then opened in this process), creates one
  * worker per selected device and the host workers, loads performance models and link figures
@@ -351,12 +361,17 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_runtime_worker_info(const hetcl_run
  * or the N-th completion event the worker processes reports CL_OUT_OF_RESOURCES as its status (the
  * task fails and the worker is excluded alike). The environment variable HETCL_INJECT_FAULTS sets
  * the last two for a whole command when a runtime is created: WORKER:enqueue-every=N or
- * WORKER:complete=N, comma-separated, WORKER a worker's name or "opencl" (README.md). */
+ * WORKER:complete=N (and WORKER:hang=N: HETCL_FAULT_HANG), comma-separated, WORKER a worker's
+ * name or "opencl" (README.md). */
 typedef enum hetcl_fault {
     HETCL_FAULT_ALLOC = 0,
     HETCL_FAULT_TASK = 1,
     HETCL_FAULT_ENQUEUE_EVERY = 2,
     HETCL_FAULT_COMPLETION = 3,
+    /* The count-th task enqueued from now never completes as far as the worker can tell (its
+     * commands run; the worker ignores their completion, and so that of the tasks queued behind
+     * it): the device looks hung, for tests of device_timeout_ms. OpenCL workers only. */
+    HETCL_FAULT_HANG = 4,
 } hetcl_fault;
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_runtime_inject_fault(hetcl_runtime *rt, size_t worker,
                                                                   hetcl_fault fault,

@@ -173,6 +173,8 @@ static struct rt_worker *worker_new(hetcl_runtime *rt, hetcl_worker_kind kind)
 
 static void worker_free(struct rt_worker *w)
 {
+    if (w->hung_real)
+        return; /* kept with its queue: see rt_worker.hung_real */
     for (int s = 0; s < HETCL_CL_SCRATCH_SLOTS; s++)
         if (w->scratch[s])
             clReleaseMemObject(w->scratch[s]);
@@ -522,6 +524,10 @@ hetcl_status hetcl_runtime_create(hetcl_context *ctx, const struct hetcl_runtime
     rt->t0_ns = hetcl__now_ns();
     rt->cl_inflight = o.cl_inflight; /* 0: adaptive (rt_depth.h) */
     rt->spin_ns = (uint64_t) o.spin_us * 1000u;
+    rt->device_timeout_ns = o.device_timeout_ms == HETCL_DEVICE_TIMEOUT_NEVER ? UINT64_MAX
+                            : o.device_timeout_ms == 0
+                                    ? HETCL_DEVICE_TIMEOUT_DEFAULT_MS * 1000000ull
+                                    : o.device_timeout_ms * 1000000ull;
     rt->calibrate_min = o.calibrate_min ? o.calibrate_min : 5;
     rt->n_nodes = 1;
     for (int k = 0; k < RT_MAX_NODES; k++)

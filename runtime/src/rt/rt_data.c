@@ -169,10 +169,21 @@ static hetcl_status host_sync_dirty(struct hetcl_runtime *rt, struct rt_handle *
     return HETCL_OK;
 }
 
+/* The error of a read of h after a hung device lost its contents (h->lock held). */
+static hetcl_status lost_contents(struct hetcl_runtime *rt, const struct rt_handle *h)
+{
+    return hetcl__fail(rt->ctx, HETCL_ERR_TIMEOUT,
+                       "handle %llu: its contents were lost: the task writing them was abandoned "
+                       "on %s, which stopped responding (device timeout)",
+                       (unsigned long long) h->id, h->lost_on);
+}
+
 /* Makes the host copy valid, blocking. w (may be NULL) is charged with the transfer. */
 static hetcl_status make_host_valid(struct hetcl_runtime *rt, struct rt_handle *h,
                                     struct rt_worker *w, const struct rt_task *t)
 {
+    if (h->lost)
+        return lost_contents(rt, h); /* and never wait for the hung device's events */
     struct rt_copy *c0 = &h->copies[0];
     if (c0->valid) {
         if (h->host_dirty_platform >= 0)
@@ -423,7 +434,8 @@ hetcl_status hetcl__rt_data_acquire_cl(struct rt_worker *w, struct rt_task *t, c
     for (unsigned i = 0; i < t->n_buffers; i++) {
         struct rt_handle *h = t->handles[i];
         pthread_mutex_lock(&h->lock);
-        hetcl_status st = w->node == 0
+        hetcl_status st = h->lost && t->modes[i] != HETCL_W ? lost_contents(w->rt, h)
+                          : w->node == 0
                                   ? acquire_node0(w, t, h, t->modes[i], &mems[i], wait, n_wait)
                                   : acquire_device(w, t, h, t->modes[i], &mems[i], wait, n_wait);
         pthread_mutex_unlock(&h->lock);
@@ -445,6 +457,7 @@ void hetcl__rt_data_release(struct rt_worker *w, struct rt_task *t)
             continue;
         struct rt_handle *h = t->handles[i];
         pthread_mutex_lock(&h->lock);
+        h->lost = false; /* written anew (a read of lost contents failed earlier) */
         for (int k = 0; k < RT_MAX_NODES; k++) {
             if (k == w->node)
                 continue;
@@ -483,6 +496,27 @@ void hetcl__rt_data_abandon(struct rt_worker *w, struct rt_task *t)
             h->copies[w->node].valid = false;
             set_ready(&h->copies[w->node], NULL, NULL);
         }
+        pthread_mutex_unlock(&h->lock);
+    }
+}
+
+void hetcl__rt_data_lost(struct rt_worker *w, struct rt_task *t)
+{
+    for (unsigned i = 0; i < t->n_buffers; i++) {
+        if (t->modes[i] == HETCL_R)
+            continue;
+        struct rt_handle *h = t->handles[i];
+        pthread_mutex_lock(&h->lock);
+        /* Its copy on w's node (the host copy itself for a host-unified device) is the only
+         * valid one since t was enqueued (hetcl__rt_data_release), and its ready event is t's,
+         * which may never complete. */
+        struct rt_copy *c = &h->copies[w->node];
+        c->valid = w->node == 0; /* the host copy stays the place of the handle's contents */
+        set_ready(c, NULL, NULL);
+        if (w->node == 0 && h->host_dirty_platform == w->platform)
+            h->host_dirty_platform = -1;
+        h->lost = true;
+        hetcl__strlcpy(h->lost_on, w->name, sizeof h->lost_on);
         pthread_mutex_unlock(&h->lock);
     }
 }

@@ -9,15 +9,17 @@
  *     HETCL_INJECT_FAULTS=WORKER:KIND=N[,WORKER:KIND=N...]
  *
  * WORKER is a worker's name ("p0d0", "p1d0.1") or "opencl" (every OpenCL worker); KIND is
- * enqueue-every (N >= 1), complete (the N-th completion, N >= 1), alloc (the device allocations
- * of the next N tasks with buffers fail: HETCL_FAULT_ALLOC) or mem (the device reports N bytes
- * of global memory, and at most a quarter of that per allocation, as OpenCL's minimum ratio:
- * a small device for tests of what is sized against its memory; nothing is allocated less). A
- * malformed entry makes hetcl_runtime_create fail with HETCL_ERR_INVALID_ARG naming it, so that a
+ * enqueue-every (N >= 1), complete (the N-th completion, N >= 1), hang (the N-th task enqueued
+ * never completes as far as the worker can tell: the device looks hung, for tests of the device
+ * timeout), alloc (the device allocations of the next N tasks with buffers fail:
+ * HETCL_FAULT_ALLOC) or mem (the device reports N bytes of global memory, and at most a quarter
+ * of that per allocation, as OpenCL's minimum ratio: a small device for tests of what is sized
+ * against its memory; nothing is allocated less). A malformed entry makes hetcl_runtime_create
+ * fail with HETCL_ERR_INVALID_ARG naming it, so that a
  * typo does not test the healthy path. Naming a worker the runtime does not have is not an error
  * (the same variable serves commands that create runtimes over different devices).
  *
- * Both count from the injection (hetcl_runtime_inject_fault resets them), which may come from
+ * They count from the injection (hetcl_runtime_inject_fault resets them), which may come from
  * any thread: atomics.
  */
 #include "rt/rt_impl.h"
@@ -31,6 +33,15 @@ bool hetcl__rt_fault_enqueue(struct rt_worker *w)
     if (every == 0)
         return false;
     return (atomic_fetch_add_explicit(&w->n_enqueues, 1, memory_order_relaxed) + 1) % every == 0;
+}
+
+bool hetcl__rt_fault_hang(struct rt_worker *w)
+{
+    unsigned left = atomic_load(&w->fault_hang_left);
+    while (left > 0)
+        if (atomic_compare_exchange_weak(&w->fault_hang_left, &left, left - 1))
+            return left == 1;
+    return false;
 }
 
 bool hetcl__rt_fault_complete(struct rt_worker *w)
@@ -62,6 +73,8 @@ static hetcl_status apply_entry(struct hetcl_runtime *rt, const char *s, size_t 
             kind = HETCL_FAULT_COMPLETION;
         else if (strcmp(colon + 1, "alloc") == 0)
             kind = HETCL_FAULT_ALLOC;
+        else if (strcmp(colon + 1, "hang") == 0)
+            kind = HETCL_FAULT_HANG;
         else if (strcmp(colon + 1, "mem") == 0)
             mem = true;
         else
@@ -71,7 +84,8 @@ static hetcl_status apply_entry(struct hetcl_runtime *rt, const char *s, size_t 
     if (!ok)
         return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG,
                            "HETCL_INJECT_FAULTS: entry \"%.*s\": expected WORKER:enqueue-every=N, "
-                           "WORKER:complete=N, WORKER:alloc=N or WORKER:mem=BYTES (N >= 1; "
+                           "WORKER:complete=N, WORKER:hang=N, WORKER:alloc=N or WORKER:mem=BYTES "
+                           "(N >= 1; "
                            "WORKER a worker's name or opencl)",
                            (int) len, s);
     for (size_t i = 0; i < rt->n_workers; i++) {

@@ -102,6 +102,7 @@ struct rt_task {
     cl_event done_event;
     bool cl_complete; /* its completion callback came (worker thread only) */
     bool cl_armed;    /* a completion callback was set on done_event (worker thread only) */
+    bool fault_hung;  /* injected: the worker never sees it complete (rt_fault.c) */
     unsigned n_transfers;
     struct rt_task *mail_next; /* completion mailbox link */
 
@@ -140,6 +141,10 @@ struct rt_handle {
      * may keep its own copy of a CL_MEM_USE_HOST_PTR buffer (PoCL does when the pointer is
      * less aligned than it wants), refreshed only by map/unmap. */
     unsigned host_mems_stale;
+    /* A task that wrote it was abandoned on a hung device (rt_hang.c): its contents are lost
+     * until a task writes it whole; lost_on names the device. Under lock. */
+    bool lost;
+    char lost_on[64];
 
     /* Dependency tracking (graph_lock). */
     struct rt_task *last_writer; /* a reference is held while set */
@@ -217,6 +222,17 @@ struct rt_worker {
     /* Injected mid-run failures (rt_fault.c): every N-th enqueue (0: none) and the enqueues
      * since the injection; the completions left until the one that fails (0: none). */
     atomic_uint fault_enqueue_every, n_enqueues, fault_complete_left;
+    /* Injected hang (rt_fault.c): the enqueues left until the one that never completes (0:
+     * none); whether such a task is in flight (worker thread). */
+    atomic_uint fault_hang_left;
+    bool hang_in_flight;
+    /* Hang detection (rt_hang.c; worker thread): when the queue last made progress (a
+     * completion, or work arriving on an empty queue); whether the worker gave its device up as
+     * hung, and whether the hang was a real one (not injected): its queue is then never
+     * released, nor the worker freed, since releasing may wait for the hung commands and a
+     * completion that comes after all must land on live memory. */
+    uint64_t progress_ns;
+    bool hung, hung_real;
 
     /* Counters. */
     atomic_uint_fast64_t tasks_done, busy_ns, bytes_in, transfers_in;
@@ -269,9 +285,10 @@ struct hetcl_runtime {
     hetcl_status first_error;  /* since the last wait_all */
     unsigned calibrate_min;
     unsigned cl_inflight;
-    uint64_t spin_ns; /* options.spin_us, in ns */
-    int n_pus;        /* processing units the runtime may use (hwloc's allowed cpuset); 0 when
-                         no host workers were made */
+    uint64_t spin_ns;           /* options.spin_us, in ns */
+    uint64_t device_timeout_ns; /* options.device_timeout_ms, resolved; UINT64_MAX: never */
+    int n_pus; /* processing units the runtime may use (hwloc's allowed cpuset); 0 when
+                  no host workers were made */
 };
 
 /* ---------------------------------------------------------------- cross-module calls */
@@ -280,6 +297,13 @@ struct hetcl_runtime {
  * fails as a device failure, whether this completion reports an error. */
 bool hetcl__rt_fault_enqueue(struct rt_worker *w);
 bool hetcl__rt_fault_complete(struct rt_worker *w);
+/* Whether the task being enqueued is the injected hang (HETCL_FAULT_HANG). */
+bool hetcl__rt_fault_hang(struct rt_worker *w);
+/* Hang detection (rt_hang.c, worker thread): whether w's device made no progress for the
+ * device timeout with tasks in flight; and giving it up: w excluded, every task in flight
+ * failed with HETCL_ERR_TIMEOUT, the data they were writing marked lost. */
+bool hetcl__rt_hang_detected(const struct rt_worker *w, uint64_t now_ns);
+void hetcl__rt_hang_abandon(struct rt_worker *w, uint64_t now_ns);
 /* Applies HETCL_INJECT_FAULTS to the workers (rt_create.c, before they start). */
 hetcl_status hetcl__rt_faults_from_env(struct hetcl_runtime *rt);
 
@@ -348,6 +372,10 @@ void hetcl__rt_data_handle_free(struct hetcl_runtime *rt, struct rt_handle *h);
  * w's copies of the buffers t writes stop counting as valid where another copy is, so that a
  * re-run elsewhere starts from clean data. */
 void hetcl__rt_data_abandon(struct rt_worker *w, struct rt_task *t);
+/* After t was abandoned on hung worker w (rt_hang.c): the buffers t writes are lost (reading
+ * them fails with HETCL_ERR_TIMEOUT naming w, until a task writes them anew), and no copy waits
+ * for t's event any more. */
+void hetcl__rt_data_lost(struct rt_worker *w, struct rt_task *t);
 /* Frees a handle's device copies (no waiting: the caller made sure nothing is pending). */
 void hetcl__rt_data_free_copies(struct hetcl_runtime *rt, struct rt_handle *h);
 /* Makes h's host copy valid (blocking); with `invalidate_devices`, marks every other copy

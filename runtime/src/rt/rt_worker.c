@@ -320,8 +320,12 @@ static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
     if (st == HETCL_OK) {
         t->done_event = done;
         t->t_enqueued_ns = hetcl__now_ns();
+        t->fault_hung = hetcl__rt_fault_hang(w);
+        w->hang_in_flight |= t->fault_hung;
         hetcl__rt_data_release(w, t);
         mark_enqueued(w, t);
+        if (w->inflight == 0)
+            w->progress_ns = t->t_enqueued_ns; /* the hang clock starts with work */
         w->inflight_tasks[w->inflight++] = t;
         return true;
     }
@@ -524,6 +528,7 @@ static void complete_task(struct rt_worker *w, struct rt_task *t)
         }
     }
     t->t_end_ns = hetcl__now_ns();
+    w->progress_ns = t->t_end_ns;
     if (st == HETCL_OK)
         device_times(w, t);
     clReleaseEvent(t->done_event);
@@ -583,9 +588,9 @@ static void read_mail(struct rt_worker *w, struct rt_task *mail)
         unsigned k = 0;
         while (k < w->inflight && w->inflight_tasks[k] != t)
             k++;
-        for (unsigned i = 0; k < w->inflight && i <= k; i++)
+        for (unsigned i = 0; k < w->inflight && i <= k && !w->inflight_tasks[i]->fault_hung; i++)
             w->inflight_tasks[i]->cl_complete = true;
-        if (k < w->inflight)
+        if (k < w->inflight && !w->hang_in_flight)
             note_clock_offset(w, t);
         w->cb_pending--;
         hetcl__rt_task_unref(t); /* the callback's reference */
@@ -595,6 +600,10 @@ static void read_mail(struct rt_worker *w, struct rt_task *mail)
 static bool event_done(void *user, unsigned i)
 {
     struct rt_worker *w = user;
+    /* An injected hang holds back itself and everything queued behind it. */
+    for (unsigned j = 0; w->hang_in_flight && j <= i; j++)
+        if (w->inflight_tasks[j]->fault_hung)
+            return false;
     cl_int es = CL_QUEUED;
     if (clGetEventInfo(w->inflight_tasks[i]->done_event, CL_EVENT_COMMAND_EXECUTION_STATUS,
                        sizeof es, &es, NULL) != CL_SUCCESS)
@@ -725,10 +734,15 @@ static void *cl_main(void *arg)
             timed_out = false;
             continue;
         }
-        if (stop && w->inflight == 0 && w->cb_pending == 0)
+        /* A hung device's callbacks may never come. */
+        if (stop && w->inflight == 0 && (w->cb_pending == 0 || w->hung_real))
             break;
         if (poll_before_sleep(w, timed_out))
             continue;
+        if (hetcl__rt_hang_detected(w, hetcl__now_ns())) {
+            hetcl__rt_hang_abandon(w, hetcl__now_ns());
+            continue;
+        }
         uint64_t t0 = w->inflight ? hetcl__now_ns() : 0;
         bool accept = w->inflight < w->depth.depth && !atomic_load(&w->excluded) && !stop;
         struct rt_task *t = sleep_or_pop(w, accept, w->inflight ? w->poll_ns : 0);
@@ -816,6 +830,7 @@ hetcl_status hetcl_runtime_inject_fault(hetcl_runtime *rt, size_t worker, hetcl_
         return HETCL_OK;
     case HETCL_FAULT_ENQUEUE_EVERY:
     case HETCL_FAULT_COMPLETION:
+    case HETCL_FAULT_HANG:
         if (w->kind != HETCL_WORKER_OPENCL)
             return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG,
                                "inject_fault: device faults need an OpenCL worker (%s is a host "
@@ -823,6 +838,8 @@ hetcl_status hetcl_runtime_inject_fault(hetcl_runtime *rt, size_t worker, hetcl_
                                w->name);
         if (fault == HETCL_FAULT_COMPLETION) {
             atomic_store(&w->fault_complete_left, count);
+        } else if (fault == HETCL_FAULT_HANG) {
+            atomic_store(&w->fault_hang_left, count);
         } else {
             atomic_store(&w->n_enqueues, 0);
             atomic_store(&w->fault_enqueue_every, count);
