@@ -94,6 +94,54 @@ static hetcl_status worker0_fails(const struct hetcl_cl_call *c, cl_event *done)
 }
 static const struct hetcl_codelet flaky = {.name = "flaky", .opencl = worker0_fails};
 
+/* An enqueue that fails with the CL error in the argument blob, reported through
+ * hetcl_cl_call_failed as an OpenCL implementation does. */
+static hetcl_status enqueue_fails(const struct hetcl_cl_call *c, cl_event *done)
+{
+    *done = NULL;
+    cl_int err = 0;
+    memcpy(&err, c->args, sizeof err);
+    return hetcl_cl_call_failed(c, "enqueue_fails", "clEnqueueNDRangeKernel", err);
+}
+static const struct hetcl_codelet enqueue_failing = {.name = "enqueue_fails",
+                                                     .opencl = enqueue_fails};
+
+static hetcl_status run_enqueue_failing(hetcl_runtime *rt, cl_int err)
+{
+    hetcl_task *t = NULL;
+    struct hetcl_task_desc d = {.codelet = &enqueue_failing, .args = &err, .args_size = sizeof err};
+    CHECK_OK(hetcl_runtime_context(rt), hetcl_task_submit(rt, &d, &t));
+    hetcl_status st = hetcl_task_wait(t);
+    hetcl_task_release(t);
+    (void) hetcl_runtime_wait_all(rt);
+    return st;
+}
+
+/* A kernel's enqueue that finds the device full (drivers that allocate lazily say so there)
+ * counts as an allocation failure; another CL error fails the task alone; a lost device
+ * excludes the worker with the call in the reason. */
+static void enqueue_failures(hetcl_context *ctx)
+{
+    struct hetcl_runtime_options o = {.devices = "opencl", .host_workers = -1, .perfmodel_dir = ""};
+    hetcl_runtime *rt = rt_test_runtime(ctx, &o, 1);
+    struct hetcl_worker_info wi;
+    CHECK_OK(ctx, hetcl_runtime_defer_alloc_exclusion(rt, 0, 1));
+    CHECK_EQ_INT(run_enqueue_failing(rt, CL_MEM_OBJECT_ALLOCATION_FAILURE), HETCL_ERR_NO_DEVICE);
+    CHECK_OK(ctx, hetcl_runtime_worker_info(rt, 0, &wi));
+    CHECK(!wi.excluded);
+    CHECK_EQ_INT((int) wi.alloc_failures, 1);
+    CHECK_EQ_INT(run_enqueue_failing(rt, CL_INVALID_VALUE), HETCL_ERR_OPENCL);
+    CHECK(strstr(hetcl_context_last_error(ctx), "clEnqueueNDRangeKernel") != NULL);
+    CHECK_OK(ctx, hetcl_runtime_worker_info(rt, 0, &wi));
+    CHECK(!wi.excluded);
+    CHECK_EQ_INT((int) wi.alloc_failures, 1);
+    CHECK_EQ_INT(run_enqueue_failing(rt, CL_OUT_OF_RESOURCES), HETCL_ERR_NO_DEVICE);
+    CHECK_OK(ctx, hetcl_runtime_worker_info(rt, 0, &wi));
+    CHECK(wi.excluded && strstr(wi.excluded_reason, "clEnqueueNDRangeKernel on") != NULL &&
+          strstr(wi.excluded_reason, "CL_OUT_OF_RESOURCES") != NULL);
+    hetcl_runtime_destroy(rt);
+}
+
 static void host_faults(hetcl_context *ctx)
 {
     struct hetcl_runtime_options o = {.devices = "host", .host_workers = 1, .perfmodel_dir = ""};
@@ -408,6 +456,7 @@ int main(void)
     opencl_faults(ctx);
     flaky_device(ctx);
     mid_run_faults(ctx);
+    enqueue_failures(ctx);
     hung_device(ctx, false);
     hung_device(ctx, true);
     hetcl_context_destroy(ctx);

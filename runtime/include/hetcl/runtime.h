@@ -138,6 +138,17 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_cl_kernel(const struct hetcl_cl_cal
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_cl_scratch(const struct hetcl_cl_call *call,
                                                         unsigned slot, size_t bytes, cl_mem *out);
 
+/* For OpenCL implementations: the status to return when the OpenCL call `what` of the task
+ * failed with err, the detail ("<op>: <what> on <worker>: <CL error>") on the context. A
+ * failure of the device itself (CL_OUT_OF_RESOURCES, CL_MEM_OBJECT_ALLOCATION_FAILURE,
+ * CL_DEVICE_NOT_AVAILABLE: drivers that allocate lazily report a full device at the kernel's
+ * enqueue) gives HETCL_ERR_NO_DEVICE, recorded as the exclusion's reason and, for an
+ * allocation, counted as one (hetcl_runtime_defer_alloc_exclusion applies); anything else
+ * HETCL_ERR_OPENCL (always, for a call that no runtime worker made). */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_cl_call_failed(const struct hetcl_cl_call *call,
+                                                            const char *op, const char *what,
+                                                            cl_int err);
+
 /* A codelet: what a kind of task does, with one implementation per worker kind (NULL: cannot
  * run there). Codelets are usually static const; the runtime keeps the pointer, so the codelet
  * must outlive every task that uses it. */

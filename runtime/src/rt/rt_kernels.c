@@ -162,6 +162,7 @@ hetcl_status hetcl_cl_scratch(const struct hetcl_cl_call *call, unsigned slot, s
     if (e != CL_SUCCESS) {
         snprintf(w->fail_detail, sizeof w->fail_detail, "scratch of %zu bytes on %s: %s", bytes,
                  w->name, hetcl__cl_error_name(e));
+        w->fail_alloc = true; /* a smaller batch may fit */
         return hetcl__fail(w->rt->ctx, HETCL_ERR_NO_DEVICE, "%s", w->fail_detail);
     }
     /* Commands of earlier tasks may still use the old buffer: OpenCL frees it after them. */
@@ -171,4 +172,22 @@ hetcl_status hetcl_cl_scratch(const struct hetcl_cl_call *call, unsigned slot, s
     w->scratch_bytes[slot] = bytes;
     *out = m;
     return HETCL_OK;
+}
+
+hetcl_status hetcl_cl_call_failed(const struct hetcl_cl_call *call, const char *op,
+                                  const char *what, cl_int err)
+{
+    struct rt_worker *w = caller_worker(call);
+    char detail[HETCL_STR_MAX];
+    snprintf(detail, sizeof detail, "%s: %s on %s: %s", op ? op : "task", what ? what : "call",
+             w ? w->name : "a device outside a runtime", hetcl__cl_error_name(err));
+    if (!w) /* a benchmark calling the implementation itself: nothing to exclude */
+        return hetcl__fail(call && call->rt ? call->rt->ctx : NULL, HETCL_ERR_OPENCL, "%s", detail);
+    bool device = err == CL_OUT_OF_RESOURCES || err == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
+                  err == CL_DEVICE_NOT_AVAILABLE;
+    if (!device)
+        return hetcl__fail(w->rt->ctx, HETCL_ERR_OPENCL, "%s", detail);
+    hetcl__strlcpy(w->fail_detail, detail, sizeof w->fail_detail);
+    w->fail_alloc = err == CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    return hetcl__fail(w->rt->ctx, HETCL_ERR_NO_DEVICE, "%s", detail);
 }

@@ -60,8 +60,8 @@ hetcl_status hetcl__clop_need(const struct hetcl_cl_call *call, const char *op, 
 hetcl_status hetcl__clop_cl_fail(const struct hetcl_cl_call *call, const char *op, const char *what,
                                  cl_int err)
 {
-    return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_OPENCL, "%s: %s: %s (%d)", op, what,
-                       hetcl__cl_error_name(err), (int) err);
+    /* A full or lost device is the runtime's to handle (exclusion, a smaller batch). */
+    return hetcl_cl_call_failed(call, op, what, err);
 }
 
 hetcl_status hetcl__clop_set(const struct hetcl_cl_call *call, cl_kernel k, const char *name,
