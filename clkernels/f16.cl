@@ -7,6 +7,8 @@
  *     softmax_f16       probs[r] = softmax(logits[r]): half logits in, float probabilities out
  *     gemm_f16          C = alpha op(A) op(B) + beta C, any layout (trans_a, trans_b), a
  *                       GEMM_F16_TM x GEMM_F16_TN tile of C per work-item
+ *     conv2d_f16_fwd    direct convolution + bias, one output per work-item
+ *     maxpool_f16_fwd   max pooling with argmax, avgpool_f16_fwd: average pooling
  *
  * Halves are read and written only through vload_half / vstore_half_rte, which OpenCL C 1.2
  * provides without cl_khr_fp16 (half is a storage format there); so the kernels build on every
@@ -132,4 +134,79 @@ __kernel void gemm_f16(int M, int N, int K, float alpha, int trans_a, int trans_
             vstore_half_rte(r, at, C);
         }
     }
+}
+
+/* Direct convolution in half storage, float accumulation: NCHW, weight [K][C][R][S], one stride
+ * and one zero padding for both axes, y = conv(x, w) + bias (conv.cl's conventions, without the
+ * column matrix, which in half would only move the rounding). Range (P * Q, K, N): one output
+ * per work-item. */
+__kernel void conv2d_f16_fwd(int C, int H, int W, int K, int R, int S, int stride, int pad, int P,
+                             int Q, const __global half *restrict x, const __global half *restrict w,
+                             const __global half *restrict bias, __global half *restrict y)
+{
+    const int pq = get_global_id(0), k = get_global_id(1), n = get_global_id(2);
+    if (pq >= P * Q || k >= K)
+        return;
+    const int p = pq / Q, q = pq - p * Q;
+    const int h0 = p * stride - pad, w0 = q * stride - pad;
+    float acc = vload_half(k, bias);
+    for (int c = 0; c < C; c++) {
+        const size_t xc = ((size_t) n * C + c) * H, wc = ((size_t) k * C + c) * R;
+        for (int i = 0; i < R; i++) {
+            const int h = h0 + i;
+            if (h < 0 || h >= H)
+                continue;
+            for (int j = 0; j < S; j++) {
+                const int ww = w0 + j;
+                if (ww >= 0 && ww < W)
+                    acc = fma(vload_half((xc + h) * W + ww, x),
+                              vload_half((wc + i) * S + j, w), acc);
+            }
+        }
+    }
+    vstore_half_rte(acc, ((size_t) n * K + k) * P * Q + pq, y);
+}
+
+/* Pooling in half storage, as pool.cl's maxpool_f32_fwd (the same argmax and NaN rule) and
+ * avgpool_f32_fwd (the mean in float). Range (out_w, out_h, planes). */
+__kernel void maxpool_f16_fwd(int planes, int in_h, int in_w, int k, int stride, int out_h,
+                              int out_w, const __global half *restrict x,
+                              __global half *restrict y, __global int *restrict argmax)
+{
+    const int q = get_global_id(0), p = get_global_id(1), plane = get_global_id(2);
+    if (q >= out_w || p >= out_h || plane >= planes)
+        return;
+    const size_t o = ((size_t) plane * out_h + p) * out_w + q;
+    const size_t base = (size_t) plane * in_h * in_w;
+    int best_at = (p * stride) * in_w + q * stride;
+    float best = vload_half(base + best_at, x);
+    for (int i = 0; i < k && !isnan(best); i++) {
+        for (int j = 0; j < k; j++) {
+            const int at = (p * stride + i) * in_w + q * stride + j;
+            const float v = vload_half(base + at, x);
+            if (isnan(v) || v > best) {
+                best = v;
+                best_at = at;
+                if (isnan(v))
+                    break;
+            }
+        }
+    }
+    vstore_half_rte(best, o, y);
+    argmax[o] = best_at;
+}
+
+__kernel void avgpool_f16_fwd(int planes, int in_h, int in_w, int k, int stride, int out_h,
+                              int out_w, const __global half *restrict x,
+                              __global half *restrict y)
+{
+    const int q = get_global_id(0), p = get_global_id(1), plane = get_global_id(2);
+    if (q >= out_w || p >= out_h || plane >= planes)
+        return;
+    const size_t base = (size_t) plane * in_h * in_w;
+    float s = 0.0f;
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < k; j++)
+            s += vload_half(base + (p * stride + i) * in_w + q * stride + j, x);
+    vstore_half_rte(s / (float) (k * k), ((size_t) plane * out_h + p) * out_w + q, y);
 }

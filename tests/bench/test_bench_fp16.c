@@ -226,6 +226,31 @@ static void check_forced_run(const struct workers *w)
     cJSON_Delete(r32);
 }
 
+/* A CNN in half (conv2d, max pooling, dense) against its fp32 reference on the same device. */
+static void check_forced_lenet(const struct workers *w)
+{
+    char args[1024];
+    snprintf(args, sizeof args,
+             "--model lenet --quick --batches 1 --order as-given --distinct 4 --devices %s "
+             "--precision fp16 --report '%s/lenet16.json'",
+             w->opencl, dir);
+    int rc = bench("HETCL_F16_ANY_DEVICE=1", args);
+    char *out = slurp("out"), *err = slurp("err");
+    if (rc != 0)
+        fprintf(stderr, "  FAIL forced fp16 lenet: exit %d:\n%s", rc, err);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(strstr(out, "fp16 vs fp32 reference: lenet b1") != NULL);
+    free(out);
+    free(err);
+    CHECK(schema_valid("lenet16.json"));
+    cJSON *r = load_report("lenet16.json");
+    double d[2] = {0};
+    CHECK(r && check_report(r, "fp16", d, 2, w) == 1);
+    printf("  lenet b1: max |dp| fp16 %.3g\n", d[0]);
+    CHECK(d[0] > 0);
+    cJSON_Delete(r);
+}
+
 int main(void)
 {
     bin = getenv("HETCL_BIN");
@@ -243,8 +268,6 @@ int main(void)
     expect_refusal("", "--model mlp --precision FP16", flag);
     expect_refusal("", "--model mlp --precision ''", flag);
     expect_refusal("", "--model mlp --precision", flag);
-    static const char *const lenet[] = {"--precision", "conv2d", "fp16", NULL};
-    expect_refusal("HETCL_F16_ANY_DEVICE=1", "--model lenet --quick --precision fp16", lenet);
 
     struct workers w;
     if (!find_workers(&w))
@@ -267,5 +290,6 @@ int main(void)
         expect_refusal("HETCL_F16_ANY_DEVICE=1", args, named);
     }
     check_forced_run(&w);
+    check_forced_lenet(&w);
     return hetcl_test_finish("test_bench_fp16");
 }

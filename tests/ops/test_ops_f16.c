@@ -1,11 +1,13 @@
 /*
  * The half-precision operators (gemm_f16, bias_act_fwd_f16 and its in-place variant,
- * softmax_f16, convert_f32_f16, convert_f16_f32) on the OpenCL device. On a device without
+ * softmax_f16, convert_f32_f16, convert_f16_f32, conv2d_fwd_f16, maxpool_fwd_f16,
+ * avgpool_fwd_f16) on the OpenCL device and, in software, on the host. On a device without
  * cl_khr_fp16 they must return HETCL_ERR_UNSUPPORTED (and no event); then the extension check is
  * forced (HETCL_F16_ANY_DEVICE=1: the kernels only use vload_half/vstore_half, core OpenCL C 1.2)
  * and every operator is checked against tests/ref on inputs already rounded to half: conversions
  * bit for bit (round to nearest even, subnormals, overflow to infinity), GEMM (every layout,
- * accumulation in float) and bias + activation within half's rounding of the output.
+ * accumulation in float), bias + activation, convolution and average pooling within half's
+ * rounding of the output, max pooling exactly (with its argmax).
  */
 #include "harness.h"
 #include "ops_util.h"
@@ -54,8 +56,8 @@ static void test_unsupported(void)
         printf("  host worker or a device with cl_khr_fp16: nothing to reject\n");
         return;
     }
-    struct ops_buf b[3];
-    for (int i = 0; i < 3; i++)
+    struct ops_buf b[4];
+    for (int i = 0; i < 4; i++)
         ops_buf_alloc(&b[i], 64, HETCL_RW);
     const struct hetcl_op_axpy_args c = {.n = 8};
     const struct hetcl_op_gemm_args g = {.m = 2, .n = 2, .k = 2, .alpha = 1};
@@ -69,8 +71,24 @@ static void test_unsupported(void)
                  HETCL_ERR_UNSUPPORTED);
     const struct hetcl_op_xent_args sm = {.rows = 2, .classes = 2};
     CHECK_EQ_INT(ops_run(&E, &hetcl_op_softmax_f16, b, 2, &sm, sizeof sm), HETCL_ERR_UNSUPPORTED);
+    const struct hetcl_op_conv2d_args cv = {.batch = 1,
+                                            .in_c = 1,
+                                            .in_h = 2,
+                                            .in_w = 2,
+                                            .out_c = 1,
+                                            .k_h = 1,
+                                            .k_w = 1,
+                                            .stride = 1};
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_conv2d_fwd_f16, b, 4, &cv, sizeof cv),
+                 HETCL_ERR_UNSUPPORTED);
+    const struct hetcl_op_pool2d_args pl = {
+            .batch = 1, .channels = 1, .in_h = 2, .in_w = 2, .k = 2, .stride = 2};
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_maxpool_fwd_f16, b, 3, &pl, sizeof pl),
+                 HETCL_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_avgpool_fwd_f16, b, 2, &pl, sizeof pl),
+                 HETCL_ERR_UNSUPPORTED);
     printf("  rejected: %s\n", hetcl_context_last_error(E.ctx));
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         ops_buf_free(&b[i]);
 }
 
@@ -224,6 +242,111 @@ static void test_softmax(int64_t rows, int64_t classes, float spread)
         ops_buf_free(&b[i]);
 }
 
+/* conv2d_fwd_f16 against the float reference on the same (half) inputs: float accumulation,
+ * one rounding of the output. */
+static void test_conv(int64_t n, int64_t c, int64_t hw, int64_t k, int64_t r, int64_t stride,
+                      int64_t pad)
+{
+    const ref_conv2d_shape sh = {.n = n,
+                                 .c = c,
+                                 .h = hw,
+                                 .w = hw,
+                                 .k = k,
+                                 .r = r,
+                                 .s = r,
+                                 .stride_h = stride,
+                                 .stride_w = stride,
+                                 .pad_h = pad,
+                                 .pad_w = pad};
+    const int64_t oh = ref_conv2d_out_h(&sh), ow = ref_conv2d_out_w(&sh);
+    const size_t nx = (size_t) (n * c * hw * hw), nw = (size_t) (k * c * r * r),
+                 ny = (size_t) (n * k * oh * ow);
+    struct ops_buf b[4];
+    ops_buf_alloc(&b[0], nx * 2, HETCL_R);
+    ops_buf_alloc(&b[1], nw * 2, HETCL_R);
+    ops_buf_alloc(&b[2], (size_t) k * 2, HETCL_R);
+    ops_buf_alloc(&b[3], ny * 2, HETCL_W);
+    float *x = malloc((nx + 1) * 4), *w = malloc((nw + 1) * 4),
+          *bias = malloc((size_t) (k + 1) * 4);
+    float *y = malloc((ny + 1) * 4);
+    fill_half(H(&b[0]), x, nx, -1, 1);
+    fill_half(H(&b[1]), w, nw, -0.5f, 0.5f);
+    fill_half(H(&b[2]), bias, (size_t) k, -1, 1);
+    ref_conv2d_forward(&sh, x, w, bias, y);
+    const struct hetcl_op_conv2d_args a = {.batch = n,
+                                           .in_c = c,
+                                           .in_h = hw,
+                                           .in_w = hw,
+                                           .out_c = k,
+                                           .k_h = r,
+                                           .k_w = r,
+                                           .stride = stride,
+                                           .pad = pad};
+    char what[128];
+    snprintf(what, sizeof what,
+             "conv2d_fwd_f16 n=%lld c=%lld %lldx%lld k=%lld r=%lld s=%lld p=%lld", (long long) n,
+             (long long) c, (long long) hw, (long long) hw, (long long) k, (long long) r,
+             (long long) stride, (long long) pad);
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_conv2d_fwd_f16, b, 4, &a, sizeof a));
+    check_half(what, y, H(&b[3]), ny, 1e-3);
+    ops_buf_guard_ok(&b[3], what);
+    free(x);
+    free(w);
+    free(bias);
+    free(y);
+    for (int i = 0; i < 4; i++)
+        ops_buf_free(&b[i]);
+}
+
+/* maxpool_fwd_f16 (exact: a max of halves is a half, argmax as the float form's) and
+ * avgpool_fwd_f16 (the mean in float, rounded once). */
+static void test_pool(int64_t n, int64_t c, int64_t hw, int64_t k, int64_t stride)
+{
+    const ref_pool2d_shape sh = {.n = n,
+                                 .c = c,
+                                 .h = hw,
+                                 .w = hw,
+                                 .size_h = k,
+                                 .size_w = k,
+                                 .stride_h = stride,
+                                 .stride_w = stride};
+    const int64_t o = (hw - k) / stride + 1;
+    const size_t nx = (size_t) (n * c * hw * hw), ny = (size_t) (n * c * o * o);
+    struct ops_buf b[3];
+    ops_buf_alloc(&b[0], nx * 2, HETCL_R);
+    ops_buf_alloc(&b[1], ny * 2, HETCL_W);
+    ops_buf_alloc(&b[2], ny * 4, HETCL_W);
+    float *x = malloc((nx + 1) * 4), *y = malloc((ny + 1) * 4);
+    int64_t *am = malloc((ny + 1) * sizeof *am);
+    fill_half(H(&b[0]), x, nx, -4, 4);
+    const struct hetcl_op_pool2d_args a = {
+            .batch = n, .channels = c, .in_h = hw, .in_w = hw, .k = k, .stride = stride};
+    char what[128];
+    snprintf(what, sizeof what, "maxpool_fwd_f16 n=%lld c=%lld %lldx%lld k=%lld s=%lld",
+             (long long) n, (long long) c, (long long) hw, (long long) hw, (long long) k,
+             (long long) stride);
+    ref_maxpool2d_forward(&sh, x, y, am);
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_maxpool_fwd_f16, b, 3, &a, sizeof a));
+    check_half(what, y, H(&b[1]), ny, 0);
+    long bad = 0;
+    for (size_t i = 0; i < ny; i++) /* the reference's is over the tensor, ours in the plane */
+        bad += ((int32_t *) b[2].host)[i] != am[i] - (int64_t) (i / (size_t) (o * o)) * hw * hw;
+    if (bad) {
+        fprintf(stderr, "  FAIL %s: %ld argmax differ\n", what, bad);
+        hetcl_test_failures++;
+    }
+    ref_avgpool2d_forward(&sh, x, y);
+    what[0] = 'a', what[1] = 'v', what[2] = 'g';
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_avgpool_fwd_f16, b, 2, &a, sizeof a));
+    check_half(what, y, H(&b[1]), ny, 1e-3);
+    ops_buf_guard_ok(&b[1], what);
+    free(x);
+    free(y);
+    free(am);
+    for (int i = 0; i < 3; i++)
+        ops_buf_free(&b[i]);
+}
+
 /* Bad shapes and sizes are rejected before anything runs (HETCL_F16_ANY_DEVICE set). */
 static void test_bad_args(void)
 {
@@ -278,6 +401,13 @@ int main(void)
         test_softmax(3, 10, 8);
         test_softmax(65, 17, 60000);
         test_softmax(256, 1000, 8);
+        test_conv(1, 1, 5, 1, 3, 1, 0);
+        test_conv(2, 3, 28, 6, 5, 1, 2); /* LeNet's first layer */
+        test_conv(3, 6, 14, 16, 5, 1, 0);
+        test_conv(2, 4, 9, 5, 3, 2, 1);
+        test_pool(1, 1, 4, 2, 2);
+        test_pool(2, 6, 28, 2, 2);
+        test_pool(2, 3, 9, 3, 2);
         test_bad_args();
         unsetenv("HETCL_F16_ANY_DEVICE");
     }

@@ -107,8 +107,9 @@ struct hetcl_op_reduce_args {
  * bias_act_fwd_f16_inplace: y (RW), bias (R) half. softmax_f16: logits half (R), probs float
  * (W), args hetcl_op_xent_args (scale unused): the inference head of a half network.
  * Float<->half conversion: convert_f32_f16 / convert_f16_f32, buffers src (R), dst (W), args
- * hetcl_op_axpy_args (n). Only on devices with fp16 (hetcl_ops_fp16_available); the host
- * backend converts in software. */
+ * hetcl_op_axpy_args (n). conv2d_fwd_f16, maxpool_fwd_f16, avgpool_fwd_f16: as their float
+ * forms (same buffers and args; x, w, bias, y half, argmax int32). Only on devices with fp16
+ * (hetcl_ops_fp16_available); the host backend converts in software. */
 
 /* Whether the f16 operators run on device desc: it reports cl_khr_fp16, or the environment
  * variable HETCL_F16_ANY_DEVICE is "1" (tests: the kernels need no extension, they only load
@@ -142,6 +143,9 @@ HETCL_API extern const struct hetcl_codelet hetcl_op_bias_act_fwd_f16_inplace;
 HETCL_API extern const struct hetcl_codelet hetcl_op_softmax_f16;
 HETCL_API extern const struct hetcl_codelet hetcl_op_convert_f32_f16;
 HETCL_API extern const struct hetcl_codelet hetcl_op_convert_f16_f32;
+HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_fwd_f16;
+HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_fwd_f16;
+HETCL_API extern const struct hetcl_codelet hetcl_op_avgpool_fwd_f16;
 
 #ifdef __cplusplus
 }

@@ -110,10 +110,12 @@ hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *
 {
     for (int l = 0; l < spec->n_layers; l++) {
         const enum hetcl_model_layer_type t = spec->layers[l].type;
-        if (t != HETCL_MODEL_LAYER_DENSE && t != HETCL_MODEL_LAYER_FLATTEN)
+        if (t != HETCL_MODEL_LAYER_DENSE && t != HETCL_MODEL_LAYER_FLATTEN &&
+            t != HETCL_MODEL_LAYER_CONV2D && t != HETCL_MODEL_LAYER_MAXPOOL2D &&
+            t != HETCL_MODEL_LAYER_AVGPOOL2D)
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: %s has no half-precision (fp16) operators; only "
-                               "dense and flatten layers run in fp16",
+                               "%s: layers[%d]: %s has no half-precision (fp16) operators; dense, "
+                               "conv2d, maxpool2d, avgpool2d and flatten layers run in fp16",
                                spec->source, l, hetcl_model_layer_type_name(t));
     }
     return HETCL_OK;
@@ -258,9 +260,11 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         forward_dense_f16(e, lw, l);
         return;
     }
-    const struct hetcl__slot in = hetcl__lower_input_of(lw->spec, l), y = slot(HETCL__SLOT_ACT, l);
+    const struct hetcl__slot in = input_of(lw, l), y = slot(HETCL__SLOT_ACT, l);
     const int64_t rows = lw->rows, out = hetcl__shape_elems(&L->out_shape);
     const hetcl_act act = hetcl__lower_act(L->activation);
+    /* In half precision the same operators in their f16 forms (dense has its own above). */
+    const bool h = lw->f16;
     struct hetcl__op *op;
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
@@ -284,7 +288,7 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, L->bias ? slot(HETCL__SLOT_BIAS, l) : global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         return;
     case HETCL_MODEL_LAYER_CONV2D:
-        op = add(e, &hetcl_op_conv2d_fwd, "fwd_conv");
+        op = add(e, h ? &hetcl_op_conv2d_fwd_f16 : &hetcl_op_conv2d_fwd, "fwd_conv");
         SET_ARGS(op, conv2d, conv_args(L, rows));
         buf(e, op, in, HETCL_R);
         buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
@@ -292,7 +296,8 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, y, HETCL_W);
         if (act == HETCL_ACT_NONE)
             return;
-        op = add(e, &hetcl_op_bias_act_fwd_inplace, "fwd_act");
+        op = add(e, h ? &hetcl_op_bias_act_fwd_f16_inplace : &hetcl_op_bias_act_fwd_inplace,
+                 "fwd_act");
         SET_ARGS(op, bias_act,
                  ((struct hetcl_op_bias_act_args){
                          .rows = rows * L->out_shape.dims[0], .cols = conv_plane(L), .act = act}));
@@ -300,14 +305,14 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         return;
     case HETCL_MODEL_LAYER_MAXPOOL2D:
-        op = add(e, &hetcl_op_maxpool_fwd, "fwd_maxpool");
+        op = add(e, h ? &hetcl_op_maxpool_fwd_f16 : &hetcl_op_maxpool_fwd, "fwd_maxpool");
         SET_ARGS(op, pool2d, pool_args(L, rows));
         buf(e, op, in, HETCL_R);
         buf(e, op, y, HETCL_W);
         buf(e, op, slot(HETCL__SLOT_POOL_INDEX, l), HETCL_W);
         return;
     case HETCL_MODEL_LAYER_AVGPOOL2D:
-        op = add(e, &hetcl_op_avgpool_fwd, "fwd_avgpool");
+        op = add(e, h ? &hetcl_op_avgpool_fwd_f16 : &hetcl_op_avgpool_fwd, "fwd_avgpool");
         SET_ARGS(op, pool2d, pool_args(L, rows));
         buf(e, op, in, HETCL_R);
         buf(e, op, y, HETCL_W);

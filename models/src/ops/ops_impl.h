@@ -42,7 +42,10 @@
     X(bias_act_fwd_f16_inplace) \
     X(softmax_f16)              \
     X(convert_f32_f16)          \
-    X(convert_f16_f32)
+    X(convert_f16_f32)          \
+    X(conv2d_fwd_f16)           \
+    X(maxpool_fwd_f16)          \
+    X(avgpool_fwd_f16)
 
 #define X(name)                                                               \
     hetcl_status hetcl__op_##name##_host(const struct hetcl_host_call *call); \

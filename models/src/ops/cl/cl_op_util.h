@@ -69,6 +69,8 @@ hetcl_status hetcl__clop_cl_fail(const struct hetcl_cl_call *call, const char *o
  * environment variable HETCL_F16_ANY_DEVICE=1 makes every device pass (tests: the f16 kernels
  * need no extension, see clkernels/f16.cl). */
 bool hetcl__clop_has_fp16(const struct hetcl_cl_call *call);
+/* HETCL_OK where the f16 operators run (above); HETCL_ERR_UNSUPPORTED naming op otherwise. */
+hetcl_status hetcl__clop_need_fp16(const struct hetcl_cl_call *call, const char *op);
 
 /* Chains an operator's commands: the first waits for call->wait, each later one follows in
  * queue order; `last` holds the newest event (released when replaced). */

@@ -162,6 +162,39 @@ hetcl_status hetcl__op_conv2d_fwd_cl(const struct hetcl_cl_call *call, cl_event 
 
 /* The backward of images [n0, n0 + n): dw and dbias add into what is there when `accumulate`
  * (every slice after the first, or all of them for an accumulating task). */
+/* Half storage (clkernels/f16.cl, conv2d_f16_fwd): a direct kernel, one output per work-item,
+ * on devices with fp16. Buffers as conv2d_fwd, in half. */
+hetcl_status hetcl__op_conv2d_fwd_f16_cl(const struct hetcl_cl_call *call, cl_event *done)
+{
+    static const char op[] = "conv2d_fwd_f16", kname[] = "conv2d_f16_fwd";
+    struct conv_shape c;
+    *done = NULL;
+    const size_t h = sizeof(cl_half);
+    hetcl_status s = hetcl__clop_need_fp16(call, op);
+    if (s != HETCL_OK || (s = check(call, op, &c)) != HETCL_OK ||
+        (s = hetcl__clop_need(call, op, 0, "x", c.n_x * h)) != HETCL_OK ||
+        (s = hetcl__clop_need(call, op, 1, "w", c.n_w * h)) != HETCL_OK ||
+        (s = hetcl__clop_need(call, op, 2, "bias", (size_t) c.K * h)) != HETCL_OK ||
+        (s = hetcl__clop_need(call, op, 3, "y", c.n_y * h)) != HETCL_OK)
+        return s;
+    cl_kernel k = NULL;
+    if ((s = hetcl_cl_kernel(call, "f16.cl", NULL, kname, &k)) != HETCL_OK)
+        return s;
+    const struct clop_arg args[] = {
+            CLOP_ARG(c.C),           CLOP_ARG(c.H),           CLOP_ARG(c.W),
+            CLOP_ARG(c.K),           CLOP_ARG(c.R),           CLOP_ARG(c.S),
+            CLOP_ARG(c.stride),      CLOP_ARG(c.pad),         CLOP_ARG(c.P),
+            CLOP_ARG(c.Q),           CLOP_ARG(call->mems[0]), CLOP_ARG(call->mems[1]),
+            CLOP_ARG(call->mems[2]), CLOP_ARG(call->mems[3])};
+    struct clop_chain ch = {.call = call};
+    s = hetcl__clop_set(call, k, kname, args, 14);
+    if (s == HETCL_OK && c.N > 0) {
+        const size_t g[3] = {(size_t) c.P * (size_t) c.Q, (size_t) c.K, (size_t) c.N};
+        s = hetcl__clop_chain_launch(&ch, k, kname, 3, g, NULL);
+    }
+    return hetcl__clop_chain_end(&ch, s, done);
+}
+
 static hetcl_status backward_slice(struct clop_chain *ch, const struct conv_shape *c, cl_int n0,
                                    cl_int n, bool accumulate, cl_mem col, cl_mem dyk, cl_mem dcol)
 {

@@ -1,10 +1,11 @@
 /* Half-precision operators on OpenCL devices (clkernels/f16.cl): GEMM, conversions and the
- * softmax head. The
+ * softmax head (convolution and pooling in half live with their float forms, conv.c and
+ * pool.c). The
  * fused bias + activation in f16 lives with its f32 sibling in bias_act.c. Offered only on
  * devices with cl_khr_fp16 (ops.h); see hetcl__clop_has_fp16 for the test override. */
 #include "cl_op_util.h"
 
-static hetcl_status need_fp16(const struct hetcl_cl_call *call, const char *op)
+hetcl_status hetcl__clop_need_fp16(const struct hetcl_cl_call *call, const char *op)
 {
     if (!hetcl__clop_has_fp16(call))
         return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_UNSUPPORTED,
@@ -17,7 +18,7 @@ static hetcl_status convert(const struct hetcl_cl_call *call, cl_event *done, co
                             const char *kname, size_t src_elem, size_t dst_elem)
 {
     *done = NULL;
-    hetcl_status s = need_fp16(call, op);
+    hetcl_status s = hetcl__clop_need_fp16(call, op);
     if (s != HETCL_OK ||
         (s = hetcl__clop_args(call, op, sizeof(struct hetcl_op_axpy_args))) != HETCL_OK)
         return s;
@@ -57,7 +58,7 @@ hetcl_status hetcl__op_gemm_f16_cl(const struct hetcl_cl_call *call, cl_event *d
     static const char op[] = "gemm_f16", kname[] = "gemm_f16";
     enum { TM = 4, TN = 4 }; /* f16.cl's GEMM_F16_TM x GEMM_F16_TN, passed explicitly */
     *done = NULL;
-    hetcl_status s = need_fp16(call, op);
+    hetcl_status s = hetcl__clop_need_fp16(call, op);
     if (s != HETCL_OK ||
         (s = hetcl__clop_args(call, op, sizeof(struct hetcl_op_gemm_args))) != HETCL_OK)
         return s;
@@ -103,7 +104,7 @@ hetcl_status hetcl__op_gemm_f16_cl(const struct hetcl_cl_call *call, cl_event *d
 hetcl_status hetcl__op_softmax_f16_cl(const struct hetcl_cl_call *call, cl_event *done)
 {
     *done = NULL;
-    hetcl_status s = need_fp16(call, "softmax_f16");
+    hetcl_status s = hetcl__clop_need_fp16(call, "softmax_f16");
     if (s != HETCL_OK)
         return s;
     return hetcl__clop_softmax(call, done, "softmax_f16", "f16.cl", "softmax_f16",

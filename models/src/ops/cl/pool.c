@@ -1,6 +1,8 @@
 /* Max and average pooling on OpenCL devices (clkernels/pool.cl). */
 #include "cl_op_util.h"
 
+#include <string.h>
+
 /* Shape checks and sizes shared by the four operators. */
 struct pool_shape {
     cl_int planes, in_h, in_w, k, stride, out_h, out_w;
@@ -49,7 +51,9 @@ static hetcl_status run(const struct hetcl_cl_call *call, const char *kname,
                         cl_event *done)
 {
     cl_kernel k = NULL;
-    hetcl_status s = hetcl_cl_kernel(call, "pool.cl", NULL, kname, &k);
+    /* the half forms live with the other half kernels */
+    const char *source = strstr(kname, "_f16_") ? "f16.cl" : "pool.cl";
+    hetcl_status s = hetcl_cl_kernel(call, source, NULL, kname, &k);
     if (s != HETCL_OK)
         return s;
     struct clop_arg args[10] = {CLOP_ARG(p->planes), CLOP_ARG(p->in_h),   CLOP_ARG(p->in_w),
@@ -146,5 +150,33 @@ hetcl_status hetcl__op_avgpool_bwd_cl(const struct hetcl_cl_call *call, cl_event
         (s = hetcl__clop_need(call, op, 0, "dy", p.n_out * sizeof(float))) == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 1, "dx", p.n_in * sizeof(float))) == HETCL_OK)
         s = run(call, "avgpool_f32_bwd", &p, 2, true, done);
+    return s;
+}
+
+/* Half storage (clkernels/f16.cl), on devices with fp16: buffers as the float forms. */
+hetcl_status hetcl__op_maxpool_fwd_f16_cl(const struct hetcl_cl_call *call, cl_event *done)
+{
+    static const char op[] = "maxpool_fwd_f16";
+    struct pool_shape p;
+    *done = NULL;
+    hetcl_status s = hetcl__clop_need_fp16(call, op);
+    if (s == HETCL_OK && (s = check(call, op, &p)) == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 0, "x", p.n_in * sizeof(cl_half))) == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 1, "y", p.n_out * sizeof(cl_half))) == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 2, "argmax", p.n_out * sizeof(cl_int))) == HETCL_OK)
+        s = run(call, "maxpool_f16_fwd", &p, 3, false, done);
+    return s;
+}
+
+hetcl_status hetcl__op_avgpool_fwd_f16_cl(const struct hetcl_cl_call *call, cl_event *done)
+{
+    static const char op[] = "avgpool_fwd_f16";
+    struct pool_shape p;
+    *done = NULL;
+    hetcl_status s = hetcl__clop_need_fp16(call, op);
+    if (s == HETCL_OK && (s = check(call, op, &p)) == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 0, "x", p.n_in * sizeof(cl_half))) == HETCL_OK &&
+        (s = hetcl__clop_need(call, op, 1, "y", p.n_out * sizeof(cl_half))) == HETCL_OK)
+        s = run(call, "avgpool_f16_fwd", &p, 2, false, done);
     return s;
 }
