@@ -243,9 +243,24 @@ static hetcl_status op_conv(struct imp *m, const Onnx__NodeProto *n)
         return unsupported(m, n, "strides, dilations or pads not of a 2-D convolution");
     if (dil[0] != 1 || dil[1] != 1)
         return unsupported(m, n, "dilations [%lld, %lld]", (long long) dil[0], (long long) dil[1]);
-    if (!attr_str_is(n, "auto_pad", "NOTSET", "NOTSET") &&
-        !attr_str_is(n, "auto_pad", "NOTSET", "VALID"))
-        return unsupported(m, n, "auto_pad SAME_UPPER or SAME_LOWER (give explicit pads)");
+    if (attr_str_is(n, "auto_pad", "NOTSET", "SAME_UPPER") ||
+        attr_str_is(n, "auto_pad", "NOTSET", "SAME_LOWER")) {
+        /* out = ceil(in / stride): the padding that takes is symmetric when its total is even */
+        for (int a = 0; a < 2; a++) {
+            int64_t in = m->dims[1 + a], out = st[a] > 0 ? (in + st[a] - 1) / st[a] : 0;
+            int64_t total = (out - 1) * st[a] + w->dims[2 + a] - in;
+            total = total > 0 ? total : 0;
+            if (total % 2)
+                return unsupported(m, n,
+                                   "auto_pad SAME_* with an odd padding (%lld) on axis %d: "
+                                   "asymmetric",
+                                   (long long) total, a);
+            pads[a] = pads[a + 2] = total / 2;
+        }
+    } else if (!attr_str_is(n, "auto_pad", "NOTSET", "NOTSET") &&
+               !attr_str_is(n, "auto_pad", "NOTSET", "VALID")) {
+        return unsupported(m, n, "an auto_pad other than NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    }
     if (pads[0] != pads[2] || pads[1] != pads[3])
         return unsupported(m, n, "asymmetric pads [%lld, %lld, %lld, %lld]", (long long) pads[0],
                            (long long) pads[1], (long long) pads[2], (long long) pads[3]);
