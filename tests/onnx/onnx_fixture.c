@@ -235,6 +235,11 @@ void fx_attr_ints(struct fx *f, Onnx__NodeProto *n, const char *name, int count,
     memcpy(a->ints, v, (size_t) count * sizeof *a->ints);
 }
 
+Onnx__GraphProto *fx_graph(struct fx *f)
+{
+    return &f->graph;
+}
+
 uint8_t *fx_pack(struct fx *f, size_t *len)
 {
     *len = onnx__model_proto__get_packed_size(&f->model);

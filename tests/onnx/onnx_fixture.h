@@ -44,6 +44,8 @@ Onnx__NodeProto *fx_node(struct fx *f, const char *op, const char *name, const c
 void fx_attr_int(struct fx *f, Onnx__NodeProto *n, const char *name, int64_t v);
 void fx_attr_float(struct fx *f, Onnx__NodeProto *n, const char *name, float v);
 void fx_attr_ints(struct fx *f, Onnx__NodeProto *n, const char *name, int count, const int64_t *v);
+/* The graph, to break it on purpose. */
+Onnx__GraphProto *fx_graph(struct fx *f);
 /* The serialized model: a new buffer (free()) and its length. */
 uint8_t *fx_pack(struct fx *f, size_t *len);
 /* Writes the serialized model to path; 0 on success. */

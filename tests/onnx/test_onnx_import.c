@@ -453,6 +453,21 @@ static void test_errors(void)
     CHECK(!load(f, "dw.onnx", HETCL_ERR_UNSUPPORTED));
     CHECK(strstr(hetcl_context_last_error(ctx), "group 2") != NULL);
 
+    /* found by fuzz_onnx: a shape that claims 2^30 values with one given (refused before
+     * anything of that size is allocated), and a graph input without a name */
+    fx_free(f);
+    f = fx_new(13);
+    fx_input(f, "x", 2, (int64_t[]){0, 4});
+    Onnx__TensorProto *huge = fx_weight(f, "w", 1, (int64_t[]){1}, w);
+    huge->dims[0] = INT64_C(1) << 30;
+    fx_node(f, "MatMul", "mm", "x,w", "y");
+    fx_output(f, "y");
+    CHECK(!load(f, "huge.onnx", HETCL_ERR_FORMAT));
+    CHECK(strstr(hetcl_context_last_error(ctx), "1 values, its shape needs 1073741824") != NULL);
+    huge->dims[0] = 1;
+    fx_graph(f)->input[0]->name = NULL;
+    CHECK(!load(f, "noname.onnx", HETCL_ERR_FORMAT));
+
     /* malformed: bytes that are not a ModelProto, a truncated one, an empty file, no file */
     size_t len;
     uint8_t *buf = fx_pack(f, &len);

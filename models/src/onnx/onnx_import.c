@@ -573,7 +573,7 @@ static hetcl_status input_shape(struct imp *m)
 {
     const Onnx__ValueInfoProto *vi = NULL;
     for (size_t i = 0; i < m->g->n_input && !vi; i++)
-        if (!strcmp(m->g->input[i]->name, m->input))
+        if (m->g->input[i]->name && !strcmp(m->g->input[i]->name, m->input))
             vi = m->g->input[i];
     const Onnx__TypeProto *tp = vi->type;
     const Onnx__TensorShapeProto *sh =

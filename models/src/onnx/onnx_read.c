@@ -195,18 +195,30 @@ static hetcl_status external(hetcl_context *ctx, const char *what, const char *d
                            what, length, want);
     size_t plen = strlen(dir) + strlen(loc) + 2;
     char *path = hetcl__malloc(plen);
-    uint8_t *buf = hetcl__malloc(want ? want : 1);
+    uint8_t *buf = NULL;
     hetcl_status s = HETCL_OK;
     FILE *f = NULL;
-    if (!path || !buf) {
+    struct stat st;
+    if (!path) {
         s = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: external data", what);
         goto done;
     }
     snprintf(path, plen, "%s/%s", dir, loc);
     f = fopen(path, "rb");
-    if (!f || fseeko(f, (off_t) off, SEEK_SET) != 0) {
+    if (!f || fstat(fileno(f), &st) != 0 || fseeko(f, (off_t) off, SEEK_SET) != 0) {
         s = hetcl__fail(ctx, HETCL_ERR_IO, "%s: cannot read external data %s: %s", what, path,
                         strerror(errno));
+        goto done;
+    }
+    /* the file's size first: a shape may claim more than any file holds */
+    if ((uint64_t) off > (uint64_t) st.st_size || want > (uint64_t) st.st_size - (uint64_t) off) {
+        s = hetcl__fail(ctx, HETCL_ERR_FORMAT,
+                        "%s: external data %s ends before offset %lld + %zu bytes", what, path, off,
+                        want);
+        goto done;
+    }
+    if (!(buf = hetcl__malloc(want ? want : 1))) {
+        s = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: external data", what);
         goto done;
     }
     if (fread(buf, 1, want, f) != want)
@@ -224,30 +236,42 @@ done:
     return s;
 }
 
-/* Fills t->data from the values of tp, whose count and type were checked. */
-static hetcl_status values(hetcl_context *ctx, const char *what, const char *dir,
-                           const Onnx__TensorProto *tp, struct hetcl_onnx_tensor *t)
+/* Where n values of tp are: *raw (little-endian bytes: raw_data, or external data read into
+ * *ext, which the caller frees) or NULL for float_data / int64_data; each checked to hold
+ * exactly n values before anything of their size is allocated. */
+static hetcl_status source(hetcl_context *ctx, const char *what, const char *dir,
+                           const Onnx__TensorProto *tp, size_t n, const uint8_t **raw,
+                           uint8_t **ext)
 {
     const bool is_f32 = tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-    const size_t n = (size_t) t->n_elements, width = is_f32 ? 4 : 8;
+    const size_t width = is_f32 ? 4 : 8;
     const size_t inline_n = is_f32 ? tp->n_float_data : tp->n_int64_data;
-    const uint8_t *raw = NULL;
-    uint8_t *ext = NULL;
+    *raw = NULL;
+    *ext = NULL;
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        hetcl_status s = external(ctx, what, dir, tp, n * width, &ext);
-        if (s != HETCL_OK)
-            return s;
-        raw = ext;
-    } else if (tp->has_raw_data) {
+        hetcl_status s = external(ctx, what, dir, tp, n * width, ext);
+        *raw = *ext;
+        return s;
+    }
+    if (tp->has_raw_data) {
         if (tp->raw_data.len != n * width)
             return hetcl__fail(ctx, HETCL_ERR_FORMAT,
                                "%s: raw_data holds %zu bytes, its shape needs %zu", what,
                                tp->raw_data.len, n * width);
-        raw = tp->raw_data.data;
+        *raw = tp->raw_data.data;
     } else if (inline_n != n) {
         return hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: %zu values, its shape needs %zu", what,
                            inline_n, n);
     }
+    return HETCL_OK;
+}
+
+/* Fills t->data from the values of tp at raw (NULL: inline), whose count was checked. */
+static hetcl_status values(hetcl_context *ctx, const char *what, const Onnx__TensorProto *tp,
+                           const uint8_t *raw, struct hetcl_onnx_tensor *t)
+{
+    const bool is_f32 = tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    const size_t n = (size_t) t->n_elements;
     hetcl_status s = HETCL_OK;
     /* raw_data is little-endian, as is every machine hetcl builds for (x86-64, aarch64). */
     for (size_t i = 0; i < n && s == HETCL_OK; i++) {
@@ -269,7 +293,6 @@ static hetcl_status values(hetcl_context *ctx, const char *what, const char *dir
                             (long long) v);
         t->data[i] = (float) v;
     }
-    hetcl__free(ext);
     return s;
 }
 
@@ -296,6 +319,11 @@ hetcl_status hetcl__onnx_tensor(hetcl_context *ctx, const char *what, const char
                                what, d, (long long) tp->dims[d]);
         n *= tp->dims[d];
     }
+    const uint8_t *raw = NULL;
+    uint8_t *ext = NULL;
+    hetcl_status s = source(ctx, what, dir, tp, (size_t) n, &raw, &ext);
+    if (s != HETCL_OK)
+        return s;
     struct hetcl_onnx_tensor *t = hetcl__calloc(1, sizeof *t);
     if (t) {
         t->name = hetcl__strdup(tp->name ? tp->name : "");
@@ -303,13 +331,15 @@ hetcl_status hetcl__onnx_tensor(hetcl_context *ctx, const char *what, const char
     }
     if (!t || !t->name || !t->data) {
         hetcl_onnx_tensor_destroy(t);
+        hetcl__free(ext);
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: %lld floats", what, (long long) n);
     }
     t->rank = (int) tp->n_dims;
     for (int d = 0; d < t->rank; d++)
         t->dims[d] = tp->dims[d];
     t->n_elements = n;
-    hetcl_status s = values(ctx, what, dir, tp, t);
+    s = values(ctx, what, tp, raw, t);
+    hetcl__free(ext);
     if (s != HETCL_OK) {
         hetcl_onnx_tensor_destroy(t);
         return s;
