@@ -465,8 +465,9 @@ static void test_errors(void)
     CHECK(!load(f, "huge.onnx", HETCL_ERR_FORMAT));
     CHECK(strstr(hetcl_context_last_error(ctx), "1 values, its shape needs 1073741824") != NULL);
     huge->dims[0] = 1;
+    fx_input(f, "x2", 2, (int64_t[]){0, 4}); /* the data input, after the nameless one */
     fx_graph(f)->input[0]->name = NULL;
-    CHECK(!load(f, "noname.onnx", HETCL_ERR_FORMAT));
+    CHECK(!load(f, "noname.onnx", HETCL_ERR_UNSUPPORTED)); /* x2 is not what the MatMul reads */
 
     /* malformed: bytes that are not a ModelProto, a truncated one, an empty file, no file */
     size_t len;
