@@ -29,9 +29,23 @@
 #define RTOL 1e-3
 #define ATOL 1e-5
 
-static const char *const claimed[] = {"Conv",    "Gemm",    "MatMul",  "Add",         "Relu",
-                                      "Sigmoid", "Tanh",    "MaxPool", "AveragePool", "Flatten",
-                                      "Reshape", "Softmax", "Dropout", "Identity"};
+static const char *const claimed[] = {"Conv",
+                                      "Gemm",
+                                      "MatMul",
+                                      "Add",
+                                      "BatchNormalization",
+                                      "Relu",
+                                      "Sigmoid",
+                                      "Tanh",
+                                      "MaxPool",
+                                      "AveragePool",
+                                      "GlobalAveragePool",
+                                      "GlobalMaxPool",
+                                      "Flatten",
+                                      "Reshape",
+                                      "Softmax",
+                                      "Dropout",
+                                      "Identity"};
 #define N_CLAIMED (sizeof claimed / sizeof claimed[0])
 
 enum verdict { PASS, FAIL, UNSUPPORTED };
@@ -307,7 +321,7 @@ int main(int argc, char **argv)
         per_op[op].n[v]++;
         static const char *const word[] = {"pass", "FAIL", "unsupported"};
         if (verbose || v == FAIL)
-            printf("%-12s %-48s %s%s%s\n", types, names[i], word[v], *why ? ": " : "", why);
+            printf("%-18s %-48s %s%s%s\n", types, names[i], word[v], *why ? ": " : "", why);
         if (v == PASS && w)
             fprintf(w, "%s\n", names[i]);
         if (expected && v != PASS && listed(expected, n_expect, names[i])) {
@@ -323,12 +337,12 @@ int main(int argc, char **argv)
            ATOL);
     int tot[3] = {0};
     for (size_t k = 0; k < N_CLAIMED; k++) {
-        printf("  %-12s %3d / %3d / %3d\n", claimed[k], per_op[k].n[PASS], per_op[k].n[FAIL],
+        printf("  %-18s %3d / %3d / %3d\n", claimed[k], per_op[k].n[PASS], per_op[k].n[FAIL],
                per_op[k].n[UNSUPPORTED]);
         for (int j = 0; j < 3; j++)
             tot[j] += per_op[k].n[j];
     }
-    printf("  %-12s %3d / %3d / %3d\n", "total", tot[PASS], tot[FAIL], tot[UNSUPPORTED]);
+    printf("  %-18s %3d / %3d / %3d\n", "total", tot[PASS], tot[FAIL], tot[UNSUPPORTED]);
     if (expected)
         printf("%d regressions against %s, %d new passes\n", regressions, expect, new_passes);
     if (w)

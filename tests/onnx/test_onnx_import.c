@@ -298,6 +298,95 @@ static void test_cnn(void)
     hetcl_onnx_model_destroy(m);
 }
 
+/* ---- BatchNormalization folded into a Conv without a bias and into a Gemm, GlobalAveragePool:
+ * [2, 6, 6] -> Conv 3x3x3 pad 1 -> BN -> Relu -> GlobalAveragePool -> Flatten -> Gemm 4 -> BN */
+
+static void bn_params(int c, uint32_t salt, float *scale, float *b, float *mean, float *var)
+{
+    for (int i = 0; i < c; i++) {
+        scale[i] = 1.0f + wgt(i, salt);
+        b[i] = wgt(i, salt + 1);
+        mean[i] = wgt(i, salt + 2);
+        var[i] = 0.6f + wgt(i, salt + 3); /* > 0 */
+    }
+}
+
+static void add_bn(struct fx *f, const char *prefix, int c, uint32_t salt, const char *in,
+                   const char *out)
+{
+    float v[4][8];
+    bn_params(c, salt, v[0], v[1], v[2], v[3]);
+    static const char *const part[4] = {"scale", "b", "mean", "var"};
+    char inputs[256] = "", name[64];
+    snprintf(inputs, sizeof inputs, "%s", in);
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "%s.%s", prefix, part[i]);
+        fx_weight(f, name, 1, (int64_t[]){c}, v[i]);
+        strcat(inputs, ",");
+        strcat(inputs, name);
+    }
+    Onnx__NodeProto *n = fx_node(f, "BatchNormalization", prefix, inputs, out);
+    fx_attr_float(f, n, "epsilon", 1e-3f);
+}
+
+static double bn_naive(double x, int c, uint32_t salt)
+{
+    float scale[8], b[8], mean[8], var[8];
+    bn_params(c + 1, salt, scale, b, mean, var);
+    return (double) scale[c] * (x - (double) mean[c]) / sqrt((double) var[c] + 1e-3) +
+           (double) b[c];
+}
+
+static void test_batchnorm(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 4, (int64_t[]){0, 2, 6, 6});
+    float *k = values(3 * 2 * 9, 31), *wf = values(4 * 3, 32), *bf = values(4, 33);
+    fx_weight(f, "k", 4, (int64_t[]){3, 2, 3, 3}, k);
+    fx_weight(f, "wf", 2, (int64_t[]){4, 3}, wf);
+    fx_weight(f, "bf", 1, (int64_t[]){4}, bf);
+    Onnx__NodeProto *n = fx_node(f, "Conv", "conv", "x,k", "c");
+    fx_attr_ints(f, n, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    add_bn(f, "bn1", 3, 40, "c", "cb");
+    fx_node(f, "Relu", "relu", "cb", "r");
+    fx_node(f, "GlobalAveragePool", "gap", "r", "g");
+    fx_node(f, "Flatten", "flat", "g", "v");
+    n = fx_node(f, "Gemm", "fc", "v,wf,bf", "z");
+    fx_attr_int(f, n, "transB", 1);
+    add_bn(f, "bn2", 4, 50, "z", "out");
+    fx_output(f, "out");
+    hetcl_onnx_model *m = load(f, "bn.onnx", HETCL_OK);
+    fx_free(f);
+    if (m) {
+        CHECK_EQ_INT(m->spec->n_layers, 4); /* conv, avgpool, flatten, dense */
+        CHECK(m->spec->layers[0].bias);     /* the BN's shift became the conv's bias */
+        CHECK_EQ_INT(m->spec->layers[0].activation, HETCL_MODEL_ACT_RELU);
+        float *x = values(BATCH * 2 * 36, 34);
+        double want[BATCH * 4];
+        for (int r = 0; r < BATCH; r++) {
+            double in[2 * 36], y[3 * 36], g[3];
+            for (int i = 0; i < 2 * 36; i++)
+                in[i] = (double) x[r * 72 + i];
+            conv_naive(in, 2, 6, 6, k, NULL, 3, 1, y);
+            for (int c = 0; c < 3; c++) {
+                g[c] = 0;
+                for (int i = 0; i < 36; i++)
+                    g[c] += fmax(bn_naive(y[c * 36 + i], c, 40), 0.0) / 36;
+            }
+            for (int o = 0; o < 4; o++) {
+                double z = (double) bf[o];
+                for (int i = 0; i < 3; i++)
+                    z += (double) wf[o * 3 + i] * g[i];
+                want[r * 4 + o] = bn_naive(z, o, 50);
+            }
+        }
+        check_outputs(m, x, want, BATCH * 4, "batchnorm");
+        free(x);
+    }
+    hetcl_onnx_model_destroy(m);
+    free(k), free(wf), free(bf);
+}
+
 /* ---- LeNet as PyTorch exports models/lenet.json's network (torch.flatten(x, 1) is a Flatten,
  * nn.Linear a Gemm with transB): the same layers, parameters and FLOPs as the hand-written spec */
 
@@ -533,6 +622,7 @@ int main(void)
     test_mlp();
     test_cnn();
     test_lenet_as_spec();
+    test_batchnorm();
     test_external();
     test_errors();
     test_cli();

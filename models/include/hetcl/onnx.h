@@ -14,11 +14,13 @@
  *     hetcl_onnx_model_destroy(m);    // after the plan
  *
  * What maps (the graph must be a chain: each node reads the previous node's output):
- *   Conv (group 1, dilations 1, symmetric pads, NOTSET auto_pad)   -> conv2d
+ *   Conv (group 1, dilations 1, symmetric pads or auto_pad)        -> conv2d
  *   Gemm (transA 0; alpha, beta folded into the weights), MatMul with a constant 2-D B, and an
  *   Add of a constant [N] vector right after a MatMul                -> dense
  *   Relu, Sigmoid, Tanh right after Conv / Gemm / MatMul(+Add)      -> that layer's activation
+ *   BatchNormalization (inference) right after one of those        -> folded into its weights
  *   MaxPool, AveragePool (2-D, no pads, ceil_mode 0, dilations 1)  -> maxpool2d, avgpool2d
+ *   GlobalAveragePool, GlobalMaxPool (square planes)              -> a pool over the plane
  *   Flatten (axis 1), Reshape to [batch, n] with a constant shape   -> flatten
  *   Softmax over the last axis as the last node                     -> the plan's softmax head
  *   Dropout (without its mask output), Identity                     -> nothing

@@ -12,6 +12,7 @@
 #include <hetcl_internal/base.h>
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -323,6 +324,66 @@ static hetcl_status op_pool(struct imp *m, const Onnx__NodeProto *n, bool max)
     return HETCL_OK;
 }
 
+/* GlobalAveragePool / GlobalMaxPool: a pool whose window is the whole [h, w] plane. */
+static hetcl_status op_global_pool(struct imp *m, const Onnx__NodeProto *n, bool max)
+{
+    hetcl_status s = need_rank(m, n, 3);
+    if (s != HETCL_OK)
+        return s;
+    struct layer *l =
+            add_layer(m, n, max ? HETCL_MODEL_LAYER_MAXPOOL2D : HETCL_MODEL_LAYER_AVGPOOL2D, &s);
+    if (!l)
+        return s;
+    for (int a = 0; a < 2; a++) {
+        l->kernel[a] = m->dims[1 + a];
+        l->stride[a] = 1;
+        m->dims[1 + a] = 1;
+    }
+    return HETCL_OK;
+}
+
+/* BatchNormalization (inference) folded into the Conv or Gemm/MatMul right before it: per
+ * output channel c, y = s[c] * (x - mean[c]) + B[c] with s = scale / sqrt(var + epsilon), so the
+ * layer's weights of c are scaled by s[c] and its bias becomes s[c] * (b[c] - mean[c]) + B[c]. */
+static hetcl_status op_batchnorm(struct imp *m, const Onnx__NodeProto *n)
+{
+    struct layer *l = m->n_layers ? &m->layers[m->n_layers - 1] : NULL;
+    if (!l || !m->after_layer || strcmp(l->act, "none"))
+        return unsupported(m, n,
+                           "BatchNormalization is folded into the Conv, Gemm or MatMul "
+                           "right before it, and there is none");
+    if (attr_int(n, "training_mode", 0) || (n->n_output > 1 && *n->output[1]))
+        return unsupported(m, n, "training mode (running statistics as outputs)");
+    hetcl_status s = HETCL_OK;
+    const struct hetcl_onnx_tensor *t[4];
+    static const char *const role[4] = {"scale", "B", "input_mean", "input_var"};
+    for (int i = 0; i < 4; i++) {
+        if (!(t[i] = const_input(m, n, (size_t) i + 1, role[i], &s)))
+            return s;
+        if (t[i]->n_elements != l->n)
+            return unsupported(m, n, "%s has %lld values for %lld channels", role[i],
+                               (long long) t[i]->n_elements, (long long) l->n);
+    }
+    const double eps = (double) attr_float(n, "epsilon", 1e-5f);
+    if (!l->b) {
+        l->b = hetcl__calloc((size_t) l->n, sizeof *l->b);
+        if (!l->b)
+            return hetcl__fail(m->ctx, HETCL_ERR_NO_MEMORY, "%s: bias", m->name);
+        l->b_n = l->n;
+        l->bias = true;
+    }
+    const int64_t per = l->w_n / l->n; /* weights of one output channel or unit */
+    for (int64_t c = 0; c < l->n; c++) {
+        double sc = (double) t[0]->data[c] / sqrt((double) t[3]->data[c] + eps);
+        for (int64_t i = 0; i < per; i++)
+            l->w[c * per + i] = (float) (sc * (double) l->w[c * per + i]);
+        l->b[c] =
+                (float) (sc * ((double) l->b[c] - (double) t[2]->data[c]) + (double) t[1]->data[c]);
+    }
+    l->matmul = false;
+    return HETCL_OK;
+}
+
 /* Gemm and MatMul: B [K, N] (or [N, K] with trans_b) into a dense layer of N units. */
 static hetcl_status op_dense(struct imp *m, const Onnx__NodeProto *n, bool gemm)
 {
@@ -468,6 +529,10 @@ static hetcl_status node_op(struct imp *m, const Onnx__NodeProto *n)
         return op_dense(m, n, t[0] == 'G');
     if (!strcmp(t, "Add"))
         return op_add(m, n);
+    if (!strcmp(t, "GlobalAveragePool") || !strcmp(t, "GlobalMaxPool"))
+        return op_global_pool(m, n, t[6] == 'M');
+    if (!strcmp(t, "BatchNormalization"))
+        return op_batchnorm(m, n);
     if (!strcmp(t, "Relu"))
         return op_act(m, n, "relu");
     if (!strcmp(t, "Sigmoid"))

@@ -11,8 +11,9 @@
 
 const char *hetcl_onnx_supported_ops(void)
 {
-    return "Conv, Gemm, MatMul, Add (a MatMul's bias), Relu, Sigmoid, Tanh, MaxPool, "
-           "AveragePool, Flatten, Reshape (to [batch, n]), Softmax (last node), Dropout, "
+    return "Conv, Gemm, MatMul, Add (a MatMul's bias), BatchNormalization (after a Conv, Gemm "
+           "or MatMul), Relu, Sigmoid, Tanh, MaxPool, AveragePool, GlobalAveragePool, "
+           "GlobalMaxPool, Flatten, Reshape (to [batch, n]), Softmax (last node), Dropout, "
            "Identity, Constant";
 }
 
