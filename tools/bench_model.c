@@ -12,6 +12,7 @@
 #include <hetcl/context.h>
 #include <hetcl/machine.h>
 #include <hetcl/model_spec.h>
+#include <hetcl/onnx.h>
 #include <hetcl/status.h>
 
 #include <stdarg.h>
@@ -167,11 +168,11 @@ static size_t what_runs(struct state *s, struct cli_option *t)
     const struct cli_option rows[] = {
             CLI_SECTION("what runs:"),
             {"--model", CLI_CUSTOM, &s->models, .parse = parse_list, .metavar = "SPEC[,...]",
-             .help = "model spec files; a bare name means models/NAME.json\n"
-                     "(required)"},
+             .help = "model spec files; a bare name means models/NAME.json;\n"
+                     "FILE.onnx: an ONNX model, with its weights (required)"},
             {"--weights", CLI_CUSTOM, &s->weights, .parse = parse_list, .metavar = "CKPT[,...]",
              .help = "safetensors checkpoint per model, or 'random'\n"
-                     "(default: random)"},
+                     "(default: random; an ONNX model's own weights)"},
             {"--seed", CLI_U64, &s->o.weight_seed, .metavar = "N",
              .help = H(s, "seed of random weights (default %llu)",
                        (unsigned long long) d->weight_seed)},
@@ -440,13 +441,20 @@ static int check_output_paths(const struct state *s)
 static int load_files(hetcl_context *ctx, struct state *s)
 {
     hetcl_model_spec *spec[HETCL_BENCH_MAX_LIST] = {0};
+    hetcl_onnx_model *onnx[HETCL_BENCH_MAX_LIST] = {0}; /* owns spec[i] when set */
     char path[HETCL_BENCH_MAX_LIST][1024];
     int rc = CLI_EXIT_OK;
     for (size_t i = 0; i < s->models.n && rc == CLI_EXIT_OK; i++) {
         const char *m = s->models.items[i];
+        size_t len = strlen(m);
+        bool is_onnx = len > 5 && !strcmp(m + len - 5, ".onnx");
         snprintf(path[i], sizeof path[i],
-                 strchr(m, '/') || strstr(m, ".json") ? "%s" : "models/%s.json", m);
-        if (hetcl_model_spec_load(ctx, path[i], &spec[i]) != HETCL_OK) {
+                 strchr(m, '/') || strstr(m, ".json") || is_onnx ? "%s" : "models/%s.json", m);
+        hetcl_status st = is_onnx ? hetcl_onnx_load(ctx, path[i], NULL, &onnx[i])
+                                  : hetcl_model_spec_load(ctx, path[i], &spec[i]);
+        if (st == HETCL_OK && is_onnx)
+            spec[i] = onnx[i]->spec;
+        if (st != HETCL_OK) {
             cli_error("--model %s", hetcl_context_last_error(ctx));
             rc = CLI_EXIT_USAGE;
         }
@@ -459,8 +467,12 @@ static int load_files(hetcl_context *ctx, struct state *s)
         if (rc == CLI_EXIT_OK && f->test_data)
             rc = cli_data_check_model("--test-data", f->test_data, s->files.test, spec[i], path[i]);
     }
-    for (size_t i = 0; i < s->models.n; i++)
-        hetcl_model_spec_destroy(spec[i]);
+    for (size_t i = 0; i < s->models.n; i++) {
+        if (onnx[i])
+            hetcl_onnx_model_destroy(onnx[i]);
+        else
+            hetcl_model_spec_destroy(spec[i]);
+    }
     if (rc != CLI_EXIT_OK)
         return rc;
     if (f->test_split > 0)
@@ -569,7 +581,9 @@ int cli_bench_model(int argc, char **argv)
     if (st != HETCL_OK) {
         const char *flag = flag_of(bad);
         cli_error("%s%s%s", flag ? flag : "", flag ? ": " : "", hetcl_context_last_error(ctx));
-        bool input = st == HETCL_ERR_INVALID_ARG || st == HETCL_ERR_FORMAT || st == HETCL_ERR_IO;
+        /* a model the library cannot run (an ONNX node without a mapping) is bad input too */
+        bool input = st == HETCL_ERR_INVALID_ARG || st == HETCL_ERR_FORMAT || st == HETCL_ERR_IO ||
+                     (st == HETCL_ERR_UNSUPPORTED && bad == HETCL_BENCH_OPT_MODELS);
         rc = input ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
         goto done;
     }

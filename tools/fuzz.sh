@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of every parser with clang, ASan and UBSan, and runs each for a
 # short time from its seed corpus:
-#   models/fuzz:   idx, libsvm, csv, spec, safetensors, checkpoint (the training checkpoint)
+#   models/fuzz:   idx, libsvm, csv, spec, safetensors, checkpoint (the training checkpoint),
+#                  onnx (the ONNX reader; only when hetcl is built with protobuf-c)
 #   profiler/fuzz: report (hetcl report: reading and rendering), compare (hetcl compare:
 #                  reading, matching, rendering every format)
 #   tools/fuzz.sh            # 10 s per target (what CI runs)
@@ -12,7 +13,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${HETCL_FUZZ_SECONDS:-10}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(idx libsvm csv spec safetensors checkpoint report compare)
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(idx libsvm csv spec safetensors checkpoint report compare)
+  # the ONNX reader is built where protobuf-c is (cmake/HetclOnnx.cmake decides the same way)
+  command -v protoc-c >/dev/null 2>&1 && [ -f /usr/include/onnx/onnx.proto ] && targets+=(onnx)
+fi
 
 # The component whose fuzz/ folder holds a target.
 component() {

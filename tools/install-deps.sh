@@ -8,6 +8,9 @@ packages=(
   gcc make cmake
   # libraries (find_package in cmake/HetclDeps.cmake names the same packages)
   ocl-icd-opencl-dev opencl-headers libclblast-dev libhwloc-dev libcjson-dev zlib1g-dev
+  # ONNX import (optional at configure time: cmake/HetclOnnx.cmake): protobuf-c, its compiler,
+  # Debian's onnx.proto; and ONNX's own node tests, which tests/onnx runs
+  libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
   # the CPU OpenCL device used by tests and CI, and a tool to list OpenCL devices
   pocl-opencl-icd clinfo
   # the default dataset (/usr/share/datasets/fashion-mnist)

@@ -63,9 +63,11 @@ enum hetcl_infer_op {
     HETCL_INFER_AVGPOOL,
     HETCL_INFER_FLATTEN, /* a view of the previous output: no task, no copy */
     HETCL_INFER_SOFTMAX, /* row-wise softmax of the logits (the last step) */
+    HETCL_INFER_OUTPUT,  /* the last step of a spec whose loss is not softmax cross-entropy
+                            (an imported graph without a Softmax): the last layer's values */
 };
 
-/* "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "softmax"; "?" otherwise. */
+/* "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "softmax", "output"; "?" otherwise. */
 HETCL_API const char *hetcl_infer_op_name(enum hetcl_infer_op op);
 
 /* One step of the forward pass. Shapes are per example (no batch dimension). */
@@ -84,7 +86,10 @@ struct hetcl_infer_step {
 /* Where the weights come from. Zero: random, seed 0. */
 struct hetcl_infer_weights_options {
     const char *checkpoint; /* safetensors path (borrowed), or NULL for a seeded init */
-    uint64_t seed;          /* the init's seed (ignored with a checkpoint) */
+    uint64_t seed;          /* the init's seed (ignored with a checkpoint or params) */
+    /* Weights in memory (an imported ONNX model's): spec->n_params arrays in the layouts of
+     * spec->params, copied by the plan; NULL: none. Not with a checkpoint. */
+    const float *const *params;
 };
 
 /* A plan. Read-only for the caller; everything belongs to the plan except spec. */
@@ -102,8 +107,10 @@ struct hetcl_infer_plan {
 typedef struct hetcl_infer_plan hetcl_infer_plan;
 
 /*
- * Builds the plan of spec with weights from w (NULL: random, seed 0). The spec's loss must be
- * softmax_cross_entropy (the plan ends with a softmax); other losses give HETCL_ERR_UNSUPPORTED.
+ * Builds the plan of spec with weights from w (NULL: random, seed 0). A spec whose loss is
+ * softmax_cross_entropy ends with a softmax (its outputs are probabilities); one with loss mse
+ * ends with an output step (its outputs are the last layer's values, as an imported graph
+ * without a Softmax gives them); sigmoid_cross_entropy gives HETCL_ERR_UNSUPPORTED.
  * A checkpoint tensor missing or of the wrong dtype or shape, or holding a NaN or infinite value,
  * gives HETCL_ERR_FORMAT naming it (and the first bad element: hetcl_st_check_finite).
  * Returns HETCL_OK, HETCL_ERR_INVALID_ARG, HETCL_ERR_IO, HETCL_ERR_FORMAT, HETCL_ERR_UNSUPPORTED,

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const op_names[] = {"dense",     "conv2d",  "maxpool2d",
-                                       "avgpool2d", "flatten", "softmax"};
+static const char *const op_names[] = {"dense",   "conv2d",  "maxpool2d", "avgpool2d",
+                                       "flatten", "softmax", "output"};
 
 const char *hetcl_infer_op_name(enum hetcl_infer_op op)
 {
@@ -87,6 +87,25 @@ static hetcl_status load_checkpoint(hetcl_context *ctx, hetcl_infer_plan *plan, 
     return s;
 }
 
+/* Weights given in memory, refused as a checkpoint's are when one is not finite. */
+static hetcl_status copy_params(hetcl_context *ctx, hetcl_infer_plan *plan,
+                                const float *const *params)
+{
+    const hetcl_model_spec *spec = plan->spec;
+    for (int i = 0; i < spec->n_params; i++) {
+        const struct hetcl_model_param *p = &spec->params[i];
+        if (!params[i])
+            return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: %s: no weights given", spec->source,
+                               p->name);
+        for (int64_t k = 0; k < p->n_elements; k++)
+            if (!isfinite(params[i][k]))
+                return hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: %s: element %lld is not finite",
+                                   spec->source, p->name, (long long) k);
+        memcpy(plan->params[i], params[i], (size_t) p->n_elements * sizeof(float));
+    }
+    return HETCL_OK;
+}
+
 /* ---- the plan ------------------------------------------------------------------------------- */
 
 static void add_step(hetcl_infer_plan *plan, enum hetcl_infer_op op, int layer,
@@ -108,7 +127,7 @@ static void add_step(hetcl_infer_plan *plan, enum hetcl_infer_op op, int layer,
         if (l->n_param_tensors >= 2)
             s->bias = l->first_param + 1;
     } else {
-        snprintf(s->name, sizeof s->name, "softmax");
+        snprintf(s->name, sizeof s->name, "%s", hetcl_infer_op_name(op));
         s->in_shape = s->out_shape = spec->output_shape;
     }
     s->in_elems = hetcl__shape_elems(&s->in_shape);
@@ -130,19 +149,22 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
         *out = NULL;
     if (!spec || !out)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_infer_plan_create: NULL spec or out");
-    if (spec->loss != HETCL_MODEL_LOSS_SOFTMAX_CE)
+    if (spec->loss == HETCL_MODEL_LOSS_SIGMOID_CE)
         return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                           "%s: inference plans end with a softmax; loss %s is not supported",
+                           "%s: inference plans end with a softmax or the last layer's output; "
+                           "loss %s is not supported",
                            spec->source, hetcl_model_loss_name(spec->loss));
     struct hetcl_infer_weights_options def = {0};
     if (!w)
         w = &def;
+    if (w->checkpoint && w->params)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "hetcl_infer_plan_create: a checkpoint and weights in memory");
 
     hetcl_infer_plan *plan = hetcl__calloc(1, sizeof *plan);
     if (!plan)
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "inference plan");
     plan->spec = spec;
-    plan->from_checkpoint = w->checkpoint != NULL;
     plan->seed = w->seed;
     plan->in_elems = hetcl__shape_elems(&spec->input_shape);
     plan->n_classes = hetcl__shape_elems(&spec->output_shape);
@@ -189,11 +211,16 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
         }
         add_step(plan, op, i, l, spec);
     }
-    add_step(plan, HETCL_INFER_SOFTMAX, -1, NULL, spec);
+    add_step(plan,
+             spec->loss == HETCL_MODEL_LOSS_SOFTMAX_CE ? HETCL_INFER_SOFTMAX : HETCL_INFER_OUTPUT,
+             -1, NULL, spec);
 
     hetcl_status s = HETCL_OK;
+    plan->from_checkpoint = w->checkpoint || w->params;
     if (w->checkpoint)
         s = load_checkpoint(ctx, plan, w->checkpoint);
+    else if (w->params)
+        s = copy_params(ctx, plan, w->params);
     else
         for (int i = 0; i < spec->n_params; i++)
             init_tensor(spec, &spec->params[i], w->seed, plan->params[i]);

@@ -136,7 +136,8 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
             softmax(batch, s->out_elems, a, b);
             break;
         case HETCL_INFER_FLATTEN:
-            continue; /* same bytes, another shape */
+        case HETCL_INFER_OUTPUT:
+            continue; /* same bytes, another shape; the last layer's values as they are */
         }
         double *t = a;
         a = b;

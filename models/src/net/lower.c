@@ -108,6 +108,10 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
 
 hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *spec)
 {
+    if (spec->loss != HETCL_MODEL_LOSS_SOFTMAX_CE)
+        return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                           "%s: loss %s: only a model that ends with a softmax runs in fp16",
+                           spec->source, hetcl_model_loss_name(spec->loss));
     for (int l = 0; l < spec->n_layers; l++) {
         const enum hetcl_model_layer_type t = spec->layers[l].type;
         if (t != HETCL_MODEL_LAYER_DENSE && t != HETCL_MODEL_LAYER_FLATTEN &&
@@ -482,6 +486,20 @@ int hetcl__lower_softmax(const struct hetcl__lowering *lw, struct hetcl__op *out
 {
     const hetcl_model_spec *spec = lw->spec;
     struct emit e = {.lw = lw, .ops = out, .layer = spec->n_layers};
+    if (spec->loss != HETCL_MODEL_LOSS_SOFTMAX_CE) {
+        /* A model trained for another loss (an imported graph without a Softmax) outputs its
+         * last layer's values: copied to the output slot as x + 0 (exact), by the operator every
+         * executor already runs. f32 only: hetcl__lower_check_f16 refuses such a spec. */
+        struct hetcl__op *op = add(&e, &hetcl_op_bias_act_fwd, "output");
+        SET_ARGS(op, bias_act,
+                 ((struct hetcl_op_bias_act_args){.rows = lw->rows,
+                                                  .cols = hetcl__shape_elems(&spec->output_shape),
+                                                  .act = HETCL_ACT_NONE}));
+        buf(&e, op, input_of(lw, spec->n_layers), HETCL_R);
+        buf(&e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+        buf(&e, op, global(HETCL__SLOT_OUTPUT), HETCL_W);
+        return e.n;
+    }
     struct hetcl__op *op = add(&e, lw->f16 ? &hetcl_op_softmax_f16 : &hetcl_op_softmax, "softmax");
     SET_ARGS(op, xent,
              ((struct hetcl_op_xent_args){.rows = lw->rows,
@@ -530,7 +548,9 @@ hetcl_status hetcl__lower_inference(const struct hetcl__lowering *lw, hetcl__ops
 /* The widest zero bias and bias-sum scratch the lowering above asks for (floats). */
 static int64_t zero_bias_elems(const hetcl_model_spec *spec)
 {
-    int64_t n = 1;
+    /* the inference head of a model without a softmax adds it to the outputs */
+    int64_t n =
+            spec->loss != HETCL_MODEL_LOSS_SOFTMAX_CE ? hetcl__shape_elems(&spec->output_shape) : 1;
     for (int l = 0; l < spec->n_layers; l++) {
         const struct hetcl_model_layer *L = &spec->layers[l];
         int64_t need = 0;

@@ -165,7 +165,9 @@ int hetcl__lower_layer(const struct hetcl__lowering *lw, int layer, unsigned pas
  * operator; returns 1, or 0 for a loss without an operator (mse). */
 int hetcl__lower_loss(const struct hetcl__lowering *lw, struct hetcl__op *out);
 
-/* Inference's head: the softmax of the logits into the output slot. Writes one operator. */
+/* Inference's head: the softmax of the logits into the output slot; for a spec whose loss is
+ * not softmax cross-entropy, the last layer's output copied there (bias_act_fwd with the zero
+ * bias and no activation). Writes one operator. */
 int hetcl__lower_softmax(const struct hetcl__lowering *lw, struct hetcl__op *out);
 
 /* Whole programs, in the order executors must run them: run(user, ops, n) is called with each

@@ -21,6 +21,12 @@ double hetcl__bench_now_ms(void)
     return hetcl__bench_now_s() * 1e3;
 }
 
+bool hetcl__bench_is_onnx(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 5 && !strcmp(name + n - 5, ".onnx");
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *) a, y = *(const double *) b;

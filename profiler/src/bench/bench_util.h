@@ -13,6 +13,9 @@
 double hetcl__bench_now_s(void);
 double hetcl__bench_now_ms(void);
 
+/* Whether a --model name is an ONNX file (ends with ".onnx"), read by hetcl_onnx_load. */
+bool hetcl__bench_is_onnx(const char *name);
+
 /* Median and minimum of n > 0 values (sorts v). */
 void hetcl__bench_summarise(double *v, size_t n, double *median, double *min);
 

@@ -22,6 +22,7 @@
 #include <hetcl/device.h>
 #include <hetcl/infer.h>
 #include <hetcl/model_spec.h>
+#include <hetcl/onnx.h>
 #include <hetcl/runtime.h>
 
 #include <stdbool.h>
@@ -31,8 +32,9 @@
 /* One model: spec, plan (weights), where they came from. */
 struct bench_model_entry {
     char name[BENCH_NAME_MAX];
-    char *spec_path;  /* owned */
-    char *checkpoint; /* owned; NULL: random weights */
+    char *spec_path;        /* owned */
+    char *checkpoint;       /* owned; NULL: random weights; an ONNX model's own file */
+    hetcl_onnx_model *onnx; /* owned; an imported ONNX model, which owns spec */
     hetcl_model_spec *spec;
     hetcl_infer_plan *plan;
     double load_ms; /* spec parse + plan (weights) */

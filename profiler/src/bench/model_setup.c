@@ -29,23 +29,39 @@ hetcl_status hetcl__bench_load_models(hetcl_bench_model *b, enum hetcl_bench_opt
         const char *name = o->models[i];
         char path[1024];
         /* a bare name is models/NAME.json */
-        if (strchr(name, '/') || strstr(name, ".json"))
+        if (strchr(name, '/') || strstr(name, ".json") || hetcl__bench_is_onnx(name))
             snprintf(path, sizeof path, "%s", name);
         else
             snprintf(path, sizeof path, "models/%s.json", name);
         const char *w = o->n_weights ? o->weights[i] : NULL;
+        const bool onnx = hetcl__bench_is_onnx(name);
+        if (onnx && w && strcmp(w, "random")) {
+            *bad = HETCL_BENCH_OPT_WEIGHTS;
+            return hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG,
+                               "%s: an ONNX model carries its weights: give 'random' or nothing",
+                               w);
+        }
         m->spec_path = hetcl__strdup(path);
-        m->checkpoint = w && strcmp(w, "random") ? hetcl__strdup(w) : NULL;
-        if (!m->spec_path || (w && strcmp(w, "random") && !m->checkpoint))
+        /* An ONNX model's weights come from its own file (unless 'random'). */
+        m->checkpoint = onnx                       ? (w ? NULL : hetcl__strdup(path))
+                        : w && strcmp(w, "random") ? hetcl__strdup(w)
+                                                   : NULL;
+        if (!m->spec_path ||
+            (((onnx && !w) || (!onnx && w && strcmp(w, "random"))) && !m->checkpoint))
             return hetcl__fail(b->ctx, HETCL_ERR_NO_MEMORY, "bench model: models");
         double t0 = hetcl__bench_now_ms();
-        hetcl_status s = hetcl_model_spec_load(b->ctx, m->spec_path, &m->spec);
+        hetcl_status s = onnx ? hetcl_onnx_load(b->ctx, m->spec_path, NULL, &m->onnx)
+                              : hetcl_model_spec_load(b->ctx, m->spec_path, &m->spec);
         if (s != HETCL_OK) {
             *bad = HETCL_BENCH_OPT_MODELS;
             return s;
         }
-        struct hetcl_infer_weights_options wo = {.checkpoint = m->checkpoint,
-                                                 .seed = o->weight_seed};
+        if (onnx)
+            m->spec = m->onnx->spec;
+        struct hetcl_infer_weights_options wo = {
+                .checkpoint = onnx ? NULL : m->checkpoint,
+                .seed = o->weight_seed,
+                .params = onnx && m->checkpoint ? (const float *const *) m->onnx->params : NULL};
         if ((s = hetcl_infer_plan_create(b->ctx, m->spec, &wo, &m->plan)) != HETCL_OK) {
             *bad = m->checkpoint ? HETCL_BENCH_OPT_WEIGHTS : HETCL_BENCH_OPT_MODELS;
             return s;
@@ -113,7 +129,7 @@ static hetcl_status standardize(hetcl_bench_model *b, enum hetcl_bench_option *b
     const char *from = NULL;
     hetcl_status s = HETCL_OK;
     for (size_t i = 0; i < b->n_models && s == HETCL_OK; i++)
-        if (b->models[i].checkpoint)
+        if (b->models[i].checkpoint && !b->models[i].onnx)
             s = checkpoint_stats(b, &b->models[i], nf, &mean, &sd, &from);
     if (s != HETCL_OK) {
         *bad = HETCL_BENCH_OPT_WEIGHTS;
@@ -428,7 +444,10 @@ void hetcl_bench_model_destroy(hetcl_bench_model *b)
     hetcl_dataset_destroy(b->data);
     for (size_t i = 0; i < HETCL_BENCH_MAX_LIST; i++) {
         hetcl_infer_plan_destroy(b->models[i].plan);
-        hetcl_model_spec_destroy(b->models[i].spec);
+        if (b->models[i].onnx)
+            hetcl_onnx_model_destroy(b->models[i].onnx); /* and its spec */
+        else
+            hetcl_model_spec_destroy(b->models[i].spec);
         hetcl__free(b->models[i].spec_path);
         hetcl__free(b->models[i].checkpoint);
     }
