@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct hetcl_gemm_kernel; /* ops/host/host_ops.h */
+
 /* The fused host task computes dense layers of at most this many rows with
  * hetcl__infer_gemv_nt instead of the GEMM operator. */
 #define HETCL_INFER_GEMV_MAX_ROWS 4
@@ -177,6 +179,12 @@ struct hetcl_infer_session {
     bool f16;            /* the shares' programs are lowered in half (struct hetcl__lowering.f16) */
     hetcl_handle *zeros; /* the zero_bias slot */
     float *zero_host;    /* the same, for fused host tasks (never written) */
+    /* Fused host shares of more than HETCL_INFER_GEMV_MAX_ROWS rows: each dense layer's weight
+     * packed once for the host GEMM's kernel (hetcl__sgemm_pack_b), per spec param (NULL for
+     * the others); packed_mem holds the allocations behind them. NULL when no share needs them. */
+    const struct hetcl_gemm_kernel *gemm_kern;
+    float **packed;
+    void **packed_mem;
     /* Fused shares: which of the two activation buffers each layer's output goes to
      * (consecutive layers that are not views alternate). */
     uint8_t *act_buffer;
