@@ -207,7 +207,7 @@ function measure(ort, sess, meta, batch, a) {
   const sorted = Float64Array.from(lat).sort();
   return {
     n: lat.length, warmup_runs: warm.length, steady: steadyReached, stopped_by: stoppedBy,
-    p50_ns: percentile(sorted, 0.5), p90_ns: percentile(sorted, 0.9),
+    min_ns: sorted[0], p10_ns: percentile(sorted, 0.1), p50_ns: percentile(sorted, 0.5), p90_ns: percentile(sorted, 0.9),
     p99_ns: percentile(sorted, 0.99), mean_ns: lat.reduce((x, y) => x + y, 0) / lat.length,
     items_per_s: batch * lat.length / (elapsedMs / 1000),
   };
