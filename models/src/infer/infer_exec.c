@@ -187,15 +187,37 @@ static bool bias_act_follows(const struct hetcl__op *ops, int n_ops, int i)
            a->rows == ops[i].args.gemm.m && a->cols == ops[i].args.gemm.n;
 }
 
+/* Whether ops[i + 1] is a ReLU (with the zero bias) of the direct convolution ops[i], which
+ * hetcl__conv2d_direct_fwd_relu applies as each channel leaves its wide grid. */
+static bool relu_follows_conv(const struct hetcl__op *ops, int n_ops, int i)
+{
+    if (ops[i].codelet != &hetcl_op_conv2d_fwd || i + 1 >= n_ops ||
+        ops[i + 1].codelet != &hetcl_op_bias_act_fwd_inplace ||
+        ops[i + 1].args.bias_act.act != HETCL_ACT_RELU ||
+        ops[i + 1].slot[1].kind != HETCL__SLOT_ZERO_BIAS || ops[i + 1].layer != ops[i].layer)
+        return false;
+    const struct hetcl__slot y = ops[i].slot[3], z = ops[i + 1].slot[0];
+    const struct hetcl_op_conv2d_args *a = &ops[i].args.conv2d;
+    return z.kind == y.kind && z.layer == y.layer && hetcl__conv2d_direct_suits(a) &&
+           hetcl__conv2d_direct_sizes_ok(a);
+}
+
 /* The operator ops[*i] of the fused host task, and *i past it (and past the operators it
  * fused). At a few rows a dense layer's product streams W once per row: the GEMV (or the
  * team's) beats the GEMM operator's packing and padded tiles. At more rows, with the session's
  * packed weights, the GEMM skips packing W and applies the layer's bias and activation to each
- * tile as it is finished. */
+ * tile as it is finished. A direct convolution applies its ReLU as each channel is copied out. */
 static hetcl_status run_host_op(const struct hetcl_host_call *call, const struct host_binding *b,
                                 const struct hetcl__op *ops, int n_ops, int *i)
 {
     const struct hetcl__op *op = &ops[(*i)++];
+    if (relu_follows_conv(ops, n_ops, *i - 1)) {
+        (*i)++;
+        return hetcl__conv2d_direct_fwd_relu(hetcl__host_ctx(call), NULL, &op->args.conv2d,
+                                             bind_host(b, op->slot[0]), bind_host(b, op->slot[1]),
+                                             bind_host(b, op->slot[2]), true,
+                                             bind_host(b, op->slot[3]));
+    }
     const struct hetcl_op_gemm_args *g = &op->args.gemm;
     if (op->codelet != &hetcl_op_gemm || !g->trans_b || g->trans_a || g->alpha != 1.0f ||
         g->beta != 0.0f)

@@ -190,6 +190,13 @@ bool hetcl__conv2d_direct_sizes_ok(const struct hetcl_op_conv2d_args *a);
 hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
                                       const struct hetcl_op_conv2d_args *a, const float *x,
                                       const float *w, const float *bias, float *y);
+/* The same, then y = relu(y) when `relu`, applied to each image's channel as it is copied out of
+ * the wide grid (in cache) instead of a pass over y afterwards (inference: a conv2d layer's
+ * activation). */
+hetcl_status hetcl__conv2d_direct_fwd_relu(hetcl_context *ctx,
+                                           const struct hetcl_conv_kernel *kernel,
+                                           const struct hetcl_op_conv2d_args *a, const float *x,
+                                           const float *w, const float *bias, bool relu, float *y);
 
 /* dst[r][0 .. cols) = src[r][0 .. cols) for r < rows, rows ld_src and ld_dst floats apart (the
  * two blocks do not overlap): the padded copies and wide grids of the direct convolution, rows
