@@ -146,9 +146,9 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
         hetcl__free(sh->step_ns);
         hetcl__free(sh->layer_mark);
     }
-    for (int i = 0; s->packed_mem && i < s->plan->spec->n_params; i++)
-        hetcl__free(s->packed_mem[i]);
-    hetcl__free(s->packed_mem);
+    for (int i = 0; s->packed_ref && i < s->plan->spec->n_params; i++)
+        hetcl__infer_packed_put(s->ctx, s->packed_ref[i]);
+    hetcl__free(s->packed_ref);
     hetcl__free(s->packed);
     for (int i = 0; s->weights && i < s->plan->spec->n_params; i++)
         (void) hetcl_handle_unregister(s->rt, s->weights[i]);
@@ -295,7 +295,8 @@ static hetcl_status check_helpers(hetcl_context *ctx, hetcl_runtime *rt,
 
 /* Gives the first fused host share of at most HETCL_INFER_GEMV_MAX_ROWS rows the helpers. */
 /* The dense weights packed once for the host GEMM (struct hetcl_infer_session.packed), when a
- * fused host share computes them with it (more rows than the GEMV takes). */
+ * fused host share computes them with it (more rows than the GEMV takes); shared with the
+ * plan's other sessions (infer_packed.c). */
 static hetcl_status make_packed(hetcl_infer_session *s)
 {
     bool need = false;
@@ -305,9 +306,9 @@ static hetcl_status make_packed(hetcl_infer_session *s)
         return HETCL_OK;
     const hetcl_model_spec *spec = s->plan->spec;
     s->gemm_kern = hetcl__gemm_kernel(HETCL_GEMM_AUTO);
+    s->packed_ref = hetcl__calloc((size_t) spec->n_params, sizeof *s->packed_ref);
     s->packed = hetcl__calloc((size_t) spec->n_params, sizeof *s->packed);
-    s->packed_mem = hetcl__calloc((size_t) spec->n_params, sizeof *s->packed_mem);
-    if (!s->packed || !s->packed_mem)
+    if (!s->packed_ref || !s->packed)
         return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session: packed weights");
     for (int l = 0; l < spec->n_layers; l++) {
         const struct hetcl_model_layer *L = &spec->layers[l];
@@ -319,13 +320,11 @@ static hetcl_status make_packed(hetcl_infer_session *s)
          * padded packed panels (lab_host_dense: 4.5 against 4.9 us at batch 64). */
         if (2 * n <= s->gemm_kern->nr)
             continue;
-        const size_t bytes = hetcl__sgemm_packed_b_len(s->gemm_kern, n, k) * sizeof(float);
-        char *raw = s->packed_mem[p] = hetcl__malloc(bytes + 64);
-        if (!raw)
+        s->packed_ref[p] = hetcl__infer_packed_get(s->ctx, s->plan, p, s->gemm_kern, n, k);
+        if (!s->packed_ref[p])
             return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "%s: %s packed", spec->source,
                                spec->params[p].name);
-        s->packed[p] = (float *) (void *) (raw + (64 - (uintptr_t) raw % 64) % 64);
-        hetcl__sgemm_pack_b(s->gemm_kern, true, n, k, s->plan->params[p], k, s->packed[p]);
+        s->packed[p] = hetcl__infer_packed_data(s->packed_ref[p]);
     }
     return HETCL_OK;
 }
