@@ -77,6 +77,8 @@ function parseArgs(argv) {
     } else fail(`${f}: unknown flag (--help lists them)`);
   }
   if (!a.onnx.length) fail('--onnx: at least one ONNX file expected');
+  for (const f of a.onnx)
+    if (!fs.existsSync(f)) fail(`--onnx ${f}: no such file`);
   a.batchList = a.batches.split(',').map(Number);
   if (a.batchList.some(b => !Number.isInteger(b) || b < 1))
     fail(`--batches: expected positive integers separated by commas, got '${a.batches}'`);
@@ -250,6 +252,7 @@ function loadOrt(dir) {
 
 function main() {
   const a = parseArgs(process.argv.slice(2));
+  const compare = a.compare.map(hetclConfigs); /* bad reports refused before measuring */
   const {ort, binding, initOrt} = loadOrt(a.ortDir);
   initOrt();
   const version = ort.env.versions.node || ort.env.versions.common;
@@ -263,7 +266,6 @@ function main() {
       `load ${os.loadavg()[0].toFixed(2)}\n`);
   const results = [];
   for (const file of a.onnx) {
-    if (!fs.existsSync(file)) fail(`--onnx ${file}: no such file`);
     const sess = new binding.InferenceSession();
     try {
       sess.loadModel(file, options);
@@ -291,8 +293,8 @@ function main() {
     fs.writeFileSync(tmp, JSON.stringify({ort: version, threads: a.threads, cpu, results}, null, 1));
     fs.renameSync(tmp, a.json);
   }
-  for (const file of a.compare) {
-    for (const c of hetclConfigs(file)) {
+  for (const configs of compare) {
+    for (const c of configs) {
       const t = results.find(r => r.model === c.model && r.batch === c.batch);
       if (!t) continue;
       const speedup = c.p50_ns > 0 ? t.p50_ns / c.p50_ns : NaN;
