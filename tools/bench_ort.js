@@ -246,7 +246,7 @@ function loadOrt(dir) {
     return {ort, binding, initOrt};
   } catch (e) {
     fail(`--ort-dir ${dir}: cannot load onnxruntime-node (install it: cd tools/ort && ` +
-         `ONNXRUNTIME_NODE_INSTALL=skip npm install): ${e.message}`);
+         `ONNXRUNTIME_NODE_INSTALL=skip npm install): ${e.message.split("\n")[0]}`);
   }
 }
 
@@ -308,4 +308,9 @@ function main() {
   }
 }
 
-main();
+if (require.main === module) {
+  main();
+} else {
+  /* the pure parts, for tests/tools/test_bench_ort.js (no ONNX Runtime needed) */
+  module.exports = {percentile, mannKendallP, steady, uniforms, hetclConfigs, parseArgs};
+}
