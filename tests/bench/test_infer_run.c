@@ -4,7 +4,8 @@
  * workers, equals the host reference (hetcl_infer_forward_ref, itself checked against tests/ref
  * in test_infer_plan) within float tolerance; the offline halves (submit/wait) on two sessions
  * give the same outputs, split and pipelined; at batch 5 (GEMM) and 3 (the fused host task's
- * GEMV path); bad session options are refused.
+ * GEMV path); two sessions of one plan share its packed weights; bad session options are
+ * refused.
  */
 #include "harness.h"
 
@@ -60,6 +61,43 @@ static void check_times(hetcl_context *ctx, const hetcl_infer_session *s, uint64
     CHECK(t.ended <= t1);
 }
 
+/* Two fused sessions of one plan on a host worker share the dense weights packed for the GEMM
+ * (at batch 5; the GEMV at 3 packs none): each computes its own request, and the one left after
+ * the other is destroyed still does (the shared copy lives while a session holds it; ASan sees
+ * a use after free otherwise). */
+static void shared_packing(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_plan *plan,
+                           int wk, int64_t batch, const float *x, const float *x2,
+                           const float *want, const float *want2, const char *name)
+{
+    const size_t ny = (size_t) (batch * plan->n_classes);
+    float *got = calloc(ny, sizeof *got), *got2 = calloc(ny, sizeof *got2);
+    struct hetcl_infer_session_options o = {.batch = batch, .n_workers = 1, .workers = &wk};
+    hetcl_infer_session *a = NULL, *b = NULL;
+    CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &o, &a));
+    CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &o, &b));
+    if (a && b && got && got2) {
+        CHECK_OK(ctx, hetcl_infer_session_submit(a, x));
+        CHECK_OK(ctx, hetcl_infer_session_submit(b, x2));
+        CHECK_OK(ctx, hetcl_infer_session_wait(a, got));
+        CHECK_OK(ctx, hetcl_infer_session_wait(b, got2));
+        CHECK(max_diff(got, want, ny) <= PROB_TOL);
+        CHECK(max_diff(got2, want2, ny) <= PROB_TOL);
+        hetcl_infer_session_destroy(a);
+        a = NULL;
+        memset(got, 0, ny * sizeof *got);
+        CHECK_OK(ctx, hetcl_infer_session_run(b, x, got));
+        double d = max_diff(got, want, ny);
+        printf("%s b%lld: two sessions on worker %d, the second after the first's end: max |p - "
+               "ref| = %.3g\n",
+               name, (long long) batch, wk, d);
+        CHECK(d <= PROB_TOL);
+    }
+    hetcl_infer_session_destroy(a);
+    hetcl_infer_session_destroy(b);
+    free(got);
+    free(got2);
+}
+
 static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, uint64_t seed,
                       int64_t batch)
 {
@@ -102,6 +140,8 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
         }
         all[n_all++] = (int) i;
         int wk = (int) i;
+        if (wi.kind == HETCL_WORKER_HOST)
+            shared_packing(ctx, rt, plan, wk, batch, x, x2, want, want2, name);
         /* one task per operator; the fused forward task on host workers; and on OpenCL
          * workers too */
         for (int fuse = 0; fuse < 3; fuse++) {

@@ -3,7 +3,8 @@
  * every micro-kernel this CPU has (generic, AVX2, AVX-512) forced in turn, all four
  * transpositions, awkward sizes (1, 3, 17, 1000, 1023 and sizes around the cache blocks), padded
  * leading dimensions whose padding must stay untouched, beta == 0 with NaN in C, alpha == 0 and
- * k == 0; then the gemm operator itself: canaries around C and rejected shapes and sizes.
+ * k == 0; B packed once with the bias + activation epilogue (inference); then the gemm operator
+ * itself: canaries around C and rejected shapes and sizes.
  *
  * Bound, per element: |c - ref| <= 4 (k + 2) 2^-24 (|alpha| sum_p |a_ip b_pj| + |beta c0_ij|),
  * the classical forward error bound of a dot product in fp32 (Higham 3.5) with some slack;
@@ -128,6 +129,89 @@ static void check_kernel(const struct hetcl_gemm_kernel *kern)
            failures == hetcl_test_failures ? "ok" : "FAILED");
 }
 
+/* B packed once (hetcl__sgemm_pack_b) and hetcl__sgemm_packed with its bias + activation
+ * epilogue, against the reference GEMM followed by the bias and the activation in double. The
+ * bias is random (a bias added at the wrong column fails); every tile shape at the edges, more
+ * than one block in every dimension. */
+static void check_packed_case(const struct hetcl_gemm_kernel *kern, bool ta, bool tb,
+                              struct shape s, bool with_bias, hetcl_act act)
+{
+    const int64_t lda = ta ? s.m : s.k, ldb = tb ? s.k : s.n;
+    size_t na = (size_t) (s.m * s.k), nb = (size_t) (s.n * s.k), nc = (size_t) (s.m * s.n);
+    float *a = malloc((na + 1) * sizeof *a), *b = malloc((nb + 1) * sizeof *b);
+    float *abs_a = malloc((na + 1) * sizeof *a), *abs_b = malloc((nb + 1) * sizeof *b);
+    float *bias = malloc((size_t) (s.n + 1) * sizeof *bias);
+    float *ref = calloc(nc + 1, sizeof *ref), *bound = calloc(nc + 1, sizeof *bound);
+    const size_t plen = hetcl__sgemm_packed_b_len(kern, s.n, s.k);
+    float *praw = malloc(plen * sizeof(float) + 64);
+    float *bp = (float *) (void *) ((char *) praw + (64 - (uintptr_t) praw % 64) % 64);
+    struct ht_buf c = ht_alloc(nc);
+    ref_fill_uniform(&rng, a, na, -1.0f, 1.0f);
+    ref_fill_uniform(&rng, b, nb, -1.0f, 1.0f);
+    ref_fill_uniform(&rng, bias, (size_t) s.n, -1.0f, 1.0f);
+    for (size_t i = 0; i < na; i++)
+        abs_a[i] = fabsf(a[i]);
+    for (size_t i = 0; i < nb; i++)
+        abs_b[i] = fabsf(b[i]);
+    for (size_t i = 0; i < nc; i++)
+        ((float *) c.p)[i] = NAN; /* C is only written */
+    ref_gemm(ta, tb, s.m, s.n, s.k, 1.0f, a, lda, b, ldb, 0.0f, ref, s.n);
+    ref_gemm(ta, tb, s.m, s.n, s.k, 1.0f, abs_a, lda, abs_b, ldb, 0.0f, bound, s.n);
+    hetcl__sgemm_pack_b(kern, tb, s.n, s.k, b, ldb, bp);
+    hetcl_status st = hetcl__sgemm_packed(NULL, kern, ta, s.m, s.n, s.k, a, lda, bp, c.p, s.n,
+                                          with_bias ? bias : NULL, act);
+    char what[160];
+    snprintf(what, sizeof what,
+             "sgemm_packed %s %c%c m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " bias=%d act=%d",
+             kern->name, ta ? 'T' : 'N', tb ? 'T' : 'N', s.m, s.n, s.k, with_bias, (int) act);
+    CHECK_EQ_INT(st, HETCL_OK);
+    ht_guards_ok(&c, what);
+    const double tol = 4.0 * (double) (s.k + 2) * ldexp(1.0, -24);
+    for (size_t i = 0; i < nc; i++) {
+        double want = ref[i], lim = bound[i];
+        if (with_bias) {
+            const float bj = bias[i % (size_t) s.n];
+            want += (double) bj;
+            lim += (double) fabsf(bj);
+            if (act == HETCL_ACT_RELU)
+                want = want > 0 ? want : 0; /* 1-Lipschitz: the bound still holds */
+        }
+        const double got = ((float *) c.p)[i], err = fabs(got - want);
+        if (!(err <= tol * lim + 1e-30)) {
+            fprintf(stderr, "%s: C[%zu][%zu] = %.9g, reference %.9g (error %.3g, bound %.3g)\n",
+                    what, i / (size_t) s.n, i % (size_t) s.n, got, want, err, tol * lim);
+            hetcl_test_failures++;
+            break;
+        }
+    }
+    free(a);
+    free(b);
+    free(abs_a);
+    free(abs_b);
+    free(bias);
+    free(ref);
+    free(bound);
+    free(praw);
+    ht_free(&c);
+}
+
+static void check_packed(const struct hetcl_gemm_kernel *kern)
+{
+    static const struct shape shapes[] = {
+            {5, 100, 300}, {64, 128, 256},  {64, 10, 128}, {1, 1, 1},
+            {17, 33, 65},  {197, 530, 300}, {9, 1023, 3},  {7, 9, 0},
+    };
+    int failures = hetcl_test_failures;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        check_packed_case(kern, false, true, shapes[i], true, HETCL_ACT_RELU);
+        check_packed_case(kern, false, true, shapes[i], true, HETCL_ACT_NONE);
+        check_packed_case(kern, false, true, shapes[i], false, HETCL_ACT_NONE);
+        check_packed_case(kern, true, false, shapes[i], true, HETCL_ACT_RELU);
+    }
+    printf("kernel %s, B packed once: %s\n", kern->name,
+           failures == hetcl_test_failures ? "ok" : "FAILED");
+}
+
 /* The operator: packed buffers, canaries, auto-selected kernel, rejected arguments. */
 static void check_op(void)
 {
@@ -186,6 +270,7 @@ int main(void)
             continue;
         }
         check_kernel(kern);
+        check_packed(kern);
     }
     printf("auto: %s\n", hetcl__gemm_kernel(HETCL_GEMM_AUTO)->name);
     check_op();

@@ -12,6 +12,7 @@
  *     enum hetcl__infer_fused_cl_buffer; every operator's kernels go on the worker's queue.
  */
 #include "infer_impl.h"
+#include "ops/host/host_ops.h"
 #include <hetcl_internal/base.h>
 
 #include <stdatomic.h>
@@ -174,23 +175,74 @@ static void *bind_host(const void *binder, struct hetcl__slot slot)
     }
 }
 
-/* One operator of the fused host task. At a few rows a dense layer's product streams W once
- * per row: the GEMV (or the team's) beats the GEMM operator's packing and padded tiles. */
-static hetcl_status run_host_op(const struct hetcl_host_call *call, const struct host_binding *b,
-                                const struct hetcl__op *op)
+/* Whether ops[i + 1] is the bias and activation of the product ops[i] (the lowering of a dense
+ * layer), which the packed GEMM applies as its epilogue. */
+static bool bias_act_follows(const struct hetcl__op *ops, int n_ops, int i)
 {
+    if (i + 1 >= n_ops || ops[i + 1].codelet != &hetcl_op_bias_act_fwd_inplace)
+        return false;
+    const struct hetcl__slot y = ops[i].slot[2], z = ops[i + 1].slot[0];
+    const struct hetcl_op_bias_act_args *a = &ops[i + 1].args.bias_act;
+    return z.kind == y.kind && z.layer == y.layer && ops[i + 1].layer == ops[i].layer &&
+           a->rows == ops[i].args.gemm.m && a->cols == ops[i].args.gemm.n;
+}
+
+/* Whether ops[i + 1] is a ReLU (with the zero bias) of the direct convolution ops[i], which
+ * hetcl__conv2d_direct_fwd_relu applies as each channel leaves its wide grid. */
+static bool relu_follows_conv(const struct hetcl__op *ops, int n_ops, int i)
+{
+    if (ops[i].codelet != &hetcl_op_conv2d_fwd || i + 1 >= n_ops ||
+        ops[i + 1].codelet != &hetcl_op_bias_act_fwd_inplace ||
+        ops[i + 1].args.bias_act.act != HETCL_ACT_RELU ||
+        ops[i + 1].slot[1].kind != HETCL__SLOT_ZERO_BIAS || ops[i + 1].layer != ops[i].layer)
+        return false;
+    const struct hetcl__slot y = ops[i].slot[3], z = ops[i + 1].slot[0];
+    const struct hetcl_op_conv2d_args *a = &ops[i].args.conv2d;
+    return z.kind == y.kind && z.layer == y.layer && hetcl__conv2d_direct_suits(a) &&
+           hetcl__conv2d_direct_sizes_ok(a);
+}
+
+/* The operator ops[*i] of the fused host task, and *i past it (and past the operators it
+ * fused). At a few rows a dense layer's product streams W once per row: the GEMV (or the
+ * team's) beats the GEMM operator's packing and padded tiles. At more rows, with the session's
+ * packed weights, the GEMM skips packing W and applies the layer's bias and activation to each
+ * tile as it is finished. A direct convolution applies its ReLU as each channel is copied out. */
+static hetcl_status run_host_op(const struct hetcl_host_call *call, const struct host_binding *b,
+                                const struct hetcl__op *ops, int n_ops, int *i)
+{
+    const struct hetcl__op *op = &ops[(*i)++];
+    if (relu_follows_conv(ops, n_ops, *i - 1)) {
+        (*i)++;
+        return hetcl__conv2d_direct_fwd_relu(hetcl__host_ctx(call), NULL, &op->args.conv2d,
+                                             bind_host(b, op->slot[0]), bind_host(b, op->slot[1]),
+                                             bind_host(b, op->slot[2]), true,
+                                             bind_host(b, op->slot[3]));
+    }
     const struct hetcl_op_gemm_args *g = &op->args.gemm;
-    if (op->codelet == &hetcl_op_gemm && g->m <= HETCL_INFER_GEMV_MAX_ROWS && g->trans_b &&
-        !g->trans_a && g->alpha == 1.0f && g->beta == 0.0f) {
-        const float *x = bind_host(b, op->slot[0]), *w = bind_host(b, op->slot[1]);
-        float *y = bind_host(b, op->slot[2]);
+    if (op->codelet != &hetcl_op_gemm || !g->trans_b || g->trans_a || g->alpha != 1.0f ||
+        g->beta != 0.0f)
+        return hetcl__exec_host(op, bind_host, b, call->rt, call->worker);
+    const float *x = bind_host(b, op->slot[0]), *w = bind_host(b, op->slot[1]);
+    float *y = bind_host(b, op->slot[2]);
+    if (g->m <= HETCL_INFER_GEMV_MAX_ROWS) {
         if (hetcl__infer_team_worth(b->sh->team, g->n, g->k))
             hetcl__infer_team_gemv(b->sh->team, g->m, g->n, g->k, x, w, y);
         else
             hetcl__infer_gemv_nt(g->m, g->n, g->k, x, w, y);
         return HETCL_OK;
     }
-    return hetcl__exec_host(op, bind_host, b, call->rt, call->worker);
+    const float *wp = b->s->packed ? b->s->packed[param_of(b->s, op->slot[1])] : NULL;
+    if (!wp)
+        return hetcl__exec_host(op, bind_host, b, call->rt, call->worker);
+    const float *bias = NULL;
+    hetcl_act act = HETCL_ACT_NONE;
+    if (bias_act_follows(ops, n_ops, *i - 1)) {
+        const struct hetcl__op *ba = &ops[(*i)++];
+        bias = bind_host(b, ba->slot[1]);
+        act = ba->args.bias_act.act;
+    }
+    return hetcl__sgemm_packed(hetcl__host_ctx(call), b->s->gemm_kern, false, g->m, g->n, g->k, x,
+                               g->k, wp, y, g->n, bias, act);
 }
 
 /* The forward pass of one share on a host worker, each step's operators timed together.
@@ -206,8 +258,8 @@ static hetcl_status fused_host(const struct hetcl_host_call *call)
     for (int i = 0; i < sh->n_ops && st == HETCL_OK;) {
         const int step = sh->ops[i].layer;
         const uint64_t t0 = hetcl__now_ns();
-        for (; i < sh->n_ops && sh->ops[i].layer == step && st == HETCL_OK; i++)
-            st = run_host_op(call, &b, &sh->ops[i]);
+        while (i < sh->n_ops && sh->ops[i].layer == step && st == HETCL_OK)
+            st = run_host_op(call, &b, sh->ops, sh->n_ops, &i);
         atomic_fetch_add_explicit(&sh->layer_ns[step], hetcl__now_ns() - t0, memory_order_relaxed);
     }
     if (sh->team) /* the helpers return, whatever happened */

@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct hetcl_gemm_kernel; /* ops/host/host_ops.h */
+
 /* The fused host task computes dense layers of at most this many rows with
  * hetcl__infer_gemv_nt instead of the GEMM operator. */
 #define HETCL_INFER_GEMV_MAX_ROWS 4
@@ -91,6 +93,20 @@ void hetcl__infer_team_help(struct hetcl__infer_team *t, int part, uint64_t req)
  * a new phase, or pauses; false once request `req` is finished. *seen and *spins start at 0. */
 bool hetcl__infer_team_poll(struct hetcl__infer_team *t, int part, uint64_t req, uint64_t *seen,
                             unsigned *spins);
+
+/* ---- Packed weights (infer_packed.c) ------------------------------------------------------ */
+
+/* Weight `param` of plan (a dense layer's [n][k]) packed for kern, shared with every session of
+ * the plan on ctx that asks for the same (a copy of its own without ctx); the plan's weights
+ * must not change while sessions hold it. NULL when out of memory. */
+struct hetcl__infer_packed;
+struct hetcl__infer_packed *hetcl__infer_packed_get(hetcl_context *ctx,
+                                                    const hetcl_infer_plan *plan, int param,
+                                                    const struct hetcl_gemm_kernel *kern, int64_t n,
+                                                    int64_t k);
+const float *hetcl__infer_packed_data(const struct hetcl__infer_packed *e);
+/* Drops a session's reference (freed with the last); NULL is a no-op. */
+void hetcl__infer_packed_put(hetcl_context *ctx, struct hetcl__infer_packed *e);
 
 /* ---- Sessions (infer_session.c) and their executors (infer_exec.c) ----------------------- */
 
@@ -177,6 +193,13 @@ struct hetcl_infer_session {
     bool f16;            /* the shares' programs are lowered in half (struct hetcl__lowering.f16) */
     hetcl_handle *zeros; /* the zero_bias slot */
     float *zero_host;    /* the same, for fused host tasks (never written) */
+    /* Fused host shares of more than HETCL_INFER_GEMV_MAX_ROWS rows: each dense layer's weight
+     * packed once for the host GEMM's kernel (hetcl__sgemm_pack_b), per spec param: the
+     * references (infer_packed.c) and their data (NULL for the others). NULL when no share
+     * needs them. */
+    const struct hetcl_gemm_kernel *gemm_kern;
+    struct hetcl__infer_packed **packed_ref;
+    const float **packed;
     /* Fused shares: which of the two activation buffers each layer's output goes to
      * (consecutive layers that are not views alternate). */
     uint8_t *act_buffer;

@@ -93,9 +93,23 @@ void hetcl__conv_copy_rows(int64_t rows, int64_t cols, const float *src, int64_t
     }
 }
 
+HETCL_HOST_CLONES static void relu_inplace(int64_t n, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+}
+
 hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
                                       const struct hetcl_op_conv2d_args *a, const float *x,
                                       const float *w, const float *bias, float *y)
+{
+    return hetcl__conv2d_direct_fwd_relu(ctx, kernel, a, x, w, bias, false, y);
+}
+
+hetcl_status hetcl__conv2d_direct_fwd_relu(hetcl_context *ctx,
+                                           const struct hetcl_conv_kernel *kernel,
+                                           const struct hetcl_op_conv2d_args *a, const float *x,
+                                           const float *w, const float *bias, bool relu, float *y)
 {
     const struct hetcl_conv_kernel *kern = kernel ? kernel : hetcl__conv_kernel(HETCL_GEMM_AUTO);
     if (a->stride != 1) {
@@ -176,6 +190,8 @@ hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_con
         float *yi = y + img * y_img;
         for (int64_t o = 0; o < a->out_c; o++) {
             hetcl__conv_copy_rows(out_h, out_w, wide + o * ldw, wp, yi + o * n_out, out_w);
+            if (relu)
+                relu_inplace(n_out, yi + o * n_out);
         }
     }
     hetcl__free(off);

@@ -214,6 +214,68 @@ static hetcl_status sgemm_transposed(hetcl_context *ctx, const struct hetcl_gemm
     return s;
 }
 
+/* Where one block of the loops works: C's columns [jc, jc + nb) at depth [pc, pc + kb), over
+ * all m rows in blocks of mc. */
+struct block {
+    int64_t m, mc, jc, nb, pc, kb;
+};
+
+/* Bias and activation applied to finished tiles of C while they are in cache (the last depth
+ * block only), instead of a pass over C afterwards. bias is indexed by C's column. */
+struct epilogue {
+    const float *bias;
+    hetcl_act act;
+};
+
+static void apply_epilogue(const struct epilogue *ep, float *ct, int64_t ldc, int64_t j0,
+                           int64_t n_r, int64_t n_c)
+{
+    for (int64_t r = 0; r < n_r; r++)
+        hetcl__bias_act_rows(ep->act, 1, n_c, ct + r * ldc, ep->bias + j0, ct + r * ldc);
+}
+
+/* One depth block of a column block: op(A)'s mc x kb blocks packed into ap in turn, each against
+ * every nr panel of bp (op(B)'s kb x nb block, packed); C = alpha * acc + beta_blk * C. */
+static void macro_block(const struct hetcl_gemm_kernel *kern, const struct block *blk, bool trans_a,
+                        const float *a, int64_t lda, const float *bp, float alpha, float beta_blk,
+                        float *c, int64_t ldc, float *ap, float *tile, const struct epilogue *ep)
+{
+    const int mr = kern->mr, nr = kern->nr;
+    const bool avx = kern != &hetcl__gemm_kernel_generic;
+    const int64_t kb = blk->kb;
+    for (int64_t ic = 0; ic < blk->m; ic += blk->mc) {
+        const int64_t mb = min64(blk->mc, blk->m - ic);
+        pack_a(trans_a, a, lda, ic, mb, blk->pc, kb, mr, avx, ap);
+        for (int64_t jr = 0; jr < blk->nb; jr += nr) {
+            const int64_t n_c = min64(nr, blk->nb - jr);
+            const float *bpanel = bp + jr * kb;
+            for (int64_t ir = 0; ir < mb; ir += mr) {
+                const int64_t n_r = min64(mr, mb - ir);
+                const float *apanel = ap + ir * kb;
+                float *ct = c + (ic + ir) * ldc + blk->jc + jr;
+                if (n_r == mr && n_c == nr) {
+                    kern->run(kb, apanel, bpanel, ct, ldc, alpha, beta_blk);
+                } else {
+                    kern->run(kb, apanel, bpanel, tile, nr, alpha, 0.0f);
+                    for (int64_t r = 0; r < n_r; r++) {
+                        float *crow = ct + r * ldc;
+                        const float *trow = tile + r * nr;
+                        if (beta_blk == 0.0f) {
+                            memcpy(crow, trow, (size_t) n_c * sizeof *crow);
+                        } else {
+                            for (int64_t j = 0; j < n_c; j++) {
+                                crow[j] = trow[j] + beta_blk * crow[j];
+                            }
+                        }
+                    }
+                }
+                if (ep)
+                    apply_epilogue(ep, ct, ldc, blk->jc + jr, n_r, n_c);
+            }
+        }
+    }
+}
+
 hetcl_status hetcl__sgemm(hetcl_context *ctx, const struct hetcl_gemm_kernel *kernel, bool trans_a,
                           bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
@@ -257,37 +319,77 @@ hetcl_status hetcl__sgemm(hetcl_context *ctx, const struct hetcl_gemm_kernel *ke
         const int64_t nb = min64(nc, n - jc);
         for (int64_t pc = 0; pc < k; pc += kc) {
             const int64_t kb = min64(kc, k - pc);
-            const float beta_blk = pc == 0 ? beta : 1.0f;
             pack_b(trans_b, b, ldb, jc, nb, pc, kb, nr, avx, bp);
-            for (int64_t ic = 0; ic < m; ic += mc) {
-                const int64_t mb = min64(mc, m - ic);
-                pack_a(trans_a, a, lda, ic, mb, pc, kb, mr, avx, ap);
-                for (int64_t jr = 0; jr < nb; jr += nr) {
-                    const int64_t n_c = min64(nr, nb - jr);
-                    const float *bpanel = bp + jr * kb;
-                    for (int64_t ir = 0; ir < mb; ir += mr) {
-                        const int64_t n_r = min64(mr, mb - ir);
-                        const float *apanel = ap + ir * kb;
-                        float *ct = c + (ic + ir) * ldc + jc + jr;
-                        if (n_r == mr && n_c == nr) {
-                            kern->run(kb, apanel, bpanel, ct, ldc, alpha, beta_blk);
-                            continue;
-                        }
-                        kern->run(kb, apanel, bpanel, tile, nr, alpha, 0.0f);
-                        for (int64_t r = 0; r < n_r; r++) {
-                            float *crow = ct + r * ldc;
-                            const float *trow = tile + r * nr;
-                            if (beta_blk == 0.0f) {
-                                memcpy(crow, trow, (size_t) n_c * sizeof *crow);
-                            } else {
-                                for (int64_t j = 0; j < n_c; j++) {
-                                    crow[j] = trow[j] + beta_blk * crow[j];
-                                }
-                            }
-                        }
-                    }
-                }
-            }
+            const struct block blk = {.m = m, .mc = mc, .jc = jc, .nb = nb, .pc = pc, .kb = kb};
+            macro_block(kern, &blk, trans_a, a, lda, bp, alpha, pc == 0 ? beta : 1.0f, c, ldc, ap,
+                        tile, NULL);
+        }
+    }
+    hetcl__free(raw);
+    return HETCL_OK;
+}
+
+/* ---- B packed once ---------------------------------------------------------------------------
+ *
+ * Inference multiplies by the same weights on every request: packing op(B) once per session
+ * instead of per call saves a pass over W (read and written: 1.6 MB for the MLP's first layer)
+ * each time. The blocks are those hetcl__sgemm would pack, stored one after the other: column
+ * block jc (nb columns, nb_r rounded up to nr) at depth block pc starts at jc * k + nb_r * pc. */
+
+size_t hetcl__sgemm_packed_b_len(const struct hetcl_gemm_kernel *kern, int64_t n, int64_t k)
+{
+    return (size_t) (round_up(n, kern->nr) * k);
+}
+
+void hetcl__sgemm_pack_b(const struct hetcl_gemm_kernel *kern, bool trans_b, int64_t n, int64_t k,
+                         const float *b, int64_t ldb, float *dst)
+{
+    if (n <= 0 || k <= 0)
+        return; /* nothing to pack (and no block size to balance) */
+    const int nr = kern->nr;
+    const bool avx = kern != &hetcl__gemm_kernel_generic;
+    const int64_t kc = balanced_block(k, kern->kc, 1), nc = balanced_block(n, kern->nc, nr);
+    for (int64_t jc = 0; jc < n; jc += nc) {
+        const int64_t nb = min64(nc, n - jc);
+        for (int64_t pc = 0; pc < k; pc += kc)
+            pack_b(trans_b, b, ldb, jc, nb, pc, min64(kc, k - pc), nr, avx,
+                   dst + jc * k + round_up(nb, nr) * pc);
+    }
+}
+
+hetcl_status hetcl__sgemm_packed(hetcl_context *ctx, const struct hetcl_gemm_kernel *kern,
+                                 bool trans_a, int64_t m, int64_t n, int64_t k, const float *a,
+                                 int64_t lda, const float *bp, float *c, int64_t ldc,
+                                 const float *bias, hetcl_act act)
+{
+    if (m <= 0 || n <= 0)
+        return HETCL_OK;
+    const struct epilogue ep = {.bias = bias, .act = act};
+    if (k <= 0) {
+        scale_c(m, n, 0.0f, c, ldc);
+        if (bias)
+            apply_epilogue(&ep, c, ldc, 0, m, n);
+        return HETCL_OK;
+    }
+    const int mr = kern->mr, nr = kern->nr;
+    const int64_t kc = balanced_block(k, kern->kc, 1);
+    const int64_t mc = balanced_block(m, kern->mc, mr);
+    const int64_t nc = balanced_block(n, kern->nc, nr);
+    const size_t a_len = (size_t) round_up(mc * kc, 16), t_len = (size_t) (mr * nr);
+    char *raw = hetcl__malloc((a_len + t_len) * sizeof(float) + 64);
+    if (!raw)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY,
+                           "gemm: %zu bytes of packing buffers for m=%" PRId64 " k=%" PRId64,
+                           (a_len + t_len) * sizeof(float) + 64, m, k);
+    float *ap = (float *) (void *) (raw + (64 - (uintptr_t) raw % 64) % 64);
+    float *tile = ap + a_len;
+    for (int64_t jc = 0; jc < n; jc += nc) {
+        const int64_t nb = min64(nc, n - jc);
+        for (int64_t pc = 0; pc < k; pc += kc) {
+            const int64_t kb = min64(kc, k - pc);
+            const struct block blk = {.m = m, .mc = mc, .jc = jc, .nb = nb, .pc = pc, .kb = kb};
+            macro_block(kern, &blk, trans_a, a, lda, bp + jc * k + round_up(nb, nr) * pc, 1.0f,
+                        pc == 0 ? 0.0f : 1.0f, c, ldc, ap, tile, bias && pc + kb == k ? &ep : NULL);
         }
     }
     hetcl__free(raw);

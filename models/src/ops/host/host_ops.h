@@ -108,6 +108,20 @@ hetcl_status hetcl__sgemm(hetcl_context *ctx, const struct hetcl_gemm_kernel *ke
                           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                           float *c, int64_t ldc);
 
+/* op(B) of a k x n product packed once (B fixed across calls: inference weights), for
+ * hetcl__sgemm_packed with the same kernel: hetcl__sgemm_packed_b_len floats at dst, 64-byte
+ * aligned. trans_b: B stored [n][ldb] (weights [units][in]), else [k][ldb]. */
+size_t hetcl__sgemm_packed_b_len(const struct hetcl_gemm_kernel *kern, int64_t n, int64_t k);
+void hetcl__sgemm_pack_b(const struct hetcl_gemm_kernel *kern, bool trans_b, int64_t n, int64_t k,
+                         const float *b, int64_t ldb, float *dst);
+/* C = op(A) op(B) (m x n, alpha 1, beta 0) with op(B) packed by hetcl__sgemm_pack_b, then,
+ * when bias is not NULL, C[i][j] = act(C[i][j] + bias[j]) applied to each tile as it is
+ * finished (the same values as hetcl__bias_act_rows over C afterwards). HETCL_ERR_NO_MEMORY. */
+hetcl_status hetcl__sgemm_packed(hetcl_context *ctx, const struct hetcl_gemm_kernel *kern,
+                                 bool trans_a, int64_t m, int64_t n, int64_t k, const float *a,
+                                 int64_t lda, const float *bp, float *c, int64_t ldc,
+                                 const float *bias, hetcl_act act);
+
 /* ---- conv2d ------------------------------------------------------------------------------ */
 
 /* The general paths of conv2d.c, im2col + SGEMM (any stride; the operators' choice when the
@@ -176,6 +190,13 @@ bool hetcl__conv2d_direct_sizes_ok(const struct hetcl_op_conv2d_args *a);
 hetcl_status hetcl__conv2d_direct_fwd(hetcl_context *ctx, const struct hetcl_conv_kernel *kernel,
                                       const struct hetcl_op_conv2d_args *a, const float *x,
                                       const float *w, const float *bias, float *y);
+/* The same, then y = relu(y) when `relu`, applied to each image's channel as it is copied out of
+ * the wide grid (in cache) instead of a pass over y afterwards (inference: a conv2d layer's
+ * activation). */
+hetcl_status hetcl__conv2d_direct_fwd_relu(hetcl_context *ctx,
+                                           const struct hetcl_conv_kernel *kernel,
+                                           const struct hetcl_op_conv2d_args *a, const float *x,
+                                           const float *w, const float *bias, bool relu, float *y);
 
 /* dst[r][0 .. cols) = src[r][0 .. cols) for r < rows, rows ld_src and ld_dst floats apart (the
  * two blocks do not overlap): the padded copies and wide grids of the direct convolution, rows
