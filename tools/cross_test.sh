@@ -12,12 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 
-for tool in aarch64-linux-gnu-gcc; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "cross_test: $tool not found: run HETCL_CROSS=aarch64 tools/install-deps.sh" >&2
-    exit 1
-  fi
-done
+if ! command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
+  echo "cross_test: aarch64-linux-gnu-gcc not found: run HETCL_CROSS=aarch64 tools/install-deps.sh" >&2
+  exit 1
+fi
 if ! command -v qemu-aarch64-static >/dev/null 2>&1 && ! command -v qemu-aarch64 >/dev/null 2>&1
 then
   echo "cross_test: qemu-aarch64 not found: run HETCL_CROSS=aarch64 tools/install-deps.sh" >&2
