@@ -163,6 +163,8 @@ typedef struct ref_conv2d_shape {
     int64_t k, r, s;            /* weight [k, c, r, s] (k filters of r rows, s columns) */
     int64_t stride_h, stride_w; /* >= 1 */
     int64_t pad_h, pad_w;       /* zero padding on each side, >= 0 */
+    int64_t groups;             /* forward: 0 or 1, or a divisor of c and k (weight
+                                   [k, c / groups, r, s]); the backward takes 0 or 1 only */
 } ref_conv2d_shape;
 
 /* out_h = (h + 2 pad_h - r) / stride_h + 1 (floor division), out_w likewise; requires
@@ -172,6 +174,8 @@ int64_t ref_conv2d_out_w(const ref_conv2d_shape *sh);
 
 /* y[n, k, p, q] = bias[k] + sum_{c, i, j} x[n, c, p*stride_h - pad_h + i, q*stride_w - pad_w + j]
  *                                         * w[k, c, i, j]   (out-of-image x reads as 0).
+ * With groups G > 1, filter k sums over the channels c of its group only,
+ * [k / (K/G) C/G, (k / (K/G) + 1) C/G), with weight w[k, c - that group's first, i, j].
  * This is cross-correlation, as in every framework. bias may be NULL. */
 void ref_conv2d_forward_f64(const ref_conv2d_shape *sh, const double *x, const double *w,
                             const double *bias, double *y);

@@ -314,6 +314,30 @@ static void test_defaults(hetcl_context *ctx)
     CHECK(spec->init_std == 0.5);
     /* mse accepts an activation on the last layer and one output; check_consistent holds. */
     check_consistent(spec);
+    CHECK_EQ_INT(c->groups, 1); /* the default: an ordinary convolution */
+    hetcl_model_spec_destroy(spec);
+    spec = NULL;
+
+    /* A depthwise layer (groups == channels, depth multiplier 2) and a grouped one: weights
+     * [filters, channels / groups, kh, kw], fans and FLOPs of one group's depth. */
+    CHECK_OK(ctx, parse(ctx,
+                        "{'schema_version': 1, 'name': 't', 'input': {'shape': [4, 8, 8]}, "
+                        "'layers': [{'type': 'conv2d', 'filters': 8, 'kernel': 3, 'padding': 1, "
+                        "'groups': 4}, {'type': 'conv2d', 'filters': 6, 'kernel': 1, 'groups': 2, "
+                        "'bias': false}, {'type': 'flatten'}, " DENSE "]" SMCE,
+                        &spec));
+    if (spec) {
+        const struct hetcl_model_layer *d = &spec->layers[0], *g = &spec->layers[1];
+        CHECK_EQ_INT(d->groups, 4);
+        CHECK_EQ_INT(g->groups, 2);
+        check_param(spec, "layers.0.weight", 4, 8, 1, 3, 3);
+        check_param(spec, "layers.1.weight", 4, 6, 4, 1, 1);
+        CHECK_EQ_INT(hetcl_model_spec_find_param(spec, "layers.0.weight")->fan_in, 9);
+        CHECK_EQ_INT(hetcl_model_spec_find_param(spec, "layers.1.weight")->fan_in, 4);
+        CHECK_EQ_INT(d->flops, 2 * 8 * 9 * 8 * 8 + 8 * 8 * 8); /* MACs x 2 + the bias adds */
+        CHECK_EQ_INT(g->flops, 2 * 6 * 4 * 8 * 8);
+        check_consistent(spec);
+    }
     hetcl_model_spec_destroy(spec);
     spec = NULL;
 
@@ -505,6 +529,19 @@ static const struct bad_case bad_cases[] = {
         {HEAD "'layers': [{'type': 'dense', 'units': 16777216}, {'type': 'dense', 'units': "
               "16777216}]" SMCE,
          "the model would have more than 1000000000 parameters", 0},
+        /* grouped convolutions: groups must divide the channels and the filters */
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [6, 8, 8]}, 'layers': "
+         "[{'type': 'conv2d', 'filters': 6, 'kernel': 3, 'groups': 4}, {'type': 'flatten'}, " DENSE
+         "]" SMCE,
+         "layers[0]: conv2d groups 4 must divide both the input channels (6) and filters (6)", 0},
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [6, 8, 8]}, 'layers': "
+         "[{'type': 'conv2d', 'filters': 8, 'kernel': 3, 'groups': 3}, {'type': 'flatten'}, " DENSE
+         "]" SMCE,
+         "conv2d groups 3 must divide both the input channels (6) and filters (8)", 0},
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [6, 8, 8]}, 'layers': "
+         "[{'type': 'conv2d', 'filters': 6, 'kernel': 3, 'groups': 0}, {'type': 'flatten'}, " DENSE
+         "]" SMCE,
+         "layers[0].groups: expected an integer >= 1, got 0", 1},
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [1, 16384, 16384]}, 'layers': "
          "[{'type': 'conv2d', 'filters': 2, 'kernel': 1}, {'type': 'flatten'}, " DENSE "]" SMCE,
          "layers[0]: conv2d output would have more than 268435456 elements per example", 0},

@@ -101,7 +101,7 @@ enum hetcl_model_param_kind {
 /*
  * A parameter tensor, stored row-major in the layout of its shape:
  *   dense weight  [units, in]                              (y = W x: one row per output)
- *   conv2d weight [filters, in_channels, kernel_h, kernel_w]
+ *   conv2d weight [filters, in_channels / groups, kernel_h, kernel_w]
  *   bias          [units] or [filters]
  */
 struct hetcl_model_param {
@@ -112,7 +112,7 @@ struct hetcl_model_param {
     int64_t dims[4];
     int64_t n_elements;
     enum hetcl_model_init init; /* resolved: never "auto" */
-    int64_t fan_in;             /* dense: in; conv2d: in_channels * kh * kw */
+    int64_t fan_in;             /* dense: in; conv2d: in_channels / groups * kh * kw */
     int64_t fan_out;            /* dense: units; conv2d: filters * kh * kw */
 };
 
@@ -132,6 +132,7 @@ struct hetcl_model_layer {
     int n_param_tensors;  /* 0, 1 (weight) or 2 (weight, bias) */
     int64_t n_parameters; /* elements in its tensors */
     int64_t flops;        /* forward FLOPs per example, as defined in models/README.md */
+    int64_t groups;       /* conv2d: channel groups (1: dense; in_channels: depthwise); else 0 */
 };
 
 /*

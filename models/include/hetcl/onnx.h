@@ -14,7 +14,7 @@
  *     hetcl_onnx_model_destroy(m);    // after the plan
  *
  * What maps (the graph must be a chain: each node reads the previous node's output):
- *   Conv (group 1, dilations 1, symmetric pads or auto_pad)        -> conv2d
+ *   Conv (any group, dilations 1, symmetric pads or auto_pad)      -> conv2d (groups)
  *   Gemm (transA 0; alpha, beta folded into the weights), MatMul with a constant 2-D B, and an
  *   Add of a constant [N] vector right after a MatMul                -> dense
  *   Relu, Sigmoid, Tanh right after Conv / Gemm / MatMul(+Add)      -> that layer's activation

@@ -66,12 +66,17 @@ struct hetcl_op_xent_args {
 
 /* Softmax only (inference). Buffers: logits (R), probs (W). Args: hetcl_op_xent_args. */
 
-/* Conv2d, NCHW, weight [cout][cin][kh][kw], bias [cout].
+/* Conv2d, NCHW, weight [cout][cin / groups][kh][kw], bias [cout].
  * Forward buffers: x (R), w (R), bias (R), y (W).
- * Backward buffers: x (R), w (R), dy (R), dx (W), dw (W or RW), dbias (W or RW). */
+ * Backward buffers: x (R), w (R), dy (R), dx (W), dw (W or RW), dbias (W or RW).
+ * groups > 1 (forward only, float only): output channel o reads input channels
+ * [g cin/groups, (g + 1) cin/groups) for its group g = o / (cout / groups); groups must divide
+ * cin and cout. groups == cin == cout is a depthwise convolution, which has a direct kernel of
+ * its own. The backward and the f16 forward refuse groups > 1 (HETCL_ERR_UNSUPPORTED). */
 struct hetcl_op_conv2d_args {
     int64_t batch, in_c, in_h, in_w, out_c, k_h, k_w, stride, pad;
     bool accumulate; /* backward: add into dw and dbias */
+    int64_t groups;  /* 0 or 1: an ordinary convolution */
 };
 
 /* Max and average pooling, NCHW. Max forward buffers: x (R), y (W), argmax (W: int32 index into

@@ -46,19 +46,22 @@ static void conv(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
     int64_t C = s->in_shape.dims[0], H = s->in_shape.dims[1], W = s->in_shape.dims[2];
     int64_t F = s->out_shape.dims[0], OH = s->out_shape.dims[1], OW = s->out_shape.dims[2];
     int64_t KH = l->kernel[0], KW = l->kernel[1];
+    /* filter f of group f / (F / G) reads that group's Cg input channels */
+    const int64_t G = l->groups > 1 ? l->groups : 1, Cg = C / G;
     for (int64_t n = 0; n < b; n++)
         for (int64_t f = 0; f < F; f++)
             for (int64_t oy = 0; oy < OH; oy++)
                 for (int64_t ox = 0; ox < OW; ox++) {
                     double acc = bias ? (double) bias[f] : 0;
-                    for (int64_t c = 0; c < C; c++)
+                    const int64_t c0 = f / (F / G) * Cg;
+                    for (int64_t c = c0; c < c0 + Cg; c++)
                         for (int64_t ky = 0; ky < KH; ky++)
                             for (int64_t kx = 0; kx < KW; kx++) {
                                 int64_t iy = oy * l->stride[0] - l->padding[0] + ky;
                                 int64_t ix = ox * l->stride[1] - l->padding[1] + kx;
                                 if (iy < 0 || iy >= H || ix < 0 || ix >= W)
                                     continue;
-                                acc += (double) w[((f * C + c) * KH + ky) * KW + kx] *
+                                acc += (double) w[((f * Cg + c - c0) * KH + ky) * KW + kx] *
                                        x[((n * C + c) * H + iy) * W + ix];
                             }
                     y[((n * F + f) * OH + oy) * OW + ox] = act(s->act, acc);

@@ -114,6 +114,11 @@ hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *
                            spec->source, hetcl_model_loss_name(spec->loss));
     for (int l = 0; l < spec->n_layers; l++) {
         const enum hetcl_model_layer_type t = spec->layers[l].type;
+        if (t == HETCL_MODEL_LAYER_CONV2D && spec->layers[l].groups > 1)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: conv2d with groups %lld has no half-precision "
+                               "(fp16) operator; grouped and depthwise convolutions run in fp32",
+                               spec->source, l, (long long) spec->layers[l].groups);
         if (t != HETCL_MODEL_LAYER_DENSE && t != HETCL_MODEL_LAYER_FLATTEN &&
             t != HETCL_MODEL_LAYER_CONV2D && t != HETCL_MODEL_LAYER_MAXPOOL2D &&
             t != HETCL_MODEL_LAYER_AVGPOOL2D)
@@ -197,7 +202,8 @@ static struct hetcl_op_conv2d_args conv_args(const struct hetcl_model_layer *L, 
                                          .k_h = L->kernel[0],
                                          .k_w = L->kernel[1],
                                          .stride = L->stride[0],
-                                         .pad = L->padding[0]};
+                                         .pad = L->padding[0],
+                                         .groups = L->groups};
 }
 
 static struct hetcl_op_pool2d_args pool_args(const struct hetcl_model_layer *L, int64_t rows)

@@ -30,6 +30,12 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
         hetcl_status s = hetcl__lower_check(ctx, spec, i);
         if (s != HETCL_OK)
             return s;
+        if (spec->layers[i].type == HETCL_MODEL_LAYER_CONV2D && spec->layers[i].groups > 1)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: conv2d with groups %lld: grouped and depthwise "
+                               "convolutions have no backward operator yet, so they run in "
+                               "inference (bench model) but cannot be trained",
+                               spec->source, i, (long long) spec->layers[i].groups);
     }
     hetcl_net *net = hetcl__calloc(1, sizeof *net);
     if (!net)

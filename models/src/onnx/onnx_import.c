@@ -24,6 +24,7 @@ struct layer {
     const char *act; /* the spec's activation name */
     int64_t n;       /* units or filters */
     int64_t kernel[2], stride[2], pad[2];
+    int64_t groups; /* conv2d */
     bool bias;
     float *w, *b; /* in the spec's layouts */
     int64_t w_n, b_n;
@@ -228,14 +229,16 @@ static hetcl_status op_conv(struct imp *m, const Onnx__NodeProto *n)
     if (!w)
         return s;
     int64_t k[2], st[2], dil[2], pads[4];
-    if (attr_int(n, "group", 1) != 1)
+    /* group G: weight [filters, channels / G, kh, kw] (depthwise: G == channels) */
+    const int64_t group = attr_int(n, "group", 1);
+    if (group < 1 || m->dims[0] % group != 0)
+        return unsupported(m, n, "group %lld, which does not divide the %lld input channels",
+                           (long long) group, (long long) m->dims[0]);
+    if (w->rank != 4 || w->dims[1] != m->dims[0] / group || w->dims[0] % group != 0)
         return unsupported(m, n,
-                           "group %lld (grouped and depthwise convolutions have no "
-                           "operator yet)",
-                           (long long) attr_int(n, "group", 1));
-    if (w->rank != 4 || w->dims[1] != m->dims[0])
-        return unsupported(m, n, "a weight of rank %d, expected [filters, %lld, kh, kw]", w->rank,
-                           (long long) m->dims[0]);
+                           "a weight of rank %d, expected [filters (a multiple of group %lld), "
+                           "%lld, kh, kw]",
+                           w->rank, (long long) group, (long long) (m->dims[0] / group));
     if (!attr_ints(n, "kernel_shape", 2, 0, k) ||
         (attr(n, "kernel_shape") && (k[0] != w->dims[2] || k[1] != w->dims[3])))
         return unsupported(m, n, "kernel_shape disagrees with the weight's");
@@ -273,6 +276,7 @@ static hetcl_status op_conv(struct imp *m, const Onnx__NodeProto *n)
     if (!l)
         return s;
     l->n = w->dims[0];
+    l->groups = group;
     for (int a = 0; a < 2; a++) {
         l->kernel[a] = w->dims[2 + a];
         l->stride[a] = st[a];
@@ -709,6 +713,8 @@ static bool add_layer_json(cJSON *arr, const struct layer *l)
              cJSON_AddItemToObject(o, "kernel", ints_json(l->kernel, 2)) &&
              cJSON_AddItemToObject(o, "padding", ints_json(l->pad, 2)) &&
              cJSON_AddItemToObject(o, "stride", ints_json(l->stride, 2));
+        if (l->groups > 1)
+            ok = ok && cJSON_AddNumberToObject(o, "groups", (double) l->groups);
         break;
     case HETCL_MODEL_LAYER_MAXPOOL2D:
     case HETCL_MODEL_LAYER_AVGPOOL2D:

@@ -281,8 +281,8 @@ static hetcl_status get_bool(const struct parser *p, const cJSON *obj, const cha
 /* ---- layers ------------------------------------------------------------------------------- */
 
 static const char *const dense_fields[] = {"type", "units", "activation", "bias", "init"};
-static const char *const conv_fields[] = {"type",    "filters",    "kernel", "stride",
-                                          "padding", "activation", "bias",   "init"};
+static const char *const conv_fields[] = {"type",       "filters", "kernel", "stride", "padding",
+                                          "activation", "bias",    "init",   "groups"};
 static const char *const pool_fields[] = {"type", "size", "stride"};
 static const char *const flatten_fields[] = {"type"};
 
@@ -324,7 +324,8 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
             (s = get_int(p, x, prefix, "filters", true, 0, 1, &l->filters)) != HETCL_OK ||
             (s = get_pair(p, x, prefix, "kernel", true, one, 1, l->kernel)) != HETCL_OK ||
             (s = get_pair(p, x, prefix, "stride", false, one, 1, l->stride)) != HETCL_OK ||
-            (s = get_pair(p, x, prefix, "padding", false, zero, 0, l->padding)) != HETCL_OK)
+            (s = get_pair(p, x, prefix, "padding", false, zero, 0, l->padding)) != HETCL_OK ||
+            (s = get_int(p, x, prefix, "groups", false, 1, 1, &l->groups)) != HETCL_OK)
             return s;
         break;
     case HETCL_MODEL_LAYER_MAXPOOL2D:
@@ -463,12 +464,20 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
                        (long long) l->kernel[a], shape);
         }
         if (conv) {
+            /* A grouped convolution: group k maps input channels [k C/g, (k+1) C/g) to
+             * filters [k F/g, (k+1) F/g), so both counts must split evenly. */
+            if (cur->dims[0] % l->groups != 0 || l->filters % l->groups != 0)
+                return bad(p, where,
+                           "conv2d groups %lld must divide both the input channels (%lld) and "
+                           "filters (%lld) (input %s)",
+                           (long long) l->groups, (long long) cur->dims[0], (long long) l->filters,
+                           shape);
             g->wrank = 4;
             g->wdims[0] = l->filters;
-            g->wdims[1] = cur->dims[0];
+            g->wdims[1] = cur->dims[0] / l->groups;
             g->wdims[2] = l->kernel[0];
             g->wdims[3] = l->kernel[1];
-            *ok = mul(cur->dims[0], l->kernel[0], &g->fan_in) &&
+            *ok = mul(g->wdims[1], l->kernel[0], &g->fan_in) &&
                   mul(g->fan_in, l->kernel[1], &g->fan_in) &&
                   mul(l->filters, l->kernel[0], &g->fan_out) &&
                   mul(g->fan_out, l->kernel[1], &g->fan_out) &&

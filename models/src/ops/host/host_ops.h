@@ -134,6 +134,12 @@ hetcl_status hetcl__conv2d_gemm_bwd(hetcl_context *ctx, const struct hetcl_op_co
                                     const float *x, const float *w, const float *dy, float *dx,
                                     float *dw, float *dbias);
 
+/* Grouped conv2d forward (conv2d_grouped.c), a->groups > 1, shape checked by the operator:
+ * depthwise (one input channel per group) by a direct kernel of its own, other groupings by
+ * the ungrouped paths above over each group's slice of each image. HETCL_ERR_NO_MEMORY. */
+hetcl_status hetcl__conv2d_grouped_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
+                                       const float *x, const float *w, const float *bias, float *y);
+
 /* ---- direct conv2d (stride 1) --------------------------------------------------------------- */
 
 /* Output channels per tile at most (tiles exist for every count 1 .. HETCL_CONV_OB_MAX). */
