@@ -310,6 +310,37 @@ static void check_refusals(hetcl_context *ctx, hetcl_model_spec *spec)
     spec->layers[1].kernel[1] = spec->layers[1].kernel[0];
 }
 
+/* A depthwise layer: lowered with its groups for inference, refused by training and fp16
+ * (no backward and no f16 form: never a wrong gradient) with an error naming the layer. */
+static void check_grouped(hetcl_context *ctx)
+{
+    static const char json[] =
+            "{\"schema_version\": 1, \"name\": \"dw\", \"input\": {\"shape\": [4, 6, 6]}, "
+            "\"layers\": [{\"type\": \"conv2d\", \"filters\": 4, \"kernel\": 3, \"groups\": 4, "
+            "\"activation\": \"relu\"}, {\"type\": \"flatten\"}, {\"type\": \"dense\", "
+            "\"units\": 3}], \"loss\": \"softmax_cross_entropy\"}";
+    hetcl_model_spec *spec = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "dw", json, strlen(json), &spec));
+    if (!spec)
+        return;
+    const struct hetcl__lowering lw = {.spec = spec, .rows = 2};
+    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+    CHECK(hetcl__lower_layer(&lw, 0, HETCL__PASS_FORWARD, ops) >= 1);
+    CHECK(ops[0].codelet == &hetcl_op_conv2d_fwd);
+    CHECK_EQ_INT(ops[0].args.conv2d.groups, 4);
+    CHECK_EQ_INT(ops[0].bytes[1], 4 * 9 * sizeof(float)); /* weight [4, 1, 3, 3] */
+    hetcl_net *net = NULL;
+    CHECK_EQ_INT(hetcl_net_create(ctx, spec, &net), HETCL_ERR_UNSUPPORTED);
+    CHECK(net == NULL);
+    CHECK(strstr(hetcl_context_last_error(ctx), "layers[0]: conv2d with groups 4") != NULL);
+    CHECK_EQ_INT(hetcl__lower_check_f16(ctx, spec), HETCL_ERR_UNSUPPORTED);
+    CHECK(strstr(hetcl_context_last_error(ctx), "groups 4") != NULL);
+    hetcl_infer_plan *plan = NULL;
+    CHECK_OK(ctx, hetcl_infer_plan_create(ctx, spec, NULL, &plan));
+    hetcl_infer_plan_destroy(plan);
+    hetcl_model_spec_destroy(spec);
+}
+
 int main(void)
 {
     hetcl_context *ctx = NULL;
@@ -324,6 +355,7 @@ int main(void)
         check_programs(spec);
         check_refusals(ctx, spec);
     }
+    check_grouped(ctx);
     hetcl_model_spec_destroy(spec);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_net_lower");
