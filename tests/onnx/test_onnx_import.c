@@ -378,6 +378,102 @@ static void test_depthwise(void)
     hetcl_onnx_model_destroy(m);
 }
 
+/* ---- activations: x[6] -> LeakyRelu 0.2 (a layer of its own) -> Gemm 5 (alpha 60) + Clip(0, 6)
+ * (its ReLU6) -> Tanh (a layer: the Gemm has its activation) -> Clip() (the identity) -> Gemm 3
+ * (no softmax) */
+
+static struct fx *acts(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 2, (int64_t[]){0, MLP_IN});
+    float *w1 = values(MLP_H * MLP_IN, 51), *w2 = values(MLP_OUT * MLP_H, 52);
+    fx_weight(f, "w1", 2, (int64_t[]){MLP_H, MLP_IN}, w1);
+    fx_weight(f, "w2", 2, (int64_t[]){MLP_OUT, MLP_H}, w2);
+    fx_weight(f, "lo", 0, NULL, (float[]){0.0f});
+    fx_weight(f, "hi", 0, NULL, (float[]){6.0f});
+    Onnx__NodeProto *n = fx_node(f, "LeakyRelu", "leaky", "x", "a0");
+    fx_attr_float(f, n, "alpha", 0.2f);
+    n = fx_node(f, "Gemm", "fc1", "a0,w1", "h1");
+    fx_attr_int(f, n, "transB", 1);
+    fx_attr_float(f, n, "alpha", 60.0f);
+    fx_node(f, "Clip", "relu6", "h1,lo,hi", "a1");
+    fx_node(f, "Tanh", "tanh", "a1", "a2");
+    fx_node(f, "Clip", "nop", "a2", "a3");
+    n = fx_node(f, "Gemm", "fc2", "a3,w2", "y");
+    fx_attr_int(f, n, "transB", 1);
+    fx_output(f, "y");
+    free(w1), free(w2);
+    return f;
+}
+
+static void acts_naive(const float *x, double *out, int *saturated)
+{
+    float *w1 = values(MLP_H * MLP_IN, 51), *w2 = values(MLP_OUT * MLP_H, 52);
+    for (int r = 0; r < BATCH; r++) {
+        double a0[MLP_IN], h[MLP_H];
+        for (int i = 0; i < MLP_IN; i++) {
+            double v = (double) x[r * MLP_IN + i];
+            a0[i] = v >= 0 ? v : 0.2 * v;
+        }
+        for (int o = 0; o < MLP_H; o++) {
+            double z = 0;
+            for (int i = 0; i < MLP_IN; i++)
+                z += 60.0 * (double) w1[o * MLP_IN + i] * a0[i];
+            *saturated += z > 6;
+            h[o] = tanh(z < 0 ? 0 : z > 6 ? 6 : z);
+        }
+        for (int o = 0; o < MLP_OUT; o++) {
+            double z = 0;
+            for (int i = 0; i < MLP_H; i++)
+                z += (double) w2[o * MLP_H + i] * h[i];
+            out[r * MLP_OUT + o] = z;
+        }
+    }
+    free(w1), free(w2);
+}
+
+static void test_activations(void)
+{
+    struct fx *f = acts();
+    hetcl_onnx_model *m = load(f, "acts.onnx", HETCL_OK);
+    fx_free(f);
+    if (!m)
+        return;
+    static const enum hetcl_model_layer_type types[] = {
+            HETCL_MODEL_LAYER_ACTIVATION, HETCL_MODEL_LAYER_DENSE, HETCL_MODEL_LAYER_ACTIVATION,
+            HETCL_MODEL_LAYER_ACTIVATION, HETCL_MODEL_LAYER_DENSE};
+    CHECK_EQ_INT(m->spec->n_layers, 5);
+    for (int i = 0; i < 5 && i < m->spec->n_layers; i++)
+        CHECK_EQ_INT(m->spec->layers[i].type, types[i]);
+    if (m->spec->n_layers == 5) {
+        CHECK_EQ_INT(m->spec->layers[0].activation, HETCL_MODEL_ACT_LEAKY_RELU);
+        CHECK(fabs(m->spec->layers[0].alpha - 0.2) < 1e-7);
+        CHECK_EQ_INT(m->spec->layers[1].activation, HETCL_MODEL_ACT_RELU6);
+        CHECK_EQ_INT(m->spec->layers[2].activation, HETCL_MODEL_ACT_TANH);
+        CHECK_EQ_INT(m->spec->layers[3].activation, HETCL_MODEL_ACT_NONE);
+    }
+    float *x = values(BATCH * MLP_IN, 53);
+    double want[BATCH * MLP_OUT];
+    int saturated = 0;
+    acts_naive(x, want, &saturated);
+    CHECK(saturated > 0); /* the test reaches ReLU6's upper bound */
+    check_outputs(m, x, want, BATCH * MLP_OUT, "activations");
+    free(x);
+    hetcl_onnx_model_destroy(m);
+
+    /* Clip bounds other than (0, 6) and (0): refused by name */
+    f = fx_new(13);
+    fx_input(f, "x", 2, (int64_t[]){0, MLP_IN});
+    fx_weight(f, "lo", 0, NULL, (float[]){-1.0f});
+    fx_weight(f, "hi", 0, NULL, (float[]){1.0f});
+    fx_node(f, "Clip", "clip11", "x,lo,hi", "y");
+    fx_output(f, "y");
+    CHECK(!load(f, "clip.onnx", HETCL_ERR_UNSUPPORTED));
+    CHECK(strstr(hetcl_context_last_error(ctx), "'clip11' (Clip, opset 13)") &&
+          strstr(hetcl_context_last_error(ctx), "bounds min -1, max 1"));
+    fx_free(f);
+}
+
 /* ---- BatchNormalization folded into a Conv without a bias and into a Gemm, GlobalAveragePool:
  * [2, 6, 6] -> Conv 3x3x3 pad 1 -> BN -> Relu -> GlobalAveragePool -> Flatten -> Gemm 4 -> BN */
 
@@ -669,9 +765,9 @@ static void test_cli(void)
         return;
     char cmd[2048], out[8192];
     snprintf(cmd, sizeof cmd,
-             "'%s' bench model --model '%s/mlp.onnx,%s/cnn.onnx,%s/lenet.onnx,%s/depthwise.onnx' "
-             "--devices host0 --quick --batches 1,4",
-             bin, dir, dir, dir, dir);
+             "'%s' bench model --model '%s/mlp.onnx,%s/cnn.onnx,%s/lenet.onnx,%s/depthwise.onnx,"
+             "%s/acts.onnx' --devices host0 --quick --batches 1,4",
+             bin, dir, dir, dir, dir, dir);
     int rc = hetcl_test_sh(dir, cmd);
     hetcl_test_read(dir, "out", out, sizeof out);
     if (rc != 0) {
@@ -681,7 +777,7 @@ static void test_cli(void)
     }
     CHECK_EQ_INT(rc, 0);
     CHECK(strstr(out, "mlp") && strstr(out, "cnn") && strstr(out, "lenet") &&
-          strstr(out, "depthwise"));
+          strstr(out, "depthwise") && strstr(out, "acts"));
     /* an unsupported node: exit 2, one line naming it */
     snprintf(cmd, sizeof cmd, "'%s' bench model --model '%s/erf.onnx' --quick", bin, dir);
     CHECK_EQ_INT(hetcl_test_sh(dir, cmd), 2);
@@ -704,6 +800,7 @@ int main(void)
     test_mlp();
     test_cnn();
     test_depthwise();
+    test_activations();
     test_lenet_as_spec();
     test_batchnorm();
     test_external();

@@ -209,6 +209,27 @@ static double act_f(ref_act act, double z)
     return NAN;
 }
 
+void ref_bias_relu6_forward(int64_t rows, int64_t cols, const float *x, const float *bias, float *y)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c = 0; c < cols; c++) {
+            double z = (double) x[r * cols + c] + (bias ? (double) bias[c] : 0.0);
+            y[r * cols + c] = (float) (z < 0.0 ? 0.0 : z > 6.0 ? 6.0 : z);
+        }
+    }
+}
+
+void ref_bias_leaky_relu_forward(double alpha, int64_t rows, int64_t cols, const float *x,
+                                 const float *bias, float *y)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c = 0; c < cols; c++) {
+            double z = (double) x[r * cols + c] + (bias ? (double) bias[c] : 0.0);
+            y[r * cols + c] = (float) (z >= 0.0 ? z : alpha * z);
+        }
+    }
+}
+
 /* f'(z) written as a function of y = f(z). */
 static double act_df_from_y(ref_act act, double y)
 {

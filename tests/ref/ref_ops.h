@@ -93,6 +93,13 @@ void ref_bias_act_forward_f64(ref_act act, int64_t rows, int64_t cols, const dou
 void ref_bias_act_forward(ref_act act, int64_t rows, int64_t cols, const float *x,
                           const float *bias, float *y);
 
+/* The forward-only activations: ReLU6, min(max(z, 0), 6), and LeakyRelu, z >= 0 ? z : alpha z,
+ * of z = x + bias (bias may be NULL), as ref_bias_act_forward. */
+void ref_bias_relu6_forward(int64_t rows, int64_t cols, const float *x, const float *bias,
+                            float *y);
+void ref_bias_leaky_relu_forward(double alpha, int64_t rows, int64_t cols, const float *x,
+                                 const float *bias, float *y);
+
 /*
  * Backward from the forward OUTPUT y (not the input): every activation's derivative is a
  * function of y (see ref_act), so x and bias need not be kept.

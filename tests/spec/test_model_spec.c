@@ -341,6 +341,36 @@ static void test_defaults(hetcl_context *ctx)
     hetcl_model_spec_destroy(spec);
     spec = NULL;
 
+    /* Activation layers keep their input's shape and own no parameters; relu6 and leaky_relu
+     * (alpha default 0.01) on dense and conv2d layers and on their own. */
+    CHECK_OK(ctx,
+             parse(ctx,
+                   IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, "
+                       "'activation': 'relu6'}, {'type': 'activation', 'activation': "
+                       "'leaky_relu'}, {'type': 'flatten'}, {'type': 'activation', "
+                       "'activation': 'leaky_relu', 'alpha': -0.25}, {'type': 'dense', "
+                       "'units': 4, 'activation': 'leaky_relu', 'alpha': 0.5}, " DENSE "]" SMCE,
+                   &spec));
+    if (spec) {
+        const struct hetcl_model_layer *L = spec->layers;
+        CHECK_EQ_INT(L[0].activation, HETCL_MODEL_ACT_RELU6);
+        CHECK_EQ_INT(L[0].init, HETCL_MODEL_INIT_HE_UNIFORM); /* auto, a rectifier */
+        CHECK_EQ_INT(L[1].type, HETCL_MODEL_LAYER_ACTIVATION);
+        CHECK_EQ_INT(L[1].activation, HETCL_MODEL_ACT_LEAKY_RELU);
+        CHECK(L[1].alpha == 0.01);
+        check_shape(&L[1].out_shape, 3, 2, 26, 26);
+        CHECK_EQ_INT(L[1].n_param_tensors, 0);
+        CHECK_EQ_INT(L[1].flops, 0);
+        CHECK(L[3].alpha == -0.25);
+        check_shape(&L[3].out_shape, 1, 2 * 26 * 26, 0, 0);
+        CHECK(L[4].alpha == 0.5);
+        CHECK_EQ_STR(hetcl_model_layer_type_name(L[1].type), "activation");
+        CHECK_EQ_STR(hetcl_model_activation_name(L[0].activation), "relu6");
+        check_consistent(spec);
+    }
+    hetcl_model_spec_destroy(spec);
+    spec = NULL;
+
     /* Largest bounds are inclusive: 1024 layers. */
     size_t cap = 200 + 1024 * 24;
     char *text = malloc(cap);
@@ -435,19 +465,21 @@ static const struct bad_case bad_cases[] = {
          "layers[0].units: missing (expected an integer >= 1)", 1},
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
-         "dense, conv2d, maxpool2d, avgpool2d, flatten)",
+         "dense, conv2d, maxpool2d, avgpool2d, flatten, activation)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
-         "maxpool2d, avgpool2d, flatten)",
+         "maxpool2d, avgpool2d, flatten, activation)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activation': 'softmax'}]" SMCE,
          "layers[0].activation: unknown activation \"softmax\" (expected one of: none, relu, "
-         "sigmoid, tanh)",
+         "sigmoid, tanh, relu6, leaky_relu)",
          1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activation': 1}]" SMCE,
-         "layers[0].activation: expected a string, one of: none, relu, sigmoid, tanh; got 1", 1},
+         "layers[0].activation: expected a string, one of: none, relu, sigmoid, tanh, relu6, "
+         "leaky_relu; got 1",
+         1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'init': 'glorot'}]" SMCE,
          "layers[0].init: unknown init \"glorot\" (expected one of: he_uniform, he_normal, "
          "xavier_uniform, xavier_normal, normal, zeros, auto)",
@@ -464,7 +496,7 @@ static const struct bad_case bad_cases[] = {
          "init: expected an object, got \"he_uniform\"", 1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activaton': 'relu'}]" SMCE,
          "layers[0].activaton: unknown field (expected one of: type, units, activation, bias, "
-         "init)",
+         "init, alpha)",
          1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'units': 20}]" SMCE,
          "layers[0].units: duplicate field", 0},
@@ -529,6 +561,20 @@ static const struct bad_case bad_cases[] = {
         {HEAD "'layers': [{'type': 'dense', 'units': 16777216}, {'type': 'dense', 'units': "
               "16777216}]" SMCE,
          "the model would have more than 1000000000 parameters", 0},
+        /* activation layers and leaky_relu's alpha */
+        {HEAD "'layers': [{'type': 'activation'}, " DENSE "]" SMCE,
+         "layers[0].activation: missing (expected one of: none, relu, sigmoid, tanh, relu6, "
+         "leaky_relu)",
+         1},
+        {HEAD "'layers': [{'type': 'dense', 'units': 4, 'activation': 'relu', 'alpha': 0.2}, "
+              "" DENSE "]" SMCE,
+         "layers[0].alpha: applies only to the activation leaky_relu, not relu", 0},
+        {HEAD "'layers': [{'type': 'activation', 'activation': 'leaky_relu', 'alpha': 'x'}, "
+              "" DENSE "]" SMCE,
+         "layers[0].alpha: expected a finite number (at most 1e6 in size), got \"x\"", 1},
+        {HEAD "'layers': [{'type': 'activation', 'activation': 'relu', 'units': 3}, " DENSE
+              "]" SMCE,
+         "layers[0].units: unknown field (expected one of: type, activation, alpha)", 1},
         /* grouped convolutions: groups must divide the channels and the filters */
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [6, 8, 8]}, 'layers': "
          "[{'type': 'conv2d', 'filters': 6, 'kernel': 3, 'groups': 4}, {'type': 'flatten'}, " DENSE

@@ -57,18 +57,21 @@ extern "C" {
 #define HETCL_MODEL_SPEC_MAX_DESCRIPTION 4096                /* bytes of "description" */
 
 enum hetcl_model_layer_type {
-    HETCL_MODEL_LAYER_DENSE = 0, /* "dense": y = act(W x + b) */
-    HETCL_MODEL_LAYER_CONV2D,    /* "conv2d": cross-correlation, zero padding */
-    HETCL_MODEL_LAYER_MAXPOOL2D, /* "maxpool2d": no padding, floor output size */
-    HETCL_MODEL_LAYER_AVGPOOL2D, /* "avgpool2d": no padding, floor output size */
-    HETCL_MODEL_LAYER_FLATTEN,   /* "flatten": [c, h, w] -> [c * h * w], row-major */
+    HETCL_MODEL_LAYER_DENSE = 0,  /* "dense": y = act(W x + b) */
+    HETCL_MODEL_LAYER_CONV2D,     /* "conv2d": cross-correlation, zero padding */
+    HETCL_MODEL_LAYER_MAXPOOL2D,  /* "maxpool2d": no padding, floor output size */
+    HETCL_MODEL_LAYER_AVGPOOL2D,  /* "avgpool2d": no padding, floor output size */
+    HETCL_MODEL_LAYER_FLATTEN,    /* "flatten": [c, h, w] -> [c * h * w], row-major */
+    HETCL_MODEL_LAYER_ACTIVATION, /* "activation": y = act(x), elementwise, same shape */
 };
 
 enum hetcl_model_activation {
-    HETCL_MODEL_ACT_NONE = 0, /* "none" (identity) */
-    HETCL_MODEL_ACT_RELU,     /* "relu" */
-    HETCL_MODEL_ACT_SIGMOID,  /* "sigmoid" */
-    HETCL_MODEL_ACT_TANH,     /* "tanh" */
+    HETCL_MODEL_ACT_NONE = 0,   /* "none" (identity) */
+    HETCL_MODEL_ACT_RELU,       /* "relu" */
+    HETCL_MODEL_ACT_SIGMOID,    /* "sigmoid" */
+    HETCL_MODEL_ACT_TANH,       /* "tanh" */
+    HETCL_MODEL_ACT_RELU6,      /* "relu6": min(max(z, 0), 6) */
+    HETCL_MODEL_ACT_LEAKY_RELU, /* "leaky_relu": z >= 0 ? z : alpha z (layer field "alpha") */
 };
 
 enum hetcl_model_loss {
@@ -120,19 +123,21 @@ struct hetcl_model_param {
 struct hetcl_model_layer {
     enum hetcl_model_layer_type type;
     enum hetcl_model_activation activation; /* NONE for pools and flatten */
-    int64_t units;                          /* dense */
-    int64_t filters;                        /* conv2d */
-    int64_t kernel[2];                      /* conv2d kernel, pool size: [h, w] */
-    int64_t stride[2];                      /* conv2d, pools: [h, w] */
-    int64_t padding[2];                     /* conv2d: zeros added on each side, [h, w] */
-    bool bias;                              /* dense, conv2d: has a bias tensor */
-    enum hetcl_model_init init;             /* dense, conv2d: resolved weight init */
+    /* An "activation" layer's activation is `activation`; its output shape is its input's. */
+    int64_t units;              /* dense */
+    int64_t filters;            /* conv2d */
+    int64_t kernel[2];          /* conv2d kernel, pool size: [h, w] */
+    int64_t stride[2];          /* conv2d, pools: [h, w] */
+    int64_t padding[2];         /* conv2d: zeros added on each side, [h, w] */
+    bool bias;                  /* dense, conv2d: has a bias tensor */
+    enum hetcl_model_init init; /* dense, conv2d: resolved weight init */
     struct hetcl_model_shape in_shape, out_shape;
     int first_param;      /* index into hetcl_model_spec.params of its first tensor */
     int n_param_tensors;  /* 0, 1 (weight) or 2 (weight, bias) */
     int64_t n_parameters; /* elements in its tensors */
     int64_t flops;        /* forward FLOPs per example, as defined in models/README.md */
     int64_t groups;       /* conv2d: channel groups (1: dense; in_channels: depthwise); else 0 */
+    double alpha;         /* leaky_relu's slope for z < 0 ("alpha", default 0.01); else 0 */
 };
 
 /*

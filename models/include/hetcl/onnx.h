@@ -17,7 +17,9 @@
  *   Conv (any group, dilations 1, symmetric pads or auto_pad)      -> conv2d (groups)
  *   Gemm (transA 0; alpha, beta folded into the weights), MatMul with a constant 2-D B, and an
  *   Add of a constant [N] vector right after a MatMul                -> dense
- *   Relu, Sigmoid, Tanh right after Conv / Gemm / MatMul(+Add)      -> that layer's activation
+ *   Relu, Sigmoid, Tanh, LeakyRelu, Clip(0, 6) (ReLU6), Clip(0) (ReLU) right after Conv / Gemm /
+ *   MatMul(+Add)                                  -> that layer's activation; elsewhere
+ *                                                  -> an activation layer
  *   BatchNormalization (inference) right after one of those        -> folded into its weights
  *   MaxPool, AveragePool (2-D, no pads, ceil_mode 0, dilations 1)  -> maxpool2d, avgpool2d
  *   GlobalAveragePool, GlobalMaxPool (square planes)              -> a pool over the plane

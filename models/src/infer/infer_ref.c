@@ -9,11 +9,15 @@
 #include <math.h>
 #include <string.h>
 
-static double act(hetcl_act a, double z)
+static double act_alpha(hetcl_act a, double alpha, double z)
 {
     switch (a) {
     case HETCL_ACT_RELU:
         return z > 0 ? z : 0;
+    case HETCL_ACT_RELU6:
+        return z > 0 ? (z < 6 ? z : 6) : 0;
+    case HETCL_ACT_LEAKY_RELU:
+        return z >= 0 ? z : alpha * z;
     case HETCL_ACT_SIGMOID:
         return 1.0 / (1.0 + exp(-z));
     case HETCL_ACT_TANH:
@@ -33,7 +37,7 @@ static void dense(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, i
             double acc = bias ? (double) bias[o] : 0;
             for (int64_t i = 0; i < s->in_elems; i++)
                 acc += (double) w[o * s->in_elems + i] * x[n * s->in_elems + i];
-            y[n * s->out_elems + o] = act(s->act, acc);
+            y[n * s->out_elems + o] = act_alpha(s->act, s->alpha, acc);
         }
 }
 
@@ -64,7 +68,7 @@ static void conv(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
                                 acc += (double) w[((f * Cg + c - c0) * KH + ky) * KW + kx] *
                                        x[((n * C + c) * H + iy) * W + ix];
                             }
-                    y[((n * F + f) * OH + oy) * OW + ox] = act(s->act, acc);
+                    y[((n * F + f) * OH + oy) * OW + ox] = act_alpha(s->act, s->alpha, acc);
                 }
 }
 
@@ -137,6 +141,10 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
             break;
         case HETCL_INFER_SOFTMAX:
             softmax(batch, s->out_elems, a, b);
+            break;
+        case HETCL_INFER_ACTIVATION:
+            for (int64_t k = 0; k < batch * s->out_elems; k++)
+                b[k] = act_alpha(s->act, s->alpha, a[k]);
             break;
         case HETCL_INFER_FLATTEN:
         case HETCL_INFER_OUTPUT:

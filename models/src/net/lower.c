@@ -55,6 +55,10 @@ hetcl_act hetcl__lower_act(enum hetcl_model_activation a)
         return HETCL_ACT_SIGMOID;
     case HETCL_MODEL_ACT_TANH:
         return HETCL_ACT_TANH;
+    case HETCL_MODEL_ACT_RELU6:
+        return HETCL_ACT_RELU6;
+    case HETCL_MODEL_ACT_LEAKY_RELU:
+        return HETCL_ACT_LEAKY_RELU;
     case HETCL_MODEL_ACT_NONE:
         break;
     }
@@ -78,6 +82,7 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_ACTIVATION:
         return HETCL_OK;
     case HETCL_MODEL_LAYER_CONV2D:
         /* The conv operators take one stride and one padding for both axes. */
@@ -114,6 +119,12 @@ hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *
                            spec->source, hetcl_model_loss_name(spec->loss));
     for (int l = 0; l < spec->n_layers; l++) {
         const enum hetcl_model_layer_type t = spec->layers[l].type;
+        const enum hetcl_model_activation a = spec->layers[l].activation;
+        if (a == HETCL_MODEL_ACT_RELU6 || a == HETCL_MODEL_ACT_LEAKY_RELU)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: activation %s has no half-precision (fp16) "
+                               "operator; it runs in fp32",
+                               spec->source, l, hetcl_model_activation_name(a));
         if (t == HETCL_MODEL_LAYER_CONV2D && spec->layers[l].groups > 1)
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
                                "%s: layers[%d]: conv2d with groups %lld has no half-precision "
@@ -293,7 +304,8 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
             return; /* nothing to add, nothing to apply */
         op = add(e, &hetcl_op_bias_act_fwd_inplace, "fwd_act");
         SET_ARGS(op, bias_act,
-                 ((struct hetcl_op_bias_act_args){.rows = rows, .cols = out, .act = act}));
+                 ((struct hetcl_op_bias_act_args){
+                         .rows = rows, .cols = out, .act = act, .alpha = (float) L->alpha}));
         buf(e, op, y, HETCL_RW);
         buf(e, op, L->bias ? slot(HETCL__SLOT_BIAS, l) : global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         return;
@@ -309,8 +321,10 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         op = add(e, h ? &hetcl_op_bias_act_fwd_f16_inplace : &hetcl_op_bias_act_fwd_inplace,
                  "fwd_act");
         SET_ARGS(op, bias_act,
-                 ((struct hetcl_op_bias_act_args){
-                         .rows = rows * L->out_shape.dims[0], .cols = conv_plane(L), .act = act}));
+                 ((struct hetcl_op_bias_act_args){.rows = rows * L->out_shape.dims[0],
+                                                  .cols = conv_plane(L),
+                                                  .act = act,
+                                                  .alpha = (float) L->alpha}));
         buf(e, op, y, HETCL_RW);
         buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         return;
@@ -329,6 +343,17 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         return;
     case HETCL_MODEL_LAYER_FLATTEN:
         return; /* a view: the layers above read its input's slot */
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        /* y = act(x + 0) into its own slot: the input may be read again by nothing else, but
+         * an in-place form would make the layer a view of a slot it writes */
+        op = add(e, &hetcl_op_bias_act_fwd, "fwd_act");
+        SET_ARGS(op, bias_act,
+                 ((struct hetcl_op_bias_act_args){
+                         .rows = rows, .cols = out, .act = act, .alpha = (float) L->alpha}));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+        buf(e, op, y, HETCL_W);
+        return;
     }
 }
 
@@ -419,6 +444,8 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
         return;
     case HETCL_MODEL_LAYER_FLATTEN:
         return; /* a view: the layer above wrote its input's gradient directly */
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        return; /* inference only: hetcl_net_create refuses to train it */
     }
 }
 
@@ -566,6 +593,8 @@ static int64_t zero_bias_elems(const hetcl_model_spec *spec)
             need = L->activation != HETCL_MODEL_ACT_NONE ? conv_plane(L) : 0;
         if (L->type == HETCL_MODEL_LAYER_CONV2D && !L->bias && L->out_shape.dims[0] > need)
             need = L->out_shape.dims[0];
+        if (L->type == HETCL_MODEL_LAYER_ACTIVATION)
+            need = hetcl__shape_elems(&L->out_shape);
         n = need > n ? need : n;
     }
     return n;

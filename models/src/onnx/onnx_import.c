@@ -25,6 +25,8 @@ struct layer {
     int64_t n;       /* units or filters */
     int64_t kernel[2], stride[2], pad[2];
     int64_t groups; /* conv2d */
+    float alpha;    /* leaky_relu's slope */
+    bool alpha_set; /* written to the spec (a leaky_relu) */
     bool bias;
     float *w, *b; /* in the spec's layouts */
     int64_t w_n, b_n;
@@ -438,17 +440,76 @@ static hetcl_status op_add(struct imp *m, const Onnx__NodeProto *n)
     return set_bias(m, n, l, b, l->n, 1.0f);
 }
 
-static hetcl_status op_act(struct imp *m, const Onnx__NodeProto *n, const char *act)
+/* An activation: folded into the Conv, Gemm or MatMul(+Add) right before it, else a layer of
+ * its own. alpha: LeakyRelu's slope (alpha_set: it has one). */
+static hetcl_status op_act(struct imp *m, const Onnx__NodeProto *n, const char *act, bool alpha_set,
+                           float alpha)
 {
     struct layer *l = m->n_layers ? &m->layers[m->n_layers - 1] : NULL;
-    if (!l || !m->after_layer || strcmp(l->act, "none"))
-        return unsupported(m, n,
-                           "an activation must follow a Conv, Gemm or MatMul(+Add) "
-                           "directly (there is no standalone activation layer)");
+    if (!l || !m->after_layer || strcmp(l->act, "none")) {
+        hetcl_status s = HETCL_OK;
+        if (!(l = add_layer(m, n, HETCL_MODEL_LAYER_ACTIVATION, &s)))
+            return s;
+    }
     l->act = act;
+    l->alpha = alpha;
+    l->alpha_set = alpha_set;
     l->matmul = false; /* an Add after the activation is no longer its bias */
     m->after_layer = false;
     return HETCL_OK;
+}
+
+/* A bound of Clip: the attribute `name` before opset 11, the constant input `index` from 11
+ * on (an omitted one is no bound: *given false). */
+static hetcl_status clip_bound(struct imp *m, const Onnx__NodeProto *n, const char *name,
+                               size_t index, bool *given, float *v)
+{
+    hetcl_status s = HETCL_OK;
+    *given = false;
+    if (m->opset < 11) {
+        if (attr(n, name)) {
+            *given = true;
+            *v = attr_float(n, name, 0.0f);
+        }
+        return HETCL_OK;
+    }
+    if (index >= n->n_input || !*n->input[index])
+        return HETCL_OK;
+    const struct hetcl_onnx_tensor *t = const_input(m, n, index, name, &s);
+    if (!t)
+        return s;
+    if (t->n_elements != 1)
+        return unsupported(m, n, "a %s of %lld values (expected a scalar)", name,
+                           (long long) t->n_elements);
+    *given = true;
+    *v = t->data[0];
+    return HETCL_OK;
+}
+
+/* Clip(0, 6) is ReLU6, Clip(0) ReLU and Clip() the identity; other bounds have no
+ * activation. */
+static hetcl_status op_clip(struct imp *m, const Onnx__NodeProto *n)
+{
+    bool has_lo, has_hi;
+    float lo = 0, hi = 0;
+    hetcl_status s = clip_bound(m, n, "min", 1, &has_lo, &lo);
+    if (s == HETCL_OK)
+        s = clip_bound(m, n, "max", 2, &has_hi, &hi);
+    if (s != HETCL_OK)
+        return s;
+    if (!has_lo && !has_hi) /* no bounds: the identity (a layer: it may be the graph's only) */
+        return op_act(m, n, "none", false, 0.0f);
+    if (has_lo && lo == 0.0f && has_hi && hi == 6.0f)
+        return op_act(m, n, "relu6", false, 0.0f);
+    if (has_lo && lo == 0.0f && !has_hi)
+        return op_act(m, n, "relu", false, 0.0f);
+    char l[32] = "none", h[32] = "none";
+    if (has_lo)
+        snprintf(l, sizeof l, "%g", (double) lo);
+    if (has_hi)
+        snprintf(h, sizeof h, "%g", (double) hi);
+    return unsupported(m, n, "bounds min %s, max %s (only min 0 with max 6 (ReLU6) or none (ReLU))",
+                       l, h);
 }
 
 static hetcl_status flatten_to_1(struct imp *m, const Onnx__NodeProto *n)
@@ -538,11 +599,15 @@ static hetcl_status node_op(struct imp *m, const Onnx__NodeProto *n)
     if (!strcmp(t, "BatchNormalization"))
         return op_batchnorm(m, n);
     if (!strcmp(t, "Relu"))
-        return op_act(m, n, "relu");
+        return op_act(m, n, "relu", false, 0.0f);
     if (!strcmp(t, "Sigmoid"))
-        return op_act(m, n, "sigmoid");
+        return op_act(m, n, "sigmoid", false, 0.0f);
     if (!strcmp(t, "Tanh"))
-        return op_act(m, n, "tanh");
+        return op_act(m, n, "tanh", false, 0.0f);
+    if (!strcmp(t, "LeakyRelu"))
+        return op_act(m, n, "leaky_relu", true, attr_float(n, "alpha", 0.01f));
+    if (!strcmp(t, "Clip"))
+        return op_clip(m, n);
     if (!strcmp(t, "Flatten"))
         return op_flatten(m, n);
     if (!strcmp(t, "Reshape"))
@@ -637,7 +702,7 @@ static hetcl_status take_inputs(struct imp *m, const struct hetcl_onnx_options *
 }
 
 /* The data input's shape: [batch, c, h, w] or [batch, n]; another rank is flattened per
- * example (a flat view, which only shape-blind nodes may read). */
+ * example (a flat view, which only shape-blind nodes may read): [batch] is one value each. */
 static hetcl_status input_shape(struct imp *m)
 {
     const Onnx__ValueInfoProto *vi = NULL;
@@ -651,7 +716,7 @@ static hetcl_status input_shape(struct imp *m)
                     : NULL;
     char q[HETCL_QUOTE_CAP];
     hetcl__quote_name(q, sizeof q, m->input);
-    if (!sh || sh->n_dim < 2 || tp->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+    if (!sh || sh->n_dim < 1 || tp->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
         return hetcl__fail(m->ctx, HETCL_ERR_UNSUPPORTED,
                            "%s: input '%s': expected a float32 tensor [batch, ...] of known "
                            "shape",
@@ -723,10 +788,15 @@ static bool add_layer_json(cJSON *arr, const struct layer *l)
         break;
     case HETCL_MODEL_LAYER_FLATTEN:
         break;
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        ok = ok && cJSON_AddStringToObject(o, "activation", l->act);
+        break;
     }
     if (l->type == HETCL_MODEL_LAYER_DENSE || l->type == HETCL_MODEL_LAYER_CONV2D)
         ok = ok && cJSON_AddStringToObject(o, "activation", l->act) &&
              cJSON_AddBoolToObject(o, "bias", l->bias);
+    if (ok && l->alpha_set)
+        ok = cJSON_AddNumberToObject(o, "alpha", (double) l->alpha) != NULL;
     return ok;
 }
 

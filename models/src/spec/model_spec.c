@@ -23,9 +23,10 @@
 
 /* ---- names -------------------------------------------------------------------------------- */
 
-static const char *const layer_type_names[] = {"dense", "conv2d", "maxpool2d", "avgpool2d",
-                                               "flatten"};
-static const char *const activation_names[] = {"none", "relu", "sigmoid", "tanh"};
+static const char *const layer_type_names[] = {"dense",     "conv2d",  "maxpool2d",
+                                               "avgpool2d", "flatten", "activation"};
+static const char *const activation_names[] = {"none", "relu",  "sigmoid",
+                                               "tanh", "relu6", "leaky_relu"};
 static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
 /* Index INIT_AUTO is "auto", resolved at parse time (he_uniform after relu, else xavier). */
 static const char *const init_names[] = {
@@ -280,19 +281,42 @@ static hetcl_status get_bool(const struct parser *p, const cJSON *obj, const cha
 
 /* ---- layers ------------------------------------------------------------------------------- */
 
-static const char *const dense_fields[] = {"type", "units", "activation", "bias", "init"};
+static const char *const dense_fields[] = {"type", "units", "activation", "bias", "init", "alpha"};
 static const char *const conv_fields[] = {"type",       "filters", "kernel", "stride", "padding",
-                                          "activation", "bias",    "init",   "groups"};
+                                          "activation", "bias",    "init",   "groups", "alpha"};
 static const char *const pool_fields[] = {"type", "size", "stride"};
 static const char *const flatten_fields[] = {"type"};
+static const char *const activation_fields[] = {"type", "activation", "alpha"};
+
+/* "alpha": leaky_relu's slope, a finite number (default 0.01, PyTorch's and ONNX's); given
+ * with another activation it is an error rather than silently unused. */
+static hetcl_status get_alpha(const struct parser *p, const cJSON *x, const char *prefix,
+                              struct hetcl_model_layer *l)
+{
+    char where[64], got[HETCL_QUOTE_CAP];
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(x, "alpha");
+    l->alpha = l->activation == HETCL_MODEL_ACT_LEAKY_RELU ? 0.01 : 0.0;
+    if (!a)
+        return HETCL_OK;
+    snprintf(where, sizeof where, "%s.alpha", prefix);
+    describe(a, got, sizeof got);
+    if (l->activation != HETCL_MODEL_ACT_LEAKY_RELU)
+        return bad(p, where, "applies only to the activation leaky_relu, not %s",
+                   hetcl_model_activation_name(l->activation));
+    if (!cJSON_IsNumber(a) || !isfinite(a->valuedouble) || fabs(a->valuedouble) > 1e6)
+        return bad(p, where, "expected a finite number (at most 1e6 in size), got %s", got);
+    l->alpha = a->valuedouble;
+    return HETCL_OK;
+}
 
 static enum hetcl_model_init resolve_init(int init, enum hetcl_model_activation act)
 {
     if (init != INIT_AUTO)
         return (enum hetcl_model_init) init;
     /* He et al. derive their scale for ReLU; Glorot's suits the symmetric activations. */
-    return act == HETCL_MODEL_ACT_RELU ? HETCL_MODEL_INIT_HE_UNIFORM
-                                       : HETCL_MODEL_INIT_XAVIER_UNIFORM;
+    const bool rectifier = act == HETCL_MODEL_ACT_RELU || act == HETCL_MODEL_ACT_RELU6 ||
+                           act == HETCL_MODEL_ACT_LEAKY_RELU;
+    return rectifier ? HETCL_MODEL_INIT_HE_UNIFORM : HETCL_MODEL_INIT_XAVIER_UNIFORM;
 }
 
 static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int index, int default_init,
@@ -338,6 +362,14 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
         return HETCL_OK;
     case HETCL_MODEL_LAYER_FLATTEN:
         return check_fields(p, x, prefix, flatten_fields, N_OF(flatten_fields));
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        if ((s = check_fields(p, x, prefix, activation_fields, N_OF(activation_fields))) !=
+                    HETCL_OK ||
+            (s = get_enum(p, x, prefix, "activation", "activation", activation_names,
+                          N_OF(activation_names), true, 0, &act)) != HETCL_OK)
+            return s;
+        l->activation = (enum hetcl_model_activation) act;
+        return get_alpha(p, x, prefix, l);
     }
     /* dense and conv2d */
     if ((s = get_enum(p, x, prefix, "activation", "activation", activation_names,
@@ -348,7 +380,7 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
         return s;
     l->activation = (enum hetcl_model_activation) act;
     l->init = resolve_init(init, l->activation);
-    return HETCL_OK;
+    return get_alpha(p, x, prefix, l);
 }
 
 /* ---- shape resolution --------------------------------------------------------------------- */
@@ -490,6 +522,9 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
     case HETCL_MODEL_LAYER_FLATTEN:
         g->out.rank = 1;
         g->out.dims[0] = shape_elements(cur);
+        break;
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        g->out = *cur;
         break;
     }
     return HETCL_OK;
