@@ -298,8 +298,9 @@ static void test_cnn(void)
     hetcl_onnx_model_destroy(m);
 }
 
-/* ---- MobileNet's block without its residual: [4, 7, 7] -> Conv depthwise 3x3 stride 2 pad 1 +
- * bias + Relu -> Conv 1x1 in 2 groups (4 -> 6), no bias -> GlobalAveragePool -> Flatten */
+/* ---- MobileNet's block without its residual: [4, 7, 7] -> Conv depthwise 3x3 stride 2 pad 1
+ * (its weight an Identity of an initializer) + bias + Relu -> Conv 1x1 in 2 groups (4 -> 6), no
+ * bias -> GlobalAveragePool -> Flatten */
 
 enum { DW_C = 4, DW_HW = 7, DW_O = 4, PW_O = 6 };
 
@@ -308,7 +309,9 @@ static struct fx *depthwise(void)
     struct fx *f = fx_new(13);
     fx_input(f, "x", 4, (int64_t[]){BATCH, DW_C, DW_HW, DW_HW});
     float *kd = values(DW_C * 9, 41), *bd = values(DW_C, 42), *kp = values(PW_O * 2, 43);
-    fx_weight(f, "kd", 4, (int64_t[]){DW_C, 1, 3, 3}, kd);
+    /* the depthwise weight through an Identity, as PyTorch's exporter writes shared weights */
+    fx_weight(f, "kd0", 4, (int64_t[]){DW_C, 1, 3, 3}, kd);
+    fx_node(f, "Identity", "Identity_0", "kd0", "kd");
     fx_weight(f, "bd", 1, (int64_t[]){DW_C}, bd);
     fx_weight(f, "kp", 4, (int64_t[]){PW_O, DW_C / 2, 1, 1}, kp);
     Onnx__NodeProto *n = fx_node(f, "Conv", "dw", "x,kd,bd", "y1");

@@ -642,6 +642,30 @@ static hetcl_status constant_node(struct imp *m, const Onnx__NodeProto *n)
     return const_add(m, t);
 }
 
+/* An Identity of a constant (PyTorch's exporter writes one per weight it shares or renames):
+ * the same values under the output's name. */
+static hetcl_status constant_alias(struct imp *m, const Onnx__NodeProto *n,
+                                   const struct hetcl_onnx_tensor *src)
+{
+    struct hetcl_onnx_tensor *t = hetcl__calloc(1, sizeof *t);
+    if (t) {
+        *t = *src;
+        t->name = hetcl__strdup(n->output[0]);
+        t->data = hetcl__malloc(src->n_elements > 0 ? (size_t) src->n_elements * sizeof(float) : 1);
+        if (t->data && src->n_elements > 0)
+            memcpy(t->data, src->data, (size_t) src->n_elements * sizeof(float));
+    }
+    if (!t || !t->name || !t->data) {
+        if (t) {
+            hetcl__free(t->name);
+            hetcl__free(t->data);
+            hetcl__free(t);
+        }
+        return hetcl__fail(m->ctx, HETCL_ERR_NO_MEMORY, "%s: constants", m->name);
+    }
+    return const_add(m, t);
+}
+
 static hetcl_status walk(struct imp *m)
 {
     for (size_t i = 0; i < m->g->n_node; i++) {
@@ -650,6 +674,14 @@ static hetcl_status walk(struct imp *m)
             return unsupported(m, n, "an op type outside the default ONNX domain");
         if (!strcmp(n->op_type, "Constant")) {
             hetcl_status s = constant_node(m, n);
+            if (s != HETCL_OK)
+                return s;
+            continue;
+        }
+        const struct hetcl_onnx_tensor *c =
+                n->n_input == 1 && n->n_output == 1 ? const_find(m, n->input[0]) : NULL;
+        if (c && !strcmp(n->op_type, "Identity")) {
+            hetcl_status s = constant_alias(m, n, c);
             if (s != HETCL_OK)
                 return s;
             continue;
