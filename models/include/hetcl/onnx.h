@@ -26,6 +26,7 @@
  *   Flatten (axis 1), Reshape to [batch, n] with a constant shape   -> flatten
  *   Softmax over the last axis as the last node                     -> the plan's softmax head
  *   Dropout (without its mask output), Identity                     -> nothing
+ *   Identity of an initializer or Constant (exporters' shared weights) -> an alias of it
  * Weights are initializers (float32: float_data or raw_data, little-endian), Constant nodes, or
  * external data (data_location EXTERNAL: location, offset, length, relative to the model's
  * directory). The batch is the first dimension of the graph's input; the rest is the spec's
