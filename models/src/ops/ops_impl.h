@@ -42,7 +42,8 @@
     X(bias_act_fwd_f16_inplace) \
     X(softmax_f16)              \
     X(convert_f32_f16)          \
-    X(convert_f16_f32)
+    X(convert_f16_f32)          \
+    X(kernel_matrix)
 
 #define X(name)                                                               \
     hetcl_status hetcl__op_##name##_host(const struct hetcl_host_call *call); \
