@@ -8,6 +8,8 @@ packages=(
   gcc make cmake
   # libraries (find_package in cmake/HetclDeps.cmake names the same packages)
   ocl-icd-opencl-dev opencl-headers libclblast-dev libhwloc-dev libcjson-dev zlib1g-dev
+  # LAPACK's C interface: EigenPro's eigensystem of the kernel on its Nystrom subsample
+  liblapacke-dev
   # the CPU OpenCL device used by tests and CI, and a tool to list OpenCL devices
   pocl-opencl-icd clinfo
   # the default dataset (/usr/share/datasets/fashion-mnist)
