@@ -549,6 +549,10 @@ int cli_train(int argc, char **argv)
         rc = create_runtime(&c, ctx, &rt);
     if (rc != CLI_EXIT_OK)
         goto out;
+    if (hetcl_model_spec_is_kernel_machine(c.spec)) { /* its own trainer: EigenPro */
+        rc = train_eigenpro(&c, ctx, rt);
+        goto out;
+    }
     c.opts.progress = on_progress;
     c.opts.progress_user = &c;
     /* From here on a signal stops the run cleanly; before, there is nothing to save. */

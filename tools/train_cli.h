@@ -53,5 +53,7 @@ int cli_train(int argc, char **argv);
  * exit code on failure. */
 int train_cli_load(struct train_cli *c, hetcl_context *ctx);
 void train_cli_unload(struct train_cli *c);
+/* Trains a kernel machine spec by EigenPro (train_eigenpro.c); a CLI exit code. */
+int train_eigenpro(struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt);
 
 #endif /* HETCL_TRAIN_CLI_H */
