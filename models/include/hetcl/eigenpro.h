@@ -57,6 +57,9 @@ struct hetcl_eigenpro_options {
      * host: physical RAM). */
     double mem_bytes;
     int worker; /* the runtime worker that computes the kernel blocks; -1: the first one */
+    /* Plain mini-batch SGD on the same machine (the baseline EigenPro is compared with): no
+     * preconditioner (q = 1), the critical batch and the step from lambda_1 itself. */
+    bool no_precond;
     /* Called after each epoch (optional), on the calling thread. */
     void (*on_epoch)(void *user, int epoch, double train_mse, double test_acc);
     void *user;
@@ -64,14 +67,17 @@ struct hetcl_eigenpro_options {
 
 /* What the setup computed (also what reports record). */
 struct hetcl_eigenpro_setup {
-    int64_t n, d, l;    /* points, features, outputs */
-    int64_t s;          /* Nystrom subsample */
-    int svd_q;          /* eigenpairs computed: min(s / 3 - 1, 1000) */
-    double mem_bytes;   /* the budget m_G came from */
-    int64_t m_g;        /* the device's capacity */
-    int q;              /* the preconditioner flattens lambda_1 .. lambda_{q-1} to lambda_q */
-    double beta;        /* max_i k(x_i, x_i) over the subsample */
-    double lambda1;     /* top eigenvalue of K_S / s */
+    hetcl_kernel_kind kernel;
+    double bandwidth;
+    int64_t n, d, l;        /* points, features, outputs */
+    int64_t s;              /* Nystrom subsample */
+    int svd_q;              /* eigenpairs computed: min(s / 3 - 1, 1000) */
+    double mem_bytes;       /* the budget m_G came from */
+    double max_alloc_bytes; /* the largest allocation m_G respected (0: none) */
+    int64_t m_g;            /* the device's capacity */
+    int q;          /* the preconditioner flattens lambda_1 .. lambda_{q-1} to lambda_q (1: none) */
+    double beta;    /* max_i k(x_i, x_i) over the subsample */
+    double lambda1; /* top eigenvalue of K_S / s */
     double lambda_q;    /* the tail eigenvalue */
     double lambda1_new; /* lambda_1 after preconditioning: lambda_1^(1-alpha) lambda_q^alpha */
     double m_star;      /* critical batch beta / lambda_1 */
@@ -103,10 +109,13 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_eigenpro_setup(
 HETCL_API void hetcl_eigenpro_precond_destroy(hetcl_eigenpro_precond *pc);
 
 struct hetcl_eigenpro_epoch {
-    double seconds;   /* the epoch's training time */
-    double train_mse; /* (1/n) sum ||f(x_i) - y_i||^2 over the training set, after the epoch */
-    double train_acc; /* argmax accuracy on the training set */
-    double test_acc;  /* on the test set (0 without one) */
+    double seconds; /* the epoch's training time */
+    /* ||f(x_i) - y_i||^2 averaged over the epoch's examples, each taken with the model just
+     * before its batch's step (the running training loss, as SGD trainers report it) */
+    double train_mse;
+    double test_mse; /* on the test set after the epoch (0 without one) */
+    double test_acc; /* argmax accuracy on the test set (0 without one) */
+    double wall_s;   /* since training began (evaluations included) */
 };
 
 struct hetcl_eigenpro_result {
@@ -114,9 +123,12 @@ struct hetcl_eigenpro_result {
     char worker[64]; /* the worker that computed the kernel blocks */
     int n_epochs;
     struct hetcl_eigenpro_epoch *epochs;
-    double setup_seconds; /* the whole setup */
-    double train_seconds; /* every epoch */
-    double samples_per_second;
+    double setup_seconds;      /* the whole setup */
+    double train_seconds;      /* every epoch, evaluations included */
+    double samples_per_second; /* training examples per second of steps (evaluations excluded) */
+    int64_t steps;             /* batches applied */
+    uint64_t busy_ns;          /* the worker's task time over the epochs (the runtime's counter) */
+    uint64_t bytes_in;         /* bytes moved into the worker's memory over the epochs */
     /* The trained machine: alpha [n][l]; centers are the training set's x. */
     float *alpha;
 };

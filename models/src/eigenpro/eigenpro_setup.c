@@ -138,7 +138,8 @@ static void choose(const double *vals, int svd_q, const struct hetcl_eigenpro_op
         q = q < 5 ? 5 : q;
     }
     q = q > svd_q ? svd_q : q;
-    r->q = q;
+    r->q = o->no_precond ? 1 : q;
+    q = r->q;
     r->lambda1 = vals[0];
     r->lambda_q = vals[q - 1];
     const double scale = pow(r->lambda1 / r->lambda_q, a);
@@ -202,7 +203,13 @@ hetcl_status hetcl_eigenpro_setup(hetcl_context *ctx, const float *x, int64_t n,
                            "eigenpro setup: bandwidth must be > 0, got %g", o->bandwidth);
     if (!(o->mem_bytes > 0))
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "eigenpro setup: no memory budget");
-    struct hetcl_eigenpro_setup r = {.n = n, .d = d, .l = l, .mem_bytes = o->mem_bytes};
+    struct hetcl_eigenpro_setup r = {.kernel = o->kernel,
+                                     .bandwidth = o->bandwidth,
+                                     .n = n,
+                                     .d = d,
+                                     .l = l,
+                                     .mem_bytes = o->mem_bytes,
+                                     .max_alloc_bytes = max_alloc_bytes};
     r.s = o->n_subsamples > 0 ? o->n_subsamples : n < 100000 ? (n < 2000 ? n : 2000) : 12000;
     r.s = r.s > n ? n : r.s;
     if (r.s < 6)

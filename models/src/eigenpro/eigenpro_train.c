@@ -92,20 +92,29 @@ static int64_t argmax(const float *v, int64_t n)
     return b;
 }
 
-/* Accuracy of the machine on ds (argmax of f against the labels). */
-static hetcl_status accuracy(struct ep *e, const hetcl_dataset *ds, double *acc)
+/* The square loss (mean over examples of ||f(x) - onehot(y)||^2) and argmax accuracy of the
+ * machine on ds. */
+static hetcl_status evaluate(struct ep *e, const hetcl_dataset *ds, double *mse, double *acc)
 {
     int64_t correct = 0;
+    double sse = 0.0;
     for (int64_t i = 0; i < ds->n; i += e->m) {
         const int64_t rows = ds->n - i < e->m ? ds->n - i : e->m;
         const float *f = NULL;
         const hetcl_status s = predict_rows(e, ds->x + i * e->d, rows, &f);
         if (s != HETCL_OK)
             return s;
-        for (int64_t r = 0; r < rows; r++)
-            correct += argmax(f + r * e->l, e->l) == (int64_t) ds->y[i + r];
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t y = (int64_t) ds->y[i + r];
+            correct += argmax(f + r * e->l, e->l) == y;
+            for (int64_t c = 0; c < e->l; c++) {
+                const double g = (double) f[r * e->l + c] - (c == y ? 1.0 : 0.0);
+                sse += g * g;
+            }
+        }
     }
     *acc = ds->n ? (double) correct / (double) ds->n : 0.0;
+    *mse = ds->n ? sse / (double) ds->n : 0.0;
     return HETCL_OK;
 }
 
@@ -280,12 +289,14 @@ static hetcl_status epochs(struct ep *e, const hetcl_dataset *tr, const hetcl_da
             struct step_buf bi = b;
             bi.batch = perm + i;
             s = step(e, tr, pc, eta_u, n - i < m ? n - i : m, &bi, &sse);
+            res->steps++;
         }
         struct hetcl_eigenpro_epoch *r = &res->epochs[ep];
         r->seconds = now_s() - t0;
         r->train_mse = sse / (double) n;
         if (s == HETCL_OK && te)
-            s = accuracy(e, te, &r->test_acc);
+            s = evaluate(e, te, &r->test_mse, &r->test_acc);
+        r->wall_s = now_s() - t_all;
         if (s == HETCL_OK && o->on_epoch)
             o->on_epoch(o->user, ep + 1, r->train_mse, r->test_acc);
     }
@@ -343,8 +354,15 @@ hetcl_status hetcl_eigenpro_train(hetcl_context *ctx, hetcl_runtime *rt, hetcl_m
                    .m = res->setup.m};
     if (s == HETCL_OK)
         s = register_all(&e, train->x);
+    struct hetcl_worker_info w0 = wi, w1;
+    if (s == HETCL_OK)
+        s = hetcl_runtime_worker_info(rt, (size_t) wi.index, &w0);
     if (s == HETCL_OK)
         s = epochs(&e, train, test, pc, &o, res);
+    if (s == HETCL_OK && (s = hetcl_runtime_worker_info(rt, (size_t) wi.index, &w1)) == HETCL_OK) {
+        res->busy_ns = w1.busy_ns - w0.busy_ns;
+        res->bytes_in = w1.bytes_in - w0.bytes_in;
+    }
     if (s == HETCL_OK && (s = hetcl_handle_sync_host(rt, e.alpha, HETCL_R)) == HETCL_OK) {
         res->alpha = hetcl__malloc((size_t) (e.n * e.l) * sizeof(float));
         if (res->alpha)
@@ -358,8 +376,10 @@ hetcl_status hetcl_eigenpro_train(hetcl_context *ctx, hetcl_runtime *rt, hetcl_m
         hetcl_eigenpro_result_destroy(res);
         return s;
     }
-    res->samples_per_second =
-            res->train_seconds > 0 ? (double) e.n * o.epochs / res->train_seconds : 0;
+    double steps_s = 0.0; /* the epochs' steps, evaluations excluded */
+    for (int i = 0; i < res->n_epochs; i++)
+        steps_s += res->epochs[i].seconds;
+    res->samples_per_second = steps_s > 0 ? (double) e.n * o.epochs / steps_s : 0;
     *out = res;
     return HETCL_OK;
 }
