@@ -137,7 +137,9 @@ struct hetcl_eigenpro_result {
  * kernel layer (the kernel and bandwidth of opts when they are set: kernel field and
  * bandwidth > 0 override) on the runtime's worker opts->worker, and evaluates on test
  * (optional) after each epoch by the spec's lowering (K(test, centers) alpha). Errors:
- * HETCL_ERR_INVALID_ARG (a spec that is not a kernel machine, sparse data, shapes),
+ * HETCL_ERR_INVALID_ARG (a spec that is not a kernel machine, sparse data, shapes, a given
+ * step eta under which the training loss diverged: no longer finite after an epoch),
+ * HETCL_ERR_INTERNAL (the loss diverged under the computed step),
  * HETCL_ERR_NO_MEMORY, any task failure. */
 HETCL_API HETCL_NODISCARD hetcl_status
 hetcl_eigenpro_train(hetcl_context *ctx, hetcl_runtime *rt, hetcl_model_spec *spec,

@@ -294,6 +294,12 @@ static hetcl_status epochs(struct ep *e, const hetcl_dataset *tr, const hetcl_da
         struct hetcl_eigenpro_epoch *r = &res->epochs[ep];
         r->seconds = now_s() - t0;
         r->train_mse = sse / (double) n;
+        if (s == HETCL_OK && !isfinite(r->train_mse)) /* nothing after this is a number */
+            s = hetcl__fail(e->ctx, o->eta > 0 ? HETCL_ERR_INVALID_ARG : HETCL_ERR_INTERNAL,
+                            "eigenpro: the training loss diverged in epoch %d (step eta %g for "
+                            "a batch of %lld%s)",
+                            ep + 1, res->setup.eta, (long long) m,
+                            o->eta > 0 ? ": the step given is past the stable one" : "");
         if (s == HETCL_OK && te)
             s = evaluate(e, te, &r->test_mse, &r->test_acc);
         r->wall_s = now_s() - t_all;
