@@ -192,6 +192,40 @@ static void check_spirals(void)
     cJSON_Delete(sgd);
 }
 
+/* The same on the first OpenCL device (PoCL here): the kernel blocks run there, and its memory
+ * (global and largest allocation) bounds m_G. Skipped without one. */
+static void check_opencl(void)
+{
+    char args[1024], err[4096], report[512];
+    snprintf(report, sizeof report, "%s/cl.json", tmpdir);
+    snprintf(args, sizeof args,
+             "--model spirals.json --data spirals.csv --label-column label --test-split 0.2 "
+             "--devices p0d0 --epochs 3 --report %s --quiet",
+             report);
+    const int st = run(args, err, sizeof err);
+    if (st == 2 && strstr(err, "--devices")) {
+        printf("opencl: no device p0d0, skipped (%s)\n", err);
+        return;
+    }
+    CHECK_EQ_INT(st, 0);
+    schema_check(report);
+    cJSON *doc = hetcl_test_load_json(report);
+    CHECK(doc != NULL);
+    if (!doc)
+        return;
+    const cJSON *d = cJSON_GetArrayItem(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "eigenpro"), "devices"), 0);
+    const cJSON *dev = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "devices"), 0);
+    printf("opencl: %s test accuracy %.4f\n", str(dev, "name"),
+           num(cJSON_GetObjectItem(doc, "final"), "test_acc"));
+    CHECK(!strcmp(str(d, "device"), "p0d0") && strcmp(str(dev, "kind"), "host") != 0);
+    CHECK(num(d, "max_alloc_bytes") > 0 && num(d, "mem_bytes") >= num(d, "max_alloc_bytes"));
+    CHECK(num(cJSON_GetObjectItem(doc, "final"), "test_acc") >= 0.95);
+    CHECK(num(cJSON_GetObjectItem(doc, "final"), "train_loss") < 0.02);
+    CHECK(num(dev, "busy_s") > 0);
+    cJSON_Delete(doc);
+}
+
 /* sklearn's digits (1,797 8x8 images), 80/20: the 98% after 2 epochs. */
 static void check_digits(void)
 {
@@ -267,6 +301,7 @@ int main(void)
         return 1;
     check_spirals();
     check_bad_input();
+    check_opencl();
     check_digits();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
