@@ -34,3 +34,16 @@ target_include_directories(hetcl_hwloc INTERFACE ${HWLOC_INCLUDE_DIR})
 target_link_libraries(hetcl_hwloc INTERFACE ${HWLOC_LIBRARY})
 
 find_package(Threads REQUIRED)
+
+# LAPACKE (EigenPro's eigensystem of the Nystrom subsample, models/src/eigenpro): the C
+# interface and the reference LAPACK under it (liblapacke-dev pulls liblapack-dev).
+find_path(LAPACKE_INCLUDE_DIR lapacke.h)
+find_library(LAPACKE_LIBRARY lapacke)
+find_library(LAPACK_LIBRARY lapack)
+if(LAPACKE_INCLUDE_DIR AND LAPACKE_LIBRARY AND LAPACK_LIBRARY)
+  set(LAPACKE_FOUND TRUE)
+endif()
+hetcl_require(LAPACKE_FOUND "LAPACKE" "liblapacke-dev")
+add_library(hetcl_lapacke INTERFACE)
+target_include_directories(hetcl_lapacke INTERFACE ${LAPACKE_INCLUDE_DIR})
+target_link_libraries(hetcl_lapacke INTERFACE ${LAPACKE_LIBRARY} ${LAPACK_LIBRARY})

@@ -217,6 +217,17 @@ static size_t output_options(struct cli_option *rows, size_t n, struct train_cli
     return add_rows(rows, n, t, CLI_N(t));
 }
 
+static size_t kernel_options(struct cli_option *rows, size_t n, struct train_cli *c)
+{
+    const struct cli_option t[] = {
+            CLI_SECTION("kernel machines (EigenPro; --batch DEV=N sets m, --lr eta):"),
+            {"--no-precond", CLI_FLAG, &c->no_precond,
+             .help = "plain mini-batch SGD: no preconditioner, batch and step\n"
+                     "from the kernel's own top eigenvalue (the baseline)"},
+    };
+    return add_rows(rows, n, t, CLI_N(t));
+}
+
 /* Every file that training writes can be written, and no two are the same file: checked now,
  * before minutes of training, rather than when the first checkpoint or the report is due. */
 static int check_output_paths(const struct train_cli *c)
@@ -257,6 +268,7 @@ static int parse_args(int argc, char **argv, struct train_cli *c)
     n = algo_options(rows, n, c, &f);
     n = stop_options(rows, n, c, &f);
     n = optimizer_options(rows, n, c, &f);
+    n = kernel_options(rows, n, c);
     n = output_options(rows, n, c);
     int rc = cli_parse_flags("train", &train_help, argc, argv, rows, n);
     if (rc != CLI_PARSE_OK)
@@ -472,8 +484,9 @@ static void print_summary(const struct train_cli *c, const struct hetcl_train_re
     printf("model fnv1a64 %016llx\n", (unsigned long long) r->model_hash);
 }
 
-static int write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt,
-                        const struct hetcl_train_result *r)
+int train_cli_write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt,
+                           const struct hetcl_train_result *r,
+                           const struct hetcl_eigenpro_result *ep)
 {
     const char *files[4];
     for (int i = 0; i < c->n_data_files && i < 4; i++)
@@ -496,6 +509,7 @@ static int write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_run
             .trace_path = c->trace,
             .train = &c->opts,
             .result = r,
+            .eigenpro = ep,
             .machine = &c->machine,
     };
     return cli_write_report(ctx, hetcl_train_report_create(&ro), "--report", c->report, false)
@@ -550,6 +564,10 @@ int cli_train(int argc, char **argv)
         rc = create_runtime(&c, ctx, &rt);
     if (rc != CLI_EXIT_OK)
         goto out;
+    if (hetcl_model_spec_is_kernel_machine(c.spec)) { /* its own trainer: EigenPro */
+        rc = train_eigenpro(&c, ctx, rt);
+        goto out;
+    }
     c.opts.progress = on_progress;
     c.opts.progress_user = &c;
     /* From here on a signal stops the run cleanly; before, there is nothing to save. */
@@ -567,7 +585,7 @@ int cli_train(int argc, char **argv)
         cli_error("--trace %s: %s", c.trace, hetcl_context_last_error(ctx));
         rc = CLI_EXIT_FAILURE;
     }
-    if (c.report && write_report(&c, ctx, rt, res) != CLI_EXIT_OK)
+    if (c.report && train_cli_write_report(&c, ctx, rt, res, NULL) != CLI_EXIT_OK)
         rc = CLI_EXIT_FAILURE;
     if (rc == CLI_EXIT_OK && cli_signal_received())
         rc = interrupted(&c, cli_signal_received());

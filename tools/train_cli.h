@@ -35,6 +35,7 @@ struct train_cli {
     struct hetcl_device_list *device_list; /* enumerated once for the runtime(s) */
     int64_t train_limit, test_limit;
     bool no_standardize, quiet;
+    bool no_precond; /* kernel machines: plain SGD (--no-precond) */
     struct train_cli_batch batch[TRAIN_CLI_MAX_BATCH];
     int n_batch;
     struct hetcl_train_options opts;
@@ -54,5 +55,11 @@ int cli_train(int argc, char **argv);
  * exit code on failure. */
 int train_cli_load(struct train_cli *c, hetcl_context *ctx);
 void train_cli_unload(struct train_cli *c);
+/* Writes --report for an SGD run (r) or an EigenPro run (ep; r NULL); a CLI exit code. */
+int train_cli_write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt,
+                           const struct hetcl_train_result *r,
+                           const struct hetcl_eigenpro_result *ep);
+/* Trains a kernel machine spec by EigenPro (train_eigenpro.c); a CLI exit code. */
+int train_eigenpro(struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt);
 
 #endif /* HETCL_TRAIN_CLI_H */

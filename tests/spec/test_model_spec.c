@@ -411,11 +411,11 @@ static const struct bad_case bad_cases[] = {
          "layers[0].units: missing (expected an integer >= 1)", 1},
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
-         "dense, conv2d, maxpool2d, avgpool2d, flatten)",
+         "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
-         "maxpool2d, avgpool2d, flatten)",
+         "maxpool2d, avgpool2d, flatten, kernel)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activation': 'softmax'}]" SMCE,

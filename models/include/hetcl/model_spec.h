@@ -62,6 +62,17 @@ enum hetcl_model_layer_type {
     HETCL_MODEL_LAYER_MAXPOOL2D, /* "maxpool2d": no padding, floor output size */
     HETCL_MODEL_LAYER_AVGPOOL2D, /* "avgpool2d": no padding, floor output size */
     HETCL_MODEL_LAYER_FLATTEN,   /* "flatten": [c, h, w] -> [c * h * w], row-major */
+    /* "kernel": a kernel machine y = sum_j alpha_j k(c_j, x) over `centers` points c_j (the
+     * training set's, set by its trainer: hetcl_model_spec_set_centers); alpha [centers][units].
+     * Its tensors are sized by the data, so they are not among the spec's params; trained by
+     * EigenPro (<hetcl/eigenpro.h>) only. */
+    HETCL_MODEL_LAYER_KERNEL,
+};
+
+/* The kernel of a "kernel" layer (<hetcl/ops.h>'s hetcl_kernel_kind has the same values). */
+enum hetcl_model_kernel {
+    HETCL_MODEL_KERNEL_GAUSSIAN = 0, /* "gaussian": exp(-||x - c||^2 / (2 bandwidth^2)) */
+    HETCL_MODEL_KERNEL_LAPLACIAN,    /* "laplacian": exp(-||x - c|| / bandwidth) */
 };
 
 enum hetcl_model_activation {
@@ -132,6 +143,9 @@ struct hetcl_model_layer {
     int n_param_tensors;  /* 0, 1 (weight) or 2 (weight, bias) */
     int64_t n_parameters; /* elements in its tensors */
     int64_t flops;        /* forward FLOPs per example, as defined in models/README.md */
+    enum hetcl_model_kernel kernel_kind; /* kernel */
+    double bandwidth;                    /* kernel: > 0 */
+    int64_t centers;                     /* kernel: 0 until hetcl_model_spec_set_centers */
 };
 
 /*
@@ -198,6 +212,17 @@ HETCL_API const struct hetcl_model_param *hetcl_model_spec_find_param(const hetc
 HETCL_API const char *hetcl_model_layer_type_name(enum hetcl_model_layer_type t);
 HETCL_API const char *hetcl_model_activation_name(enum hetcl_model_activation a);
 HETCL_API const char *hetcl_model_loss_name(enum hetcl_model_loss l);
+HETCL_API const char *hetcl_model_kernel_name(enum hetcl_model_kernel k);
+
+/* Whether spec is a kernel machine: one "kernel" layer (what hetcl_eigenpro_train trains). */
+HETCL_API bool hetcl_model_spec_is_kernel_machine(const hetcl_model_spec *spec);
+
+/* Sets the number of centers of the spec's kernel layers (the trainer's training set size) and
+ * their FLOPs per example (2 centers d for the distances, 2 centers units for the sum).
+ * HETCL_ERR_INVALID_ARG when spec has no kernel layer or centers < 1. Not while another thread
+ * reads the spec. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_model_spec_set_centers(hetcl_model_spec *spec,
+                                                                    int64_t centers);
 HETCL_API const char *hetcl_model_init_name(enum hetcl_model_init i);
 
 #ifdef __cplusplus

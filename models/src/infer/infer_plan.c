@@ -208,6 +208,14 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
         case HETCL_MODEL_LAYER_FLATTEN:
             op = HETCL_INFER_FLATTEN;
             break;
+        case HETCL_MODEL_LAYER_KERNEL:
+            /* its centers and alpha come from a training set, not from a checkpoint of the
+             * spec's params: plans cannot bind them yet (hetcl_eigenpro_train predicts) */
+            hetcl_infer_plan_destroy(plan);
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: inference plans do not run kernel machines yet; "
+                               "hetcl train evaluates them",
+                               spec->source, i);
         }
         add_step(plan, op, i, l, spec);
     }

@@ -31,6 +31,8 @@ static const char *const slot_names[HETCL__SLOT_KINDS] = {
         [HETCL__SLOT_VEL_W] = "vel_w",
         [HETCL__SLOT_VEL_B] = "vel_b",
         [HETCL__SLOT_POOL_INDEX] = "pool_index",
+        [HETCL__SLOT_CENTERS] = "centers",
+        [HETCL__SLOT_KBLOCK] = "kblock",
 };
 
 const char *hetcl__slot_kind_name(enum hetcl__slot_kind kind)
@@ -99,6 +101,13 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
                                spec->source, layer, type, (long long) L->kernel[0],
                                (long long) L->kernel[1], (long long) L->stride[0],
                                (long long) L->stride[1]);
+        return HETCL_OK;
+    case HETCL_MODEL_LAYER_KERNEL:
+        if (L->centers < 1)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: a kernel layer without centers: train it with "
+                               "EigenPro (hetcl train --model <kernel machine spec>) first",
+                               spec->source, layer);
         return HETCL_OK;
     }
     return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
@@ -323,6 +332,26 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         return;
     case HETCL_MODEL_LAYER_FLATTEN:
         return; /* a view: the layers above read its input's slot */
+    case HETCL_MODEL_LAYER_KERNEL:
+        /* K(input, centers) [rows, centers], then y = K alpha ([rows, centers] x [centers,
+         * units]) */
+        op = add(e, &hetcl_op_kernel_matrix, "fwd_kernel");
+        SET_ARGS(op, kernel,
+                 ((struct hetcl_op_kernel_args){.m = rows,
+                                                .n = L->centers,
+                                                .d = hetcl__shape_elems(&L->in_shape),
+                                                .kind = (hetcl_kernel_kind) L->kernel_kind,
+                                                .bandwidth = (float) L->bandwidth}));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_CENTERS, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_KBLOCK, l), HETCL_W);
+        op = add(e, &hetcl_op_gemm, "fwd_gemm");
+        SET_ARGS(op, gemm,
+                 ((struct hetcl_op_gemm_args){.m = rows, .n = out, .k = L->centers, .alpha = 1}));
+        buf(e, op, slot(HETCL__SLOT_KBLOCK, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+        buf(e, op, y, HETCL_W);
+        return;
     }
 }
 
@@ -413,6 +442,16 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
         return;
     case HETCL_MODEL_LAYER_FLATTEN:
         return; /* a view: the layer above wrote its input's gradient directly */
+    case HETCL_MODEL_LAYER_KERNEL:
+        /* grad_w = K^T dact ([centers, rows] x [rows, units]); no input gradient */
+        op = add(e, &hetcl_op_gemm, "bwd_gemm_w");
+        SET_ARGS(op, gemm,
+                 ((struct hetcl_op_gemm_args){
+                         .m = L->centers, .n = out, .k = rows, .trans_a = true, .alpha = 1}));
+        buf(e, op, slot(HETCL__SLOT_KBLOCK, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_DACT, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_GRAD_W, l), HETCL_W);
+        return;
     }
 }
 
@@ -636,12 +675,27 @@ int64_t hetcl__slot_elems(const hetcl_model_spec *spec, struct hetcl__slot s, in
             return 0;
         return rows * hetcl__shape_elems(&L->out_shape);
     }
+    case HETCL__SLOT_CENTERS:
+    case HETCL__SLOT_KBLOCK: {
+        if (s.layer < 0 || s.layer >= spec->n_layers)
+            return 0;
+        const struct hetcl_model_layer *L = &spec->layers[s.layer];
+        if (L->type != HETCL_MODEL_LAYER_KERNEL)
+            return 0;
+        return L->centers * (s.kind == HETCL__SLOT_KBLOCK ? rows : L->in_shape.dims[0]);
+    }
     case HETCL__SLOT_WEIGHT:
     case HETCL__SLOT_BIAS:
     case HETCL__SLOT_GRAD_W:
     case HETCL__SLOT_GRAD_B:
     case HETCL__SLOT_VEL_W:
     case HETCL__SLOT_VEL_B: {
+        const struct hetcl_model_layer *K =
+                s.layer >= 0 && s.layer < spec->n_layers ? &spec->layers[s.layer] : NULL;
+        if (K && K->type == HETCL_MODEL_LAYER_KERNEL) /* alpha: sized by the data */
+            return s.kind == HETCL__SLOT_WEIGHT || s.kind == HETCL__SLOT_GRAD_W
+                           ? K->centers * K->units
+                           : 0;
         int p = hetcl__slot_param(spec, s);
         return p < 0 ? 0 : spec->params[p].n_elements;
     }

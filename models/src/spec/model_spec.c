@@ -23,8 +23,9 @@
 
 /* ---- names -------------------------------------------------------------------------------- */
 
-static const char *const layer_type_names[] = {"dense", "conv2d", "maxpool2d", "avgpool2d",
-                                               "flatten"};
+static const char *const layer_type_names[] = {"dense",     "conv2d",  "maxpool2d",
+                                               "avgpool2d", "flatten", "kernel"};
+static const char *const kernel_names[] = {"gaussian", "laplacian"};
 static const char *const activation_names[] = {"none", "relu", "sigmoid", "tanh"};
 static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
 /* Index INIT_AUTO is "auto", resolved at parse time (he_uniform after relu, else xavier). */
@@ -53,6 +54,11 @@ const char *hetcl_model_activation_name(enum hetcl_model_activation a)
 const char *hetcl_model_loss_name(enum hetcl_model_loss l)
 {
     return name_of(loss_names, N_OF(loss_names), (int) l);
+}
+
+const char *hetcl_model_kernel_name(enum hetcl_model_kernel k)
+{
+    return name_of(kernel_names, N_OF(kernel_names), (int) k);
 }
 
 const char *hetcl_model_init_name(enum hetcl_model_init i)
@@ -285,6 +291,32 @@ static const char *const conv_fields[] = {"type",    "filters",    "kernel", "st
                                           "padding", "activation", "bias",   "init"};
 static const char *const pool_fields[] = {"type", "size", "stride"};
 static const char *const flatten_fields[] = {"type"};
+static const char *const kernel_fields[] = {"type", "kernel", "bandwidth", "units"};
+
+static hetcl_status parse_kernel_layer(const struct parser *p, const cJSON *x, const char *prefix,
+                                       struct hetcl_model_layer *l)
+{
+    int kind = 0;
+    hetcl_status s;
+    if ((s = check_fields(p, x, prefix, kernel_fields, N_OF(kernel_fields))) != HETCL_OK ||
+        (s = get_int(p, x, prefix, "units", true, 0, 1, &l->units)) != HETCL_OK ||
+        (s = get_enum(p, x, prefix, "kernel", "kernel", kernel_names, N_OF(kernel_names), true, 0,
+                      &kind)) != HETCL_OK)
+        return s;
+    l->kernel_kind = (enum hetcl_model_kernel) kind;
+    char where[64];
+    join_path(where, sizeof where, prefix, "bandwidth");
+    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(x, "bandwidth");
+    if (!bw)
+        return bad(p, where, "missing (expected a number > 0)");
+    if (!cJSON_IsNumber(bw) || !isfinite(bw->valuedouble) || bw->valuedouble <= 0) {
+        char got[HETCL_QUOTE_CAP];
+        describe(bw, got, sizeof got);
+        return bad(p, where, "expected a number > 0, got %s", got);
+    }
+    l->bandwidth = bw->valuedouble;
+    return HETCL_OK;
+}
 
 static enum hetcl_model_init resolve_init(int init, enum hetcl_model_activation act)
 {
@@ -337,6 +369,8 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
         return HETCL_OK;
     case HETCL_MODEL_LAYER_FLATTEN:
         return check_fields(p, x, prefix, flatten_fields, N_OF(flatten_fields));
+    case HETCL_MODEL_LAYER_KERNEL:
+        return parse_kernel_layer(p, x, prefix, l);
     }
     /* dense and conv2d */
     if ((s = get_enum(p, x, prefix, "activation", "activation", activation_names,
@@ -481,6 +515,12 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
     case HETCL_MODEL_LAYER_FLATTEN:
         g->out.rank = 1;
         g->out.dims[0] = shape_elements(cur);
+        break;
+    case HETCL_MODEL_LAYER_KERNEL: /* its tensors and FLOPs depend on the data's size */
+        if (cur->rank != 1)
+            return bad(p, where, "kernel needs a flat [n] input, got %s", shape);
+        g->out.rank = 1;
+        g->out.dims[0] = l->units;
         break;
     }
     return HETCL_OK;

@@ -24,6 +24,7 @@
 #define HETCL_TRAIN_REPORT_H
 
 #include <hetcl/data.h>
+#include <hetcl/eigenpro.h>
 #include <hetcl/export.h>
 #include <hetcl/machine.h>
 #include <hetcl/model_spec.h>
@@ -80,8 +81,13 @@ struct hetcl_train_report_options {
     const char *devices;    /* the device selection as given ("all", "host", ids) */
     const char *split_cpu;  /* the CPU split as given; NULL: none */
     const char *trace_path; /* the trace written, NULL: none */
-    const struct hetcl_train_options *train;   /* the options the run was given; required */
-    const struct hetcl_train_result *result;   /* required */
+    const struct hetcl_train_options *train; /* the options the run was given; required */
+    const struct hetcl_train_result *result; /* required, unless eigenpro is set */
+    /* A kernel machine trained by EigenPro (hetcl_eigenpro_train): the report's epochs, device
+     * and final result come from it instead of result, the algorithm is "eigenpro", and its
+     * setup (per device: m_G, q, m, eta, beta, lambda_1 before and after, s) is the report's
+     * "eigenpro" object. NULL for the SGD trainers. */
+    const struct hetcl_eigenpro_result *eigenpro;
     const struct hetcl_train_machine *machine; /* NULL: no machine section (it is optional) */
 };
 
