@@ -71,6 +71,9 @@ function(hetcl_add_whole_library target type export_name)
   target_link_libraries(${target}
     PUBLIC OpenCL::OpenCL cjson $<BUILD_INTERFACE:hetcl_hwloc> $<INSTALL_INTERFACE:hetcl::hwloc>
     PRIVATE clblast ZLIB::ZLIB Threads::Threads m ${CMAKE_DL_LIBS})
+  if(HETCL_HAVE_MPI)
+    target_link_libraries(${target} PRIVATE MPI::MPI_C)
+  endif()
 endfunction()
 
 hetcl_add_whole_library(hetcl_shared SHARED hetcl)
