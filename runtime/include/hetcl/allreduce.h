@@ -59,8 +59,15 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_comm_create_local(hetcl_context *ct
                                                                hetcl_comm **out);
 
 /* Destroys this rank's handle (NULL: no-op). Messages it sent that were not yet delivered are
- * waited for (up to the timeout). */
+ * waited for (up to the timeout). On MPI, after a rank timed out or MPI failed, MPI is left
+ * unfinalized (MPI_Finalize would wait for the silent rank): the process should then exit,
+ * and mpirun ends the other ranks. */
 HETCL_API void hetcl_comm_destroy(hetcl_comm *comm);
+
+/* Marks that this rank leaves early (its run failed): hetcl_comm_destroy will then leave MPI
+ * unfinalized, as after a timeout, so that when the process exits mpirun ends the other ranks
+ * at once instead of this one waiting for them in MPI_Finalize. */
+HETCL_API void hetcl_comm_abandon(hetcl_comm *comm);
 
 HETCL_API int hetcl_comm_rank(const hetcl_comm *comm);
 HETCL_API int hetcl_comm_size(const hetcl_comm *comm);

@@ -17,7 +17,9 @@ hetcl_status hetcl__comm_send(hetcl_comm *c, int dst, int tag, const void *buf, 
 {
     if (dst != c->rank)
         c->bytes_sent += n;
-    return c->ops->send(c, dst, tag, buf, n);
+    hetcl_status s = c->ops->send(c, dst, tag, buf, n);
+    c->broken = c->broken || (s != HETCL_OK && s != HETCL_ERR_NO_MEMORY);
+    return s;
 }
 
 hetcl_status hetcl__comm_recv(hetcl_comm *c, int src, int tag, void *buf, size_t n)
@@ -25,6 +27,7 @@ hetcl_status hetcl__comm_recv(hetcl_comm *c, int src, int tag, void *buf, size_t
     hetcl_status s = c->ops->recv(c, src, tag, buf, n);
     if (s == HETCL_OK && src != c->rank)
         c->bytes_received += n;
+    c->broken = c->broken || (s != HETCL_OK && s != HETCL_ERR_NO_MEMORY);
     return s;
 }
 
@@ -47,6 +50,12 @@ void hetcl_comm_destroy(hetcl_comm *comm)
 {
     if (comm)
         comm->ops->destroy(comm);
+}
+
+void hetcl_comm_abandon(hetcl_comm *comm)
+{
+    if (comm)
+        comm->broken = true;
 }
 
 int hetcl_comm_rank(const hetcl_comm *comm)

@@ -28,6 +28,9 @@ struct hetcl_comm {
     int rank, size;
     uint64_t timeout_ns;
     uint64_t bytes_sent, bytes_received; /* to and from other ranks */
+    /* A peer timed out or the transport failed: destroy then leaves MPI unfinalized, since
+     * MPI_Finalize waits for every rank, and exiting without it makes mpirun end the job. */
+    bool broken;
 };
 
 /* Tags: one per protocol message kind, so that a rank's messages to itself in two roles never

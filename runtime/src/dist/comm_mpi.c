@@ -133,6 +133,11 @@ static hetcl_status mpi_allreduce(hetcl_comm *c, void *data, size_t count, hetcl
 static void mpi_destroy(hetcl_comm *c)
 {
     struct mpi_comm *m = (struct mpi_comm *) c;
+    if (c->broken) {
+        /* A rank stopped answering: MPI_Finalize would wait for it forever. Exiting without
+         * it makes mpirun end the whole job (the send buffers are left to the exit). */
+        return;
+    }
     uint64_t start = hetcl__now_ns();
     while (m->n_pend && (!c->timeout_ns || hetcl__now_ns() - start < c->timeout_ns)) {
         reap(m);
