@@ -45,6 +45,12 @@ int train_dist_start(struct train_cli *c, hetcl_context *ctx)
                 launched == 1 ? "one MPI rank" : "started by mpirun but built without MPI");
         return CLI_EXIT_OK;
     }
+    if (c->opts.resume) {
+        /* Not yet: every rank would need rank 0's checkpoint and a shard of its position. */
+        cli_error("--resume is not supported across ranks yet: resume rank 0's checkpoint "
+                  "with one process");
+        return CLI_EXIT_USAGE;
+    }
     if (hetcl_comm_create_mpi(ctx, &c->comm) != HETCL_OK) {
         cli_error("train: %s", hetcl_context_last_error(ctx));
         return CLI_EXIT_FAILURE;
@@ -58,8 +64,7 @@ int train_dist_start(struct train_cli *c, hetcl_context *ctx)
             .method = (hetcl_allreduce_method) c->allreduce_method};
     if (c->rank != 0) {
         /* One writer: rank 0. The others print only their errors. */
-        if (!o->resume)
-            o->checkpoint_path = NULL;
+        o->checkpoint_path = NULL;
         c->report = NULL;
         c->trace = NULL;
         c->quiet = true;
