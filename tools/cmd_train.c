@@ -270,6 +270,7 @@ static int parse_args(int argc, char **argv, struct train_cli *c)
     n = optimizer_options(rows, n, c, &f);
     n = kernel_options(rows, n, c);
     n = output_options(rows, n, c);
+    n = train_dist_options(rows, n, c);
     int rc = cli_parse_flags("train", &train_help, argc, argv, rows, n);
     if (rc != CLI_PARSE_OK)
         return rc;
@@ -486,7 +487,7 @@ static void print_summary(const struct train_cli *c, const struct hetcl_train_re
 
 int train_cli_write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt,
                            const struct hetcl_train_result *r,
-                           const struct hetcl_eigenpro_result *ep)
+                           const struct hetcl_eigenpro_result *ep, cJSON *ranks)
 {
     const char *files[4];
     for (int i = 0; i < c->n_data_files && i < 4; i++)
@@ -512,9 +513,13 @@ int train_cli_write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_
             .eigenpro = ep,
             .machine = &c->machine,
     };
-    return cli_write_report(ctx, hetcl_train_report_create(&ro), "--report", c->report, false)
-                   ? CLI_EXIT_FAILURE
-                   : CLI_EXIT_OK;
+    cJSON *report = hetcl_train_report_create(&ro);
+    if (report && ranks)
+        cJSON_AddItemToObject(report, "ranks", ranks);
+    else
+        cJSON_Delete(ranks);
+    return cli_write_report(ctx, report, "--report", c->report, false) ? CLI_EXIT_FAILURE
+                                                                       : CLI_EXIT_OK;
 }
 
 /* The exit code of a failed run, after its one-line error. */
@@ -559,7 +564,11 @@ int cli_train(int argc, char **argv)
         cli_error("out of memory");
         return CLI_EXIT_FAILURE;
     }
-    rc = train_cli_load(&c, ctx);
+    /* MPI first: its start waits for every rank, so that a rank that dies later is noticed by
+     * the others' syncs rather than by their start. */
+    rc = train_dist_start(&c, ctx);
+    if (rc == CLI_EXIT_OK)
+        rc = train_cli_load(&c, ctx);
     if (rc == CLI_EXIT_OK)
         rc = create_runtime(&c, ctx, &rt);
     if (rc != CLI_EXIT_OK)
@@ -578,15 +587,20 @@ int cli_train(int argc, char **argv)
     hetcl_train_machine_after(&c.machine);
     if (s != HETCL_OK) {
         rc = run_failed(&c, ctx, s);
+        hetcl_comm_abandon(c.comm); /* mpirun then ends the other ranks at once */
         goto out;
     }
-    print_summary(&c, res);
+    if (c.rank == 0)
+        print_summary(&c, res);
+    cJSON *ranks = train_dist_gather(&c, ctx, res);
     if (c.trace && hetcl_runtime_write_trace(rt, c.trace) != HETCL_OK) {
         cli_error("--trace %s: %s", c.trace, hetcl_context_last_error(ctx));
         rc = CLI_EXIT_FAILURE;
     }
-    if (c.report && train_cli_write_report(&c, ctx, rt, res, NULL) != CLI_EXIT_OK)
+    if (c.report && train_cli_write_report(&c, ctx, rt, res, NULL, ranks) != CLI_EXIT_OK)
         rc = CLI_EXIT_FAILURE;
+    else if (!c.report)
+        cJSON_Delete(ranks);
     if (rc == CLI_EXIT_OK && cli_signal_received())
         rc = interrupted(&c, cli_signal_received());
 out:
@@ -594,6 +608,7 @@ out:
     hetcl_runtime_destroy(rt);
     hetcl_device_list_destroy(c.device_list);
     train_cli_unload(&c);
+    train_dist_end(&c);
     hetcl_context_destroy(ctx);
     return rc;
 }

@@ -24,6 +24,9 @@ packages=(
   # the install check (tools/check_install.sh) builds the examples with pkg-config, as a user of
   # hetcl.pc would
   pkgconf
+  # optional: training across nodes and the "mpi" allreduce (HETCL_WITH_MPI; the build works
+  # without them), and mpirun for their tests
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

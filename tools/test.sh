@@ -36,10 +36,10 @@ ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print
 
 echo "== ThreadSanitizer build and the runtime, scheduler and failing-device training tests"
 cmake --preset tsan >/dev/null
-cmake --build build-tsan -j "$jobs" --target hetcl_rt_tests
+cmake --build build-tsan -j "$jobs" --target hetcl_rt_tests test_allreduce
 TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp second_deadlock_stack=1" \
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" \
-  -R '^test_(rt_|sched_|perfmodel$|trace$|dmda_public$|infer_team$|train_faults$|train_memory$|train_eigenpro$)'
+  -R '^test_(rt_|sched_|perfmodel$|trace$|dmda_public$|infer_team$|train_faults$|train_memory$|train_eigenpro$|allreduce$)'
 
 echo "== fuzzing the parsers (${HETCL_FUZZ_SECONDS:-10} s each)"
 tools/fuzz.sh

@@ -72,7 +72,7 @@ int train_eigenpro(struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt)
         cli_error("--trace %s: %s", c->trace, hetcl_context_last_error(ctx));
         rc = CLI_EXIT_FAILURE;
     }
-    if (c->report && train_cli_write_report(c, ctx, rt, NULL, r) != CLI_EXIT_OK)
+    if (c->report && train_cli_write_report(c, ctx, rt, NULL, r, NULL) != CLI_EXIT_OK)
         rc = CLI_EXIT_FAILURE;
     hetcl_eigenpro_result_destroy(r);
     return rc;
