@@ -62,6 +62,31 @@ enum hetcl_model_layer_type {
     HETCL_MODEL_LAYER_MAXPOOL2D, /* "maxpool2d": no padding, floor output size */
     HETCL_MODEL_LAYER_AVGPOOL2D, /* "avgpool2d": no padding, floor output size */
     HETCL_MODEL_LAYER_FLATTEN,   /* "flatten": [c, h, w] -> [c * h * w], row-major */
+    HETCL_MODEL_LAYER_SLIDE,     /* "slide": the logits W x + b of a dense layer whose training
+                                    computes only the neurons that locality-sensitive hashing
+                                    selects (SLIDE; <hetcl/slide.h>); the last layer, under a
+                                    softmax_cross_entropy loss. Evaluated densely elsewhere. */
+};
+
+/* The hash family of a slide layer. */
+enum hetcl_model_slide_hash {
+    HETCL_MODEL_SLIDE_DWTA = 0, /* "dwta": densified winner-take-all, bins of 8 (3 bits a code) */
+    HETCL_MODEL_SLIDE_SIMHASH,  /* "simhash": signed random projections (1 bit a code) */
+};
+
+/* A slide layer's hashing (zero for other layers; the defaults are those of the SLIDE paper's
+ * code for Amazon-670K's output layer, with periods in batches of 128 examples). */
+struct hetcl_model_slide {
+    enum hetcl_model_slide_hash hash; /* "hash", default "dwta" */
+    int k;                            /* "k": codes per table, default 6 */
+    int l;                            /* "l": tables, default 50 */
+    int bucket_size;                  /* "bucket_size": ids a bucket keeps (FIFO), default 128 */
+    int threshold;        /* "threshold": 0 (default) the union of the L buckets; m >= 1 the neurons
+                             found in at least m of them */
+    int64_t min_active;   /* "min_active": padding with random neurons, default 1000 */
+    int64_t rehash_every; /* "rehash_every": batches between re-insertions, default 50 */
+    int64_t rebuild_every; /* "rebuild_every": batches between new hash functions, default
+                              1000 */
 };
 
 enum hetcl_model_activation {
@@ -128,10 +153,11 @@ struct hetcl_model_layer {
     bool bias;                              /* dense, conv2d: has a bias tensor */
     enum hetcl_model_init init;             /* dense, conv2d: resolved weight init */
     struct hetcl_model_shape in_shape, out_shape;
-    int first_param;      /* index into hetcl_model_spec.params of its first tensor */
-    int n_param_tensors;  /* 0, 1 (weight) or 2 (weight, bias) */
-    int64_t n_parameters; /* elements in its tensors */
-    int64_t flops;        /* forward FLOPs per example, as defined in models/README.md */
+    int first_param;                /* index into hetcl_model_spec.params of its first tensor */
+    int n_param_tensors;            /* 0, 1 (weight) or 2 (weight, bias) */
+    int64_t n_parameters;           /* elements in its tensors */
+    int64_t flops;                  /* forward FLOPs per example, as defined in models/README.md */
+    struct hetcl_model_slide slide; /* slide layers */
 };
 
 /*
