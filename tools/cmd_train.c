@@ -93,6 +93,9 @@ static size_t data_options(struct cli_option *rows, size_t n, struct train_cli *
              .help = "use the first N training examples (after a seeded shuffle)"},
             {"--test-limit", CLI_U64, &f->test_limit, .max = 1099511627776.0, .metavar = "N",
              .help = "evaluate on the first N test examples"},
+            {"--select", CLI_STRING, &c->select, .metavar = "NAME",
+             .help = "models with a slide layer: lsh (default: SLIDE), sampled\n"
+                     "(sampled softmax) or full (every output)"},
             {"--no-standardize", CLI_FLAG, &c->no_standardize,
              .help = "keep raw features (default: standardize each feature with\n"
                      "the training set's mean and deviation)"},
@@ -531,6 +534,13 @@ int cli_train(int argc, char **argv)
         cli_error("out of memory");
         return CLI_EXIT_FAILURE;
     }
+    /* A model whose last layer is a slide layer trains with SLIDE (train_slide.c). */
+    if (hetcl_model_spec_load(ctx, c.model, &c.spec) == HETCL_OK && train_slide_wanted(c.spec)) {
+        rc = train_slide_main(&c, ctx);
+        goto out;
+    }
+    hetcl_model_spec_destroy(c.spec);
+    c.spec = NULL;
     rc = train_cli_load(&c, ctx);
     if (rc == CLI_EXIT_OK)
         rc = create_runtime(&c, ctx, &rt);

@@ -25,6 +25,7 @@ struct train_cli {
     int argc;
     char **argv;
     const char *model, *data, *devices, *split_cpu, *report, *trace;
+    const char *select;        /* --select: a slide model's active sets */
     char devices_serving[512]; /* --devices plus the host worker that serves OpenCL replicas */
     int host_workers;          /* 0: automatic; -1: none (--host-workers 0) */
     unsigned long timeout_ms;  /* --timeout-ms: each isolated driver query (0: the default) */
@@ -50,5 +51,9 @@ int cli_train(int argc, char **argv);
  * exit code on failure. */
 int train_cli_load(struct train_cli *c, hetcl_context *ctx);
 void train_cli_unload(struct train_cli *c);
+/* train_slide.c: whether spec's last layer is a slide layer; the run of such a model with
+ * hetcl_slide_train (c->spec loaded; the data from c->data); a CLI exit code. */
+bool train_slide_wanted(const hetcl_model_spec *spec);
+int train_slide_main(struct train_cli *c, hetcl_context *ctx);
 
 #endif /* HETCL_TRAIN_CLI_H */
