@@ -136,6 +136,17 @@ int train_slide_main(struct train_cli *c, hetcl_context *ctx)
         cli_error("--select %s: expected lsh, sampled or full", c->select);
         return CLI_EXIT_USAGE;
     }
+    /* Not built for SLIDE yet: refused rather than silently ignored. */
+    const char *unsupported = c->report                 ? "--report"
+                              : c->trace                ? "--trace"
+                              : c->opts.checkpoint_path ? "--checkpoint"
+                                                        : NULL;
+    if (unsupported) {
+        cli_error("%s: not supported yet for a model with a slide layer (the figures are "
+                  "printed)",
+                  unsupported);
+        return CLI_EXIT_USAGE;
+    }
     hetcl_dataset *train = NULL, *test = NULL;
     int rc = load(c, ctx, &train, &test);
     if (rc != CLI_EXIT_OK)

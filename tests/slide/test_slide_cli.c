@@ -63,6 +63,9 @@ int main(void)
     snprintf(args, sizeof args, "%s --select best", data);
     CHECK_EQ_INT(run(args), 2);
     CHECK(strstr(err, "--select best: expected lsh, sampled or full"));
+    snprintf(args, sizeof args, "%s --report r.json", data);
+    CHECK_EQ_INT(run(args), 2); /* not written yet: refused, never ignored */
+    CHECK(strstr(err, "--report: not supported yet for a model with a slide layer"));
     CHECK_EQ_INT(run("--data xc:labels=1000"), 2); /* more classes than the model's outputs */
     CHECK(strstr(err, "classes do not fit"));
     if (hetcl_test_failures)

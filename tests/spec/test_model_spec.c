@@ -422,9 +422,9 @@ static const struct bad_case bad_cases[] = {
         {HEAD "'layers': [{'type': 'slide', 'units': 10}, {'type': 'dense', 'units': 10}]" SMCE,
          "layers[0]: a slide layer must be the last layer, under softmax_cross_entropy (got "
          "layer 1 of 2, loss softmax_cross_entropy)",
-         1},
+         0},
         {HEAD "'layers': [{'type': 'slide', 'units': 10, 'k': 9}]" SMCE,
-         "layers[0].k: expected at most 8 for dwta (a bucket index of 24 bits), got 9", 1},
+         "layers[0].k: expected at most 8 for dwta (a bucket index of 24 bits), got 9", 0},
         {HEAD "'layers': [{'type': 'slide', 'units': 10, 'activation': 'relu'}]" SMCE,
          "layers[0].activation: unknown field", 1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activation': 'softmax'}]" SMCE,

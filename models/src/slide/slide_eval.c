@@ -88,12 +88,18 @@ void hetcl__slide_hidden(const struct slide *sl, const hetcl_dataset *ds, int64_
             h[j] = h[j] > 0.0f ? h[j] : 0.0f;
 }
 
-static float dotf(const float *a, const float *b, int64_t n)
+float hetcl__slide_dot(const float *a, const float *b, int64_t n)
 {
-    float s = 0.0f;
-    for (int64_t j = 0; j < n; j++)
-        s += a[j] * b[j];
-    return s;
+    /* Eight partial sums: a single one is a dependency chain the compiler may not reorder. */
+    float s[8] = {0};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int q = 0; q < 8; q++)
+            s[q] += a[j + q] * b[j + q];
+    float t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (; j < n; j++)
+        t += a[j] * b[j];
+    return t;
 }
 
 /* Examples t, t + T, ... of the evaluation: top 5 of every logit, and whether the arg-max is in
@@ -114,7 +120,7 @@ static void eval_part(struct slide_thread *t)
         hetcl__slide_hidden(sl, ds, i, h, t->idx_buf, t->val_buf);
         int64_t top[5] = {-1, -1, -1, -1, -1};
         for (int64_t a = 0; a < sl->c; a++) {
-            float z = sl->b2[a] + dotf(sl->w2 + a * sl->hid, h, sl->hid);
+            float z = sl->b2[a] + hetcl__slide_dot(sl->w2 + a * sl->hid, h, sl->hid);
             t->logits[a] = z;
             int r = 5;
             while (r > 0 && (top[r - 1] < 0 || z > t->logits[top[r - 1]]))

@@ -94,6 +94,9 @@ int hetcl__slide_labels(const hetcl_dataset *ds, int64_t i, const int32_t **lab)
 void hetcl__slide_hidden(const struct slide *sl, const hetcl_dataset *ds, int64_t i, float *h,
                          int32_t *idx_buf, float *val_buf);
 
+/* The dot product of a[n] and b[n] (eight partial sums, so that it vectorises). */
+float hetcl__slide_dot(const float *a, const float *b, int64_t n);
+
 /* Checks spec, data and options, resolves the defaults into sl->o, allocates everything and
  * draws the initial weights; the detail on ctx on failure (hetcl__slide_teardown frees what
  * was allocated either way). */

@@ -127,10 +127,8 @@ static void run_example(struct slide_thread *t, int64_t k)
     uint64_t t3 = now_ns();
     float zmax = -INFINITY;
     for (int64_t e = 0; e < ex->n_act; e++) {
-        const float *w = sl->w2 + (int64_t) ex->act[e] * hid;
-        float z = sl->b2[ex->act[e]];
-        for (int64_t j = 0; j < hid; j++)
-            z += w[j] * ex->h[j];
+        float z = sl->b2[ex->act[e]] +
+                  hetcl__slide_dot(sl->w2 + (int64_t) ex->act[e] * hid, ex->h, hid);
         ex->g[e] = z;
         zmax = z > zmax ? z : zmax;
     }
