@@ -4,6 +4,7 @@
  *     convert_f32_f16   dst[i] = (half) src[i], round to nearest even
  *     convert_f16_f32   dst[i] = (float) src[i]
  *     bias_act_f16_fwd  y = act(x + bias) (act as in bias_act.cl)
+ *     softmax_f16       probs[r] = softmax(logits[r]): half logits in, float probabilities out
  *     gemm_f16          C = alpha op(A) op(B) + beta C, any layout (trans_a, trans_b), a
  *                       GEMM_F16_TM x GEMM_F16_TN tile of C per work-item
  *
@@ -65,6 +66,28 @@ __kernel void bias_act_f16_fwd(int rows, int cols, int act, const __global half 
         return;
     const size_t at = (size_t) r * cols + c;
     vstore_half_rte(act_apply_f(vload_half(at, x) + vload_half(c, bias), act), at, y);
+}
+
+/* One work-item per row, as softmax_f32 in loss.cl; exp of (x - max) <= 0 cannot overflow. */
+__kernel void softmax_f16(int rows, int classes, const __global half *restrict logits,
+                          __global float *restrict probs)
+{
+    const int r = get_global_id(0);
+    HETCL_GUARD(r, rows);
+    const size_t base = (size_t) r * classes;
+    __global float *y = probs + base;
+    float m = vload_half(base, logits);
+    for (int c = 1; c < classes; c++)
+        m = fmax(m, vload_half(base + c, logits));
+    float sum = 0.0f;
+    for (int c = 0; c < classes; c++) {
+        const float e = exp(vload_half(base + c, logits) - m);
+        y[c] = e;
+        sum += e;
+    }
+    const float inv = 1.0f / sum;
+    for (int c = 0; c < classes; c++)
+        y[c] *= inv;
 }
 
 /* Packed row-major storage: A is [M,K] (or [K,M] when trans_a), B [K,N] (or [N,K]), C [M,N].

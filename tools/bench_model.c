@@ -5,11 +5,13 @@
  */
 #include "bench.h"
 #include "cli.h"
+#include "cli_data.h"
 #include "cli_options.h"
 
 #include <hetcl/bench_model.h>
 #include <hetcl/context.h>
 #include <hetcl/machine.h>
+#include <hetcl/model_spec.h>
 #include <hetcl/status.h>
 
 #include <stdarg.h>
@@ -33,20 +35,24 @@ struct state {
     int64_t batches[HETCL_BENCH_MAX_LIST];
     enum hetcl_bench_placement placements[HETCL_BENCH_MAX_LIST];
     enum hetcl_bench_scenario scenarios[HETCL_BENCH_MAX_LIST];
-    int data, order, format; /* CLI_CHOICE indices */
+    int order, format;          /* CLI_CHOICE indices */
+    struct cli_data_flags data; /* --data and the flags of data files */
+    struct cli_data files;      /* loaded when --data names files */
+    char data_label[1100];      /* what the report calls the inputs from files */
     const char *report;
     bool quick, quiet;
     unsigned long host_workers, spin_us;
     bool host_workers_set;
     /* --quick sets the protocol only where its flags were not given */
     bool seen[10];
+    int precision; /* CLI_CHOICE index: the enum hetcl_infer_precision value */
     char help[N_HELP][240];
     int n_help;
 };
 
-static const char *const data_names[] = {"random", "fashion-mnist", NULL};
 static const char *const order_names[] = {"randomised", "as-given", NULL};
 static const char *const format_names[] = {"text", "md", NULL};
+static const char *const precision_names[] = {"fp32", "fp16", NULL}; /* enum order */
 
 /* A help line with the library's defaults formatted in. */
 static const char *H(struct state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -169,11 +175,12 @@ static size_t what_runs(struct state *s, struct cli_option *t)
             {"--seed", CLI_U64, &s->o.weight_seed, .metavar = "N",
              .help = H(s, "seed of random weights (default %llu)",
                        (unsigned long long) d->weight_seed)},
-            {"--data", CLI_CHOICE, &s->data, .choices = data_names,
-             .metavar = "fashion-mnist|random",
-             .help = "inputs: the Fashion-MNIST test set (rotated; enables\n"
-                     "accuracy with a checkpoint) or seeded random\n"
-                     "(default random)"},
+            {"--data", CLI_STRING, &s->data.data, .metavar = "SOURCE",
+             .help = "inputs: random (default: seeded), fashion-mnist (its\n"
+                     "test set), or files:" CLI_DATA_FILE_HELP ";\n"
+                     "all of the file's examples, or those --test-split holds\n"
+                     "out, or --test-data's. Labelled inputs give accuracy\n"
+                     "with a checkpoint"},
             {"--no-standardize", CLI_FLAG, &s->o.no_standardize,
              .help = "feed the dataset's raw features (default:\n"
                      "standardized as the checkpoint says when it carries\n"
@@ -219,9 +226,18 @@ static size_t what_runs(struct state *s, struct cli_option *t)
              .help = H(s, "seed of the order (default %llu)", (unsigned long long) d->order_seed)},
             {"--cooldown-ms", CLI_DOUBLE, &s->o.cooldown_ms, .metavar = "MS",
              .help = H(s, "pause between configurations (default %g)", d->cooldown_ms)},
+            {"--precision", CLI_CHOICE, &s->precision, .choices = precision_names,
+             .metavar = "fp32|fp16",
+             .help = H(s,
+                       "arithmetic (default fp32). fp16: weights and\n"
+                       "activations in half, accumulation in float, on OpenCL\n"
+                       "devices with cl_khr_fp16 only (with --devices all the\n"
+                       "others are left out, with a warning); dense models;\n"
+                       "divergence within %g of the fp32 reference",
+                       d->tolerance_fp16)},
     };
     memcpy(t, rows, sizeof rows);
-    return CLI_N(rows);
+    return CLI_N(rows) + cli_data_options(t + CLI_N(rows), &s->data);
 }
 
 /* The runtime's flags, into t; returns how many rows. */
@@ -386,9 +402,20 @@ static int parse(int argc, char **argv, struct state *s)
     s->o.n_models = s->models.n;
     s->o.weights = s->weights.n ? s->weights.items : NULL;
     s->o.n_weights = s->weights.n;
-    s->o.data = s->data == 1 ? "fashion-mnist" : NULL;
+    const char *d = s->data.data;
+    if (d && strcmp(d, "random") && strcmp(d, "fashion-mnist") && !cli_data_is_file(d)) {
+        char q[CLI_QUOTE_CAP];
+        cli_error("--data expects random, fashion-mnist, idx:IMAGES,LABELS, csv:FILE, libsvm:FILE "
+                  "or a FILE ending in .csv, .libsvm, .svm or .svmlight, got %s",
+                  hetcl_quote(q, sizeof q, d));
+        return CLI_EXIT_USAGE;
+    }
+    if (cli_data_check_flags(&s->data) != CLI_EXIT_OK)
+        return CLI_EXIT_USAGE;
+    s->o.data = d && !strcmp(d, "fashion-mnist") ? d : NULL;
     s->o.order_as_given = s->order == 1;
     s->o.spin_us = (unsigned) s->spin_us;
+    s->o.precision = (enum hetcl_infer_precision) s->precision;
     if (s->host_workers_set) /* --host-workers 0: none */
         s->o.host_workers = s->host_workers ? (int) s->host_workers : -1;
     if (s->quick)
@@ -405,6 +432,46 @@ static int check_output_paths(const struct state *s)
             {"--trace", s->o.trace_path},
     };
     return cli_check_outputs(outs, CLI_N(outs));
+}
+
+/* --data FILE: the inputs from files, checked against every model (each spec read as the
+ * library reads --model: a bare NAME is models/NAME.json); their training split standardizes
+ * them unless a checkpoint says how. Prints the error and returns the exit code. */
+static int load_files(hetcl_context *ctx, struct state *s)
+{
+    hetcl_model_spec *spec[HETCL_BENCH_MAX_LIST] = {0};
+    char path[HETCL_BENCH_MAX_LIST][1024];
+    int rc = CLI_EXIT_OK;
+    for (size_t i = 0; i < s->models.n && rc == CLI_EXIT_OK; i++) {
+        const char *m = s->models.items[i];
+        snprintf(path[i], sizeof path[i],
+                 strchr(m, '/') || strstr(m, ".json") ? "%s" : "models/%s.json", m);
+        if (hetcl_model_spec_load(ctx, path[i], &spec[i]) != HETCL_OK) {
+            cli_error("--model %s", hetcl_context_last_error(ctx));
+            rc = CLI_EXIT_USAGE;
+        }
+    }
+    if (rc == CLI_EXIT_OK)
+        rc = cli_data_load(ctx, &s->data, spec[0], path[0], &s->files);
+    const struct cli_data_flags *f = &s->data;
+    for (size_t i = 1; i < s->models.n && rc == CLI_EXIT_OK; i++) {
+        rc = cli_data_check_model("--data", f->data, s->files.train, spec[i], path[i]);
+        if (rc == CLI_EXIT_OK && f->test_data)
+            rc = cli_data_check_model("--test-data", f->test_data, s->files.test, spec[i], path[i]);
+    }
+    for (size_t i = 0; i < s->models.n; i++)
+        hetcl_model_spec_destroy(spec[i]);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (f->test_split > 0)
+        snprintf(s->data_label, sizeof s->data_label, "%s (held-out %g, split seed %llu)", f->data,
+                 f->test_split, (unsigned long long) (f->split_seed_seen ? f->split_seed : 1));
+    else
+        snprintf(s->data_label, sizeof s->data_label, "%s", f->test_data ? f->test_data : f->data);
+    s->o.data = s->data_label;
+    s->o.dataset = s->files.test ? s->files.test : s->files.train;
+    s->o.dataset_train = s->files.test ? s->files.train : NULL;
+    return CLI_EXIT_OK;
 }
 
 /* The flag behind an option the library refused, or NULL when its message says. */
@@ -435,6 +502,8 @@ static const char *flag_of(enum hetcl_bench_option bad)
         return "--window-ms";
     case HETCL_BENCH_OPT_TOLERANCE:
         return "--tolerance";
+    case HETCL_BENCH_OPT_PRECISION:
+        return "--precision";
     default:
         return NULL;
     }
@@ -484,6 +553,8 @@ int cli_bench_model(int argc, char **argv)
     hetcl_bench_model *b = NULL;
     if (rc == CLI_EXIT_OK)
         rc = check_output_paths(s);
+    if (rc == CLI_EXIT_OK && cli_data_is_file(s->data.data))
+        rc = load_files(ctx, s);
     if (rc != CLI_EXIT_OK) {
         rc = rc < 0 ? CLI_EXIT_OK : rc;
         goto done;
@@ -503,6 +574,9 @@ int cli_bench_model(int argc, char **argv)
         goto done;
     }
     cli_warn_left_out(hetcl_bench_model_devices(b));
+    for (size_t i = 0; i < hetcl_bench_model_n_left_out(b); i++)
+        fprintf(stderr, "hetcl: warning: --precision fp16 leaves out %s\n",
+                hetcl_bench_model_left_out(b, i));
     char warning[512];
     if (hetcl_machine_blas_warning(warning, sizeof warning))
         fprintf(stderr, "hetcl: warning: %s\n", warning);
@@ -516,6 +590,7 @@ int cli_bench_model(int argc, char **argv)
     rc = outputs(ctx, b, s);
 done:
     hetcl_bench_model_destroy(b);
+    cli_data_free(&s->files);
     hetcl_context_destroy(ctx);
     free(s);
     return rc;

@@ -92,7 +92,7 @@ static int parse_args(int argc, char **argv, struct runtime_flags *f)
             {"--split-cpu", CLI_STRING, &o->split_cpu, .metavar = "SPEC",
              .help = "split OpenCL CPU devices for the OpenCL cases (as `hetcl devices`)"},
             {"--cl-inflight", CLI_ULONG, &o->cl_inflight, .max = 1024, .metavar = "N",
-             .help = "tasks in flight per OpenCL worker (default: the runtime's, 8)"},
+             .help = "tasks in flight per OpenCL worker, fixed (default: adaptive)"},
             {"--timeout-ms", CLI_ULONG, &o->timeout_ms, .min = 1, .max = 3600000, .metavar = "N",
              .help = "time limit of each isolated driver query (default 20000);\n"
                      "a driver past it is left out, as hetcl devices"},

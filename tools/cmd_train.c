@@ -73,7 +73,7 @@ enum { MAX_ROWS = 64 };
 static size_t add_rows(struct cli_option *rows, size_t n, const struct cli_option *add, size_t k)
 {
     if (n + k > MAX_ROWS)
-        return n; /* cannot happen with the tables below (41 rows) */
+        return n; /* cannot happen with the tables below (45 rows) */
     memcpy(rows + n, add, k * sizeof *add);
     return n + k;
 }
@@ -86,9 +86,11 @@ static size_t data_options(struct cli_option *rows, size_t n, struct train_cli *
             {"--model", CLI_STRING, &c->model, .metavar = "FILE",
              .help = "model spec (models/*.json): dense, conv2d (square\n"
                      "stride and padding), max/avg pooling (square windows)\nand flatten layers"},
-            {"--data", CLI_STRING, &c->data, .metavar = "NAME",
-             .help = "fashion-mnist (default) or synthetic[:N] (generated\n"
-                     "Gaussian blobs shaped for the model, N training examples)"},
+            {"--data", CLI_STRING, &c->data, .metavar = "SOURCE",
+             .help = "fashion-mnist (default), synthetic[:N] (generated\n"
+                     "Gaussian blobs shaped for the model, N training\n"
+                     "examples)," CLI_DATA_FILE_HELP ";\n"
+                     "a file needs --test-split or --test-data"},
             {"--train-limit", CLI_U64, &f->train_limit, .max = 1099511627776.0, .metavar = "N",
              .help = "use the first N training examples (after a seeded shuffle)"},
             {"--test-limit", CLI_U64, &f->test_limit, .max = 1099511627776.0, .metavar = "N",
@@ -100,7 +102,9 @@ static size_t data_options(struct cli_option *rows, size_t n, struct train_cli *
              .help = "keep raw features (default: standardize each feature with\n"
                      "the training set's mean and deviation)"},
     };
-    return add_rows(rows, n, t, CLI_N(t));
+    n = add_rows(rows, n, t, CLI_N(t));
+    struct cli_option files[CLI_DATA_N_OPTIONS];
+    return add_rows(rows, n, files, cli_data_options(files, &c->data_flags));
 }
 
 static size_t algo_options(struct cli_option *rows, size_t n, struct train_cli *c,
@@ -460,13 +464,22 @@ static void print_summary(const struct train_cli *c, const struct hetcl_train_re
                (long long) d->batch_max_seen, (long long) d->batch_last, 100 * d->utilization,
                d->staleness_mean);
     }
+    for (int i = 0; i < r->n_exclusions; i++) {
+        const struct hetcl_train_exclusion *e = &r->exclusions[i];
+        printf("  %-8s excluded at %.2f s (%s), %lld batches (%lld examples) given to the "
+               "others: %s\n",
+               e->device, e->t_s, e->phase, (long long) e->batches_reassigned,
+               (long long) e->examples_reassigned, e->error);
+    }
     printf("model fnv1a64 %016llx\n", (unsigned long long) r->model_hash);
 }
 
 static int write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt,
                         const struct hetcl_train_result *r)
 {
-    const char *files[2] = {c->data_files[0], c->data_files[1]};
+    const char *files[4];
+    for (int i = 0; i < c->n_data_files && i < 4; i++)
+        files[i] = c->data_files[i];
     struct hetcl_train_report_options ro = {
             .argc = c->argc,
             .argv = c->argv,

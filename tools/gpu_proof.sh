@@ -90,16 +90,23 @@ step train_all 55 "$H" train "${common[@]}" --algo adaptive --devices all --repo
 step train_gpu 55 "$H" train "${common[@]}" --algo adaptive --devices opencl --report "$R/train_gpu.json"
 step train_hog 55 "$H" train "${common[@]}" --algo hogbatch --devices all --report "$R/train_hog.json"
 step train_cpu 55 "$H" train "${common[@]}" --algo adaptive --devices host --report "$R/train_cpu.json"
-step model 120 "$H" bench model --model "$M/mlp.json,$M/lenet.json" --batches 1,64 \
+# a GPU that fails mid-run (its 30th completion, injected): the run finishes on the others
+step train_fault 55 env HETCL_INJECT_FAULTS=p0d0:complete=30 "$H" train "${common[@]}" \
+    --algo adaptive --devices all --report "$R/train_fault.json"
+[ -n "${HETCL_PROOF_SKIP_MODEL:-}" ] || step model 120 "$H" bench model --model "$M/mlp.json,$M/lenet.json" --batches 1,64 \
     --placements single,split,pipeline,auto --warmup-max-ms 1000 --min-time-ms 500 \
     --max-time-ms 1500 --min-requests 50 --accuracy-samples 0 --report "$R/bench_model.json"
+# fp16 inference (cl_khr_fp16) against fp32 on the GPU (PoCL is not in the bundle: p0d0)
+fp=(--model "$M/mlp.json,$M/mlp-8x512-sigmoid.json" --batches 1,256 --quick --order as-given)
+step model_fp32 60 "$H" bench model "${fp[@]}" --devices p0d0 --report "$R/bench_fp32.json"
+step model_fp16 60 "$H" bench model "${fp[@]}" --precision fp16 --report "$R/bench_fp16.json"
 
 echo
-for name in ops_gpu ops_gpu_clblast cublas runtime; do
+for name in model_fp32 model_fp16 ops_gpu ops_gpu_clblast cublas runtime; do
     echo "--- $name"
     tail -n 14 "$R/$name.out"
 done
-for name in train_all train_gpu train_hog train_cpu; do
+for name in train_all train_gpu train_hog train_cpu train_fault; do
     echo "--- $name"
     head -n 3 "$R/$name.out"
 done

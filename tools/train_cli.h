@@ -3,6 +3,8 @@
 #ifndef HETCL_TRAIN_CLI_H
 #define HETCL_TRAIN_CLI_H
 
+#include "cli_data.h"
+
 #include <hetcl/data.h>
 #include <hetcl/hetcl.h>
 #include <hetcl/model_spec.h>
@@ -25,7 +27,8 @@ struct train_cli {
     int argc;
     char **argv;
     const char *model, *data, *devices, *split_cpu, *report, *trace;
-    const char *select;        /* --select: a slide model's active sets */
+    const char *select;               /* --select: a slide model's active sets */
+    struct cli_data_flags data_flags; /* --test-data, --test-split, ... (.data: unused) */
     char devices_serving[512]; /* --devices plus the host worker that serves OpenCL replicas */
     int host_workers;          /* 0: automatic; -1: none (--host-workers 0) */
     unsigned long timeout_ms;  /* --timeout-ms: each isolated driver query (0: the default) */
@@ -39,8 +42,8 @@ struct train_cli {
     hetcl_model_spec *spec;
     hetcl_dataset *train, *test;
     struct hetcl_standardization standardization; /* empty with --no-standardize */
-    char data_name[64];
-    char data_files[2][512];
+    char data_name[512];     /* fashion-mnist, synthetic, or the path of a --data file */
+    char data_files[4][512]; /* the files read, in the order data_checksum covers them */
     int n_data_files;
     uint64_t data_checksum;
     struct hetcl_train_machine machine; /* the machine before and after training */

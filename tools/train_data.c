@@ -1,5 +1,6 @@
-/* hetcl train: the model spec and the data that --model and --data name, with --train-limit,
- * --test-limit and the inputs' standardization (<hetcl/data.h> does the work). */
+/* hetcl train: the model spec and the data that --model and --data name (a built-in, generated
+ * data, or files: cli_data.c), with --train-limit, --test-limit and the inputs' standardization
+ * (<hetcl/data.h> does the work). */
 #include "cli.h"
 #include "cli_options.h"
 #include "train_cli.h"
@@ -72,18 +73,50 @@ static int load_synthetic(struct train_cli *c, hetcl_context *ctx, hetcl_status 
     return CLI_EXIT_OK;
 }
 
+/* --data FILE: the training and test sets from files (cli_data.h), each checked against the
+ * model; the report's name, files and checksum cover every file read. */
+static int load_files(struct train_cli *c, hetcl_context *ctx)
+{
+    const struct cli_data_flags *f = &c->data_flags;
+    if (!f->test_data && !f->test_split) {
+        char q[CLI_QUOTE_CAP];
+        cli_error("--data %s: no test set: give --test-split F (e.g. 0.2) to hold out a part of "
+                  "it, or --test-data FILE",
+                  hetcl_quote(q, sizeof q, c->data));
+        return CLI_EXIT_USAGE;
+    }
+    struct cli_data d;
+    int rc = cli_data_load(ctx, f, c->spec, c->model, &d);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    c->train = d.train;
+    c->test = d.test;
+    memcpy(c->data_name, d.name, sizeof c->data_name);
+    memcpy(c->data_files, d.files, sizeof c->data_files);
+    c->n_data_files = d.n_files;
+    c->data_checksum = d.checksum;
+    return CLI_EXIT_OK;
+}
+
 static int load_data(struct train_cli *c, hetcl_context *ctx)
 {
     hetcl_status s;
+    c->data_flags.data = c->data;
+    int rc = cli_data_check_flags(&c->data_flags);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (cli_data_is_file(c->data))
+        return load_files(c, ctx);
     if (!strcmp(c->data, "fashion-mnist")) {
         s = load_fashion_mnist(c, ctx);
     } else if (!strncmp(c->data, "synthetic", 9) && (c->data[9] == '\0' || c->data[9] == ':')) {
-        int rc = load_synthetic(c, ctx, &s);
+        rc = load_synthetic(c, ctx, &s);
         if (rc != CLI_EXIT_OK)
             return rc;
     } else {
         char q[CLI_QUOTE_CAP];
-        cli_error("--data expects fashion-mnist or synthetic[:N], got %s",
+        cli_error("--data expects fashion-mnist, synthetic[:N], idx:IMAGES,LABELS, csv:FILE, "
+                  "libsvm:FILE or a FILE ending in .csv, .libsvm, .svm or .svmlight, got %s",
                   hetcl_quote(q, sizeof q, c->data));
         return CLI_EXIT_USAGE;
     }

@@ -143,6 +143,31 @@ static void test_malformed(hetcl_context *ctx, const char *dir)
     CHECK(ds == NULL);
 }
 
+/* The label column by its header name: found after quotes and blanks are trimmed; a name the
+ * header lacks lists the columns; a file without a header cannot name it. */
+static void test_label_name(hetcl_context *ctx)
+{
+    hetcl_dataset *ds = NULL;
+    struct hetcl_data_options o = {.label_name = "class"};
+    CHECK_OK(ctx, load(ctx, "a, \"class\" ,b\n0.5,2,1.5\n1.5,0,2.5\n", &o, &ds));
+    if (ds) {
+        CHECK_EQ_INT(ds->n, 2);
+        CHECK_EQ_INT(ds->n_features, 2);
+        CHECK_EQ_INT(ds->y[0], 2);
+        CHECK_EQ_INT(ds->y[1], 0);
+        CHECK(ds->x[0] == 0.5f && ds->x[1] == 1.5f && ds->x[3] == 2.5f);
+    }
+    hetcl_dataset_destroy(ds);
+    ds = NULL;
+    o.label_name = "price";
+    CHECK_FAILS(ctx, HETCL_ERR_INVALID_ARG, load(ctx, "a,class\n1,2\n", &o, &ds),
+                "data.csv:1:", "\"price\"", "\"a\", \"class\"");
+    CHECK_FAILS(ctx, HETCL_ERR_INVALID_ARG, load(ctx, "1,2\n3,4\n", &o, &ds), "no header row");
+    struct hetcl_data_options far = {.label_column = 4};
+    CHECK_FAILS(ctx, HETCL_ERR_INVALID_ARG, load(ctx, "1,2\n", &far, &ds), "(column 5)");
+    CHECK(ds == NULL);
+}
+
 /* A cell of a megabyte, or one holding an escape sequence: the error is one short line naming
  * the row and column and saying how long the cell was, never the cell itself. */
 static void test_huge_cell(hetcl_context *ctx)
@@ -176,6 +201,7 @@ int main(void)
     test_valid(ctx, dir);
     test_malformed(ctx, dir);
     test_huge_cell(ctx);
+    test_label_name(ctx);
     data_test_rmdir(dir);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_data_csv");

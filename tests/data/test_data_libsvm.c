@@ -159,6 +159,39 @@ static void test_malformed(hetcl_context *ctx, const char *dir)
     CHECK(ds == NULL);
 }
 
+/* hetcl_dataset_densify: sparse rows scattered into a wider dense matrix (a model's inputs),
+ * labels and checksum kept; narrower than the data, or multi-label, is refused. */
+static void test_densify(hetcl_context *ctx)
+{
+    const char *text = "1 1:0.5 3:2\n0 2:-1\n2\n";
+    hetcl_dataset *ds = NULL, *d = NULL;
+    CHECK_OK(ctx, hetcl_dataset_load_libsvm_mem(ctx, "d.svm", text, strlen(text), NULL, &ds));
+    if (!ds)
+        return;
+    CHECK_OK(ctx, hetcl_dataset_densify(ctx, ds, 5, NULL, &d));
+    if (d) {
+        static const float want[15] = {0.5f, 0, 2, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+        CHECK(!d->sparse && d->x && d->n == 3 && d->n_features == 5);
+        CHECK(!memcmp(d->x, want, sizeof want));
+        CHECK(d->y[0] == 1 && d->y[1] == 0 && d->y[2] == 2);
+        CHECK(d->checksum == ds->checksum && d->n_classes == 3);
+        CHECK_EQ_STR(d->name, ds->name);
+    }
+    hetcl_dataset_destroy(d);
+    d = NULL;
+    CHECK_FAILS(ctx, HETCL_ERR_INVALID_ARG, hetcl_dataset_densify(ctx, ds, 2, NULL, &d),
+                "at least 3");
+    CHECK(d == NULL);
+    hetcl_dataset_destroy(ds);
+    ds = NULL;
+    text = "1,2 1:1\n0 2:1\n";
+    CHECK_OK(ctx, hetcl_dataset_load_libsvm_mem(ctx, "m.svm", text, strlen(text), NULL, &ds));
+    if (ds)
+        CHECK_FAILS(ctx, HETCL_ERR_INVALID_ARG, hetcl_dataset_densify(ctx, ds, 0, NULL, &d),
+                    "single-label");
+    hetcl_dataset_destroy(ds);
+}
+
 int main(void)
 {
     hetcl_context *ctx = NULL;
@@ -168,6 +201,7 @@ int main(void)
     test_single_label(ctx, dir);
     test_multilabel(ctx);
     test_malformed(ctx, dir);
+    test_densify(ctx);
     data_test_rmdir(dir);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_data_libsvm");

@@ -116,6 +116,8 @@ static void test_two_socket(void)
     CHECK_EQ_INT(loc.method, HETCL_LOCALITY_SOC_PACKAGE);
     CHECK_EQ_INT(loc.package, -1);
     CHECK(strstr(loc.how, "could not be narrowed") != NULL);
+    /* It does not report host-unified memory: its own, whatever its locality (issue 16). */
+    CHECK(!loc.shares_host_memory);
 
     struct hetcl_device_desc cpu = {.id = "p2d0", .type = HETCL_DEVICE_CPU, .sub_index = -1};
     CHECK_OK(ctx, hetcl_device_locate(ctx, topo, &cpu, &loc));
@@ -167,13 +169,15 @@ static void test_biglittle(void)
     CHECK_EQ_STR(loc.how, "No PCI id, and it reports host-unified memory: taken as a "
                           "system-on-chip part of Package P#0 (PUs 0-7, NUMA node 0).");
 
-    /* An NPU that does not report host-unified memory is still taken as sharing it. */
+    /* An NPU that does not report host-unified memory is located as a system-on-chip part,
+     * but its memory is its own: the driver says so, nothing is assumed from the missing PCI
+     * id (issue 16). */
     struct hetcl_device_desc npu = {.id = "p1d0", .type = HETCL_DEVICE_ACCELERATOR};
     CHECK_OK(ctx, hetcl_device_locate(ctx, topo, &npu, &loc));
     CHECK_EQ_INT(loc.method, HETCL_LOCALITY_SOC_PACKAGE);
-    CHECK(loc.shares_host_memory);
+    CHECK(!loc.shares_host_memory);
     CHECK_EQ_INT(loc.package, 0);
-    CHECK(strstr(loc.how, "does not report host-unified memory") != NULL);
+    CHECK(strstr(loc.how, "no host-unified memory (so its own memory)") != NULL);
 
     struct hetcl_device_desc cpu = {.id = "p2d0", .type = HETCL_DEVICE_CPU, .sub_index = -1};
     CHECK_OK(ctx, hetcl_device_locate(ctx, topo, &cpu, &loc));

@@ -1,9 +1,9 @@
 /*
- * The half-precision operators (gemm_f16, bias_act_fwd_f16, convert_f32_f16, convert_f16_f32)
- * on the OpenCL device. On a device without cl_khr_fp16 they must return
- * HETCL_ERR_UNSUPPORTED (and no event); then the extension check is forced
- * (HETCL_F16_ANY_DEVICE=1: the kernels only use vload_half/vstore_half, core OpenCL C 1.2) and
- * every operator is checked against tests/ref on inputs already rounded to half: conversions
+ * The half-precision operators (gemm_f16, bias_act_fwd_f16 and its in-place variant,
+ * softmax_f16, convert_f32_f16, convert_f16_f32) on the OpenCL device. On a device without
+ * cl_khr_fp16 they must return HETCL_ERR_UNSUPPORTED (and no event); then the extension check is
+ * forced (HETCL_F16_ANY_DEVICE=1: the kernels only use vload_half/vstore_half, core OpenCL C 1.2)
+ * and every operator is checked against tests/ref on inputs already rounded to half: conversions
  * bit for bit (round to nearest even, subnormals, overflow to infinity), GEMM (every layout,
  * accumulation in float) and bias + activation within half's rounding of the output.
  */
@@ -65,6 +65,10 @@ static void test_unsupported(void)
     CHECK_EQ_INT(ops_run(&E, &hetcl_op_gemm_f16, b, 3, &g, sizeof g), HETCL_ERR_UNSUPPORTED);
     CHECK_EQ_INT(ops_run(&E, &hetcl_op_bias_act_fwd_f16, b, 3, &ba, sizeof ba),
                  HETCL_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_bias_act_fwd_f16_inplace, b, 2, &ba, sizeof ba),
+                 HETCL_ERR_UNSUPPORTED);
+    const struct hetcl_op_xent_args sm = {.rows = 2, .classes = 2};
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_softmax_f16, b, 2, &sm, sizeof sm), HETCL_ERR_UNSUPPORTED);
     printf("  rejected: %s\n", hetcl_context_last_error(E.ctx));
     for (int i = 0; i < 3; i++)
         ops_buf_free(&b[i]);
@@ -165,12 +169,13 @@ static void test_gemm(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float a
         ops_buf_free(&b[i]);
 }
 
-static void test_bias_act(int64_t rows, int64_t cols, hetcl_act act)
+/* bias_act_fwd_f16 (x, bias, y) or, inplace, bias_act_fwd_f16_inplace (y RW, bias). */
+static void test_bias_act(int64_t rows, int64_t cols, hetcl_act act, bool inplace)
 {
     static const ref_act acts[] = {REF_ACT_IDENTITY, REF_ACT_RELU, REF_ACT_SIGMOID, REF_ACT_TANH};
     const size_t n = (size_t) (rows * cols);
     struct ops_buf b[3];
-    ops_buf_alloc(&b[0], n * 2, HETCL_R);
+    ops_buf_alloc(&b[0], n * 2, inplace ? HETCL_RW : HETCL_R);
     ops_buf_alloc(&b[1], (size_t) cols * 2, HETCL_R);
     ops_buf_alloc(&b[2], n * 2, HETCL_W);
     float *x = malloc((n + 1) * 4), *bias = malloc((size_t) (cols + 1) * 4);
@@ -180,15 +185,42 @@ static void test_bias_act(int64_t rows, int64_t cols, hetcl_act act)
     ref_bias_act_forward(acts[act], rows, cols, x, bias, y);
     const struct hetcl_op_bias_act_args a = {.rows = rows, .cols = cols, .act = act};
     char what[96];
-    snprintf(what, sizeof what, "bias_act_fwd_f16 %s %lldx%lld", ref_act_name(acts[act]),
-             (long long) rows, (long long) cols);
-    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_bias_act_fwd_f16, b, 3, &a, sizeof a));
-    check_half(what, y, H(&b[2]), n, 1e-3);
-    ops_buf_guard_ok(&b[2], what);
+    snprintf(what, sizeof what, "bias_act_fwd_f16%s %s %lldx%lld", inplace ? "_inplace" : "",
+             ref_act_name(acts[act]), (long long) rows, (long long) cols);
+    struct ops_buf *out = inplace ? &b[0] : &b[2];
+    CHECK_OK(E.ctx, inplace ? ops_run(&E, &hetcl_op_bias_act_fwd_f16_inplace, b, 2, &a, sizeof a)
+                            : ops_run(&E, &hetcl_op_bias_act_fwd_f16, b, 3, &a, sizeof a));
+    check_half(what, y, H(out), n, 1e-3);
+    ops_buf_guard_ok(out, what);
     free(x);
     free(bias);
     free(y);
     for (int i = 0; i < 3; i++)
+        ops_buf_free(&b[i]);
+}
+
+/* softmax_f16: half logits (rounded first, so that the reference sees the same inputs) into
+ * float probabilities, which only the float computation's error separates from the naive
+ * double reference's. Wide logits check the max subtraction. */
+static void test_softmax(int64_t rows, int64_t classes, float spread)
+{
+    const size_t n = (size_t) (rows * classes);
+    struct ops_buf b[2];
+    ops_buf_alloc(&b[0], n * 2, HETCL_R);
+    ops_buf_alloc(&b[1], n * 4, HETCL_W);
+    float *x = malloc((n + 1) * 4), *y = malloc((n + 1) * 4);
+    fill_half(H(&b[0]), x, n, -spread, spread);
+    ref_softmax_forward(rows, classes, x, y);
+    const struct hetcl_op_xent_args a = {.rows = rows, .classes = classes, .scale = 1};
+    char what[96];
+    snprintf(what, sizeof what, "softmax_f16 %lldx%lld spread %g", (long long) rows,
+             (long long) classes, (double) spread);
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_softmax_f16, b, 2, &a, sizeof a));
+    ops_check(what, y, b[1].host, n, 1e-6, 1e-5);
+    ops_buf_guard_ok(&b[1], what);
+    free(x);
+    free(y);
+    for (int i = 0; i < 2; i++)
         ops_buf_free(&b[i]);
 }
 
@@ -209,6 +241,10 @@ static void test_bad_args(void)
     const struct hetcl_op_bias_act_args ba = {.rows = 2, .cols = 17}; /* x: 68 bytes */
     CHECK_EQ_INT(ops_run(&E, &hetcl_op_bias_act_fwd_f16, b, 3, &ba, sizeof ba),
                  HETCL_ERR_INVALID_ARG);
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_bias_act_fwd_f16_inplace, b, 2, &ba, sizeof ba),
+                 HETCL_ERR_INVALID_ARG);
+    const struct hetcl_op_xent_args sm = {.rows = 2, .classes = 9}; /* probs: 72 bytes */
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_softmax_f16, b, 2, &sm, sizeof sm), HETCL_ERR_INVALID_ARG);
     for (int i = 0; i < 3; i++)
         ops_buf_free(&b[i]);
 }
@@ -233,11 +269,15 @@ int main(void)
             for (int l = 0; l < 4; l++)
                 test_gemm(shapes[s][0], shapes[s][1], shapes[s][2], l & 2, l & 1,
                           s % 2 ? 0.5f : 1.0f, s % 3 == 1 ? 0.25f : 0.0f);
-        for (int act = 0; act < 4; act++) {
-            test_bias_act(1, 1, (hetcl_act) act);
-            test_bias_act(17, 1023, (hetcl_act) act);
-            test_bias_act(64, 256, (hetcl_act) act);
+        for (int act = 0; act < 8; act++) {
+            test_bias_act(1, 1, (hetcl_act) (act % 4), act >= 4);
+            test_bias_act(17, 1023, (hetcl_act) (act % 4), act >= 4);
+            test_bias_act(64, 256, (hetcl_act) (act % 4), act >= 4);
         }
+        test_softmax(1, 1, 4);
+        test_softmax(3, 10, 8);
+        test_softmax(65, 17, 60000);
+        test_softmax(256, 1000, 8);
         test_bad_args();
         unsetenv("HETCL_F16_ANY_DEVICE");
     }

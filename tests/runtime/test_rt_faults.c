@@ -3,7 +3,9 @@
  * dependents (also those submitted later, until wait_all) and nothing else; an OpenCL
  * implementation that returns an error does the same; an injected allocation failure excludes
  * the OpenCL worker, its task runs elsewhere and the graph finishes with the right results;
- * with keep_failed_devices the task fails instead. No hang, no leak (run under ASan in CI).
+ * with keep_failed_devices the task fails instead. Mid-run device failures (every N-th enqueue,
+ * the K-th completion; also from HETCL_INJECT_FAULTS) fail exactly those tasks. No hang, no
+ * leak (run under ASan in CI).
  */
 #include "harness.h"
 #include "rt_common.h"
@@ -266,12 +268,79 @@ static void opencl_faults(hetcl_context *ctx)
     hetcl_runtime_destroy(rt);
 }
 
+/* n independent OpenCL tasks, one at a time (so that enqueue and completion order is the
+ * submission order); returns how many failed, each with `expect`. */
+static int count_failures(hetcl_runtime *rt, int n, hetcl_status expect)
+{
+    hetcl_context *ctx = hetcl_runtime_context(rt);
+    int failed = 0;
+    for (int i = 0; i < n; i++) {
+        hetcl_handle *h = NULL;
+        CHECK_OK(ctx, hetcl_handle_register(rt, NULL, N * 4, &h));
+        hetcl_task *t = submit_ref(rt, &rt_test_affine_cl, h, 1, 1);
+        hetcl_status st = hetcl_task_wait(t);
+        if (st != HETCL_OK) {
+            failed++;
+            CHECK_EQ_INT(st, expect);
+        }
+        hetcl_task_release(t);
+        (void) hetcl_runtime_wait_all(rt);
+        CHECK_OK(ctx, hetcl_handle_unregister(rt, h));
+    }
+    return failed;
+}
+
+static void mid_run_faults(hetcl_context *ctx)
+{
+    struct hetcl_runtime_options o = {.devices = "opencl",
+                                      .host_workers = -1,
+                                      .perfmodel_dir = "",
+                                      .keep_failed_devices = true};
+    hetcl_runtime *rt = rt_test_runtime(ctx, &o, 1);
+    if (!rt)
+        return;
+    /* Every third enqueue fails as a device failure; kept, the worker goes on. */
+    CHECK_OK(ctx, hetcl_runtime_inject_fault(rt, 0, HETCL_FAULT_ENQUEUE_EVERY, 3));
+    CHECK_EQ_INT(count_failures(rt, 9, HETCL_ERR_NO_DEVICE), 3);
+    CHECK_OK(ctx, hetcl_runtime_inject_fault(rt, 0, HETCL_FAULT_ENQUEUE_EVERY, 0));
+    /* The second completion reports an error: that task alone fails. */
+    CHECK_OK(ctx, hetcl_runtime_inject_fault(rt, 0, HETCL_FAULT_COMPLETION, 2));
+    CHECK_EQ_INT(count_failures(rt, 4, HETCL_ERR_OPENCL), 1);
+    struct hetcl_worker_info wi;
+    CHECK_OK(ctx, hetcl_runtime_worker_info(rt, 0, &wi));
+    CHECK(!wi.excluded);
+    hetcl_runtime_destroy(rt);
+
+    /* From the environment, with exclusion: the first completion fails and excludes the
+     * worker; what is left for it fails with NO_DEVICE, no hang. */
+    o.keep_failed_devices = false;
+    setenv("HETCL_INJECT_FAULTS", "opencl:complete=1", 1);
+    rt = rt_test_runtime(ctx, &o, 1);
+    CHECK_EQ_INT(count_failures(rt, 1, HETCL_ERR_OPENCL), 1);
+    CHECK_OK(ctx, hetcl_runtime_worker_info(rt, 0, &wi));
+    CHECK(wi.excluded && strstr(wi.excluded_reason, "CL_OUT_OF_RESOURCES") != NULL);
+    hetcl_runtime_destroy(rt);
+    /* A malformed entry is refused, naming it. */
+    setenv("HETCL_INJECT_FAULTS", "p0d0:complete=x", 1);
+    rt = NULL;
+    CHECK_EQ_INT(hetcl_runtime_create(ctx, &o, &rt), HETCL_ERR_INVALID_ARG);
+    CHECK(strstr(hetcl_context_last_error(ctx), "p0d0:complete=x") != NULL);
+    unsetenv("HETCL_INJECT_FAULTS");
+    /* Host workers have no device to fail. */
+    struct hetcl_runtime_options ho = {.devices = "host", .host_workers = 1, .perfmodel_dir = ""};
+    rt = rt_test_runtime(ctx, &ho, 0);
+    CHECK_EQ_INT(hetcl_runtime_inject_fault(rt, 0, HETCL_FAULT_COMPLETION, 1),
+                 HETCL_ERR_INVALID_ARG);
+    hetcl_runtime_destroy(rt);
+}
+
 int main(void)
 {
     hetcl_context *ctx = rt_test_context();
     host_faults(ctx);
     opencl_faults(ctx);
     flaky_device(ctx);
+    mid_run_faults(ctx);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_rt_faults");
 }

@@ -119,6 +119,11 @@ struct hetcl_data_options {
     bool remap_labels;
     /* CSV: column holding the label; negative counts from the end (-1 = last). Default 0. */
     int label_column;
+    /* CSV: the name of the label column in the header row (NULL: label_column is used). The
+     * first row must then be a header (HETCL_CSV_HEADER_ABSENT, or AUTO with a first row of
+     * numbers, is HETCL_ERR_INVALID_ARG, as is a name the header lacks: the detail lists the
+     * header's columns). Compared with the field as read, after trimming blanks and quotes. */
+    const char *label_name;
     /* CSV: header row handling. */
     enum hetcl_csv_header header;
     /* CSV: field separator; 0 means ','. */
@@ -299,6 +304,20 @@ HETCL_API void hetcl_standardization_deinit(struct hetcl_standardization *s);
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_dataset_sample(hetcl_context *ctx,
                                                             const hetcl_dataset *ds, int64_t n,
                                                             uint64_t seed, hetcl_dataset **out);
+
+/*
+ * A new dense copy of ds with n_features features (0: ds->n_features; otherwise at least that):
+ * sparse rows scattered into zeros, dense rows padded with zero features. Labels, classes,
+ * label_values and the checksum are kept; name is copied (NULL: ds's name). For a LIBSVM file
+ * that a dense model reads, whose largest index may fall short of the model's inputs. Returns
+ * HETCL_OK, HETCL_ERR_INVALID_ARG (NULL ds or out, n_features below ds->n_features, a
+ * multi-label ds), HETCL_ERR_NO_MEMORY (also when n * n_features floats exceed 16 GiB); *out
+ * is NULL on failure.
+ */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_dataset_densify(hetcl_context *ctx,
+                                                             const hetcl_dataset *ds,
+                                                             int64_t n_features, const char *name,
+                                                             hetcl_dataset **out);
 
 /* ---- Operations. ---- */
 

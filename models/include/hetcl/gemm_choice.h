@@ -16,9 +16,9 @@
  * kernel. No fixed rule picks well across devices (CLBlast has no tuning for PoCL's CPU device
  * and is ~15x slower there than gemm.cl; on GPUs it knows, CLBlast wins), so the operator
  * measures: the first calls of each (device model, shape) are spread over the variants, each
- * timed from the device's profiling events without blocking (an event callback records it);
- * the first run of each variant is a warm-up (program builds, CLBlast's kernel compilation,
- * the driver's lazy compilation) and not counted. Once every variant has HETCL_GEMM_SAMPLES
+ * timed by its last command's own profiling start and end without blocking (an event callback
+ * records it; CLBlast's helper kernels before its last one are not counted); the first run of
+ * each variant is a warm-up (the driver's lazy compilation, cold caches) and not counted. Once every variant has HETCL_GEMM_SAMPLES
  * samples (or was dropped: unavailable, over 16x slower than the best after one sample, or
  * over 4x after two) the fastest sample wins for that key. Every call computes the right
  * result whatever variant runs it.

@@ -127,6 +127,15 @@ HETCL_API double hetcl_infer_step_bytes(const hetcl_infer_plan *plan,
 /* Sum over the steps. */
 HETCL_API double hetcl_infer_plan_flops(const hetcl_infer_plan *plan, int64_t batch);
 
+/* Step `step`'s runtime tasks per share and the bytes it reads and writes for `batch` examples
+ * in a precision (enum hetcl_infer_precision, declared below): for fp32, steps[step].n_tasks
+ * and hetcl_infer_step_bytes; for fp16, its operators in the f16 lowering (the first layer that
+ * reads the input also converts it: one more task, which reads floats and writes halves) and
+ * 2 bytes per activation and parameter element (the softmax writes floats). Either pointer may
+ * be NULL; 0 and 0 for a step out of range. */
+HETCL_API void hetcl_infer_step_cost(const hetcl_infer_plan *plan, int step, int64_t batch,
+                                     int precision, int *tasks, double *bytes);
+
 /*
  * The host reference: the forward pass of `batch` examples x (batch * in_elems floats) into
  * probs (batch * n_classes floats: the softmax), in double precision with naive loops. Returns
@@ -159,6 +168,25 @@ HETCL_API bool hetcl_infer_pipeline_stages(const hetcl_infer_plan *plan, const d
 /* ---- Running a plan on the runtime ------------------------------------------------------- */
 
 typedef struct hetcl_infer_session hetcl_infer_session;
+
+/* The arithmetic of a session's forward pass. fp16: weights, biases and activations stored in
+ * half (IEEE binary16), products accumulated in float (the f16 operators of <hetcl/ops.h>); the
+ * input is converted on the device and the probabilities come back in float. */
+enum hetcl_infer_precision {
+    HETCL_INFER_FP32 = 0,
+    HETCL_INFER_FP16,
+};
+
+/* HETCL_OK when the plan's layers all have operators in that precision (fp32: every plan;
+ * fp16: dense and flatten layers); else HETCL_ERR_UNSUPPORTED naming the spec and the first
+ * layer without, or HETCL_ERR_INVALID_ARG for NULL or a value outside the enum. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_infer_plan_check_precision(
+        hetcl_context *ctx, const hetcl_infer_plan *plan, enum hetcl_infer_precision precision);
+
+/* "fp32", "fp16"; NULL outside the enum. */
+HETCL_API const char *hetcl_infer_precision_name(int precision);
+/* The enum value of a name ("fp32", "fp16"), or -1. */
+HETCL_API int hetcl_infer_precision_parse(const char *name);
 
 struct hetcl_infer_session_options {
     int64_t batch;       /* examples per request (>= 1) */
@@ -198,6 +226,12 @@ struct hetcl_infer_session_options {
      * its parallel region; with no helpers, the share's worker and the caller make the team.
      * It then uses the caller's core: say so when reporting "one device". */
     bool caller_helps;
+    /* [fp32] fp16 runs only on OpenCL workers whose device has cl_khr_fp16
+     * (hetcl_ops_fp16_available), every share's and every step's, and only plans of dense and
+     * flatten layers; each of its shares runs a task per operator (no_fuse and fuse_opencl do
+     * not apply), and the session converts the weights to half once, at creation, on its first
+     * worker (with one task per tensor, waited for). */
+    enum hetcl_infer_precision precision;
 };
 
 /*
@@ -205,7 +239,9 @@ struct hetcl_infer_session_options {
  * runtime copies them once per memory node) and, per share, its input, activation and output
  * handles. Every task of a share is pinned to its worker; the shares are independent sub-graphs
  * that run concurrently. Returns HETCL_OK, HETCL_ERR_INVALID_ARG (bad options: the detail says
- * which), HETCL_ERR_NO_MEMORY, or a registration failure. *out is NULL on failure.
+ * which), HETCL_ERR_UNSUPPORTED (fp16 on a worker without it, naming the worker and the missing
+ * extension, or for a layer without f16 operators), HETCL_ERR_NO_MEMORY, a registration
+ * failure, or the failure of an fp16 weight conversion. *out is NULL on failure.
  */
 HETCL_API HETCL_NODISCARD hetcl_status
 hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_plan *plan,

@@ -103,9 +103,18 @@ struct hetcl_op_reduce_args {
 };
 
 /* Half precision (cl_khr_fp16; inference only): storage in half, accumulation in float.
- * gemm_f16: A, B, C half (C = alpha op(A) op(B) + beta C). bias_act_fwd_f16: x, bias, y half.
+ * gemm_f16: A, B, C half (C = alpha op(A) op(B) + beta C). bias_act_fwd_f16: x, bias, y half;
+ * bias_act_fwd_f16_inplace: y (RW), bias (R) half. softmax_f16: logits half (R), probs float
+ * (W), args hetcl_op_xent_args (scale unused): the inference head of a half network.
  * Float<->half conversion: convert_f32_f16 / convert_f16_f32, buffers src (R), dst (W), args
- * hetcl_op_axpy_args (n). Only on devices with fp16; the host backend converts in software. */
+ * hetcl_op_axpy_args (n). Only on devices with fp16 (hetcl_ops_fp16_available); the host
+ * backend converts in software. */
+
+/* Whether the f16 operators run on device desc: it reports cl_khr_fp16, or the environment
+ * variable HETCL_F16_ANY_DEVICE is "1" (tests: the kernels need no extension, they only load
+ * and store halves, see clkernels/f16.cl). false for NULL (a host worker: the host backend's
+ * f16 operators are a software fallback, not a device capability). */
+HETCL_API bool hetcl_ops_fp16_available(const struct hetcl_device_desc *desc);
 
 /* The codelets. */
 HETCL_API extern const struct hetcl_codelet hetcl_op_gemm;
@@ -129,6 +138,8 @@ HETCL_API extern const struct hetcl_codelet hetcl_op_count_correct;
 HETCL_API extern const struct hetcl_codelet hetcl_op_argmax;
 HETCL_API extern const struct hetcl_codelet hetcl_op_gemm_f16;
 HETCL_API extern const struct hetcl_codelet hetcl_op_bias_act_fwd_f16;
+HETCL_API extern const struct hetcl_codelet hetcl_op_bias_act_fwd_f16_inplace;
+HETCL_API extern const struct hetcl_codelet hetcl_op_softmax_f16;
 HETCL_API extern const struct hetcl_codelet hetcl_op_convert_f32_f16;
 HETCL_API extern const struct hetcl_codelet hetcl_op_convert_f16_f32;
 

@@ -183,6 +183,21 @@ struct hetcl_train_device {
     int64_t n_traj;   /* entries of traj_* (batch trajectory: time, size at each change) */
     double *traj_t_s; /* owned by the result */
     int64_t *traj_batch;
+    bool excluded; /* left out of the run after a failure (see hetcl_train_result.exclusions) */
+};
+
+/* A device the run stopped using after a failure of one of its batches (or of its setup). Its
+ * batches that had not been merged into the shared model were not applied: their examples went
+ * back to the coordinator, which handed them to the other devices. */
+struct hetcl_train_exclusion {
+    char device[64]; /* the runtime worker's name: "p0d0" */
+    /* "setup" (its replica could not be prepared), "start" (its first batch failed: a
+     * program build, the first allocation), "run" (after at least one of its batches landed) */
+    char phase[8];
+    char error[256]; /* the failure's status and detail */
+    double t_s;      /* seconds since the run's start when the coordinator excluded it */
+    int64_t batches_reassigned;
+    int64_t examples_reassigned;
 };
 
 struct hetcl_train_epoch {
@@ -244,6 +259,10 @@ struct hetcl_train_result {
     double momentum_used; /* after the asynchrony correction */
     float *params;        /* final parameters (n_params floats), owned by the result */
     int64_t n_params;
+    /* Devices excluded after failures, in the order it happened. The run fails only when no
+     * device is left, or when a host worker's batch fails (a host failure is not a device's). */
+    int n_exclusions;
+    struct hetcl_train_exclusion exclusions[HETCL_TRAIN_MAX_DEVICES];
 };
 
 /* Trains spec on train (examples, dense features, single label) and evaluates on test after
@@ -251,7 +270,10 @@ struct hetcl_train_result {
  * workers only, single the first worker). Writes *out (owned by the caller, free with
  * hetcl_train_result_destroy); *out is NULL on failure. Errors: HETCL_ERR_INVALID_ARG (bad
  * options, data that does not fit the spec), HETCL_ERR_UNSUPPORTED (layers other than dense),
- * HETCL_ERR_NO_DEVICE, HETCL_ERR_IO (checkpoint), task failures. */
+ * HETCL_ERR_NO_DEVICE, HETCL_ERR_IO (checkpoint), task failures. A failure of an OpenCL device's
+ * batch (or of its replica's setup) does not end the run: the device is excluded with the
+ * reason (result->exclusions), its unmerged batches go to the other devices, and the run fails
+ * only when no device is left (HETCL_ERR_NO_DEVICE, naming each exclusion). */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt,
                                                        const hetcl_model_spec *spec,
                                                        const hetcl_dataset *train,

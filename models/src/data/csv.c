@@ -1,6 +1,7 @@
 /* The CSV loader: dense numeric rows, an optional header, one integer label column. */
 #include "data_impl.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct field {
@@ -75,8 +76,39 @@ struct csv {
     hetcl_dataset *ds;
 };
 
-/* The first non-blank row: the column count and the label column, the arrays (max_rows rows
- * within max_bytes), and whether the row is a header (*is_header) rather than data. */
+/* The label column named opts->label_name in the header fields c->f: its index, or -1 with the
+ * failure recorded (no header, or no such column: the columns are listed). */
+static long label_by_name(struct csv *c, int64_t line, bool is_header)
+{
+    const char *want = c->opts->label_name;
+    char q[HETCL_QUOTE_CAP];
+    if (!is_header) {
+        hetcl__fail(c->ctx, HETCL_ERR_INVALID_ARG,
+                    "%s:%lld: label column %s: the file has no header row to name it (give its "
+                    "number instead)",
+                    c->name, (long long) line, hetcl_quote(q, sizeof q, want));
+        return -1;
+    }
+    for (long i = 0; i < c->n_cols; i++)
+        if (c->f[i].len == strlen(want) && !memcmp(c->f[i].s, want, c->f[i].len))
+            return i;
+    char cols[512] = "";
+    size_t len = 0;
+    for (long i = 0; i < c->n_cols && len + 8 < sizeof cols; i++) {
+        char one[HETCL_QUOTE_CAP];
+        len += (size_t) snprintf(cols + len, sizeof cols - len, "%s%s", i ? ", " : "",
+                                 hetcl__quote_n(one, sizeof one, c->f[i].s, c->f[i].len));
+    }
+    if (len >= sizeof cols - 8)
+        memcpy(cols + sizeof cols - 5, "...", 4);
+    hetcl__fail(c->ctx, HETCL_ERR_INVALID_ARG, "%s:%lld: no column named %s in the header (%s)",
+                c->name, (long long) line, hetcl_quote(q, sizeof q, want), cols);
+    return -1;
+}
+
+/* The first non-blank row: the column count, whether the row is a header (*is_header) rather
+ * than data, the label column (by number, or by name in the header), and the arrays (max_rows
+ * rows within max_bytes). */
 static hetcl_status first_row(struct csv *c, const char *row, const char *row_end, int64_t line,
                               bool *is_header)
 {
@@ -93,27 +125,8 @@ static hetcl_status first_row(struct csv *c, const char *row, const char *row_en
                            "separated by '%c', got 1",
                            c->name, (long long) line, c->sep);
     c->n_cols = k;
-    c->label_col = opts ? opts->label_column : 0;
-    if (c->label_col < 0)
-        c->label_col += c->n_cols;
-    if (c->label_col < 0 || c->label_col >= c->n_cols)
-        return hetcl__fail(c->ctx, HETCL_ERR_INVALID_ARG,
-                           "%s:%lld: label_column %d does not exist: the file has %ld "
-                           "columns",
-                           c->name, (long long) line, opts ? opts->label_column : 0, c->n_cols);
-    c->nf = (size_t) c->n_cols - 1;
-    const size_t max_bytes = hetcl__data_max_bytes(opts);
-    if (c->max_rows > max_bytes / sizeof(float) / c->nf)
-        return hetcl__fail(c->ctx, HETCL_ERR_FORMAT,
-                           "%s: up to %zu rows of %zu features exceed max_bytes = %zu", c->name,
-                           c->max_rows, c->nf, max_bytes);
-    c->f = hetcl__malloc((size_t) c->n_cols * sizeof *c->f);
-    c->ds->x = hetcl__malloc(c->max_rows * c->nf * sizeof *c->ds->x);
-    c->labels = hetcl__malloc(c->max_rows * sizeof *c->labels);
-    c->lines = hetcl__malloc(c->max_rows * sizeof *c->lines);
-    if (!c->f || !c->ds->x || !c->labels || !c->lines)
-        return hetcl__fail(c->ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory for %zu rows", c->name,
-                           c->max_rows);
+    if (!(c->f = hetcl__malloc((size_t) c->n_cols * sizeof *c->f)))
+        return hetcl__fail(c->ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", c->name);
     split_fields(row, row_end, c->sep, c->f, (size_t) c->n_cols, &why, &col);
     const enum hetcl_csv_header header = opts ? opts->header : HETCL_CSV_HEADER_AUTO;
     *is_header = header == HETCL_CSV_HEADER_PRESENT;
@@ -123,6 +136,36 @@ static hetcl_status first_row(struct csv *c, const char *row, const char *row_en
             *is_header = !hetcl__data_parse_float(c->f[i].s, c->f[i].len, &v);
         }
     }
+    if (opts && opts->label_name) {
+        if ((c->label_col = label_by_name(c, line, *is_header)) < 0)
+            return HETCL_ERR_INVALID_ARG;
+    } else {
+        c->label_col = opts ? opts->label_column : 0;
+        if (c->label_col < 0)
+            c->label_col += c->n_cols;
+        if (c->label_col < 0 || c->label_col >= c->n_cols) {
+            int lc = opts ? opts->label_column : 0;
+            char from1[48] = ""; /* a count from 1, as the other details and a user say it */
+            if (lc >= 0)
+                snprintf(from1, sizeof from1, " (column %lld)", (long long) lc + 1);
+            return hetcl__fail(c->ctx, HETCL_ERR_INVALID_ARG,
+                               "%s:%lld: label_column %d%s does not exist: the file has %ld "
+                               "columns",
+                               c->name, (long long) line, lc, from1, c->n_cols);
+        }
+    }
+    c->nf = (size_t) c->n_cols - 1;
+    const size_t max_bytes = hetcl__data_max_bytes(opts);
+    if (c->max_rows > max_bytes / sizeof(float) / c->nf)
+        return hetcl__fail(c->ctx, HETCL_ERR_FORMAT,
+                           "%s: up to %zu rows of %zu features exceed max_bytes = %zu", c->name,
+                           c->max_rows, c->nf, max_bytes);
+    c->ds->x = hetcl__malloc(c->max_rows * c->nf * sizeof *c->ds->x);
+    c->labels = hetcl__malloc(c->max_rows * sizeof *c->labels);
+    c->lines = hetcl__malloc(c->max_rows * sizeof *c->lines);
+    if (!c->ds->x || !c->labels || !c->lines)
+        return hetcl__fail(c->ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory for %zu rows", c->name,
+                           c->max_rows);
     return HETCL_OK;
 }
 

@@ -90,6 +90,8 @@ static void *bind_handles(const void *binder, struct hetcl__slot slot)
     switch (slot.kind) {
     case HETCL__SLOT_INPUT:
         return b->sh->input;
+    case HETCL__SLOT_INPUT_F16:
+        return b->sh->input_f16;
     case HETCL__SLOT_OUTPUT:
         return b->sh->out[b->s->plan->n_steps - 1];
     case HETCL__SLOT_ACT:
@@ -100,7 +102,7 @@ static void *bind_handles(const void *binder, struct hetcl__slot slot)
         return b->s->zeros;
     case HETCL__SLOT_WEIGHT:
     case HETCL__SLOT_BIAS:
-        return b->s->weights[param_of(b->s, slot)];
+        return (b->s->weights_f16 ? b->s->weights_f16 : b->s->weights)[param_of(b->s, slot)];
     default:
         return NULL; /* inference names no other slot */
     }

@@ -119,6 +119,7 @@ struct hetcl__infer_share {
     struct hetcl__op *ops;
     int n_ops;
     hetcl_handle *input;
+    hetcl_handle *input_f16; /* fp16: the input converted to half; else NULL */
     /* Per step: its output handle where the program names one (act[l]; the last step: the
      * output), else NULL; fused: only the last step's. */
     hetcl_handle **out;
@@ -170,8 +171,12 @@ struct hetcl_infer_session {
     const hetcl_infer_plan *plan;
     int64_t batch;
     hetcl_handle **weights; /* per spec param */
-    hetcl_handle *zeros;    /* the zero_bias slot */
-    float *zero_host;       /* the same, for fused host tasks (never written) */
+    /* fp16 (hetcl_infer_session_options.precision): the weights in half, per spec param, which
+     * the programs read instead; NULL in fp32 */
+    hetcl_handle **weights_f16;
+    bool f16;            /* the shares' programs are lowered in half (struct hetcl__lowering.f16) */
+    hetcl_handle *zeros; /* the zero_bias slot */
+    float *zero_host;    /* the same, for fused host tasks (never written) */
     /* Fused shares: which of the two activation buffers each layer's output goes to
      * (consecutive layers that are not views alternate). */
     uint8_t *act_buffer;

@@ -236,6 +236,35 @@ double hetcl_infer_step_bytes(const hetcl_infer_plan *plan, const struct hetcl_i
     return 4.0 * ((double) batch * (double) (s->in_elems + s->out_elems) + params);
 }
 
+void hetcl_infer_step_cost(const hetcl_infer_plan *plan, int step, int64_t batch, int precision,
+                           int *tasks, double *bytes)
+{
+    int n = 0;
+    double b = 0;
+    if (plan && step >= 0 && step < plan->n_steps) {
+        const struct hetcl_infer_step *s = &plan->steps[step];
+        n = s->n_tasks;
+        b = hetcl_infer_step_bytes(plan, s, batch);
+        if (precision == HETCL_INFER_FP16 && s->op != HETCL_INFER_FLATTEN) {
+            struct hetcl__lowering lw = {.spec = plan->spec, .rows = batch, .f16 = true};
+            struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+            n = s->layer >= 0 ? hetcl__lower_layer(&lw, s->layer, HETCL__PASS_FORWARD, ops)
+                              : hetcl__lower_softmax(&lw, ops);
+            /* the f32 figure counts 4 bytes an element: halves, then what stays float */
+            b /= 2;
+            const double rows = (double) batch;
+            if (s->layer < 0)
+                b += 2.0 * rows * (double) s->out_elems; /* float probabilities */
+            else if (hetcl__lower_input_of(plan->spec, s->layer).kind == HETCL__SLOT_INPUT)
+                b += 6.0 * rows * (double) s->in_elems; /* the conversion: float in, half out */
+        }
+    }
+    if (tasks)
+        *tasks = n;
+    if (bytes)
+        *bytes = b;
+}
+
 double hetcl_infer_plan_flops(const hetcl_infer_plan *plan, int64_t batch)
 {
     double f = 0;

@@ -14,6 +14,33 @@
 #include <stdio.h>
 #include <string.h>
 
+static const char *const precision_names[] = {"fp32", "fp16"};
+
+const char *hetcl_infer_precision_name(int precision)
+{
+    return precision >= HETCL_INFER_FP32 && precision <= HETCL_INFER_FP16
+                   ? precision_names[precision]
+                   : NULL;
+}
+
+int hetcl_infer_precision_parse(const char *name)
+{
+    for (int i = HETCL_INFER_FP32; name && i <= HETCL_INFER_FP16; i++)
+        if (!strcmp(name, precision_names[i]))
+            return i;
+    return -1;
+}
+
+hetcl_status hetcl_infer_plan_check_precision(hetcl_context *ctx, const hetcl_infer_plan *plan,
+                                              enum hetcl_infer_precision precision)
+{
+    if (!plan || !hetcl_infer_precision_name((int) precision))
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "precision check: NULL plan or precision %d not fp32 or fp16",
+                           (int) precision);
+    return precision == HETCL_INFER_FP16 ? hetcl__lower_check_f16(ctx, plan->spec) : HETCL_OK;
+}
+
 uint32_t hetcl_infer_footprint(int step, int task, int64_t rows)
 {
     /* FNV-1a over the three numbers; never 0, which would mean "hash the buffer sizes". */
@@ -95,6 +122,7 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
             reap_helpers(sh, true);
         }
         (void) hetcl_handle_unregister(s->rt, sh->input);
+        (void) hetcl_handle_unregister(s->rt, sh->input_f16);
         for (int k = 0; k < s->plan->n_steps; k++) {
             if (sh->out && sh->out[k])
                 (void) hetcl_handle_unregister(s->rt, sh->out[k]);
@@ -119,6 +147,9 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
     }
     for (int i = 0; s->weights && i < s->plan->spec->n_params; i++)
         (void) hetcl_handle_unregister(s->rt, s->weights[i]);
+    for (int i = 0; s->weights_f16 && i < s->plan->spec->n_params; i++)
+        (void) hetcl_handle_unregister(s->rt, s->weights_f16[i]);
+    hetcl__free(s->weights_f16);
     (void) hetcl_handle_unregister(s->rt, s->zeros);
     hetcl__free(s->zero_host);
     hetcl__free(s->weights);
@@ -157,6 +188,7 @@ static hetcl_status make_share_handles(hetcl_infer_session *s, struct hetcl__inf
             hetcl_handle **h = slot.kind == HETCL__SLOT_ACT          ? &sh->out[slot.layer]
                                : slot.kind == HETCL__SLOT_OUTPUT     ? &sh->out[last]
                                : slot.kind == HETCL__SLOT_POOL_INDEX ? &sh->argmax[slot.layer]
+                               : slot.kind == HETCL__SLOT_INPUT_F16  ? &sh->input_f16
                                                                      : NULL;
             if (h && !*h)
                 st = reg(s, NULL, op->bytes[b], h);
@@ -168,7 +200,7 @@ static hetcl_status make_share_handles(hetcl_infer_session *s, struct hetcl__inf
 static hetcl_status make_share(hetcl_infer_session *s, struct hetcl__infer_share *sh)
 {
     const hetcl_infer_plan *p = s->plan;
-    struct hetcl__lowering lw = {.spec = p->spec, .rows = sh->rows};
+    struct hetcl__lowering lw = {.spec = p->spec, .rows = sh->rows, .f16 = s->f16};
     int n_ops = 0;
     (void) hetcl__lower_inference(&lw, count_ops, &n_ops);
     sh->ops = hetcl__calloc((size_t) n_ops, sizeof *sh->ops);
@@ -276,6 +308,80 @@ static hetcl_status make_team(hetcl_infer_session *s, const struct hetcl_infer_s
     return HETCL_OK;
 }
 
+/* fp16: the plan has f16 operators for every layer, and every worker that runs a share or a
+ * step is an OpenCL worker whose device has them. */
+static hetcl_status check_fp16(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_plan *plan,
+                               const struct hetcl_infer_session_options *o)
+{
+    if (o->precision == HETCL_INFER_FP32)
+        return HETCL_OK;
+    if (!hetcl_infer_precision_name((int) o->precision))
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "inference session: precision %d is not fp32 (0) or fp16 (1)",
+                           (int) o->precision);
+    hetcl_status st = hetcl_infer_plan_check_precision(ctx, plan, o->precision);
+    const size_t n = o->n_workers + (o->step_workers ? (size_t) plan->n_steps : 0);
+    for (size_t i = 0; i < n && st == HETCL_OK; i++) {
+        const bool step = i >= o->n_workers;
+        if (!step && (o->rows ? o->rows[i] == 0 : i > 0))
+            continue; /* no share there */
+        const int w = step ? o->step_workers[i - o->n_workers] : o->workers[i];
+        struct hetcl_worker_info wi;
+        if (hetcl_runtime_worker_info(rt, (size_t) w, &wi) != HETCL_OK)
+            continue; /* out of range: the caller's checks say so */
+        if (!hetcl_ops_fp16_available(wi.desc))
+            st = hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED, "inference session: fp16 on %s: %s",
+                             wi.name,
+                             wi.kind == HETCL_WORKER_OPENCL
+                                     ? "the device has no cl_khr_fp16"
+                                     : "a host worker has no cl_khr_fp16 (fp16 runs on OpenCL "
+                                       "devices only)");
+    }
+    return st;
+}
+
+/* fp16: the weights in half, converted once by tasks on `worker` and waited for. */
+static hetcl_status make_weights_f16(hetcl_infer_session *s, int worker)
+{
+    const hetcl_model_spec *spec = s->plan->spec;
+    const size_t n = spec->n_params > 0 ? (size_t) spec->n_params : 1;
+    s->weights_f16 = hetcl__calloc(n, sizeof *s->weights_f16);
+    hetcl_task **t = hetcl__calloc(n, sizeof *t);
+    hetcl_status st = s->weights_f16 && t ? HETCL_OK
+                                          : hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY,
+                                                        "inference session: fp16 weights");
+    int submitted = 0;
+    for (int i = 0; i < spec->n_params && st == HETCL_OK; i++, submitted++) {
+        const struct hetcl_op_axpy_args a = {.n = spec->params[i].n_elements};
+        st = reg(s, NULL, (size_t) a.n * sizeof(uint16_t), &s->weights_f16[i]);
+        struct hetcl_task_desc d = {.codelet = &hetcl_op_convert_f32_f16,
+                                    .n_buffers = 2,
+                                    .handles = {s->weights[i], s->weights_f16[i]},
+                                    .modes = {HETCL_R, HETCL_W},
+                                    .args = &a,
+                                    .args_size = sizeof a,
+                                    .worker = worker,
+                                    .pin_worker = true,
+                                    .label = "weights_f16"};
+        if (st == HETCL_OK)
+            st = hetcl_task_submit(s->rt, &d, &t[i]);
+    }
+    for (int i = 0; t && i < submitted; i++) {
+        if (!t[i])
+            continue;
+        hetcl_status w = hetcl_task_wait(t[i]);
+        if (st == HETCL_OK && w != HETCL_OK) {
+            char why[256]; /* the task's detail, copied before the context is written */
+            snprintf(why, sizeof why, "%s", hetcl_context_last_error(s->ctx));
+            st = hetcl__fail(s->ctx, w, "inference session: converting %s to fp16: %s",
+                             spec->params[i].name, why);
+        }
+        hetcl_task_release(t[i]);
+    }
+    hetcl__free(t);
+    return st;
+}
+
 hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
                                         const hetcl_infer_plan *plan,
                                         const struct hetcl_infer_session_options *o,
@@ -313,6 +419,8 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
                                "inference session: worker %d out of range (%zu workers)",
                                o->workers[i], n_workers);
     hetcl_status hs = check_helpers(ctx, rt, o);
+    if (hs == HETCL_OK)
+        hs = check_fp16(ctx, rt, plan, o);
     if (hs != HETCL_OK)
         return hs;
 
@@ -323,6 +431,7 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
     s->rt = rt;
     s->plan = plan;
     s->batch = o->batch;
+    s->f16 = o->precision == HETCL_INFER_FP16;
     const hetcl_model_spec *spec = plan->spec;
     s->weights =
             hetcl__calloc(spec->n_params > 0 ? (size_t) spec->n_params : 1, sizeof *s->weights);
@@ -333,6 +442,11 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
     for (int i = 0; i < spec->n_params && st == HETCL_OK; i++)
         st = reg(s, plan->params[i], (size_t) spec->params[i].n_elements * sizeof(float),
                  &s->weights[i]);
+    size_t first = 0; /* the first worker with a share (check_fp16 checked those) */
+    while (o->rows && first + 1 < o->n_workers && o->rows[first] == 0)
+        first++;
+    if (st == HETCL_OK && s->f16)
+        st = make_weights_f16(s, o->step_workers ? o->step_workers[0] : o->workers[first]);
     if (st == HETCL_OK && o->step_workers) {
         s->step_worker = hetcl__malloc((size_t) plan->n_steps * sizeof *s->step_worker);
         if (!s->step_worker)
@@ -361,8 +475,9 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
         row0 += rows;
         struct hetcl_worker_info wi;
         bool known = hetcl_runtime_worker_info(rt, (size_t) sh->worker, &wi) == HETCL_OK;
-        sh->fused = !o->no_fuse && !o->step_workers && known && wi.kind == HETCL_WORKER_HOST;
-        sh->fused_cl = o->fuse_opencl && !o->step_workers && known &&
+        sh->fused =
+                !s->f16 && !o->no_fuse && !o->step_workers && known && wi.kind == HETCL_WORKER_HOST;
+        sh->fused_cl = !s->f16 && o->fuse_opencl && !o->step_workers && known &&
                        wi.kind == HETCL_WORKER_OPENCL &&
                        HETCL__INFER_CL_PARAMS + spec->n_params <= HETCL_TASK_MAX_BUFFERS;
         st = make_share(s, sh);

@@ -20,6 +20,7 @@ static const char *const slot_names[HETCL__SLOT_KINDS] = {
         [HETCL__SLOT_ZERO_BIAS] = "zero_bias",
         [HETCL__SLOT_SCRATCH_SUMS] = "scratch_sums",
         [HETCL__SLOT_SCRATCH_DX] = "scratch_dx",
+        [HETCL__SLOT_INPUT_F16] = "input_f16",
         [HETCL__SLOT_ACT] = "act",
         [HETCL__SLOT_DACT] = "dact",
         [HETCL__SLOT_DZ] = "dz",
@@ -113,6 +114,19 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
                        spec->source, layer, type, (int) L->type);
 }
 
+hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *spec)
+{
+    for (int l = 0; l < spec->n_layers; l++) {
+        const enum hetcl_model_layer_type t = spec->layers[l].type;
+        if (t != HETCL_MODEL_LAYER_DENSE && t != HETCL_MODEL_LAYER_FLATTEN)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: %s has no half-precision (fp16) operators; only "
+                               "dense and flatten layers run in fp16",
+                               spec->source, l, hetcl_model_layer_type_name(t));
+    }
+    return HETCL_OK;
+}
+
 struct hetcl__slot hetcl__lower_input_of(const hetcl_model_spec *spec, int layer)
 {
     int p = layer - 1;
@@ -156,7 +170,17 @@ static void buf(const struct emit *e, struct hetcl__op *op, struct hetcl__slot s
 {
     op->slot[op->n_buffers] = s;
     op->mode[op->n_buffers] = mode;
-    op->bytes[op->n_buffers++] = hetcl__slot_bytes(e->lw->spec, s, e->lw->rows);
+    op->bytes[op->n_buffers++] = hetcl__lower_slot_bytes(e->lw, s);
+}
+
+/* The input of layer l in this lowering: an f16 lowering's first layers read the converted
+ * input. */
+static struct hetcl__slot input_of(const struct hetcl__lowering *lw, int l)
+{
+    struct hetcl__slot in = hetcl__lower_input_of(lw->spec, l);
+    if (lw->f16 && in.kind == HETCL__SLOT_INPUT)
+        in.kind = HETCL__SLOT_INPUT_F16;
+    return in;
 }
 
 #define SET_ARGS(op, member, value)                \
@@ -195,9 +219,53 @@ static int64_t conv_plane(const struct hetcl_model_layer *L)
     return L->out_shape.dims[1] * L->out_shape.dims[2];
 }
 
+/* A dense layer in half precision: the same two operators as in float, in their f16 forms. */
+static void forward_dense_f16(struct emit *e, const struct hetcl__lowering *lw, int l)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    const struct hetcl__slot y = slot(HETCL__SLOT_ACT, l);
+    const int64_t out = hetcl__shape_elems(&L->out_shape);
+    const hetcl_act act = hetcl__lower_act(L->activation);
+    struct hetcl__op *op = add(e, &hetcl_op_gemm_f16, "fwd_gemm");
+    SET_ARGS(op, gemm,
+             ((struct hetcl_op_gemm_args){.m = lw->rows,
+                                          .n = out,
+                                          .k = hetcl__shape_elems(&L->in_shape),
+                                          .trans_b = true,
+                                          .alpha = 1.0f}));
+    buf(e, op, input_of(lw, l), HETCL_R);
+    buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+    buf(e, op, y, HETCL_W);
+    if (!L->bias && act == HETCL_ACT_NONE)
+        return;
+    op = add(e, &hetcl_op_bias_act_fwd_f16_inplace, "fwd_act");
+    SET_ARGS(op, bias_act,
+             ((struct hetcl_op_bias_act_args){.rows = lw->rows, .cols = out, .act = act}));
+    buf(e, op, y, HETCL_RW);
+    buf(e, op, L->bias ? slot(HETCL__SLOT_BIAS, l) : global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+}
+
+/* An f16 program starts with the input's conversion, counted as the first layer's operator
+ * (the one that reads it). */
+static void convert_input(struct emit *e, const struct hetcl__lowering *lw)
+{
+    struct hetcl__op *op = add(e, &hetcl_op_convert_f32_f16, "fwd_convert");
+    SET_ARGS(op, axpy,
+             ((struct hetcl_op_axpy_args){
+                     .n = hetcl__slot_elems(lw->spec, global(HETCL__SLOT_INPUT), lw->rows)}));
+    buf(e, op, global(HETCL__SLOT_INPUT), HETCL_R);
+    buf(e, op, global(HETCL__SLOT_INPUT_F16), HETCL_W);
+}
+
 static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
 {
     const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    if (lw->f16 && input_of(lw, l).kind == HETCL__SLOT_INPUT_F16 && !is_view(L))
+        convert_input(e, lw);
+    if (lw->f16 && L->type == HETCL_MODEL_LAYER_DENSE) {
+        forward_dense_f16(e, lw, l);
+        return;
+    }
     const struct hetcl__slot in = hetcl__lower_input_of(lw->spec, l), y = slot(HETCL__SLOT_ACT, l);
     const int64_t rows = lw->rows, out = hetcl__shape_elems(&L->out_shape);
     const hetcl_act act = hetcl__lower_act(L->activation);
@@ -419,12 +487,12 @@ int hetcl__lower_softmax(const struct hetcl__lowering *lw, struct hetcl__op *out
 {
     const hetcl_model_spec *spec = lw->spec;
     struct emit e = {.lw = lw, .ops = out, .layer = spec->n_layers};
-    struct hetcl__op *op = add(&e, &hetcl_op_softmax, "softmax");
+    struct hetcl__op *op = add(&e, lw->f16 ? &hetcl_op_softmax_f16 : &hetcl_op_softmax, "softmax");
     SET_ARGS(op, xent,
              ((struct hetcl_op_xent_args){.rows = lw->rows,
                                           .classes = hetcl__shape_elems(&spec->output_shape),
                                           .scale = 1}));
-    buf(&e, op, hetcl__lower_input_of(spec, spec->n_layers), HETCL_R);
+    buf(&e, op, input_of(lw, spec->n_layers), HETCL_R);
     buf(&e, op, global(HETCL__SLOT_OUTPUT), HETCL_W);
     return e.n;
 }
@@ -527,6 +595,7 @@ int64_t hetcl__slot_elems(const hetcl_model_spec *spec, struct hetcl__slot s, in
     const int64_t classes = hetcl__shape_elems(&spec->output_shape);
     switch (s.kind) {
     case HETCL__SLOT_INPUT:
+    case HETCL__SLOT_INPUT_F16:
     case HETCL__SLOT_SCRATCH_DX:
         return rows * hetcl__shape_elems(&spec->input_shape);
     case HETCL__SLOT_LABELS:
@@ -570,4 +639,19 @@ int64_t hetcl__slot_elems(const hetcl_model_spec *spec, struct hetcl__slot s, in
 size_t hetcl__slot_bytes(const hetcl_model_spec *spec, struct hetcl__slot s, int64_t rows)
 {
     return (size_t) hetcl__slot_elems(spec, s, rows) * sizeof(float);
+}
+
+size_t hetcl__lower_slot_bytes(const struct hetcl__lowering *lw, struct hetcl__slot s)
+{
+    const size_t n = (size_t) hetcl__slot_elems(lw->spec, s, lw->rows);
+    switch (s.kind) {
+    case HETCL__SLOT_INPUT_F16:
+    case HETCL__SLOT_ACT:
+    case HETCL__SLOT_WEIGHT:
+    case HETCL__SLOT_BIAS:
+    case HETCL__SLOT_ZERO_BIAS:
+        return n * (lw->f16 ? sizeof(uint16_t) : sizeof(float));
+    default:
+        return n * sizeof(float);
+    }
 }

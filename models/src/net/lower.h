@@ -73,6 +73,7 @@ enum hetcl__slot_kind {
                                  that no tensor needs (a conv2d's, a bias-less layer's) */
     HETCL__SLOT_SCRATCH_DX,   /* written, never read: the input gradient that conv2d_bwd
                                  always forms, for a conv whose input is the network's */
+    HETCL__SLOT_INPUT_F16,    /* half [rows][n_inputs]: the input converted (f16 lowering) */
     /* per layer */
     HETCL__SLOT_ACT,        /* act[l] [rows][out]: the layer's output, after its activation */
     HETCL__SLOT_DACT,       /* dact[l]: the loss's gradient with respect to act[l] */
@@ -103,6 +104,7 @@ union hetcl__op_args {
     struct hetcl_op_pool2d_args pool2d;
     struct hetcl_op_xent_args xent;
     struct hetcl_op_sgd_args sgd;
+    struct hetcl_op_axpy_args axpy; /* n: the f16 lowering's input conversion */
 };
 
 #define HETCL__OP_MAX_BUFFERS 6 /* conv2d_bwd's */
@@ -130,6 +132,12 @@ struct hetcl__lowering {
     int64_t rows;                 /* examples of the batch or request share (>= 1) */
     /* The update pass's hyper-parameters (lr, momentum, weight_decay; n is set per tensor). */
     struct hetcl_op_sgd_args sgd;
+    /* Inference in half precision (forward passes and the softmax only; the spec must pass
+     * hetcl__lower_check_f16): the input is converted to half first (input_f16), the
+     * activations, weights, biases and zero bias are half (hetcl__lower_slot_bytes), the
+     * operators are the f16 ones, and the softmax reads half logits into float probabilities.
+     * The input and output slots stay float. */
+    bool f16;
 };
 
 /* The passes of a layer; hetcl__lower_layer takes any combination and emits them in this order
@@ -146,6 +154,10 @@ enum hetcl__pass {
  * windows and equal strides). Otherwise HETCL_ERR_UNSUPPORTED with the detail on ctx naming the
  * spec, the layer and what is wrong. */
 hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec, int layer);
+
+/* HETCL_OK when every layer of spec has a half-precision lowering (dense and flatten
+ * layers); otherwise HETCL_ERR_UNSUPPORTED naming the first layer that has none. */
+hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *spec);
 
 /* Writes layer `layer`'s operators for `passes` (enum hetcl__pass bits) into out (room for
  * HETCL__LAYER_MAX_OPS) and returns how many; 0 for a view. The layer must have passed
@@ -188,6 +200,9 @@ bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer);
  * that lay storage out ahead of the program size it with this. */
 int64_t hetcl__slot_elems(const hetcl_model_spec *spec, struct hetcl__slot s, int64_t rows);
 size_t hetcl__slot_bytes(const hetcl_model_spec *spec, struct hetcl__slot s, int64_t rows);
+/* The bytes of a slot in a lowering's programs: hetcl__slot_bytes, halved for the slots an f16
+ * lowering keeps in half (input_f16, act, weight, bias, zero_bias). */
+size_t hetcl__lower_slot_bytes(const struct hetcl__lowering *lw, struct hetcl__slot s);
 
 /* The spec parameter a tensor slot (weight, bias and their gradients and velocities) stands
  * for, as an index into spec->params; -1 for every other slot and for a tensor the layer does

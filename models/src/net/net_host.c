@@ -348,6 +348,7 @@ static void *bind_step(const void *binder, struct hetcl__slot s)
     case HETCL__SLOT_TARGETS:    /* the loss reads the labels */
     case HETCL__SLOT_LOSS:       /* the loss sums into the step */
     case HETCL__SLOT_OUTPUT:
+    case HETCL__SLOT_INPUT_F16: /* training is in float */
     case HETCL__SLOT_NONE:
     case HETCL__SLOT_KINDS:
         break;

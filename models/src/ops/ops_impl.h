@@ -17,29 +17,31 @@
 
 #include <hetcl/ops.h>
 
-#define HETCL_OPS_LIST(X)   \
-    X(gemm)                 \
-    X(bias_act_fwd)         \
-    X(bias_act_fwd_inplace) \
-    X(bias_act_bwd)         \
-    X(softmax_xent)         \
-    X(sigmoid_xent)         \
-    X(mse)                  \
-    X(softmax)              \
-    X(conv2d_fwd)           \
-    X(conv2d_bwd)           \
-    X(maxpool_fwd)          \
-    X(maxpool_bwd)          \
-    X(avgpool_fwd)          \
-    X(avgpool_bwd)          \
-    X(sgd)                  \
-    X(axpy)                 \
-    X(sum)                  \
-    X(count_correct)        \
-    X(argmax)               \
-    X(gemm_f16)             \
-    X(bias_act_fwd_f16)     \
-    X(convert_f32_f16)      \
+#define HETCL_OPS_LIST(X)       \
+    X(gemm)                     \
+    X(bias_act_fwd)             \
+    X(bias_act_fwd_inplace)     \
+    X(bias_act_bwd)             \
+    X(softmax_xent)             \
+    X(sigmoid_xent)             \
+    X(mse)                      \
+    X(softmax)                  \
+    X(conv2d_fwd)               \
+    X(conv2d_bwd)               \
+    X(maxpool_fwd)              \
+    X(maxpool_bwd)              \
+    X(avgpool_fwd)              \
+    X(avgpool_bwd)              \
+    X(sgd)                      \
+    X(axpy)                     \
+    X(sum)                      \
+    X(count_correct)            \
+    X(argmax)                   \
+    X(gemm_f16)                 \
+    X(bias_act_fwd_f16)         \
+    X(bias_act_fwd_f16_inplace) \
+    X(softmax_f16)              \
+    X(convert_f32_f16)          \
     X(convert_f16_f32)
 
 #define X(name)                                                               \

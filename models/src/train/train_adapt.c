@@ -49,21 +49,34 @@ void hetcl__adapt_record(struct hetcl__adapt *a, int d, int64_t batch, uint64_t 
     v->samples++;
 }
 
+void hetcl__adapt_drop(struct hetcl__adapt *a, int d)
+{
+    if (d >= 0 && d < a->n_dev)
+        a->dev[d].gone = true;
+}
+
 bool hetcl__adapt_decide(struct hetcl__adapt *a, uint64_t now_ns)
 {
-    if (now_ns - a->last_decision_ns < a->period_ns || a->n_dev < 2)
+    int n_live = 0;
+    for (int d = 0; d < a->n_dev; d++)
+        n_live += !a->dev[d].gone;
+    if (now_ns - a->last_decision_ns < a->period_ns || n_live < 2)
         return false;
     double sum = 0;
     for (int d = 0; d < a->n_dev; d++) {
+        if (a->dev[d].gone)
+            continue;
         if (!a->dev[d].samples || a->dev[d].t_batch_ns <= 0)
             return false; /* every device needs a current rate */
         sum += 1.0 / a->dev[d].t_batch_ns;
     }
     a->last_decision_ns = now_ns;
     a->n_decisions++;
-    double mu = 1.0 / a->n_dev, ratio[HETCL_TRAIN_MAX_DEVICES], log_sum = 0, worst = 0;
+    double mu = 1.0 / n_live, ratio[HETCL_TRAIN_MAX_DEVICES], log_sum = 0, worst = 0;
     int n_adapt = 0;
     for (int d = 0; d < a->n_dev; d++) {
+        if (a->dev[d].gone)
+            continue;
         ratio[d] = (1.0 / a->dev[d].t_batch_ns) / sum / mu;
         worst = fmax(worst, fabs(ratio[d] - 1));
         if (a->dev[d].adapt) {
@@ -76,11 +89,11 @@ bool hetcl__adapt_decide(struct hetcl__adapt *a, uint64_t now_ns)
     /* When every device adapts, nothing fixes the scale of the sizes (doubling them all keeps
      * the shares): divide the ratios by their geometric mean so that the product of the sizes
      * stays put (up to the bounds) and they meet in the middle. */
-    double norm = n_adapt == a->n_dev ? exp(log_sum / n_adapt) : 1.0;
+    double norm = n_adapt == n_live ? exp(log_sum / n_adapt) : 1.0;
     bool changed = false;
     for (int d = 0; d < a->n_dev; d++) {
         struct hetcl__adapt_dev *v = &a->dev[d];
-        if (!v->adapt)
+        if (!v->adapt || v->gone)
             continue;
         double r = ratio[d] / norm;
         if (r > a->max_ratio)

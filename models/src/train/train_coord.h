@@ -6,6 +6,7 @@
  *   train_setup.c  options, data checks, devices and their buffers, resume, handles, controller
  *   train_loop.c   one epoch: the asynchronous loop (dispatch, completion, accounting) and sync
  *   train_eval.c   what happens while the devices are drained: evaluations and checkpoints
+ *   train_fail.c   devices that fail: exclusion, their batches handed back
  *
  * Every function here runs on the coordinator thread (the caller of hetcl_train_run).
  */
@@ -109,5 +110,33 @@ bool hetcl__tr_ckpt_due(const struct tr *t);
 /* Writes the checkpoint (the devices drained); acc: the partial epoch's, or NULL at an epoch
  * boundary. */
 hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc);
+
+/* ---- train_fail.c ------------------------------------------------------------------------ */
+
+/* Slot s's last task failed with st: an OpenCL device is excluded (the first time) and the
+ * batch's examples handed back; HETCL_ERR_NO_DEVICE when no device is left. A host worker's
+ * batch fails the run (st, with the detail). */
+hetcl_status hetcl__tr_slot_failed(struct tr *t, struct tr_slot *s, hetcl_status st);
+/* OpenCL device d failed with st (the detail on the context) on a batch of `examples` examples
+ * that will be given to others: excluded the first time, the batch counted as reassigned.
+ * HETCL_ERR_NO_DEVICE when no device is left. */
+hetcl_status hetcl__tr_device_failed(struct tr *t, struct tr_dev *d, hetcl_status st,
+                                     int64_t examples);
+/* The submission of a batch of n examples at idx (NULL: nothing to hand back) to OpenCL
+ * device d failed with st: when the runtime has excluded d's worker (a failure not heard of
+ * yet), d is excluded (*gone) and the examples handed back; returns HETCL_OK then, unless no
+ * device is left; otherwise st. */
+hetcl_status hetcl__tr_submit_failed(struct tr *t, struct tr_dev *d, hetcl_status st,
+                                     const int64_t *idx, int64_t n, bool *gone);
+/* Hands n examples at idx (into the cursor's permutation) back to the coordinator. */
+void hetcl__tr_give_back(struct tr *t, const int64_t *idx, int64_t n);
+/* Up to want examples handed back by excluded devices (*idx: into the cursor's permutation);
+ * 0 when none is left. */
+int64_t hetcl__tr_take_returned(struct tr *t, int64_t want, const int64_t **idx);
+/* Once no excluded device has a batch in flight, clears the runtime's record of their failed
+ * tasks (hetcl_runtime_wait_all), so that the shared model can be read again. */
+void hetcl__tr_clear_failures(struct tr *t);
+/* Copies the exclusions into the result. */
+void hetcl__tr_result_exclusions(const struct tr *t, struct hetcl_train_result *res);
 
 #endif /* HETCL_TRAIN_COORD_H */

@@ -20,6 +20,7 @@
 struct hetcl__adapt_dev {
     int64_t batch, b_min, b_max;
     bool adapt; /* false: the size stays fixed (hogbatch) */
+    bool gone;  /* dropped from the run (a device that failed): not in the shares any more */
     /* EWMA of the time one batch takes at `batch` (ns); 0 = no sample since the last change. */
     double t_batch_ns;
     uint64_t samples; /* since the last change */
@@ -47,9 +48,12 @@ void hetcl__adapt_set(struct hetcl__adapt *a, int d, int64_t batch, int64_t b_mi
  * duration_ns. Samples of a size other than the current one (batches handed out before a
  * change) are rescaled proportionally. */
 void hetcl__adapt_record(struct hetcl__adapt *a, int d, int64_t batch, uint64_t duration_ns);
+/* Drops device d from the rule: the shares are those of the devices left. */
+void hetcl__adapt_drop(struct hetcl__adapt *a, int d);
 /* The rule, applied at most once per period (returns true when a batch size changed):
  *   rate_d = 1 / t_d, t_d the EWMA batch time of device d at its current size b_d;
- *   mu = 1 / n (target share of the updates), p_d = rate_d / sum_j rate_j, r_d = p_d / mu;
+ *   mu = 1 / n (target share of the updates; n the devices not dropped),
+ *   p_d = rate_d / sum_j rate_j, r_d = p_d / mu;
  *   nothing changes while every |r_d - 1| <= epsilon (the dead band);
  *   otherwise, for each adaptive device (one whose bounds differ) with a sample since its
  *   last change: b_d <- clamp(round(b_d * clamp(r_d / g, 1/2, 2)), b_min_d, b_max_d),

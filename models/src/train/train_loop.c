@@ -106,9 +106,15 @@ static hetcl_status dispatch(struct tr *t, struct tr_dev *d, bool *none)
     *none = false;
     if (!s)
         return HETCL_OK;
+    if (d->excluded)
+        return HETCL_OK;
     int64_t want = t->o.algo == HETCL_TRAIN_ADAPTIVE ? t->adapt.dev[d->index].batch : d->b_init;
     double at = hetcl__tr_progress(t);
-    int64_t n = hetcl__cursor_take(&t->cursor, want, &s->idx);
+    /* Examples an excluded device handed back first (at most this device's largest batch:
+     * its buffers are sized for it). */
+    int64_t n = hetcl__tr_take_returned(t, want < d->b_max ? want : d->b_max, &s->idx);
+    if (n == 0)
+        n = hetcl__cursor_take(&t->cursor, want, &s->idx);
     if (n == 0) {
         *none = true;
         return HETCL_OK;
@@ -136,49 +142,59 @@ static hetcl_status dispatch(struct tr *t, struct tr_dev *d, bool *none)
         st = hetcl__tr_cl_submit(t, s);
     }
     if (st != HETCL_OK) {
+        bool gone = false;
         s->used = false;
-        return st;
+        hetcl_task_release(s->task); /* a batch half submitted: its tasks run or are cancelled */
+        s->task = NULL;
+        return d->is_host ? st : hetcl__tr_submit_failed(t, d, st, s->idx, s->n, &gone);
     }
     d->inflight++;
     return HETCL_OK;
 }
 
-/* Waits for the next finished slot; polls the in-flight tasks for failures meanwhile. */
-static hetcl_status wait_slot(struct tr *t, struct tr_slot **out)
+/* A slot whose last task failed (its merge cancelled, or the host step failed), or NULL. */
+static struct tr_slot *failed_slot(struct tr *t, hetcl_status *st)
 {
-    *out = NULL;
-    pthread_mutex_lock(&t->lock);
-    while (t->q_head == t->q_tail) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100000000; /* 100 ms */
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&t->cond, &t->lock, &ts);
-        if (t->q_head != t->q_tail)
-            break;
-        pthread_mutex_unlock(&t->lock);
-        for (int i = 0; i < TR_MAX_SLOTS; i++) {
-            struct tr_slot *s = &t->slots[i];
-            if (!s->used || !s->task)
-                continue;
-            hetcl_status st = hetcl_task_status(s->task);
-            if (st != HETCL_OK && st != HETCL_ERR_BUSY) {
-                /* The context's detail is the first failure's; copied before it is replaced. */
-                char why[512];
-                hetcl__strlcpy(why, hetcl_context_last_error(t->ctx), sizeof why);
-                return hetcl__fail(t->ctx, st, "a batch on %s failed: %s%s%s", s->dev->name,
-                                   hetcl_status_str(st), why[0] ? ": " : "", why);
-            }
-        }
-        pthread_mutex_lock(&t->lock);
+    for (int i = 0; i < TR_MAX_SLOTS; i++) {
+        struct tr_slot *s = &t->slots[i];
+        if (!s->used || !s->task)
+            continue;
+        *st = hetcl_task_status(s->task);
+        if (*st != HETCL_OK && *st != HETCL_ERR_BUSY)
+            return s;
     }
-    *out = &t->slots[t->queue[t->q_head]];
-    t->q_head = (t->q_head + 1) % (TR_MAX_SLOTS + 1);
-    pthread_mutex_unlock(&t->lock);
-    return HETCL_OK;
+    return NULL;
+}
+
+/* Waits for the next finished slot (*failed HETCL_OK), or one whose last task failed (*failed:
+ * its status). A failed batch pushes nothing on the completion queue: the in-flight tasks are
+ * checked before each wait and every 100 ms while waiting. */
+static struct tr_slot *wait_slot(struct tr *t, hetcl_status *failed)
+{
+    for (;;) {
+        struct tr_slot *f = failed_slot(t, failed);
+        if (f)
+            return f;
+        *failed = HETCL_OK;
+        pthread_mutex_lock(&t->lock);
+        if (t->q_head == t->q_tail) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 100000000; /* 100 ms */
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+        }
+        if (t->q_head != t->q_tail) {
+            struct tr_slot *s = &t->slots[t->queue[t->q_head]];
+            t->q_head = (t->q_head + 1) % (TR_MAX_SLOTS + 1);
+            pthread_mutex_unlock(&t->lock);
+            return s;
+        }
+        pthread_mutex_unlock(&t->lock);
+    }
 }
 
 static hetcl_status account(struct tr *t, struct tr_slot *s, struct tr_epoch_acc *acc)
@@ -241,12 +257,13 @@ hetcl_status hetcl__tr_epoch_async(struct tr *t, struct tr_epoch_acc *acc)
         }
         if (!any)
             break;
-        struct tr_slot *done = NULL;
-        s = wait_slot(t, &done);
-        if (s == HETCL_OK)
-            s = account(t, done, acc);
+        hetcl_status failed = HETCL_OK;
+        struct tr_slot *done = wait_slot(t, &failed);
+        s = failed != HETCL_OK ? hetcl__tr_slot_failed(t, done, failed) : account(t, done, acc);
         if (s != HETCL_OK)
             break;
+        hetcl__tr_clear_failures(t);
+        exhausted = exhausted && t->n_returned == 0;
     }
     if (s != HETCL_OK) {
         /* Drain what is in flight before returning: the tasks point into our state. */
@@ -272,19 +289,34 @@ static void apply_update(struct tr *t, const float *g, float lr)
     }
 }
 
-/* Submits the shards of one global batch (n examples at idx), in proportion to the devices'
- * batch sizes (total_b their sum); *used: the devices up to the last one given a shard. Stops
- * at the first failure, leaving what was submitted for sync_gather. */
-static hetcl_status sync_submit(struct tr *t, const int64_t *idx, int64_t n, int64_t total_b,
-                                int *used)
+/* The devices still trained on: their batch sizes' sum, and the last one's index (-1: none). */
+static int64_t sync_total(const struct tr *t, int *last)
+{
+    int64_t total = 0;
+    *last = -1;
+    for (int i = 0; i < t->n_dev; i++)
+        if (!t->dev[i].excluded) {
+            total += t->dev[i].b_init;
+            *last = i;
+        }
+    return total;
+}
+
+/* Submits the shards of one global batch (n examples at idx) to the devices not excluded, in
+ * proportion to their batch sizes; *used: the devices up to the last one given a shard; *redo:
+ * a device was found excluded (the step must run again). Stops at the first failure, leaving
+ * what was submitted for sync_wait. */
+static hetcl_status sync_submit(struct tr *t, const int64_t *idx, int64_t n, int *used, bool *redo)
 {
     hetcl_status s = HETCL_OK;
-    int64_t given = 0;
+    int last = -1;
+    int64_t given = 0, total_b = sync_total(t, &last);
     *used = 0;
-    for (int i = 0; i < t->n_dev && s == HETCL_OK; i++) {
+    *redo = false;
+    for (int i = 0; i <= last && s == HETCL_OK; i++) {
         struct tr_dev *d = &t->dev[i];
-        int64_t k = i == t->n_dev - 1 ? n - given : n * d->b_init / total_b;
-        if (k <= 0)
+        int64_t k = i == last ? n - given : n * d->b_init / total_b;
+        if (k <= 0 || d->excluded)
             continue;
         struct tr_slot *sl = &t->slots[i * TR_SLOTS_PER_DEV];
         sl->idx = idx + given;
@@ -295,10 +327,16 @@ static hetcl_status sync_submit(struct tr *t, const int64_t *idx, int64_t n, int
         sl->t_start_ns = hetcl__now_ns();
         if (!d->is_host) {
             s = hetcl__tr_cl_submit_grad(t, sl);
-            if (s == HETCL_OK)
+            if (s == HETCL_OK) {
                 *used = i + 1;
-            else
-                sl->used = false;
+                continue;
+            }
+            sl->used = false;
+            hetcl_task_release(sl->task);
+            sl->task = NULL;
+            bool gone = false;
+            s = hetcl__tr_submit_failed(t, d, s, NULL, k, &gone);
+            *redo |= gone;
             continue;
         }
         struct tr_task_args a = {.slot = sl};
@@ -320,13 +358,13 @@ static hetcl_status sync_submit(struct tr *t, const int64_t *idx, int64_t n, int
     return s;
 }
 
-/* Waits for every submitted shard of devices [0, used) and sums their gradients into gsum,
- * weighted by shard size (n examples in all), accounting for them. s: the submission's
- * status; returns it, or the first failure of a shard. */
-static hetcl_status sync_gather(struct tr *t, int used, int64_t n, float *gsum,
-                                struct tr_epoch_acc *acc, hetcl_status s)
+/* Waits for every submitted shard of devices [0, used). A shard that failed on an OpenCL device
+ * excludes it and sets *redo: the step's gradient is then not applied, and the caller runs the
+ * step again on the devices left. s: the submission's status; returns it, or the first failure
+ * that ends the run (a host shard's, or the last device's). */
+static hetcl_status sync_wait(struct tr *t, int used, hetcl_status s, bool *redo)
 {
-    memset(gsum, 0, t->net->n_params * sizeof *gsum);
+    *redo = false;
     for (int i = 0; i < used; i++) {
         struct tr_slot *sl = &t->slots[i * TR_SLOTS_PER_DEV];
         if (!sl->used)
@@ -334,16 +372,31 @@ static hetcl_status sync_gather(struct tr *t, int used, int64_t n, float *gsum,
         hetcl_status ts = hetcl_task_wait(sl->task);
         hetcl_task_release(sl->task);
         sl->task = NULL;
-        sl->used = false;
+        sl->status = ts;
         /* The completion queue entry is not needed here: drain it. */
         pthread_mutex_lock(&t->lock);
         t->q_head = t->q_tail;
         pthread_mutex_unlock(&t->lock);
-        if (ts != HETCL_OK) {
-            if (s == HETCL_OK)
-                s = hetcl__fail(t->ctx, ts, "train: gradient on %s failed", t->dev[i].name);
+        if (ts == HETCL_OK || s != HETCL_OK)
             continue;
-        }
+        if (t->dev[i].is_host)
+            s = hetcl__fail(t->ctx, ts, "train: gradient on %s failed", t->dev[i].name);
+        else if ((s = hetcl__tr_device_failed(t, &t->dev[i], ts, sl->n)) == HETCL_OK)
+            *redo = true;
+    }
+    return s;
+}
+
+/* Sums the shards' gradients of devices [0, used) into gsum, weighted by shard size (n
+ * examples in all), accounting for them. */
+static void sync_gather(struct tr *t, int used, int64_t n, float *gsum, struct tr_epoch_acc *acc)
+{
+    memset(gsum, 0, t->net->n_params * sizeof *gsum);
+    for (int i = 0; i < used; i++) {
+        struct tr_slot *sl = &t->slots[i * TR_SLOTS_PER_DEV];
+        if (!sl->used)
+            continue;
+        sl->used = false;
         struct tr_dev *d = &t->dev[i];
         float wgt = (float) sl->n / (float) n;
         for (size_t k = 0; k < t->net->n_params; k++)
@@ -356,14 +409,42 @@ static hetcl_status sync_gather(struct tr *t, int used, int64_t n, float *gsum,
         acc->loss += sl->loss;
         acc->examples += (uint64_t) sl->n;
     }
-    return s;
+}
+
+/* One step on *n examples at idx: the shards, their gradients summed into gsum. A device that
+ * fails is excluded and the step runs again on the others (nothing of it was applied), on as
+ * many examples as their batches take (*n shrinks; the rest is handed back for later steps). */
+static hetcl_status sync_step(struct tr *t, const int64_t *idx, int64_t *n, float *gsum,
+                              struct tr_epoch_acc *acc)
+{
+    for (;;) {
+        int used = 0;
+        bool redo = false, gone = false;
+        hetcl_status s = sync_submit(t, idx, *n, &used, &gone);
+        s = sync_wait(t, used, s, &redo);
+        redo |= gone;
+        if (s != HETCL_OK || redo) {
+            for (int i = 0; i < used; i++)
+                t->slots[i * TR_SLOTS_PER_DEV].used = false;
+        }
+        if (s != HETCL_OK)
+            return s;
+        hetcl__tr_clear_failures(t);
+        if (!redo) {
+            sync_gather(t, used, *n, gsum, acc);
+            return HETCL_OK;
+        }
+        int last = -1;
+        int64_t fit = sync_total(t, &last);
+        if (*n > fit) {
+            hetcl__tr_give_back(t, idx + fit, *n - fit);
+            *n = fit;
+        }
+    }
 }
 
 hetcl_status hetcl__tr_epoch_sync(struct tr *t, struct tr_epoch_acc *acc)
 {
-    int64_t total_b = 0;
-    for (int i = 0; i < t->n_dev; i++)
-        total_b += t->dev[i].b_init;
     float *gsum = hetcl__malloc(t->net->n_params * sizeof *gsum);
     if (!gsum)
         return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "sync gradient");
@@ -379,13 +460,14 @@ hetcl_status hetcl__tr_epoch_sync(struct tr *t, struct tr_epoch_acc *acc)
             break;
         double at = hetcl__tr_progress(t);
         const int64_t *idx = NULL;
-        int64_t n = hetcl__cursor_take(&t->cursor, total_b, &idx);
+        int last = -1;
+        int64_t total = sync_total(t, &last);
+        int64_t n = hetcl__tr_take_returned(t, total, &idx);
+        if (n == 0)
+            n = hetcl__cursor_take(&t->cursor, total, &idx);
         if (n == 0)
             break;
-        int used = 0;
-        s = sync_submit(t, idx, n, total_b, &used);
-        s = sync_gather(t, used, n, gsum, acc, s);
-        if (s != HETCL_OK)
+        if ((s = sync_step(t, idx, &n, gsum, acc)) != HETCL_OK)
             break;
         s = hetcl_handle_sync_host(t->rt, t->h_params, HETCL_RW);
         if (s == HETCL_OK)

@@ -180,6 +180,7 @@ static void result_device(struct tr_run *r, int i, uint64_t tot_updates, double 
     hetcl__strlcpy(rd->name, d->name, sizeof rd->name);
     rd->worker = d->worker;
     rd->is_host = d->is_host;
+    rd->excluded = d->excluded;
     rd->updates = d->updates;
     rd->examples = d->examples;
     rd->share = tot_updates ? (double) d->updates / (double) tot_updates : 0;
@@ -259,6 +260,7 @@ static hetcl_status result_fill(struct tr_run *r)
     t->share_v = NULL;
     for (int i = 0; i < t->n_dev; i++)
         result_device(r, i, tot, train_s);
+    hetcl__tr_result_exclusions(t, res);
     return HETCL_OK;
 }
 

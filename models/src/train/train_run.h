@@ -44,6 +44,8 @@ struct tr_dev {
     float *velocity;
     struct tr_cl *cl;
     int inflight;
+    /* Left out of the run after a failure (coordinator only): no batch is handed to it. */
+    bool excluded;
     /* Statistics (coordinator only). */
     uint64_t updates, examples, busy_ns, bytes, bytes_out, stale_sum, stale_max;
     int64_t batch_lo, batch_hi;
@@ -94,6 +96,18 @@ struct tr {
     int queue[TR_MAX_SLOTS + 1];
     int q_head, q_tail;
     struct hetcl__cursor cursor;
+    /* Batches of excluded devices handed back (coordinator only): their examples (into the
+     * cursor's permutation) go to the other devices before the cursor's next ones. */
+    struct tr_returned {
+        const int64_t *idx;
+        int64_t n;
+    } returned[TR_MAX_SLOTS];
+    int n_returned;
+    /* Exclusions so far, in order (the result's); failed_pending: a device failed and the runtime's
+     * failure state has not been cleared yet (see train_fail.c). */
+    int n_excl;
+    struct hetcl_train_exclusion excl[HETCL_TRAIN_MAX_DEVICES];
+    bool failed_pending;
     struct hetcl__adapt adapt;
     uint64_t t0_ns;
     double total_epochs;

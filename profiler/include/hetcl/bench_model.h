@@ -40,8 +40,10 @@
 #define HETCL_BENCH_MODEL_H
 
 #include <hetcl/context.h>
+#include <hetcl/data.h>
 #include <hetcl/device.h>
 #include <hetcl/export.h>
+#include <hetcl/infer.h>
 #include <hetcl/stats.h>
 #include <hetcl/status.h>
 
@@ -118,12 +120,21 @@ struct hetcl_bench_model_options {
     size_t n_weights;           /* 0 or n_models */
     uint64_t weight_seed;       /* [1] below 2^53 (the report stores seeds as JSON numbers) */
     const char *data;           /* NULL: seeded random inputs in [0, 1); "fashion-mnist": its
-                                   test split, rotated (and accuracy with a checkpoint) */
-    bool no_standardize;        /* feed the dataset's raw features (default: standardized as the
-                                   checkpoint says, else with the train split's statistics) */
-    size_t n_distinct;          /* [16] distinct input batches cycled through, 1 .. 4096 */
-    uint64_t input_seed;        /* [2] */
-    const int64_t *batches;     /* [{1}] batch sizes, each 1 .. 2^20 */
+                                   test split, rotated (and accuracy with a checkpoint); with
+                                   dataset: the name the report gives it */
+    /* Inputs the caller loaded (a file: `hetcl bench model --data csv:FILE`) instead of the
+     * dataset named by data: dense, of the models' input size, rotated as above (and accuracy
+     * with a checkpoint when it has labels). Borrowed until hetcl_bench_model_create returns
+     * (copied). data must then name it. NULL: data names a built-in dataset or none. */
+    const hetcl_dataset *dataset;
+    /* With dataset: the training split whose feature statistics standardize the inputs when no
+     * checkpoint carries its own (NULL: dataset's own statistics). Borrowed as dataset. */
+    const hetcl_dataset *dataset_train;
+    bool no_standardize;    /* feed the dataset's raw features (default: standardized as the
+                               checkpoint says, else with the train split's statistics) */
+    size_t n_distinct;      /* [16] distinct input batches cycled through, 1 .. 4096 */
+    uint64_t input_seed;    /* [2] */
+    const int64_t *batches; /* [{1}] batch sizes, each 1 .. 2^20 */
     size_t n_batches;
     const char *devices; /* [NULL = "all"]: every worker the runtime creates; else worker
                             names separated by commas ("host0,p0d0") */
@@ -131,6 +142,11 @@ struct hetcl_bench_model_options {
     size_t n_placements;
     const enum hetcl_bench_scenario *scenarios; /* [{single-stream}] */
     size_t n_scenarios;
+    /* [fp32] the arithmetic of every configuration. fp16 runs only on OpenCL devices with
+     * cl_khr_fp16 (hetcl_ops_fp16_available) and only models of dense and flatten layers: a
+     * device named in `devices` without it is an error naming it; with "all", the workers
+     * without it are left out (hetcl_bench_model_left_out) and none left is an error. */
+    enum hetcl_infer_precision precision;
     double server_qps;     /* server scenario: requests per second (required there, > 0) */
     size_t streams;        /* [4] multi-stream: requests per query, 1 .. 16 */
     uint64_t arrival_seed; /* [4] the server scenario's Poisson arrivals */
@@ -156,6 +172,8 @@ struct hetcl_bench_model_options {
                                              2000 ms, max 20000 ms] */
     double window_ms;                     /* [100] throughput sample window */
     double tolerance;                     /* [1e-4] largest |probability - host reference| */
+    double tolerance_fp16;                /* [1e-2] the same for fp16 configurations, whose
+                                             probabilities carry half's rounding */
     size_t accuracy_samples;              /* [2000] labelled samples for top-1; 0: none */
     bool skip_program_builds; /* [false] no cold/warm program build timing (quick runs) */
     double energy_period_ms;  /* [20] power rails: the sampler's period (where no counter) */
@@ -204,6 +222,7 @@ enum hetcl_bench_option {
     HETCL_BENCH_OPT_TOLERANCE,
     HETCL_BENCH_OPT_SEEDS,
     HETCL_BENCH_OPT_RUNTIME, /* scheduler, split_cpu, host_workers: the detail says which */
+    HETCL_BENCH_OPT_PRECISION,
 };
 
 typedef struct hetcl_bench_model hetcl_bench_model;
@@ -231,6 +250,12 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_bench_model_run(hetcl_bench_model *
  * platforms and devices are left out of the run (for a warning). NULL when none were
  * enumerated. Borrowed until destroy. */
 HETCL_API const struct hetcl_device_list *hetcl_bench_model_devices(const hetcl_bench_model *b);
+
+/* The workers that devices "all" left out because they cannot run the precision asked for
+ * (fp16 without cl_khr_fp16), for a warning: how many, and the i-th as "<worker>: <why>"
+ * (borrowed until destroy; NULL past the end). */
+HETCL_API size_t hetcl_bench_model_n_left_out(const hetcl_bench_model *b);
+HETCL_API const char *hetcl_bench_model_left_out(const hetcl_bench_model *b, size_t i);
 
 /* Configurations of the run, and how many of them failed (after hetcl_bench_model_run). */
 HETCL_API size_t hetcl_bench_model_n_configs(const hetcl_bench_model *b);

@@ -1,5 +1,6 @@
 /* The outputs of a `hetcl bench model` configuration (bench/model_impl.h): each device's
- * probabilities against the host reference, and its top-1 accuracy on a labelled dataset,
+ * probabilities against the host reference (the largest differences, and how often its top-1
+ * class is the reference's: what fp16 changes), and its top-1 accuracy on a labelled dataset,
  * counted over the rows that device computed. */
 #include "bench/model_impl.h"
 
@@ -26,34 +27,76 @@ static void copy_to_stages(struct bench_run *run)
         d[i].diverged = d[0].diverged;
         d[i].top1 = d[0].top1;
         d[i].top1_n = d[0].top1_n;
+        d[i].top1_agreement = d[0].top1_agreement;
+        d[i].n_compared = d[0].n_compared;
+    }
+}
+
+/* Rows compared with the host reference: the distinct input batches in turn until this many
+ * rows (or every batch) have been, so that top-1 agreement is a rate and not one row's. */
+#define DIVERGENCE_MIN_ROWS 256
+
+static int64_t argmax_row(const float *q, int64_t n)
+{
+    int64_t arg = 0;
+    for (int64_t k = 1; k < n; k++)
+        if (q[k] > q[arg])
+            arg = k;
+    return arg;
+}
+
+/* What one share's rows of one batch add to its figures. */
+struct diff_acc {
+    double abs_max, rel_max;
+    long long agree, rows;
+};
+
+static void compare_rows(struct diff_acc *a, const float *got, const float *want, int64_t row0,
+                         int64_t rows, int64_t classes)
+{
+    for (int64_t r = row0; r < row0 + rows; r++) {
+        const float *g = got + r * classes, *w = want + r * classes;
+        for (int64_t k = 0; k < classes; k++) {
+            double d = fabs((double) g[k] - (double) w[k]);
+            if (!isfinite(d))
+                d = INFINITY;
+            double rel = d / fmax(fabs((double) w[k]), 1e-6);
+            a->abs_max = d > a->abs_max ? d : a->abs_max;
+            a->rel_max = rel > a->rel_max ? rel : a->rel_max;
+        }
+        a->agree += argmax_row(g, classes) == argmax_row(w, classes);
+        a->rows++;
     }
 }
 
 void hetcl__bench_divergence(struct bench_run *run)
 {
     const hetcl_infer_plan *p = run->m->plan;
-    int64_t batch = run->c->batch;
-    size_t nout = (size_t) batch * (size_t) p->n_classes;
+    const int64_t batch = run->c->batch;
+    const size_t nout = (size_t) batch * (size_t) p->n_classes;
     float *got = hetcl__malloc(nout * sizeof *got), *want = hetcl__malloc(nout * sizeof *want);
-    if (got && want && hetcl_infer_session_run(run->sess[0], run->inputs, got) == HETCL_OK &&
-        hetcl_infer_forward_ref(run->b->ctx, p, batch, run->inputs, want) == HETCL_OK) {
+    struct diff_acc acc[HETCL_BENCH_MAX_DEVICES];
+    memset(acc, 0, sizeof acc);
+    bool ok = got && want;
+    const size_t n_batches = run->b->opt.o.n_distinct;
+    for (size_t k = 0; ok && k < n_batches && (k == 0 || acc[0].rows < DIVERGENCE_MIN_ROWS); k++) {
+        const float *x = run->inputs + k * run->per;
+        ok = hetcl_infer_session_run(run->sess[0], x, got) == HETCL_OK &&
+             hetcl_infer_forward_ref(run->b->ctx, p, batch, x, want) == HETCL_OK;
         int64_t row0 = 0;
-        for (size_t sh = 0; sh < n_shares(run); sh++) {
-            double abs_max = 0, rel_max = 0;
-            for (int64_t i = row0 * p->n_classes; i < (row0 + run->rows[sh]) * p->n_classes; i++) {
-                double d = fabs((double) got[i] - (double) want[i]);
-                if (!isfinite(d))
-                    d = INFINITY;
-                double rel = d / fmax(fabs((double) want[i]), 1e-6);
-                abs_max = d > abs_max ? d : abs_max;
-                rel_max = rel > rel_max ? rel : rel_max;
-            }
-            struct bench_device_result *d = &run->r->dev[sh];
-            d->max_abs_diff = isfinite(abs_max) ? abs_max : 1e300;
-            d->max_rel_diff = isfinite(rel_max) ? rel_max : 1e300;
-            d->diverged = !(abs_max <= run->b->opt.o.tolerance);
+        for (size_t sh = 0; ok && sh < n_shares(run); sh++) {
+            compare_rows(&acc[sh], got, want, row0, run->rows[sh], p->n_classes);
             row0 += run->rows[sh];
         }
+    }
+    for (size_t sh = 0; ok && sh < n_shares(run); sh++) {
+        struct bench_device_result *d = &run->r->dev[sh];
+        d->max_abs_diff = isfinite(acc[sh].abs_max) ? acc[sh].abs_max : 1e300;
+        d->max_rel_diff = isfinite(acc[sh].rel_max) ? acc[sh].rel_max : 1e300;
+        d->diverged = !(acc[sh].abs_max <= run->r->acc_tolerance);
+        d->n_compared = acc[sh].rows;
+        d->top1_agreement =
+                acc[sh].rows ? (double) acc[sh].agree / (double) acc[sh].rows : (double) NAN;
     }
     hetcl__free(got);
     hetcl__free(want);
@@ -65,7 +108,7 @@ static const char *no_accuracy(const struct bench_run *run)
 {
     const hetcl_dataset *d = run->b->data;
     if (!d || !d->y)
-        return "no labelled dataset (--data fashion-mnist evaluates accuracy)";
+        return "no labelled dataset (--data fashion-mnist or a file evaluates accuracy)";
     if (!run->m->checkpoint)
         return "random weights: accuracy needs a trained checkpoint (--weights)";
     if (run->b->opt.o.accuracy_samples == 0)
@@ -81,12 +124,7 @@ static void count_batch(const struct bench_run *run, const float *probs, const i
     int64_t row0 = 0;
     for (size_t sh = 0; sh < n_shares(run); sh++) {
         for (int64_t i = row0; i < row0 + run->rows[sh]; i++) {
-            const float *q = probs + i * p->n_classes;
-            int64_t arg = 0;
-            for (int64_t k = 1; k < p->n_classes; k++)
-                if (q[k] > q[arg])
-                    arg = k;
-            correct[sh] += arg == labels[i];
+            correct[sh] += argmax_row(probs + i * p->n_classes, p->n_classes) == labels[i];
             seen[sh]++;
         }
         row0 += run->rows[sh];

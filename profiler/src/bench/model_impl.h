@@ -69,6 +69,9 @@ struct hetcl_bench_model {
     hetcl_runtime *rt;
     struct bench_device devices[HETCL_BENCH_MAX_DEVICES];
     size_t n_devices;
+    /* Workers that devices "all" left out for the precision: "<worker>: <why>" */
+    char left_out[HETCL_BENCH_MAX_DEVICES][160];
+    size_t n_left_out;
     struct bench_config *configs;
     size_t *order;
     struct bench_result *results;

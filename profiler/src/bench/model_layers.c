@@ -63,10 +63,9 @@ static void add_rows(struct bench_run *run, struct bench_layer_samples *ls)
             snprintf(l->name, sizeof l->name, "%s", s->name);
             snprintf(l->op, sizeof l->op, "%s", hetcl_infer_op_name(s->op));
             snprintf(l->device, sizeof l->device, "%s", dev->name);
-            l->calls_per_request = s->n_tasks;
+            hetcl_infer_step_cost(p, k, rows, (int) r->precision, &l->calls_per_request, &l->bytes);
             l->timing = fused ? "fused_task" : "tasks";
             l->flops = hetcl_infer_step_flops(s, rows);
-            l->bytes = hetcl_infer_step_bytes(p, s, rows);
             l->ceiling_gflops = dev->has_ceilings ? dev->ceiling_gflops : (double) NAN;
             l->ceiling_gbps = dev->has_ceilings ? dev->ceiling_gbps : (double) NAN;
             l->mean_ns = l->p50_ns = l->p90_ns = l->p99_ns = l->min_ns = l->max_ns = (double) NAN;

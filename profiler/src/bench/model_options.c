@@ -46,6 +46,9 @@ void hetcl_bench_model_options_init(struct hetcl_bench_model_options *o)
                                                 .timed_max_ms = 20000};
     o->window_ms = 100;
     o->tolerance = 1e-4;
+    /* fp16 keeps 11 significant bits: a logit of magnitude 10 is off by up to 0.005 after one
+     * rounding, and a probability by about a quarter of its logit's error. */
+    o->tolerance_fp16 = 1e-2;
     o->accuracy_samples = 2000;
     o->energy_period_ms = 20;
     o->command = "hetcl bench";
@@ -162,8 +165,11 @@ hetcl_status hetcl__bench_options_check(hetcl_context *ctx,
         return s;
     if (!(isfinite(o->window_ms) && o->window_ms > 0))
         return FAIL(HETCL_BENCH_OPT_WINDOW, "the throughput window must be > 0 ms");
-    if (bad_ms(o->tolerance))
+    if (bad_ms(o->tolerance) || bad_ms(o->tolerance_fp16))
         return FAIL(HETCL_BENCH_OPT_TOLERANCE, "the tolerance must be finite and >= 0");
+    if (!hetcl_infer_precision_name((int) o->precision))
+        return FAIL(HETCL_BENCH_OPT_PRECISION, "precision fp32 or fp16, got %d",
+                    (int) o->precision);
     if (bad_ms(o->cooldown_ms) || bad_ms(o->energy_period_ms))
         return FAIL(HETCL_BENCH_OPT_PROTOCOL,
                     "the cool-down and the energy sampling period must be finite and >= 0");

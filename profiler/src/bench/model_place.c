@@ -53,7 +53,8 @@ hetcl_status hetcl__bench_open_session(struct bench_run *run, const int *workers
                                             .step_workers = step_workers,
                                             .helpers = helpers,
                                             .n_helpers = n_helpers,
-                                            .caller_helps = team};
+                                            .caller_helps = team,
+                                            .precision = run->b->opt.o.precision};
     return hetcl_infer_session_create(run->b->ctx, run->b->rt, run->m->plan, &o, out);
 }
 

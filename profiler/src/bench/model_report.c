@@ -75,6 +75,7 @@ static cJSON *config_json(const struct bench_result *r)
     cJSON_AddStringToObject(c, "placement", hetcl_bench_placement_name(placed));
     cJSON_AddStringToObject(c, "scenario", hetcl_bench_scenario_name(r->scenario));
     cJSON_AddNumberToObject(c, "batch", (double) r->batch);
+    cJSON_AddStringToObject(c, "precision", hetcl_infer_precision_name((int) r->precision));
     cJSON_AddStringToObject(c, "requested_placement", hetcl_bench_placement_name(r->requested));
     cJSON_AddItemToObject(c, "auto_reason", str_or_null(r->auto_reason));
     if (placed == HETCL_BENCH_SPLIT) {
@@ -142,6 +143,10 @@ static cJSON *accuracy_json(const struct bench_result *r)
         cJSON_AddItemToObject(o, "max_abs_diff", nonneg_or_null(d->max_abs_diff));
         cJSON_AddItemToObject(o, "max_rel_diff", nonneg_or_null(d->max_rel_diff));
         cJSON_AddBoolToObject(o, "diverged", d->diverged);
+        if (d->n_compared > 0 && isfinite(d->top1_agreement)) {
+            cJSON_AddNumberToObject(o, "top1_agreement", d->top1_agreement);
+            cJSON_AddNumberToObject(o, "n_compared", (double) d->n_compared);
+        }
         any = any || d->diverged;
         cJSON_AddItemToArray(per, o);
     }

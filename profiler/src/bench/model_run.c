@@ -92,7 +92,9 @@ static void init_result(hetcl_bench_model *b, const struct bench_config *c,
     r->throttled = -1;
     r->peak_rss_bytes = -1;
     r->acc_n_samples = -1;
-    r->acc_tolerance = b->opt.o.tolerance;
+    r->precision = b->opt.o.precision;
+    r->acc_tolerance =
+            r->precision == HETCL_INFER_FP16 ? b->opt.o.tolerance_fp16 : b->opt.o.tolerance;
     r->team_helped_share = (double) NAN;
     r->trace_file = b->opt.o.trace_path;
 }
@@ -106,7 +108,7 @@ static void init_devices(struct bench_run *run)
         struct bench_device_result *d = &r->dev[i];
         snprintf(d->device, sizeof d->device, "%s", r->devices[i]);
         d->ceiling_gflops = d->ceiling_gbps = (double) NAN;
-        d->top1 = d->max_abs_diff = d->max_rel_diff = (double) NAN;
+        d->top1 = d->max_abs_diff = d->max_rel_diff = d->top1_agreement = (double) NAN;
         d->allocated_bytes = -1;
         for (size_t k = 0; k < run->b->n_devices; k++) {
             const struct bench_device *dev = &run->b->devices[k];
@@ -203,6 +205,24 @@ bool hetcl__bench_stop_requested(hetcl_bench_model *b)
     return b->stop_reason[0] != '\0';
 }
 
+/* A device of c that the runtime excluded after a failure (an earlier configuration's, or
+ * its start): writes why into buf and returns true. Its configurations fail with that reason
+ * without running; the others run. */
+static bool excluded_device(const hetcl_bench_model *b, const struct bench_config *c, char *buf,
+                            size_t cap)
+{
+    for (size_t i = 0; i < c->n_devices; i++) {
+        const struct bench_device *d = &b->devices[c->devices[i]];
+        struct hetcl_worker_info wi;
+        if (hetcl_runtime_worker_info(b->rt, (size_t) d->worker, &wi) == HETCL_OK && wi.excluded) {
+            snprintf(buf, cap, "device %s was excluded after a failure: %s", d->name,
+                     wi.excluded_reason);
+            return true;
+        }
+    }
+    return false;
+}
+
 bool hetcl__bench_run_config(hetcl_bench_model *b, const struct bench_config *c,
                              struct bench_result *r)
 {
@@ -213,6 +233,11 @@ bool hetcl__bench_run_config(hetcl_bench_model *b, const struct bench_config *c,
     r->machine_before = hetcl_machine_state("");
     hetcl_core_round_trip_measure(&r->core, false);
     run.per = (size_t) c->batch * (size_t) run.m->plan->in_elems;
+    char why[HETCL_STR_MAX + 64];
+    if (excluded_device(b, c, why, sizeof why)) {
+        hetcl__bench_fail_config(r, why);
+        return true;
+    }
     if (!(run.inputs = make_inputs(&run)) || !hetcl__bench_place(&run)) {
         close_run(&run);
         return true;
@@ -225,13 +250,18 @@ bool hetcl__bench_run_config(hetcl_bench_model *b, const struct bench_config *c,
     hetcl_status st = open_sessions(&run);
     if (st == HETCL_OK)
         st = hetcl__bench_measure(&run);
-    if (st == HETCL_ERR_CANCELLED) { /* abandoned: neither a result nor a failure */
-        close_run(&run);
+    if (st == HETCL_ERR_CANCELLED && hetcl__bench_stop_requested(b)) {
+        close_run(&run); /* abandoned: neither a result nor a failure */
         return false;
     }
     if (st != HETCL_OK) {
-        hetcl__bench_fail_config(r, hetcl_context_last_error(b->ctx));
+        /* A device that failed names itself (a task cancelled behind it says only that). */
+        if (!excluded_device(b, c, why, sizeof why))
+            hetcl__strlcpy(why, hetcl_context_last_error(b->ctx), sizeof why);
+        hetcl__bench_fail_config(r, why);
         close_run(&run);
+        /* The runtime forgets the failed tasks: the next configuration starts clean. */
+        (void) hetcl_runtime_wait_all(b->rt);
         return true;
     }
     device_figures(&run);

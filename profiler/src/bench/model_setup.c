@@ -50,6 +50,12 @@ hetcl_status hetcl__bench_load_models(hetcl_bench_model *b, enum hetcl_bench_opt
             *bad = m->checkpoint ? HETCL_BENCH_OPT_WEIGHTS : HETCL_BENCH_OPT_MODELS;
             return s;
         }
+        if (hetcl_infer_plan_check_precision(b->ctx, m->plan, o->precision) != HETCL_OK) {
+            char why[512]; /* the layer without operators in that precision: a bad choice */
+            last_error(b->ctx, why, sizeof why);
+            *bad = HETCL_BENCH_OPT_PRECISION;
+            return hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG, "%s", why);
+        }
         m->load_ms = hetcl__bench_now_ms() - t0;
         hetcl__strlcpy(m->name, m->spec->name, sizeof m->name);
     }
@@ -116,12 +122,21 @@ static hetcl_status standardize(hetcl_bench_model *b, enum hetcl_bench_option *b
             *bad = HETCL_BENCH_OPT_WEIGHTS;
     } else {
         hetcl_dataset *train = NULL;
+        /* A caller's dataset: its training split, or its own statistics. */
+        const hetcl_dataset *from_split =
+                b->opt.o.dataset ? (b->opt.o.dataset_train ? b->opt.o.dataset_train : b->data)
+                                 : NULL;
         mean = hetcl__malloc(nf * sizeof *mean);
         sd = hetcl__malloc(nf * sizeof *sd);
         s = !mean || !sd ? hetcl__fail(b->ctx, HETCL_ERR_NO_MEMORY, "input standardization")
+            : from_split ? HETCL_OK
                          : hetcl_dataset_load_builtin(b->ctx, b->opt.o.data, "train", &train);
+        if (s == HETCL_OK && from_split && from_split->n_features != (int64_t) nf)
+            s = hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG,
+                            "the training split has %lld features, the inputs %zu",
+                            (long long) from_split->n_features, nf);
         if (s == HETCL_OK)
-            s = hetcl_dataset_feature_stats(b->ctx, train, mean, sd);
+            s = hetcl_dataset_feature_stats(b->ctx, from_split ? from_split : train, mean, sd);
         if (s == HETCL_OK)
             s = hetcl_dataset_standardize(b->ctx, b->data, mean, sd);
         hetcl_dataset_destroy(train);
@@ -136,19 +151,47 @@ static hetcl_status standardize(hetcl_bench_model *b, enum hetcl_bench_option *b
     return s;
 }
 
+/* *out = a copy of ds (every example, in order): the run standardizes it in place. */
+static hetcl_status copy_dataset(hetcl_context *ctx, const hetcl_dataset *ds, hetcl_dataset **out)
+{
+    int64_t *idx = hetcl__malloc((size_t) ds->n * sizeof *idx);
+    if (!idx)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", ds->name);
+    for (int64_t i = 0; i < ds->n; i++)
+        idx[i] = i;
+    hetcl_status s = hetcl_dataset_subset(ctx, ds, idx, ds->n, NULL, out);
+    hetcl__free(idx);
+    return s;
+}
+
 hetcl_status hetcl__bench_load_data(hetcl_bench_model *b, enum hetcl_bench_option *bad)
 {
     const char *name = b->opt.o.data;
-    if (!name)
+    if (b->opt.o.dataset) {
+        const hetcl_dataset *d = b->opt.o.dataset;
+        *bad = HETCL_BENCH_OPT_DATA;
+        if (!name || d->sparse || !d->x || d->n < 1)
+            return hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG,
+                               "a dataset must be dense, have examples and be named by data");
+        hetcl_status s = copy_dataset(b->ctx, d, &b->data);
+        if (s != HETCL_OK)
+            return s;
+        *bad = HETCL_BENCH_OPT_NONE;
+    } else if (!name) {
         return HETCL_OK;
-    hetcl_status s = hetcl_dataset_load_builtin(b->ctx, name, "test", &b->data);
+    }
+    hetcl_status s =
+            b->data ? HETCL_OK : hetcl_dataset_load_builtin(b->ctx, name, "test", &b->data);
     if (s != HETCL_OK) {
         char detail[512];
         last_error(b->ctx, detail, sizeof detail);
         *bad = HETCL_BENCH_OPT_DATA;
         return hetcl__fail(b->ctx, s, "dataset %s: %s", name, detail);
     }
-    return b->opt.o.no_standardize ? HETCL_OK : standardize(b, bad);
+    s = b->opt.o.no_standardize ? HETCL_OK : standardize(b, bad);
+    /* The caller's datasets were borrowed until create returns: copied, not kept. */
+    b->opt.o.dataset = b->opt.o.dataset_train = NULL;
+    return s;
 }
 
 /* One device of the run: its worker, ceilings from `hetcl devices --probe`'s cache, and the
@@ -188,7 +231,36 @@ static void worker_names(hetcl_runtime *rt, char *buf, size_t cap)
     }
 }
 
-/* The devices of the run: the runtime's workers, all of them or those named (in that order). */
+/* Why worker wi cannot run the run's precision, or NULL when it can. */
+static const char *precision_gap(const hetcl_bench_model *b, const struct hetcl_worker_info *wi)
+{
+    if (b->opt.o.precision != HETCL_INFER_FP16 || hetcl_ops_fp16_available(wi->desc))
+        return NULL;
+    return wi->kind == HETCL_WORKER_OPENCL ? "the device has no cl_khr_fp16"
+                                           : "a host worker has no cl_khr_fp16 (fp16 runs on "
+                                             "OpenCL devices with it)";
+}
+
+/* With devices "all", a worker that cannot run the precision is left out (for a warning);
+ * named, it is an error that names it. true: add it. */
+static bool fits_precision(hetcl_bench_model *b, const struct hetcl_worker_info *wi, bool all,
+                           enum hetcl_bench_option *bad, hetcl_status *st)
+{
+    const char *why = precision_gap(b, wi);
+    if (!why)
+        return true;
+    if (all) {
+        if (b->n_left_out < HETCL_BENCH_MAX_DEVICES)
+            snprintf(b->left_out[b->n_left_out++], sizeof b->left_out[0], "%s: %s", wi->name, why);
+        return false;
+    }
+    *bad = HETCL_BENCH_OPT_PRECISION;
+    *st = hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG, "fp16 on %s: %s", wi->name, why);
+    return false;
+}
+
+/* The devices of the run: the runtime's workers, all of them or those named (in that order),
+ * that can run the precision asked for. */
 static hetcl_status pick_devices(hetcl_bench_model *b, enum hetcl_bench_option *bad)
 {
     const char *want = b->opt.o.devices;
@@ -210,7 +282,11 @@ static hetcl_status pick_devices(hetcl_bench_model *b, enum hetcl_bench_option *
                 (!all && strcmp(wi.name, item)))
                 continue;
             found = true;
-            add_device(b, i, &wi);
+            hetcl_status st = HETCL_OK;
+            if (fits_precision(b, &wi, all, bad, &st))
+                add_device(b, i, &wi);
+            else if (st != HETCL_OK)
+                return st;
         }
         if (!all && !found) {
             char names[512];
@@ -222,11 +298,28 @@ static hetcl_status pick_devices(hetcl_bench_model *b, enum hetcl_bench_option *
         if (all)
             break;
     }
+    if (b->n_devices == 0 && b->n_left_out > 0) {
+        *bad = HETCL_BENCH_OPT_PRECISION;
+        return hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG,
+                           "fp16: no device of the run has cl_khr_fp16 (%zu left out, the first "
+                           "%s)",
+                           b->n_left_out, b->left_out[0]);
+    }
     if (b->n_devices == 0) {
         *bad = HETCL_BENCH_OPT_DEVICES;
         return hetcl__fail(b->ctx, HETCL_ERR_NO_DEVICE, "no usable worker");
     }
     return HETCL_OK;
+}
+
+size_t hetcl_bench_model_n_left_out(const hetcl_bench_model *b)
+{
+    return b ? b->n_left_out : 0;
+}
+
+const char *hetcl_bench_model_left_out(const hetcl_bench_model *b, size_t i)
+{
+    return b && i < b->n_left_out ? b->left_out[i] : NULL;
 }
 
 hetcl_status hetcl__bench_open_runtime(hetcl_bench_model *b, enum hetcl_bench_option *bad)

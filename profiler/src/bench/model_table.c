@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const header[] = {"model",   "devices", "placement", "scenario",
-                                     "batch",   "p50 ms",  "p90 ms",    "p99 ms",
-                                     "dev p50", "items/s", "warm-up",   "diverged"};
+static const char *const header[] = {"model",   "devices",  "placement", "scenario", "batch",
+                                     "p50 ms",  "p90 ms",   "p99 ms",    "dev p50",  "items/s",
+                                     "warm-up", "diverged", "prec"};
 #define N_COLS ((int) (sizeof header / sizeof header[0]))
 
 static enum hetcl_bench_placement placed(const struct bench_result *x)
@@ -39,9 +39,10 @@ static void header_rows(struct sbuf *out, bool markdown, int dev_w)
         hetcl__sb_puts(out, "|\n");
         return;
     }
-    hetcl__sb_printf(out, "%-8s %-*s %-12s %-13s %5s %9s %9s %9s %9s %10s %-8s %s\n", header[0],
-                     dev_w, header[1], header[2], header[3], header[4], header[5], header[6],
-                     header[7], header[8], header[9], header[10], header[11]);
+    hetcl__sb_printf(out, "%-8s %-*s %-12s %-13s %5s %9s %9s %9s %9s %10s %-8s %-8s %s\n",
+                     header[0], dev_w, header[1], header[2], header[3], header[4], header[5],
+                     header[6], header[7], header[8], header[9], header[10], header[11],
+                     header[12]);
 }
 
 /* The six measured cells of a row; sets *untrusted when a percentile carries the mark. */
@@ -86,16 +87,18 @@ static void row(struct sbuf *out, const struct bench_result *x, bool markdown, i
     bool diverged = false;
     for (size_t i = 0; i < x->n_devices; i++)
         diverged = diverged || x->dev[i].diverged;
+    const char *prec = hetcl_infer_precision_name((int) x->precision);
     if (markdown)
-        hetcl__sb_printf(out, "| %s | %s | %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s |\n",
+        hetcl__sb_printf(out,
+                         "| %s | %s | %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                          x->model, devs, pl, hetcl_bench_scenario_name(x->scenario),
                          (long long) x->batch, cells[0], cells[1], cells[2], cells[3], cells[4],
-                         cells[5], diverged ? "**yes**" : "no");
+                         cells[5], diverged ? "**yes**" : "no", prec);
     else
-        hetcl__sb_printf(out, "%-8s %-*s %-12s %-13s %5lld %9s %9s %9s %9s %10s %-8s %s\n",
+        hetcl__sb_printf(out, "%-8s %-*s %-12s %-13s %5lld %9s %9s %9s %9s %10s %-8s %-8s %s\n",
                          x->model, dev_w, devs, pl, hetcl_bench_scenario_name(x->scenario),
                          (long long) x->batch, cells[0], cells[1], cells[2], cells[3], cells[4],
-                         cells[5], diverged ? "YES" : "no");
+                         cells[5], diverged ? "YES" : "no", prec);
     if (!x->ok)
         hetcl__sb_printf(out, markdown ? "\n> %s: %s\n\n" : "  error (%s): %s\n", devs, x->error);
 }
@@ -138,6 +141,22 @@ static void accuracy_lines(struct sbuf *out, const struct bench_result *x, bool 
                     x->acc_dataset ? x->acc_dataset : "");
 }
 
+/* Each fp16 configuration's outputs against the fp32 host reference: what its precision
+ * costs (an fp32 configuration's differences are rounding noise, in the report). */
+static void agreement_lines(struct sbuf *out, const struct bench_result *x, bool markdown)
+{
+    for (size_t i = 0; x->ok && x->precision == HETCL_INFER_FP16 && i < x->n_devices; i++)
+        if (x->dev[i].n_compared > 0 && isfinite(x->dev[i].top1_agreement))
+            hetcl__sb_printf(out,
+                             "%sfp16 vs fp32 reference: %s b%lld %s %s on %s: max |dp| %.3g, "
+                             "top-1 agreement %.2f%% of %lld rows\n",
+                             markdown ? "\n" : "", x->model, (long long) x->batch,
+                             hetcl_bench_placement_name(placed(x)),
+                             hetcl_bench_scenario_name(x->scenario), x->dev[i].device,
+                             x->dev[i].max_abs_diff, 100 * x->dev[i].top1_agreement,
+                             x->dev[i].n_compared);
+}
+
 void hetcl__bench_table(struct sbuf *out, const struct bench_result *const *r, size_t n,
                         bool markdown)
 {
@@ -157,6 +176,8 @@ void hetcl__bench_table(struct sbuf *out, const struct bench_result *const *r, s
         breakdown_line(out, r[k], markdown);
     for (size_t k = 0; k < n; k++)
         accuracy_lines(out, r[k], markdown);
+    for (size_t k = 0; k < n; k++)
+        agreement_lines(out, r[k], markdown);
     if (untrusted)
         hetcl__sb_puts(out, markdown ? "\n`*`: percentile not trusted (too few samples for its "
                                        "99% bound; see reports/README.md).\n"

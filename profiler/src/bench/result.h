@@ -67,6 +67,10 @@ struct bench_device_result {
     double max_abs_diff; /* NaN: not compared */
     double max_rel_diff;
     bool diverged;
+    /* Of the rows compared with the host reference (n_compared; 0: not compared): the fraction
+     * whose top-1 class is the reference's (NaN: not compared). */
+    double top1_agreement;
+    long long n_compared;
 };
 
 struct bench_result {
@@ -81,6 +85,7 @@ struct bench_result {
     char auto_reason[256]; /* "" when not auto */
     enum hetcl_bench_scenario scenario;
     int64_t batch;
+    enum hetcl_infer_precision precision;
     double target_qps; /* server scenario, else 0 */
     int streams;       /* multi-stream scenario, else 0 */
     size_t n_shares;

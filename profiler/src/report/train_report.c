@@ -256,6 +256,26 @@ static cJSON *device_json(const struct hetcl_train_device *d)
     return o;
 }
 
+/* Devices excluded after failures: the run went on without them. */
+static cJSON *exclusions_json(const struct hetcl_train_result *r)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < r->n_exclusions; i++) {
+        const struct hetcl_train_exclusion *e = &r->exclusions[i];
+        cJSON *o = cJSON_CreateObject();
+        hetcl__json_add(o, "device", cJSON_CreateString(e->device));
+        hetcl__json_add(o, "phase", cJSON_CreateString(e->phase));
+        hetcl__json_add(o, "error", cJSON_CreateString(e->error));
+        hetcl__json_add(o, "t_s", cJSON_CreateNumber(e->t_s));
+        hetcl__json_add(o, "batches_reassigned",
+                        cJSON_CreateNumber((double) e->batches_reassigned));
+        hetcl__json_add(o, "examples_reassigned",
+                        cJSON_CreateNumber((double) e->examples_reassigned));
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
 static cJSON *staleness_json(const struct hetcl_train_result *r)
 {
     cJSON *st = cJSON_CreateObject();
@@ -317,6 +337,7 @@ static void add_results(cJSON *root, const struct hetcl_train_result *r)
     for (int i = 0; devs && i < r->n_devices; i++)
         cJSON_AddItemToArray(devs, device_json(&r->devices[i]));
     hetcl__json_add(root, "devices", devs);
+    hetcl__json_add(root, "exclusions", exclusions_json(r));
     hetcl__json_add(root, "staleness", staleness_json(r));
     hetcl__json_add(root, "share_over_time", shares_json(r));
     hetcl__json_add(root, "final", final_json(r));

@@ -252,9 +252,11 @@ struct hetcl_runtime_options {
     /* Host workers: 0 = automatic (one per core that no OpenCL CPU device uses; when every core
      * is used, one unpinned worker); a positive number = that many; -1 = none. */
     int host_workers;
-    /* Tasks in flight per OpenCL worker (default 8). Tasks enqueued right behind their
+    /* Tasks in flight per OpenCL worker, fixed; 0 (default): adaptive, from 8 within 2 to 64,
+     * deeper while the device runs its queue dry before the worker refills it, shallower while
+     * another worker able to run the tasks sits idle. Tasks enqueued right behind their
      * predecessors on the same in-order queue (a dependency chain on one device) may take the
-     * queue up to four times this. */
+     * queue up to four times a fixed depth (64 when adaptive). */
     unsigned cl_inflight;
     /* Treat host-unified OpenCL devices as having their own memory node: every access then
      * transfers. For tests of the transfer paths on CPU-only machines. */
@@ -339,10 +341,19 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_runtime_worker_info(const hetcl_run
 /* Fault injection, for tests: make worker i's next `count` device allocations fail as if the
  * device were out of memory (OpenCL workers only; counted per task: the data acquisition of
  * each of its next `count` tasks with buffers fails, whether or not it would have allocated, so
- * that tests are deterministic), or its next `count` tasks fail with HETCL_ERR_OPENCL. */
+ * that tests are deterministic), or its next `count` tasks fail with HETCL_ERR_OPENCL.
+ * Mid-run device failures (OpenCL workers only; count is N, 0 turns it off; counted from the
+ * call): every N-th enqueue of a task fails as an enqueue answering CL_OUT_OF_RESOURCES would (a
+ * device failure: the worker is excluded and the task runs elsewhere, unless keep_failed_devices),
+ * or the N-th completion event the worker processes reports CL_OUT_OF_RESOURCES as its status (the
+ * task fails and the worker is excluded alike). The environment variable HETCL_INJECT_FAULTS sets
+ * the last two for a whole command when a runtime is created: WORKER:enqueue-every=N or
+ * WORKER:complete=N, comma-separated, WORKER a worker's name or "opencl" (README.md). */
 typedef enum hetcl_fault {
     HETCL_FAULT_ALLOC = 0,
     HETCL_FAULT_TASK = 1,
+    HETCL_FAULT_ENQUEUE_EVERY = 2,
+    HETCL_FAULT_COMPLETION = 3,
 } hetcl_fault;
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_runtime_inject_fault(hetcl_runtime *rt, size_t worker,
                                                                   hetcl_fault fault,

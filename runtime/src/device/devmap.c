@@ -257,14 +257,15 @@ static hetcl_status locate_soc(hetcl_context *ctx, hwloc_topology_t h,
                  prefix, out->cpuset, nodes);
         return HETCL_OK;
     }
-    /* A non-CPU device with no PCI id is built into the processor (integrated GPU, NPU, DSP):
-     * it uses host memory even when the driver does not say CL_DEVICE_HOST_UNIFIED_MEMORY. */
-    out->shares_host_memory = true;
+    /* A non-CPU device with no PCI id is taken as built into the processor (integrated GPU,
+     * NPU, DSP) for its locality; whether it shares host memory is the driver's
+     * CL_DEVICE_HOST_UNIFIED_MEMORY, never assumed: a discrete GPU whose driver reports no PCI
+     * id has memory of its own, and copies to make. */
+    out->shares_host_memory = desc->host_unified;
     const char *why = desc->pci.valid ? "it reports host-unified memory"
                       : desc->host_unified
                               ? "no PCI id, and it reports host-unified memory"
-                              : "no PCI id; it does not report host-unified memory but, being "
-                                "built in, is assumed to share it";
+                              : "no PCI id and no host-unified memory (so its own memory)";
     if (pkg)
         snprintf(out->how, sizeof out->how,
                  "%s%s: taken as a system-on-chip part of Package P#%u (PUs %s, %s).", prefix, why,

@@ -17,13 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Tasks in flight per OpenCL worker. Each completion callback wakes the worker, so a shallow
- * queue leaves the device idle between refills: empty kernels on PoCL (hetcl bench runtime,
- * idle 2-core EPYC) cost 8.2 us/task at 4, 5.6 at 8, 3.9 at 16. Deeper queues commit more work
- * to a device before the scheduler can move it elsewhere; 8 keeps that modest. */
-#define DEFAULT_CL_INFLIGHT 8
-#define DEFAULT_LINK_GBS    10.0
-#define DEFAULT_LATENCY_NS  20000.0
+#define DEFAULT_LINK_GBS   10.0
+#define DEFAULT_LATENCY_NS 20000.0
 
 /* ---------------------------------------------------------------- device selection */
 
@@ -163,6 +158,9 @@ static struct rt_worker *worker_new(hetcl_runtime *rt, hetcl_worker_kind kind)
     atomic_init(&w->excluded, false);
     atomic_init(&w->fault_alloc, 0);
     atomic_init(&w->fault_task, 0);
+    atomic_init(&w->fault_enqueue_every, 0);
+    atomic_init(&w->n_enqueues, 0);
+    atomic_init(&w->fault_complete_left, 0);
     atomic_init(&w->tasks_done, 0);
     atomic_init(&w->busy_ns, 0);
     atomic_init(&w->bytes_in, 0);
@@ -478,7 +476,8 @@ static hetcl_status build(hetcl_runtime *rt, const struct hetcl_runtime_options 
     }
     if (o->trace && (st = hetcl__rt_trace_create(&rt->trace)) != HETCL_OK)
         return hetcl__fail(ctx, st, "runtime: out of memory for the trace");
-    if ((st = rt->policy->init(rt, &rt->sched_state)) != HETCL_OK)
+    if ((st = rt->policy->init(rt, &rt->sched_state)) != HETCL_OK ||
+        (st = hetcl__rt_faults_from_env(rt)) != HETCL_OK)
         return st;
     for (size_t i = 0; i < rt->n_workers; i++)
         if ((st = hetcl__rt_worker_start(rt->workers[i])) != HETCL_OK)
@@ -519,7 +518,7 @@ hetcl_status hetcl_runtime_create(hetcl_context *ctx, const struct hetcl_runtime
     hetcl__strlcpy(rt->scheduler_name, policy->name, sizeof rt->scheduler_name);
     rt->policy = policy;
     rt->t0_ns = hetcl__now_ns();
-    rt->cl_inflight = o.cl_inflight ? o.cl_inflight : DEFAULT_CL_INFLIGHT;
+    rt->cl_inflight = o.cl_inflight; /* 0: adaptive (rt_depth.h) */
     rt->spin_ns = (uint64_t) o.spin_us * 1000u;
     rt->calibrate_min = o.calibrate_min ? o.calibrate_min : 5;
     rt->n_nodes = 1;

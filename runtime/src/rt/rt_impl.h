@@ -24,6 +24,7 @@
 #ifndef HETCL_RT_IMPL_H
 #define HETCL_RT_IMPL_H
 
+#include "rt/rt_depth.h"
 #include <hetcl_internal/base.h>
 
 #include <hetcl/runtime.h>
@@ -99,9 +100,6 @@ struct rt_task {
 
     /* OpenCL execution (worker-owned while RUNNING). */
     cl_event done_event;
-    /* A marker enqueued ahead of the implementation's commands: its end starts the task's
-     * device time (the done event alone times only the last of several commands). */
-    cl_event start_event;
     bool cl_complete; /* its completion callback came (worker thread only) */
     bool cl_armed;    /* a completion callback was set on done_event (worker thread only) */
     unsigned n_transfers;
@@ -187,14 +185,22 @@ struct rt_worker {
     struct rt_task *mail_head, *mail_tail; /* OpenCL tasks whose done_event completed */
     atomic_bool idle;  /* set before the worker's last pop attempt before sleeping */
     unsigned inflight; /* OpenCL tasks enqueued and not yet completed (worker thread only) */
-    /* In enqueue order: [cl_inflight * RT_CHAIN_FACTOR] (worker thread only). */
+    /* In enqueue order, chain_cap() of them (rt_worker.c; worker thread only). */
     struct rt_task **inflight_tasks;
-    /* While tasks are in flight the worker also asks the driver for their status after this
-     * long without news (worker thread; see poll_completions in rt_worker.c). */
-    uint64_t poll_ns;
     /* Host clock minus device clock, estimated from completion callbacks (worker thread). */
     int64_t dev_offset_ns;
     bool have_dev_offset;
+    /* Device end time of the last task completed on the queue (worker thread): the in-order
+     * queue starts the next task's first command after it. */
+    uint64_t last_dev_end;
+    bool have_last_dev_end;
+    /* Adaptive in-flight depth and completion polling (rt_depth.h; worker thread only):
+     * callbacks set and not yet read from the mailbox (the worker may not exit before they
+     * all came: they touch its lock), and the period of the timed wake-ups that poll the
+     * queue's events while tasks are in flight. */
+    struct rt_depth depth;
+    unsigned cb_pending;
+    uint64_t poll_ns;
 
     /* Detail of the last device failure in rt_data.c or hetcl_cl_scratch (worker thread). */
     char fail_detail[HETCL_STR_MAX];
@@ -202,6 +208,9 @@ struct rt_worker {
     char excluded_reason[HETCL_STR_MAX];
     atomic_uint fault_alloc; /* injected faults left */
     atomic_uint fault_task;
+    /* Injected mid-run failures (rt_fault.c): every N-th enqueue (0: none) and the enqueues
+     * since the injection; the completions left until the one that fails (0: none). */
+    atomic_uint fault_enqueue_every, n_enqueues, fault_complete_left;
 
     /* Counters. */
     atomic_uint_fast64_t tasks_done, busy_ns, bytes_in, transfers_in;
@@ -260,6 +269,13 @@ struct hetcl_runtime {
 };
 
 /* ---------------------------------------------------------------- cross-module calls */
+
+/* Injected mid-run failures (rt_fault.c), from the worker's own thread: whether this enqueue
+ * fails as a device failure, whether this completion reports an error. */
+bool hetcl__rt_fault_enqueue(struct rt_worker *w);
+bool hetcl__rt_fault_complete(struct rt_worker *w);
+/* Applies HETCL_INJECT_FAULTS to the workers (rt_create.c, before they start). */
+hetcl_status hetcl__rt_faults_from_env(struct hetcl_runtime *rt);
 
 /* Can worker w run task t: an implementation for its kind, not excluded, pinning and kind
  * restrictions, every buffer within the device's max allocation, RW_CONCURRENT only on node 0.

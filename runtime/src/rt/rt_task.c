@@ -31,8 +31,6 @@ static void task_free(struct rt_task *t)
     hetcl__free(t->successors);
     if (t->done_event)
         clReleaseEvent(t->done_event);
-    if (t->start_event)
-        clReleaseEvent(t->start_event);
     hetcl__free(t);
 }
 

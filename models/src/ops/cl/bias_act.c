@@ -66,6 +66,16 @@ hetcl_status hetcl__op_bias_act_fwd_f16_cl(const struct hetcl_cl_call *call, cl_
                    sizeof(uint16_t));
 }
 
+hetcl_status hetcl__op_bias_act_fwd_f16_inplace_cl(const struct hetcl_cl_call *call, cl_event *done)
+{
+    *done = NULL;
+    if (!hetcl__clop_has_fp16(call))
+        return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_UNSUPPORTED,
+                           "bias_act_fwd_f16_inplace: the device has no cl_khr_fp16");
+    return forward(call, done, "bias_act_fwd_f16_inplace", "f16.cl", "bias_act_f16_fwd", 0,
+                   sizeof(uint16_t));
+}
+
 hetcl_status hetcl__op_bias_act_bwd_cl(const struct hetcl_cl_call *call, cl_event *done)
 {
     static const char op[] = "bias_act_bwd", kname[] = "bias_act_f32_bwd";

@@ -145,10 +145,21 @@ const size_t *hetcl__clop_local_few(const struct hetcl_cl_call *call)
     return (t & CL_DEVICE_TYPE_CPU) ? one : NULL;
 }
 
-bool hetcl__clop_has_fp16(const struct hetcl_cl_call *call)
+/* The test override of hetcl_ops_fp16_available and hetcl__clop_has_fp16. */
+static bool fp16_forced(void)
 {
     const char *force = getenv("HETCL_F16_ANY_DEVICE");
-    if (force && strcmp(force, "1") == 0)
+    return force && strcmp(force, "1") == 0;
+}
+
+bool hetcl_ops_fp16_available(const struct hetcl_device_desc *desc)
+{
+    return desc && (desc->fp16 || fp16_forced());
+}
+
+bool hetcl__clop_has_fp16(const struct hetcl_cl_call *call)
+{
+    if (fp16_forced())
         return true;
     if (call->desc)
         return call->desc->fp16;

@@ -23,8 +23,7 @@ struct prepared {
     bool naive;
 };
 
-/* Fetches the variant's kernel and sets its arguments: everything but the enqueue, so that a
- * measurement's start marker goes in after the host's work. */
+/* Fetches the variant's kernel and sets its arguments: everything but the enqueue. */
 static hetcl_status prepare_kernel(const struct hetcl_cl_call *call, const struct clop_gemm *g,
                                    hetcl_gemm_variant v, struct prepared *pk)
 {
@@ -146,16 +145,17 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
         if (s != HETCL_OK)
             return s;
     }
-    cl_event start = NULL;
-    if (p.entry >= 0 || p.variant == HETCL_GEMM_CLBLAST) {
-        /* A start marker: it carries the wait list (CLBlast takes none) and its end time
-         * starts a measurement. */
+    if (p.variant == HETCL_GEMM_CLBLAST) {
+        /* CLBlast takes no wait list: a marker carries it (none is needed when there is none:
+         * the queue is in order). */
         const cl_event *wait = NULL;
         const cl_uint n_wait = hetcl__clop_chain_wait(ch, &wait);
-        if ((s = hetcl__clop_marker(call, n_wait, wait, &start)) != HETCL_OK)
-            return s;
-        clRetainEvent(start);
-        hetcl__clop_chain_push(ch, start);
+        cl_event mark = NULL;
+        if (n_wait > 0) {
+            if ((s = hetcl__clop_marker(call, n_wait, wait, &mark)) != HETCL_OK)
+                return s;
+            hetcl__clop_chain_push(ch, mark);
+        }
     }
     if (p.variant == HETCL_GEMM_CLBLAST) {
         s = launch_clblast(ch, g);
@@ -169,10 +169,8 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
     } else {
         s = launch_prepared(ch, &pk);
     }
-    if (s == HETCL_OK && start)
-        hetcl__gemm_watch(p, start, ch->last);
-    if (start)
-        clReleaseEvent(start);
+    if (s == HETCL_OK && p.entry >= 0)
+        hetcl__gemm_watch(p, ch->last);
     return s;
 }
 

@@ -396,7 +396,6 @@ void hetcl__gemm_unavailable(struct gemm_pick p)
 /* One measurement in flight; holds a reference on p.table. */
 struct watch {
     struct gemm_pick p;
-    cl_event start;
 };
 
 /* Records a sample (or its failure) of what completed: the warm-up, a time, or nothing. Lock
@@ -406,10 +405,8 @@ static void record(struct gemm_table *t, const struct gemm_pick *p, bool ok, dou
     struct entry *e = &t->entries[p->entry];
     const int v = p->variant;
     if (ok && !e->warm[v]) {
-        /* The first run of each variant is a warm-up, not a sample: it may include what the
-         * host did between the start marker and the enqueue (building the program, CLBlast
-         * compiling its kernels: seconds on a GPU where CLBlast then wins) and the driver's
-         * lazy compilation on first execution. */
+        /* The first run of each variant is a warm-up, not a sample: it may include the
+         * driver's lazy compilation on first execution and cold caches. */
         e->warm[v] = true;
     } else if (ok) {
         if (e->c.samples[v] == 0 || ns < e->c.best_ns[v])
@@ -430,52 +427,46 @@ static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *user)
 {
     struct watch *w = user;
     cl_ulong t0 = 0, t1 = 0;
-    bool ok = status == CL_COMPLETE && clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END,
-                                                               sizeof t1, &t1, NULL) == CL_SUCCESS;
-    /* From the end of what came before (the start marker) to the end of the last command:
-     * launch latency and any helper kernels (CLBlast's) are part of the cost. Without
-     * profiling on markers, the last command alone. */
-    if (ok && (clGetEventProfilingInfo(w->start, CL_PROFILING_COMMAND_END, sizeof t0, &t0, NULL) !=
-                       CL_SUCCESS ||
-               t0 == 0 || t0 > t1))
-        ok = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
-                     CL_SUCCESS &&
-             t0 <= t1;
+    /* The last command's own start and end. Not from the start marker's end, as this once did:
+     * on NVIDIA's OpenCL (driver 580, H100) a marker's end came milliseconds to seconds before
+     * the commands behind it could run (the choice table recorded 6 s for a 256x256x784 GEMM
+     * that runs in 30 us), so every variant's time was noise, CLBlast was dropped and a 4096^3
+     * GEMM ran naive at 3.8 TFLOP/s where CLBlast gives 31.7. CLBlast's helper kernels (padding,
+     * transposes) before its last command are not counted: a small share at the sizes where it
+     * wins, and on devices where it loses (PoCL) it loses by far more. */
+    bool ok = status == CL_COMPLETE &&
+              clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
+                      CL_SUCCESS &&
+              clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) ==
+                      CL_SUCCESS &&
+              t0 <= t1;
     struct gemm_table *t = w->p.table;
     pthread_mutex_lock(&t->lock);
     record(t, &w->p, ok, ok ? (double) (t1 - t0) : 0.0);
     pthread_mutex_unlock(&t->lock);
     table_release(t);
-    clReleaseEvent(w->start);
     clReleaseEvent(ev);
     free(w);
 }
 
-void hetcl__gemm_watch(struct gemm_pick p, cl_event start, cl_event end)
+void hetcl__gemm_watch(struct gemm_pick p, cl_event end)
 {
     if (p.entry < 0)
         return;
     /* plain malloc: freed by a driver thread, outside any failing-allocator test scope */
     struct watch *w = malloc(sizeof *w);
-    if (!w || clRetainEvent(start) != CL_SUCCESS) {
+    if (!w || clRetainEvent(end) != CL_SUCCESS) {
         free(w);
         hetcl__gemm_unavailable(p);
         return;
     }
     w->p = p;
-    w->start = start;
-    if (clRetainEvent(end) != CL_SUCCESS) {
-        clReleaseEvent(start);
-        free(w);
-        return;
-    }
     /* the callback's reference, taken before the callback can run */
     pthread_mutex_lock(&p.table->lock);
     p.table->refs++;
     pthread_mutex_unlock(&p.table->lock);
     if (clSetEventCallback(end, CL_COMPLETE, on_complete, w) != CL_SUCCESS) {
         table_release(p.table);
-        clReleaseEvent(start);
         clReleaseEvent(end);
         free(w);
     }

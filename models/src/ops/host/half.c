@@ -6,6 +6,7 @@
  */
 #include "host_ops.h"
 
+#include <math.h>
 #include <string.h>
 
 uint16_t hetcl__f32_to_f16(float f)
@@ -126,10 +127,11 @@ hetcl_status hetcl__op_gemm_f16_host(const struct hetcl_host_call *call)
     return s;
 }
 
-/* Buffers: x, bias, y half. */
-hetcl_status hetcl__op_bias_act_fwd_f16_host(const struct hetcl_host_call *call)
+/* The forward of both variants: x (buffer 0) + bias (buffer 1) into y (buffer y_index, 0: in
+ * place; each row is widened before it is written back). */
+static hetcl_status bias_act_f16(const struct hetcl_host_call *call, const char *op,
+                                 unsigned y_index)
 {
-    static const char op[] = "bias_act_fwd_f16";
     hetcl_status s = hetcl__host_check_args(call, sizeof(struct hetcl_op_bias_act_args), op);
     if (s != HETCL_OK) {
         return s;
@@ -145,7 +147,7 @@ hetcl_status hetcl__op_bias_act_fwd_f16_host(const struct hetcl_host_call *call)
     if ((s = hetcl__host_count(call, op, "x", 2, dims, &n)) != HETCL_OK ||
         (s = hetcl__host_check_buf(call, op, 0, "x", n, 2)) != HETCL_OK ||
         (s = hetcl__host_check_buf(call, op, 1, "bias", a->cols, 2)) != HETCL_OK ||
-        (s = hetcl__host_check_buf(call, op, 2, "y", n, 2)) != HETCL_OK) {
+        (s = hetcl__host_check_buf(call, op, y_index, "y", n, 2)) != HETCL_OK) {
         return s;
     }
     if (n == 0) {
@@ -162,7 +164,7 @@ hetcl_status hetcl__op_bias_act_fwd_f16_host(const struct hetcl_host_call *call)
     }
     float *row = bias + a->cols;
     const uint16_t *x = call->ptrs[0];
-    uint16_t *y = call->ptrs[2];
+    uint16_t *y = call->ptrs[y_index];
     hetcl__f16_to_f32_n(call->ptrs[1], bias, a->cols);
     for (int64_t r = 0; r < a->rows; r++) {
         hetcl__f16_to_f32_n(x + r * a->cols, row, a->cols);
@@ -170,6 +172,58 @@ hetcl_status hetcl__op_bias_act_fwd_f16_host(const struct hetcl_host_call *call)
         hetcl__f32_to_f16_n(row, y + r * a->cols, a->cols);
     }
     hetcl__free(bias);
+    return HETCL_OK;
+}
+
+/* Buffers: x, bias, y half. */
+hetcl_status hetcl__op_bias_act_fwd_f16_host(const struct hetcl_host_call *call)
+{
+    return bias_act_f16(call, "bias_act_fwd_f16", 2);
+}
+
+/* Buffers: y (RW), bias half. */
+hetcl_status hetcl__op_bias_act_fwd_f16_inplace_host(const struct hetcl_host_call *call)
+{
+    return bias_act_f16(call, "bias_act_fwd_f16_inplace", 0);
+}
+
+/* Buffers: logits half (R), probs float (W). */
+hetcl_status hetcl__op_softmax_f16_host(const struct hetcl_host_call *call)
+{
+    static const char op[] = "softmax_f16";
+    hetcl_status s = hetcl__host_check_args(call, sizeof(struct hetcl_op_xent_args), op);
+    if (s != HETCL_OK) {
+        return s;
+    }
+    const struct hetcl_op_xent_args *a = call->args;
+    int64_t n;
+    const int64_t dims[2] = {a->rows, a->classes};
+    if (a->classes < 1) {
+        return hetcl__fail(hetcl__host_ctx(call), HETCL_ERR_INVALID_ARG,
+                           "%s: classes = %" PRId64 ", expected at least 1", op, a->classes);
+    }
+    if ((s = hetcl__host_count(call, op, "logits", 2, dims, &n)) != HETCL_OK ||
+        (s = hetcl__host_check_buf(call, op, 0, "logits", n, 2)) != HETCL_OK ||
+        (s = hetcl__host_check_buf(call, op, 1, "probs", n, 4)) != HETCL_OK) {
+        return s;
+    }
+    const uint16_t *x = call->ptrs[0];
+    float *y = call->ptrs[1];
+    /* the probabilities widened in place, then exponentiated as the float softmax does */
+    hetcl__f16_to_f32_n(x, y, n);
+    for (int64_t r = 0; r < a->rows; r++) {
+        float *row = y + r * a->classes, m = row[0], sum = 0.0f;
+        for (int64_t c = 1; c < a->classes; c++) {
+            m = row[c] > m ? row[c] : m;
+        }
+        for (int64_t c = 0; c < a->classes; c++) {
+            row[c] = expf(row[c] - m);
+            sum += row[c];
+        }
+        for (int64_t c = 0; c < a->classes; c++) {
+            row[c] /= sum;
+        }
+    }
     return HETCL_OK;
 }
 
