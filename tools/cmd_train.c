@@ -505,8 +505,7 @@ static int write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_run
                    : CLI_EXIT_OK;
 }
 
-/* The exit code of a failed run, after its one-line error. */
-static int run_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_status s)
+int train_cli_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_status s)
 {
     if (!c->quiet && isatty(STDOUT_FILENO))
         printf("\n");
@@ -568,7 +567,7 @@ int cli_train(int argc, char **argv)
     hetcl_status s = hetcl_train_run(ctx, rt, c.spec, c.train, c.test, &c.opts, &res);
     hetcl_train_machine_after(&c.machine);
     if (s != HETCL_OK) {
-        rc = run_failed(&c, ctx, s);
+        rc = train_cli_failed(&c, ctx, s);
         goto out;
     }
     print_summary(&c, res);

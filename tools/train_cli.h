@@ -54,6 +54,9 @@ int cli_train(int argc, char **argv);
  * exit code on failure. */
 int train_cli_load(struct train_cli *c, hetcl_context *ctx);
 void train_cli_unload(struct train_cli *c);
+/* The exit code of a failed training run (status s, the detail on ctx), after its one-line
+ * error: 2 for bad input or options, 1 otherwise. */
+int train_cli_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_status s);
 /* train_slide.c: whether spec's last layer is a slide layer; the run of such a model with
  * hetcl_slide_train (c->spec loaded; the data from c->data); a CLI exit code. */
 bool train_slide_wanted(const hetcl_model_spec *spec);

@@ -14,12 +14,17 @@ bool train_slide_wanted(const hetcl_model_spec *spec)
     return spec->n_layers > 0 && spec->layers[spec->n_layers - 1].type == HETCL_MODEL_LAYER_SLIDE;
 }
 
-/* xc[:n=N,test=N,features=N,labels=N,nnz=N,seed=N]: the synthetic XC generator, its test set
- * drawn with the training set (the same label prototypes) and split off. */
-static bool parse_xc(const char *v, struct hetcl_xc_options *o, int64_t *n_test)
+/* xc[:KEY=VALUE,...]: the synthetic XC generator's sizes (<hetcl/data.h>); features and labels
+ * default to the model's. The defaults give every label about XC_EXAMPLES_PER_LABEL training
+ * examples on average (labels 1 to 3 per example, the generator's power law of popularity
+ * making the head labels frequent and the tail ones rare), so that the tail is learnable too
+ * rather than mostly unseen. */
+#define XC_EXAMPLES_PER_LABEL 4
+#define XC_MIN_EXAMPLES       20000
+static bool parse_xc(const char *v, struct hetcl_xc_options *o, int64_t *n_train, int64_t *n_test)
 {
-    *o = (struct hetcl_xc_options){.n = 20000, .n_features = 100000, .nnz_per_row = 50};
-    *n_test = 2000;
+    *o = (struct hetcl_xc_options){.nnz_per_row = 50, .labels_min = 1, .labels_max = 3};
+    *n_train = *n_test = 0;
     if (!strcmp(v, "xc"))
         return true;
     if (strncmp(v, "xc:", 3) != 0)
@@ -33,71 +38,155 @@ static bool parse_xc(const char *v, struct hetcl_xc_options *o, int64_t *n_test)
         if (!eq)
             return false;
         *eq = '\0';
+        if (!strcmp(kv, "noise")) { /* a fraction: 0 means none (the generator's -1) */
+            double f = strtod(eq + 1, &end);
+            if (*end || end == eq + 1 || !(f >= 0 && f <= 1))
+                return false;
+            o->noise = f > 0 ? (float) f : -1.0f;
+            continue;
+        }
         long long x = strtoll(eq + 1, &end, 10);
-        if (*end || x < 1 || x > (1LL << 31))
+        if (*end || end == eq + 1 || x < 1 || x > (1LL << 31) - 1)
             return false;
-        if (!strcmp(kv, "n"))
-            o->n = x;
-        else if (!strcmp(kv, "test"))
-            *n_test = x;
-        else if (!strcmp(kv, "features"))
-            o->n_features = x;
-        else if (!strcmp(kv, "labels"))
-            o->n_labels = x;
-        else if (!strcmp(kv, "nnz"))
-            o->nnz_per_row = (int32_t) x;
-        else if (!strcmp(kv, "seed"))
+        struct {
+            const char *key;
+            int64_t *i64;
+            int32_t *i32;
+        } keys[] = {{"n", n_train, NULL},
+                    {"test", n_test, NULL},
+                    {"features", &o->n_features, NULL},
+                    {"labels", &o->n_labels, NULL},
+                    {"nnz", NULL, &o->nnz_per_row},
+                    {"labels_min", NULL, &o->labels_min},
+                    {"labels_max", NULL, &o->labels_max},
+                    {"prototypes", NULL, &o->prototypes}};
+        bool known = false;
+        for (size_t i = 0; i < sizeof keys / sizeof *keys && !known; i++)
+            if (!strcmp(kv, keys[i].key)) {
+                known = true;
+                if (keys[i].i64)
+                    *keys[i].i64 = x;
+                else
+                    *keys[i].i32 = (int32_t) x;
+            }
+        if (!strcmp(kv, "seed")) {
+            known = true;
             o->seed = (uint64_t) x;
-        else
+        }
+        if (!known)
             return false;
     }
-    return true;
+    return o->labels_min <= o->labels_max;
 }
 
-static bool has_suffix(const char *s, const char *suffix)
+/* Keeps n examples of *ds, drawn with seed (none dropped when n is 0 or covers them all). */
+static int limit(hetcl_context *ctx, hetcl_dataset **ds, int64_t n, uint64_t seed)
 {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n > k && !strcmp(s + n - k, suffix);
+    if (!n || n >= (*ds)->n)
+        return CLI_EXIT_OK;
+    hetcl_dataset *sub = NULL;
+    if (hetcl_dataset_sample(ctx, *ds, n, seed, &sub) != HETCL_OK) {
+        cli_error("--train-limit: %s", hetcl_context_last_error(ctx));
+        return CLI_EXIT_FAILURE;
+    }
+    hetcl_dataset_destroy(*ds);
+    *ds = sub;
+    return CLI_EXIT_OK;
 }
 
-/* The data of --data (xc or a LIBSVM file, held out 10% for the test set); exit code. */
-static int load(struct train_cli *c, hetcl_context *ctx, hetcl_dataset **train,
-                hetcl_dataset **test)
+/* --data xc[:...]: the generator, its test set drawn with the training set (the same label
+ * prototypes) and split off. */
+static int load_xc(struct train_cli *c, hetcl_context *ctx, hetcl_dataset **train,
+                   hetcl_dataset **test)
 {
     struct hetcl_xc_options xo;
-    int64_t n_test = 0;
-    hetcl_dataset *all = NULL;
-    hetcl_status s;
-    double fraction = 0.9;
-    if (parse_xc(c->data, &xo, &n_test)) {
-        if (!xo.n_labels)
-            xo.n_labels = c->spec->output_shape.dims[0];
-        if (!xo.seed)
-            xo.seed = c->opts.seed;
-        fraction = (double) xo.n / (double) (xo.n + n_test);
-        xo.n += n_test;
-        s = hetcl_dataset_generate_xc(ctx, &xo, &all);
-    } else if (!strncmp(c->data, "libsvm:", 7) || has_suffix(c->data, ".libsvm") ||
-               has_suffix(c->data, ".txt")) {
-        const char *path = strncmp(c->data, "libsvm:", 7) ? c->data : c->data + 7;
-        struct hetcl_data_options o = {.multilabel = true,
-                                       .n_features = c->spec->input_shape.dims[0],
-                                       .n_classes = c->spec->output_shape.dims[0]};
-        s = hetcl_dataset_load_libsvm(ctx, path, &o, &all);
-    } else {
-        cli_error("--data %s: a model with a slide layer takes xc[:n=N,test=N,features=N,"
-                  "labels=N,nnz=N,seed=N] or a LIBSVM file (libsvm:FILE, *.libsvm, *.txt)",
-                  c->data);
+    int64_t n_train = 0, n_test = 0;
+    char q[CLI_QUOTE_CAP];
+    if (!parse_xc(c->data, &xo, &n_train, &n_test)) {
+        cli_error("--data %s: expected xc[:n=N,test=N,features=N,labels=N,nnz=N,labels_min=N,"
+                  "labels_max=N,prototypes=N,noise=F,seed=N] (integers >= 1, labels_min <= "
+                  "labels_max, noise in [0, 1])",
+                  hetcl_quote(q, sizeof q, c->data));
         return CLI_EXIT_USAGE;
     }
+    if (!xo.n_labels)
+        xo.n_labels = c->spec->output_shape.dims[0];
+    if (!xo.n_features)
+        xo.n_features = c->spec->input_shape.dims[0];
+    if (!xo.seed)
+        xo.seed = c->opts.seed;
+    if (!n_train) {
+        const double per_example = (xo.labels_min + xo.labels_max) / 2.0;
+        n_train = (int64_t) ((double) xo.n_labels * XC_EXAMPLES_PER_LABEL / per_example);
+        n_train = n_train > XC_MIN_EXAMPLES ? n_train : XC_MIN_EXAMPLES;
+    }
+    if (!n_test)
+        n_test = n_train / 10 > 100 ? n_train / 10 : 100;
+    const double fraction = (double) n_train / (double) (n_train + n_test);
+    xo.n = n_train + n_test;
+    hetcl_dataset *all = NULL;
+    hetcl_status s = hetcl_dataset_generate_xc(ctx, &xo, &all);
     if (s == HETCL_OK)
         s = hetcl_dataset_split(ctx, all, fraction, c->opts.seed, train, test);
     hetcl_dataset_destroy(all);
     if (s != HETCL_OK) {
-        cli_error("--data %s: %s", c->data, hetcl_context_last_error(ctx));
+        cli_error("--data %s: %s", hetcl_quote(q, sizeof q, c->data),
+                  hetcl_context_last_error(ctx));
         return s == HETCL_ERR_NO_MEMORY ? CLI_EXIT_FAILURE : CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;
+}
+
+/* The data of --data: xc, or a LIBSVM file with --test-data or --test-split as for every
+ * model (cli_data.c), kept sparse with its label sets; then --train-limit. */
+static int load(struct train_cli *c, hetcl_context *ctx, hetcl_dataset **train,
+                hetcl_dataset **test)
+{
+    struct cli_data_flags *f = &c->data_flags;
+    f->data = c->data;
+    f->sparse_multilabel = true;
+    int rc = cli_data_check_flags(f);
+    char q[CLI_QUOTE_CAP];
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (cli_data_is_file(c->data)) {
+        if (!f->test_data && !f->test_split) {
+            cli_error("--data %s: no test set: give --test-split F (e.g. 0.2) to hold out a part "
+                      "of it, or --test-data FILE",
+                      hetcl_quote(q, sizeof q, c->data));
+            return CLI_EXIT_USAGE;
+        }
+        struct cli_data d;
+        rc = cli_data_load(ctx, f, c->spec, c->model, &d);
+        if (rc != CLI_EXIT_OK)
+            return rc;
+        *train = d.train;
+        *test = d.test;
+        memcpy(c->data_name, d.name, sizeof c->data_name);
+        memcpy(c->data_files, d.files, sizeof c->data_files);
+        c->n_data_files = d.n_files;
+        c->data_checksum = d.checksum;
+    } else if (!strncmp(c->data, "xc", 2) && (c->data[2] == '\0' || c->data[2] == ':')) {
+        rc = load_xc(c, ctx, train, test);
+        snprintf(c->data_name, sizeof c->data_name, "xc");
+        snprintf(c->data_files[0], sizeof c->data_files[0], "generated:%s", c->data);
+        c->n_data_files = 1;
+        c->data_checksum = *train ? (*train)->checksum : 0;
+    } else {
+        cli_error("--data expects, for a model with a slide layer, xc[:n=N,test=N,...] or a "
+                  "LIBSVM file (libsvm:FILE, or a FILE ending in .libsvm, .svm or .svmlight), "
+                  "got %s",
+                  hetcl_quote(q, sizeof q, c->data));
+        return CLI_EXIT_USAGE;
+    }
+    if (rc == CLI_EXIT_OK)
+        rc = limit(ctx, train, c->train_limit, c->opts.seed);
+    if (rc != CLI_EXIT_OK) {
+        hetcl_dataset_destroy(*train);
+        hetcl_dataset_destroy(*test);
+        *train = *test = NULL;
+    }
+    return rc;
 }
 
 static void on_epoch(void *user, const struct hetcl_slide_progress *p)
@@ -129,6 +218,33 @@ static void print_result(const struct train_cli *c, const struct hetcl_slide_res
            (long long) r->batches, (long long) r->rehashes, (long long) r->rebuilds);
 }
 
+static int write_report(const struct train_cli *c, hetcl_context *ctx, const hetcl_dataset *train,
+                        const hetcl_dataset *test, const struct hetcl_slide_options *o,
+                        const struct hetcl_slide_result *r)
+{
+    const char *files[4];
+    for (int i = 0; i < c->n_data_files; i++)
+        files[i] = c->data_files[i];
+    struct hetcl_train_report_options ro = {
+            .argc = c->argc,
+            .argv = c->argv,
+            .spec = c->spec,
+            .spec_path = c->model,
+            .data = {.name = c->data_name,
+                     .files = files,
+                     .n_files = (size_t) c->n_data_files,
+                     .checksum = c->data_checksum,
+                     .train = train,
+                     .test = test},
+            .devices = "host",
+            .machine = &c->machine,
+    };
+    return cli_write_report(ctx, hetcl_train_report_create_slide(&ro, o, r), "--report", c->report,
+                            false)
+                   ? CLI_EXIT_FAILURE
+                   : CLI_EXIT_OK;
+}
+
 int train_slide_main(struct train_cli *c, hetcl_context *ctx)
 {
     enum hetcl_slide_select sel = HETCL_SLIDE_LSH;
@@ -137,8 +253,7 @@ int train_slide_main(struct train_cli *c, hetcl_context *ctx)
         return CLI_EXIT_USAGE;
     }
     /* Not built for SLIDE yet: refused rather than silently ignored. */
-    const char *unsupported = c->report                 ? "--report"
-                              : c->trace                ? "--trace"
+    const char *unsupported = c->trace                  ? "--trace"
                               : c->opts.checkpoint_path ? "--checkpoint"
                                                         : NULL;
     if (unsupported) {
@@ -161,12 +276,15 @@ int train_slide_main(struct train_cli *c, hetcl_context *ctx)
                                     .progress = on_epoch,
                                     .progress_user = c};
     struct hetcl_slide_result *r = NULL;
+    hetcl_train_machine_before(&c->machine);
     hetcl_status s = hetcl_slide_train(ctx, c->spec, train, test, &o, &r);
+    hetcl_train_machine_after(&c->machine);
     if (s != HETCL_OK) {
-        cli_error("%s", hetcl_context_last_error(ctx));
-        rc = s == HETCL_ERR_INVALID_ARG ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+        rc = train_cli_failed(c, ctx, s);
     } else {
         print_result(c, r);
+        if (c->report)
+            rc = write_report(c, ctx, train, test, &o, r);
     }
     hetcl_slide_result_destroy(r);
     hetcl_dataset_destroy(train);

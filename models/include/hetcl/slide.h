@@ -89,6 +89,7 @@ struct hetcl_slide_times {
 struct hetcl_slide_epoch {
     int64_t epoch;
     double loss;            /* mean cross-entropy over the active sets of the epoch */
+    double test_loss;       /* mean cross-entropy on the test set, over every logit */
     double p_at_1, p_at_5;  /* on the test set, every logit evaluated */
     double train_s, wall_s; /* training time so far; wall time so far (evaluations in) */
 };
@@ -110,6 +111,10 @@ struct hetcl_slide_result {
     double train_s, wall_s, examples_per_s;
     int threads;
     enum hetcl_slide_select select;
+    /* The options as resolved (defaults filled in). */
+    int64_t batch, sampled_size;
+    double lr;
+    bool sgd;
 };
 
 /* Trains spec (dense layers then one slide layer; softmax_cross_entropy) on train (sparse or

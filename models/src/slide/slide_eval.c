@@ -110,7 +110,7 @@ static void eval_part(struct slide_thread *t)
     const hetcl_dataset *ds = sl->eval_ds;
     float h[4096];
     uint32_t buckets[4096];
-    t->eval_hits1 = t->eval_hits5 = t->eval_cand = t->eval_active = 0.0;
+    t->eval_hits1 = t->eval_hits5 = t->eval_cand = t->eval_active = t->eval_loss = 0.0;
     t->eval_n = 0;
     for (int64_t i = t->index; i < sl->eval_n; i += sl->n_threads) {
         const int32_t *lab;
@@ -131,6 +131,14 @@ static void eval_part(struct slide_thread *t)
                 top[r] = a;
             }
         }
+        /* the loss -sum_y log(p_y) / |Y| that training minimises, over every logit */
+        const float zmax = t->logits[top[0]];
+        double sum = 0.0, lab_z = 0.0;
+        for (int64_t a = 0; a < sl->c; a++)
+            sum += exp((double) (t->logits[a] - zmax));
+        for (int e = 0; e < n_lab; e++)
+            lab_z += (double) (t->logits[lab[e]] - zmax);
+        t->eval_loss += log(sum) - lab_z / n_lab;
         int hits = 0;
         for (int q = 0; q < 5 && top[q] >= 0; q++)
             for (int e = 0; e < n_lab; e++)
@@ -153,23 +161,26 @@ static void eval_part(struct slide_thread *t)
     }
 }
 
-void hetcl__slide_evaluate(struct slide *sl, const hetcl_dataset *ds, int64_t n, double *p1,
-                           double *p5, double *cand, double *active_mean)
+void hetcl__slide_evaluate(struct slide *sl, const hetcl_dataset *ds, int64_t n,
+                           struct slide_eval *out)
 {
     sl->eval_ds = ds;
     sl->eval_n = n;
     hetcl__slide_parallel(sl, eval_part);
-    double h1 = 0, h5 = 0, c = 0, act = 0;
+    double h1 = 0, h5 = 0, c = 0, act = 0, loss = 0;
     int64_t m = 0;
     for (int i = 0; i < sl->n_threads; i++) {
         h1 += sl->th[i].eval_hits1;
         h5 += sl->th[i].eval_hits5;
         c += sl->th[i].eval_cand;
         act += sl->th[i].eval_active;
+        loss += sl->th[i].eval_loss;
         m += sl->th[i].eval_n;
     }
-    *p1 = m ? h1 / (double) m : 0.0;
-    *p5 = m ? h5 / (double) m : 0.0;
-    *cand = m && sl->o.select == HETCL_SLIDE_LSH ? c / (double) m : -1.0;
-    *active_mean = m && sl->o.select == HETCL_SLIDE_LSH ? act / (double) m : -1.0;
+    const bool lsh = m && sl->o.select == HETCL_SLIDE_LSH;
+    out->p_at_1 = m ? h1 / (double) m : 0.0;
+    out->p_at_5 = m ? h5 / (double) m : 0.0;
+    out->loss = m ? loss / (double) m : 0.0;
+    out->cand = lsh ? c / (double) m : -1.0;
+    out->active_mean = lsh ? act / (double) m : -1.0;
 }

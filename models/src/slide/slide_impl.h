@@ -23,7 +23,7 @@ struct slide_thread {
     int32_t *touched_in; /* input features it owns that the batch touched */
     int64_t n_touched_in;
     uint64_t t_hash, t_query, t_forward, t_backward, t_update;
-    double eval_hits1, eval_hits5, eval_cand, eval_active; /* evaluation sums */
+    double eval_hits1, eval_hits5, eval_cand, eval_active, eval_loss; /* evaluation sums */
     int64_t eval_n;
 };
 
@@ -113,9 +113,15 @@ hetcl_status hetcl__slide_refill(struct slide *sl, bool rebuild, struct hetcl__r
  * update; seed draws the padding. Returns the batch's summed loss. */
 double hetcl__slide_batch(struct slide *sl, const int64_t *rows, int64_t n, uint64_t seed);
 
-/* Evaluates the model on the first n examples of ds: P@1, P@5 over every logit, the candidate
- * recall of the live tables. */
-void hetcl__slide_evaluate(struct slide *sl, const hetcl_dataset *ds, int64_t n, double *p1,
-                           double *p5, double *cand, double *active_mean);
+/* What hetcl__slide_evaluate measures. */
+struct slide_eval {
+    double p_at_1, p_at_5, loss; /* over every logit */
+    double cand, active_mean;    /* the live tables' candidate recall and set size; -1 for the
+                                    baselines */
+};
+
+/* Evaluates the model on the first n examples of ds. */
+void hetcl__slide_evaluate(struct slide *sl, const hetcl_dataset *ds, int64_t n,
+                           struct slide_eval *out);
 
 #endif /* HETCL_SLIDE_IMPL_H */

@@ -373,13 +373,15 @@ static hetcl_status train_epochs(struct slide *sl, const hetcl_dataset *test,
         struct hetcl_slide_epoch *e = &res->epochs[res->n_epochs++];
         e->epoch = ep + 1;
         e->loss = seen ? loss / (double) seen : 0.0;
-        double cand, act;
+        struct slide_eval ev;
         hetcl__slide_evaluate(sl, test,
-                              o->max_test && o->max_test < test->n ? o->max_test : test->n,
-                              &e->p_at_1, &e->p_at_5, &cand, &act);
-        res->candidate_recall = cand;
-        res->test_active_mean = act;
-        res->random_recall = act >= 0 ? act / (double) sl->c : -1.0;
+                              o->max_test && o->max_test < test->n ? o->max_test : test->n, &ev);
+        e->p_at_1 = ev.p_at_1;
+        e->p_at_5 = ev.p_at_5;
+        e->test_loss = ev.loss;
+        res->candidate_recall = ev.cand;
+        res->test_active_mean = ev.active_mean;
+        res->random_recall = ev.active_mean >= 0 ? ev.active_mean / (double) sl->c : -1.0;
         e->train_s = (double) train_ns * 1e-9;
         e->wall_s = (double) (now_ns() - start) * 1e-9;
         res->examples += seen;
@@ -431,6 +433,10 @@ hetcl_status hetcl_slide_train(hetcl_context *ctx, const hetcl_model_spec *spec,
         res->n_outputs = sl.c;
         res->threads = sl.n_threads;
         res->select = sl.o.select;
+        res->batch = sl.o.batch;
+        res->sampled_size = sl.o.select == HETCL_SLIDE_SAMPLED ? sl.o.sampled_size : 0;
+        res->lr = sl.o.lr;
+        res->sgd = sl.o.sgd;
         res->candidate_recall = res->random_recall = res->test_active_mean = -1.0;
         s = train_epochs(&sl, test, res, &rng, hist);
         if (s != HETCL_OK)
