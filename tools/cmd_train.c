@@ -95,9 +95,11 @@ static size_t data_options(struct cli_option *rows, size_t n, struct train_cli *
              .help = "use the first N training examples (after a seeded shuffle)"},
             {"--test-limit", CLI_U64, &f->test_limit, .max = 1099511627776.0, .metavar = "N",
              .help = "evaluate on the first N test examples"},
-            {"--select", CLI_STRING, &c->select, .metavar = "NAME",
+            {"--select", CLI_STRING, &c->select,
              .help = "models with a slide layer: lsh (default: SLIDE), sampled\n"
-                     "(sampled softmax) or full (every output)"},
+                     "(sampled softmax: the labels and random outputs up to N,\n"
+                     "default the layer's min_active) or full (every output)",
+             .metavar = "lsh|sampled[:N]|full"},
             {"--no-standardize", CLI_FLAG, &c->no_standardize,
              .help = "keep raw features (default: standardize each feature with\n"
                      "the training set's mean and deviation)"},

@@ -5,6 +5,8 @@
 
 #include <hetcl/slide.h>
 
+#include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,9 +194,12 @@ static int load(struct train_cli *c, hetcl_context *ctx, hetcl_dataset **train,
 static void on_epoch(void *user, const struct hetcl_slide_progress *p)
 {
     const struct train_cli *c = user;
-    if (!c->quiet)
-        fprintf(stderr, "epoch %lld: loss %.4f  P@1 %.4f  %.1f s\n", (long long) p->epoch, p->loss,
-                p->p_at_1, p->wall_s);
+    if (c->quiet)
+        return;
+    fprintf(stderr, "epoch %lld: loss %.4f  P@1 %.4f", (long long) p->epoch, p->loss, p->p_at_1);
+    if (p->candidate_recall >= 0)
+        fprintf(stderr, "  candidate recall %.3f", p->candidate_recall);
+    fprintf(stderr, "  %.1f s\n", p->wall_s);
 }
 
 static void print_result(const struct train_cli *c, const struct hetcl_slide_result *r)
@@ -248,8 +253,18 @@ static int write_report(const struct train_cli *c, hetcl_context *ctx, const het
 int train_slide_main(struct train_cli *c, hetcl_context *ctx)
 {
     enum hetcl_slide_select sel = HETCL_SLIDE_LSH;
-    if (c->select && !hetcl_slide_select_parse(c->select, &sel)) {
-        cli_error("--select %s: expected lsh, sampled or full", c->select);
+    unsigned long sampled = 0; /* sampled:N: the active-set size (default the min_active) */
+    char name[16] = "";
+    const char *colon = c->select ? strchr(c->select, ':') : NULL;
+    if (c->select)
+        snprintf(name, sizeof name, "%.*s", (int) (colon ? colon - c->select : 15), c->select);
+    char *end = NULL;
+    if (colon)
+        sampled = strtoul(colon + 1, &end, 10);
+    if (c->select && (!hetcl_slide_select_parse(name, &sel) ||
+                      (colon && (sel != HETCL_SLIDE_SAMPLED || !isdigit((unsigned char) colon[1]) ||
+                                 *end || !sampled || sampled > INT32_MAX)))) {
+        cli_error("--select %s: expected lsh, sampled[:N] or full", c->select);
         return CLI_EXIT_USAGE;
     }
     /* Not built for SLIDE yet: refused rather than silently ignored. */
@@ -272,6 +287,7 @@ int train_slide_main(struct train_cli *c, hetcl_context *ctx)
                                     .threads = c->host_workers > 0 ? c->host_workers : 0,
                                     .seed = c->opts.seed,
                                     .select = sel,
+                                    .sampled_size = (int64_t) sampled,
                                     .max_test = c->test_limit,
                                     .progress = on_epoch,
                                     .progress_user = c};

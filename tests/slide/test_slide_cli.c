@@ -152,7 +152,13 @@ int main(void)
     CHECK(strstr(err, "--data expects, for a model with a slide layer, xc[:n=N,"));
     snprintf(args, sizeof args, "%s --select best", data);
     CHECK_EQ_INT(run(args), 2);
-    CHECK(strstr(err, "--select best: expected lsh, sampled or full"));
+    CHECK(strstr(err, "--select best: expected lsh, sampled[:N] or full"));
+    snprintf(args, sizeof args, "%s --select lsh:50", data);
+    CHECK_EQ_INT(run(args), 2);
+    CHECK(strstr(err, "--select lsh:50: expected lsh, sampled[:N] or full"));
+    snprintf(args, sizeof args, "%s --select sampled:50", data);
+    CHECK_EQ_INT(run(args), 0); /* the labels and random outputs up to 50 */
+    CHECK(strstr(out, "slide (sampled)") && strstr(out, "active set: mean 50.0"));
     check_report(data);
     check_libsvm();
     snprintf(args, sizeof args, "%s --trace t.json", data);

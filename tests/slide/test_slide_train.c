@@ -241,6 +241,8 @@ static void test_runs(hetcl_context *ctx, uint64_t seed)
         CHECK(r1->candidate_recall > 2 * r1->random_recall);
         CHECK(r1->p_at_1 > 20.0 / C);
         CHECK(r1->epochs[2].loss < r1->epochs[0].loss);
+        CHECK(r1->epochs[2].test_loss > 0 && r1->epochs[2].test_loss < r1->epochs[0].test_loss);
+        CHECK(r1->epochs[2].candidate_recall == r1->candidate_recall);
         CHECK(r1->rehashes >= 4000 * 3 / 64 / 5 - 1);
         printf("lsh: P@1 %.3f P@5 %.3f active %.1f (p95 %.0f) recall %.3f (random %.3f)\n",
                r1->p_at_1, r1->p_at_5, r1->active_mean, r1->active_p95, r1->candidate_recall,
@@ -248,6 +250,17 @@ static void test_runs(hetcl_context *ctx, uint64_t seed)
     }
     hetcl_slide_result_destroy(r1);
     hetcl_slide_result_destroy(r3);
+    /* a slide layer without a bias trains too (its logits are W h alone) */
+    hetcl_model_spec *nb = make_spec(ctx, D, C,
+                                     ", \"bias\": false, \"k\": 3, \"l\": 16, \"bucket_size\": 32,"
+                                     " \"min_active\": 40, \"rehash_every\": 5");
+    o.threads = 2;
+    CHECK_OK(ctx, hetcl_slide_train(ctx, nb, train, test, &o, &r1));
+    if (r1)
+        CHECK(r1->label_recall == 1.0 && r1->p_at_1 > 20.0 / C &&
+              r1->epochs[2].loss < r1->epochs[0].loss);
+    hetcl_slide_result_destroy(r1);
+    hetcl_model_spec_destroy(nb);
     /* refusals: a spec whose classes the data exceeds; a spec without a slide layer on top */
     hetcl_model_spec *small = make_spec(ctx, D, 100, "");
     struct hetcl_slide_result *r = NULL;

@@ -45,6 +45,7 @@ struct slide {
     const struct hetcl_model_slide *hp;
     int64_t d, hid, c; /* input features, hidden units, outputs */
     bool relu;
+    bool bias_out; /* the slide layer has a bias (b2 stays 0 without) */
     /* The model: w1t [d][hid] (one row per input feature: a sparse input reads its rows), b1,
      * w2 [c][hid] (one row per output neuron: the vector that is hashed), b2; Adam's moments
      * alike (NULL for SGD); gradient accumulators of w1t and w2 rows, b1, b2. */

@@ -53,10 +53,10 @@ static hetcl_status check(hetcl_context *ctx, const hetcl_model_spec *spec,
     if (spec->n_layers != 2 || L[0].type != HETCL_MODEL_LAYER_DENSE ||
         L[1].type != HETCL_MODEL_LAYER_SLIDE ||
         (L[0].activation != HETCL_MODEL_ACT_RELU && L[0].activation != HETCL_MODEL_ACT_NONE) ||
-        !L[0].bias || !L[1].bias)
+        !L[0].bias)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
                            "%s: the SLIDE trainer takes a dense layer (relu or none, with bias) "
-                           "then a slide layer (with bias)",
+                           "then a slide layer",
                            spec->source);
     if (L[1].units > INT32_MAX || L[0].units > 4096)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
@@ -90,7 +90,7 @@ static hetcl_status resolve(hetcl_context *ctx, struct slide *sl)
     if (!o->batch)
         o->batch = 128;
     if (o->lr == 0)
-        o->lr = 1e-3;
+        o->lr = 5e-3;
     if (!o->threads) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         o->threads = n > 0 ? (int) n : 1;
@@ -172,6 +172,7 @@ hetcl_status hetcl__slide_setup(hetcl_context *ctx, struct slide *sl, const hetc
     sl->hid = L[0].units;
     sl->c = L[1].units;
     sl->relu = L[0].activation == HETCL_MODEL_ACT_RELU;
+    sl->bias_out = L[1].bias;
     if ((s = resolve(ctx, sl)) != HETCL_OK)
         return s;
     int max_lab = 1;
@@ -211,7 +212,8 @@ hetcl_status hetcl__slide_setup(hetcl_context *ctx, struct slide *sl, const hetc
     hetcl__free(tmp);
     init_param(spec, &p[1], sl->b1, sl->hid, &rng);
     init_param(spec, &p[2], sl->w2, sl->c * sl->hid, &rng);
-    init_param(spec, &p[3], sl->b2, sl->c, &rng);
+    if (sl->bias_out) /* else b2 stays 0 */
+        init_param(spec, &p[3], sl->b2, sl->c, &rng);
     return HETCL_OK;
 }
 

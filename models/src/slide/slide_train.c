@@ -218,7 +218,8 @@ static void phase_neurons(struct slide_thread *t)
             float *gw = sl->g_w2 + (int64_t) a * hid, g = ex->g[e];
             for (int64_t j = 0; j < hid; j++)
                 gw[j] += g * ex->h[j];
-            sl->g_b2[a] += g;
+            if (sl->bias_out)
+                sl->g_b2[a] += g;
         }
         const int32_t *idx;
         const float *val;
@@ -251,8 +252,9 @@ static void phase_neurons(struct slide_thread *t)
         sl->hot_out[a] = 0;
         adam_row(sl, sl->w2 + a * hid, adam ? sl->m_w2 + a * hid : NULL,
                  adam ? sl->v_w2 + a * hid : NULL, sl->g_w2 + a * hid, hid, lr_t, scale);
-        adam_row(sl, sl->b2 + a, adam ? sl->m_b2 + a : NULL, adam ? sl->v_b2 + a : NULL,
-                 sl->g_b2 + a, 1, lr_t, scale);
+        if (sl->bias_out)
+            adam_row(sl, sl->b2 + a, adam ? sl->m_b2 + a : NULL, adam ? sl->v_b2 + a : NULL,
+                     sl->g_b2 + a, 1, lr_t, scale);
     }
     for (int64_t e = 0; e < t->n_touched_in; e++) {
         int64_t i = t->touched_in[e];
@@ -370,6 +372,15 @@ static hetcl_status train_epochs(struct slide *sl, const hetcl_dataset *test,
                 break;
             }
         }
+        if (s == HETCL_OK && o->select == HETCL_SLIDE_LSH && since_rehash > 0) {
+            /* the tables from the weights being evaluated (a refill as any other) */
+            uint64_t t1 = now_ns();
+            s = hetcl__slide_refill(sl, false, rng);
+            since_rehash = 0;
+            res->rehashes++;
+            rehash_ns += now_ns() - t1;
+            train_ns += now_ns() - t1;
+        }
         struct hetcl_slide_epoch *e = &res->epochs[res->n_epochs++];
         e->epoch = ep + 1;
         e->loss = seen ? loss / (double) seen : 0.0;
@@ -379,6 +390,7 @@ static hetcl_status train_epochs(struct slide *sl, const hetcl_dataset *test,
         e->p_at_1 = ev.p_at_1;
         e->p_at_5 = ev.p_at_5;
         e->test_loss = ev.loss;
+        e->candidate_recall = ev.cand;
         res->candidate_recall = ev.cand;
         res->test_active_mean = ev.active_mean;
         res->random_recall = ev.active_mean >= 0 ? ev.active_mean / (double) sl->c : -1.0;
@@ -386,8 +398,11 @@ static hetcl_status train_epochs(struct slide *sl, const hetcl_dataset *test,
         e->wall_s = (double) (now_ns() - start) * 1e-9;
         res->examples += seen;
         if (o->progress) {
-            struct hetcl_slide_progress p = {
-                    .epoch = e->epoch, .loss = e->loss, .p_at_1 = e->p_at_1, .wall_s = e->wall_s};
+            struct hetcl_slide_progress p = {.epoch = e->epoch,
+                                             .loss = e->loss,
+                                             .p_at_1 = e->p_at_1,
+                                             .wall_s = e->wall_s,
+                                             .candidate_recall = e->candidate_recall};
             o->progress(o->progress_user, &p);
         }
     }
