@@ -96,6 +96,7 @@ struct hetcl_slide_epoch {
     double p_at_1, p_at_5;   /* on the test set, every logit evaluated */
     double candidate_recall; /* as the result's, at this epoch's end; -1 for the baselines */
     double train_s, wall_s;  /* training time so far; wall time so far (evaluations in) */
+    int64_t examples;        /* trained on in this epoch (fewer than the set when time ran out) */
 };
 
 struct hetcl_slide_result {

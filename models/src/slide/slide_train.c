@@ -395,6 +395,7 @@ static hetcl_status train_epochs(struct slide *sl, const hetcl_dataset *test,
         res->test_active_mean = ev.active_mean;
         res->random_recall = ev.active_mean >= 0 ? ev.active_mean / (double) sl->c : -1.0;
         e->train_s = (double) train_ns * 1e-9;
+        e->examples = (int64_t) seen;
         e->wall_s = (double) (now_ns() - start) * 1e-9;
         res->examples += seen;
         if (o->progress) {

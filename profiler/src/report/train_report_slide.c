@@ -108,7 +108,9 @@ static cJSON *epochs(const struct hetcl_slide_result *r)
         hetcl__json_add(o, "test_acc", cJSON_CreateNumber(e->p_at_1));
         hetcl__json_add(o, "p_at_1", cJSON_CreateNumber(e->p_at_1));
         hetcl__json_add(o, "p_at_5", cJSON_CreateNumber(e->p_at_5));
-        hetcl__json_add(o, "examples_per_s", cJSON_CreateNumber(r->examples_per_s));
+        const double dt = e->train_s - (i ? r->epochs[i - 1].train_s : 0.0);
+        hetcl__json_add(o, "examples_per_s",
+                        cJSON_CreateNumber(dt > 0 ? (double) e->examples / dt : 0.0));
         hetcl__json_add(o, "learning_rate", cJSON_CreateNumber(r->lr));
         cJSON_AddItemToArray(eps, o);
     }
