@@ -307,7 +307,10 @@ static void test_active(uint64_t seed)
             q[i] = (uint32_t) hetcl__rng_below(&r, 1 << RP);
         int32_t lab[3] = {(int32_t) hetcl__rng_below(&r, N), (int32_t) hetcl__rng_below(&r, N), 7};
         int thr = trial % 3; /* union, union, at least 2 buckets */
-        struct hetcl__active_rule rule = {.min_active = trial % 2 ? 400 : 0, .threshold = thr};
+        /* random: trials 5k + 3, 5k + 4 add 100 uniform neurons beyond the buckets' */
+        struct hetcl__active_rule rule = {.min_active = trial % 2 ? 400 : 0,
+                                          .threshold = thr,
+                                          .random = trial % 5 >= 3 ? 100 : 0};
         int64_t n_ret = -1;
         int64_t m = hetcl__lsh_active(t, q, lab, 3, &rule, &s, &r, out, &n_ret);
         CHECK(m <= hetcl__lsh_active_cap(N, L, CAP, 3, &rule));
@@ -336,7 +339,8 @@ static void test_active(uint64_t seed)
                 CHECK(in[i]);
         }
         CHECK_EQ_INT(n_ret, want_ret);
-        int64_t want_m = n_lab + want_ret < rule.min_active ? rule.min_active : n_lab + want_ret;
+        int64_t want_m = n_lab + want_ret + rule.random;
+        want_m = want_m < rule.min_active ? rule.min_active : want_m;
         CHECK_EQ_INT(m, want_m);
     }
     /* The sampled baseline: labels plus random neurons, up to the minimum (even n). */

@@ -87,6 +87,8 @@ struct hetcl_model_slide {
     int64_t rehash_every; /* "rehash_every": batches between re-insertions, default 50 */
     int64_t rebuild_every; /* "rebuild_every": batches between new hash functions, default
                               1000 */
+    int64_t random;        /* "random": uniform random neurons added to every active set beyond the
+                              buckets' (default 0, as the paper: padding only up to min_active) */
 };
 
 enum hetcl_model_activation {

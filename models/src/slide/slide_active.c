@@ -35,7 +35,7 @@ void hetcl__lsh_scratch_deinit(struct hetcl__lsh_scratch *s)
 int64_t hetcl__lsh_active_cap(int64_t n, int l, int bucket_size, int n_lab,
                               const struct hetcl__active_rule *rule)
 {
-    int64_t cap = (int64_t) n_lab + (int64_t) l * bucket_size;
+    int64_t cap = (int64_t) n_lab + (int64_t) l * bucket_size + rule->random;
     if (cap < rule->min_active)
         cap = rule->min_active;
     return cap < n ? cap : n;
@@ -97,7 +97,8 @@ int64_t hetcl__lsh_active(const struct hetcl__lsh_tables *t, const uint32_t *buc
         m = retrieve(t, buckets, rule, s, out, m);
     if (n_retrieved)
         *n_retrieved = m - m_lab;
-    int64_t want = rule->min_active < s->n ? rule->min_active : s->n;
+    int64_t want = rule->min_active > m + rule->random ? rule->min_active : m + rule->random;
+    want = want < s->n ? want : s->n;
     /* Random padding: rejection while it is cheap, then a scan from a random start, so that a
      * minimum close to n still ends. */
     for (int64_t tries = 4 * (want - m); m < want && tries > 0; tries--) {

@@ -135,6 +135,8 @@ struct hetcl__active_rule {
     int64_t min_active; /* padded with uniform random neurons up to this size (capped at n) */
     int threshold;      /* 0: the union of the buckets; m >= 1: the neurons seen in at least m
                            of them */
+    int64_t random;     /* uniform random neurons added beyond the labels and the retrieved
+                           ones (0: none), then the padding to min_active */
 };
 
 /* The active set of a query into out: first the labels (lab[0 .. n_lab), always in, in that

@@ -103,7 +103,8 @@ static hetcl_status resolve(hetcl_context *ctx, struct slide *sl)
     switch (o->select) {
     case HETCL_SLIDE_LSH:
         sl->rule = (struct hetcl__active_rule){.min_active = sl->hp->min_active,
-                                               .threshold = sl->hp->threshold};
+                                               .threshold = sl->hp->threshold,
+                                               .random = sl->hp->random};
         break;
     case HETCL_SLIDE_SAMPLED:
         sl->rule = (struct hetcl__active_rule){.min_active = o->sampled_size};

@@ -286,8 +286,8 @@ static const char *const conv_fields[] = {"type",    "filters",    "kernel", "st
 static const char *const pool_fields[] = {"type", "size", "stride"};
 static const char *const flatten_fields[] = {"type"};
 static const char *const slide_fields[] = {
-        "type", "units",       "bias",       "init",      "hash",         "k",
-        "l",    "bucket_size", "min_active", "threshold", "rehash_every", "rebuild_every"};
+        "type",        "units",      "bias",      "init",         "hash",          "k",     "l",
+        "bucket_size", "min_active", "threshold", "rehash_every", "rebuild_every", "random"};
 static const char *const slide_hash_names[] = {"dwta", "simhash"};
 
 /* A slide layer's hashing; its K * L codes fit the hash families' bounds (24 bits a bucket,
@@ -296,7 +296,7 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
                                 struct hetcl_model_slide *h)
 {
     int hash = 0;
-    int64_t k, l, bucket, thr, min_active, rehash, rebuild;
+    int64_t k, l, bucket, thr, min_active, rehash, rebuild, random;
     hetcl_status s;
     if ((s = get_enum(p, x, prefix, "hash", "hash", slide_hash_names, N_OF(slide_hash_names), false,
                       HETCL_MODEL_SLIDE_DWTA, &hash)) != HETCL_OK)
@@ -315,7 +315,8 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
         (s = get_int(p, x, prefix, "threshold", false, 0, 0, &thr)) != HETCL_OK ||
         (s = get_int(p, x, prefix, "min_active", false, 1000, 0, &min_active)) != HETCL_OK ||
         (s = get_int(p, x, prefix, "rehash_every", false, 50, 1, &rehash)) != HETCL_OK ||
-        (s = get_int(p, x, prefix, "rebuild_every", false, 1000, 1, &rebuild)) != HETCL_OK)
+        (s = get_int(p, x, prefix, "rebuild_every", false, 1000, 1, &rebuild)) != HETCL_OK ||
+        (s = get_int(p, x, prefix, "random", false, 0, 0, &random)) != HETCL_OK)
         return s;
     if (k * l > 4096 || thr > l || bucket > 65536) {
         join_path(where, sizeof where, prefix,
@@ -334,7 +335,8 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
                                     .threshold = (int) thr,
                                     .min_active = min_active,
                                     .rehash_every = rehash,
-                                    .rebuild_every = rebuild};
+                                    .rebuild_every = rebuild,
+                                    .random = random};
     return HETCL_OK;
 }
 

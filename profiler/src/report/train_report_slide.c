@@ -28,6 +28,7 @@ static cJSON *algo_params(const hetcl_model_spec *spec, const struct hetcl_slide
     hetcl__json_add(ap, "bucket_size", cJSON_CreateNumber(h->bucket_size));
     hetcl__json_add(ap, "threshold", cJSON_CreateNumber(h->threshold));
     hetcl__json_add(ap, "min_active", cJSON_CreateNumber((double) h->min_active));
+    hetcl__json_add(ap, "random", cJSON_CreateNumber((double) h->random));
     hetcl__json_add(ap, "rehash_every", cJSON_CreateNumber((double) h->rehash_every));
     hetcl__json_add(ap, "rebuild_every", cJSON_CreateNumber((double) h->rebuild_every));
     hetcl__json_add(ap, "sampled_size",
