@@ -1,6 +1,8 @@
 /* The test harness: see harness.h. */
 #include "harness.h"
 
+#include <cjson/cJSON.h>
+
 #include <hetcl/hetcl.h>
 
 #include <pthread.h>
@@ -108,4 +110,33 @@ void hetcl_test_deadline(unsigned seconds, const char *what)
         sigaction(SIGALRM, &sa, NULL);
     }
     alarm(seconds);
+}
+
+struct cJSON *hetcl_test_load_json(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break;
+        char *grown = realloc(buf, cap * 2);
+        if (!grown) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = grown;
+        cap *= 2;
+    }
+    fclose(f);
+    if (!buf)
+        return NULL;
+    buf[n] = '\0';
+    cJSON *doc = cJSON_Parse(buf);
+    free(buf);
+    return doc;
 }

@@ -72,6 +72,10 @@ int hetcl_test_sh(const char *dir, const char *cmdline);
  * the file cannot be read). */
 void hetcl_test_read(const char *dir, const char *name, char *buf, size_t cap);
 
+/* Parses the JSON file at path (a report the test had the CLI write); NULL when it cannot be
+ * read or is not JSON. The caller frees it with cJSON_Delete. */
+struct cJSON *hetcl_test_load_json(const char *path);
+
 /* Whether this process may run on two PUs, so that a core round trip can be measured
  * (<hetcl/core_latency.h>): reports must then carry one. */
 bool hetcl_test_two_pus(void);

@@ -41,50 +41,18 @@ static const struct cli_help ops_help = {
 static bool parse_batches(const char *flag, const char *value, void *target)
 {
     struct ops_flags *f = target;
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", value);
-    f->o.n_batches = 0;
-    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-        if (f->o.n_batches == HETCL_BENCH_OPS_MAX_BATCHES) {
-            cli_error("%s takes at most %d sizes", flag, HETCL_BENCH_OPS_MAX_BATCHES);
-            return false;
-        }
-        if (!cli_parse_range(flag, t, 1, 65536, &f->batches[f->o.n_batches++]))
-            return false;
-    }
-    if (!f->o.n_batches) {
-        char q[CLI_QUOTE_CAP];
-        cli_error("%s expects sizes from 1 to 65536, got %s", flag,
-                  hetcl_quote(q, sizeof q, value));
-        return false;
-    }
     f->o.batches = f->batches;
-    return true;
+    return cli_parse_ulong_list(flag, value, 1, 65536, f->batches, HETCL_BENCH_OPS_MAX_BATCHES,
+                                &f->o.n_batches);
 }
 
 /* --square LIST: up to 4 sizes from 16 to 16384; target: struct ops_flags. */
 static bool parse_square(const char *flag, const char *value, void *target)
 {
     struct ops_flags *f = target;
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", value);
-    f->o.n_square = 0;
-    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-        if (f->o.n_square == HETCL_BENCH_OPS_MAX_BATCHES) {
-            cli_error("%s takes at most %d sizes", flag, HETCL_BENCH_OPS_MAX_BATCHES);
-            return false;
-        }
-        if (!cli_parse_range(flag, t, 16, 16384, &f->square[f->o.n_square++]))
-            return false;
-    }
-    if (!f->o.n_square) {
-        char q[CLI_QUOTE_CAP];
-        cli_error("%s expects sizes from 16 to 16384, got %s", flag,
-                  hetcl_quote(q, sizeof q, value));
-        return false;
-    }
     f->o.square = f->square;
-    return true;
+    return cli_parse_ulong_list(flag, value, 16, 16384, f->square, HETCL_BENCH_OPS_MAX_BATCHES,
+                                &f->o.n_square);
 }
 
 /* Returns CLI_EXIT_OK, CLI_EXIT_USAGE, or -1 after --help. */
@@ -112,6 +80,10 @@ static int parse_args(int argc, char **argv, struct ops_flags *f)
                      "a driver past it is left out, as hetcl devices"},
             {"--no-clblast", CLI_FLAG, &f->o.no_clblast,
              .help = "skip the direct CLBlast comparison"},
+            {"--no-blas", CLI_FLAG, &f->o.no_blas,
+             .help = "skip the OpenBLAS baseline of GEMMs on OpenCL CPU devices\n"
+                     "(otherwise: OpenBLAS at its fastest core type, measured;\n"
+                     "HETCL_OPENBLAS=PATH names the library)"},
             {"--json", CLI_STRING, &f->json_path, .metavar = "FILE",
              .help = "also write the results as JSON (atomically)"},
             {"--quiet", CLI_FLAG, &f->quiet, .help = "no table on stdout"},

@@ -57,19 +57,9 @@ static bool parse_schedulers(const char *flag, const char *value, void *target)
 static bool parse_workers(const char *flag, const char *value, void *target)
 {
     struct runtime_flags *f = target;
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", value);
-    f->o.n_workers = 0;
-    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-        if (f->o.n_workers == HETCL_BENCH_RUNTIME_MAX_LIST) {
-            cli_error("%s takes at most %d counts", flag, HETCL_BENCH_RUNTIME_MAX_LIST);
-            return false;
-        }
-        if (!cli_parse_range(flag, t, 1, 128, &f->workers[f->o.n_workers++]))
-            return false;
-    }
     f->o.workers = f->workers;
-    return true;
+    return cli_parse_ulong_list(flag, value, 1, 128, f->workers, HETCL_BENCH_RUNTIME_MAX_LIST,
+                                &f->o.n_workers);
 }
 
 /* Returns CLI_EXIT_OK, CLI_EXIT_USAGE, or -1 after --help. */

@@ -50,6 +50,29 @@ bool cli_parse_range(const char *flag, const char *value, unsigned long min, uns
     return true;
 }
 
+bool cli_parse_ulong_list(const char *flag, const char *value, unsigned long min, unsigned long max,
+                          unsigned long *out, size_t cap, size_t *n)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", value ? value : "");
+    *n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (*n == cap) {
+            cli_error("%s takes at most %zu values", flag, cap);
+            return false;
+        }
+        if (!cli_parse_range(flag, t, min, max, &out[(*n)++]))
+            return false;
+    }
+    if (*n == 0) {
+        char q[CLI_QUOTE_CAP];
+        cli_error("%s expects integers from %lu to %lu, comma-separated, got %s", flag, min, max,
+                  hetcl_quote(q, sizeof q, value ? value : ""));
+        return false;
+    }
+    return true;
+}
+
 bool cli_parse_double(const char *flag, const char *value, double min, double max, double *out)
 {
     char *end = NULL;

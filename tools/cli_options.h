@@ -116,5 +116,10 @@ bool cli_parse_double(const char *flag, const char *value, double min, double ma
 /* Non-negative integer in [min, max]. */
 bool cli_parse_range(const char *flag, const char *value, unsigned long min, unsigned long max,
                      unsigned long *out);
+/* A comma-separated list of integers from min to max, at most cap of them, into out (*n their
+ * count); one error line naming the flag otherwise ("takes at most cap values", an empty list,
+ * a value out of range). */
+bool cli_parse_ulong_list(const char *flag, const char *value, unsigned long min, unsigned long max,
+                          unsigned long *out, size_t cap, size_t *n);
 
 #endif /* HETCL_CLI_OPTIONS_H */

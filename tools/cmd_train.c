@@ -331,6 +331,17 @@ static int apply_batches(struct train_cli *c, hetcl_runtime *rt)
     return CLI_EXIT_OK;
 }
 
+/* The runtime's workers not excluded, by kind. */
+static void count_workers(hetcl_runtime *rt, int *n_host, int *n_cl)
+{
+    *n_host = *n_cl = 0;
+    for (size_t w = 0; w < hetcl_runtime_n_workers(rt); w++) {
+        struct hetcl_worker_info wi;
+        if (hetcl_runtime_worker_info(rt, w, &wi) == HETCL_OK && !wi.excluded)
+            wi.kind == HETCL_WORKER_HOST ? (*n_host)++ : (*n_cl)++;
+    }
+}
+
 /* With OpenCL devices, a second host worker serves the replicas' copies and merges (see
  * train_run.h): true when the automatic choice gave only one. */
 static bool wants_second_host_worker(const struct train_cli *c, hetcl_runtime *rt)
@@ -338,24 +349,9 @@ static bool wants_second_host_worker(const struct train_cli *c, hetcl_runtime *r
     if (c->host_workers || c->opts.algo == HETCL_TRAIN_HOGWILD ||
         c->opts.algo == HETCL_TRAIN_SINGLE)
         return false;
-    int n_host = 0, n_cl = 0;
-    for (size_t w = 0; w < hetcl_runtime_n_workers(rt); w++) {
-        struct hetcl_worker_info wi;
-        if (hetcl_runtime_worker_info(rt, w, &wi) == HETCL_OK && !wi.excluded)
-            wi.kind == HETCL_WORKER_HOST ? n_host++ : n_cl++;
-    }
+    int n_host, n_cl;
+    count_workers(rt, &n_host, &n_cl);
     return n_host == 1 && n_cl > 0;
-}
-
-static bool has_host_worker(hetcl_runtime *rt)
-{
-    for (size_t w = 0; w < hetcl_runtime_n_workers(rt); w++) {
-        struct hetcl_worker_info wi;
-        if (hetcl_runtime_worker_info(rt, w, &wi) == HETCL_OK && !wi.excluded &&
-            wi.kind == HETCL_WORKER_HOST)
-            return true;
-    }
-    return false;
 }
 
 /* OpenCL devices alone (--devices opencl, p0d0): their replicas still need a host thread for
@@ -365,12 +361,8 @@ static bool wants_serving_host_worker(const struct train_cli *c, hetcl_runtime *
 {
     if (c->opts.algo == HETCL_TRAIN_HOGWILD)
         return false;
-    int n_host = 0, n_cl = 0;
-    for (size_t w = 0; w < hetcl_runtime_n_workers(rt); w++) {
-        struct hetcl_worker_info wi;
-        if (hetcl_runtime_worker_info(rt, w, &wi) == HETCL_OK && !wi.excluded)
-            wi.kind == HETCL_WORKER_HOST ? n_host++ : n_cl++;
-    }
+    int n_host, n_cl;
+    count_workers(rt, &n_host, &n_cl);
     return n_host == 0 && n_cl > 0;
 }
 
@@ -393,7 +385,10 @@ static int create_runtime(struct train_cli *c, hetcl_context *ctx, hetcl_runtime
         return rc;
     ro.device_list = c->device_list;
     hetcl_status s = hetcl_runtime_create(ctx, &ro, rt);
-    if (s == HETCL_OK && c->opts.algo == HETCL_TRAIN_HOGWILD && !has_host_worker(*rt)) {
+    int n_host = 0, n_cl = 0;
+    if (s == HETCL_OK)
+        count_workers(*rt, &n_host, &n_cl);
+    if (s == HETCL_OK && c->opts.algo == HETCL_TRAIN_HOGWILD && n_host == 0) {
         char q[CLI_QUOTE_CAP];
         cli_error("--algo hogwild trains on host workers only; --devices %s selects none",
                   hetcl_quote(q, sizeof q, c->devices));

@@ -97,7 +97,7 @@ step train_fault 55 env HETCL_INJECT_FAULTS=p0d0:complete=30 "$H" train "${commo
     --placements single,split,pipeline,auto --warmup-max-ms 1000 --min-time-ms 500 \
     --max-time-ms 1500 --min-requests 50 --accuracy-samples 0 --report "$R/bench_model.json"
 # fp16 inference (cl_khr_fp16) against fp32 on the GPU (PoCL is not in the bundle: p0d0)
-fp=(--model "$M/mlp.json,$M/mlp-8x512-sigmoid.json" --batches 1,256 --quick --order as-given)
+fp=(--model "$M/mlp.json" --batches 1,256 --quick --order as-given)
 step model_fp32 60 "$H" bench model "${fp[@]}" --devices p0d0 --report "$R/bench_fp32.json"
 step model_fp16 60 "$H" bench model "${fp[@]}" --precision fp16 --report "$R/bench_fp16.json"
 

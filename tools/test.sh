@@ -40,7 +40,7 @@ cmake --preset tsan >/dev/null
 cmake --build build-tsan -j "$jobs" --target hetcl_rt_tests
 TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp second_deadlock_stack=1" \
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" \
-  -R '^test_(rt_|sched_|perfmodel$|trace$|dmda_public$|infer_team$|train_faults$|slide_train$|slide_cli$)'
+  -R '^test_(rt_|sched_|perfmodel$|trace$|dmda_public$|infer_team$|train_faults$|train_memory$|slide_train$|slide_cli$)'
 
 echo "== fuzzing the parsers (${HETCL_FUZZ_SECONDS:-10} s each)"
 tools/fuzz.sh

@@ -22,6 +22,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The training set the checkpoint is checked against (its cursor must lie inside). */
+#define FUZZ_EXAMPLES 60000
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The model every seed checkpoint (models/fuzz/corpus/checkpoint) was saved for, with
@@ -71,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!write_input(data, size))
         return 0;
     struct hetcl__ckpt_state st;
-    hetcl_status s = hetcl__ckpt_load(ctx, path, spec, params, velocity, &st);
+    hetcl_status s = hetcl__ckpt_load(ctx, path, spec, FUZZ_EXAMPLES, params, velocity, &st);
     if (s != HETCL_OK) {
         if ((s != HETCL_ERR_IO && s != HETCL_ERR_FORMAT && s != HETCL_ERR_NO_MEMORY) || st.hist)
             __builtin_trap();

@@ -5,6 +5,7 @@
  */
 #include "harness.h"
 
+#include <CL/cl.h>
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -30,14 +31,7 @@ static cJSON *load_json(const char *name)
 {
     char path[300];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return cJSON_Parse(buf);
+    return hetcl_test_load_json(path);
 }
 
 /* Validates tmpdir/name against reports/schema/<schema>.schema.json with hetcl_schema_check:
@@ -144,6 +138,100 @@ static void check_bench_ops(void)
     cJSON_Delete(doc);
 }
 
+/* True when the first "flags" line of /proc/cpuinfo has flag. */
+static bool cpu_has(const char *flag)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[8192], word[64];
+    bool has = false;
+    snprintf(word, sizeof word, " %s", flag);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "flags", 5) == 0) {
+            line[strcspn(line, "\n")] = ' ';
+            has = strstr(line, word) && strchr(" ", strstr(line, word)[strlen(word)]);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return has;
+}
+
+/* Whether some OpenCL platform has a CPU device (PoCL on the test machines). */
+static bool have_cl_cpu(void)
+{
+    cl_platform_id p[16];
+    cl_uint np = 0, nd = 0;
+    if (clGetPlatformIDs(16, p, &np) != CL_SUCCESS)
+        return false;
+    for (cl_uint i = 0; i < np && i < 16; i++)
+        if (clGetDeviceIDs(p[i], CL_DEVICE_TYPE_CPU, 0, NULL, &nd) == CL_SUCCESS && nd > 0)
+            return true;
+    return false;
+}
+
+/* The OpenBLAS baseline on OpenCL CPU devices, with a stand-in OpenBLAS that is fast only under
+ * one core type (tests/cli/fake_openblas.c): that one is chosen, though OPENBLAS_CORETYPE says
+ * another (as this project's machines export Haswell), and every GEMM row on the CPU device
+ * has a ratio. Then a HETCL_OPENBLAS that is no OpenBLAS: the run goes on without baseline and
+ * says why. */
+static void check_bench_ops_blas(void)
+{
+    const char *fake = getenv("HETCL_FAKE_OPENBLAS");
+    if (!fake || !cpu_has("avx") || !have_cl_cpu()) {
+        printf("# skipped the OpenBLAS baseline: %s\n", !fake ? "HETCL_FAKE_OPENBLAS is not set"
+                                                        : !have_cl_cpu() ? "no OpenCL CPU device"
+                                                                         : "the CPU lacks AVX");
+        return;
+    }
+    char args[1024], err[8192];
+    snprintf(args, sizeof args,
+             "env HETCL_OPENBLAS=%s HETCL_FAKE_BLAS_FAST=Sandybridge OPENBLAS_CORETYPE=Haswell "
+             "%s bench ops --devices opencl --batch 3 --reps 2 --only gemm --no-clblast --quiet "
+             "--json %s/blas.json",
+             fake, bin, tmpdir);
+    int st = hetcl_test_sh(tmpdir, args);
+    hetcl_test_read(tmpdir, "err", err, sizeof err);
+    CHECK_EQ_INT(st, 0);
+    if (st != 0)
+        fprintf(stderr, "%s\n", err);
+    CHECK_EQ_INT(validate("bench-ops", "blas.json"), 0);
+    cJSON *doc = load_json("blas.json");
+    CHECK(doc != NULL);
+    const cJSON *ob = cJSON_GetObjectItem(doc, "openblas");
+    int cpu_rows = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(doc, "results"))
+    {
+        if (cJSON_GetObjectItem(r, "openblas_ratio")) {
+            cpu_rows++;
+            CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(r, "openblas_ratio")) > 0);
+            CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(r, "openblas_us_median")) > 0);
+        }
+    }
+    CHECK(ob != NULL);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(ob, "loaded")));
+    CHECK_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(ob, "coretype")), "Sandybridge");
+    CHECK_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(ob, "core")), "Sandybridge");
+    CHECK_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(ob, "library")), fake);
+    CHECK(cpu_rows >= 4); /* the MLP's GEMMs at batch 3 */
+    cJSON_Delete(doc);
+
+    snprintf(args, sizeof args,
+             "env HETCL_OPENBLAS=%s/none.so %s bench ops --devices opencl --batch 3 --reps 1 "
+             "--only fc2 --no-clblast --json %s/noblas.json",
+             tmpdir, bin, tmpdir);
+    st = hetcl_test_sh(tmpdir, args);
+    CHECK_EQ_INT(st, 0);
+    CHECK_EQ_INT(validate("bench-ops", "noblas.json"), 0);
+    doc = load_json("noblas.json");
+    ob = cJSON_GetObjectItem(doc, "openblas");
+    CHECK(ob && cJSON_IsFalse(cJSON_GetObjectItem(ob, "loaded")));
+    CHECK(ob && strstr(cJSON_GetStringValue(cJSON_GetObjectItem(ob, "why_not")), "HETCL_OPENBLAS"));
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(doc, "results"))
+            CHECK(!cJSON_GetObjectItem(r, "openblas_ratio"));
+    cJSON_Delete(doc);
+}
+
 int main(void)
 {
     bin = getenv("HETCL_BIN");
@@ -158,6 +246,7 @@ int main(void)
     check_bad_input();
     check_bench_runtime();
     check_bench_ops();
+    check_bench_ops_blas();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0)

@@ -175,18 +175,6 @@ static void write_files(void)
 
 /* ------------------------------------------------------------------ checks */
 
-static cJSON *load_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    static char buf[1 << 22];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return cJSON_Parse(buf);
-}
-
 static void schema_check(const char *schema, const char *report)
 {
     const char *checker = getenv("HETCL_SCHEMA_CHECK");
@@ -234,7 +222,7 @@ static void train_ok(const char *what, const char *data_args, const char *const 
         fprintf(stderr, "%s: exit %d: %s\n", what, st, err);
     CHECK_EQ_INT(st, 0);
     schema_check("train.schema.json", report);
-    cJSON *doc = load_json(report);
+    cJSON *doc = hetcl_test_load_json(report);
     CHECK(doc != NULL);
     if (!doc)
         return;
@@ -278,7 +266,7 @@ static void bench_ok(const char *what, const char *data_args, const char *datase
         fprintf(stderr, "%s: exit %d: %s\n", what, st, err);
     CHECK_EQ_INT(st, 0);
     schema_check("bench.schema.json", report);
-    cJSON *doc = load_json(report);
+    cJSON *doc = hetcl_test_load_json(report);
     CHECK(doc != NULL);
     if (!doc)
         return;

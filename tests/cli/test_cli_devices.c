@@ -80,18 +80,6 @@ static void check_bad_input(void)
     CHECK(!strncmp(out, "hetcl 0.1.0", 11));
 }
 
-static cJSON *load_json(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return cJSON_Parse(buf);
-}
-
 static const cJSON *get(const cJSON *o, const char *k)
 {
     return cJSON_GetObjectItemCaseSensitive(o, k);
@@ -143,7 +131,7 @@ int main(void)
                  tmpdir, bin, path0, tmpdir);
         CHECK_EQ_INT(system(cmd), 0);
         CHECK_EQ_INT(validate(path0), 0);
-        cJSON *none = load_json(path0);
+        cJSON *none = hetcl_test_load_json(path0);
         CHECK(none != NULL);
         CHECK_EQ_INT(cJSON_GetArraySize(get(get(none, "opencl"), "devices")), 0);
         const char *why = cJSON_GetStringValue(get(get(none, "opencl"), "no_device_reason"));
@@ -158,7 +146,7 @@ int main(void)
     snprintf(args, sizeof args, "devices --json %s", path);
     CHECK_EQ_INT(run(args, NULL, 0, err, sizeof err), 0);
     CHECK_EQ_INT(validate(path), 0);
-    cJSON *doc = load_json(path);
+    cJSON *doc = hetcl_test_load_json(path);
     CHECK(doc != NULL);
     /* The cache-line round trip from the first PU to each other one the process may use. */
     const cJSON *rts = get(get(doc, "topology"), "core_round_trip_ns");
@@ -207,7 +195,7 @@ int main(void)
         snprintf(args, sizeof args, "devices --split-cpu 2 --json %s", path);
         CHECK_EQ_INT(run(args, NULL, 0, err, sizeof err), 0);
         CHECK_EQ_INT(validate(path), 0);
-        doc = load_json(path);
+        doc = hetcl_test_load_json(path);
         hwloc_bitmap_t a = hwloc_bitmap_alloc(), b = hwloc_bitmap_alloc();
         int n_sub = 0;
         cJSON_ArrayForEach(d, get(get(doc, "opencl"), "devices"))
@@ -234,7 +222,7 @@ int main(void)
              path);
     CHECK_EQ_INT(run(args, NULL, 0, err, sizeof err), 0);
     CHECK_EQ_INT(validate(path), 0);
-    doc = load_json(path);
+    doc = hetcl_test_load_json(path);
     const cJSON *ceil = get(cJSON_GetArrayItem(get(get(doc, "opencl"), "devices"), 0), "ceilings");
     CHECK(ceil != NULL);
     CHECK_EQ_STR(cJSON_GetStringValue(get(ceil, "source")), "measured");
@@ -244,7 +232,7 @@ int main(void)
     snprintf(args, sizeof args, "devices --cache-dir %s/cache --json %s", tmpdir, path);
     CHECK_EQ_INT(run(args, NULL, 0, err, sizeof err), 0);
     CHECK_EQ_INT(validate(path), 0);
-    doc = load_json(path);
+    doc = hetcl_test_load_json(path);
     ceil = get(cJSON_GetArrayItem(get(get(doc, "opencl"), "devices"), 0), "ceilings");
     CHECK_EQ_STR(cJSON_GetStringValue(get(ceil, "source")), "cache");
     cJSON_Delete(doc);

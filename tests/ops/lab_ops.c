@@ -46,8 +46,8 @@ static void warm_up(const struct hetcl_codelet *fn, const size_t *bytes, unsigne
                     const void *args, size_t args_size)
 {
     const int keep = reps;
-    if (reps < 4 * (HETCL_GEMM_SAMPLES + 1) + 4)
-        reps = 4 * (HETCL_GEMM_SAMPLES + 1) + 4;
+    if (reps < HETCL_GEMM_N_VARIANTS * (HETCL_GEMM_SAMPLES + 1) + 4)
+        reps = HETCL_GEMM_N_VARIANTS * (HETCL_GEMM_SAMPLES + 1) + 4;
     time_op(fn, bytes, n, args, args_size);
     reps = keep;
 }
@@ -104,7 +104,8 @@ static double gemm(int64_t m, int64_t n, int64_t k, bool ta, bool tb, const char
 
 static void mlp(int64_t b)
 {
-    static const char *const variants[] = {"tiled", "tiled_mfast", "clblast", "naive", NULL};
+    static const char *const variants[] = {"tiled", "tiled_mfast", "clblast",
+                                           "naive", "tiled_wg",    NULL};
     static const int64_t dims[] = {784, 256, 128, 10};
     printf("\n== MLP 784-256-128-10, batch %lld ==\n", (long long) b);
     double total_ns = 0, total_flops = 0;

@@ -207,7 +207,14 @@ bool ops_check(const char *what, const float *ref, const float *out, size_t n, d
     size_t worst = 0;
     const double nmse = n ? ref_nmse(ref, out, n) : 0.0;
     const double err = n ? ref_max_abs_err(ref, out, n, &worst) : 0.0;
-    const bool ok = nmse <= nmse_bound && err <= abs_bound;
+    /* A reference whose every element is below the absolute bound has no relative accuracy
+     * to check: a float sigmoid gradient of 1 - sigmoid(30) is 0 where the double reference
+     * gives -1.5e-13, an nmse of 1 for a 1 x 1 case (which random draws give depends on how
+     * many values the tests before it drew). */
+    double ref_max = 0.0;
+    for (size_t i = 0; i < n; i++)
+        ref_max = fmax(ref_max, fabs((double) ref[i]));
+    const bool ok = (nmse <= nmse_bound || ref_max < abs_bound) && err <= abs_bound;
     if (!ok) {
         fprintf(stderr,
                 "  FAIL %s: nmse %.3g (bound %.3g), max err %.3g (bound %.3g) at %zu: got %.9g, "

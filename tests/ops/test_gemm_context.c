@@ -58,7 +58,7 @@ static bool choice(const struct ops_env *env, const char *key, struct hetcl_gemm
 /* The cache file under subdir of HETCL_CACHE_DIR. */
 static void file_path(const char *subdir, char *path, size_t cap)
 {
-    snprintf(path, cap, "%s/%s/gemm/choices-v1.json", getenv("HETCL_CACHE_DIR"), subdir);
+    snprintf(path, cap, "%s/%s/gemm/choices-v2.json", getenv("HETCL_CACHE_DIR"), subdir);
 }
 
 /* Whether the cache file under subdir holds the M x N x K choice, with that variant. */
@@ -119,7 +119,7 @@ static void check_bad_file(const char *key, bool fifo)
     CHECK_EQ_STR(w.text, want);
     CHECK(access(path, F_OK) != 0);
     struct hetcl_gemm_choice c;
-    for (int i = 0; i < 4 * (HETCL_GEMM_SAMPLES + 1) + 2; i++)
+    for (int i = 0; i < HETCL_GEMM_N_VARIANTS * (HETCL_GEMM_SAMPLES + 1) + 2; i++)
         run_gemm(&e);
     for (int i = 0; i < 100 && !(choice(&e, key, &c) && c.decided); i++)
         nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
@@ -156,7 +156,7 @@ int main(void)
     CHECK(!choice(&a, key, &c));
 
     /* Context a measures the shape until it decides. */
-    for (int i = 0; i < 4 * (HETCL_GEMM_SAMPLES + 1) + 2; i++)
+    for (int i = 0; i < HETCL_GEMM_N_VARIANTS * (HETCL_GEMM_SAMPLES + 1) + 2; i++)
         run_gemm(&a);
     /* the last samples arrive by event callbacks, possibly just after the task completed */
     for (int i = 0; i < 100 && !(choice(&a, key, &c) && c.decided); i++)

@@ -65,9 +65,9 @@ static void gemm_case(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float a
 
 static void test_gemm_variants(void)
 {
-    static const char *const variants[] = {"tiled", "tiled_mfast", "naive", "clblast"};
+    static const char *const variants[] = {"tiled", "tiled_mfast", "tiled_wg", "naive", "clblast"};
     /* host workers have one GEMM: run the sizes once */
-    const int n_variants = ops_env_is_cl(&E) ? 4 : 1;
+    const int n_variants = ops_env_is_cl(&E) ? 5 : 1;
     static const int64_t sizes[][3] = {{1, 1, 1},    {3, 17, 1},    {17, 3, 33},    {1, 1000, 17},
                                        {1023, 3, 5}, {64, 10, 128}, {64, 256, 784}, {5, 7, 0}};
     for (int v = 0; v < n_variants; v++) {
@@ -75,7 +75,7 @@ static void test_gemm_variants(void)
         for (int l = 0; l < 4; l++) {
             for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
                 /* the big shape with the slow variants only once */
-                if (s == 6 && v >= 2 && l != 1)
+                if (s == 6 && v >= 3 && l != 1)
                     continue;
                 const float alpha = s % 2 ? 1.5f : 1.0f, beta = s % 3 == 1 ? -0.5f : 0.0f;
                 gemm_case(sizes[s][0], sizes[s][1], sizes[s][2], l & 2, l & 1, alpha, beta,
@@ -97,7 +97,7 @@ static void test_gemm_choice(void)
         return;
     }
     char path[1200];
-    snprintf(path, sizeof path, "%s/gemm/choices-v1.json", hetcl_context_cache_dir(E.ctx));
+    snprintf(path, sizeof path, "%s/gemm/choices-v2.json", hetcl_context_cache_dir(E.ctx));
     char key[256];
     hetcl_ops_gemm_desc_key(E.info.desc, key, sizeof key);
     /* A file from an "earlier process": one choice for 7x9x11 (naive, which measurement would
@@ -107,7 +107,7 @@ static void test_gemm_choice(void)
     snprintf(dir, sizeof dir, "%s/gemm", hetcl_context_cache_dir(E.ctx));
     CHECK_OK(E.ctx, hetcl_dir_check_writable(E.ctx, dir, "test"));
     snprintf(file, sizeof file,
-             "{\"format_version\": 1, \"choices\": [{\"device\": \"%s\", \"m\": 7, \"n\": 9, "
+             "{\"format_version\": 2, \"choices\": [{\"device\": \"%s\", \"m\": 7, \"n\": 9, "
              "\"k\": 11, \"trans_a\": false, \"trans_b\": false, \"variant\": \"naive\", "
              "\"best_ns\": {\"naive\": 1000}}, {\"device\": 5}]}",
              key);
@@ -118,7 +118,7 @@ static void test_gemm_choice(void)
     CHECK(c.decided && c.loaded && c.variant == HETCL_GEMM_NAIVE);
 
     const int64_t m = 33, n = 65, k = 129;
-    for (int i = 0; i < 4 * (HETCL_GEMM_SAMPLES + 1) + 2; i++)
+    for (int i = 0; i < HETCL_GEMM_N_VARIANTS * (HETCL_GEMM_SAMPLES + 1) + 2; i++)
         gemm_case(m, n, k, false, true, 1.0f, 0.0f, false, "measured");
     /* the last samples arrive by event callbacks, possibly just after the task completed */
     for (int i = 0; i < 100; i++) {

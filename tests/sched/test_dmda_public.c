@@ -19,7 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SLOW_HOST_NS  (3 * 1000 * 1000)
+/* The host version of the device-fast codelet sleeps this long: 3 ms was not enough under ASan
+ * on a loaded machine, where the device's tasks took about a millisecond each and 4 of 8 went
+ * to the host behind the backlog, as dmda should. */
+#define SLOW_HOST_NS  (20 * 1000 * 1000)
 #define SLOW_FILL     ((size_t) 32 << 20) /* bytes: several ms on a CPU OpenCL device */
 #define CALIBRATE_MIN 3
 
@@ -230,8 +233,9 @@ int main(void)
     hetcl_task_release(prev);
 
     /* Placement by the models. With a backlog, a few device-fast tasks could still go to the
-     * host once the device's queue is long enough; 8 tasks of a few microseconds never get
-     * there against a 3 ms sleep, and 8 empty host tasks never wait 8 large fills. */
+     * host once the device's queue is long enough; 8 tasks of a few microseconds (a millisecond
+     * under ASan and load) never get there against a 20 ms sleep, and 8 empty host tasks never
+     * wait 8 large fills. */
     int on_cl = count_on(rt, &fast_on_cl, 8, HETCL_WORKER_OPENCL);
     int on_host = count_on(rt, &fast_on_host, 8, HETCL_WORKER_HOST);
     CHECK_EQ_INT(on_cl, 8);

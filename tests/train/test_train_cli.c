@@ -86,18 +86,6 @@ static void check_bad_input(void)
     CHECK_EQ_INT(run("--help", err, sizeof err), 0);
 }
 
-static cJSON *load_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    static char buf[1 << 22];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return cJSON_Parse(buf);
-}
-
 static double num(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItem(o, key);
@@ -121,7 +109,7 @@ static void check_report(void)
         int st = system(cmd);
         CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
     }
-    cJSON *doc = load_json(report);
+    cJSON *doc = hetcl_test_load_json(report);
     CHECK(doc != NULL);
     const cJSON *devs = cJSON_GetObjectItem(doc, "devices");
     CHECK(cJSON_GetArraySize(devs) == 2);
@@ -173,7 +161,7 @@ static void check_eval_every(void)
              "--algo hogbatch --epochs 2 --eval-every 0.25 --report %s --quiet",
              report);
     CHECK_EQ_INT(run(args, err, sizeof err), 0);
-    cJSON *doc = load_json(report);
+    cJSON *doc = hetcl_test_load_json(report);
     CHECK(doc != NULL);
     const cJSON *evs = cJSON_GetObjectItem(doc, "evaluations");
     CHECK_EQ_INT(cJSON_GetArraySize(evs), 8); /* 0.25, 0.5, 0.75, 1 in each of 2 epochs */
@@ -202,7 +190,7 @@ static void check_eval_every(void)
              "--algo hogbatch --epochs 2 --eval-every 0.25 --target-acc 0.5 --report %s --quiet",
              report);
     CHECK_EQ_INT(run(args, err, sizeof err), 0);
-    doc = load_json(report);
+    doc = hetcl_test_load_json(report);
     CHECK(doc != NULL);
     evs = cJSON_GetObjectItem(doc, "evaluations");
     const cJSON *first = cJSON_GetArrayItem(evs, 0), *fin = cJSON_GetObjectItem(doc, "final");
@@ -227,7 +215,7 @@ static void check_hogwild_cores(void)
              "--report %s --quiet",
              report);
     CHECK_EQ_INT(run(args, err, sizeof err), 0);
-    cJSON *doc = load_json(report);
+    cJSON *doc = hetcl_test_load_json(report);
     CHECK(doc != NULL);
     int n = cJSON_GetArraySize(cJSON_GetObjectItem(doc, "devices"));
     printf("hogwild: %d host workers on %ld online CPUs\n", n, cores);
@@ -292,7 +280,7 @@ static void check_kill_resume(void)
     char args[1024], err[4096];
     snprintf(args, sizeof args, "%s --checkpoint %s --resume --report %s", common, ckpt, report);
     CHECK_EQ_INT(run(args, err, sizeof err), 0);
-    cJSON *doc = load_json(report);
+    cJSON *doc = hetcl_test_load_json(report);
     CHECK(doc != NULL);
     if (doc) {
         const cJSON *cp = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "config"), "checkpoint");

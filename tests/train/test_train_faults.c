@@ -40,18 +40,6 @@ static int run(const char *faults, const char *args, char *err, size_t err_cap)
     return st;
 }
 
-static cJSON *load_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return cJSON_Parse(buf);
-}
-
 static void schema_check(const char *report)
 {
     const char *checker = getenv("HETCL_SCHEMA_CHECK");
@@ -85,7 +73,7 @@ static cJSON *train(const char *algo, const char *faults, const char *tag)
     if (st != 0)
         return NULL;
     schema_check(report);
-    cJSON *doc = load_json(report);
+    cJSON *doc = hetcl_test_load_json(report);
     CHECK(doc != NULL);
     unlink(report);
     return doc;

@@ -134,6 +134,33 @@ static void test_adapt(void)
         CHECK(fabs(p - 1.0 / 3) <= 0.15);
     }
 
+    /* Groups: four host workers (one group, the paper's CPU worker) and an accelerator. Balanced
+     * per device, the accelerator would aim at 1/5 of the updates; as groups, the host side's
+     * share lands within 35-65%, and the host workers move together. */
+    struct simdev g5[5] = {{.lat_s = 20e-6, .speed = 5000},
+                           {.lat_s = 20e-6, .speed = 5000},
+                           {.lat_s = 20e-6, .speed = 5000},
+                           {.lat_s = 20e-6, .speed = 5000},
+                           {.lat_s = 2e-3, .speed = 160000}};
+    hetcl__adapt_init(&a, 5, 50000000, 0.1, 0);
+    for (int d = 0; d < 4; d++) {
+        hetcl__adapt_set(&a, d, 4, 1, 1024, true);
+        hetcl__adapt_group(&a, d, 0);
+    }
+    hetcl__adapt_set(&a, 4, 512, 16, 4096, true);
+    simulate(&a, g5, 5, 5.0, true);
+    uint64_t host = 0, all = 0;
+    for (int d = 0; d < 5; d++) {
+        all += g5[d].win_updates;
+        host += d < 4 ? g5[d].win_updates : 0;
+    }
+    double host_share = all ? (double) host / (double) all : 0;
+    printf("groups: host workers' share %.3f, host batch %lld, accelerator batch %lld\n",
+           host_share, (long long) a.dev[0].batch, (long long) a.dev[4].batch);
+    CHECK(host_share >= 0.35 && host_share <= 0.65);
+    for (int d = 1; d < 4; d++)
+        CHECK_EQ_INT(a.dev[d].batch, a.dev[0].batch);
+
     /* No decision before the period, nor without a sample from every device. */
     hetcl__adapt_init(&a, 2, 1000, 0.1, 0);
     hetcl__adapt_set(&a, 0, 4, 1, 64, true);

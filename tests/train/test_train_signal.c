@@ -112,18 +112,6 @@ static bool wait_file(pid_t pid, const char *path)
     return false;
 }
 
-static cJSON *load_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    static char buf[1 << 22];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return cJSON_Parse(buf);
-}
-
 static int validate(const char *report)
 {
     const char *checker = getenv("HETCL_SCHEMA_CHECK");
@@ -231,7 +219,7 @@ static void check_first_signal(int sig, const char *name)
     }
     /* The report: valid, and it says why the run stopped. */
     CHECK_EQ_INT(validate(report), 0);
-    cJSON *doc = load_json(report);
+    cJSON *doc = hetcl_test_load_json(report);
     CHECK(doc != NULL);
     const cJSON *fin = cJSON_GetObjectItem(doc, "final");
     const cJSON *by = cJSON_GetObjectItem(fin, "stopped_by");
@@ -269,7 +257,7 @@ static void check_first_signal(int sig, const char *name)
     pid = start(tag, again);
     status = wait_exit(pid, 60);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    doc = load_json(resumed);
+    doc = hetcl_test_load_json(resumed);
     CHECK(doc != NULL);
     const cJSON *cp = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "config"), "checkpoint");
     const cJSON *from = cJSON_GetObjectItem(cp, "resumed_from");

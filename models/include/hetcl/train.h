@@ -179,6 +179,17 @@ struct hetcl_train_device {
     double staleness_mean; /* updates by others between its model read and its update */
     uint64_t staleness_max;
     int64_t batch_min_bound, batch_max_bound; /* the bounds it was kept within */
+    /* OpenCL devices: the largest batch whose replica (weights, gradients, velocities, the
+     * batch and every layer's workspace) fits 75% of the device's global memory with its
+     * largest buffer within the per-allocation limit, and the limit that sets it:
+     * "global_mem", "max_alloc", "none" (neither binds below 2^24 examples), or
+     * "alloc_failure" (halved after an allocation failed); 0 and "" for host workers.
+     * batch_max_asked: the upper bound asked for when it was lowered to fit (0: not lowered);
+     * shrinks: the halvings after allocation failures. The device's memory as it reports it. */
+    int64_t batch_mem_bound, batch_max_asked;
+    char batch_mem_limit[16];
+    int shrinks;
+    uint64_t global_mem_bytes, max_alloc_bytes;
     int64_t batch_first, batch_last, batch_min_seen, batch_max_seen;
     int64_t n_traj;   /* entries of traj_* (batch trajectory: time, size at each change) */
     double *traj_t_s; /* owned by the result */

@@ -15,8 +15,16 @@ void hetcl__adapt_init(struct hetcl__adapt *a, int n_dev, uint64_t period_ns, do
     a->max_ratio = 2.0;
     a->alpha = 0.3;
     a->last_decision_ns = now_ns;
-    for (int d = 0; d < a->n_dev; d++)
+    for (int d = 0; d < a->n_dev; d++) {
         a->dev[d].batch = a->dev[d].b_min = a->dev[d].b_max = 1;
+        a->dev[d].group = d;
+    }
+}
+
+void hetcl__adapt_group(struct hetcl__adapt *a, int d, int g)
+{
+    if (d >= 0 && d < a->n_dev && g >= 0 && g < a->n_dev)
+        a->dev[d].group = g;
 }
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
@@ -57,33 +65,43 @@ void hetcl__adapt_drop(struct hetcl__adapt *a, int d)
 
 bool hetcl__adapt_decide(struct hetcl__adapt *a, uint64_t now_ns)
 {
-    int n_live = 0;
-    for (int d = 0; d < a->n_dev; d++)
-        n_live += !a->dev[d].gone;
-    if (now_ns - a->last_decision_ns < a->period_ns || n_live < 2)
+    if (now_ns - a->last_decision_ns < a->period_ns)
         return false;
-    double sum = 0;
+    /* Each group's rate: the sum of its live devices' rates. */
+    double group_rate[HETCL_TRAIN_MAX_DEVICES] = {0}, sum = 0;
+    bool live[HETCL_TRAIN_MAX_DEVICES] = {false}, adapts[HETCL_TRAIN_MAX_DEVICES] = {false};
+    int n_live = 0;
     for (int d = 0; d < a->n_dev; d++) {
-        if (a->dev[d].gone)
+        const struct hetcl__adapt_dev *v = &a->dev[d];
+        if (v->gone)
             continue;
-        if (!a->dev[d].samples || a->dev[d].t_batch_ns <= 0)
+        if (!v->samples || v->t_batch_ns <= 0)
             return false; /* every device needs a current rate */
-        sum += 1.0 / a->dev[d].t_batch_ns;
+        n_live += !live[v->group];
+        live[v->group] = true;
+        adapts[v->group] |= v->adapt;
+        group_rate[v->group] += 1.0 / v->t_batch_ns;
+        sum += 1.0 / v->t_batch_ns;
     }
+    if (n_live < 2)
+        return false;
     a->last_decision_ns = now_ns;
     a->n_decisions++;
-    double mu = 1.0 / n_live, ratio[HETCL_TRAIN_MAX_DEVICES], log_sum = 0, worst = 0;
+    double mu = 1.0 / n_live, group_ratio[HETCL_TRAIN_MAX_DEVICES], log_sum = 0, worst = 0;
     int n_adapt = 0;
-    for (int d = 0; d < a->n_dev; d++) {
-        if (a->dev[d].gone)
+    for (int g = 0; g < a->n_dev; g++) {
+        if (!live[g])
             continue;
-        ratio[d] = (1.0 / a->dev[d].t_batch_ns) / sum / mu;
-        worst = fmax(worst, fabs(ratio[d] - 1));
-        if (a->dev[d].adapt) {
+        group_ratio[g] = group_rate[g] / sum / mu;
+        worst = fmax(worst, fabs(group_ratio[g] - 1));
+        if (adapts[g]) {
             n_adapt++;
-            log_sum += log(ratio[d]);
+            log_sum += log(group_ratio[g]);
         }
     }
+    double ratio[HETCL_TRAIN_MAX_DEVICES];
+    for (int d = 0; d < a->n_dev; d++)
+        ratio[d] = a->dev[d].gone ? 1.0 : group_ratio[a->dev[d].group];
     if (worst <= a->dead_band || n_adapt == 0)
         return false;
     /* When every device adapts, nothing fixes the scale of the sizes (doubling them all keeps

@@ -379,8 +379,9 @@ static hetcl_status meta_position(const struct meta *m, int64_t n_examples,
         return s;
     if (rng != want)
         return refuse(m, "rng", what, hetcl_st_metadata(m->f, "rng"));
-    if ((s = meta_num(m, "epoch_loss_sum", 0, NUM_MAX, NAN, &st->epoch_loss_sum)) != HETCL_OK ||
-        (s = meta_num(m, "elapsed_s", 0, SECONDS_MAX, NAN, &st->elapsed_s)) != HETCL_OK ||
+    if ((s = meta_num(m, "epoch_loss_sum", 0, NUM_MAX, (double) NAN, &st->epoch_loss_sum)) !=
+                HETCL_OK ||
+        (s = meta_num(m, "elapsed_s", 0, SECONDS_MAX, (double) NAN, &st->elapsed_s)) != HETCL_OK ||
         (s = meta_num(m, "eval_s", 0, st->elapsed_s, 0, &st->eval_s)) != HETCL_OK)
         return s;
     return HETCL_OK;

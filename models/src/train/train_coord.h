@@ -118,7 +118,8 @@ hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc);
  * batch fails the run (st, with the detail). */
 hetcl_status hetcl__tr_slot_failed(struct tr *t, struct tr_slot *s, hetcl_status st);
 /* OpenCL device d failed with st (the detail on the context) on a batch of `examples` examples
- * that will be given to others: excluded the first time, the batch counted as reassigned.
+ * that will be given to others: excluded the first time, the batch counted as reassigned
+ * (examples 0: no batch).
  * HETCL_ERR_NO_DEVICE when no device is left. */
 hetcl_status hetcl__tr_device_failed(struct tr *t, struct tr_dev *d, hetcl_status st,
                                      int64_t examples);
@@ -128,6 +129,9 @@ hetcl_status hetcl__tr_device_failed(struct tr *t, struct tr_dev *d, hetcl_statu
  * device is left; otherwise st. */
 hetcl_status hetcl__tr_submit_failed(struct tr *t, struct tr_dev *d, hetcl_status st,
                                      const int64_t *idx, int64_t n, bool *gone);
+/* OpenCL device d cannot train (st, the detail on the context) before the run starts: excluded
+ * with the phase "setup", nothing reassigned. */
+void hetcl__tr_exclude_at_setup(struct tr *t, struct tr_dev *d, hetcl_status st);
 /* Hands n examples at idx (into the cursor's permutation) back to the coordinator. */
 void hetcl__tr_give_back(struct tr *t, const int64_t *idx, int64_t n);
 /* Up to want examples handed back by excluded devices (*idx: into the cursor's permutation);
@@ -138,5 +142,33 @@ int64_t hetcl__tr_take_returned(struct tr *t, int64_t want, const int64_t **idx)
 void hetcl__tr_clear_failures(struct tr *t);
 /* Copies the exclusions into the result. */
 void hetcl__tr_result_exclusions(const struct tr *t, struct hetcl_train_result *res);
+
+/* ---- train_mem.c ------------------------------------------------------------------------- */
+
+/* The share of a device's global memory its replica may take (the rest: what the count does
+ * not see, see train_mem.c). */
+#define HETCL__TR_MEM_FRACTION 0.75
+
+/* The device buffers of a replica of spec at `rows` examples: their sum and the largest one. */
+hetcl_status hetcl__tr_replica_bytes(const hetcl_model_spec *spec, int64_t rows, size_t *total,
+                                     size_t *largest);
+/* The largest batch whose replica fits HETCL__TR_MEM_FRACTION of global_bytes and whose
+ * largest buffer fits max_alloc_bytes (0: unknown, no limit), and the limit that sets it
+ * (*limit: "global_mem", "max_alloc" or "none" when neither binds below 2^24); 0 when one
+ * example does not fit. */
+int64_t hetcl__tr_mem_bound(const hetcl_model_spec *spec, uint64_t global_bytes,
+                            uint64_t max_alloc_bytes, const char **limit);
+/* Sizes OpenCL device d's batches against its memory (after its options' bounds are known,
+ * before its replica is prepared): an upper bound above the memory's is lowered with a
+ * warning on the context. HETCL_ERR_NO_MEMORY when not even one example fits. */
+hetcl_status hetcl__tr_size_device(struct tr *t, struct tr_dev *d);
+/* A batch on OpenCL device d failed: true when it is an allocation failure to survive (the
+ * runtime counted one more for its worker than d has seen, and d has not shrunk before) or a
+ * batch cancelled behind one: d is set shrinking (no batch is handed to it) and the caller
+ * hands the batch back without excluding d. */
+bool hetcl__tr_alloc_failed(struct tr *t, struct tr_dev *d);
+/* Once a shrinking device has no batch in flight: its replica registered again at the new
+ * bound, and it trains on. */
+hetcl_status hetcl__tr_shrink_done(struct tr *t);
 
 #endif /* HETCL_TRAIN_COORD_H */

@@ -90,6 +90,12 @@ static hetcl_status exclude(struct tr *t, struct tr_dev *d, hetcl_status st)
     else
         snprintf(e->error, sizeof e->error, "%s%s%s", hetcl_status_str(st), why[0] ? ": " : "",
                  why);
+    if (d->shrinks > 0) { /* the retry after an allocation failure failed too */
+        size_t len = strlen(e->error);
+        snprintf(e->error + len, sizeof e->error - len,
+                 " (after an allocation failure halved its batch bound to %lld)",
+                 (long long) d->b_max);
+    }
     e->t_s = hetcl__tr_elapsed_s(t);
     d->excluded = true;
     hetcl__adapt_drop(&t->adapt, d->index);
@@ -99,6 +105,19 @@ static hetcl_status exclude(struct tr *t, struct tr_dev *d, hetcl_status st)
     char all[1024];
     list_exclusions(t, all, sizeof all);
     return hetcl__fail(t->ctx, HETCL_ERR_NO_DEVICE, "train: every device failed: %s", all);
+}
+
+void hetcl__tr_exclude_at_setup(struct tr *t, struct tr_dev *d, hetcl_status st)
+{
+    if (t->n_excl >= HETCL_TRAIN_MAX_DEVICES)
+        return;
+    struct hetcl_train_exclusion *e = &t->excl[t->n_excl++];
+    hetcl__strlcpy(e->device, d->name, sizeof e->device);
+    hetcl__strlcpy(e->phase, "setup", sizeof e->phase);
+    snprintf(e->error, sizeof e->error, "%s: %s", hetcl_status_str(st),
+             hetcl_context_last_error(t->ctx));
+    e->t_s = 0;
+    d->excluded = true;
 }
 
 /* The exclusion record of device d (the last one: a device is excluded once). */
@@ -117,7 +136,7 @@ hetcl_status hetcl__tr_device_failed(struct tr *t, struct tr_dev *d, hetcl_statu
     if (!d->excluded)
         r = exclude(t, d, st);
     struct hetcl_train_exclusion *e = record_of(t, d);
-    if (e) {
+    if (e && examples > 0) {
         e->batches_reassigned++;
         e->examples_reassigned += examples;
     }
@@ -134,7 +153,9 @@ hetcl_status hetcl__tr_slot_failed(struct tr *t, struct tr_slot *s, hetcl_status
         return hetcl__fail(t->ctx, st, "a batch on %s failed: %s%s%s", d->name,
                            hetcl_status_str(st), why[0] ? ": " : "", why);
     }
-    hetcl_status r = hetcl__tr_device_failed(t, d, st, s->n);
+    /* The first allocation failure shrinks the device rather than excluding it. */
+    hetcl_status r =
+            hetcl__tr_alloc_failed(t, d) ? HETCL_OK : hetcl__tr_device_failed(t, d, st, s->n);
     hetcl__tr_give_back(t, s->idx, s->n);
     hetcl_task_release(s->task);
     s->task = NULL;
@@ -163,7 +184,7 @@ void hetcl__tr_clear_failures(struct tr *t)
     if (!t->failed_pending)
         return;
     for (int i = 0; i < t->n_dev; i++)
-        if (t->dev[i].excluded && t->dev[i].inflight > 0)
+        if ((t->dev[i].excluded || t->dev[i].shrinking) && t->dev[i].inflight > 0)
             return; /* its other batch is still to be heard of */
     /* Every task in the runtime is one of ours: its status is the failure already handled. */
     (void) hetcl_runtime_wait_all(t->rt);

@@ -21,6 +21,9 @@ struct hetcl__adapt_dev {
     int64_t batch, b_min, b_max;
     bool adapt; /* false: the size stays fixed (hogbatch) */
     bool gone;  /* dropped from the run (a device that failed): not in the shares any more */
+    /* Devices of one group share one target share and one ratio (hetcl__adapt_group): the
+     * host workers are the paper's one CPU worker. Default: a group of its own (index d). */
+    int group;
     /* EWMA of the time one batch takes at `batch` (ns); 0 = no sample since the last change. */
     double t_batch_ns;
     uint64_t samples; /* since the last change */
@@ -44,6 +47,8 @@ void hetcl__adapt_init(struct hetcl__adapt *a, int n_dev, uint64_t period_ns, do
 /* Sets a device's starting size and bounds (the size is clamped into them). */
 void hetcl__adapt_set(struct hetcl__adapt *a, int d, int64_t batch, int64_t b_min, int64_t b_max,
                       bool adapt);
+/* Puts device d in group g (0 <= g < n_dev): the rule balances groups, not devices. */
+void hetcl__adapt_group(struct hetcl__adapt *a, int d, int g);
 /* Records that device d finished a batch of `batch` examples which it worked on for
  * duration_ns. Samples of a size other than the current one (batches handed out before a
  * change) are rescaled proportionally. */
@@ -52,13 +57,15 @@ void hetcl__adapt_record(struct hetcl__adapt *a, int d, int64_t batch, uint64_t 
 void hetcl__adapt_drop(struct hetcl__adapt *a, int d);
 /* The rule, applied at most once per period (returns true when a batch size changed):
  *   rate_d = 1 / t_d, t_d the EWMA batch time of device d at its current size b_d;
- *   mu = 1 / n (target share of the updates; n the devices not dropped),
- *   p_d = rate_d / sum_j rate_j, r_d = p_d / mu;
- *   nothing changes while every |r_d - 1| <= epsilon (the dead band);
+ *   groups G (hetcl__adapt_group; the training run puts every host worker in one group, the
+ *   paper's "CPU worker", and each OpenCL device in its own), rate_G = sum of its rates,
+ *   mu = 1 / n (target share of the updates; n the groups with a device not dropped),
+ *   p_G = rate_G / sum_H rate_H, r_d = r_G = p_G / mu for every device d of G;
+ *   nothing changes while every |r_G - 1| <= epsilon (the dead band);
  *   otherwise, for each adaptive device (one whose bounds differ) with a sample since its
  *   last change: b_d <- clamp(round(b_d * clamp(r_d / g, 1/2, 2)), b_min_d, b_max_d),
  *   where g = 1 when some device has fixed bounds (it sets the scale), and otherwise the
- *   geometric mean of the r_d (so that the product of the sizes stays put).
+ *   geometric mean of the groups' r_G (so that the product of the sizes stays put).
  * A device that updates too often (r_d > 1) gets larger batches, one that updates too rarely
  * smaller ones. If a batch's time is proportional to its size, one decision equalises the
  * rates (the update rate r_d / b_d scales by 1 / r_d); the ratio clamp damps the latency part

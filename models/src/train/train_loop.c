@@ -106,7 +106,7 @@ static hetcl_status dispatch(struct tr *t, struct tr_dev *d, bool *none)
     *none = false;
     if (!s)
         return HETCL_OK;
-    if (d->excluded)
+    if (d->excluded || d->shrinking)
         return HETCL_OK;
     int64_t want = t->o.algo == HETCL_TRAIN_ADAPTIVE ? t->adapt.dev[d->index].batch : d->b_init;
     double at = hetcl__tr_progress(t);
@@ -263,6 +263,8 @@ hetcl_status hetcl__tr_epoch_async(struct tr *t, struct tr_epoch_acc *acc)
         if (s != HETCL_OK)
             break;
         hetcl__tr_clear_failures(t);
+        if ((s = hetcl__tr_shrink_done(t)) != HETCL_OK)
+            break;
         exhausted = exhausted && t->n_returned == 0;
     }
     if (s != HETCL_OK) {
@@ -381,6 +383,8 @@ static hetcl_status sync_wait(struct tr *t, int used, hetcl_status s, bool *redo
             continue;
         if (t->dev[i].is_host)
             s = hetcl__fail(t->ctx, ts, "train: gradient on %s failed", t->dev[i].name);
+        else if (hetcl__tr_alloc_failed(t, &t->dev[i]))
+            *redo = true; /* on the others while it shrinks */
         else if ((s = hetcl__tr_device_failed(t, &t->dev[i], ts, sl->n)) == HETCL_OK)
             *redo = true;
     }
@@ -430,6 +434,8 @@ static hetcl_status sync_step(struct tr *t, const int64_t *idx, int64_t *n, floa
         if (s != HETCL_OK)
             return s;
         hetcl__tr_clear_failures(t);
+        if ((s = hetcl__tr_shrink_done(t)) != HETCL_OK)
+            return s;
         if (!redo) {
             sync_gather(t, used, *n, gsum, acc);
             return HETCL_OK;

@@ -202,6 +202,12 @@ static void result_device(struct tr_run *r, int i, uint64_t tot_updates, double 
     }
     rd->batch_min_bound = t->o.algo == HETCL_TRAIN_ADAPTIVE ? d->b_min : d->b_init;
     rd->batch_max_bound = t->o.algo == HETCL_TRAIN_ADAPTIVE ? d->b_max : d->b_init;
+    rd->batch_mem_bound = d->mem_bound;
+    rd->batch_max_asked = d->b_max_asked;
+    hetcl__strlcpy(rd->batch_mem_limit, d->mem_limit, sizeof rd->batch_mem_limit);
+    rd->shrinks = d->shrinks;
+    rd->global_mem_bytes = d->mem_global;
+    rd->max_alloc_bytes = d->mem_max_alloc;
     rd->staleness_mean = d->updates ? (double) d->stale_sum / (double) d->updates : 0;
     rd->staleness_max = d->stale_max;
     rd->batch_first = d->n_traj ? d->traj_b[0] : d->b_init;

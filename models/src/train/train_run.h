@@ -33,6 +33,20 @@ struct tr_dev {
     bool is_host;
     char name[64];
     int64_t b_min, b_max, b_init;
+    /* OpenCL: its memory (CL_DEVICE_GLOBAL_MEM_SIZE, CL_DEVICE_MAX_MEM_ALLOC_SIZE; 0 unknown),
+     * the largest batch whose replica fits it and the limit that sets it ("global_mem",
+     * "max_alloc", "none"; "alloc_failure" after a shrink), the upper bound asked for when it
+     * was lowered to fit (0: not lowered), and the shrinks after allocation failures
+     * (train_mem.c). */
+    uint64_t mem_global, mem_max_alloc;
+    int64_t mem_bound, b_max_asked;
+    char mem_limit[16];
+    int shrinks;
+    /* An allocation failed: no batch is handed to it until those in flight are heard of and
+     * its replica is registered again at the halved bound (coordinator only). */
+    bool shrinking;
+    uint64_t alloc_seen;  /* the runtime's count of its allocation failures, last seen */
+    char shrink_why[256]; /* the failure that made it shrink */
     /* Host: gather buffers and workspace for b_max rows (one task of a worker at a time). */
     float *xb;
     int32_t *yb;

@@ -176,7 +176,17 @@ static hetcl_status device_buffers(struct tr *t)
                 return hetcl__fail(t->ctx, HETCL_ERR_NO_DEVICE,
                                    "train: OpenCL devices need at least one host worker for "
                                    "the replica copies and merges");
-            hetcl_status s = hetcl__tr_cl_prepare(t, d);
+            hetcl_status s = hetcl__tr_size_device(t, d);
+            if (s == HETCL_ERR_NO_MEMORY && t->n_dev > 1) {
+                /* Not even one example fits: the others train without it. */
+                hetcl__tr_exclude_at_setup(t, d, s);
+                continue;
+            }
+            if (s == HETCL_OK)
+                s = hetcl__tr_cl_prepare(t, d);
+            /* Its first allocation failure is the coordinator's to survive (train_mem.c). */
+            if (s == HETCL_OK)
+                s = hetcl_runtime_defer_alloc_exclusion(t->rt, (size_t) d->worker, 1);
             if (s != HETCL_OK)
                 return s;
             if (t->o.algo == HETCL_TRAIN_SYNC &&
@@ -184,7 +194,11 @@ static hetcl_status device_buffers(struct tr *t)
                 return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "device %s gradient", d->name);
         }
     }
-    return HETCL_OK;
+    for (int i = 0; i < t->n_dev; i++)
+        if (!t->dev[i].excluded)
+            return HETCL_OK;
+    return hetcl__fail(t->ctx, HETCL_ERR_NO_DEVICE, "train: no device's memory holds a replica: %s",
+                       t->excl[0].error);
 }
 
 /* A dataset (NULL: none) the model can train or be evaluated on: dense, single-label, with its
@@ -240,6 +254,12 @@ void hetcl__tr_destroy(struct tr *t)
         struct tr_dev *d = &t->dev[i];
         if (d->cl)
             hetcl__tr_cl_release(t, d);
+        /* The runtime outlives the run: back to excluding at once. Cannot fail (an OpenCL
+         * worker of this runtime). */
+        hetcl_status ds =
+                d->is_host ? HETCL_OK
+                           : hetcl_runtime_defer_alloc_exclusion(t->rt, (size_t) d->worker, 0);
+        (void) ds;
         hetcl__free(d->xb);
         hetcl__free(d->yb);
         hetcl__free(d->ws);
@@ -402,10 +422,25 @@ static hetcl_status start_clocks(struct tr_run *r)
                       (uint64_t) ((t->o.adapt_period_s > 0 ? t->o.adapt_period_s : 0.05) * 1e9),
                       t->o.adapt_dead_band, hetcl__now_ns());
     hetcl_status s = HETCL_OK;
+    /* The host workers are balanced as one group, the paper's CPU worker (one OpenMP team
+     * there), against each OpenCL device: with 16 host workers and a GPU, per-worker balance
+     * aimed the GPU at 1/17 of the updates where the paper brings the CPU:GPU ratio from about
+     * 98:2 to 55:45-75:25. Without OpenCL devices each host worker stays its own group. */
+    bool any_cl = false;
+    for (int i = 0; i < t->n_dev; i++)
+        any_cl |= !t->dev[i].is_host;
+    int host_group = -1;
     for (int i = 0; i < t->n_dev; i++) {
         struct tr_dev *d = &t->dev[i];
         hetcl__adapt_set(&t->adapt, i, d->b_init, d->b_min, d->b_max,
                          t->o.algo == HETCL_TRAIN_ADAPTIVE && d->b_min < d->b_max);
+        if (d->is_host && any_cl) {
+            if (host_group < 0)
+                host_group = i;
+            hetcl__adapt_group(&t->adapt, i, host_group);
+        }
+        if (d->excluded)
+            hetcl__adapt_drop(&t->adapt, i);
         if (s == HETCL_OK)
             s = hetcl__tr_traj_push(t, d, d->b_init);
     }

@@ -55,6 +55,13 @@ struct hetcl_bench_ops_options {
     const char *split_cpu; /* split OpenCL CPU devices (as hetcl devices); NULL: none */
     const char *only;      /* only the cases whose label or operator contains it */
     bool no_clblast;       /* skip the direct CLBlast comparison */
+    /* Skip the OpenBLAS baseline. Otherwise, when an OpenCL CPU device is present and OpenBLAS
+     * can be loaded (libopenblas.so.0, Debian's openblas-* directories, or $HETCL_OPENBLAS),
+     * its core type is chosen by timing each one the CPU runs in a child process, and each GEMM
+     * case on a CPU device is also timed through cblas_sgemm on as many threads as the device
+     * has compute units. hetcl_bench_ops_run sets OPENBLAS_CORETYPE while it loads OpenBLAS and
+     * then restores it: no other thread may read the environment meanwhile. */
+    bool no_blas;
     /* Time limit of each isolated driver query while the devices are enumerated, in ms
      * (hetcl_enum_options.timeout_ms; 0: its default, 20000). */
     unsigned long timeout_ms;

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct opbench_blas;
+
 #define MAX_BUF     6
 #define MAX_CASES   64
 #define MAX_WORKERS 32
@@ -43,6 +45,7 @@ struct op_row {
     double us;       /* median execution time per task */
     bool from_stats; /* false: wall time / tasks (the runtime gave no kind stats) */
     double gflops, gbs, pct_ceiling, clblast_us;
+    double blas_us; /* OpenBLAS's SGEMM on the same shape (OpenCL CPU devices), 0: none */
     const char *ceiling_name;
     char variant[32]; /* the GEMM variant chosen on an OpenCL device ("" otherwise) */
 };
@@ -56,6 +59,7 @@ struct hetcl_bench_ops {
     bool failed;
     char loadavg_after[64];
     struct hetcl_device_list *list; /* what the run enumerated; NULL: host only */
+    struct opbench_blas *blas;      /* the GEMM baseline on CPU devices; NULL: not tried */
 };
 
 /* The cases: the MLP's at each batch, its update, LeNet's at each batch. */

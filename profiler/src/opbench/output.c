@@ -1,4 +1,5 @@
 /* The operator benchmark's outputs (<hetcl/bench_ops.h>): the report and the human table. */
+#include "opbench/blas.h"
 #include "opbench/opbench_impl.h"
 #include "util/textbuf.h"
 
@@ -32,6 +33,11 @@ static cJSON *row_json(const hetcl_bench_ops *b, const struct op_row *r)
         cJSON_AddNumberToObject(o, "clblast_us_median", r->clblast_us);
     if (r->variant[0])
         cJSON_AddStringToObject(o, "gemm_variant", r->variant);
+    if (r->blas_us > 0) {
+        cJSON_AddNumberToObject(o, "openblas_us_median", r->blas_us);
+        /* > 1: hetcl's operator is faster than OpenBLAS on the same cores */
+        cJSON_AddNumberToObject(o, "openblas_ratio", r->blas_us / r->us);
+    }
     return o;
 }
 
@@ -48,6 +54,18 @@ cJSON *hetcl_bench_ops_report(const hetcl_bench_ops *b)
     cJSON_AddStringToObject(prov, "loadavg_after", b->loadavg_after);
     const char *cc = getenv("OPENBLAS_CORETYPE");
     cJSON_AddStringToObject(prov, "OPENBLAS_CORETYPE", cc ? cc : "");
+    if (b->blas) {
+        cJSON *ob = cJSON_AddObjectToObject(root, "openblas");
+        cJSON_AddBoolToObject(ob, "loaded", b->blas->lib != NULL);
+        if (b->blas->lib) {
+            cJSON_AddStringToObject(ob, "library", b->blas->path);
+            cJSON_AddStringToObject(ob, "coretype", b->blas->coretype);
+            cJSON_AddStringToObject(ob, "core", b->blas->core);
+            cJSON_AddStringToObject(ob, "chosen", b->blas->how);
+        } else {
+            cJSON_AddStringToObject(ob, "why_not", b->blas->why);
+        }
+    }
     cJSON_AddNumberToObject(root, "reps", (double) b->reps);
     cJSON *arr = cJSON_AddArrayToObject(root, "results");
     for (size_t i = 0; arr && i < b->n_rows; i++)
@@ -79,8 +97,12 @@ static void row_text(struct sbuf *t, const hetcl_bench_ops *b, const struct op_r
         hetcl__sb_printf(t, "%9s ", "-");
     hetcl__sb_printf(t, "%-12s ", r->variant[0] ? r->variant : "-");
     if (r->clblast_us > 0)
-        hetcl__sb_printf(t, "%.1f µs (%.1f GFLOP/s)", r->clblast_us,
-                         b->cases[r->ci].flops / (r->clblast_us * 1e3));
+        hetcl__sb_printf(t, "%9.1f ", b->cases[r->ci].flops / (r->clblast_us * 1e3));
+    else
+        hetcl__sb_printf(t, "%9s ", "-");
+    if (r->blas_us > 0)
+        hetcl__sb_printf(t, "%9.1f %6.2fx", b->cases[r->ci].flops / (r->blas_us * 1e3),
+                         r->blas_us / r->us);
     hetcl__sb_putc(t, '\n');
 }
 
@@ -91,10 +113,18 @@ hetcl_status hetcl_bench_ops_table(hetcl_context *ctx, const hetcl_bench_ops *b,
     if (!b || !out)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_bench_ops_table: b and out required");
     struct sbuf t = {0};
-    hetcl__sb_printf(&t, "%-28s %-9s %10s %9s %8s %9s %-12s %s\n", "case", "worker", "µs",
-                     "GFLOP/s", "GB/s", "%ceiling", "variant", "CLBlast direct");
+    hetcl__sb_printf(&t, "%-28s %-9s %10s %9s %8s %9s %-12s %9s %9s %s\n", "case", "worker", "µs",
+                     "GFLOP/s", "GB/s", "%ceiling", "variant", "CLBlast", "OpenBLAS", "ratio");
     for (size_t i = 0; i < b->n_rows; i++)
         row_text(&t, b, &b->rows[i]);
+    /* CLBlast and OpenBLAS in GFLOP/s; ratio: OpenBLAS's time over hetcl's (> 1: faster) */
+    if (b->blas && b->blas->lib)
+        hetcl__sb_printf(&t,
+                         "OpenBLAS: %s, OPENBLAS_CORETYPE=%s (core %s), chosen by GFLOP/s at "
+                         "512^3: %s\n",
+                         b->blas->path, b->blas->coretype, b->blas->core, b->blas->how);
+    else if (b->blas)
+        hetcl__sb_printf(&t, "OpenBLAS baseline: none (%s)\n", b->blas->why);
     *out = t.failed ? NULL : hetcl__strdup(t.p);
     hetcl__sb_free(&t);
     return *out ? HETCL_OK : hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "bench ops: out of memory");

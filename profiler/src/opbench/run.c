@@ -1,6 +1,7 @@
 /* The operator benchmark's run (<hetcl/bench_ops.h>): each case on each worker as runtime tasks,
  * the ceilings it is judged against, and CLBlast's SGEMM called directly for comparison. */
 #include "bench/bench_util.h"
+#include "opbench/blas.h"
 #include "opbench/opbench_impl.h"
 
 #include <hetcl/gemm_choice.h>
@@ -159,6 +160,13 @@ static void gemm_variant(const hetcl_context *ctx, const struct hetcl_device_des
 
 /* ------------------------------------------------------------------ one worker */
 
+/* OpenBLAS's SGEMM is the baseline of GEMMs on OpenCL CPU devices, run on as many threads as
+ * the device has compute units (the same cores). */
+static bool blas_applies(const hetcl_bench_ops *b, const struct hetcl_device_desc *desc)
+{
+    return b->blas && b->blas->lib && desc && desc->type == HETCL_DEVICE_CPU;
+}
+
 /* What a worker's cases are judged against and compared with. */
 struct worker_ctx {
     int index;
@@ -211,10 +219,11 @@ static hetcl_status run_worker(hetcl_bench_ops *b, const struct hetcl_bench_ops_
         hetcl__strlcpy(r->worker, wc->wi.name, sizeof r->worker);
         r->worker_kind = hetcl_worker_kind_name(wc->wi.kind);
         /* On OpenCL devices the GEMM operator (conv's too) first measures its variants
-         * (<hetcl/gemm_choice.h>): up to 4 x (1 + HETCL_GEMM_SAMPLES) calls per shape, which
-         * must not be timed as the operator's speed. */
-        unsigned long warmup =
-                wc->wi.desc && c->flops > 0 ? 4 * (1 + HETCL_GEMM_SAMPLES) * 2 + 2 : 2;
+         * (<hetcl/gemm_choice.h>): up to HETCL_GEMM_N_VARIANTS x (1 + HETCL_GEMM_SAMPLES) calls
+         * per shape, which must not be timed as the operator's speed. */
+        unsigned long warmup = wc->wi.desc && c->flops > 0
+                                       ? HETCL_GEMM_N_VARIANTS * (1 + HETCL_GEMM_SAMPLES) * 2 + 2
+                                       : 2;
         run_op(rt, c, ci, wc->index, warmup, b->reps, r);
         if (wc->wi.desc && c->is_gemm)
             gemm_variant(hetcl_runtime_context(rt), wc->wi.desc, c, r->variant, sizeof r->variant);
@@ -225,6 +234,9 @@ static hetcl_status run_worker(hetcl_bench_ops *b, const struct hetcl_bench_ops_
         judge(c, wc, r);
         if (wc->have_raw && c->is_gemm)
             r->clblast_us = clblast_gemm_us(&wc->raw, &c->gemm, b->reps);
+        if (c->is_gemm && blas_applies(b, wc->wi.desc))
+            r->blas_us = hetcl__opbench_blas_gemm_us(b->blas, &c->gemm, wc->wi.desc->compute_units,
+                                                     b->reps);
     }
     return HETCL_OK;
 }
@@ -281,6 +293,21 @@ static hetcl_status run_workers(hetcl_context *ctx, hetcl_bench_ops *b,
     return s;
 }
 
+/* Loads OpenBLAS when some OpenCL CPU device could run the cases; records why not otherwise. */
+static void open_blas(hetcl_bench_ops *b)
+{
+    unsigned threads = 0;
+    for (size_t i = 0; b->list && i < b->list->n_devices; i++)
+        if (b->list->devices[i].type == HETCL_DEVICE_CPU &&
+            b->list->devices[i].compute_units > threads)
+            threads = b->list->devices[i].compute_units;
+    if (threads == 0)
+        return;
+    b->blas = hetcl__calloc(1, sizeof *b->blas);
+    if (b->blas)
+        (void) hetcl__opbench_blas_open(b->blas, threads);
+}
+
 hetcl_status hetcl_bench_ops_run(hetcl_context *ctx, const struct hetcl_bench_ops_options *o,
                                  hetcl_bench_ops **out)
 {
@@ -306,6 +333,11 @@ hetcl_status hetcl_bench_ops_run(hetcl_context *ctx, const struct hetcl_bench_op
     if (strcmp(ro.devices, "host") != 0)
         s = hetcl__bench_enumerate(ctx, o->split_cpu, o->timeout_ms, &b->list);
     ro.device_list = b->list;
+    /* Before the runtime: the core type is measured in child processes, which must not
+     * inherit a driver's threads, and OpenBLAS is loaded while nothing else reads the
+     * environment. */
+    if (s == HETCL_OK && !o->no_blas)
+        open_blas(b);
     hetcl_runtime *rt = NULL;
     if (s == HETCL_OK)
         s = hetcl_runtime_create(ctx, &ro, &rt);
@@ -340,6 +372,9 @@ void hetcl_bench_ops_destroy(hetcl_bench_ops *b)
     if (!b)
         return;
     hetcl_device_list_destroy(b->list);
+    if (b->blas)
+        hetcl__opbench_blas_close(b->blas);
+    hetcl__free(b->blas);
     hetcl__free(b->rows);
     hetcl__free(b);
 }

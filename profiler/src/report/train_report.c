@@ -147,6 +147,19 @@ static void devices_config(cJSON *cf, const struct hetcl_train_result *r)
         hetcl__json_add(b, "initial", cJSON_CreateNumber((double) d->batch_first));
         hetcl__json_add(b, "min", cJSON_CreateNumber((double) d->batch_min_bound));
         hetcl__json_add(b, "max", cJSON_CreateNumber((double) d->batch_max_bound));
+        if (d->batch_mem_bound > 0) {
+            cJSON *m = cJSON_CreateObject();
+            hetcl__json_add(m, "bound", cJSON_CreateNumber((double) d->batch_mem_bound));
+            hetcl__json_add(m, "limit", cJSON_CreateString(d->batch_mem_limit));
+            hetcl__json_add(m, "global_mem_bytes",
+                            cJSON_CreateNumber((double) d->global_mem_bytes));
+            hetcl__json_add(m, "max_alloc_bytes", cJSON_CreateNumber((double) d->max_alloc_bytes));
+            hetcl__json_add(m, "max_asked",
+                            hetcl__json_number_or_null((double) d->batch_max_asked,
+                                                       d->batch_max_asked > 0));
+            hetcl__json_add(m, "shrinks", cJSON_CreateNumber(d->shrinks));
+            hetcl__json_add(b, "memory", m);
+        }
         cJSON_AddItemToArray(bs, b);
     }
     hetcl__json_add(cf, "devices", devs);

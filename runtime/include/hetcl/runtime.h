@@ -332,6 +332,9 @@ struct hetcl_worker_info {
     uint64_t busy_ns;  /* sum of task execution times */
     uint64_t bytes_in; /* transferred into its memory node for its tasks */
     uint64_t transfers_in;
+    /* Device allocations refused for its tasks (injected ones included), whether or not they
+     * excluded it (see hetcl_runtime_defer_alloc_exclusion). */
+    uint64_t alloc_failures;
 };
 HETCL_API size_t hetcl_runtime_n_workers(const hetcl_runtime *rt);
 /* Fills *out for worker i; HETCL_ERR_INVALID_ARG if out of range. */
@@ -358,6 +361,18 @@ typedef enum hetcl_fault {
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_runtime_inject_fault(hetcl_runtime *rt, size_t worker,
                                                                   hetcl_fault fault,
                                                                   unsigned count);
+
+/* Leaves to the caller the decision on worker i's next `count` device allocation failures: an
+ * allocation refused while its buffers are acquired for a task (injected ones included:
+ * HETCL_FAULT_ALLOC), or a completion event that reports CL_MEM_OBJECT_ALLOCATION_FAILURE. The
+ * task then fails with HETCL_ERR_NO_DEVICE (its successors are cancelled) and the worker is
+ * not excluded; each is counted in hetcl_worker_info.alloc_failures, so that the caller can
+ * tell it from other failures and retry with smaller buffers. Later failures exclude the
+ * worker as usual (unless keep_failed_devices). OpenCL workers only (HETCL_ERR_INVALID_ARG);
+ * count 0 turns it off. Any thread. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_runtime_defer_alloc_exclusion(hetcl_runtime *rt,
+                                                                           size_t worker,
+                                                                           unsigned count);
 
 /* Writes the recorded trace (options.trace) as Chrome Trace Event JSON, atomically: one track
  * per worker queue, a slice per task and transfer, flow arrows for dependencies and transfers.

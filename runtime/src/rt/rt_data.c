@@ -282,6 +282,7 @@ static hetcl_status acquire_node0(struct rt_worker *w, struct rt_task *t, struct
                 w->clctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, h->bytes, h->host_ptr, &e);
         if (e != CL_SUCCESS) {
             h->host_mems[w->platform] = NULL;
+            w->fail_alloc = true;
             return device_failure(w, "clCreateBuffer(CL_MEM_USE_HOST_PTR)", e);
         }
         h->host_mems_stale &= ~bit; /* created from the host's current contents */
@@ -353,6 +354,7 @@ static hetcl_status acquire_device(struct rt_worker *w, struct rt_task *t, struc
         c->mem = clCreateBuffer(w->clctx, CL_MEM_READ_WRITE, h->bytes, NULL, &e);
         if (e != CL_SUCCESS) {
             c->mem = NULL;
+            w->fail_alloc = true;
             return device_failure(w, "clCreateBuffer", e);
         }
     }
@@ -409,8 +411,10 @@ hetcl_status hetcl__rt_data_acquire_cl(struct rt_worker *w, struct rt_task *t, c
     /* An injected allocation fault fails the task's first acquisition, whether or not its
      * buffers happen to be allocated already, so that tests are deterministic. */
     unsigned f = atomic_load(&w->fault_alloc);
+    w->fail_alloc = false;
     while (t->n_buffers > 0 && f > 0)
         if (atomic_compare_exchange_weak(&w->fault_alloc, &f, f - 1)) {
+            w->fail_alloc = true;
             snprintf(w->fail_detail, sizeof w->fail_detail,
                      "device allocation on %s failed (injected fault)", w->name);
             return hetcl__fail(w->rt->ctx, HETCL_ERR_NO_DEVICE, "%s", w->fail_detail);

@@ -9,10 +9,13 @@
  *     HETCL_INJECT_FAULTS=WORKER:KIND=N[,WORKER:KIND=N...]
  *
  * WORKER is a worker's name ("p0d0", "p1d0.1") or "opencl" (every OpenCL worker); KIND is
- * enqueue-every (N >= 1) or complete (the N-th completion, N >= 1). A malformed entry makes
- * hetcl_runtime_create fail with HETCL_ERR_INVALID_ARG naming it, so that a typo does not test
- * the healthy path. Naming a worker the runtime does not have is not an error (the same
- * variable serves commands that create runtimes over different devices).
+ * enqueue-every (N >= 1), complete (the N-th completion, N >= 1), alloc (the device allocations
+ * of the next N tasks with buffers fail: HETCL_FAULT_ALLOC) or mem (the device reports N bytes
+ * of global memory, and at most a quarter of that per allocation, as OpenCL's minimum ratio:
+ * a small device for tests of what is sized against its memory; nothing is allocated less). A
+ * malformed entry makes hetcl_runtime_create fail with HETCL_ERR_INVALID_ARG naming it, so that a
+ * typo does not test the healthy path. Naming a worker the runtime does not have is not an error
+ * (the same variable serves commands that create runtimes over different devices).
  *
  * Both count from the injection (hetcl_runtime_inject_fault resets them), which may come from
  * any thread: atomics.
@@ -49,25 +52,39 @@ static hetcl_status apply_entry(struct hetcl_runtime *rt, const char *s, size_t 
     e[len] = '\0';
     char *colon = strchr(e, ':'), *eq = colon ? strchr(colon, '=') : NULL;
     char *end = NULL;
-    unsigned long n = eq ? strtoul(eq + 1, &end, 10) : 0;
+    unsigned long long n = eq ? strtoull(eq + 1, &end, 10) : 0;
     hetcl_fault kind = HETCL_FAULT_ENQUEUE_EVERY;
-    bool ok = colon && eq && end && *end == '\0' && eq[1] != '\0' && n >= 1 && n <= 1000000000;
+    bool mem = false;
+    bool ok = colon && eq && end && *end == '\0' && eq[1] != '\0' && n >= 1;
     if (ok) {
         *colon = *eq = '\0';
         if (strcmp(colon + 1, "complete") == 0)
             kind = HETCL_FAULT_COMPLETION;
+        else if (strcmp(colon + 1, "alloc") == 0)
+            kind = HETCL_FAULT_ALLOC;
+        else if (strcmp(colon + 1, "mem") == 0)
+            mem = true;
         else
             ok = strcmp(colon + 1, "enqueue-every") == 0;
+        ok = ok && (mem ? n <= (1ull << 50) : n <= 1000000000);
     }
     if (!ok)
         return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG,
-                           "HETCL_INJECT_FAULTS: entry \"%.*s\": expected WORKER:enqueue-every=N "
-                           "or WORKER:complete=N (N >= 1; WORKER a worker's name or opencl)",
+                           "HETCL_INJECT_FAULTS: entry \"%.*s\": expected WORKER:enqueue-every=N, "
+                           "WORKER:complete=N, WORKER:alloc=N or WORKER:mem=BYTES (N >= 1; "
+                           "WORKER a worker's name or opencl)",
                            (int) len, s);
     for (size_t i = 0; i < rt->n_workers; i++) {
         struct rt_worker *w = rt->workers[i];
         if (w->kind != HETCL_WORKER_OPENCL || (strcmp(e, "opencl") != 0 && strcmp(e, w->name) != 0))
             continue;
+        if (mem) {
+            /* Before any worker reads it: the runtime is being created. */
+            w->desc.global_mem_bytes = n;
+            if (w->desc.max_alloc_bytes > n / 4)
+                w->desc.max_alloc_bytes = n / 4;
+            continue;
+        }
         hetcl_status st = hetcl_runtime_inject_fault(rt, i, kind, (unsigned) n);
         if (st != HETCL_OK)
             return st;

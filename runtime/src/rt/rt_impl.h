@@ -206,6 +206,12 @@ struct rt_worker {
     char fail_detail[HETCL_STR_MAX];
     atomic_bool excluded;
     char excluded_reason[HETCL_STR_MAX];
+    /* The last device failure in rt_data.c was an allocation refused (worker thread). */
+    bool fail_alloc;
+    /* Allocation failures left that fail their task without excluding the worker
+     * (hetcl_runtime_defer_alloc_exclusion), and those seen so far. */
+    atomic_uint alloc_defer;
+    atomic_uint_fast64_t alloc_failures;
     atomic_uint fault_alloc; /* injected faults left */
     atomic_uint fault_task;
     /* Injected mid-run failures (rt_fault.c): every N-th enqueue (0: none) and the enqueues

@@ -60,6 +60,7 @@ hetcl_status hetcl_runtime_worker_info(const hetcl_runtime *rt, size_t i,
     out->busy_ns = atomic_load(&w->busy_ns);
     out->bytes_in = atomic_load(&w->bytes_in);
     out->transfers_in = atomic_load(&w->transfers_in);
+    out->alloc_failures = atomic_load(&w->alloc_failures);
     return HETCL_OK;
 }
 

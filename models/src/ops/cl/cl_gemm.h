@@ -39,10 +39,11 @@ struct gemm_pick {
  * on first use; without one, as with a NULL ctx, the tiled kernel, unmeasured); loads the
  * file of ctx's cache directory on first use and saves decisions made since the last call. */
 struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const struct clop_gemm *g);
-/* The measurement's commands are enqueued and `end` is the last one's event: its own start and
- * end time the sample. Retained here and released once the sample is recorded (from an event
- * callback). */
-void hetcl__gemm_watch(struct gemm_pick p, cl_event end);
+/* The measurement's commands are enqueued and `end` is the last one's event; `start` (may be
+ * NULL) a marker enqueued right before them, without a wait list, for a variant of several
+ * commands. The sample runs from start's end (else end's own start) to end's end. Both are
+ * retained here and released once the sample is recorded (from an event callback). */
+void hetcl__gemm_watch(struct gemm_pick p, cl_event start, cl_event end);
 /* The variant could not be enqueued for this entry: drop it from the measurement. */
 void hetcl__gemm_unavailable(struct gemm_pick p);
 

@@ -88,4 +88,9 @@ void hetcl__clop_chain_push(struct clop_chain *ch, cl_event ev);
  * on failure releases it and leaves *done NULL. Returns status (or a marker failure). */
 hetcl_status hetcl__clop_chain_end(struct clop_chain *ch, hetcl_status status, cl_event *done);
 
+/* The row softmax of loss.cl (float logits) and f16.cl (half logits, logit_bytes 2): args
+ * hetcl_op_xent_args, buffers logits and probabilities (float), one work-item per row. */
+hetcl_status hetcl__clop_softmax(const struct hetcl_cl_call *call, cl_event *done, const char *op,
+                                 const char *file, const char *kname, size_t logit_bytes);
+
 #endif /* HETCL_CL_OP_UTIL_H */

@@ -102,32 +102,10 @@ hetcl_status hetcl__op_gemm_f16_cl(const struct hetcl_cl_call *call, cl_event *d
 
 hetcl_status hetcl__op_softmax_f16_cl(const struct hetcl_cl_call *call, cl_event *done)
 {
-    static const char op[] = "softmax_f16", kname[] = "softmax_f16";
     *done = NULL;
-    hetcl_status s = need_fp16(call, op);
-    if (s != HETCL_OK ||
-        (s = hetcl__clop_args(call, op, sizeof(struct hetcl_op_xent_args))) != HETCL_OK)
+    hetcl_status s = need_fp16(call, "softmax_f16");
+    if (s != HETCL_OK)
         return s;
-    const struct hetcl_op_xent_args *a = call->args;
-    size_t n = 0;
-    const int64_t dims[2] = {a->rows, a->classes};
-    if ((s = hetcl__clop_dim(call, op, "rows", a->rows, 0)) != HETCL_OK ||
-        (s = hetcl__clop_dim(call, op, "classes", a->classes, 1)) != HETCL_OK ||
-        (s = hetcl__clop_count(call, op, "logits", dims, 2, &n)) != HETCL_OK ||
-        (s = hetcl__clop_need(call, op, 0, "logits", n * sizeof(uint16_t))) != HETCL_OK ||
-        (s = hetcl__clop_need(call, op, 1, "probs", n * sizeof(float))) != HETCL_OK)
-        return s;
-    cl_kernel k = NULL;
-    if ((s = hetcl_cl_kernel(call, "f16.cl", NULL, kname, &k)) != HETCL_OK)
-        return s;
-    const cl_int rows = (cl_int) a->rows, classes = (cl_int) a->classes;
-    const struct clop_arg args[] = {CLOP_ARG(rows), CLOP_ARG(classes), CLOP_ARG(call->mems[0]),
-                                    CLOP_ARG(call->mems[1])};
-    struct clop_chain ch = {.call = call};
-    s = hetcl__clop_set(call, k, kname, args, 4);
-    if (s == HETCL_OK) {
-        const size_t g[1] = {(size_t) rows};
-        s = hetcl__clop_chain_launch(&ch, k, kname, 1, g, NULL);
-    }
-    return hetcl__clop_chain_end(&ch, s, done);
+    return hetcl__clop_softmax(call, done, "softmax_f16", "f16.cl", "softmax_f16",
+                               sizeof(uint16_t));
 }

@@ -21,7 +21,13 @@ struct prepared {
     const char *kname;
     size_t global[2];
     bool naive;
+    bool wg; /* HETCL_GEMM_TILED_WG: work-groups of WG_TILES x 1 */
 };
+
+/* The work-group of HETCL_GEMM_TILED_WG: 16 tiles along N (dimension 0), whatever the shape, so
+ * that PoCL compiles one variant per kernel; the global size is rounded up to it, and the
+ * work-items past the last tile return at once. */
+#define WG_TILES 16
 
 /* Fetches the variant's kernel and sets its arguments: everything but the enqueue. */
 static hetcl_status prepare_kernel(const struct hetcl_cl_call *call, const struct clop_gemm *g,
@@ -31,6 +37,7 @@ static hetcl_status prepare_kernel(const struct hetcl_cl_call *call, const struc
                                                   "gemm_f32_tt"};
     const int layout = (g->trans_a ? 2 : 0) + (g->trans_b ? 1 : 0);
     pk->naive = v == HETCL_GEMM_NAIVE;
+    pk->wg = v == HETCL_GEMM_TILED_WG;
     pk->kname = pk->naive ? "gemm_f32_naive" : layout_kernels[layout];
     hetcl_status s =
             hetcl_cl_kernel(call, "gemm.cl", v == HETCL_GEMM_TILED_MFAST ? opts_mfast : opts_tiled,
@@ -70,10 +77,12 @@ static hetcl_status prepare_kernel(const struct hetcl_cl_call *call, const struc
 
 static hetcl_status launch_prepared(struct clop_chain *ch, const struct prepared *pk)
 {
-    /* The layout kernels take one tile per work-item; on CPUs a fixed 1 x 1 work-group (gemm.cl:
-     * one compiled variant on PoCL, no measurable difference), on GPUs the driver's choice (a
-     * work-group of one would idle all but one lane). The naive kernel lets clop pick. */
-    const size_t *local = pk->naive ? NULL : hetcl__clop_local_few(ch->call);
+    /* The layout kernels take one tile per work-item; on CPUs a fixed 1 x 1 work-group (one
+     * compiled variant on PoCL), on GPUs the driver's choice (a work-group of one would idle all
+     * but one lane); the tiled_wg variant a fixed larger one, for the choice table to measure
+     * against them. The naive kernel lets clop pick. */
+    static const size_t wg[3] = {WG_TILES, 1, 1};
+    const size_t *local = pk->naive ? NULL : pk->wg ? wg : hetcl__clop_local_few(ch->call);
     return hetcl__clop_chain_launch(ch, pk->k, pk->kname, 2, pk->global, local);
 }
 
@@ -145,9 +154,11 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
         if (s != HETCL_OK)
             return s;
     }
+    cl_event start = NULL;
     if (p.variant == HETCL_GEMM_CLBLAST) {
         /* CLBlast takes no wait list: a marker carries it (none is needed when there is none:
-         * the queue is in order). */
+         * the queue is in order). A measured call also gets a marker of its own, with no wait
+         * list, right before CLBlast: its end starts the sample (gemm_select.c). */
         const cl_event *wait = NULL;
         const cl_uint n_wait = hetcl__clop_chain_wait(ch, &wait);
         cl_event mark = NULL;
@@ -155,6 +166,10 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
             if ((s = hetcl__clop_marker(call, n_wait, wait, &mark)) != HETCL_OK)
                 return s;
             hetcl__clop_chain_push(ch, mark);
+        }
+        if (p.entry >= 0 && hetcl__clop_marker(call, 0, NULL, &start) == HETCL_OK) {
+            clRetainEvent(start);
+            hetcl__clop_chain_push(ch, start);
         }
     }
     if (p.variant == HETCL_GEMM_CLBLAST) {
@@ -170,7 +185,9 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
         s = launch_prepared(ch, &pk);
     }
     if (s == HETCL_OK && p.entry >= 0)
-        hetcl__gemm_watch(p, ch->last);
+        hetcl__gemm_watch(p, start, ch->last);
+    if (start)
+        clReleaseEvent(start);
     return s;
 }
 

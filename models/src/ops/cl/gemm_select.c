@@ -26,8 +26,9 @@
 #define TABLE_CAP       512
 #define DROP_FACTOR     4.0  /* slower than the best by this after two samples: dropped */
 #define DROP_FACTOR_ONE 16.0 /* ... or by this after one */
-#define FILE_NAME       "choices-v1.json"
-#define FORMAT_VERSON   1
+/* v2: tiled_wg added; a v1 file's decisions never measured it, so they are not read. */
+#define FILE_NAME     "choices-v2.json"
+#define FORMAT_VERSON 2
 
 struct entry {
     struct hetcl_gemm_choice c;
@@ -49,7 +50,7 @@ struct gemm_table {
 
 const char *hetcl_gemm_variant_name(hetcl_gemm_variant v)
 {
-    static const char *const names[] = {"tiled", "tiled_mfast", "clblast", "naive"};
+    static const char *const names[] = {"tiled", "tiled_mfast", "clblast", "naive", "tiled_wg"};
     return (unsigned) v < HETCL_GEMM_N_VARIANTS ? names[v] : "?";
 }
 
@@ -396,6 +397,7 @@ void hetcl__gemm_unavailable(struct gemm_pick p)
 /* One measurement in flight; holds a reference on p.table. */
 struct watch {
     struct gemm_pick p;
+    cl_event start; /* a marker right before a multi-command variant (CLBlast), or NULL */
 };
 
 /* Records a sample (or its failure) of what completed: the warm-up, a time, or nothing. Lock
@@ -427,29 +429,38 @@ static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *user)
 {
     struct watch *w = user;
     cl_ulong t0 = 0, t1 = 0;
-    /* The last command's own start and end. Not from the start marker's end, as this once did:
-     * on NVIDIA's OpenCL (driver 580, H100) a marker's end came milliseconds to seconds before
-     * the commands behind it could run (the choice table recorded 6 s for a 256x256x784 GEMM
-     * that runs in 30 us), so every variant's time was noise, CLBlast was dropped and a 4096^3
-     * GEMM ran naive at 3.8 TFLOP/s where CLBlast gives 31.7. CLBlast's helper kernels (padding,
-     * transposes) before its last command are not counted: a small share at the sizes where it
-     * wins, and on devices where it loses (PoCL) it loses by far more. */
+    /* A single-kernel variant: that kernel's own start and end. Not from a start marker's end,
+     * as this once did for all: on NVIDIA's OpenCL (driver 580, H100) such a marker's end came
+     * milliseconds to seconds before the kernel behind it could run (the choice table recorded
+     * 6 s for a 256x256x784 GEMM that runs in 30 us), so every time was noise and a 4096^3 GEMM
+     * ran naive at 3.8 TFLOP/s where CLBlast gives 31.7. CLBlast runs several kernels and hands
+     * back the last one's event (an unpadding copy, where it pads), so it is still timed from a
+     * marker enqueued right before it, without a wait list: timed by its last kernel alone it
+     * looked fast on PoCL and was chosen at 7-13 GFLOP/s where gemm.cl gives 100+. */
     bool ok = status == CL_COMPLETE &&
               clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
                       CL_SUCCESS &&
               clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) ==
                       CL_SUCCESS &&
               t0 <= t1;
+    cl_ulong mark = 0;
+    if (ok && w->start &&
+        clGetEventProfilingInfo(w->start, CL_PROFILING_COMMAND_END, sizeof mark, &mark, NULL) ==
+                CL_SUCCESS &&
+        mark != 0 && mark <= t0)
+        t0 = mark;
     struct gemm_table *t = w->p.table;
     pthread_mutex_lock(&t->lock);
     record(t, &w->p, ok, ok ? (double) (t1 - t0) : 0.0);
     pthread_mutex_unlock(&t->lock);
     table_release(t);
+    if (w->start)
+        clReleaseEvent(w->start);
     clReleaseEvent(ev);
     free(w);
 }
 
-void hetcl__gemm_watch(struct gemm_pick p, cl_event end)
+void hetcl__gemm_watch(struct gemm_pick p, cl_event start, cl_event end)
 {
     if (p.entry < 0)
         return;
@@ -461,12 +472,15 @@ void hetcl__gemm_watch(struct gemm_pick p, cl_event end)
         return;
     }
     w->p = p;
+    w->start = start && clRetainEvent(start) == CL_SUCCESS ? start : NULL;
     /* the callback's reference, taken before the callback can run */
     pthread_mutex_lock(&p.table->lock);
     p.table->refs++;
     pthread_mutex_unlock(&p.table->lock);
     if (clSetEventCallback(end, CL_COMPLETE, on_complete, w) != CL_SUCCESS) {
         table_release(p.table);
+        if (w->start)
+            clReleaseEvent(w->start);
         clReleaseEvent(end);
         free(w);
     }

@@ -56,9 +56,9 @@ hetcl_status hetcl__op_mse_cl(const struct hetcl_cl_call *call, cl_event *done)
     return loss_op(call, done, "mse", "mse_f32", false);
 }
 
-hetcl_status hetcl__op_softmax_cl(const struct hetcl_cl_call *call, cl_event *done)
+hetcl_status hetcl__clop_softmax(const struct hetcl_cl_call *call, cl_event *done, const char *op,
+                                 const char *file, const char *kname, size_t logit_bytes)
 {
-    static const char op[] = "softmax", kname[] = "softmax_f32";
     *done = NULL;
     hetcl_status s = hetcl__clop_args(call, op, sizeof(struct hetcl_op_xent_args));
     if (s != HETCL_OK)
@@ -69,11 +69,11 @@ hetcl_status hetcl__op_softmax_cl(const struct hetcl_cl_call *call, cl_event *do
     if ((s = hetcl__clop_dim(call, op, "rows", a->rows, 0)) != HETCL_OK ||
         (s = hetcl__clop_dim(call, op, "classes", a->classes, 1)) != HETCL_OK ||
         (s = hetcl__clop_count(call, op, "logits", dims, 2, &n)) != HETCL_OK ||
-        (s = hetcl__clop_need(call, op, 0, "logits", n * sizeof(float))) != HETCL_OK ||
+        (s = hetcl__clop_need(call, op, 0, "logits", n * logit_bytes)) != HETCL_OK ||
         (s = hetcl__clop_need(call, op, 1, "probs", n * sizeof(float))) != HETCL_OK)
         return s;
     cl_kernel k = NULL;
-    if ((s = hetcl_cl_kernel(call, "loss.cl", NULL, kname, &k)) != HETCL_OK)
+    if ((s = hetcl_cl_kernel(call, file, NULL, kname, &k)) != HETCL_OK)
         return s;
     const cl_int rows = (cl_int) a->rows, classes = (cl_int) a->classes;
     const struct clop_arg args[] = {CLOP_ARG(rows), CLOP_ARG(classes), CLOP_ARG(call->mems[0]),
@@ -85,4 +85,9 @@ hetcl_status hetcl__op_softmax_cl(const struct hetcl_cl_call *call, cl_event *do
         s = hetcl__clop_chain_launch(&ch, k, kname, 1, global, NULL);
     }
     return hetcl__clop_chain_end(&ch, s, done);
+}
+
+hetcl_status hetcl__op_softmax_cl(const struct hetcl_cl_call *call, cl_event *done)
+{
+    return hetcl__clop_softmax(call, done, "softmax", "loss.cl", "softmax_f32", sizeof(float));
 }
