@@ -95,6 +95,11 @@ static size_t data_options(struct cli_option *rows, size_t n, struct train_cli *
              .help = "use the first N training examples (after a seeded shuffle)"},
             {"--test-limit", CLI_U64, &f->test_limit, .max = 1099511627776.0, .metavar = "N",
              .help = "evaluate on the first N test examples"},
+            {"--select", CLI_STRING, &c->select,
+             .help = "models with a slide layer: lsh (default: SLIDE), sampled\n"
+                     "(sampled softmax: the labels and random outputs up to N,\n"
+                     "default the layer's min_active) or full (every output)",
+             .metavar = "lsh|sampled[:N]|full"},
             {"--no-standardize", CLI_FLAG, &c->no_standardize,
              .help = "keep raw features (default: standardize each feature with\n"
                      "the training set's mean and deviation)"},
@@ -522,8 +527,7 @@ int train_cli_write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_
                                                                        : CLI_EXIT_OK;
 }
 
-/* The exit code of a failed run, after its one-line error. */
-static int run_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_status s)
+int train_cli_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_status s)
 {
     if (!c->quiet && isatty(STDOUT_FILENO))
         printf("\n");
@@ -567,6 +571,14 @@ int cli_train(int argc, char **argv)
     /* MPI first: its start waits for every rank, so that a rank that dies later is noticed by
      * the others' syncs rather than by their start. */
     rc = train_dist_start(&c, ctx);
+    /* A model whose last layer is a slide layer trains with SLIDE (train_slide.c). */
+    if (rc == CLI_EXIT_OK && hetcl_model_spec_load(ctx, c.model, &c.spec) == HETCL_OK &&
+        train_slide_wanted(c.spec)) {
+        rc = train_slide_main(&c, ctx);
+        goto out;
+    }
+    hetcl_model_spec_destroy(c.spec);
+    c.spec = NULL;
     if (rc == CLI_EXIT_OK)
         rc = train_cli_load(&c, ctx);
     if (rc == CLI_EXIT_OK)
@@ -586,7 +598,7 @@ int cli_train(int argc, char **argv)
     hetcl_status s = hetcl_train_run(ctx, rt, c.spec, c.train, c.test, &c.opts, &res);
     hetcl_train_machine_after(&c.machine);
     if (s != HETCL_OK) {
-        rc = run_failed(&c, ctx, s);
+        rc = train_cli_failed(&c, ctx, s);
         hetcl_comm_abandon(c.comm); /* mpirun then ends the other ranks at once */
         goto out;
     }

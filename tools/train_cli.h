@@ -27,6 +27,7 @@ struct train_cli {
     int argc;
     char **argv;
     const char *model, *data, *devices, *split_cpu, *report, *trace;
+    const char *select;               /* --select: a slide model's active sets */
     struct cli_data_flags data_flags; /* --test-data, --test-split, ... (.data: unused) */
     char devices_serving[512]; /* --devices plus the host worker that serves OpenCL replicas */
     int host_workers;          /* 0: automatic; -1: none (--host-workers 0) */
@@ -81,5 +82,12 @@ int train_dist_start(struct train_cli *c, hetcl_context *ctx);
 struct cJSON *train_dist_gather(struct train_cli *c, hetcl_context *ctx,
                                 const struct hetcl_train_result *r);
 void train_dist_end(struct train_cli *c);
+/* The exit code of a failed training run (status s, the detail on ctx), after its one-line
+ * error: 2 for bad input or options, 1 otherwise. */
+int train_cli_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_status s);
+/* train_slide.c: whether spec's last layer is a slide layer; the run of such a model with
+ * hetcl_slide_train (c->spec loaded; the data from c->data); a CLI exit code. */
+bool train_slide_wanted(const hetcl_model_spec *spec);
+int train_slide_main(struct train_cli *c, hetcl_context *ctx);
 
 #endif /* HETCL_TRAIN_CLI_H */

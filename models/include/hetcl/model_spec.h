@@ -67,12 +67,40 @@ enum hetcl_model_layer_type {
      * Its tensors are sized by the data, so they are not among the spec's params; trained by
      * EigenPro (<hetcl/eigenpro.h>) only. */
     HETCL_MODEL_LAYER_KERNEL,
+    HETCL_MODEL_LAYER_SLIDE,     /* "slide": the logits W x + b of a dense layer whose training
+                                    computes only the neurons that locality-sensitive hashing
+                                    selects (SLIDE; <hetcl/slide.h>); the last layer, under a
+                                    softmax_cross_entropy loss. Evaluated densely elsewhere. */
 };
 
 /* The kernel of a "kernel" layer (<hetcl/ops.h>'s hetcl_kernel_kind has the same values). */
 enum hetcl_model_kernel {
     HETCL_MODEL_KERNEL_GAUSSIAN = 0, /* "gaussian": exp(-||x - c||^2 / (2 bandwidth^2)) */
     HETCL_MODEL_KERNEL_LAPLACIAN,    /* "laplacian": exp(-||x - c|| / bandwidth) */
+};
+
+
+/* The hash family of a slide layer. */
+enum hetcl_model_slide_hash {
+    HETCL_MODEL_SLIDE_DWTA = 0, /* "dwta": densified winner-take-all, bins of 8 (3 bits a code) */
+    HETCL_MODEL_SLIDE_SIMHASH,  /* "simhash": signed random projections (1 bit a code) */
+};
+
+/* A slide layer's hashing (zero for other layers; the defaults are those of the SLIDE paper's
+ * code for Amazon-670K's output layer, with periods in batches of 128 examples). */
+struct hetcl_model_slide {
+    enum hetcl_model_slide_hash hash; /* "hash", default "dwta" */
+    int k;                            /* "k": codes per table, default 6 */
+    int l;                            /* "l": tables, default 50 */
+    int bucket_size;                  /* "bucket_size": ids a bucket keeps (FIFO), default 128 */
+    int threshold;        /* "threshold": 0 (default) the union of the L buckets; m >= 1 the neurons
+                             found in at least m of them */
+    int64_t min_active;   /* "min_active": padding with random neurons, default 1000 */
+    int64_t rehash_every; /* "rehash_every": batches between re-insertions, default 50 */
+    int64_t rebuild_every; /* "rebuild_every": batches between new hash functions, default
+                              1000 */
+    int64_t random;        /* "random": uniform random neurons added to every active set beyond the
+                              buckets' (default 0, as the paper: padding only up to min_active) */
 };
 
 enum hetcl_model_activation {
@@ -146,6 +174,7 @@ struct hetcl_model_layer {
     enum hetcl_model_kernel kernel_kind; /* kernel */
     double bandwidth;                    /* kernel: > 0 */
     int64_t centers;                     /* kernel: 0 until hetcl_model_spec_set_centers */
+    struct hetcl_model_slide slide;      /* slide layers */
 };
 
 /*

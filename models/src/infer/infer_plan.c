@@ -194,6 +194,7 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
         enum hetcl_infer_op op = HETCL_INFER_DENSE;
         switch (l->type) {
         case HETCL_MODEL_LAYER_DENSE:
+        case HETCL_MODEL_LAYER_SLIDE: /* evaluated densely: every logit */
             op = HETCL_INFER_DENSE;
             break;
         case HETCL_MODEL_LAYER_CONV2D:

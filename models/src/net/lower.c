@@ -63,6 +63,13 @@ hetcl_act hetcl__lower_act(enum hetcl_model_activation a)
     return HETCL_ACT_NONE;
 }
 
+/* Dense and slide layers lower alike: a slide layer's operators compute all its logits (its
+ * sparse training is the SLIDE trainer's, models/src/slide, on the same weight and bias). */
+static bool dense_like(const struct hetcl_model_layer *L)
+{
+    return L->type == HETCL_MODEL_LAYER_DENSE || L->type == HETCL_MODEL_LAYER_SLIDE;
+}
+
 static bool is_view(const struct hetcl_model_layer *L)
 {
     return L->type == HETCL_MODEL_LAYER_FLATTEN;
@@ -80,6 +87,7 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_SLIDE:
         return HETCL_OK;
     case HETCL_MODEL_LAYER_CONV2D:
         /* The conv operators take one stride and one padding for both axes. */
@@ -281,6 +289,7 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
     struct hetcl__op *op;
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
+    case HETCL_MODEL_LAYER_SLIDE: /* all its logits: the dense evaluation of a slide layer */
         /* y = x W^T ([rows, in] x [out, in]^T), then bias and activation in place */
         op = add(e, &hetcl_op_gemm, "fwd_gemm");
         SET_ARGS(op, gemm,
@@ -393,6 +402,7 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
     struct hetcl__op *op;
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
+    case HETCL_MODEL_LAYER_SLIDE: /* the full softmax's gradient: the dense baseline */
         act_backward(e, lw, l, L->bias ? slot(HETCL__SLOT_GRAD_B, l) : sums);
         if (need_dx) { /* dx = dz W ([rows, out] x [out, in]) */
             op = add(e, &hetcl_op_gemm, "bwd_gemm_x");
@@ -593,7 +603,7 @@ static int64_t zero_bias_elems(const hetcl_model_spec *spec)
     for (int l = 0; l < spec->n_layers; l++) {
         const struct hetcl_model_layer *L = &spec->layers[l];
         int64_t need = 0;
-        if (L->type == HETCL_MODEL_LAYER_DENSE && !L->bias)
+        if (dense_like(L) && !L->bias)
             need = hetcl__shape_elems(&L->out_shape);
         if (L->type == HETCL_MODEL_LAYER_CONV2D)
             need = L->activation != HETCL_MODEL_ACT_NONE ? conv_plane(L) : 0;
@@ -609,8 +619,7 @@ static int64_t scratch_sums_elems(const hetcl_model_spec *spec)
     int64_t n = 1;
     for (int l = 0; l < spec->n_layers; l++) {
         const struct hetcl_model_layer *L = &spec->layers[l];
-        bool sums = L->type == HETCL_MODEL_LAYER_CONV2D ||
-                    (L->type == HETCL_MODEL_LAYER_DENSE && !L->bias);
+        bool sums = L->type == HETCL_MODEL_LAYER_CONV2D || (dense_like(L) && !L->bias);
         if (sums && hetcl__shape_elems(&L->out_shape) > n)
             n = hetcl__shape_elems(
                     &L->out_shape); /* >= a conv's out_c: its bias gradient fits too */

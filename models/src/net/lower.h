@@ -39,6 +39,12 @@
  * feed its correction); no update pass (EigenPro updates alpha itself). The spec's layer must
  * know its centers (hetcl_model_spec_set_centers).
  *
+ * A slide layer (SLIDE: hash-selected neurons) lowers as a dense layer without activation: its
+ * operators compute every logit, which is its evaluation (inference, the test set) and, trained
+ * by the algorithms above, the full-softmax baseline. Its sparse training (hashing, active sets,
+ * the gather over active neurons) is the SLIDE trainer's (models/src/slide), on the same
+ * weight[l] and bias[l] tensors of the spec.
+ *
  * To add a layer type (once the spec parser knows it and its shapes): its shape checks in
  * hetcl__lower_check, its operators in lower.c's forward, backward and update functions, and
  * any new slot in enum hetcl__slot_kind with its size in hetcl__slot_elems. Every executor then

@@ -716,7 +716,8 @@ static bool add_layer_json(cJSON *arr, const struct layer *l)
              cJSON_AddItemToObject(o, "stride", ints_json(l->stride, 2));
         break;
     case HETCL_MODEL_LAYER_FLATTEN:
-    case HETCL_MODEL_LAYER_KERNEL: /* kernel machines have no ONNX form: never mapped */
+    case HETCL_MODEL_LAYER_KERNEL: /* kernel machines and slide layers: never mapped */
+    case HETCL_MODEL_LAYER_SLIDE:
         break;
     }
     if (l->type == HETCL_MODEL_LAYER_DENSE || l->type == HETCL_MODEL_LAYER_CONV2D)

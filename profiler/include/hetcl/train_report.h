@@ -95,6 +95,22 @@ struct hetcl_train_report_options {
  * when a required option is missing or memory runs out. */
 HETCL_API cJSON *hetcl_train_report_create(const struct hetcl_train_report_options *o);
 
+/*
+ * The report of a SLIDE run (<hetcl/slide.h>: a model whose last layer is a slide layer), in the
+ * same document: o's train, result and rt are not read (may be NULL); the configuration's algo
+ * is "slide", its algo_params the slide layer's hashing and the active-set rule, its optimizer
+ * Adam or SGD; the host's threads are the one device; each epoch adds p_at_1 and p_at_5; the
+ * "slide" section holds P@1 and P@5, the active-set sizes, the labels' and the arg-max's recall
+ * and the time per batch split into hash, query, forward, backward, update and rehash
+ * (reports/README.md). options: as given to hetcl_slide_train (0 fields: its defaults). NULL
+ * when a required argument is missing or memory runs out.
+ */
+struct hetcl_slide_options;
+struct hetcl_slide_result;
+HETCL_API cJSON *hetcl_train_report_create_slide(const struct hetcl_train_report_options *o,
+                                                 const struct hetcl_slide_options *options,
+                                                 const struct hetcl_slide_result *result);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,6 @@
 /* The train report (<hetcl/train_report.h>): configuration, per-epoch curves, devices,
  * staleness, shares over time, the result and the machine around the run. */
+#include "report/train_report_impl.h"
 #include "util/json.h"
 
 #include <hetcl/report.h>
@@ -38,7 +39,7 @@ void hetcl_train_machine_deinit(struct hetcl_train_machine *m)
 
 /* {before, after, throttled}, as a bench configuration's "machine" has them; NULL when either
  * state is missing. */
-static cJSON *machine_json(const struct hetcl_train_machine *m)
+cJSON *hetcl__train_report_machine(const struct hetcl_train_machine *m)
 {
     if (!m || !m->before || !m->after)
         return NULL;
@@ -58,7 +59,7 @@ static cJSON *string_or_null(const char *s)
     return s ? cJSON_CreateString(s) : cJSON_CreateNull();
 }
 
-static cJSON *model_json(const struct hetcl_train_report_options *o)
+cJSON *hetcl__train_report_model(const struct hetcl_train_report_options *o)
 {
     cJSON *m = cJSON_CreateObject();
     hetcl__json_add(m, "name", cJSON_CreateString(o->spec->name));
@@ -70,7 +71,7 @@ static cJSON *model_json(const struct hetcl_train_report_options *o)
     return m;
 }
 
-static cJSON *dataset_json(const struct hetcl_train_report_data *d)
+cJSON *hetcl__train_report_dataset(const struct hetcl_train_report_data *d)
 {
     cJSON *ds = cJSON_CreateObject(), *files = cJSON_CreateArray(), *ck = cJSON_CreateObject();
     hetcl__json_add(ds, "name", cJSON_CreateString(d->name ? d->name : d->train->name));
@@ -344,8 +345,8 @@ static cJSON *config_json(const struct hetcl_train_report_options *ro,
 {
     const struct hetcl_train_options *o = ro->train;
     cJSON *cf = cJSON_CreateObject();
-    hetcl__json_add(cf, "model", model_json(ro));
-    hetcl__json_add(cf, "dataset", dataset_json(&ro->data));
+    hetcl__json_add(cf, "model", hetcl__train_report_model(ro));
+    hetcl__json_add(cf, "dataset", hetcl__train_report_dataset(&ro->data));
     hetcl__json_add(cf, "algo",
                     cJSON_CreateString(ro->eigenpro ? "eigenpro" : hetcl_train_algo_name(o->algo)));
     hetcl__json_add(cf, "algo_params", algo_params_json(ro));
@@ -509,7 +510,7 @@ static void add_results(cJSON *root, const struct hetcl_train_result *r)
 
 /* ------------------------------------------------------------------ the report */
 
-static cJSON *provenance_json(const struct hetcl_train_report_options *o)
+cJSON *hetcl__train_report_provenance(const struct hetcl_train_report_options *o)
 {
     struct hetcl_provenance_options po = {
             .command = "hetcl", .argc = o->argc, .argv = o->argv, .rt = o->rt};
@@ -535,7 +536,7 @@ cJSON *hetcl_train_report_create(const struct hetcl_train_report_options *o)
     }
     cJSON *root = hetcl_report_create("hetcl.train", HETCL_TRAIN_SCHEMA_VERSION);
     bool ok = root != NULL;
-    ok = ok && hetcl__json_add(root, "provenance", provenance_json(o));
+    ok = ok && hetcl__json_add(root, "provenance", hetcl__train_report_provenance(o));
     ok = ok && hetcl__json_add(root, "config", config_json(o, r));
     if (ok)
         add_results(root, r);
@@ -544,7 +545,7 @@ cJSON *hetcl_train_report_create(const struct hetcl_train_report_options *o)
     if (o->eigenpro)
         eigenpro_result_free(&ep_res);
     ok = ok && hetcl__json_add(root, "trace_file", string_or_null(o->trace_path));
-    cJSON *machine = machine_json(o->machine);
+    cJSON *machine = hetcl__train_report_machine(o->machine);
     if (ok && machine)
         ok = hetcl__json_add(root, "machine", machine);
     else
