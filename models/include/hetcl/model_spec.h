@@ -67,10 +67,10 @@ enum hetcl_model_layer_type {
      * Its tensors are sized by the data, so they are not among the spec's params; trained by
      * EigenPro (<hetcl/eigenpro.h>) only. */
     HETCL_MODEL_LAYER_KERNEL,
-    HETCL_MODEL_LAYER_SLIDE,     /* "slide": the logits W x + b of a dense layer whose training
-                                    computes only the neurons that locality-sensitive hashing
-                                    selects (SLIDE; <hetcl/slide.h>); the last layer, under a
-                                    softmax_cross_entropy loss. Evaluated densely elsewhere. */
+    HETCL_MODEL_LAYER_SLIDE, /* "slide": the logits W x + b of a dense layer whose training
+                                computes only the neurons that locality-sensitive hashing
+                                selects (SLIDE; <hetcl/slide.h>); the last layer, under a
+                                softmax_cross_entropy loss. Evaluated densely elsewhere. */
 };
 
 /* The kernel of a "kernel" layer (<hetcl/ops.h>'s hetcl_kernel_kind has the same values). */
@@ -78,7 +78,6 @@ enum hetcl_model_kernel {
     HETCL_MODEL_KERNEL_GAUSSIAN = 0, /* "gaussian": exp(-||x - c||^2 / (2 bandwidth^2)) */
     HETCL_MODEL_KERNEL_LAPLACIAN,    /* "laplacian": exp(-||x - c|| / bandwidth) */
 };
-
 
 /* The hash family of a slide layer. */
 enum hetcl_model_slide_hash {
