@@ -23,8 +23,8 @@
 
 /* ---- names -------------------------------------------------------------------------------- */
 
-static const char *const layer_type_names[] = {"dense",     "conv2d",  "maxpool2d",
-                                               "avgpool2d", "flatten", "kernel", "slide"};
+static const char *const layer_type_names[] = {"dense",   "conv2d", "maxpool2d", "avgpool2d",
+                                               "flatten", "kernel", "slide"};
 static const char *const kernel_names[] = {"gaussian", "laplacian"};
 static const char *const activation_names[] = {"none", "relu", "sigmoid", "tanh"};
 static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
