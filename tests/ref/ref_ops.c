@@ -966,3 +966,31 @@ void ref_fill_binary(ref_rng *rng, float *x, size_t n, double p)
         x[i] = ref_rng_uniform(rng) < p ? 1.0f : 0.0f;
     }
 }
+
+void ref_kernel_matrix_f64(bool laplacian, double bw, int64_t m, int64_t n, int64_t d,
+                           const double *x, const double *c, double *k)
+{
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            double r2 = 0.0;
+            for (int64_t p = 0; p < d; p++) {
+                const double t = x[i * d + p] - c[j * d + p];
+                r2 += t * t;
+            }
+            k[i * n + j] = laplacian ? exp(-sqrt(r2) / bw) : exp(-r2 / (2.0 * bw * bw));
+        }
+    }
+}
+
+void ref_kernel_matrix(bool laplacian, float bw, int64_t m, int64_t n, int64_t d, const float *x,
+                       const float *c, float *k)
+{
+    double *dx = widen(x, m * d);
+    double *dc = widen(c, n * d);
+    double *dk = scratch(k, m * n);
+    ref_kernel_matrix_f64(laplacian, (double) bw, m, n, d, dx, dc, dk);
+    narrow(k, dk, m * n);
+    free(dx);
+    free(dc);
+    free(dk);
+}

@@ -323,4 +323,18 @@ void ref_fill_labels(ref_rng *rng, int32_t *labels, size_t n, int32_t classes);
 /* x[i] = 1 with probability p, else 0 (multi-label targets). */
 void ref_fill_binary(ref_rng *rng, float *x, size_t n, double p);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Kernel matrix (kernel machines)                                                            */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * K[i][j] = k(x_i, c_j) for x [m][d], c [n][d]: the direct squared distance sum_p (x - c)^2
+ * (not the norm expansion the devices use, so that their cancellation shows), then
+ * laplacian ? exp(-sqrt(r2) / bw) : exp(-r2 / (2 bw^2)).
+ */
+void ref_kernel_matrix_f64(bool laplacian, double bw, int64_t m, int64_t n, int64_t d,
+                           const double *x, const double *c, double *k);
+void ref_kernel_matrix(bool laplacian, float bw, int64_t m, int64_t n, int64_t d, const float *x,
+                       const float *c, float *k);
+
 #endif /* HETCL_TESTS_REF_OPS_H */

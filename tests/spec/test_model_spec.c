@@ -465,13 +465,22 @@ static const struct bad_case bad_cases[] = {
          "layers[0].units: missing (expected an integer >= 1)", 1},
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
-         "dense, conv2d, maxpool2d, avgpool2d, flatten, activation)",
+         "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
-         "maxpool2d, avgpool2d, flatten, activation)",
+         "maxpool2d, avgpool2d, flatten, kernel, slide, activation)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
+        /* slide layers: the last one, under softmax_cross_entropy; bounded hashing */
+        {HEAD "'layers': [{'type': 'slide', 'units': 10}, {'type': 'dense', 'units': 10}]" SMCE,
+         "layers[0]: a slide layer must be the last layer, under softmax_cross_entropy (got "
+         "layer 1 of 2, loss softmax_cross_entropy)",
+         0},
+        {HEAD "'layers': [{'type': 'slide', 'units': 10, 'k': 9}]" SMCE,
+         "layers[0].k: expected at most 8 for dwta (a bucket index of 24 bits), got 9", 0},
+        {HEAD "'layers': [{'type': 'slide', 'units': 10, 'activation': 'relu'}]" SMCE,
+         "layers[0].activation: unknown field", 1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activation': 'softmax'}]" SMCE,
          "layers[0].activation: unknown activation \"softmax\" (expected one of: none, relu, "
          "sigmoid, tanh, relu6, leaky_relu)",

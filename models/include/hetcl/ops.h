@@ -111,6 +111,23 @@ struct hetcl_op_reduce_args {
     int64_t rows, cols; /* sum: rows * cols elements */
 };
 
+/* Kernel matrix of a kernel machine (EigenPro): K[i][j] = k(x_i, c_j) for the rows x_i of X
+ * [m][d] and c_j of C [n][d], with r2 = max(0, ||x||^2 + ||c||^2 - 2 x.c) (the inner products by
+ * the GEMM: 2 m n d flops, the hot loop of a kernel machine) and
+ *   gaussian:  k = exp(-r2 / (2 bandwidth^2))
+ *   laplacian: k = exp(-sqrt(r2) / bandwidth).
+ * Buffers: X (R), C (R), K (W). bandwidth > 0. */
+typedef enum hetcl_kernel_kind {
+    HETCL_KERNEL_GAUSSIAN = 0,
+    HETCL_KERNEL_LAPLACIAN = 1,
+} hetcl_kernel_kind;
+
+struct hetcl_op_kernel_args {
+    int64_t m, n, d;
+    hetcl_kernel_kind kind;
+    float bandwidth;
+};
+
 /* Half precision (cl_khr_fp16; inference only): storage in half, accumulation in float.
  * gemm_f16: A, B, C half (C = alpha op(A) op(B) + beta C). bias_act_fwd_f16: x, bias, y half;
  * bias_act_fwd_f16_inplace: y (RW), bias (R) half. softmax_f16: logits half (R), probs float
@@ -155,6 +172,7 @@ HETCL_API extern const struct hetcl_codelet hetcl_op_convert_f16_f32;
 HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_fwd_f16;
 HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_fwd_f16;
 HETCL_API extern const struct hetcl_codelet hetcl_op_avgpool_fwd_f16;
+HETCL_API extern const struct hetcl_codelet hetcl_op_kernel_matrix;
 
 #ifdef __cplusplus
 }

@@ -195,6 +195,7 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
         enum hetcl_infer_op op = HETCL_INFER_DENSE;
         switch (l->type) {
         case HETCL_MODEL_LAYER_DENSE:
+        case HETCL_MODEL_LAYER_SLIDE: /* evaluated densely: every logit */
             op = HETCL_INFER_DENSE;
             break;
         case HETCL_MODEL_LAYER_CONV2D:
@@ -212,6 +213,14 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
         case HETCL_MODEL_LAYER_ACTIVATION:
             op = HETCL_INFER_ACTIVATION;
             break;
+        case HETCL_MODEL_LAYER_KERNEL:
+            /* its centers and alpha come from a training set, not from a checkpoint of the
+             * spec's params: plans cannot bind them yet (hetcl_eigenpro_train predicts) */
+            hetcl_infer_plan_destroy(plan);
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: inference plans do not run kernel machines yet; "
+                               "hetcl train evaluates them",
+                               spec->source, i);
         }
         add_step(plan, op, i, l, spec);
     }

@@ -79,7 +79,7 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
         nl->act = L->activation;
         nl->w_off = L->n_param_tensors > 0 ? net->param_off[L->first_param] : SIZE_MAX;
         nl->b_off = L->n_param_tensors > 1 ? net->param_off[L->first_param + 1] : SIZE_MAX;
-        if (L->type != HETCL_MODEL_LAYER_DENSE)
+        if (L->type != HETCL_MODEL_LAYER_DENSE && L->type != HETCL_MODEL_LAYER_SLIDE)
             net->dense_only = false;
         if (L->type == HETCL_MODEL_LAYER_CONV2D || L->type == HETCL_MODEL_LAYER_MAXPOOL2D ||
             L->type == HETCL_MODEL_LAYER_AVGPOOL2D) {

@@ -353,6 +353,8 @@ static void *bind_step(const void *binder, struct hetcl__slot s)
     case HETCL__SLOT_LOSS:       /* the loss sums into the step */
     case HETCL__SLOT_OUTPUT:
     case HETCL__SLOT_INPUT_F16: /* training is in float */
+    case HETCL__SLOT_CENTERS:   /* kernel machines train by EigenPro, not here */
+    case HETCL__SLOT_KBLOCK:
     case HETCL__SLOT_NONE:
     case HETCL__SLOT_KINDS:
         break;

@@ -819,6 +819,8 @@ static bool add_layer_json(cJSON *arr, const struct layer *l)
              cJSON_AddItemToObject(o, "stride", ints_json(l->stride, 2));
         break;
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_KERNEL: /* kernel machines and slide layers: never mapped */
+    case HETCL_MODEL_LAYER_SLIDE:
         break;
     case HETCL_MODEL_LAYER_ACTIVATION:
         ok = ok && cJSON_AddStringToObject(o, "activation", l->act);

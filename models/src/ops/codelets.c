@@ -34,6 +34,15 @@ static double conv_bwd_flops(const void *args, size_t size)
     return 2.0 * conv_pass_flops(args, size);
 }
 
+/* The GEMM of the inner products dominates: 2 m n d (the norms and exponentials are O(m n)). */
+static double kernel_flops(const void *args, size_t size)
+{
+    if (size != sizeof(struct hetcl_op_kernel_args))
+        return 0.0;
+    const struct hetcl_op_kernel_args *a = args;
+    return 2.0 * (double) a->m * (double) a->n * (double) a->d;
+}
+
 #define CODELET(op, fl)                                                        \
     const struct hetcl_codelet hetcl_op_##op = {.name = #op,                   \
                                                 .host = hetcl__op_##op##_host, \
@@ -68,3 +77,4 @@ CODELET(convert_f16_f32, NULL)
 CODELET(conv2d_fwd_f16, conv_pass_flops)
 CODELET(maxpool_fwd_f16, NULL)
 CODELET(avgpool_fwd_f16, NULL)
+CODELET(kernel_matrix, kernel_flops)
