@@ -93,6 +93,13 @@ void ref_bias_act_forward_f64(ref_act act, int64_t rows, int64_t cols, const dou
 void ref_bias_act_forward(ref_act act, int64_t rows, int64_t cols, const float *x,
                           const float *bias, float *y);
 
+/* The forward-only activations: ReLU6, min(max(z, 0), 6), and LeakyRelu, z >= 0 ? z : alpha z,
+ * of z = x + bias (bias may be NULL), as ref_bias_act_forward. */
+void ref_bias_relu6_forward(int64_t rows, int64_t cols, const float *x, const float *bias,
+                            float *y);
+void ref_bias_leaky_relu_forward(double alpha, int64_t rows, int64_t cols, const float *x,
+                                 const float *bias, float *y);
+
 /*
  * Backward from the forward OUTPUT y (not the input): every activation's derivative is a
  * function of y (see ref_act), so x and bias need not be kept.
@@ -163,6 +170,8 @@ typedef struct ref_conv2d_shape {
     int64_t k, r, s;            /* weight [k, c, r, s] (k filters of r rows, s columns) */
     int64_t stride_h, stride_w; /* >= 1 */
     int64_t pad_h, pad_w;       /* zero padding on each side, >= 0 */
+    int64_t groups;             /* forward: 0 or 1, or a divisor of c and k (weight
+                                   [k, c / groups, r, s]); the backward takes 0 or 1 only */
 } ref_conv2d_shape;
 
 /* out_h = (h + 2 pad_h - r) / stride_h + 1 (floor division), out_w likewise; requires
@@ -172,6 +181,8 @@ int64_t ref_conv2d_out_w(const ref_conv2d_shape *sh);
 
 /* y[n, k, p, q] = bias[k] + sum_{c, i, j} x[n, c, p*stride_h - pad_h + i, q*stride_w - pad_w + j]
  *                                         * w[k, c, i, j]   (out-of-image x reads as 0).
+ * With groups G > 1, filter k sums over the channels c of its group only,
+ * [k / (K/G) C/G, (k / (K/G) + 1) C/G), with weight w[k, c - that group's first, i, j].
  * This is cross-correlation, as in every framework. bias may be NULL. */
 void ref_conv2d_forward_f64(const ref_conv2d_shape *sh, const double *x, const double *w,
                             const double *bias, double *y);

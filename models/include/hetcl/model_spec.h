@@ -67,10 +67,11 @@ enum hetcl_model_layer_type {
      * Its tensors are sized by the data, so they are not among the spec's params; trained by
      * EigenPro (<hetcl/eigenpro.h>) only. */
     HETCL_MODEL_LAYER_KERNEL,
-    HETCL_MODEL_LAYER_SLIDE, /* "slide": the logits W x + b of a dense layer whose training
-                                computes only the neurons that locality-sensitive hashing
-                                selects (SLIDE; <hetcl/slide.h>); the last layer, under a
-                                softmax_cross_entropy loss. Evaluated densely elsewhere. */
+    HETCL_MODEL_LAYER_SLIDE,      /* "slide": the logits W x + b of a dense layer whose training
+                                     computes only the neurons that locality-sensitive hashing
+                                     selects (SLIDE; <hetcl/slide.h>); the last layer, under a
+                                     softmax_cross_entropy loss. Evaluated densely elsewhere. */
+    HETCL_MODEL_LAYER_ACTIVATION, /* "activation": y = act(x), elementwise, same shape */
 };
 
 /* The kernel of a "kernel" layer (<hetcl/ops.h>'s hetcl_kernel_kind has the same values). */
@@ -103,10 +104,12 @@ struct hetcl_model_slide {
 };
 
 enum hetcl_model_activation {
-    HETCL_MODEL_ACT_NONE = 0, /* "none" (identity) */
-    HETCL_MODEL_ACT_RELU,     /* "relu" */
-    HETCL_MODEL_ACT_SIGMOID,  /* "sigmoid" */
-    HETCL_MODEL_ACT_TANH,     /* "tanh" */
+    HETCL_MODEL_ACT_NONE = 0,   /* "none" (identity) */
+    HETCL_MODEL_ACT_RELU,       /* "relu" */
+    HETCL_MODEL_ACT_SIGMOID,    /* "sigmoid" */
+    HETCL_MODEL_ACT_TANH,       /* "tanh" */
+    HETCL_MODEL_ACT_RELU6,      /* "relu6": min(max(z, 0), 6) */
+    HETCL_MODEL_ACT_LEAKY_RELU, /* "leaky_relu": z >= 0 ? z : alpha z (layer field "alpha") */
 };
 
 enum hetcl_model_loss {
@@ -139,7 +142,7 @@ enum hetcl_model_param_kind {
 /*
  * A parameter tensor, stored row-major in the layout of its shape:
  *   dense weight  [units, in]                              (y = W x: one row per output)
- *   conv2d weight [filters, in_channels, kernel_h, kernel_w]
+ *   conv2d weight [filters, in_channels / groups, kernel_h, kernel_w]
  *   bias          [units] or [filters]
  */
 struct hetcl_model_param {
@@ -150,7 +153,7 @@ struct hetcl_model_param {
     int64_t dims[4];
     int64_t n_elements;
     enum hetcl_model_init init; /* resolved: never "auto" */
-    int64_t fan_in;             /* dense: in; conv2d: in_channels * kh * kw */
+    int64_t fan_in;             /* dense: in; conv2d: in_channels / groups * kh * kw */
     int64_t fan_out;            /* dense: units; conv2d: filters * kh * kw */
 };
 
@@ -158,13 +161,14 @@ struct hetcl_model_param {
 struct hetcl_model_layer {
     enum hetcl_model_layer_type type;
     enum hetcl_model_activation activation; /* NONE for pools and flatten */
-    int64_t units;                          /* dense */
-    int64_t filters;                        /* conv2d */
-    int64_t kernel[2];                      /* conv2d kernel, pool size: [h, w] */
-    int64_t stride[2];                      /* conv2d, pools: [h, w] */
-    int64_t padding[2];                     /* conv2d: zeros added on each side, [h, w] */
-    bool bias;                              /* dense, conv2d: has a bias tensor */
-    enum hetcl_model_init init;             /* dense, conv2d: resolved weight init */
+    /* An "activation" layer's activation is `activation`; its output shape is its input's. */
+    int64_t units;              /* dense */
+    int64_t filters;            /* conv2d */
+    int64_t kernel[2];          /* conv2d kernel, pool size: [h, w] */
+    int64_t stride[2];          /* conv2d, pools: [h, w] */
+    int64_t padding[2];         /* conv2d: zeros added on each side, [h, w] */
+    bool bias;                  /* dense, conv2d: has a bias tensor */
+    enum hetcl_model_init init; /* dense, conv2d: resolved weight init */
     struct hetcl_model_shape in_shape, out_shape;
     int first_param;      /* index into hetcl_model_spec.params of its first tensor */
     int n_param_tensors;  /* 0, 1 (weight) or 2 (weight, bias) */
@@ -174,6 +178,8 @@ struct hetcl_model_layer {
     double bandwidth;                    /* kernel: > 0 */
     int64_t centers;                     /* kernel: 0 until hetcl_model_spec_set_centers */
     struct hetcl_model_slide slide;      /* slide layers */
+    int64_t groups; /* conv2d: channel groups (1: dense; in_channels: depthwise); else 0 */
+    double alpha;   /* leaky_relu's slope for z < 0 ("alpha", default 0.01); else 0 */
 };
 
 /*

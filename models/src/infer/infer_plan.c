@@ -14,7 +14,7 @@
 #include <string.h>
 
 static const char *const op_names[] = {"dense",   "conv2d",  "maxpool2d", "avgpool2d",
-                                       "flatten", "softmax", "output"};
+                                       "flatten", "softmax", "output",    "activation"};
 
 const char *hetcl_infer_op_name(enum hetcl_infer_op op)
 {
@@ -119,6 +119,7 @@ static void add_step(hetcl_infer_plan *plan, enum hetcl_infer_op op, int layer,
     if (l) {
         snprintf(s->name, sizeof s->name, "layers.%d.%s", layer, hetcl_infer_op_name(op));
         s->act = hetcl__lower_act(l->activation);
+        s->alpha = (float) l->alpha;
         s->in_shape = l->in_shape;
         s->out_shape = l->out_shape;
         s->flops = l->flops;
@@ -208,6 +209,9 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
             break;
         case HETCL_MODEL_LAYER_FLATTEN:
             op = HETCL_INFER_FLATTEN;
+            break;
+        case HETCL_MODEL_LAYER_ACTIVATION:
+            op = HETCL_INFER_ACTIVATION;
             break;
         case HETCL_MODEL_LAYER_KERNEL:
             /* its centers and alpha come from a training set, not from a checkpoint of the

@@ -57,6 +57,10 @@ hetcl_act hetcl__lower_act(enum hetcl_model_activation a)
         return HETCL_ACT_SIGMOID;
     case HETCL_MODEL_ACT_TANH:
         return HETCL_ACT_TANH;
+    case HETCL_MODEL_ACT_RELU6:
+        return HETCL_ACT_RELU6;
+    case HETCL_MODEL_ACT_LEAKY_RELU:
+        return HETCL_ACT_LEAKY_RELU;
     case HETCL_MODEL_ACT_NONE:
         break;
     }
@@ -88,6 +92,7 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
     case HETCL_MODEL_LAYER_DENSE:
     case HETCL_MODEL_LAYER_FLATTEN:
     case HETCL_MODEL_LAYER_SLIDE:
+    case HETCL_MODEL_LAYER_ACTIVATION:
         return HETCL_OK;
     case HETCL_MODEL_LAYER_CONV2D:
         /* The conv operators take one stride and one padding for both axes. */
@@ -131,6 +136,17 @@ hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *
                            spec->source, hetcl_model_loss_name(spec->loss));
     for (int l = 0; l < spec->n_layers; l++) {
         const enum hetcl_model_layer_type t = spec->layers[l].type;
+        const enum hetcl_model_activation a = spec->layers[l].activation;
+        if (a == HETCL_MODEL_ACT_RELU6 || a == HETCL_MODEL_ACT_LEAKY_RELU)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: activation %s has no half-precision (fp16) "
+                               "operator; it runs in fp32",
+                               spec->source, l, hetcl_model_activation_name(a));
+        if (t == HETCL_MODEL_LAYER_CONV2D && spec->layers[l].groups > 1)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: conv2d with groups %lld has no half-precision "
+                               "(fp16) operator; grouped and depthwise convolutions run in fp32",
+                               spec->source, l, (long long) spec->layers[l].groups);
         if (t != HETCL_MODEL_LAYER_DENSE && t != HETCL_MODEL_LAYER_FLATTEN &&
             t != HETCL_MODEL_LAYER_CONV2D && t != HETCL_MODEL_LAYER_MAXPOOL2D &&
             t != HETCL_MODEL_LAYER_AVGPOOL2D)
@@ -214,7 +230,8 @@ static struct hetcl_op_conv2d_args conv_args(const struct hetcl_model_layer *L, 
                                          .k_h = L->kernel[0],
                                          .k_w = L->kernel[1],
                                          .stride = L->stride[0],
-                                         .pad = L->padding[0]};
+                                         .pad = L->padding[0],
+                                         .groups = L->groups};
 }
 
 static struct hetcl_op_pool2d_args pool_args(const struct hetcl_model_layer *L, int64_t rows)
@@ -305,7 +322,8 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
             return; /* nothing to add, nothing to apply */
         op = add(e, &hetcl_op_bias_act_fwd_inplace, "fwd_act");
         SET_ARGS(op, bias_act,
-                 ((struct hetcl_op_bias_act_args){.rows = rows, .cols = out, .act = act}));
+                 ((struct hetcl_op_bias_act_args){
+                         .rows = rows, .cols = out, .act = act, .alpha = (float) L->alpha}));
         buf(e, op, y, HETCL_RW);
         buf(e, op, L->bias ? slot(HETCL__SLOT_BIAS, l) : global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         return;
@@ -321,8 +339,10 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         op = add(e, h ? &hetcl_op_bias_act_fwd_f16_inplace : &hetcl_op_bias_act_fwd_inplace,
                  "fwd_act");
         SET_ARGS(op, bias_act,
-                 ((struct hetcl_op_bias_act_args){
-                         .rows = rows * L->out_shape.dims[0], .cols = conv_plane(L), .act = act}));
+                 ((struct hetcl_op_bias_act_args){.rows = rows * L->out_shape.dims[0],
+                                                  .cols = conv_plane(L),
+                                                  .act = act,
+                                                  .alpha = (float) L->alpha}));
         buf(e, op, y, HETCL_RW);
         buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         return;
@@ -359,6 +379,17 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
                  ((struct hetcl_op_gemm_args){.m = rows, .n = out, .k = L->centers, .alpha = 1}));
         buf(e, op, slot(HETCL__SLOT_KBLOCK, l), HETCL_R);
         buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+        buf(e, op, y, HETCL_W);
+        return;
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        /* y = act(x + 0) into its own slot: the input may be read again by nothing else, but
+         * an in-place form would make the layer a view of a slot it writes */
+        op = add(e, &hetcl_op_bias_act_fwd, "fwd_act");
+        SET_ARGS(op, bias_act,
+                 ((struct hetcl_op_bias_act_args){
+                         .rows = rows, .cols = out, .act = act, .alpha = (float) L->alpha}));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         buf(e, op, y, HETCL_W);
         return;
     }
@@ -462,6 +493,8 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, slot(HETCL__SLOT_DACT, l), HETCL_R);
         buf(e, op, slot(HETCL__SLOT_GRAD_W, l), HETCL_W);
         return;
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        return; /* inference only: hetcl_net_create refuses to train it */
     }
 }
 
@@ -609,6 +642,8 @@ static int64_t zero_bias_elems(const hetcl_model_spec *spec)
             need = L->activation != HETCL_MODEL_ACT_NONE ? conv_plane(L) : 0;
         if (L->type == HETCL_MODEL_LAYER_CONV2D && !L->bias && L->out_shape.dims[0] > need)
             need = L->out_shape.dims[0];
+        if (L->type == HETCL_MODEL_LAYER_ACTIVATION)
+            need = hetcl__shape_elems(&L->out_shape);
         n = need > n ? need : n;
     }
     return n;

@@ -114,6 +114,8 @@ static void activate(hetcl_act act, float *z, size_t n)
             z[i] = tanhf(z[i]);
         break;
     case HETCL_ACT_NONE:
+    case HETCL_ACT_RELU6: /* inference only: hetcl_net_create refuses them */
+    case HETCL_ACT_LEAKY_RELU:
         break;
     }
 }
@@ -135,6 +137,8 @@ static void activate_backward(hetcl_act act, const float *y, float *d, size_t n)
             d[i] *= 1.0f - y[i] * y[i];
         break;
     case HETCL_ACT_NONE:
+    case HETCL_ACT_RELU6: /* inference only: hetcl_net_create refuses them */
+    case HETCL_ACT_LEAKY_RELU:
         break;
     }
 }

@@ -24,9 +24,10 @@
 /* ---- names -------------------------------------------------------------------------------- */
 
 static const char *const layer_type_names[] = {"dense",   "conv2d", "maxpool2d", "avgpool2d",
-                                               "flatten", "kernel", "slide"};
+                                               "flatten", "kernel", "slide",     "activation"};
 static const char *const kernel_names[] = {"gaussian", "laplacian"};
-static const char *const activation_names[] = {"none", "relu", "sigmoid", "tanh"};
+static const char *const activation_names[] = {"none", "relu",  "sigmoid",
+                                               "tanh", "relu6", "leaky_relu"};
 static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
 /* Index INIT_AUTO is "auto", resolved at parse time (he_uniform after relu, else xavier). */
 static const char *const init_names[] = {
@@ -286,9 +287,9 @@ static hetcl_status get_bool(const struct parser *p, const cJSON *obj, const cha
 
 /* ---- layers ------------------------------------------------------------------------------- */
 
-static const char *const dense_fields[] = {"type", "units", "activation", "bias", "init"};
-static const char *const conv_fields[] = {"type",    "filters",    "kernel", "stride",
-                                          "padding", "activation", "bias",   "init"};
+static const char *const dense_fields[] = {"type", "units", "activation", "bias", "init", "alpha"};
+static const char *const conv_fields[] = {"type",       "filters", "kernel", "stride", "padding",
+                                          "activation", "bias",    "init",   "groups", "alpha"};
 static const char *const pool_fields[] = {"type", "size", "stride"};
 static const char *const flatten_fields[] = {"type"};
 static const char *const kernel_fields[] = {"type", "kernel", "bandwidth", "units"};
@@ -373,13 +374,37 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
     return HETCL_OK;
 }
 
+static const char *const activation_fields[] = {"type", "activation", "alpha"};
+
+/* "alpha": leaky_relu's slope, a finite number (default 0.01, PyTorch's and ONNX's); given
+ * with another activation it is an error rather than silently unused. */
+static hetcl_status get_alpha(const struct parser *p, const cJSON *x, const char *prefix,
+                              struct hetcl_model_layer *l)
+{
+    char where[64], got[HETCL_QUOTE_CAP];
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(x, "alpha");
+    l->alpha = l->activation == HETCL_MODEL_ACT_LEAKY_RELU ? 0.01 : 0.0;
+    if (!a)
+        return HETCL_OK;
+    snprintf(where, sizeof where, "%s.alpha", prefix);
+    describe(a, got, sizeof got);
+    if (l->activation != HETCL_MODEL_ACT_LEAKY_RELU)
+        return bad(p, where, "applies only to the activation leaky_relu, not %s",
+                   hetcl_model_activation_name(l->activation));
+    if (!cJSON_IsNumber(a) || !isfinite(a->valuedouble) || fabs(a->valuedouble) > 1e6)
+        return bad(p, where, "expected a finite number (at most 1e6 in size), got %s", got);
+    l->alpha = a->valuedouble;
+    return HETCL_OK;
+}
+
 static enum hetcl_model_init resolve_init(int init, enum hetcl_model_activation act)
 {
     if (init != INIT_AUTO)
         return (enum hetcl_model_init) init;
     /* He et al. derive their scale for ReLU; Glorot's suits the symmetric activations. */
-    return act == HETCL_MODEL_ACT_RELU ? HETCL_MODEL_INIT_HE_UNIFORM
-                                       : HETCL_MODEL_INIT_XAVIER_UNIFORM;
+    const bool rectifier = act == HETCL_MODEL_ACT_RELU || act == HETCL_MODEL_ACT_RELU6 ||
+                           act == HETCL_MODEL_ACT_LEAKY_RELU;
+    return rectifier ? HETCL_MODEL_INIT_HE_UNIFORM : HETCL_MODEL_INIT_XAVIER_UNIFORM;
 }
 
 static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int index, int default_init,
@@ -411,7 +436,8 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
             (s = get_int(p, x, prefix, "filters", true, 0, 1, &l->filters)) != HETCL_OK ||
             (s = get_pair(p, x, prefix, "kernel", true, one, 1, l->kernel)) != HETCL_OK ||
             (s = get_pair(p, x, prefix, "stride", false, one, 1, l->stride)) != HETCL_OK ||
-            (s = get_pair(p, x, prefix, "padding", false, zero, 0, l->padding)) != HETCL_OK)
+            (s = get_pair(p, x, prefix, "padding", false, zero, 0, l->padding)) != HETCL_OK ||
+            (s = get_int(p, x, prefix, "groups", false, 1, 1, &l->groups)) != HETCL_OK)
             return s;
         break;
     case HETCL_MODEL_LAYER_MAXPOOL2D:
@@ -433,6 +459,14 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
             (s = parse_slide(p, x, prefix, &l->slide)) != HETCL_OK)
             return s;
         break;
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        if ((s = check_fields(p, x, prefix, activation_fields, N_OF(activation_fields))) !=
+                    HETCL_OK ||
+            (s = get_enum(p, x, prefix, "activation", "activation", activation_names,
+                          N_OF(activation_names), true, 0, &act)) != HETCL_OK)
+            return s;
+        l->activation = (enum hetcl_model_activation) act;
+        return get_alpha(p, x, prefix, l);
     }
     /* dense, conv2d and slide */
     if ((s = get_enum(p, x, prefix, "activation", "activation", activation_names,
@@ -443,7 +477,7 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
         return s;
     l->activation = (enum hetcl_model_activation) act;
     l->init = resolve_init(init, l->activation);
-    return HETCL_OK;
+    return get_alpha(p, x, prefix, l);
 }
 
 /* ---- shape resolution --------------------------------------------------------------------- */
@@ -560,12 +594,20 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
                        (long long) l->kernel[a], shape);
         }
         if (conv) {
+            /* A grouped convolution: group k maps input channels [k C/g, (k+1) C/g) to
+             * filters [k F/g, (k+1) F/g), so both counts must split evenly. */
+            if (cur->dims[0] % l->groups != 0 || l->filters % l->groups != 0)
+                return bad(p, where,
+                           "conv2d groups %lld must divide both the input channels (%lld) and "
+                           "filters (%lld) (input %s)",
+                           (long long) l->groups, (long long) cur->dims[0], (long long) l->filters,
+                           shape);
             g->wrank = 4;
             g->wdims[0] = l->filters;
-            g->wdims[1] = cur->dims[0];
+            g->wdims[1] = cur->dims[0] / l->groups;
             g->wdims[2] = l->kernel[0];
             g->wdims[3] = l->kernel[1];
-            *ok = mul(cur->dims[0], l->kernel[0], &g->fan_in) &&
+            *ok = mul(g->wdims[1], l->kernel[0], &g->fan_in) &&
                   mul(g->fan_in, l->kernel[1], &g->fan_in) &&
                   mul(l->filters, l->kernel[0], &g->fan_out) &&
                   mul(g->fan_out, l->kernel[1], &g->fan_out) &&
@@ -584,6 +626,9 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
             return bad(p, where, "kernel needs a flat [n] input, got %s", shape);
         g->out.rank = 1;
         g->out.dims[0] = l->units;
+        break;
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        g->out = *cur;
         break;
     }
     return HETCL_OK;
