@@ -8,6 +8,7 @@
 #include "cli_options.h"
 #include "train_cli.h"
 
+#include <hetcl/allreduce.h>
 #include <hetcl/hetcl.h>
 #include <hetcl/report.h>
 #include <hetcl/train.h>
@@ -535,6 +536,11 @@ int train_cli_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_status
     if (s == HETCL_ERR_INVALID_ARG || s == HETCL_ERR_UNSUPPORTED || s == HETCL_ERR_FORMAT) {
         cli_error("%s", detail);
         return CLI_EXIT_USAGE;
+    }
+    if (hetcl_comm_broken(c->comm)) {
+        /* A sync failed (a rank died or went silent): say which rank saw it, not --checkpoint. */
+        cli_error("train: rank %d: %s", c->rank, detail[0] ? detail : hetcl_status_str(s));
+        return CLI_EXIT_FAILURE;
     }
     if (s == HETCL_ERR_IO && c->opts.checkpoint_path) {
         cli_error("--checkpoint %s: %s", c->opts.checkpoint_path, detail);

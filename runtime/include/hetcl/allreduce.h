@@ -69,6 +69,11 @@ HETCL_API void hetcl_comm_destroy(hetcl_comm *comm);
  * at once instead of this one waiting for them in MPI_Finalize. */
 HETCL_API void hetcl_comm_abandon(hetcl_comm *comm);
 
+/* Whether this rank's handle can no longer be used: a message to or from another rank failed
+ * or timed out (the context's last error names that rank), or hetcl_comm_abandon was called.
+ * Tells a failed run's caller that the ranks, not its own files, failed it. NULL: false. */
+HETCL_API bool hetcl_comm_broken(const hetcl_comm *comm);
+
 HETCL_API int hetcl_comm_rank(const hetcl_comm *comm);
 HETCL_API int hetcl_comm_size(const hetcl_comm *comm);
 /* "mpi" or "local". */

@@ -58,6 +58,11 @@ void hetcl_comm_abandon(hetcl_comm *comm)
         comm->broken = true;
 }
 
+bool hetcl_comm_broken(const hetcl_comm *comm)
+{
+    return comm && comm->broken;
+}
+
 int hetcl_comm_rank(const hetcl_comm *comm)
 {
     return comm->rank;
