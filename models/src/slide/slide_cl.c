@@ -17,6 +17,7 @@ struct hetcl__slide_cl {
     int32_t *perm; /* DWTA: the inverse of the family's positions */
     size_t perm_len;
     char device[128];
+    int64_t runs;
 };
 
 /* The task's arguments. */
@@ -52,10 +53,10 @@ static hetcl_status simhash_cl(const struct hetcl_cl_call *call, const struct sl
     hetcl_status s = hetcl_cl_kernel(call, "slide.cl", NULL, "slide_simhash", &k);
     if (s != HETCL_OK)
         return s;
-    const size_t sz[] = {sizeof(cl_mem), sizeof(cl_int), sizeof(cl_int), sizeof(cl_int),
-                         sizeof(cl_int), sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_int),
-                         sizeof(cl_mem)};
-    const void *p[] = {&call->mems[0], &a->n,        &a->dim,      &a->k,       &a->l,
+    const size_t sz[] = {sizeof(cl_mem), sizeof(cl_int), sizeof(cl_int),
+                         sizeof(cl_int), sizeof(cl_int), sizeof(cl_mem),
+                         sizeof(cl_mem), sizeof(cl_int), sizeof(cl_mem)};
+    const void *p[] = {&call->mems[0], &a->n,          &a->dim,      &a->k,         &a->l,
                        &call->mems[1], &call->mems[2], &a->proj_len, &call->mems[3]};
     if ((s = set_args(call, k, "slide_simhash", sz, p, 9)) != HETCL_OK)
         return s;
@@ -74,10 +75,10 @@ static hetcl_status dwta_cl(const struct hetcl_cl_call *call, const struct slide
         return s;
     const size_t szb[] = {sizeof(cl_mem), sizeof(cl_int), sizeof(cl_int), sizeof(cl_int),
                           sizeof(cl_mem), sizeof(cl_int), sizeof(cl_mem)};
-    const void *pb[] = {&call->mems[0], &a->n, &a->dim, &a->n_bins, &call->mems[1], &a->n_pos,
-                        &raw};
+    const void *pb[] = {&call->mems[0], &a->n,     &a->dim, &a->n_bins,
+                        &call->mems[1], &a->n_pos, &raw};
     const cl_ulong seed = a->seed;
-    const size_t szp[] = {sizeof(cl_mem), sizeof(cl_int), sizeof(cl_int),
+    const size_t szp[] = {sizeof(cl_mem), sizeof(cl_int),   sizeof(cl_int),
                           sizeof(cl_int), sizeof(cl_ulong), sizeof(cl_mem)};
     const void *pp[] = {&raw, &a->n, &a->k, &a->l, &seed, &call->mems[2]};
     cl_event bins = NULL;
@@ -125,6 +126,11 @@ void hetcl__slide_cl_destroy(struct hetcl__slide_cl *cl)
     hetcl_runtime_destroy(cl->rt);
     hetcl__free(cl->perm);
     hetcl__free(cl);
+}
+
+int64_t hetcl__slide_cl_runs(const struct hetcl__slide_cl *cl)
+{
+    return cl->runs;
 }
 
 const char *hetcl__slide_cl_device(const struct hetcl__slide_cl *cl)
@@ -215,5 +221,6 @@ hetcl_status hetcl__slide_cl_hash(struct hetcl__slide_cl *cl, const struct hetcl
         hetcl_status u = hetcl_handle_unregister(cl->rt, d.handles[i]);
         s = s == HETCL_OK ? u : s;
     }
+    cl->runs += s == HETCL_OK;
     return s;
 }

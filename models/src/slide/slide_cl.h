@@ -29,6 +29,9 @@ void hetcl__slide_cl_destroy(struct hetcl__slide_cl *cl);
 /* The name of the device that runs the rehash ("" before the first hash). */
 const char *hetcl__slide_cl_device(const struct hetcl__slide_cl *cl);
 
+/* How many hashes completed on the device. */
+int64_t hetcl__slide_cl_runs(const struct hetcl__slide_cl *cl);
+
 /* buckets[a * L + t] = table t's bucket of row a of w[n][h->dim], for a < n (n < 2^31 / L):
  * the same values as hetcl__lsh_hash_dense(h, w + a * dim, buckets + a * L). Blocks until done.
  * Errors: the task's (HETCL_ERR_NO_DEVICE, HETCL_ERR_OPENCL, HETCL_ERR_BUILD), the detail on

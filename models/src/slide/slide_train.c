@@ -87,8 +87,8 @@ hetcl_status hetcl__slide_refill(struct slide *sl, bool rebuild, struct hetcl__r
     }
     /* A device that fails is dropped for the rest of the run: the host computes the same
      * buckets, only slower. */
-    if (sl->cl && hetcl__slide_cl_hash(sl->cl, sl->lsh, sl->w2, sl->c, sl->neuron_buckets) !=
-                          HETCL_OK) {
+    if (sl->cl &&
+        hetcl__slide_cl_hash(sl->cl, sl->lsh, sl->w2, sl->c, sl->neuron_buckets) != HETCL_OK) {
         hetcl__slide_cl_destroy(sl->cl);
         sl->cl = NULL;
     }
