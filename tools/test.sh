@@ -8,7 +8,7 @@
 #   3. the same build under AddressSanitizer + UBSan, and the unit and OpenCL tests again;
 #   4. the runtime and scheduler tests (tests/runtime, tests/sched), the training run with
 #      failing devices (test_train_faults) and the SLIDE trainer (test_slide_train,
-#      test_slide_cli) under ThreadSanitizer
+#      test_slide_cli, test_slide_cl: the rehash through the runtime) under ThreadSanitizer
 #      (tests/tsan.supp names ICD and PoCL frames only);
 #   5. every parser's libFuzzer target for a few seconds (tools/fuzz.sh).
 # Tests that need an OpenCL device are skipped (exit 77) where there is none.
@@ -40,7 +40,7 @@ cmake --preset tsan >/dev/null
 cmake --build build-tsan -j "$jobs" --target hetcl_rt_tests test_allreduce
 TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp second_deadlock_stack=1" \
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" \
-  -R '^test_(rt_|sched_|perfmodel$|trace$|dmda_public$|infer_team$|train_faults$|train_memory$|train_eigenpro$|allreduce$|slide_train$|slide_cli$)'
+  -R '^test_(rt_|sched_|perfmodel$|trace$|dmda_public$|infer_team$|train_faults$|train_memory$|train_eigenpro$|allreduce$|slide_train$|slide_cli$|slide_cl$)'
 
 echo "== fuzzing the parsers (${HETCL_FUZZ_SECONDS:-10} s each)"
 tools/fuzz.sh

@@ -61,6 +61,9 @@ struct slide {
     uint32_t *neuron_buckets; /* [c][L] */
     int32_t *order;           /* [c] insertion order */
     uint32_t **fill_scratch;  /* per thread: 2^range_pow words */
+    /* The rehash on an OpenCL device (HETCL_SLIDE_REHASH=opencl and one found), else NULL:
+     * the host threads hash. */
+    struct hetcl__slide_cl *cl;
     int64_t n_rebuilds;
     struct hetcl__active_rule rule;
     int64_t cap; /* an active set's largest size */

@@ -3,6 +3,7 @@
  * options, the model's initial weights (the spec's initialisers), the tables and the threads'
  * scratch.
  */
+#include "slide/slide_cl.h"
 #include "slide/slide_impl.h"
 
 #include <hetcl_internal/base.h>
@@ -229,6 +230,8 @@ void hetcl__slide_teardown(struct slide *sl)
     hetcl__free(sl->hot_in);
     hetcl__free(sl->order);
     hetcl__free(sl->neuron_buckets);
+    hetcl__slide_cl_destroy(sl->cl);
+    sl->cl = NULL;
     for (int i = 0; sl->th && i < sl->n_threads; i++) {
         struct slide_thread *t = &sl->th[i];
         hetcl__lsh_scratch_deinit(&t->scratch);

@@ -2,6 +2,7 @@
  * The SLIDE trainer (<hetcl/slide.h>): setup, the hash tables' refills, the two phases of a
  * batch (examples in parallel, then neurons in parallel), the epochs and the result.
  */
+#include "slide/slide_cl.h"
 #include "slide/slide_impl.h"
 
 #include <hetcl_internal/base.h>
@@ -84,7 +85,15 @@ hetcl_status hetcl__slide_refill(struct slide *sl, bool rebuild, struct hetcl__r
         sl->order[i] = sl->order[j];
         sl->order[j] = tmp;
     }
-    hetcl__slide_parallel(sl, hash_neurons);
+    /* A device that fails is dropped for the rest of the run: the host computes the same
+     * buckets, only slower. */
+    if (sl->cl &&
+        hetcl__slide_cl_hash(sl->cl, sl->lsh, sl->w2, sl->c, sl->neuron_buckets) != HETCL_OK) {
+        hetcl__slide_cl_destroy(sl->cl);
+        sl->cl = NULL;
+    }
+    if (!sl->cl)
+        hetcl__slide_parallel(sl, hash_neurons);
     hetcl__slide_parallel(sl, fill_tables);
     sl->live = 1 - sl->live;
     return HETCL_OK;
@@ -442,6 +451,13 @@ hetcl_status hetcl_slide_train(hetcl_context *ctx, const hetcl_model_spec *spec,
     }
     struct hetcl__rng rng;
     hetcl__rng_seed(&rng, sl.o.seed ^ UINT64_C(0x5eed51de));
+    /* Opt-in, not automatic: on a machine whose only OpenCL device is a CPU driver (PoCL) the
+     * device would take the cores the training threads use, and finding one costs an isolated
+     * enumeration. Without a device the host hashes (the same buckets). */
+    const char *where = getenv("HETCL_SLIDE_REHASH");
+    if (s == HETCL_OK && sl.o.select == HETCL_SLIDE_LSH && where && !strcmp(where, "opencl") &&
+        hetcl__slide_cl_create(ctx, &sl.cl) != HETCL_OK)
+        sl.cl = NULL;
     if (s == HETCL_OK && sl.o.select == HETCL_SLIDE_LSH &&
         (s = hetcl__slide_refill(&sl, false, &rng)) != HETCL_OK)
         s = hetcl__fail(ctx, s, "hetcl_slide_train: building the hash tables: out of memory");
