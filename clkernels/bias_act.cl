@@ -3,8 +3,9 @@
  *     bias_act_f32_fwd   y[r][c] = act(x[r][c] + bias[c]); x and y may be the same buffer
  *     bias_act_f32_bwd   dz[r][c] = dy[r][c] * act'(y[r][c]), dbias[c] (+)= sum_r dz[r][c]
  *
- * act: 0 none, 1 ReLU, 2 sigmoid, 3 tanh (hetcl_act). The derivative is taken from the output
- * y, so the backward pass needs neither x nor bias.
+ * act: 0 none, 1 ReLU, 2 sigmoid, 3 tanh, 4 ReLU6, 5 LeakyRelu of slope alpha (hetcl_act; the
+ * last two forward only). The derivative is taken from the output y, so the backward pass needs
+ * neither x nor bias.
  *
  * Layout of the work, CPU first: the forward runs one work-item per element over a 2-D range
  * (columns along dimension 0, so that PoCL's work-group vectoriser sees consecutive columns);
@@ -14,7 +15,7 @@
  * MLP and LeNet use; a GPU would prefer a tree, but this is not where GPU time goes.
  */
 
-inline float act_apply(float z, int act)
+inline float act_apply(float z, int act, float alpha)
 {
     switch (act) {
     case 1:
@@ -23,6 +24,10 @@ inline float act_apply(float z, int act)
         return 1.0f / (1.0f + exp(-z));
     case 3:
         return tanh(z);
+    case 4:
+        return fmin(fmax(z, 0.0f), 6.0f);
+    case 5:
+        return z >= 0.0f ? z : alpha * z;
     default:
         return z;
     }
@@ -45,14 +50,14 @@ inline float act_grad(float y, int act)
 
 /* Global size >= (cols, rows). No restrict: x and y may alias (in place). */
 __kernel void bias_act_f32_fwd(int rows, int cols, int act, const __global float *x,
-                               const __global float *bias, __global float *y)
+                               const __global float *bias, __global float *y, float alpha)
 {
     const int c = get_global_id(0);
     const int r = get_global_id(1);
     if (c >= cols || r >= rows)
         return;
     const size_t at = (size_t) r * cols + c;
-    y[at] = act_apply(x[at] + bias[c], act);
+    y[at] = act_apply(x[at] + bias[c], act, alpha);
 }
 
 inline float16 act_grad16(float16 y, int act)

@@ -153,3 +153,72 @@ __kernel void col2im_f32(int n0, int N, int C, int H, int W, int R, int S, int s
         }
     }
 }
+
+/* Grouped convolution, forward (groups > 1: hetcl_op_conv2d_fwd with args.groups), weight
+ * [K][C / G][R][S], bias added. Direct: one output per work-item, range (PQ, K, N). A group's
+ * GEMM is small (depth C/G R S) and an im2col would copy the input R S times for it; reading
+ * x in place costs the repeated loads the caches absorb. Grouped layers sit between wide 1x1
+ * convolutions whose GEMMs dominate a network's time. */
+__kernel void conv_grouped_f32(int C, int H, int W, int K, int R, int S, int stride, int pad,
+                               int P, int Q, int G, const __global float *restrict x,
+                               const __global float *restrict w,
+                               const __global float *restrict bias, __global float *restrict y)
+{
+    const int pq = get_global_id(0), k = get_global_id(1), n = get_global_id(2);
+    if (pq >= P * Q || k >= K)
+        return;
+    const int p = pq / Q, q = pq - p * Q;
+    const int h0 = p * stride - pad, w0 = q * stride - pad;
+    const int cg = C / G, c0 = k / (K / G) * cg;
+    float acc = bias[k];
+    for (int c = 0; c < cg; c++) {
+        const __global float *xp = x + ((size_t) n * C + c0 + c) * H * W;
+        const __global float *wk = w + ((size_t) k * cg + c) * R * S;
+        for (int i = 0; i < R; i++) {
+            const int h = h0 + i;
+            if (h < 0 || h >= H)
+                continue;
+            for (int j = 0; j < S; j++) {
+                const int ww = w0 + j;
+                if (ww >= 0 && ww < W)
+                    acc = fma(xp[h * W + ww], wk[i * S + j], acc);
+            }
+        }
+    }
+    y[((size_t) n * K + k) * P * Q + pq] = acc;
+}
+
+/* Depthwise convolution, forward (C / G == 1: one input channel per group, K / G outputs per
+ * channel), bias added. One work-item per output row (range (P, K, N)): the row's outputs share
+ * each kernel row's input row, and the loop over q is the contiguous one that PoCL vectorises;
+ * the valid columns of each tap are found once per row, so the inner loop has no test. */
+__kernel void conv_dw_f32(int H, int W, int K, int R, int S, int stride, int pad, int P, int Q,
+                          int G, const __global float *restrict x, const __global float *restrict w,
+                          const __global float *restrict bias, __global float *restrict y)
+{
+    const int p = get_global_id(0), k = get_global_id(1), n = get_global_id(2);
+    if (p >= P || k >= K)
+        return;
+    const int c = k / (K / G);
+    const __global float *xp = x + ((size_t) n * G + c) * H * W;
+    const __global float *wk = w + (size_t) k * R * S;
+    __global float *row = y + ((size_t) n * K + k) * P * Q + (size_t) p * Q;
+    const float b = bias[k];
+    for (int q = 0; q < Q; q++)
+        row[q] = b;
+    for (int i = 0; i < R; i++) {
+        const int h = p * stride - pad + i;
+        if (h < 0 || h >= H)
+            continue;
+        const __global float *src = xp + h * W;
+        for (int j = 0; j < S; j++) {
+            /* input column q stride - pad + j in [0, W) for q in [lo, hi) */
+            const int first = pad - j, last = W - 1 + pad - j;
+            const int lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+            const int hi = min(last < 0 ? 0 : last / stride + 1, Q);
+            const float wv = wk[i * S + j];
+            for (int q = lo; q < hi; q++)
+                row[q] = fma(src[q * stride - pad + j], wv, row[q]);
+        }
+    }
+}

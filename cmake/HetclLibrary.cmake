@@ -70,7 +70,10 @@ function(hetcl_add_whole_library target type export_name)
   # static library passes them on (as $<LINK_ONLY:...>).
   target_link_libraries(${target}
     PUBLIC OpenCL::OpenCL cjson $<BUILD_INTERFACE:hetcl_hwloc> $<INSTALL_INTERFACE:hetcl::hwloc>
-    PRIVATE clblast ZLIB::ZLIB Threads::Threads m ${CMAKE_DL_LIBS})
+    PRIVATE clblast ZLIB::ZLIB Threads::Threads ${LAPACKE_LIBRARY} ${LAPACK_LIBRARY} m ${CMAKE_DL_LIBS})
+  if(HETCL_HAVE_MPI)
+    target_link_libraries(${target} PRIVATE MPI::MPI_C)
+  endif()
   if(HETCL_ONNX_ENABLED)
     target_link_libraries(${target} PRIVATE ${PROTOBUF_C_LIBRARY})
   endif()

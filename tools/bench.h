@@ -6,5 +6,6 @@
 int cli_bench_runtime(int argc, char **argv);
 int cli_bench_ops(int argc, char **argv);
 int cli_bench_model(int argc, char **argv);
+int cli_bench_allreduce(int argc, char **argv);
 
 #endif /* HETCL_CLI_BENCH_H */

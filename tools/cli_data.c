@@ -273,6 +273,18 @@ static int load_source(hetcl_context *ctx, const char *flag, const char *value,
     hetcl_status s;
     hetcl_dataset *ds = NULL;
     const char *path = src.path[0];
+    if (f->sparse_multilabel && src.fmt != FMT_LIBSVM) {
+        cli_error("%s %s: %s reads sparse examples with label sets: give a LIBSVM file "
+                  "(libsvm:FILE, or a FILE ending in .libsvm, .svm or .svmlight)",
+                  flag, hetcl_quote(q, sizeof q, value), spec_path);
+        return CLI_EXIT_USAGE;
+    }
+    if (f->sparse_multilabel) {
+        /* the model's sizes bound the file's: an index or label beyond them names its line */
+        o.multilabel = true;
+        o.n_features = model_features(spec);
+        o.n_classes = spec->output_shape.dims[0];
+    }
     if (src.fmt == FMT_IDX) {
         o.n_classes = spec->output_shape.dims[0];
         s = hetcl_dataset_load_idx(ctx, path, src.path[1], &o, &ds);
@@ -289,6 +301,8 @@ static int load_source(hetcl_context *ctx, const char *flag, const char *value,
     if (ds->n < 1) {
         cli_error("%s %s: no examples", flag, hetcl_quote(q, sizeof q, path));
         rc = CLI_EXIT_USAGE;
+    } else if (f->sparse_multilabel) {
+        /* kept as read: sparse, with its label sets */
     } else if (ds->multilabel) {
         cli_error("%s %s: some example has no label or several; a model is trained on one label "
                   "per example",

@@ -34,6 +34,10 @@ struct cli_data_flags {
     double test_split;        /* --test-split; 0: not given */
     uint64_t split_seed;      /* --split-seed */
     bool split_seed_seen;
+    /* Set by the command, not a flag: the model reads sparse rows with label sets (a slide
+     * layer): LIBSVM files stay sparse and keep every line's labels (none, one or several);
+     * IDX and CSV files are refused. */
+    bool sparse_multilabel;
 };
 
 /* Where the rows above go in a command's flag table: --test-data, --test-split, --split-seed and
@@ -72,9 +76,10 @@ int cli_data_check_flags(const struct cli_data_flags *f);
 
 /*
  * Loads --data (a file) and its test examples for the model spec (read from spec_path): dense
- * (LIBSVM rows are scattered into the model's input size), single-label, each file checked
- * against the model. Prints the one-line error and returns CLI_EXIT_USAGE (bad input) or
- * CLI_EXIT_FAILURE (out of memory); CLI_EXIT_OK with *out filled (free with cli_data_free).
+ * (LIBSVM rows are scattered into the model's input size), single-label (or, with
+ * f->sparse_multilabel, sparse with label sets), each file checked against the model. Prints the
+ * one-line error and returns CLI_EXIT_USAGE (bad input) or CLI_EXIT_FAILURE (out of memory);
+ * CLI_EXIT_OK with *out filled (free with cli_data_free).
  */
 int cli_data_load(hetcl_context *ctx, const struct cli_data_flags *f, const hetcl_model_spec *spec,
                   const char *spec_path, struct cli_data *out);

@@ -21,6 +21,8 @@ static const struct bench_sub subs[] = {
          cli_bench_ops},
         {"model", "models' inference per device and across devices: latency, throughput, layers",
          cli_bench_model},
+        {"allreduce", "allreduce methods across ranks (mpirun or threads): bytes, predicted time",
+         cli_bench_allreduce},
 };
 
 static void usage(FILE *out)
@@ -45,7 +47,8 @@ int cli_bench(int argc, char **argv)
         if (!strcmp(argv[1], subs[i].name))
             return subs[i].run(argc - 1, argv + 1);
     char q[CLI_QUOTE_CAP];
-    cli_error("bench: unknown benchmark %s (expected runtime, ops or model); see 'hetcl bench "
+    cli_error("bench: unknown benchmark %s (expected runtime, ops, model or allreduce); see 'hetcl "
+              "bench "
               "--help'",
               hetcl_quote(q, sizeof q, argv[1]));
     return CLI_EXIT_USAGE;

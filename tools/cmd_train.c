@@ -8,6 +8,7 @@
 #include "cli_options.h"
 #include "train_cli.h"
 
+#include <hetcl/allreduce.h>
 #include <hetcl/hetcl.h>
 #include <hetcl/report.h>
 #include <hetcl/train.h>
@@ -95,6 +96,11 @@ static size_t data_options(struct cli_option *rows, size_t n, struct train_cli *
              .help = "use the first N training examples (after a seeded shuffle)"},
             {"--test-limit", CLI_U64, &f->test_limit, .max = 1099511627776.0, .metavar = "N",
              .help = "evaluate on the first N test examples"},
+            {"--select", CLI_STRING, &c->select,
+             .help = "models with a slide layer: lsh (default: SLIDE), sampled\n"
+                     "(sampled softmax: the labels and random outputs up to N,\n"
+                     "default the layer's min_active) or full (every output)",
+             .metavar = "lsh|sampled[:N]|full"},
             {"--no-standardize", CLI_FLAG, &c->no_standardize,
              .help = "keep raw features (default: standardize each feature with\n"
                      "the training set's mean and deviation)"},
@@ -217,6 +223,17 @@ static size_t output_options(struct cli_option *rows, size_t n, struct train_cli
     return add_rows(rows, n, t, CLI_N(t));
 }
 
+static size_t kernel_options(struct cli_option *rows, size_t n, struct train_cli *c)
+{
+    const struct cli_option t[] = {
+            CLI_SECTION("kernel machines (EigenPro; --batch DEV=N sets m, --lr eta):"),
+            {"--no-precond", CLI_FLAG, &c->no_precond,
+             .help = "plain mini-batch SGD: no preconditioner, batch and step\n"
+                     "from the kernel's own top eigenvalue (the baseline)"},
+    };
+    return add_rows(rows, n, t, CLI_N(t));
+}
+
 /* Every file that training writes can be written, and no two are the same file: checked now,
  * before minutes of training, rather than when the first checkpoint or the report is due. */
 static int check_output_paths(const struct train_cli *c)
@@ -257,7 +274,9 @@ static int parse_args(int argc, char **argv, struct train_cli *c)
     n = algo_options(rows, n, c, &f);
     n = stop_options(rows, n, c, &f);
     n = optimizer_options(rows, n, c, &f);
+    n = kernel_options(rows, n, c);
     n = output_options(rows, n, c);
+    n = train_dist_options(rows, n, c);
     int rc = cli_parse_flags("train", &train_help, argc, argv, rows, n);
     if (rc != CLI_PARSE_OK)
         return rc;
@@ -472,8 +491,9 @@ static void print_summary(const struct train_cli *c, const struct hetcl_train_re
     printf("model fnv1a64 %016llx\n", (unsigned long long) r->model_hash);
 }
 
-static int write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt,
-                        const struct hetcl_train_result *r)
+int train_cli_write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt,
+                           const struct hetcl_train_result *r,
+                           const struct hetcl_eigenpro_result *ep, cJSON *ranks)
 {
     const char *files[4];
     for (int i = 0; i < c->n_data_files && i < 4; i++)
@@ -496,15 +516,19 @@ static int write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_run
             .trace_path = c->trace,
             .train = &c->opts,
             .result = r,
+            .eigenpro = ep,
             .machine = &c->machine,
     };
-    return cli_write_report(ctx, hetcl_train_report_create(&ro), "--report", c->report, false)
-                   ? CLI_EXIT_FAILURE
-                   : CLI_EXIT_OK;
+    cJSON *report = hetcl_train_report_create(&ro);
+    if (report && ranks)
+        cJSON_AddItemToObject(report, "ranks", ranks);
+    else
+        cJSON_Delete(ranks);
+    return cli_write_report(ctx, report, "--report", c->report, false) ? CLI_EXIT_FAILURE
+                                                                       : CLI_EXIT_OK;
 }
 
-/* The exit code of a failed run, after its one-line error. */
-static int run_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_status s)
+int train_cli_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_status s)
 {
     if (!c->quiet && isatty(STDOUT_FILENO))
         printf("\n");
@@ -512,6 +536,11 @@ static int run_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_statu
     if (s == HETCL_ERR_INVALID_ARG || s == HETCL_ERR_UNSUPPORTED || s == HETCL_ERR_FORMAT) {
         cli_error("%s", detail);
         return CLI_EXIT_USAGE;
+    }
+    if (hetcl_comm_broken(c->comm)) {
+        /* A sync failed (a rank died or went silent): say which rank saw it, not --checkpoint. */
+        cli_error("train: rank %d: %s", c->rank, detail[0] ? detail : hetcl_status_str(s));
+        return CLI_EXIT_FAILURE;
     }
     if (s == HETCL_ERR_IO && c->opts.checkpoint_path) {
         cli_error("--checkpoint %s: %s", c->opts.checkpoint_path, detail);
@@ -545,11 +574,27 @@ int cli_train(int argc, char **argv)
         cli_error("out of memory");
         return CLI_EXIT_FAILURE;
     }
-    rc = train_cli_load(&c, ctx);
+    /* MPI first: its start waits for every rank, so that a rank that dies later is noticed by
+     * the others' syncs rather than by their start. */
+    rc = train_dist_start(&c, ctx);
+    /* A model whose last layer is a slide layer trains with SLIDE (train_slide.c). */
+    if (rc == CLI_EXIT_OK && hetcl_model_spec_load(ctx, c.model, &c.spec) == HETCL_OK &&
+        train_slide_wanted(c.spec)) {
+        rc = train_slide_main(&c, ctx);
+        goto out;
+    }
+    hetcl_model_spec_destroy(c.spec);
+    c.spec = NULL;
+    if (rc == CLI_EXIT_OK)
+        rc = train_cli_load(&c, ctx);
     if (rc == CLI_EXIT_OK)
         rc = create_runtime(&c, ctx, &rt);
     if (rc != CLI_EXIT_OK)
         goto out;
+    if (hetcl_model_spec_is_kernel_machine(c.spec)) { /* its own trainer: EigenPro */
+        rc = train_eigenpro(&c, ctx, rt);
+        goto out;
+    }
     c.opts.progress = on_progress;
     c.opts.progress_user = &c;
     /* From here on a signal stops the run cleanly; before, there is nothing to save. */
@@ -559,16 +604,21 @@ int cli_train(int argc, char **argv)
     hetcl_status s = hetcl_train_run(ctx, rt, c.spec, c.train, c.test, &c.opts, &res);
     hetcl_train_machine_after(&c.machine);
     if (s != HETCL_OK) {
-        rc = run_failed(&c, ctx, s);
+        rc = train_cli_failed(&c, ctx, s);
+        hetcl_comm_abandon(c.comm); /* mpirun then ends the other ranks at once */
         goto out;
     }
-    print_summary(&c, res);
+    if (c.rank == 0)
+        print_summary(&c, res);
+    cJSON *ranks = train_dist_gather(&c, ctx, res);
     if (c.trace && hetcl_runtime_write_trace(rt, c.trace) != HETCL_OK) {
         cli_error("--trace %s: %s", c.trace, hetcl_context_last_error(ctx));
         rc = CLI_EXIT_FAILURE;
     }
-    if (c.report && write_report(&c, ctx, rt, res) != CLI_EXIT_OK)
+    if (c.report && train_cli_write_report(&c, ctx, rt, res, NULL, ranks) != CLI_EXIT_OK)
         rc = CLI_EXIT_FAILURE;
+    else if (!c.report)
+        cJSON_Delete(ranks);
     if (rc == CLI_EXIT_OK && cli_signal_received())
         rc = interrupted(&c, cli_signal_received());
 out:
@@ -576,6 +626,7 @@ out:
     hetcl_runtime_destroy(rt);
     hetcl_device_list_destroy(c.device_list);
     train_cli_unload(&c);
+    train_dist_end(&c);
     hetcl_context_destroy(ctx);
     return rc;
 }

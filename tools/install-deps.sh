@@ -14,6 +14,8 @@ packages=(
   # ONNX import (optional at configure time: cmake/HetclOnnx.cmake): protobuf-c, its compiler,
   # Debian's onnx.proto; and ONNX's own node tests, which tests/onnx runs
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
+  # LAPACK's C interface: EigenPro's eigensystem of the kernel on its Nystrom subsample
+  liblapacke-dev
   # the CPU OpenCL device used by tests and CI, and a tool to list OpenCL devices
   pocl-opencl-icd clinfo
   # the default dataset (/usr/share/datasets/fashion-mnist)
@@ -25,6 +27,9 @@ packages=(
   # the install check (tools/check_install.sh) builds the examples with pkg-config, as a user of
   # hetcl.pc would
   pkgconf
+  # optional: training across nodes and the "mpi" allreduce (HETCL_WITH_MPI; the build works
+  # without them), and mpirun for their tests
+  libopenmpi-dev openmpi-bin
 )
 cross=${HETCL_CROSS:-}
 case "$cross" in

@@ -6,8 +6,9 @@
 #      prefix, the examples built against it with find_package and pkg-config, shared and
 #      static, and run; the installed CLI's and a `git archive` tarball's commit;
 #   3. the same build under AddressSanitizer + UBSan, and the unit and OpenCL tests again;
-#   4. the runtime and scheduler tests (tests/runtime, tests/sched) and the training run with
-#      failing devices (test_train_faults) under ThreadSanitizer
+#   4. the runtime and scheduler tests (tests/runtime, tests/sched), the training run with
+#      failing devices (test_train_faults) and the SLIDE trainer (test_slide_train,
+#      test_slide_cli, test_slide_cl: the rehash through the runtime) under ThreadSanitizer
 #      (tests/tsan.supp names ICD and PoCL frames only);
 #   5. every parser's libFuzzer target for a few seconds (tools/fuzz.sh);
 #   6. with HETCL_CROSS=aarch64 (CI sets it), the aarch64 cross build and its unit tests that need
@@ -36,12 +37,12 @@ ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -L "unit|opencl|kernel"
 
-echo "== ThreadSanitizer build and the runtime, scheduler and failing-device training tests"
+echo "== ThreadSanitizer build and the runtime, scheduler, failing-device and SLIDE training tests"
 cmake --preset tsan >/dev/null
-cmake --build build-tsan -j "$jobs" --target hetcl_rt_tests
+cmake --build build-tsan -j "$jobs" --target hetcl_rt_tests test_allreduce
 TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp second_deadlock_stack=1" \
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" \
-  -R '^test_(rt_|sched_|perfmodel$|trace$|dmda_public$|infer_team$|train_faults$|train_memory$)'
+  -R '^test_(rt_|sched_|perfmodel$|trace$|dmda_public$|infer_team$|train_faults$|train_memory$|train_eigenpro$|allreduce$|slide_train$|slide_cli$|slide_cl$)'
 
 echo "== fuzzing the parsers (${HETCL_FUZZ_SECONDS:-10} s each)"
 tools/fuzz.sh

@@ -27,6 +27,7 @@ struct train_cli {
     int argc;
     char **argv;
     const char *model, *data, *devices, *split_cpu, *report, *trace;
+    const char *select;               /* --select: a slide model's active sets */
     struct cli_data_flags data_flags; /* --test-data, --test-split, ... (.data: unused) */
     char devices_serving[512]; /* --devices plus the host worker that serves OpenCL replicas */
     int host_workers;          /* 0: automatic; -1: none (--host-workers 0) */
@@ -35,6 +36,7 @@ struct train_cli {
     struct hetcl_device_list *device_list; /* enumerated once for the runtime(s) */
     int64_t train_limit, test_limit;
     bool no_standardize, quiet;
+    bool no_precond; /* kernel machines: plain SGD (--no-precond) */
     struct train_cli_batch batch[TRAIN_CLI_MAX_BATCH];
     int n_batch;
     struct hetcl_train_options opts;
@@ -47,6 +49,12 @@ struct train_cli {
     int n_data_files;
     uint64_t data_checksum;
     struct hetcl_train_machine machine; /* the machine before and after training */
+    /* Across ranks (train_dist.c): the flags, and the communicator under mpirun. */
+    uint64_t sync_every;   /* --sync-every K: local updates of --lr-batch examples */
+    int allreduce_method;  /* --allreduce: index into hetcl_allreduce_method */
+    double sync_timeout_s; /* --sync-timeout */
+    hetcl_comm *comm;      /* NULL: this node alone */
+    int rank;              /* 0 without comm */
 };
 
 int cli_train(int argc, char **argv);
@@ -54,5 +62,32 @@ int cli_train(int argc, char **argv);
  * exit code on failure. */
 int train_cli_load(struct train_cli *c, hetcl_context *ctx);
 void train_cli_unload(struct train_cli *c);
+/* Writes --report for an SGD run (r) or an EigenPro run (ep; r NULL), with the MPI ranks'
+ * entries (taken over; NULL: a single-node run); a CLI exit code. */
+int train_cli_write_report(const struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt,
+                           const struct hetcl_train_result *r,
+                           const struct hetcl_eigenpro_result *ep, cJSON *ranks);
+/* Trains a kernel machine spec by EigenPro (train_eigenpro.c); a CLI exit code. */
+int train_eigenpro(struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt);
+
+/* train_dist.c. The --sync-every, --allreduce and --sync-timeout rows. */
+size_t train_dist_options(struct cli_option *rows, size_t n, struct train_cli *c);
+/* Under an MPI launcher with 2 ranks or more: the communicator and the options that train
+ * across ranks (a rank other than 0 writes no checkpoint, report or trace and prints no
+ * progress). Otherwise one line on stderr says that this node trains alone. Returns a CLI exit
+ * code. */
+int train_dist_start(struct train_cli *c, hetcl_context *ctx);
+/* Rank 0: every rank's devices, throughput and sync time, printed and returned as the report's
+ * "ranks" array (NULL without ranks); the other ranks send theirs. */
+struct cJSON *train_dist_gather(struct train_cli *c, hetcl_context *ctx,
+                                const struct hetcl_train_result *r);
+void train_dist_end(struct train_cli *c);
+/* The exit code of a failed training run (status s, the detail on ctx), after its one-line
+ * error: 2 for bad input or options, 1 otherwise. */
+int train_cli_failed(const struct train_cli *c, hetcl_context *ctx, hetcl_status s);
+/* train_slide.c: whether spec's last layer is a slide layer; the run of such a model with
+ * hetcl_slide_train (c->spec loaded; the data from c->data); a CLI exit code. */
+bool train_slide_wanted(const hetcl_model_spec *spec);
+int train_slide_main(struct train_cli *c, hetcl_context *ctx);
 
 #endif /* HETCL_TRAIN_CLI_H */

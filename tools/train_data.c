@@ -7,6 +7,7 @@
 
 #include <hetcl/status.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,25 @@ static int load_data(struct train_cli *c, hetcl_context *ctx)
     return CLI_EXIT_OK;
 }
 
+/* A kernel machine's bandwidth is in the units of its inputs: they are divided by the training
+ * set's largest absolute value (digits' 0..16 -> [0, 1], as EigenPro's authors scale them)
+ * instead of standardized per feature, which would change the distances' geometry. */
+static int scale_unit(struct train_cli *c)
+{
+    float top = 0.0f;
+    const int64_t nf = c->train->n_features;
+    for (int64_t i = 0; i < c->train->n * nf; i++)
+        top = fabsf(c->train->x[i]) > top ? fabsf(c->train->x[i]) : top;
+    if (!(top > 0.0f) || c->train->sparse)
+        return CLI_EXIT_OK;
+    for (int k = 0; k < 2; k++) {
+        hetcl_dataset *ds = k ? c->test : c->train;
+        for (int64_t i = 0; ds && ds->x && i < ds->n * ds->n_features; i++)
+            ds->x[i] /= top;
+    }
+    return CLI_EXIT_OK;
+}
+
 int train_cli_load(struct train_cli *c, hetcl_context *ctx)
 {
     if (hetcl_model_spec_load(ctx, c->model, &c->spec) != HETCL_OK) {
@@ -139,6 +159,8 @@ int train_cli_load(struct train_cli *c, hetcl_context *ctx)
         rc = limit(ctx, &c->train, c->train_limit, c->opts.seed, "--train-limit");
     if (rc == CLI_EXIT_OK)
         rc = limit(ctx, &c->test, c->test_limit, c->opts.seed + 1, "--test-limit");
+    if (rc == CLI_EXIT_OK && hetcl_model_spec_is_kernel_machine(c->spec))
+        return scale_unit(c);
     if (rc != CLI_EXIT_OK || c->no_standardize)
         return rc;
     if (hetcl_dataset_standardize_splits(ctx, c->train, c->test, &c->standardization) != HETCL_OK) {

@@ -216,7 +216,8 @@ static void ref_forward(const hetcl_infer_plan *p, int64_t b, const float *x, fl
                                    l->stride[0],
                                    l->stride[1],
                                    l->padding[0],
-                                   l->padding[1]};
+                                   l->padding[1],
+                                   l->groups};
             ref_conv2d_forward(&sh, a, p->params[s->weight], bias, y);
             ref_bias_act_forward(act, b * s->out_elems, 1, y, NULL, y);
         } else if (s->op == HETCL_INFER_MAXPOOL || s->op == HETCL_INFER_AVGPOOL) {

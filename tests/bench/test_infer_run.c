@@ -191,6 +191,15 @@ static void run_model(hetcl_context *ctx, hetcl_runtime *rt, const char *name, u
                 CHECK(!timed || step[k] <= ns[k]); /* one of the two requests */
                 sum += step[k];
             }
+            if (sum > rt2.ended - rt2.queued) {
+                fprintf(stderr,
+                        "  %s b%lld on %s (fuse %d): steps sum to %llu ns, span %llu ns:", name,
+                        (long long) batch, wi.name, fuse, (unsigned long long) sum,
+                        (unsigned long long) (rt2.ended - rt2.queued));
+                for (int k = 0; k < plan->n_steps; k++)
+                    fprintf(stderr, " %llu", (unsigned long long) step[k]);
+                fprintf(stderr, "\n");
+            }
             CHECK(sum <= rt2.ended - rt2.queued);
             CHECK_OK(ctx, hetcl_infer_session_submit(sess, x));
             CHECK(!hetcl_infer_session_step_ns(sess, wk, step)); /* none until waited for */

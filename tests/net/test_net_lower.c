@@ -310,6 +310,76 @@ static void check_refusals(hetcl_context *ctx, hetcl_model_spec *spec)
     spec->layers[1].kernel[1] = spec->layers[1].kernel[0];
 }
 
+/* A depthwise layer: lowered with its groups for inference, refused by training and fp16
+ * (no backward and no f16 form: never a wrong gradient) with an error naming the layer. */
+static void check_grouped(hetcl_context *ctx)
+{
+    static const char json[] =
+            "{\"schema_version\": 1, \"name\": \"dw\", \"input\": {\"shape\": [4, 6, 6]}, "
+            "\"layers\": [{\"type\": \"conv2d\", \"filters\": 4, \"kernel\": 3, \"groups\": 4, "
+            "\"activation\": \"relu\"}, {\"type\": \"flatten\"}, {\"type\": \"dense\", "
+            "\"units\": 3}], \"loss\": \"softmax_cross_entropy\"}";
+    hetcl_model_spec *spec = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "dw", json, strlen(json), &spec));
+    if (!spec)
+        return;
+    const struct hetcl__lowering lw = {.spec = spec, .rows = 2};
+    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+    CHECK(hetcl__lower_layer(&lw, 0, HETCL__PASS_FORWARD, ops) >= 1);
+    CHECK(ops[0].codelet == &hetcl_op_conv2d_fwd);
+    CHECK_EQ_INT(ops[0].args.conv2d.groups, 4);
+    CHECK_EQ_INT(ops[0].bytes[1], 4 * 9 * sizeof(float)); /* weight [4, 1, 3, 3] */
+    hetcl_net *net = NULL;
+    CHECK_EQ_INT(hetcl_net_create(ctx, spec, &net), HETCL_ERR_UNSUPPORTED);
+    CHECK(net == NULL);
+    CHECK(strstr(hetcl_context_last_error(ctx), "layers[0]: conv2d with groups 4") != NULL);
+    CHECK_EQ_INT(hetcl__lower_check_f16(ctx, spec), HETCL_ERR_UNSUPPORTED);
+    CHECK(strstr(hetcl_context_last_error(ctx), "groups 4") != NULL);
+    hetcl_infer_plan *plan = NULL;
+    CHECK_OK(ctx, hetcl_infer_plan_create(ctx, spec, NULL, &plan));
+    hetcl_infer_plan_destroy(plan);
+    hetcl_model_spec_destroy(spec);
+}
+
+/* An activation layer: one bias_act_fwd from its input's slot into its own, with the zero bias
+ * (sized for it) and the slope; training refuses it and relu6 / leaky_relu by name. */
+static void check_activation_layer(hetcl_context *ctx)
+{
+    static const char json[] =
+            "{\"schema_version\": 1, \"name\": \"act\", \"input\": {\"shape\": [300]}, "
+            "\"layers\": [{\"type\": \"dense\", \"units\": 200}, {\"type\": \"activation\", "
+            "\"activation\": \"leaky_relu\", \"alpha\": 0.3}, {\"type\": \"dense\", \"units\": 3, "
+            "\"activation\": \"relu6\"}], \"loss\": \"mse\"}";
+    hetcl_model_spec *spec = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "act", json, strlen(json), &spec));
+    if (!spec)
+        return;
+    const struct hetcl__lowering lw = {.spec = spec, .rows = 2};
+    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+    CHECK_EQ_INT(hetcl__lower_layer(&lw, 1, HETCL__PASS_FORWARD, ops), 1);
+    CHECK(ops[0].codelet == &hetcl_op_bias_act_fwd);
+    CHECK_EQ_INT(ops[0].args.bias_act.act, HETCL_ACT_LEAKY_RELU);
+    CHECK(ops[0].args.bias_act.alpha == 0.3f);
+    CHECK_EQ_INT(ops[0].args.bias_act.cols, 200);
+    CHECK_EQ_INT(ops[0].slot[0].kind, HETCL__SLOT_ACT);
+    CHECK_EQ_INT(ops[0].slot[0].layer, 0);
+    CHECK_EQ_INT(ops[0].slot[2].kind, HETCL__SLOT_ACT);
+    CHECK_EQ_INT(ops[0].slot[2].layer, 1);
+    CHECK(hetcl__slot_elems(spec, ops[0].slot[1], 2) >= 200); /* the zero bias covers a row */
+    CHECK_EQ_INT(hetcl__lower_layer(&lw, 2, HETCL__PASS_FORWARD, ops), 2);
+    CHECK_EQ_INT(ops[1].args.bias_act.act, HETCL_ACT_RELU6);
+    spec->loss = HETCL_MODEL_LOSS_SOFTMAX_CE; /* past the net's loss check */
+    hetcl_net *net = NULL;
+    CHECK_EQ_INT(hetcl_net_create(ctx, spec, &net), HETCL_ERR_UNSUPPORTED);
+    CHECK(strstr(hetcl_context_last_error(ctx), "layers[1]: an activation layer") != NULL);
+    spec->layers[1].type = HETCL_MODEL_LAYER_FLATTEN; /* a layer training takes */
+    spec->layers[1].activation = HETCL_MODEL_ACT_NONE;
+    CHECK_EQ_INT(hetcl_net_create(ctx, spec, &net), HETCL_ERR_UNSUPPORTED);
+    CHECK(strstr(hetcl_context_last_error(ctx), "layers[2]: activation relu6") != NULL);
+    CHECK(net == NULL);
+    hetcl_model_spec_destroy(spec);
+}
+
 int main(void)
 {
     hetcl_context *ctx = NULL;
@@ -324,6 +394,8 @@ int main(void)
         check_programs(spec);
         check_refusals(ctx, spec);
     }
+    check_grouped(ctx);
+    check_activation_layer(ctx);
     hetcl_model_spec_destroy(spec);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_net_lower");

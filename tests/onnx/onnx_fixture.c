@@ -135,7 +135,8 @@ static Onnx__TensorProto *tensor(struct fx *f, const char *name, int rank, const
     t->data_type = type;
     t->n_dims = (size_t) rank;
     t->dims = zalloc(f, (size_t) rank * sizeof *t->dims);
-    memcpy(t->dims, dims, (size_t) rank * sizeof *t->dims);
+    if (rank > 0) /* a scalar (rank 0) has no dims to copy, and may pass NULL */
+        memcpy(t->dims, dims, (size_t) rank * sizeof *t->dims);
     push(f, (void ***) &f->graph.initializer, &f->graph.n_initializer, t);
     /* an initializer that is also listed as an input, as older exporters write them */
     return t;

@@ -298,6 +298,185 @@ static void test_cnn(void)
     hetcl_onnx_model_destroy(m);
 }
 
+/* ---- MobileNet's block without its residual: [4, 7, 7] -> Conv depthwise 3x3 stride 2 pad 1
+ * (its weight an Identity of an initializer) + bias + Relu -> Conv 1x1 in 2 groups (4 -> 6), no
+ * bias -> GlobalAveragePool -> Flatten */
+
+enum { DW_C = 4, DW_HW = 7, DW_O = 4, PW_O = 6 };
+
+static struct fx *depthwise(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 4, (int64_t[]){BATCH, DW_C, DW_HW, DW_HW});
+    float *kd = values(DW_C * 9, 41), *bd = values(DW_C, 42), *kp = values(PW_O * 2, 43);
+    /* the depthwise weight through an Identity, as PyTorch's exporter writes shared weights */
+    fx_weight(f, "kd0", 4, (int64_t[]){DW_C, 1, 3, 3}, kd);
+    fx_node(f, "Identity", "Identity_0", "kd0", "kd");
+    fx_weight(f, "bd", 1, (int64_t[]){DW_C}, bd);
+    fx_weight(f, "kp", 4, (int64_t[]){PW_O, DW_C / 2, 1, 1}, kp);
+    Onnx__NodeProto *n = fx_node(f, "Conv", "dw", "x,kd,bd", "y1");
+    fx_attr_int(f, n, "group", DW_C);
+    fx_attr_ints(f, n, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    fx_attr_ints(f, n, "strides", 2, (int64_t[]){2, 2});
+    fx_node(f, "Relu", "relu", "y1", "a1");
+    n = fx_node(f, "Conv", "pw", "a1,kp", "y2");
+    fx_attr_int(f, n, "group", 2);
+    fx_node(f, "GlobalAveragePool", "gap", "y2", "g");
+    fx_node(f, "Flatten", "flat", "g", "out");
+    fx_output(f, "out");
+    free(kd), free(bd), free(kp);
+    return f;
+}
+
+static void depthwise_naive(const float *x, double *out)
+{
+    float *kd = values(DW_C * 9, 41), *bd = values(DW_C, 42), *kp = values(PW_O * 2, 43);
+    for (int r = 0; r < BATCH; r++) {
+        double a[DW_C][DW_O][DW_O];
+        for (int c = 0; c < DW_C; c++)
+            for (int y = 0; y < DW_O; y++)
+                for (int z = 0; z < DW_O; z++) {
+                    double s = (double) bd[c];
+                    for (int i = 0; i < 3; i++)
+                        for (int j = 0; j < 3; j++) {
+                            int iy = 2 * y - 1 + i, ix = 2 * z - 1 + j;
+                            if (iy >= 0 && iy < DW_HW && ix >= 0 && ix < DW_HW)
+                                s += (double) kd[c * 9 + i * 3 + j] *
+                                     (double) x[((r * DW_C + c) * DW_HW + iy) * DW_HW + ix];
+                        }
+                    a[c][y][z] = s > 0 ? s : 0;
+                }
+        for (int o = 0; o < PW_O; o++) {
+            const int c0 = o / (PW_O / 2) * (DW_C / 2); /* the group's first channel */
+            double sum = 0;
+            for (int y = 0; y < DW_O; y++)
+                for (int z = 0; z < DW_O; z++)
+                    for (int c = 0; c < DW_C / 2; c++)
+                        sum += (double) kp[o * (DW_C / 2) + c] * a[c0 + c][y][z];
+            out[r * PW_O + o] = sum / (DW_O * DW_O);
+        }
+    }
+    free(kd), free(bd), free(kp);
+}
+
+static void test_depthwise(void)
+{
+    struct fx *f = depthwise();
+    hetcl_onnx_model *m = load(f, "depthwise.onnx", HETCL_OK);
+    fx_free(f);
+    if (!m)
+        return;
+    CHECK_EQ_INT(m->spec->n_layers, 4);
+    if (m->spec->n_layers == 4) {
+        CHECK_EQ_INT(m->spec->layers[0].groups, DW_C);
+        CHECK_EQ_INT(m->spec->layers[0].activation, HETCL_MODEL_ACT_RELU);
+        CHECK_EQ_INT(m->spec->layers[1].groups, 2);
+        CHECK_EQ_INT(m->spec->params[m->spec->layers[1].first_param].dims[1], DW_C / 2);
+    }
+    float *x = values(BATCH * DW_C * DW_HW * DW_HW, 44);
+    double want[BATCH * PW_O];
+    depthwise_naive(x, want);
+    check_outputs(m, x, want, BATCH * PW_O, "depthwise");
+    free(x);
+    hetcl_onnx_model_destroy(m);
+}
+
+/* ---- activations: x[6] -> LeakyRelu 0.2 (a layer of its own) -> Gemm 5 (alpha 60) + Clip(0, 6)
+ * (its ReLU6) -> Tanh (a layer: the Gemm has its activation) -> Clip() (the identity) -> Gemm 3
+ * (no softmax) */
+
+static struct fx *acts(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 2, (int64_t[]){0, MLP_IN});
+    float *w1 = values(MLP_H * MLP_IN, 51), *w2 = values(MLP_OUT * MLP_H, 52);
+    fx_weight(f, "w1", 2, (int64_t[]){MLP_H, MLP_IN}, w1);
+    fx_weight(f, "w2", 2, (int64_t[]){MLP_OUT, MLP_H}, w2);
+    fx_weight(f, "lo", 0, NULL, (float[]){0.0f});
+    fx_weight(f, "hi", 0, NULL, (float[]){6.0f});
+    Onnx__NodeProto *n = fx_node(f, "LeakyRelu", "leaky", "x", "a0");
+    fx_attr_float(f, n, "alpha", 0.2f);
+    n = fx_node(f, "Gemm", "fc1", "a0,w1", "h1");
+    fx_attr_int(f, n, "transB", 1);
+    fx_attr_float(f, n, "alpha", 60.0f);
+    fx_node(f, "Clip", "relu6", "h1,lo,hi", "a1");
+    fx_node(f, "Tanh", "tanh", "a1", "a2");
+    fx_node(f, "Clip", "nop", "a2", "a3");
+    n = fx_node(f, "Gemm", "fc2", "a3,w2", "y");
+    fx_attr_int(f, n, "transB", 1);
+    fx_output(f, "y");
+    free(w1), free(w2);
+    return f;
+}
+
+static void acts_naive(const float *x, double *out, int *saturated)
+{
+    float *w1 = values(MLP_H * MLP_IN, 51), *w2 = values(MLP_OUT * MLP_H, 52);
+    for (int r = 0; r < BATCH; r++) {
+        double a0[MLP_IN], h[MLP_H];
+        for (int i = 0; i < MLP_IN; i++) {
+            double v = (double) x[r * MLP_IN + i];
+            a0[i] = v >= 0 ? v : 0.2 * v;
+        }
+        for (int o = 0; o < MLP_H; o++) {
+            double z = 0;
+            for (int i = 0; i < MLP_IN; i++)
+                z += 60.0 * (double) w1[o * MLP_IN + i] * a0[i];
+            *saturated += z > 6;
+            h[o] = tanh(z < 0 ? 0 : z > 6 ? 6 : z);
+        }
+        for (int o = 0; o < MLP_OUT; o++) {
+            double z = 0;
+            for (int i = 0; i < MLP_H; i++)
+                z += (double) w2[o * MLP_H + i] * h[i];
+            out[r * MLP_OUT + o] = z;
+        }
+    }
+    free(w1), free(w2);
+}
+
+static void test_activations(void)
+{
+    struct fx *f = acts();
+    hetcl_onnx_model *m = load(f, "acts.onnx", HETCL_OK);
+    fx_free(f);
+    if (!m)
+        return;
+    static const enum hetcl_model_layer_type types[] = {
+            HETCL_MODEL_LAYER_ACTIVATION, HETCL_MODEL_LAYER_DENSE, HETCL_MODEL_LAYER_ACTIVATION,
+            HETCL_MODEL_LAYER_ACTIVATION, HETCL_MODEL_LAYER_DENSE};
+    CHECK_EQ_INT(m->spec->n_layers, 5);
+    for (int i = 0; i < 5 && i < m->spec->n_layers; i++)
+        CHECK_EQ_INT(m->spec->layers[i].type, types[i]);
+    if (m->spec->n_layers == 5) {
+        CHECK_EQ_INT(m->spec->layers[0].activation, HETCL_MODEL_ACT_LEAKY_RELU);
+        CHECK(fabs(m->spec->layers[0].alpha - 0.2) < 1e-7);
+        CHECK_EQ_INT(m->spec->layers[1].activation, HETCL_MODEL_ACT_RELU6);
+        CHECK_EQ_INT(m->spec->layers[2].activation, HETCL_MODEL_ACT_TANH);
+        CHECK_EQ_INT(m->spec->layers[3].activation, HETCL_MODEL_ACT_NONE);
+    }
+    float *x = values(BATCH * MLP_IN, 53);
+    double want[BATCH * MLP_OUT];
+    int saturated = 0;
+    acts_naive(x, want, &saturated);
+    CHECK(saturated > 0); /* the test reaches ReLU6's upper bound */
+    check_outputs(m, x, want, BATCH * MLP_OUT, "activations");
+    free(x);
+    hetcl_onnx_model_destroy(m);
+
+    /* Clip bounds other than (0, 6) and (0): refused by name */
+    f = fx_new(13);
+    fx_input(f, "x", 2, (int64_t[]){0, MLP_IN});
+    fx_weight(f, "lo", 0, NULL, (float[]){-1.0f});
+    fx_weight(f, "hi", 0, NULL, (float[]){1.0f});
+    fx_node(f, "Clip", "clip11", "x,lo,hi", "y");
+    fx_output(f, "y");
+    CHECK(!load(f, "clip.onnx", HETCL_ERR_UNSUPPORTED));
+    CHECK(strstr(hetcl_context_last_error(ctx), "'clip11' (Clip, opset 13)") &&
+          strstr(hetcl_context_last_error(ctx), "bounds min -1, max 1"));
+    fx_free(f);
+}
+
 /* ---- BatchNormalization folded into a Conv without a bias and into a Gemm, GlobalAveragePool:
  * [2, 6, 6] -> Conv 3x3x3 pad 1 -> BN -> Relu -> GlobalAveragePool -> Flatten -> Gemm 4 -> BN */
 
@@ -531,16 +710,17 @@ static void test_errors(void)
     CHECK(strstr(hetcl_context_last_error(ctx), "'res' (Add, opset 13)") != NULL);
     fx_free(f);
 
-    /* a grouped convolution */
+    /* a group that does not divide the channels */
     f = fx_new(13);
     fx_input(f, "x", 4, (int64_t[]){1, 2, 5, 5});
     float k[2 * 9] = {0};
     fx_weight(f, "k", 4, (int64_t[]){2, 1, 3, 3}, k);
     Onnx__NodeProto *n = fx_node(f, "Conv", "dw", "x,k", "y");
-    fx_attr_int(f, n, "group", 2);
+    fx_attr_int(f, n, "group", 3);
     fx_output(f, "y");
     CHECK(!load(f, "dw.onnx", HETCL_ERR_UNSUPPORTED));
-    CHECK(strstr(hetcl_context_last_error(ctx), "group 2") != NULL);
+    CHECK(strstr(hetcl_context_last_error(ctx), "'dw' (Conv, opset 13)") &&
+          strstr(hetcl_context_last_error(ctx), "group 3"));
 
     /* found by fuzz_onnx: a shape that claims 2^30 values with one given (refused before
      * anything of that size is allocated), and a graph input without a name */
@@ -588,9 +768,9 @@ static void test_cli(void)
         return;
     char cmd[2048], out[8192];
     snprintf(cmd, sizeof cmd,
-             "'%s' bench model --model '%s/mlp.onnx,%s/cnn.onnx,%s/lenet.onnx' --devices host0 "
-             "--quick --batches 1,4",
-             bin, dir, dir, dir);
+             "'%s' bench model --model '%s/mlp.onnx,%s/cnn.onnx,%s/lenet.onnx,%s/depthwise.onnx,"
+             "%s/acts.onnx' --devices host0 --quick --batches 1,4",
+             bin, dir, dir, dir, dir, dir);
     int rc = hetcl_test_sh(dir, cmd);
     hetcl_test_read(dir, "out", out, sizeof out);
     if (rc != 0) {
@@ -599,7 +779,8 @@ static void test_cli(void)
         fprintf(stderr, "%s: exit %d\n%s%s\n", cmd, rc, out, err);
     }
     CHECK_EQ_INT(rc, 0);
-    CHECK(strstr(out, "mlp") && strstr(out, "cnn") && strstr(out, "lenet"));
+    CHECK(strstr(out, "mlp") && strstr(out, "cnn") && strstr(out, "lenet") &&
+          strstr(out, "depthwise") && strstr(out, "acts"));
     /* an unsupported node: exit 2, one line naming it */
     snprintf(cmd, sizeof cmd, "'%s' bench model --model '%s/erf.onnx' --quick", bin, dir);
     CHECK_EQ_INT(hetcl_test_sh(dir, cmd), 2);
@@ -621,6 +802,8 @@ int main(void)
     CHECK_OK(ctx, hetcl_context_create(NULL, &ctx));
     test_mlp();
     test_cnn();
+    test_depthwise();
+    test_activations();
     test_lenet_as_spec();
     test_batchnorm();
     test_external();

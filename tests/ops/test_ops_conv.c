@@ -214,6 +214,93 @@ static void test_conv(void)
     conv_fd();
 }
 
+/* ------------------------------------------------------------------ grouped, depthwise */
+
+/* The forward of a grouped convolution against tests/ref; the backward refuses it. */
+static void grouped_case(const struct hetcl_op_conv2d_args *a)
+{
+    ref_conv2d_shape sh = ref_shape(a);
+    sh.groups = a->groups;
+    const int64_t P = ref_conv2d_out_h(&sh), Q = ref_conv2d_out_w(&sh);
+    const size_t nx = (size_t) (a->batch * a->in_c * a->in_h * a->in_w);
+    const size_t nw = (size_t) (a->out_c * (a->in_c / a->groups) * a->k_h * a->k_w);
+    const size_t ny = (size_t) (a->batch * a->out_c * P * Q), nb = (size_t) a->out_c;
+    char what[160];
+    snprintf(what, sizeof what,
+             "conv2d groups %lld n=%lld c=%lld %lldx%lld k=%lld %lldx%lld stride %lld pad %lld",
+             (long long) a->groups, (long long) a->batch, (long long) a->in_c, (long long) a->in_h,
+             (long long) a->in_w, (long long) a->out_c, (long long) a->k_h, (long long) a->k_w,
+             (long long) a->stride, (long long) a->pad);
+    struct ops_buf f[4];
+    ops_buf_alloc(&f[0], nx * 4, HETCL_R);
+    ops_buf_alloc(&f[1], nw * 4, HETCL_R);
+    ops_buf_alloc(&f[2], nb * 4, HETCL_R);
+    ops_buf_alloc(&f[3], ny * 4, HETCL_W);
+    ref_fill_uniform(&rng, F(&f[0]), nx, -1, 1);
+    ref_fill_uniform(&rng, F(&f[1]), nw, -1, 1);
+    ref_fill_uniform(&rng, F(&f[2]), nb, -1, 1);
+    float *yref = malloc((ny + 1) * 4);
+    ref_conv2d_forward(&sh, F(&f[0]), F(&f[1]), F(&f[2]), yref);
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_conv2d_fwd, f, 4, a, sizeof *a));
+    const double crs = (double) (a->in_c / a->groups * a->k_h * a->k_w);
+    ops_check(what, yref, F(&f[3]), ny, 1e-10, 1e-6 * (crs + 2));
+    ops_buf_guard_ok(&f[3], what);
+    free(yref);
+    for (int i = 0; i < 4; i++)
+        ops_buf_free(&f[i]);
+}
+
+static void test_grouped(void)
+{
+    /* batch, in_c, in_h, in_w, out_c, k_h, k_w, stride, pad, groups */
+    static const int64_t cases[][10] = {
+            {2, 8, 14, 14, 8, 3, 3, 1, 1, 8},  /* depthwise 3x3 (MobileNetV2) */
+            {3, 6, 15, 13, 6, 3, 3, 2, 1, 6},  /* depthwise, stride 2, odd sizes */
+            {1, 3, 9, 7, 6, 3, 2, 1, 2, 3},    /* depth multiplier 2, non-square, wide pad */
+            {2, 5, 6, 6, 5, 5, 5, 3, 0, 5},    /* depthwise, kernel near the image size */
+            {1, 1, 4, 4, 1, 3, 3, 1, 1, 1},    /* groups 1 explicitly: the ordinary path */
+            {2, 8, 10, 9, 12, 3, 3, 1, 1, 2},  /* two groups (ResNeXt style) */
+            {2, 8, 10, 9, 4, 1, 1, 1, 0, 4},   /* 1x1 grouped */
+            {1, 12, 11, 11, 6, 3, 3, 2, 1, 3}, /* grouped, stride 2 */
+            {0, 4, 5, 5, 4, 3, 3, 1, 1, 4},    /* empty batch */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int64_t *c = cases[i];
+        const struct hetcl_op_conv2d_args a = {.batch = c[0],
+                                               .in_c = c[1],
+                                               .in_h = c[2],
+                                               .in_w = c[3],
+                                               .out_c = c[4],
+                                               .k_h = c[5],
+                                               .k_w = c[6],
+                                               .stride = c[7],
+                                               .pad = c[8],
+                                               .groups = c[9]};
+        grouped_case(&a);
+    }
+    struct ops_buf b[6];
+    for (int i = 0; i < 6; i++)
+        ops_buf_alloc(&b[i], 4096, HETCL_RW);
+    struct hetcl_op_conv2d_args a = {.batch = 1,
+                                     .in_c = 4,
+                                     .in_h = 5,
+                                     .in_w = 5,
+                                     .out_c = 4,
+                                     .k_h = 3,
+                                     .k_w = 3,
+                                     .stride = 1,
+                                     .groups = 4};
+    /* no backward of a grouped convolution: refused by name, never a wrong gradient */
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_conv2d_bwd, b, 6, &a, sizeof a), HETCL_ERR_UNSUPPORTED);
+    a.groups = 3; /* divides neither 4 channels nor 4 filters */
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_conv2d_fwd, b, 4, &a, sizeof a), HETCL_ERR_INVALID_ARG);
+    a.groups = 2;
+    a.out_c = 3; /* divides the channels but not the filters */
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_conv2d_fwd, b, 4, &a, sizeof a), HETCL_ERR_INVALID_ARG);
+    for (int i = 0; i < 6; i++)
+        ops_buf_free(&b[i]);
+}
+
 /* ------------------------------------------------------------------ pooling */
 
 static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride,
@@ -525,6 +612,8 @@ int main(void)
             continue;
         printf("conv2d\n");
         test_conv();
+        printf("grouped and depthwise conv2d\n");
+        test_grouped();
         printf("pooling\n");
         test_pool();
         printf("bad arguments\n");

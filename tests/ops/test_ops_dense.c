@@ -308,8 +308,55 @@ static void bias_act_fd(hetcl_act act)
         ops_buf_free(&b[i]);
 }
 
+/* ReLU6 and LeakyRelu (forward only): inputs over [-10, 10] so that both of ReLU6's bounds
+ * and both of LeakyRelu's sides are hit; the backward refuses them by name. */
+static void bias_act_forward_only_case(int64_t rows, int64_t cols, hetcl_act act, float alpha,
+                                       bool inplace)
+{
+    const size_t n = (size_t) (rows * cols);
+    struct ops_buf b[4];
+    ops_buf_alloc(&b[0], n * 4, inplace ? HETCL_RW : HETCL_R);
+    ops_buf_alloc(&b[1], (size_t) cols * 4, HETCL_R);
+    ops_buf_alloc(&b[2], n * 4, HETCL_W);
+    ref_fill_uniform(&rng, F(&b[0]), n, -10, 10);
+    ref_fill_uniform(&rng, F(&b[1]), (size_t) cols, -1, 1);
+    float *ref = malloc((n + 1) * 4);
+    if (act == HETCL_ACT_RELU6)
+        ref_bias_relu6_forward(rows, cols, F(&b[0]), F(&b[1]), ref);
+    else
+        ref_bias_leaky_relu_forward(alpha, rows, cols, F(&b[0]), F(&b[1]), ref);
+    const struct hetcl_op_bias_act_args a = {
+            .rows = rows, .cols = cols, .act = act, .alpha = alpha};
+    char what[128];
+    snprintf(what, sizeof what, "bias_act_fwd%s %s alpha %g %lldx%lld", inplace ? "_inplace" : "",
+             act == HETCL_ACT_RELU6 ? "relu6" : "leaky_relu", (double) alpha, (long long) rows,
+             (long long) cols);
+    const int out = inplace ? 0 : 2;
+    CHECK_OK(E.ctx, ops_run(&E, inplace ? &hetcl_op_bias_act_fwd_inplace : &hetcl_op_bias_act_fwd,
+                            b, inplace ? 2 : 3, &a, sizeof a));
+    ops_check(what, ref, F(&b[out]), n, 1e-12, 1e-6);
+    ops_buf_guard_ok(&b[out], what);
+    free(ref);
+    for (int i = 0; i < 3; i++)
+        ops_buf_free(&b[i]);
+    /* y, dy, dz, dbias */
+    const size_t sizes[4] = {n, n, n, (size_t) cols};
+    const hetcl_access modes[4] = {HETCL_R, HETCL_R, HETCL_W, HETCL_W};
+    for (int i = 0; i < 4; i++)
+        ops_buf_alloc(&b[i], sizes[i] * 4, modes[i]);
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_bias_act_bwd, b, 4, &a, sizeof a), HETCL_ERR_UNSUPPORTED);
+    for (int i = 0; i < 4; i++)
+        ops_buf_free(&b[i]);
+}
+
 static void test_bias_act(void)
 {
+    static const int64_t few[][2] = {{1, 1}, {3, 17}, {64, 256}, {0, 5}};
+    for (size_t s = 0; s < sizeof few / sizeof few[0]; s++) {
+        bias_act_forward_only_case(few[s][0], few[s][1], HETCL_ACT_RELU6, 0.0f, s % 2 == 0);
+        bias_act_forward_only_case(few[s][0], few[s][1], HETCL_ACT_LEAKY_RELU, 0.1f, s % 2 == 1);
+        bias_act_forward_only_case(few[s][0], few[s][1], HETCL_ACT_LEAKY_RELU, -0.5f, s % 2 == 0);
+    }
     static const int64_t shapes[][2] = {{1, 1}, {3, 17}, {64, 256}, {17, 1023}, {1000, 3}, {0, 5}};
     for (int act = 0; act < 4; act++) {
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {

@@ -209,6 +209,27 @@ static double act_f(ref_act act, double z)
     return NAN;
 }
 
+void ref_bias_relu6_forward(int64_t rows, int64_t cols, const float *x, const float *bias, float *y)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c = 0; c < cols; c++) {
+            double z = (double) x[r * cols + c] + (bias ? (double) bias[c] : 0.0);
+            y[r * cols + c] = (float) (z < 0.0 ? 0.0 : z > 6.0 ? 6.0 : z);
+        }
+    }
+}
+
+void ref_bias_leaky_relu_forward(double alpha, int64_t rows, int64_t cols, const float *x,
+                                 const float *bias, float *y)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c = 0; c < cols; c++) {
+            double z = (double) x[r * cols + c] + (bias ? (double) bias[c] : 0.0);
+            y[r * cols + c] = (float) (z >= 0.0 ? z : alpha * z);
+        }
+    }
+}
+
 /* f'(z) written as a function of y = f(z). */
 static double act_df_from_y(ref_act act, double y)
 {
@@ -462,12 +483,14 @@ void ref_conv2d_forward_f64(const ref_conv2d_shape *sh, const double *x, const d
                             const double *bias, double *y)
 {
     int64_t oh = ref_conv2d_out_h(sh), ow = ref_conv2d_out_w(sh);
+    const int64_t g = sh->groups > 1 ? sh->groups : 1, cg = sh->c / g;
     for (int64_t b = 0; b < sh->n; b++) {
         for (int64_t f = 0; f < sh->k; f++) {
+            const int64_t c0 = f / (sh->k / g) * cg; /* the first channel of f's group */
             for (int64_t p = 0; p < oh; p++) {
                 for (int64_t q = 0; q < ow; q++) {
                     double acc = bias ? bias[f] : 0.0;
-                    for (int64_t c = 0; c < sh->c; c++) {
+                    for (int64_t c = c0; c < c0 + cg; c++) {
                         for (int64_t i = 0; i < sh->r; i++) {
                             for (int64_t j = 0; j < sh->s; j++) {
                                 int64_t hi = p * sh->stride_h - sh->pad_h + i;
@@ -476,7 +499,7 @@ void ref_conv2d_forward_f64(const ref_conv2d_shape *sh, const double *x, const d
                                     continue; /* zero padding */
                                 }
                                 acc += x[((b * sh->c + c) * sh->h + hi) * sh->w + wi] *
-                                       w[((f * sh->c + c) * sh->r + i) * sh->s + j];
+                                       w[((f * cg + c - c0) * sh->r + i) * sh->s + j];
                             }
                         }
                     }
@@ -490,7 +513,8 @@ void ref_conv2d_forward_f64(const ref_conv2d_shape *sh, const double *x, const d
 void ref_conv2d_forward(const ref_conv2d_shape *sh, const float *x, const float *w,
                         const float *bias, float *y)
 {
-    int64_t nx = sh->n * sh->c * sh->h * sh->w, nw = sh->k * sh->c * sh->r * sh->s;
+    const int64_t g = sh->groups > 1 ? sh->groups : 1;
+    int64_t nx = sh->n * sh->c * sh->h * sh->w, nw = sh->k * (sh->c / g) * sh->r * sh->s;
     int64_t ny = sh->n * sh->k * ref_conv2d_out_h(sh) * ref_conv2d_out_w(sh);
     double *wx = widen(x, nx), *ww = widen(w, nw), *wb = widen(bias, sh->k);
     double *wy = scratch(y, ny);
@@ -941,4 +965,32 @@ void ref_fill_binary(ref_rng *rng, float *x, size_t n, double p)
     for (size_t i = 0; i < n; i++) {
         x[i] = ref_rng_uniform(rng) < p ? 1.0f : 0.0f;
     }
+}
+
+void ref_kernel_matrix_f64(bool laplacian, double bw, int64_t m, int64_t n, int64_t d,
+                           const double *x, const double *c, double *k)
+{
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            double r2 = 0.0;
+            for (int64_t p = 0; p < d; p++) {
+                const double t = x[i * d + p] - c[j * d + p];
+                r2 += t * t;
+            }
+            k[i * n + j] = laplacian ? exp(-sqrt(r2) / bw) : exp(-r2 / (2.0 * bw * bw));
+        }
+    }
+}
+
+void ref_kernel_matrix(bool laplacian, float bw, int64_t m, int64_t n, int64_t d, const float *x,
+                       const float *c, float *k)
+{
+    double *dx = widen(x, m * d);
+    double *dc = widen(c, n * d);
+    double *dk = scratch(k, m * n);
+    ref_kernel_matrix_f64(laplacian, (double) bw, m, n, d, dx, dc, dk);
+    narrow(k, dk, m * n);
+    free(dx);
+    free(dc);
+    free(dk);
 }

@@ -93,6 +93,13 @@ void ref_bias_act_forward_f64(ref_act act, int64_t rows, int64_t cols, const dou
 void ref_bias_act_forward(ref_act act, int64_t rows, int64_t cols, const float *x,
                           const float *bias, float *y);
 
+/* The forward-only activations: ReLU6, min(max(z, 0), 6), and LeakyRelu, z >= 0 ? z : alpha z,
+ * of z = x + bias (bias may be NULL), as ref_bias_act_forward. */
+void ref_bias_relu6_forward(int64_t rows, int64_t cols, const float *x, const float *bias,
+                            float *y);
+void ref_bias_leaky_relu_forward(double alpha, int64_t rows, int64_t cols, const float *x,
+                                 const float *bias, float *y);
+
 /*
  * Backward from the forward OUTPUT y (not the input): every activation's derivative is a
  * function of y (see ref_act), so x and bias need not be kept.
@@ -163,6 +170,8 @@ typedef struct ref_conv2d_shape {
     int64_t k, r, s;            /* weight [k, c, r, s] (k filters of r rows, s columns) */
     int64_t stride_h, stride_w; /* >= 1 */
     int64_t pad_h, pad_w;       /* zero padding on each side, >= 0 */
+    int64_t groups;             /* forward: 0 or 1, or a divisor of c and k (weight
+                                   [k, c / groups, r, s]); the backward takes 0 or 1 only */
 } ref_conv2d_shape;
 
 /* out_h = (h + 2 pad_h - r) / stride_h + 1 (floor division), out_w likewise; requires
@@ -172,6 +181,8 @@ int64_t ref_conv2d_out_w(const ref_conv2d_shape *sh);
 
 /* y[n, k, p, q] = bias[k] + sum_{c, i, j} x[n, c, p*stride_h - pad_h + i, q*stride_w - pad_w + j]
  *                                         * w[k, c, i, j]   (out-of-image x reads as 0).
+ * With groups G > 1, filter k sums over the channels c of its group only,
+ * [k / (K/G) C/G, (k / (K/G) + 1) C/G), with weight w[k, c - that group's first, i, j].
  * This is cross-correlation, as in every framework. bias may be NULL. */
 void ref_conv2d_forward_f64(const ref_conv2d_shape *sh, const double *x, const double *w,
                             const double *bias, double *y);
@@ -311,5 +322,19 @@ void ref_fill_normal_f64(ref_rng *rng, double *x, size_t n, double mean, double 
 void ref_fill_labels(ref_rng *rng, int32_t *labels, size_t n, int32_t classes);
 /* x[i] = 1 with probability p, else 0 (multi-label targets). */
 void ref_fill_binary(ref_rng *rng, float *x, size_t n, double p);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Kernel matrix (kernel machines)                                                            */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * K[i][j] = k(x_i, c_j) for x [m][d], c [n][d]: the direct squared distance sum_p (x - c)^2
+ * (not the norm expansion the devices use, so that their cancellation shows), then
+ * laplacian ? exp(-sqrt(r2) / bw) : exp(-r2 / (2 bw^2)).
+ */
+void ref_kernel_matrix_f64(bool laplacian, double bw, int64_t m, int64_t n, int64_t d,
+                           const double *x, const double *c, double *k);
+void ref_kernel_matrix(bool laplacian, float bw, int64_t m, int64_t n, int64_t d, const float *x,
+                       const float *c, float *k);
 
 #endif /* HETCL_TESTS_REF_OPS_H */

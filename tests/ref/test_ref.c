@@ -588,6 +588,21 @@ static void hand_conv(void)
     expect_array_f32("conv2d", "1x1x3x3 k2 s1 p0", want1, y, 4);
     CHECK(ref_check_guard(y, 4, GUARD));
 
+    /* Depthwise (groups 2): channel 1 (x + 9) sees only its own plane and filter, 4 * 9 more
+     * than channel 0 per window; a dense conv would add both planes into each output. */
+    {
+        float x2[18], w2[8] = {1, 1, 1, 1, 1, 1, 1, 1}, b2[2] = {0, 0}, y2[8 + GUARD];
+        for (int i = 0; i < 18; i++)
+            x2[i] = (float) (i + 1);
+        ref_conv2d_shape dw = sh;
+        dw.c = dw.k = dw.groups = 2;
+        ref_fill_guard(y2, 8, GUARD);
+        ref_conv2d_forward(&dw, x2, w2, b2, y2);
+        const double want_dw[8] = {12, 16, 24, 28, 48, 52, 60, 64};
+        expect_array_f32("conv2d", "depthwise 1x2x3x3 k2", want_dw, y2, 8);
+        CHECK(ref_check_guard(y2, 8, GUARD));
+    }
+
     /* Stride 2, pad 1: windows at (-1,-1) (-1,1) (1,-1) (1,1) -> 1, 2+3, 4+7, 5+6+8+9. */
     sh.stride_h = sh.stride_w = 2;
     sh.pad_h = sh.pad_w = 1;

@@ -314,6 +314,60 @@ static void test_defaults(hetcl_context *ctx)
     CHECK(spec->init_std == 0.5);
     /* mse accepts an activation on the last layer and one output; check_consistent holds. */
     check_consistent(spec);
+    CHECK_EQ_INT(c->groups, 1); /* the default: an ordinary convolution */
+    hetcl_model_spec_destroy(spec);
+    spec = NULL;
+
+    /* A depthwise layer (groups == channels, depth multiplier 2) and a grouped one: weights
+     * [filters, channels / groups, kh, kw], fans and FLOPs of one group's depth. */
+    CHECK_OK(ctx, parse(ctx,
+                        "{'schema_version': 1, 'name': 't', 'input': {'shape': [4, 8, 8]}, "
+                        "'layers': [{'type': 'conv2d', 'filters': 8, 'kernel': 3, 'padding': 1, "
+                        "'groups': 4}, {'type': 'conv2d', 'filters': 6, 'kernel': 1, 'groups': 2, "
+                        "'bias': false}, {'type': 'flatten'}, " DENSE "]" SMCE,
+                        &spec));
+    if (spec) {
+        const struct hetcl_model_layer *d = &spec->layers[0], *g = &spec->layers[1];
+        CHECK_EQ_INT(d->groups, 4);
+        CHECK_EQ_INT(g->groups, 2);
+        check_param(spec, "layers.0.weight", 4, 8, 1, 3, 3);
+        check_param(spec, "layers.1.weight", 4, 6, 4, 1, 1);
+        CHECK_EQ_INT(hetcl_model_spec_find_param(spec, "layers.0.weight")->fan_in, 9);
+        CHECK_EQ_INT(hetcl_model_spec_find_param(spec, "layers.1.weight")->fan_in, 4);
+        CHECK_EQ_INT(d->flops, 2 * 8 * 9 * 8 * 8 + 8 * 8 * 8); /* MACs x 2 + the bias adds */
+        CHECK_EQ_INT(g->flops, 2 * 6 * 4 * 8 * 8);
+        check_consistent(spec);
+    }
+    hetcl_model_spec_destroy(spec);
+    spec = NULL;
+
+    /* Activation layers keep their input's shape and own no parameters; relu6 and leaky_relu
+     * (alpha default 0.01) on dense and conv2d layers and on their own. */
+    CHECK_OK(ctx,
+             parse(ctx,
+                   IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, "
+                       "'activation': 'relu6'}, {'type': 'activation', 'activation': "
+                       "'leaky_relu'}, {'type': 'flatten'}, {'type': 'activation', "
+                       "'activation': 'leaky_relu', 'alpha': -0.25}, {'type': 'dense', "
+                       "'units': 4, 'activation': 'leaky_relu', 'alpha': 0.5}, " DENSE "]" SMCE,
+                   &spec));
+    if (spec) {
+        const struct hetcl_model_layer *L = spec->layers;
+        CHECK_EQ_INT(L[0].activation, HETCL_MODEL_ACT_RELU6);
+        CHECK_EQ_INT(L[0].init, HETCL_MODEL_INIT_HE_UNIFORM); /* auto, a rectifier */
+        CHECK_EQ_INT(L[1].type, HETCL_MODEL_LAYER_ACTIVATION);
+        CHECK_EQ_INT(L[1].activation, HETCL_MODEL_ACT_LEAKY_RELU);
+        CHECK(L[1].alpha == 0.01);
+        check_shape(&L[1].out_shape, 3, 2, 26, 26);
+        CHECK_EQ_INT(L[1].n_param_tensors, 0);
+        CHECK_EQ_INT(L[1].flops, 0);
+        CHECK(L[3].alpha == -0.25);
+        check_shape(&L[3].out_shape, 1, 2 * 26 * 26, 0, 0);
+        CHECK(L[4].alpha == 0.5);
+        CHECK_EQ_STR(hetcl_model_layer_type_name(L[1].type), "activation");
+        CHECK_EQ_STR(hetcl_model_activation_name(L[0].activation), "relu6");
+        check_consistent(spec);
+    }
     hetcl_model_spec_destroy(spec);
     spec = NULL;
 
@@ -411,19 +465,30 @@ static const struct bad_case bad_cases[] = {
          "layers[0].units: missing (expected an integer >= 1)", 1},
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
-         "dense, conv2d, maxpool2d, avgpool2d, flatten)",
+         "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
-         "maxpool2d, avgpool2d, flatten)",
+         "maxpool2d, avgpool2d, flatten, kernel, slide, activation)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
+        /* slide layers: the last one, under softmax_cross_entropy; bounded hashing */
+        {HEAD "'layers': [{'type': 'slide', 'units': 10}, {'type': 'dense', 'units': 10}]" SMCE,
+         "layers[0]: a slide layer must be the last layer, under softmax_cross_entropy (got "
+         "layer 1 of 2, loss softmax_cross_entropy)",
+         0},
+        {HEAD "'layers': [{'type': 'slide', 'units': 10, 'k': 9}]" SMCE,
+         "layers[0].k: expected at most 8 for dwta (a bucket index of 24 bits), got 9", 0},
+        {HEAD "'layers': [{'type': 'slide', 'units': 10, 'activation': 'relu'}]" SMCE,
+         "layers[0].activation: unknown field", 1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activation': 'softmax'}]" SMCE,
          "layers[0].activation: unknown activation \"softmax\" (expected one of: none, relu, "
-         "sigmoid, tanh)",
+         "sigmoid, tanh, relu6, leaky_relu)",
          1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activation': 1}]" SMCE,
-         "layers[0].activation: expected a string, one of: none, relu, sigmoid, tanh; got 1", 1},
+         "layers[0].activation: expected a string, one of: none, relu, sigmoid, tanh, relu6, "
+         "leaky_relu; got 1",
+         1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'init': 'glorot'}]" SMCE,
          "layers[0].init: unknown init \"glorot\" (expected one of: he_uniform, he_normal, "
          "xavier_uniform, xavier_normal, normal, zeros, auto)",
@@ -440,7 +505,7 @@ static const struct bad_case bad_cases[] = {
          "init: expected an object, got \"he_uniform\"", 1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activaton': 'relu'}]" SMCE,
          "layers[0].activaton: unknown field (expected one of: type, units, activation, bias, "
-         "init)",
+         "init, alpha)",
          1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'units': 20}]" SMCE,
          "layers[0].units: duplicate field", 0},
@@ -505,6 +570,33 @@ static const struct bad_case bad_cases[] = {
         {HEAD "'layers': [{'type': 'dense', 'units': 16777216}, {'type': 'dense', 'units': "
               "16777216}]" SMCE,
          "the model would have more than 1000000000 parameters", 0},
+        /* activation layers and leaky_relu's alpha */
+        {HEAD "'layers': [{'type': 'activation'}, " DENSE "]" SMCE,
+         "layers[0].activation: missing (expected one of: none, relu, sigmoid, tanh, relu6, "
+         "leaky_relu)",
+         1},
+        {HEAD "'layers': [{'type': 'dense', 'units': 4, 'activation': 'relu', 'alpha': 0.2}, "
+              "" DENSE "]" SMCE,
+         "layers[0].alpha: applies only to the activation leaky_relu, not relu", 0},
+        {HEAD "'layers': [{'type': 'activation', 'activation': 'leaky_relu', 'alpha': 'x'}, "
+              "" DENSE "]" SMCE,
+         "layers[0].alpha: expected a finite number (at most 1e6 in size), got \"x\"", 1},
+        {HEAD "'layers': [{'type': 'activation', 'activation': 'relu', 'units': 3}, " DENSE
+              "]" SMCE,
+         "layers[0].units: unknown field (expected one of: type, activation, alpha)", 1},
+        /* grouped convolutions: groups must divide the channels and the filters */
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [6, 8, 8]}, 'layers': "
+         "[{'type': 'conv2d', 'filters': 6, 'kernel': 3, 'groups': 4}, {'type': 'flatten'}, " DENSE
+         "]" SMCE,
+         "layers[0]: conv2d groups 4 must divide both the input channels (6) and filters (6)", 0},
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [6, 8, 8]}, 'layers': "
+         "[{'type': 'conv2d', 'filters': 8, 'kernel': 3, 'groups': 3}, {'type': 'flatten'}, " DENSE
+         "]" SMCE,
+         "conv2d groups 3 must divide both the input channels (6) and filters (8)", 0},
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [6, 8, 8]}, 'layers': "
+         "[{'type': 'conv2d', 'filters': 6, 'kernel': 3, 'groups': 0}, {'type': 'flatten'}, " DENSE
+         "]" SMCE,
+         "layers[0].groups: expected an integer >= 1, got 0", 1},
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [1, 16384, 16384]}, 'layers': "
          "[{'type': 'conv2d', 'filters': 2, 'kernel': 1}, {'type': 'flatten'}, " DENSE "]" SMCE,
          "layers[0]: conv2d output would have more than 268435456 elements per example", 0},

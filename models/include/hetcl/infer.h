@@ -61,13 +61,15 @@ enum hetcl_infer_op {
     HETCL_INFER_CONV2D,    /* conv2d (with bias) + activation (a zero-bias bias_act pass) */
     HETCL_INFER_MAXPOOL,   /* max pooling (an argmax scratch buffer per share) */
     HETCL_INFER_AVGPOOL,
-    HETCL_INFER_FLATTEN, /* a view of the previous output: no task, no copy */
-    HETCL_INFER_SOFTMAX, /* row-wise softmax of the logits (the last step) */
-    HETCL_INFER_OUTPUT,  /* the last step of a spec whose loss is not softmax cross-entropy
-                            (an imported graph without a Softmax): the last layer's values */
+    HETCL_INFER_FLATTEN,    /* a view of the previous output: no task, no copy */
+    HETCL_INFER_SOFTMAX,    /* row-wise softmax of the logits (the last step) */
+    HETCL_INFER_OUTPUT,     /* the last step of a spec whose loss is not softmax cross-entropy
+                               (an imported graph without a Softmax): the last layer's values */
+    HETCL_INFER_ACTIVATION, /* an "activation" layer: act(x) elementwise, into its own buffer */
 };
 
-/* "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "softmax", "output"; "?" otherwise. */
+/* "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "softmax", "output", "activation";
+ * "?" otherwise. */
 HETCL_API const char *hetcl_infer_op_name(enum hetcl_infer_op op);
 
 /* One step of the forward pass. Shapes are per example (no batch dimension). */
@@ -81,6 +83,7 @@ struct hetcl_infer_step {
     int weight, bias;            /* indices into plan->params (spec->params), or -1 */
     int64_t flops;               /* per example: the spec's figure (0 for flatten, softmax) */
     int n_tasks;                 /* runtime tasks per request and share (0 for flatten) */
+    float alpha;                 /* act LEAKY_RELU's slope for z < 0 */
 };
 
 /* Where the weights come from. Zero: random, seed 0. */

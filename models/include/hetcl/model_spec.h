@@ -62,13 +62,54 @@ enum hetcl_model_layer_type {
     HETCL_MODEL_LAYER_MAXPOOL2D, /* "maxpool2d": no padding, floor output size */
     HETCL_MODEL_LAYER_AVGPOOL2D, /* "avgpool2d": no padding, floor output size */
     HETCL_MODEL_LAYER_FLATTEN,   /* "flatten": [c, h, w] -> [c * h * w], row-major */
+    /* "kernel": a kernel machine y = sum_j alpha_j k(c_j, x) over `centers` points c_j (the
+     * training set's, set by its trainer: hetcl_model_spec_set_centers); alpha [centers][units].
+     * Its tensors are sized by the data, so they are not among the spec's params; trained by
+     * EigenPro (<hetcl/eigenpro.h>) only. */
+    HETCL_MODEL_LAYER_KERNEL,
+    HETCL_MODEL_LAYER_SLIDE,      /* "slide": the logits W x + b of a dense layer whose training
+                                     computes only the neurons that locality-sensitive hashing
+                                     selects (SLIDE; <hetcl/slide.h>); the last layer, under a
+                                     softmax_cross_entropy loss. Evaluated densely elsewhere. */
+    HETCL_MODEL_LAYER_ACTIVATION, /* "activation": y = act(x), elementwise, same shape */
+};
+
+/* The kernel of a "kernel" layer (<hetcl/ops.h>'s hetcl_kernel_kind has the same values). */
+enum hetcl_model_kernel {
+    HETCL_MODEL_KERNEL_GAUSSIAN = 0, /* "gaussian": exp(-||x - c||^2 / (2 bandwidth^2)) */
+    HETCL_MODEL_KERNEL_LAPLACIAN,    /* "laplacian": exp(-||x - c|| / bandwidth) */
+};
+
+/* The hash family of a slide layer. */
+enum hetcl_model_slide_hash {
+    HETCL_MODEL_SLIDE_DWTA = 0, /* "dwta": densified winner-take-all, bins of 8 (3 bits a code) */
+    HETCL_MODEL_SLIDE_SIMHASH,  /* "simhash": signed random projections (1 bit a code) */
+};
+
+/* A slide layer's hashing (zero for other layers; the defaults are those of the SLIDE paper's
+ * code for Amazon-670K's output layer, with periods in batches of 128 examples). */
+struct hetcl_model_slide {
+    enum hetcl_model_slide_hash hash; /* "hash", default "dwta" */
+    int k;                            /* "k": codes per table, default 6 */
+    int l;                            /* "l": tables, default 50 */
+    int bucket_size;                  /* "bucket_size": ids a bucket keeps (FIFO), default 128 */
+    int threshold;        /* "threshold": 0 (default) the union of the L buckets; m >= 1 the neurons
+                             found in at least m of them */
+    int64_t min_active;   /* "min_active": padding with random neurons, default 1000 */
+    int64_t rehash_every; /* "rehash_every": batches between re-insertions, default 50 */
+    int64_t rebuild_every; /* "rebuild_every": batches between new hash functions, default
+                              1000 */
+    int64_t random;        /* "random": uniform random neurons added to every active set beyond the
+                              buckets' (default 0, as the paper: padding only up to min_active) */
 };
 
 enum hetcl_model_activation {
-    HETCL_MODEL_ACT_NONE = 0, /* "none" (identity) */
-    HETCL_MODEL_ACT_RELU,     /* "relu" */
-    HETCL_MODEL_ACT_SIGMOID,  /* "sigmoid" */
-    HETCL_MODEL_ACT_TANH,     /* "tanh" */
+    HETCL_MODEL_ACT_NONE = 0,   /* "none" (identity) */
+    HETCL_MODEL_ACT_RELU,       /* "relu" */
+    HETCL_MODEL_ACT_SIGMOID,    /* "sigmoid" */
+    HETCL_MODEL_ACT_TANH,       /* "tanh" */
+    HETCL_MODEL_ACT_RELU6,      /* "relu6": min(max(z, 0), 6) */
+    HETCL_MODEL_ACT_LEAKY_RELU, /* "leaky_relu": z >= 0 ? z : alpha z (layer field "alpha") */
 };
 
 enum hetcl_model_loss {
@@ -101,7 +142,7 @@ enum hetcl_model_param_kind {
 /*
  * A parameter tensor, stored row-major in the layout of its shape:
  *   dense weight  [units, in]                              (y = W x: one row per output)
- *   conv2d weight [filters, in_channels, kernel_h, kernel_w]
+ *   conv2d weight [filters, in_channels / groups, kernel_h, kernel_w]
  *   bias          [units] or [filters]
  */
 struct hetcl_model_param {
@@ -112,7 +153,7 @@ struct hetcl_model_param {
     int64_t dims[4];
     int64_t n_elements;
     enum hetcl_model_init init; /* resolved: never "auto" */
-    int64_t fan_in;             /* dense: in; conv2d: in_channels * kh * kw */
+    int64_t fan_in;             /* dense: in; conv2d: in_channels / groups * kh * kw */
     int64_t fan_out;            /* dense: units; conv2d: filters * kh * kw */
 };
 
@@ -120,18 +161,25 @@ struct hetcl_model_param {
 struct hetcl_model_layer {
     enum hetcl_model_layer_type type;
     enum hetcl_model_activation activation; /* NONE for pools and flatten */
-    int64_t units;                          /* dense */
-    int64_t filters;                        /* conv2d */
-    int64_t kernel[2];                      /* conv2d kernel, pool size: [h, w] */
-    int64_t stride[2];                      /* conv2d, pools: [h, w] */
-    int64_t padding[2];                     /* conv2d: zeros added on each side, [h, w] */
-    bool bias;                              /* dense, conv2d: has a bias tensor */
-    enum hetcl_model_init init;             /* dense, conv2d: resolved weight init */
+    /* An "activation" layer's activation is `activation`; its output shape is its input's. */
+    int64_t units;              /* dense */
+    int64_t filters;            /* conv2d */
+    int64_t kernel[2];          /* conv2d kernel, pool size: [h, w] */
+    int64_t stride[2];          /* conv2d, pools: [h, w] */
+    int64_t padding[2];         /* conv2d: zeros added on each side, [h, w] */
+    bool bias;                  /* dense, conv2d: has a bias tensor */
+    enum hetcl_model_init init; /* dense, conv2d: resolved weight init */
     struct hetcl_model_shape in_shape, out_shape;
     int first_param;      /* index into hetcl_model_spec.params of its first tensor */
     int n_param_tensors;  /* 0, 1 (weight) or 2 (weight, bias) */
     int64_t n_parameters; /* elements in its tensors */
     int64_t flops;        /* forward FLOPs per example, as defined in models/README.md */
+    enum hetcl_model_kernel kernel_kind; /* kernel */
+    double bandwidth;                    /* kernel: > 0 */
+    int64_t centers;                     /* kernel: 0 until hetcl_model_spec_set_centers */
+    struct hetcl_model_slide slide;      /* slide layers */
+    int64_t groups; /* conv2d: channel groups (1: dense; in_channels: depthwise); else 0 */
+    double alpha;   /* leaky_relu's slope for z < 0 ("alpha", default 0.01); else 0 */
 };
 
 /*
@@ -198,6 +246,17 @@ HETCL_API const struct hetcl_model_param *hetcl_model_spec_find_param(const hetc
 HETCL_API const char *hetcl_model_layer_type_name(enum hetcl_model_layer_type t);
 HETCL_API const char *hetcl_model_activation_name(enum hetcl_model_activation a);
 HETCL_API const char *hetcl_model_loss_name(enum hetcl_model_loss l);
+HETCL_API const char *hetcl_model_kernel_name(enum hetcl_model_kernel k);
+
+/* Whether spec is a kernel machine: one "kernel" layer (what hetcl_eigenpro_train trains). */
+HETCL_API bool hetcl_model_spec_is_kernel_machine(const hetcl_model_spec *spec);
+
+/* Sets the number of centers of the spec's kernel layers (the trainer's training set size) and
+ * their FLOPs per example (2 centers d for the distances, 2 centers units for the sum).
+ * HETCL_ERR_INVALID_ARG when spec has no kernel layer or centers < 1. Not while another thread
+ * reads the spec. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_model_spec_set_centers(hetcl_model_spec *spec,
+                                                                    int64_t centers);
 HETCL_API const char *hetcl_model_init_name(enum hetcl_model_init i);
 
 #ifdef __cplusplus

@@ -14,16 +14,19 @@
  *     hetcl_onnx_model_destroy(m);    // after the plan
  *
  * What maps (the graph must be a chain: each node reads the previous node's output):
- *   Conv (group 1, dilations 1, symmetric pads or auto_pad)        -> conv2d
+ *   Conv (any group, dilations 1, symmetric pads or auto_pad)      -> conv2d (groups)
  *   Gemm (transA 0; alpha, beta folded into the weights), MatMul with a constant 2-D B, and an
  *   Add of a constant [N] vector right after a MatMul                -> dense
- *   Relu, Sigmoid, Tanh right after Conv / Gemm / MatMul(+Add)      -> that layer's activation
+ *   Relu, Sigmoid, Tanh, LeakyRelu, Clip(0, 6) (ReLU6), Clip(0) (ReLU) right after Conv / Gemm /
+ *   MatMul(+Add)                                  -> that layer's activation; elsewhere
+ *                                                  -> an activation layer
  *   BatchNormalization (inference) right after one of those        -> folded into its weights
  *   MaxPool, AveragePool (2-D, no pads, ceil_mode 0, dilations 1)  -> maxpool2d, avgpool2d
  *   GlobalAveragePool, GlobalMaxPool (square planes)              -> a pool over the plane
  *   Flatten (axis 1), Reshape to [batch, n] with a constant shape   -> flatten
  *   Softmax over the last axis as the last node                     -> the plan's softmax head
  *   Dropout (without its mask output), Identity                     -> nothing
+ *   Identity of an initializer or Constant (exporters' shared weights) -> an alias of it
  * Weights are initializers (float32: float_data or raw_data, little-endian), Constant nodes, or
  * external data (data_location EXTERNAL: location, offset, length, relative to the model's
  * directory). The batch is the first dimension of the graph's input; the rest is the spec's

@@ -29,6 +29,8 @@ typedef enum hetcl_act {
     HETCL_ACT_RELU = 1,
     HETCL_ACT_SIGMOID = 2,
     HETCL_ACT_TANH = 3,
+    HETCL_ACT_RELU6 = 4,      /* min(max(z, 0), 6): ONNX Clip(0, 6), MobileNetV2's */
+    HETCL_ACT_LEAKY_RELU = 5, /* z >= 0 ? z : alpha z (hetcl_op_bias_act_args.alpha) */
 } hetcl_act;
 
 /* GEMM: C[m,n] = alpha * op(A) * op(B) + beta * C, row-major, packed (lda = row length).
@@ -41,12 +43,14 @@ struct hetcl_op_gemm_args {
 
 /* Fused bias + activation, forward: y[r][c] = act(x[r][c] + bias[c]).
  * Buffers: x (R), bias (R), y (W). x and y may be the same handle only with mode RW on one
- * buffer: use hetcl_op_bias_act_fwd_inplace (buffers: x (RW), bias (R)). */
+ * buffer: use hetcl_op_bias_act_fwd_inplace (buffers: x (RW), bias (R)). RELU6 and LEAKY_RELU
+ * are float forward only: the f16 forms and the backward refuse them (HETCL_ERR_UNSUPPORTED). */
 struct hetcl_op_bias_act_args {
     int64_t rows, cols;
     hetcl_act act;
     /* backward only: add into dbias instead of overwriting it (gradient accumulation) */
     bool accumulate;
+    float alpha; /* LEAKY_RELU's slope for z < 0; ignored by the other activations */
 };
 /* Backward, from the activation's output y: dz = dy * act'(y), dbias[c] (+)= sum_r dz[r][c].
  * Buffers: y (R), dy (R), dz (W), dbias (W, or RW when accumulate). */
@@ -66,12 +70,17 @@ struct hetcl_op_xent_args {
 
 /* Softmax only (inference). Buffers: logits (R), probs (W). Args: hetcl_op_xent_args. */
 
-/* Conv2d, NCHW, weight [cout][cin][kh][kw], bias [cout].
+/* Conv2d, NCHW, weight [cout][cin / groups][kh][kw], bias [cout].
  * Forward buffers: x (R), w (R), bias (R), y (W).
- * Backward buffers: x (R), w (R), dy (R), dx (W), dw (W or RW), dbias (W or RW). */
+ * Backward buffers: x (R), w (R), dy (R), dx (W), dw (W or RW), dbias (W or RW).
+ * groups > 1 (forward only, float only): output channel o reads input channels
+ * [g cin/groups, (g + 1) cin/groups) for its group g = o / (cout / groups); groups must divide
+ * cin and cout. groups == cin == cout is a depthwise convolution, which has a direct kernel of
+ * its own. The backward and the f16 forward refuse groups > 1 (HETCL_ERR_UNSUPPORTED). */
 struct hetcl_op_conv2d_args {
     int64_t batch, in_c, in_h, in_w, out_c, k_h, k_w, stride, pad;
     bool accumulate; /* backward: add into dw and dbias */
+    int64_t groups;  /* 0 or 1: an ordinary convolution */
 };
 
 /* Max and average pooling, NCHW. Max forward buffers: x (R), y (W), argmax (W: int32 index into
@@ -100,6 +109,23 @@ struct hetcl_op_axpy_args {
  * argmax: logits (R) -> out (W: rows int32). */
 struct hetcl_op_reduce_args {
     int64_t rows, cols; /* sum: rows * cols elements */
+};
+
+/* Kernel matrix of a kernel machine (EigenPro): K[i][j] = k(x_i, c_j) for the rows x_i of X
+ * [m][d] and c_j of C [n][d], with r2 = max(0, ||x||^2 + ||c||^2 - 2 x.c) (the inner products by
+ * the GEMM: 2 m n d flops, the hot loop of a kernel machine) and
+ *   gaussian:  k = exp(-r2 / (2 bandwidth^2))
+ *   laplacian: k = exp(-sqrt(r2) / bandwidth).
+ * Buffers: X (R), C (R), K (W). bandwidth > 0. */
+typedef enum hetcl_kernel_kind {
+    HETCL_KERNEL_GAUSSIAN = 0,
+    HETCL_KERNEL_LAPLACIAN = 1,
+} hetcl_kernel_kind;
+
+struct hetcl_op_kernel_args {
+    int64_t m, n, d;
+    hetcl_kernel_kind kind;
+    float bandwidth;
 };
 
 /* Half precision (cl_khr_fp16; inference only): storage in half, accumulation in float.
@@ -146,6 +172,7 @@ HETCL_API extern const struct hetcl_codelet hetcl_op_convert_f16_f32;
 HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_fwd_f16;
 HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_fwd_f16;
 HETCL_API extern const struct hetcl_codelet hetcl_op_avgpool_fwd_f16;
+HETCL_API extern const struct hetcl_codelet hetcl_op_kernel_matrix;
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,7 @@
 #ifndef HETCL_TRAIN_H
 #define HETCL_TRAIN_H
 
+#include <hetcl/allreduce.h>
 #include <hetcl/context.h>
 #include <hetcl/data.h>
 #include <hetcl/export.h>
@@ -159,6 +160,19 @@ struct hetcl_train_options {
      * (see tools/cli_signal.c). Once it has returned a reason it is not called again. */
     const char *(*stop)(void *user);
     void *stop_user;
+    /* Data parallelism across ranks (processes under mpirun; <hetcl/allreduce.h>); NULL: this
+     * process alone. Every rank calls hetcl_train_run with the same options and data and trains
+     * with its own devices on its shard of each epoch's permutation (positions i with
+     * i mod ranks = rank; each shard holds floor(n / ranks) examples, so the remainder is left
+     * out of that epoch). Every sync_every examples a rank takes (0: only at epochs' ends) and
+     * at the end of every epoch, the ranks sum their models' changes since the last sync with
+     * hetcl_allreduce(allreduce) and each applies the mean, so that every rank holds the same
+     * model (checked: every rank compares its model's hash with rank 0's). Momentum stays
+     * local. Stop by epochs: a time budget, a target or a stop request ends a rank alone, and
+     * the others then fail at their next sync (after the communicator's timeout). */
+    hetcl_comm *comm;
+    int64_t sync_every;
+    struct hetcl_allreduce_options allreduce;
 };
 
 /* One device of a run. */
@@ -269,6 +283,11 @@ struct hetcl_train_result {
     uint64_t model_hash;  /* FNV-1a of the final parameters (reproducibility) */
     double momentum_used; /* after the asynchrony correction */
     float *params;        /* final parameters (n_params floats), owned by the result */
+    /* With comm: the syncs, the time spent in them (allreduce and hash check) and this rank's
+     * payload bytes sent and received in them; 0 without. */
+    uint64_t n_syncs;
+    double sync_s;
+    uint64_t sync_bytes_sent, sync_bytes_received;
     int64_t n_params;
     /* Devices excluded after failures, in the order it happened. The run fails only when no
      * device is left, or when a host worker's batch fails (a host failure is not a device's). */

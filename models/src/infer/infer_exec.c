@@ -183,8 +183,10 @@ static bool bias_act_follows(const struct hetcl__op *ops, int n_ops, int i)
         return false;
     const struct hetcl__slot y = ops[i].slot[2], z = ops[i + 1].slot[0];
     const struct hetcl_op_bias_act_args *a = &ops[i + 1].args.bias_act;
+    /* the epilogue takes no LeakyRelu slope: that one runs as its own operator */
     return z.kind == y.kind && z.layer == y.layer && ops[i + 1].layer == ops[i].layer &&
-           a->rows == ops[i].args.gemm.m && a->cols == ops[i].args.gemm.n;
+           a->rows == ops[i].args.gemm.m && a->cols == ops[i].args.gemm.n &&
+           a->act != HETCL_ACT_LEAKY_RELU;
 }
 
 /* Whether ops[i + 1] is a ReLU (with the zero bias) of the direct convolution ops[i], which

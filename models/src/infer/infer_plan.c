@@ -14,7 +14,7 @@
 #include <string.h>
 
 static const char *const op_names[] = {"dense",   "conv2d",  "maxpool2d", "avgpool2d",
-                                       "flatten", "softmax", "output"};
+                                       "flatten", "softmax", "output",    "activation"};
 
 const char *hetcl_infer_op_name(enum hetcl_infer_op op)
 {
@@ -119,6 +119,7 @@ static void add_step(hetcl_infer_plan *plan, enum hetcl_infer_op op, int layer,
     if (l) {
         snprintf(s->name, sizeof s->name, "layers.%d.%s", layer, hetcl_infer_op_name(op));
         s->act = hetcl__lower_act(l->activation);
+        s->alpha = (float) l->alpha;
         s->in_shape = l->in_shape;
         s->out_shape = l->out_shape;
         s->flops = l->flops;
@@ -194,6 +195,7 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
         enum hetcl_infer_op op = HETCL_INFER_DENSE;
         switch (l->type) {
         case HETCL_MODEL_LAYER_DENSE:
+        case HETCL_MODEL_LAYER_SLIDE: /* evaluated densely: every logit */
             op = HETCL_INFER_DENSE;
             break;
         case HETCL_MODEL_LAYER_CONV2D:
@@ -208,6 +210,17 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
         case HETCL_MODEL_LAYER_FLATTEN:
             op = HETCL_INFER_FLATTEN;
             break;
+        case HETCL_MODEL_LAYER_ACTIVATION:
+            op = HETCL_INFER_ACTIVATION;
+            break;
+        case HETCL_MODEL_LAYER_KERNEL:
+            /* its centers and alpha come from a training set, not from a checkpoint of the
+             * spec's params: plans cannot bind them yet (hetcl_eigenpro_train predicts) */
+            hetcl_infer_plan_destroy(plan);
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: inference plans do not run kernel machines yet; "
+                               "hetcl train evaluates them",
+                               spec->source, i);
         }
         add_step(plan, op, i, l, spec);
     }

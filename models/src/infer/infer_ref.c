@@ -9,11 +9,15 @@
 #include <math.h>
 #include <string.h>
 
-static double act(hetcl_act a, double z)
+static double act_alpha(hetcl_act a, double alpha, double z)
 {
     switch (a) {
     case HETCL_ACT_RELU:
         return z > 0 ? z : 0;
+    case HETCL_ACT_RELU6:
+        return z > 0 ? (z < 6 ? z : 6) : 0;
+    case HETCL_ACT_LEAKY_RELU:
+        return z >= 0 ? z : alpha * z;
     case HETCL_ACT_SIGMOID:
         return 1.0 / (1.0 + exp(-z));
     case HETCL_ACT_TANH:
@@ -33,7 +37,7 @@ static void dense(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, i
             double acc = bias ? (double) bias[o] : 0;
             for (int64_t i = 0; i < s->in_elems; i++)
                 acc += (double) w[o * s->in_elems + i] * x[n * s->in_elems + i];
-            y[n * s->out_elems + o] = act(s->act, acc);
+            y[n * s->out_elems + o] = act_alpha(s->act, s->alpha, acc);
         }
 }
 
@@ -46,22 +50,25 @@ static void conv(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
     int64_t C = s->in_shape.dims[0], H = s->in_shape.dims[1], W = s->in_shape.dims[2];
     int64_t F = s->out_shape.dims[0], OH = s->out_shape.dims[1], OW = s->out_shape.dims[2];
     int64_t KH = l->kernel[0], KW = l->kernel[1];
+    /* filter f of group f / (F / G) reads that group's Cg input channels */
+    const int64_t G = l->groups > 1 ? l->groups : 1, Cg = C / G;
     for (int64_t n = 0; n < b; n++)
         for (int64_t f = 0; f < F; f++)
             for (int64_t oy = 0; oy < OH; oy++)
                 for (int64_t ox = 0; ox < OW; ox++) {
                     double acc = bias ? (double) bias[f] : 0;
-                    for (int64_t c = 0; c < C; c++)
+                    const int64_t c0 = f / (F / G) * Cg;
+                    for (int64_t c = c0; c < c0 + Cg; c++)
                         for (int64_t ky = 0; ky < KH; ky++)
                             for (int64_t kx = 0; kx < KW; kx++) {
                                 int64_t iy = oy * l->stride[0] - l->padding[0] + ky;
                                 int64_t ix = ox * l->stride[1] - l->padding[1] + kx;
                                 if (iy < 0 || iy >= H || ix < 0 || ix >= W)
                                     continue;
-                                acc += (double) w[((f * C + c) * KH + ky) * KW + kx] *
+                                acc += (double) w[((f * Cg + c - c0) * KH + ky) * KW + kx] *
                                        x[((n * C + c) * H + iy) * W + ix];
                             }
-                    y[((n * F + f) * OH + oy) * OW + ox] = act(s->act, acc);
+                    y[((n * F + f) * OH + oy) * OW + ox] = act_alpha(s->act, s->alpha, acc);
                 }
 }
 
@@ -134,6 +141,10 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
             break;
         case HETCL_INFER_SOFTMAX:
             softmax(batch, s->out_elems, a, b);
+            break;
+        case HETCL_INFER_ACTIVATION:
+            for (int64_t k = 0; k < batch * s->out_elems; k++)
+                b[k] = act_alpha(s->act, s->alpha, a[k]);
             break;
         case HETCL_INFER_FLATTEN:
         case HETCL_INFER_OUTPUT:

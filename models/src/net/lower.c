@@ -31,6 +31,8 @@ static const char *const slot_names[HETCL__SLOT_KINDS] = {
         [HETCL__SLOT_VEL_W] = "vel_w",
         [HETCL__SLOT_VEL_B] = "vel_b",
         [HETCL__SLOT_POOL_INDEX] = "pool_index",
+        [HETCL__SLOT_CENTERS] = "centers",
+        [HETCL__SLOT_KBLOCK] = "kblock",
 };
 
 const char *hetcl__slot_kind_name(enum hetcl__slot_kind kind)
@@ -55,10 +57,21 @@ hetcl_act hetcl__lower_act(enum hetcl_model_activation a)
         return HETCL_ACT_SIGMOID;
     case HETCL_MODEL_ACT_TANH:
         return HETCL_ACT_TANH;
+    case HETCL_MODEL_ACT_RELU6:
+        return HETCL_ACT_RELU6;
+    case HETCL_MODEL_ACT_LEAKY_RELU:
+        return HETCL_ACT_LEAKY_RELU;
     case HETCL_MODEL_ACT_NONE:
         break;
     }
     return HETCL_ACT_NONE;
+}
+
+/* Dense and slide layers lower alike: a slide layer's operators compute all its logits (its
+ * sparse training is the SLIDE trainer's, models/src/slide, on the same weight and bias). */
+static bool dense_like(const struct hetcl_model_layer *L)
+{
+    return L->type == HETCL_MODEL_LAYER_DENSE || L->type == HETCL_MODEL_LAYER_SLIDE;
 }
 
 static bool is_view(const struct hetcl_model_layer *L)
@@ -78,6 +91,8 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_SLIDE:
+    case HETCL_MODEL_LAYER_ACTIVATION:
         return HETCL_OK;
     case HETCL_MODEL_LAYER_CONV2D:
         /* The conv operators take one stride and one padding for both axes. */
@@ -100,6 +115,13 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
                                (long long) L->kernel[1], (long long) L->stride[0],
                                (long long) L->stride[1]);
         return HETCL_OK;
+    case HETCL_MODEL_LAYER_KERNEL:
+        if (L->centers < 1)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: a kernel layer without centers: train it with "
+                               "EigenPro (hetcl train --model <kernel machine spec>) first",
+                               spec->source, layer);
+        return HETCL_OK;
     }
     return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
                        "%s: layers[%d]: layer type %s (%d) has no lowering into operators",
@@ -114,6 +136,17 @@ hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *
                            spec->source, hetcl_model_loss_name(spec->loss));
     for (int l = 0; l < spec->n_layers; l++) {
         const enum hetcl_model_layer_type t = spec->layers[l].type;
+        const enum hetcl_model_activation a = spec->layers[l].activation;
+        if (a == HETCL_MODEL_ACT_RELU6 || a == HETCL_MODEL_ACT_LEAKY_RELU)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: activation %s has no half-precision (fp16) "
+                               "operator; it runs in fp32",
+                               spec->source, l, hetcl_model_activation_name(a));
+        if (t == HETCL_MODEL_LAYER_CONV2D && spec->layers[l].groups > 1)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: conv2d with groups %lld has no half-precision "
+                               "(fp16) operator; grouped and depthwise convolutions run in fp32",
+                               spec->source, l, (long long) spec->layers[l].groups);
         if (t != HETCL_MODEL_LAYER_DENSE && t != HETCL_MODEL_LAYER_FLATTEN &&
             t != HETCL_MODEL_LAYER_CONV2D && t != HETCL_MODEL_LAYER_MAXPOOL2D &&
             t != HETCL_MODEL_LAYER_AVGPOOL2D)
@@ -197,7 +230,8 @@ static struct hetcl_op_conv2d_args conv_args(const struct hetcl_model_layer *L, 
                                          .k_h = L->kernel[0],
                                          .k_w = L->kernel[1],
                                          .stride = L->stride[0],
-                                         .pad = L->padding[0]};
+                                         .pad = L->padding[0],
+                                         .groups = L->groups};
 }
 
 static struct hetcl_op_pool2d_args pool_args(const struct hetcl_model_layer *L, int64_t rows)
@@ -272,6 +306,7 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
     struct hetcl__op *op;
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
+    case HETCL_MODEL_LAYER_SLIDE: /* all its logits: the dense evaluation of a slide layer */
         /* y = x W^T ([rows, in] x [out, in]^T), then bias and activation in place */
         op = add(e, &hetcl_op_gemm, "fwd_gemm");
         SET_ARGS(op, gemm,
@@ -287,7 +322,8 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
             return; /* nothing to add, nothing to apply */
         op = add(e, &hetcl_op_bias_act_fwd_inplace, "fwd_act");
         SET_ARGS(op, bias_act,
-                 ((struct hetcl_op_bias_act_args){.rows = rows, .cols = out, .act = act}));
+                 ((struct hetcl_op_bias_act_args){
+                         .rows = rows, .cols = out, .act = act, .alpha = (float) L->alpha}));
         buf(e, op, y, HETCL_RW);
         buf(e, op, L->bias ? slot(HETCL__SLOT_BIAS, l) : global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         return;
@@ -303,8 +339,10 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         op = add(e, h ? &hetcl_op_bias_act_fwd_f16_inplace : &hetcl_op_bias_act_fwd_inplace,
                  "fwd_act");
         SET_ARGS(op, bias_act,
-                 ((struct hetcl_op_bias_act_args){
-                         .rows = rows * L->out_shape.dims[0], .cols = conv_plane(L), .act = act}));
+                 ((struct hetcl_op_bias_act_args){.rows = rows * L->out_shape.dims[0],
+                                                  .cols = conv_plane(L),
+                                                  .act = act,
+                                                  .alpha = (float) L->alpha}));
         buf(e, op, y, HETCL_RW);
         buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         return;
@@ -323,6 +361,37 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         return;
     case HETCL_MODEL_LAYER_FLATTEN:
         return; /* a view: the layers above read its input's slot */
+    case HETCL_MODEL_LAYER_KERNEL:
+        /* K(input, centers) [rows, centers], then y = K alpha ([rows, centers] x [centers,
+         * units]) */
+        op = add(e, &hetcl_op_kernel_matrix, "fwd_kernel");
+        SET_ARGS(op, kernel,
+                 ((struct hetcl_op_kernel_args){.m = rows,
+                                                .n = L->centers,
+                                                .d = hetcl__shape_elems(&L->in_shape),
+                                                .kind = (hetcl_kernel_kind) L->kernel_kind,
+                                                .bandwidth = (float) L->bandwidth}));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_CENTERS, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_KBLOCK, l), HETCL_W);
+        op = add(e, &hetcl_op_gemm, "fwd_gemm");
+        SET_ARGS(op, gemm,
+                 ((struct hetcl_op_gemm_args){.m = rows, .n = out, .k = L->centers, .alpha = 1}));
+        buf(e, op, slot(HETCL__SLOT_KBLOCK, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+        buf(e, op, y, HETCL_W);
+        return;
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        /* y = act(x + 0) into its own slot: the input may be read again by nothing else, but
+         * an in-place form would make the layer a view of a slot it writes */
+        op = add(e, &hetcl_op_bias_act_fwd, "fwd_act");
+        SET_ARGS(op, bias_act,
+                 ((struct hetcl_op_bias_act_args){
+                         .rows = rows, .cols = out, .act = act, .alpha = (float) L->alpha}));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+        buf(e, op, y, HETCL_W);
+        return;
     }
 }
 
@@ -364,6 +433,7 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
     struct hetcl__op *op;
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
+    case HETCL_MODEL_LAYER_SLIDE: /* the full softmax's gradient: the dense baseline */
         act_backward(e, lw, l, L->bias ? slot(HETCL__SLOT_GRAD_B, l) : sums);
         if (need_dx) { /* dx = dz W ([rows, out] x [out, in]) */
             op = add(e, &hetcl_op_gemm, "bwd_gemm_x");
@@ -413,6 +483,18 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
         return;
     case HETCL_MODEL_LAYER_FLATTEN:
         return; /* a view: the layer above wrote its input's gradient directly */
+    case HETCL_MODEL_LAYER_KERNEL:
+        /* grad_w = K^T dact ([centers, rows] x [rows, units]); no input gradient */
+        op = add(e, &hetcl_op_gemm, "bwd_gemm_w");
+        SET_ARGS(op, gemm,
+                 ((struct hetcl_op_gemm_args){
+                         .m = L->centers, .n = out, .k = rows, .trans_a = true, .alpha = 1}));
+        buf(e, op, slot(HETCL__SLOT_KBLOCK, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_DACT, l), HETCL_R);
+        buf(e, op, slot(HETCL__SLOT_GRAD_W, l), HETCL_W);
+        return;
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        return; /* inference only: hetcl_net_create refuses to train it */
     }
 }
 
@@ -554,12 +636,14 @@ static int64_t zero_bias_elems(const hetcl_model_spec *spec)
     for (int l = 0; l < spec->n_layers; l++) {
         const struct hetcl_model_layer *L = &spec->layers[l];
         int64_t need = 0;
-        if (L->type == HETCL_MODEL_LAYER_DENSE && !L->bias)
+        if (dense_like(L) && !L->bias)
             need = hetcl__shape_elems(&L->out_shape);
         if (L->type == HETCL_MODEL_LAYER_CONV2D)
             need = L->activation != HETCL_MODEL_ACT_NONE ? conv_plane(L) : 0;
         if (L->type == HETCL_MODEL_LAYER_CONV2D && !L->bias && L->out_shape.dims[0] > need)
             need = L->out_shape.dims[0];
+        if (L->type == HETCL_MODEL_LAYER_ACTIVATION)
+            need = hetcl__shape_elems(&L->out_shape);
         n = need > n ? need : n;
     }
     return n;
@@ -570,8 +654,7 @@ static int64_t scratch_sums_elems(const hetcl_model_spec *spec)
     int64_t n = 1;
     for (int l = 0; l < spec->n_layers; l++) {
         const struct hetcl_model_layer *L = &spec->layers[l];
-        bool sums = L->type == HETCL_MODEL_LAYER_CONV2D ||
-                    (L->type == HETCL_MODEL_LAYER_DENSE && !L->bias);
+        bool sums = L->type == HETCL_MODEL_LAYER_CONV2D || (dense_like(L) && !L->bias);
         if (sums && hetcl__shape_elems(&L->out_shape) > n)
             n = hetcl__shape_elems(
                     &L->out_shape); /* >= a conv's out_c: its bias gradient fits too */
@@ -636,12 +719,27 @@ int64_t hetcl__slot_elems(const hetcl_model_spec *spec, struct hetcl__slot s, in
             return 0;
         return rows * hetcl__shape_elems(&L->out_shape);
     }
+    case HETCL__SLOT_CENTERS:
+    case HETCL__SLOT_KBLOCK: {
+        if (s.layer < 0 || s.layer >= spec->n_layers)
+            return 0;
+        const struct hetcl_model_layer *L = &spec->layers[s.layer];
+        if (L->type != HETCL_MODEL_LAYER_KERNEL)
+            return 0;
+        return L->centers * (s.kind == HETCL__SLOT_KBLOCK ? rows : L->in_shape.dims[0]);
+    }
     case HETCL__SLOT_WEIGHT:
     case HETCL__SLOT_BIAS:
     case HETCL__SLOT_GRAD_W:
     case HETCL__SLOT_GRAD_B:
     case HETCL__SLOT_VEL_W:
     case HETCL__SLOT_VEL_B: {
+        const struct hetcl_model_layer *K =
+                s.layer >= 0 && s.layer < spec->n_layers ? &spec->layers[s.layer] : NULL;
+        if (K && K->type == HETCL_MODEL_LAYER_KERNEL) /* alpha: sized by the data */
+            return s.kind == HETCL__SLOT_WEIGHT || s.kind == HETCL__SLOT_GRAD_W
+                           ? K->centers * K->units
+                           : 0;
         int p = hetcl__slot_param(spec, s);
         return p < 0 ? 0 : spec->params[p].n_elements;
     }

@@ -33,6 +33,18 @@
  * (and the backward pass writes) the slots of the layer below it, or the input. So every slot
  * an operator names holds data, and a gradient is only formed where a layer below consumes it.
  *
+ * Kernel layers (kernel machines, trained by EigenPro): forward K = kernel_matrix(input,
+ * centers[l]) into kblock[l], then act[l] = K weight[l] (weight [centers][units]: alpha);
+ * backward grad_w[l] = K^T dact[l] (EigenPro's K(batch, all)^T residual, whose subsample rows
+ * feed its correction); no update pass (EigenPro updates alpha itself). The spec's layer must
+ * know its centers (hetcl_model_spec_set_centers).
+ *
+ * A slide layer (SLIDE: hash-selected neurons) lowers as a dense layer without activation: its
+ * operators compute every logit, which is its evaluation (inference, the test set) and, trained
+ * by the algorithms above, the full-softmax baseline. Its sparse training (hashing, active sets,
+ * the gather over active neurons) is the SLIDE trainer's (models/src/slide), on the same
+ * weight[l] and bias[l] tensors of the spec.
+ *
  * To add a layer type (once the spec parser knows it and its shapes): its shape checks in
  * hetcl__lower_check, its operators in lower.c's forward, backward and update functions, and
  * any new slot in enum hetcl__slot_kind with its size in hetcl__slot_elems. Every executor then
@@ -79,6 +91,8 @@ enum hetcl__slot_kind {
     HETCL__SLOT_VEL_W,      /* vel_w[l]: SGD's velocity of weight[l] */
     HETCL__SLOT_VEL_B,      /* vel_b[l] */
     HETCL__SLOT_POOL_INDEX, /* pool_index[l]: int32 [rows][out], a maxpool's winners */
+    HETCL__SLOT_CENTERS,    /* centers[l]: a kernel layer's points [centers][in] */
+    HETCL__SLOT_KBLOCK,     /* kblock[l]: K(input, centers) [rows][centers] of a kernel layer */
     HETCL__SLOT_KINDS
 };
 
@@ -99,6 +113,7 @@ union hetcl__op_args {
     struct hetcl_op_xent_args xent;
     struct hetcl_op_sgd_args sgd;
     struct hetcl_op_axpy_args axpy; /* n: the f16 lowering's input conversion */
+    struct hetcl_op_kernel_args kernel;
 };
 
 #define HETCL__OP_MAX_BUFFERS 6 /* conv2d_bwd's */

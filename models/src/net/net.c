@@ -30,6 +30,24 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
         hetcl_status s = hetcl__lower_check(ctx, spec, i);
         if (s != HETCL_OK)
             return s;
+        const enum hetcl_model_activation act = spec->layers[i].activation;
+        if (spec->layers[i].type == HETCL_MODEL_LAYER_ACTIVATION)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: an activation layer (%s) runs in inference only; "
+                               "to train, give the activation to the dense or conv2d layer "
+                               "before it",
+                               spec->source, i, hetcl_model_activation_name(act));
+        if (act == HETCL_MODEL_ACT_RELU6 || act == HETCL_MODEL_ACT_LEAKY_RELU)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: activation %s has no backward operator yet, so it "
+                               "runs in inference (bench model) but cannot be trained",
+                               spec->source, i, hetcl_model_activation_name(act));
+        if (spec->layers[i].type == HETCL_MODEL_LAYER_CONV2D && spec->layers[i].groups > 1)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: conv2d with groups %lld: grouped and depthwise "
+                               "convolutions have no backward operator yet, so they run in "
+                               "inference (bench model) but cannot be trained",
+                               spec->source, i, (long long) spec->layers[i].groups);
     }
     hetcl_net *net = hetcl__calloc(1, sizeof *net);
     if (!net)
@@ -61,7 +79,7 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
         nl->act = L->activation;
         nl->w_off = L->n_param_tensors > 0 ? net->param_off[L->first_param] : SIZE_MAX;
         nl->b_off = L->n_param_tensors > 1 ? net->param_off[L->first_param + 1] : SIZE_MAX;
-        if (L->type != HETCL_MODEL_LAYER_DENSE)
+        if (L->type != HETCL_MODEL_LAYER_DENSE && L->type != HETCL_MODEL_LAYER_SLIDE)
             net->dense_only = false;
         if (L->type == HETCL_MODEL_LAYER_CONV2D || L->type == HETCL_MODEL_LAYER_MAXPOOL2D ||
             L->type == HETCL_MODEL_LAYER_AVGPOOL2D) {

@@ -114,6 +114,8 @@ static void activate(hetcl_act act, float *z, size_t n)
             z[i] = tanhf(z[i]);
         break;
     case HETCL_ACT_NONE:
+    case HETCL_ACT_RELU6: /* inference only: hetcl_net_create refuses them */
+    case HETCL_ACT_LEAKY_RELU:
         break;
     }
 }
@@ -135,6 +137,8 @@ static void activate_backward(hetcl_act act, const float *y, float *d, size_t n)
             d[i] *= 1.0f - y[i] * y[i];
         break;
     case HETCL_ACT_NONE:
+    case HETCL_ACT_RELU6: /* inference only: hetcl_net_create refuses them */
+    case HETCL_ACT_LEAKY_RELU:
         break;
     }
 }
@@ -349,6 +353,8 @@ static void *bind_step(const void *binder, struct hetcl__slot s)
     case HETCL__SLOT_LOSS:       /* the loss sums into the step */
     case HETCL__SLOT_OUTPUT:
     case HETCL__SLOT_INPUT_F16: /* training is in float */
+    case HETCL__SLOT_CENTERS:   /* kernel machines train by EigenPro, not here */
+    case HETCL__SLOT_KBLOCK:
     case HETCL__SLOT_NONE:
     case HETCL__SLOT_KINDS:
         break;

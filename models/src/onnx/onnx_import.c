@@ -24,6 +24,9 @@ struct layer {
     const char *act; /* the spec's activation name */
     int64_t n;       /* units or filters */
     int64_t kernel[2], stride[2], pad[2];
+    int64_t groups; /* conv2d */
+    float alpha;    /* leaky_relu's slope */
+    bool alpha_set; /* written to the spec (a leaky_relu) */
     bool bias;
     float *w, *b; /* in the spec's layouts */
     int64_t w_n, b_n;
@@ -228,14 +231,16 @@ static hetcl_status op_conv(struct imp *m, const Onnx__NodeProto *n)
     if (!w)
         return s;
     int64_t k[2], st[2], dil[2], pads[4];
-    if (attr_int(n, "group", 1) != 1)
+    /* group G: weight [filters, channels / G, kh, kw] (depthwise: G == channels) */
+    const int64_t group = attr_int(n, "group", 1);
+    if (group < 1 || m->dims[0] % group != 0)
+        return unsupported(m, n, "group %lld, which does not divide the %lld input channels",
+                           (long long) group, (long long) m->dims[0]);
+    if (w->rank != 4 || w->dims[1] != m->dims[0] / group || w->dims[0] % group != 0)
         return unsupported(m, n,
-                           "group %lld (grouped and depthwise convolutions have no "
-                           "operator yet)",
-                           (long long) attr_int(n, "group", 1));
-    if (w->rank != 4 || w->dims[1] != m->dims[0])
-        return unsupported(m, n, "a weight of rank %d, expected [filters, %lld, kh, kw]", w->rank,
-                           (long long) m->dims[0]);
+                           "a weight of rank %d, expected [filters (a multiple of group %lld), "
+                           "%lld, kh, kw]",
+                           w->rank, (long long) group, (long long) (m->dims[0] / group));
     if (!attr_ints(n, "kernel_shape", 2, 0, k) ||
         (attr(n, "kernel_shape") && (k[0] != w->dims[2] || k[1] != w->dims[3])))
         return unsupported(m, n, "kernel_shape disagrees with the weight's");
@@ -273,6 +278,7 @@ static hetcl_status op_conv(struct imp *m, const Onnx__NodeProto *n)
     if (!l)
         return s;
     l->n = w->dims[0];
+    l->groups = group;
     for (int a = 0; a < 2; a++) {
         l->kernel[a] = w->dims[2 + a];
         l->stride[a] = st[a];
@@ -434,17 +440,76 @@ static hetcl_status op_add(struct imp *m, const Onnx__NodeProto *n)
     return set_bias(m, n, l, b, l->n, 1.0f);
 }
 
-static hetcl_status op_act(struct imp *m, const Onnx__NodeProto *n, const char *act)
+/* An activation: folded into the Conv, Gemm or MatMul(+Add) right before it, else a layer of
+ * its own. alpha: LeakyRelu's slope (alpha_set: it has one). */
+static hetcl_status op_act(struct imp *m, const Onnx__NodeProto *n, const char *act, bool alpha_set,
+                           float alpha)
 {
     struct layer *l = m->n_layers ? &m->layers[m->n_layers - 1] : NULL;
-    if (!l || !m->after_layer || strcmp(l->act, "none"))
-        return unsupported(m, n,
-                           "an activation must follow a Conv, Gemm or MatMul(+Add) "
-                           "directly (there is no standalone activation layer)");
+    if (!l || !m->after_layer || strcmp(l->act, "none")) {
+        hetcl_status s = HETCL_OK;
+        if (!(l = add_layer(m, n, HETCL_MODEL_LAYER_ACTIVATION, &s)))
+            return s;
+    }
     l->act = act;
+    l->alpha = alpha;
+    l->alpha_set = alpha_set;
     l->matmul = false; /* an Add after the activation is no longer its bias */
     m->after_layer = false;
     return HETCL_OK;
+}
+
+/* A bound of Clip: the attribute `name` before opset 11, the constant input `index` from 11
+ * on (an omitted one is no bound: *given false). */
+static hetcl_status clip_bound(struct imp *m, const Onnx__NodeProto *n, const char *name,
+                               size_t index, bool *given, float *v)
+{
+    hetcl_status s = HETCL_OK;
+    *given = false;
+    if (m->opset < 11) {
+        if (attr(n, name)) {
+            *given = true;
+            *v = attr_float(n, name, 0.0f);
+        }
+        return HETCL_OK;
+    }
+    if (index >= n->n_input || !*n->input[index])
+        return HETCL_OK;
+    const struct hetcl_onnx_tensor *t = const_input(m, n, index, name, &s);
+    if (!t)
+        return s;
+    if (t->n_elements != 1)
+        return unsupported(m, n, "a %s of %lld values (expected a scalar)", name,
+                           (long long) t->n_elements);
+    *given = true;
+    *v = t->data[0];
+    return HETCL_OK;
+}
+
+/* Clip(0, 6) is ReLU6, Clip(0) ReLU and Clip() the identity; other bounds have no
+ * activation. */
+static hetcl_status op_clip(struct imp *m, const Onnx__NodeProto *n)
+{
+    bool has_lo, has_hi;
+    float lo = 0, hi = 0;
+    hetcl_status s = clip_bound(m, n, "min", 1, &has_lo, &lo);
+    if (s == HETCL_OK)
+        s = clip_bound(m, n, "max", 2, &has_hi, &hi);
+    if (s != HETCL_OK)
+        return s;
+    if (!has_lo && !has_hi) /* no bounds: the identity (a layer: it may be the graph's only) */
+        return op_act(m, n, "none", false, 0.0f);
+    if (has_lo && lo == 0.0f && has_hi && hi == 6.0f)
+        return op_act(m, n, "relu6", false, 0.0f);
+    if (has_lo && lo == 0.0f && !has_hi)
+        return op_act(m, n, "relu", false, 0.0f);
+    char l[32] = "none", h[32] = "none";
+    if (has_lo)
+        snprintf(l, sizeof l, "%g", (double) lo);
+    if (has_hi)
+        snprintf(h, sizeof h, "%g", (double) hi);
+    return unsupported(m, n, "bounds min %s, max %s (only min 0 with max 6 (ReLU6) or none (ReLU))",
+                       l, h);
 }
 
 static hetcl_status flatten_to_1(struct imp *m, const Onnx__NodeProto *n)
@@ -534,11 +599,15 @@ static hetcl_status node_op(struct imp *m, const Onnx__NodeProto *n)
     if (!strcmp(t, "BatchNormalization"))
         return op_batchnorm(m, n);
     if (!strcmp(t, "Relu"))
-        return op_act(m, n, "relu");
+        return op_act(m, n, "relu", false, 0.0f);
     if (!strcmp(t, "Sigmoid"))
-        return op_act(m, n, "sigmoid");
+        return op_act(m, n, "sigmoid", false, 0.0f);
     if (!strcmp(t, "Tanh"))
-        return op_act(m, n, "tanh");
+        return op_act(m, n, "tanh", false, 0.0f);
+    if (!strcmp(t, "LeakyRelu"))
+        return op_act(m, n, "leaky_relu", true, attr_float(n, "alpha", 0.01f));
+    if (!strcmp(t, "Clip"))
+        return op_clip(m, n);
     if (!strcmp(t, "Flatten"))
         return op_flatten(m, n);
     if (!strcmp(t, "Reshape"))
@@ -573,6 +642,30 @@ static hetcl_status constant_node(struct imp *m, const Onnx__NodeProto *n)
     return const_add(m, t);
 }
 
+/* An Identity of a constant (PyTorch's exporter writes one per weight it shares or renames):
+ * the same values under the output's name. */
+static hetcl_status constant_alias(struct imp *m, const Onnx__NodeProto *n,
+                                   const struct hetcl_onnx_tensor *src)
+{
+    struct hetcl_onnx_tensor *t = hetcl__calloc(1, sizeof *t);
+    if (t) {
+        *t = *src;
+        t->name = hetcl__strdup(n->output[0]);
+        t->data = hetcl__malloc(src->n_elements > 0 ? (size_t) src->n_elements * sizeof(float) : 1);
+        if (t->data && src->n_elements > 0)
+            memcpy(t->data, src->data, (size_t) src->n_elements * sizeof(float));
+    }
+    if (!t || !t->name || !t->data) {
+        if (t) {
+            hetcl__free(t->name);
+            hetcl__free(t->data);
+            hetcl__free(t);
+        }
+        return hetcl__fail(m->ctx, HETCL_ERR_NO_MEMORY, "%s: constants", m->name);
+    }
+    return const_add(m, t);
+}
+
 static hetcl_status walk(struct imp *m)
 {
     for (size_t i = 0; i < m->g->n_node; i++) {
@@ -581,6 +674,14 @@ static hetcl_status walk(struct imp *m)
             return unsupported(m, n, "an op type outside the default ONNX domain");
         if (!strcmp(n->op_type, "Constant")) {
             hetcl_status s = constant_node(m, n);
+            if (s != HETCL_OK)
+                return s;
+            continue;
+        }
+        const struct hetcl_onnx_tensor *c =
+                n->n_input == 1 && n->n_output == 1 ? const_find(m, n->input[0]) : NULL;
+        if (c && !strcmp(n->op_type, "Identity")) {
+            hetcl_status s = constant_alias(m, n, c);
             if (s != HETCL_OK)
                 return s;
             continue;
@@ -633,7 +734,7 @@ static hetcl_status take_inputs(struct imp *m, const struct hetcl_onnx_options *
 }
 
 /* The data input's shape: [batch, c, h, w] or [batch, n]; another rank is flattened per
- * example (a flat view, which only shape-blind nodes may read). */
+ * example (a flat view, which only shape-blind nodes may read): [batch] is one value each. */
 static hetcl_status input_shape(struct imp *m)
 {
     const Onnx__ValueInfoProto *vi = NULL;
@@ -647,7 +748,7 @@ static hetcl_status input_shape(struct imp *m)
                     : NULL;
     char q[HETCL_QUOTE_CAP];
     hetcl__quote_name(q, sizeof q, m->input);
-    if (!sh || sh->n_dim < 2 || tp->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+    if (!sh || sh->n_dim < 1 || tp->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
         return hetcl__fail(m->ctx, HETCL_ERR_UNSUPPORTED,
                            "%s: input '%s': expected a float32 tensor [batch, ...] of known "
                            "shape",
@@ -709,6 +810,8 @@ static bool add_layer_json(cJSON *arr, const struct layer *l)
              cJSON_AddItemToObject(o, "kernel", ints_json(l->kernel, 2)) &&
              cJSON_AddItemToObject(o, "padding", ints_json(l->pad, 2)) &&
              cJSON_AddItemToObject(o, "stride", ints_json(l->stride, 2));
+        if (l->groups > 1)
+            ok = ok && cJSON_AddNumberToObject(o, "groups", (double) l->groups);
         break;
     case HETCL_MODEL_LAYER_MAXPOOL2D:
     case HETCL_MODEL_LAYER_AVGPOOL2D:
@@ -716,11 +819,18 @@ static bool add_layer_json(cJSON *arr, const struct layer *l)
              cJSON_AddItemToObject(o, "stride", ints_json(l->stride, 2));
         break;
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_KERNEL: /* kernel machines and slide layers: never mapped */
+    case HETCL_MODEL_LAYER_SLIDE:
+        break;
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        ok = ok && cJSON_AddStringToObject(o, "activation", l->act);
         break;
     }
     if (l->type == HETCL_MODEL_LAYER_DENSE || l->type == HETCL_MODEL_LAYER_CONV2D)
         ok = ok && cJSON_AddStringToObject(o, "activation", l->act) &&
              cJSON_AddBoolToObject(o, "bias", l->bias);
+    if (ok && l->alpha_set)
+        ok = cJSON_AddNumberToObject(o, "alpha", (double) l->alpha) != NULL;
     return ok;
 }
 

@@ -12,7 +12,7 @@ static double gemm_flops(const void *args, size_t size)
     return 2.0 * (double) a->m * (double) a->n * (double) a->k;
 }
 
-/* One direction of a convolution: 2 * outputs * (in_c * k_h * k_w). */
+/* One direction of a convolution: 2 * outputs * (in_c / groups * k_h * k_w). */
 static double conv_pass_flops(const void *args, size_t size)
 {
     if (size != sizeof(struct hetcl_op_conv2d_args))
@@ -22,7 +22,9 @@ static double conv_pass_flops(const void *args, size_t size)
         return 0.0;
     const double p = (double) ((a->in_h + 2 * a->pad - a->k_h) / a->stride + 1);
     const double q = (double) ((a->in_w + 2 * a->pad - a->k_w) / a->stride + 1);
-    return 2.0 * (double) a->batch * (double) a->out_c * p * q * (double) a->in_c *
+    /* each output reads in_c / groups channels */
+    const double groups = a->groups > 1 ? (double) a->groups : 1.0;
+    return 2.0 * (double) a->batch * (double) a->out_c * p * q * ((double) a->in_c / groups) *
            (double) a->k_h * (double) a->k_w;
 }
 
@@ -30,6 +32,15 @@ static double conv_pass_flops(const void *args, size_t size)
 static double conv_bwd_flops(const void *args, size_t size)
 {
     return 2.0 * conv_pass_flops(args, size);
+}
+
+/* The GEMM of the inner products dominates: 2 m n d (the norms and exponentials are O(m n)). */
+static double kernel_flops(const void *args, size_t size)
+{
+    if (size != sizeof(struct hetcl_op_kernel_args))
+        return 0.0;
+    const struct hetcl_op_kernel_args *a = args;
+    return 2.0 * (double) a->m * (double) a->n * (double) a->d;
 }
 
 #define CODELET(op, fl)                                                        \
@@ -66,3 +77,4 @@ CODELET(convert_f16_f32, NULL)
 CODELET(conv2d_fwd_f16, conv_pass_flops)
 CODELET(maxpool_fwd_f16, NULL)
 CODELET(avgpool_fwd_f16, NULL)
+CODELET(kernel_matrix, kernel_flops)

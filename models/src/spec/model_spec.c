@@ -23,9 +23,11 @@
 
 /* ---- names -------------------------------------------------------------------------------- */
 
-static const char *const layer_type_names[] = {"dense", "conv2d", "maxpool2d", "avgpool2d",
-                                               "flatten"};
-static const char *const activation_names[] = {"none", "relu", "sigmoid", "tanh"};
+static const char *const layer_type_names[] = {"dense",   "conv2d", "maxpool2d", "avgpool2d",
+                                               "flatten", "kernel", "slide",     "activation"};
+static const char *const kernel_names[] = {"gaussian", "laplacian"};
+static const char *const activation_names[] = {"none", "relu",  "sigmoid",
+                                               "tanh", "relu6", "leaky_relu"};
 static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
 /* Index INIT_AUTO is "auto", resolved at parse time (he_uniform after relu, else xavier). */
 static const char *const init_names[] = {
@@ -53,6 +55,11 @@ const char *hetcl_model_activation_name(enum hetcl_model_activation a)
 const char *hetcl_model_loss_name(enum hetcl_model_loss l)
 {
     return name_of(loss_names, N_OF(loss_names), (int) l);
+}
+
+const char *hetcl_model_kernel_name(enum hetcl_model_kernel k)
+{
+    return name_of(kernel_names, N_OF(kernel_names), (int) k);
 }
 
 const char *hetcl_model_init_name(enum hetcl_model_init i)
@@ -280,19 +287,124 @@ static hetcl_status get_bool(const struct parser *p, const cJSON *obj, const cha
 
 /* ---- layers ------------------------------------------------------------------------------- */
 
-static const char *const dense_fields[] = {"type", "units", "activation", "bias", "init"};
-static const char *const conv_fields[] = {"type",    "filters",    "kernel", "stride",
-                                          "padding", "activation", "bias",   "init"};
+static const char *const dense_fields[] = {"type", "units", "activation", "bias", "init", "alpha"};
+static const char *const conv_fields[] = {"type",       "filters", "kernel", "stride", "padding",
+                                          "activation", "bias",    "init",   "groups", "alpha"};
 static const char *const pool_fields[] = {"type", "size", "stride"};
 static const char *const flatten_fields[] = {"type"};
+static const char *const kernel_fields[] = {"type", "kernel", "bandwidth", "units"};
+
+static hetcl_status parse_kernel_layer(const struct parser *p, const cJSON *x, const char *prefix,
+                                       struct hetcl_model_layer *l)
+{
+    int kind = 0;
+    hetcl_status s;
+    if ((s = check_fields(p, x, prefix, kernel_fields, N_OF(kernel_fields))) != HETCL_OK ||
+        (s = get_int(p, x, prefix, "units", true, 0, 1, &l->units)) != HETCL_OK ||
+        (s = get_enum(p, x, prefix, "kernel", "kernel", kernel_names, N_OF(kernel_names), true, 0,
+                      &kind)) != HETCL_OK)
+        return s;
+    l->kernel_kind = (enum hetcl_model_kernel) kind;
+    char where[64];
+    join_path(where, sizeof where, prefix, "bandwidth");
+    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(x, "bandwidth");
+    if (!bw)
+        return bad(p, where, "missing (expected a number > 0)");
+    if (!cJSON_IsNumber(bw) || !isfinite(bw->valuedouble) || bw->valuedouble <= 0) {
+        char got[HETCL_QUOTE_CAP];
+        describe(bw, got, sizeof got);
+        return bad(p, where, "expected a number > 0, got %s", got);
+    }
+    l->bandwidth = bw->valuedouble;
+    return HETCL_OK;
+}
+
+static const char *const slide_fields[] = {
+        "type",        "units",      "bias",      "init",         "hash",          "k",     "l",
+        "bucket_size", "min_active", "threshold", "rehash_every", "rebuild_every", "random"};
+static const char *const slide_hash_names[] = {"dwta", "simhash"};
+
+/* A slide layer's hashing; its K * L codes fit the hash families' bounds (24 bits a bucket,
+ * 4096 codes). */
+static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const char *prefix,
+                                struct hetcl_model_slide *h)
+{
+    int hash = 0;
+    int64_t k, l, bucket, thr, min_active, rehash, rebuild, random;
+    hetcl_status s;
+    if ((s = get_enum(p, x, prefix, "hash", "hash", slide_hash_names, N_OF(slide_hash_names), false,
+                      HETCL_MODEL_SLIDE_DWTA, &hash)) != HETCL_OK)
+        return s;
+    const int64_t max_k = hash == HETCL_MODEL_SLIDE_DWTA ? 8 : 24;
+    char where[64];
+    if ((s = get_int(p, x, prefix, "k", false, 6, 1, &k)) != HETCL_OK)
+        return s;
+    if (k > max_k) {
+        join_path(where, sizeof where, prefix, "k");
+        return bad(p, where, "expected at most %lld for %s (a bucket index of 24 bits), got %lld",
+                   (long long) max_k, slide_hash_names[hash], (long long) k);
+    }
+    if ((s = get_int(p, x, prefix, "l", false, 50, 1, &l)) != HETCL_OK ||
+        (s = get_int(p, x, prefix, "bucket_size", false, 128, 1, &bucket)) != HETCL_OK ||
+        (s = get_int(p, x, prefix, "threshold", false, 0, 0, &thr)) != HETCL_OK ||
+        (s = get_int(p, x, prefix, "min_active", false, 1000, 0, &min_active)) != HETCL_OK ||
+        (s = get_int(p, x, prefix, "rehash_every", false, 50, 1, &rehash)) != HETCL_OK ||
+        (s = get_int(p, x, prefix, "rebuild_every", false, 1000, 1, &rebuild)) != HETCL_OK ||
+        (s = get_int(p, x, prefix, "random", false, 0, 0, &random)) != HETCL_OK)
+        return s;
+    if (k * l > 4096 || thr > l || bucket > 65536) {
+        join_path(where, sizeof where, prefix,
+                  k * l > 4096 ? "l"
+                  : thr > l    ? "threshold"
+                               : "bucket_size");
+        return bad(p, where,
+                   "expected k * l <= 4096, threshold <= l and bucket_size <= 65536 (got k %lld, "
+                   "l %lld, threshold %lld, bucket_size %lld)",
+                   (long long) k, (long long) l, (long long) thr, (long long) bucket);
+    }
+    *h = (struct hetcl_model_slide){.hash = (enum hetcl_model_slide_hash) hash,
+                                    .k = (int) k,
+                                    .l = (int) l,
+                                    .bucket_size = (int) bucket,
+                                    .threshold = (int) thr,
+                                    .min_active = min_active,
+                                    .rehash_every = rehash,
+                                    .rebuild_every = rebuild,
+                                    .random = random};
+    return HETCL_OK;
+}
+
+static const char *const activation_fields[] = {"type", "activation", "alpha"};
+
+/* "alpha": leaky_relu's slope, a finite number (default 0.01, PyTorch's and ONNX's); given
+ * with another activation it is an error rather than silently unused. */
+static hetcl_status get_alpha(const struct parser *p, const cJSON *x, const char *prefix,
+                              struct hetcl_model_layer *l)
+{
+    char where[64], got[HETCL_QUOTE_CAP];
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(x, "alpha");
+    l->alpha = l->activation == HETCL_MODEL_ACT_LEAKY_RELU ? 0.01 : 0.0;
+    if (!a)
+        return HETCL_OK;
+    snprintf(where, sizeof where, "%s.alpha", prefix);
+    describe(a, got, sizeof got);
+    if (l->activation != HETCL_MODEL_ACT_LEAKY_RELU)
+        return bad(p, where, "applies only to the activation leaky_relu, not %s",
+                   hetcl_model_activation_name(l->activation));
+    if (!cJSON_IsNumber(a) || !isfinite(a->valuedouble) || fabs(a->valuedouble) > 1e6)
+        return bad(p, where, "expected a finite number (at most 1e6 in size), got %s", got);
+    l->alpha = a->valuedouble;
+    return HETCL_OK;
+}
 
 static enum hetcl_model_init resolve_init(int init, enum hetcl_model_activation act)
 {
     if (init != INIT_AUTO)
         return (enum hetcl_model_init) init;
     /* He et al. derive their scale for ReLU; Glorot's suits the symmetric activations. */
-    return act == HETCL_MODEL_ACT_RELU ? HETCL_MODEL_INIT_HE_UNIFORM
-                                       : HETCL_MODEL_INIT_XAVIER_UNIFORM;
+    const bool rectifier = act == HETCL_MODEL_ACT_RELU || act == HETCL_MODEL_ACT_RELU6 ||
+                           act == HETCL_MODEL_ACT_LEAKY_RELU;
+    return rectifier ? HETCL_MODEL_INIT_HE_UNIFORM : HETCL_MODEL_INIT_XAVIER_UNIFORM;
 }
 
 static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int index, int default_init,
@@ -324,7 +436,8 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
             (s = get_int(p, x, prefix, "filters", true, 0, 1, &l->filters)) != HETCL_OK ||
             (s = get_pair(p, x, prefix, "kernel", true, one, 1, l->kernel)) != HETCL_OK ||
             (s = get_pair(p, x, prefix, "stride", false, one, 1, l->stride)) != HETCL_OK ||
-            (s = get_pair(p, x, prefix, "padding", false, zero, 0, l->padding)) != HETCL_OK)
+            (s = get_pair(p, x, prefix, "padding", false, zero, 0, l->padding)) != HETCL_OK ||
+            (s = get_int(p, x, prefix, "groups", false, 1, 1, &l->groups)) != HETCL_OK)
             return s;
         break;
     case HETCL_MODEL_LAYER_MAXPOOL2D:
@@ -337,8 +450,25 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
         return HETCL_OK;
     case HETCL_MODEL_LAYER_FLATTEN:
         return check_fields(p, x, prefix, flatten_fields, N_OF(flatten_fields));
+    case HETCL_MODEL_LAYER_KERNEL:
+        return parse_kernel_layer(p, x, prefix, l);
+    case HETCL_MODEL_LAYER_SLIDE:
+        /* logits: no "activation" (the loss applies the softmax over the active set) */
+        if ((s = check_fields(p, x, prefix, slide_fields, N_OF(slide_fields))) != HETCL_OK ||
+            (s = get_int(p, x, prefix, "units", true, 0, 2, &l->units)) != HETCL_OK ||
+            (s = parse_slide(p, x, prefix, &l->slide)) != HETCL_OK)
+            return s;
+        break;
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        if ((s = check_fields(p, x, prefix, activation_fields, N_OF(activation_fields))) !=
+                    HETCL_OK ||
+            (s = get_enum(p, x, prefix, "activation", "activation", activation_names,
+                          N_OF(activation_names), true, 0, &act)) != HETCL_OK)
+            return s;
+        l->activation = (enum hetcl_model_activation) act;
+        return get_alpha(p, x, prefix, l);
     }
-    /* dense and conv2d */
+    /* dense, conv2d and slide */
     if ((s = get_enum(p, x, prefix, "activation", "activation", activation_names,
                       N_OF(activation_names), false, HETCL_MODEL_ACT_NONE, &act)) != HETCL_OK ||
         (s = get_bool(p, x, prefix, "bias", true, &l->bias)) != HETCL_OK ||
@@ -347,7 +477,7 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
         return s;
     l->activation = (enum hetcl_model_activation) act;
     l->init = resolve_init(init, l->activation);
-    return HETCL_OK;
+    return get_alpha(p, x, prefix, l);
 }
 
 /* ---- shape resolution --------------------------------------------------------------------- */
@@ -420,11 +550,12 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
     *ok = true;
     switch (l->type) {
     case HETCL_MODEL_LAYER_DENSE:
+    case HETCL_MODEL_LAYER_SLIDE:
         if (cur->rank != 1)
             return bad(p, where,
-                       "dense needs a flat [n] input, got %s; add {\"type\": \"flatten\"} "
+                       "%s needs a flat [n] input, got %s; add {\"type\": \"flatten\"} "
                        "before it",
-                       shape);
+                       tname, shape);
         g->out.rank = 1;
         g->out.dims[0] = l->units;
         g->wrank = 2;
@@ -463,12 +594,20 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
                        (long long) l->kernel[a], shape);
         }
         if (conv) {
+            /* A grouped convolution: group k maps input channels [k C/g, (k+1) C/g) to
+             * filters [k F/g, (k+1) F/g), so both counts must split evenly. */
+            if (cur->dims[0] % l->groups != 0 || l->filters % l->groups != 0)
+                return bad(p, where,
+                           "conv2d groups %lld must divide both the input channels (%lld) and "
+                           "filters (%lld) (input %s)",
+                           (long long) l->groups, (long long) cur->dims[0], (long long) l->filters,
+                           shape);
             g->wrank = 4;
             g->wdims[0] = l->filters;
-            g->wdims[1] = cur->dims[0];
+            g->wdims[1] = cur->dims[0] / l->groups;
             g->wdims[2] = l->kernel[0];
             g->wdims[3] = l->kernel[1];
-            *ok = mul(cur->dims[0], l->kernel[0], &g->fan_in) &&
+            *ok = mul(g->wdims[1], l->kernel[0], &g->fan_in) &&
                   mul(g->fan_in, l->kernel[1], &g->fan_in) &&
                   mul(l->filters, l->kernel[0], &g->fan_out) &&
                   mul(g->fan_out, l->kernel[1], &g->fan_out) &&
@@ -481,6 +620,15 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
     case HETCL_MODEL_LAYER_FLATTEN:
         g->out.rank = 1;
         g->out.dims[0] = shape_elements(cur);
+        break;
+    case HETCL_MODEL_LAYER_KERNEL: /* its tensors and FLOPs depend on the data's size */
+        if (cur->rank != 1)
+            return bad(p, where, "kernel needs a flat [n] input, got %s", shape);
+        g->out.rank = 1;
+        g->out.dims[0] = l->units;
+        break;
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        g->out = *cur;
         break;
     }
     return HETCL_OK;
@@ -511,7 +659,7 @@ static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_mo
     if (!ok || n_out > HETCL_MODEL_SPEC_MAX_ACTIVATIONS)
         return bad(p, where, "%s output would have more than %lld elements per example (input %s)",
                    tname, (long long) HETCL_MODEL_SPEC_MAX_ACTIVATIONS, shape);
-    int64_t n_bias = l->bias ? (l->type == HETCL_MODEL_LAYER_DENSE ? l->units : l->filters) : 0;
+    int64_t n_bias = l->bias ? (l->type == HETCL_MODEL_LAYER_CONV2D ? l->filters : l->units) : 0;
     int64_t total = r->n_parameters;
     if (g.n_weight > HETCL_MODEL_SPEC_MAX_PARAMS || !add(total, g.n_weight, &total) ||
         !add(total, n_bias, &total) || total > HETCL_MODEL_SPEC_MAX_PARAMS)
@@ -588,6 +736,17 @@ static hetcl_status check_output(const struct parser *p, enum hetcl_model_loss l
         return bad(p, "loss", "softmax_cross_entropy needs at least 2 outputs, got %lld",
                    (long long) output->dims[0]);
     const struct hetcl_model_layer *last = &layers[n_layers - 1];
+    /* A slide layer's sparse softmax is its training's loss: it gives the logits, at the top. */
+    for (int i = 0; i < n_layers; i++)
+        if (layers[i].type == HETCL_MODEL_LAYER_SLIDE &&
+            (i != n_layers - 1 || loss != HETCL_MODEL_LOSS_SOFTMAX_CE)) {
+            char where[48];
+            snprintf(where, sizeof where, "layers[%d]", i);
+            return bad(p, where,
+                       "a slide layer must be the last layer, under softmax_cross_entropy "
+                       "(got layer %d of %d, loss %s)",
+                       i + 1, n_layers, lname);
+        }
     /* The cross-entropy losses take logits and apply softmax/sigmoid themselves: an activation
      * on the last layer would apply a second squashing, a common silent bug. */
     if (loss != HETCL_MODEL_LOSS_MSE && last->activation != HETCL_MODEL_ACT_NONE) {

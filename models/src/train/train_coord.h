@@ -103,6 +103,13 @@ hetcl_status hetcl__tr_eval_point(struct tr *t, uint64_t examples, double *loss,
 void hetcl__tr_set_next_eval(struct tr *t);
 /* A mid-epoch evaluation is due: the cursor passed the mark and the epoch is not over. */
 bool hetcl__tr_eval_due(const struct tr *t);
+
+/* Data parallelism across ranks (train_dist.c; no-ops without a communicator): the cursor's
+ * shard (setup), the model as the first sync's base (after setup and resume), and one sync
+ * (the devices drained). */
+hetcl_status hetcl__tr_dist_setup(struct tr *t);
+hetcl_status hetcl__tr_dist_start(struct tr *t);
+hetcl_status hetcl__tr_dist_sync(struct tr *t);
 /* The mid-epoch evaluation point, then the next mark. */
 hetcl_status hetcl__tr_eval_mid_epoch(struct tr *t, const struct tr_epoch_acc *acc);
 /* A mid-epoch checkpoint is due (checkpoint_every_s). */

@@ -23,7 +23,10 @@ hetcl_status hetcl__cursor_init(hetcl_context *ctx, struct hetcl__cursor *c, int
     c->perm = hetcl__malloc((size_t) n * sizeof *c->perm);
     if (!c->perm)
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "cursor of %lld examples", (long long) n);
-    c->n = n;
+    c->n = c->n_all = n;
+    c->rank = 0;
+    c->ranks = 1;
+    c->limit = 0;
     c->seed = seed;
     hetcl__cursor_seek(c, 0, 0);
     return HETCL_OK;
@@ -39,12 +42,24 @@ void hetcl__cursor_seek(struct hetcl__cursor *c, int64_t epoch, int64_t pos)
 {
     c->epoch = epoch;
     c->pos = pos < 0 ? 0 : pos > c->n ? c->n : pos;
-    hetcl_data_permutation(hetcl__cursor_epoch_seed(c->seed, epoch), c->n, c->perm);
+    hetcl_data_permutation(hetcl__cursor_epoch_seed(c->seed, epoch), c->n_all, c->perm);
+    if (c->ranks > 1) /* this rank's shard, in the permutation's order */
+        for (int64_t i = 0; i < c->n; i++)
+            c->perm[i] = c->perm[i * c->ranks + c->rank];
+}
+
+void hetcl__cursor_shard(struct hetcl__cursor *c, int64_t rank, int64_t ranks)
+{
+    c->rank = rank;
+    c->ranks = ranks;
+    c->n = c->n_all / ranks;
+    hetcl__cursor_seek(c, c->epoch, 0);
 }
 
 int64_t hetcl__cursor_take(struct hetcl__cursor *c, int64_t want, const int64_t **idx)
 {
-    int64_t left = c->n - c->pos;
+    int64_t end = c->limit > 0 && c->limit < c->n && c->pos <= c->limit ? c->limit : c->n;
+    int64_t left = end - c->pos;
     int64_t k = want < left ? want : left;
     if (k <= 0) {
         *idx = NULL;

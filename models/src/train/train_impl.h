@@ -76,7 +76,9 @@ bool hetcl__adapt_decide(struct hetcl__adapt *a, uint64_t now_ns);
 /* ---- Epoch cursor -------------------------------------------------------------------------- */
 
 struct hetcl__cursor {
-    int64_t n;
+    int64_t n; /* examples per epoch: this rank's shard */
+    int64_t n_all, rank, ranks;
+    int64_t limit; /* take stops here (a sync point) when in [pos, n); 0: none */
     uint64_t seed;
     int64_t epoch; /* 0-based epoch whose permutation perm holds */
     int64_t pos;   /* examples of this epoch already handed out */
@@ -86,6 +88,9 @@ struct hetcl__cursor {
 /* Allocates perm and positions at (epoch 0, pos 0). HETCL_ERR_NO_MEMORY/INVALID_ARG. */
 hetcl_status hetcl__cursor_init(hetcl_context *ctx, struct hetcl__cursor *c, int64_t n,
                                 uint64_t seed);
+/* Makes the cursor hand out shard `rank` of `ranks`: positions i of each permutation with
+ * i mod ranks = rank, floor(n / ranks) of them. Repositions at (epoch, 0). */
+void hetcl__cursor_shard(struct hetcl__cursor *c, int64_t rank, int64_t ranks);
 void hetcl__cursor_deinit(struct hetcl__cursor *c);
 /* Positions at (epoch, pos), regenerating the permutation: resume. */
 void hetcl__cursor_seek(struct hetcl__cursor *c, int64_t epoch, int64_t pos);

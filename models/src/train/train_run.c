@@ -117,12 +117,27 @@ static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
     uint64_t ex0 = acc.examples;
     double ev0 = t->eval_s;
     hetcl__tr_set_next_eval(t);
-    hetcl_status s = t->o.algo == HETCL_TRAIN_SYNC ? hetcl__tr_epoch_sync(t, &acc)
-                                                   : hetcl__tr_epoch_async(t, &acc);
+    hetcl_status s = HETCL_OK;
+    const int64_t every = t->o.comm ? t->o.sync_every : 0;
+    for (;;) {
+        /* Across ranks, the cursor stops at each sync point: the epoch's loop then ends with
+         * the devices drained, the ranks sync, and the loop goes on from there. */
+        t->cursor.limit = every > 0 ? (t->cursor.pos / every + 1) * every : 0;
+        s = t->o.algo == HETCL_TRAIN_SYNC ? hetcl__tr_epoch_sync(t, &acc)
+                                          : hetcl__tr_epoch_async(t, &acc);
+        if (s != HETCL_OK || every <= 0 || t->stop_reason[0] || t->cursor.pos >= t->cursor.n ||
+            t->cursor.pos != t->cursor.limit)
+            break;
+        if ((s = hetcl__tr_dist_sync(t)) != HETCL_OK)
+            return s;
+    }
+    t->cursor.limit = 0;
     if (s != HETCL_OK)
         return s;
     const bool interrupted = t->stop_reason[0] != '\0';
     const bool partial = t->cursor.pos < t->cursor.n;
+    if (!partial && (s = hetcl__tr_dist_sync(t)) != HETCL_OK)
+        return s;
     if (interrupted && partial && t->o.checkpoint_path) {
         /* Stopped by the caller inside the epoch, the devices drained: the checkpoint first,
          * so that a second signal during the evaluation below loses nothing. */
@@ -248,6 +263,10 @@ static hetcl_status result_fill(struct tr_run *r)
     if (!res->params)
         return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "result");
     memcpy(res->params, t->params, t->net->n_params * sizeof *res->params);
+    res->n_syncs = t->n_syncs;
+    res->sync_s = (double) t->sync_ns * 1e-9;
+    res->sync_bytes_sent = t->sync_sent;
+    res->sync_bytes_received = t->sync_recv;
     res->model_hash = fnv1a(t->params, t->net->n_params * sizeof *t->params);
     uint64_t tot = 0;
     for (int i = 0; i < t->n_dev; i++)
@@ -310,6 +329,8 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
     res->train_time_to_target_s = -1;
     struct tr_run r = {.t = t, .res = res};
     hetcl_status s = hetcl__tr_setup(&r);
+    if (s == HETCL_OK)
+        s = hetcl__tr_dist_start(t);
     bool stop = false;
     for (int64_t epoch = r.first_epoch; s == HETCL_OK && !stop && epoch < r.max_epochs; epoch++) {
         s = run_epoch(&r, epoch, &stop);

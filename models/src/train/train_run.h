@@ -110,6 +110,10 @@ struct tr {
     int queue[TR_MAX_SLOTS + 1];
     int q_head, q_tail;
     struct hetcl__cursor cursor;
+    /* Data parallelism across ranks (train_dist.c): the model at the last sync, and the
+     * syncs' count, time and bytes. */
+    float *dist_base;
+    uint64_t n_syncs, sync_ns, sync_sent, sync_recv;
     /* Batches of excluded devices handed back (coordinator only): their examples (into the
      * cursor's permutation) go to the other devices before the cursor's next ones. */
     struct tr_returned {

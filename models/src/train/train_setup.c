@@ -275,6 +275,7 @@ void hetcl__tr_destroy(struct tr *t)
     hetcl__free(t->params);
     hetcl__free(t->velocity);
     hetcl__cursor_deinit(&t->cursor);
+    hetcl__free(t->dist_base);
     hetcl__free(t->share_t);
     hetcl__free(t->share_v);
     hetcl__free(t->evals);
@@ -297,6 +298,8 @@ static hetcl_status prepare(struct tr *t)
         s = check_data(ctx, t->net, t->test, "test");
     if (s == HETCL_OK)
         s = hetcl__cursor_init(ctx, &t->cursor, t->train->n, t->o.seed);
+    if (s == HETCL_OK)
+        s = hetcl__tr_dist_setup(t);
     if (s == HETCL_OK) {
         t->params = hetcl__malloc(t->net->n_params * sizeof *t->params);
         t->velocity = hetcl__calloc(t->net->n_params, sizeof *t->velocity);

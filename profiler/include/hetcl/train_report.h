@@ -24,6 +24,7 @@
 #define HETCL_TRAIN_REPORT_H
 
 #include <hetcl/data.h>
+#include <hetcl/eigenpro.h>
 #include <hetcl/export.h>
 #include <hetcl/machine.h>
 #include <hetcl/model_spec.h>
@@ -80,14 +81,35 @@ struct hetcl_train_report_options {
     const char *devices;    /* the device selection as given ("all", "host", ids) */
     const char *split_cpu;  /* the CPU split as given; NULL: none */
     const char *trace_path; /* the trace written, NULL: none */
-    const struct hetcl_train_options *train;   /* the options the run was given; required */
-    const struct hetcl_train_result *result;   /* required */
+    const struct hetcl_train_options *train; /* the options the run was given; required */
+    const struct hetcl_train_result *result; /* required, unless eigenpro is set */
+    /* A kernel machine trained by EigenPro (hetcl_eigenpro_train): the report's epochs, device
+     * and final result come from it instead of result, the algorithm is "eigenpro", and its
+     * setup (per device: m_G, q, m, eta, beta, lambda_1 before and after, s) is the report's
+     * "eigenpro" object. NULL for the SGD trainers. */
+    const struct hetcl_eigenpro_result *eigenpro;
     const struct hetcl_train_machine *machine; /* NULL: no machine section (it is optional) */
 };
 
 /* A new report (the caller owns it: cJSON_Delete, or hetcl_report_write then delete), or NULL
  * when a required option is missing or memory runs out. */
 HETCL_API cJSON *hetcl_train_report_create(const struct hetcl_train_report_options *o);
+
+/*
+ * The report of a SLIDE run (<hetcl/slide.h>: a model whose last layer is a slide layer), in the
+ * same document: o's train, result and rt are not read (may be NULL); the configuration's algo
+ * is "slide", its algo_params the slide layer's hashing and the active-set rule, its optimizer
+ * Adam or SGD; the host's threads are the one device; each epoch adds p_at_1 and p_at_5; the
+ * "slide" section holds P@1 and P@5, the active-set sizes, the labels' and the arg-max's recall
+ * and the time per batch split into hash, query, forward, backward, update and rehash
+ * (reports/README.md). options: as given to hetcl_slide_train (0 fields: its defaults). NULL
+ * when a required argument is missing or memory runs out.
+ */
+struct hetcl_slide_options;
+struct hetcl_slide_result;
+HETCL_API cJSON *hetcl_train_report_create_slide(const struct hetcl_train_report_options *o,
+                                                 const struct hetcl_slide_options *options,
+                                                 const struct hetcl_slide_result *result);
 
 #ifdef __cplusplus
 }

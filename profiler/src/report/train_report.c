@@ -1,5 +1,6 @@
 /* The train report (<hetcl/train_report.h>): configuration, per-epoch curves, devices,
  * staleness, shares over time, the result and the machine around the run. */
+#include "report/train_report_impl.h"
 #include "util/json.h"
 
 #include <hetcl/report.h>
@@ -7,6 +8,7 @@
 
 #include <hetcl_internal/base.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,7 +39,7 @@ void hetcl_train_machine_deinit(struct hetcl_train_machine *m)
 
 /* {before, after, throttled}, as a bench configuration's "machine" has them; NULL when either
  * state is missing. */
-static cJSON *machine_json(const struct hetcl_train_machine *m)
+cJSON *hetcl__train_report_machine(const struct hetcl_train_machine *m)
 {
     if (!m || !m->before || !m->after)
         return NULL;
@@ -57,16 +59,19 @@ static cJSON *string_or_null(const char *s)
     return s ? cJSON_CreateString(s) : cJSON_CreateNull();
 }
 
-static cJSON *model_json(const struct hetcl_train_report_options *o)
+cJSON *hetcl__train_report_model(const struct hetcl_train_report_options *o)
 {
     cJSON *m = cJSON_CreateObject();
     hetcl__json_add(m, "name", cJSON_CreateString(o->spec->name));
     hetcl__json_add(m, "spec", cJSON_CreateString(o->spec_path ? o->spec_path : o->spec->source));
-    hetcl__json_add(m, "parameters", cJSON_CreateNumber((double) o->spec->n_parameters));
+    /* a kernel machine's parameters are alpha, [training points][outputs] */
+    const double n_params = o->eigenpro ? (double) (o->eigenpro->setup.n * o->eigenpro->setup.l)
+                                        : (double) o->spec->n_parameters;
+    hetcl__json_add(m, "parameters", cJSON_CreateNumber(n_params));
     return m;
 }
 
-static cJSON *dataset_json(const struct hetcl_train_report_data *d)
+cJSON *hetcl__train_report_dataset(const struct hetcl_train_report_data *d)
 {
     cJSON *ds = cJSON_CreateObject(), *files = cJSON_CreateArray(), *ck = cJSON_CreateObject();
     hetcl__json_add(ds, "name", cJSON_CreateString(d->name ? d->name : d->train->name));
@@ -91,6 +96,12 @@ static cJSON *algo_params_json(const struct hetcl_train_report_options *ro)
 {
     const struct hetcl_train_options *o = ro->train;
     cJSON *ap = cJSON_CreateObject();
+    if (ro->eigenpro) { /* its own parameters: the report's "eigenpro" object */
+        hetcl__json_add(ap, "alpha", cJSON_CreateNumber(HETCL_EIGENPRO_ALPHA));
+        hetcl__json_add(ap, "preconditioned", cJSON_CreateBool(ro->eigenpro->setup.q > 1));
+        hetcl__json_add(ap, "devices", cJSON_CreateString(ro->devices ? ro->devices : "all"));
+        return ap;
+    }
     hetcl__json_add(ap, "adapt-period",
                     cJSON_CreateNumber(o->adapt_period_s > 0 ? o->adapt_period_s : 0.05));
     hetcl__json_add(ap, "dead-band",
@@ -165,6 +176,144 @@ static void devices_config(cJSON *cf, const struct hetcl_train_result *r)
     hetcl__json_add(cf, "batches", bs);
 }
 
+/* ------------------------------------------------------------------ EigenPro */
+
+/* EigenPro's step: eta for a batch of m, constant, no momentum. */
+static cJSON *eigenpro_optimizer_json(const struct hetcl_eigenpro_result *ep)
+{
+    cJSON *opt = cJSON_CreateObject(), *sch = cJSON_CreateObject(), *sc = cJSON_CreateObject();
+    hetcl__json_add(opt, "name", cJSON_CreateString("eigenpro"));
+    hetcl__json_add(opt, "learning_rate", cJSON_CreateNumber(ep->setup.eta));
+    hetcl__json_add(opt, "momentum", cJSON_CreateNumber(0));
+    hetcl__json_add(opt, "weight_decay", cJSON_CreateNumber(0));
+    hetcl__json_add(sch, "kind", cJSON_CreateString("constant"));
+    hetcl__json_add(sch, "step_epochs", cJSON_CreateNull());
+    hetcl__json_add(sch, "gamma", cJSON_CreateNull());
+    hetcl__json_add(sch, "min_lr", cJSON_CreateNull());
+    hetcl__json_add(opt, "lr_schedule", sch);
+    hetcl__json_add(sc, "rule", cJSON_CreateString("none"));
+    hetcl__json_add(sc, "reference_batch", cJSON_CreateNumber((double) ep->setup.m));
+    hetcl__json_add(opt, "lr_batch_scaling", sc);
+    return opt;
+}
+
+/* The report's "eigenpro" object: the setup of each device that computed kernel blocks. */
+static cJSON *eigenpro_json(const struct hetcl_eigenpro_result *ep)
+{
+    const struct hetcl_eigenpro_setup *p = &ep->setup;
+    cJSON *o = cJSON_CreateObject(), *devs = cJSON_CreateArray(), *d = cJSON_CreateObject();
+    hetcl__json_add(
+            o, "kernel",
+            cJSON_CreateString(hetcl_model_kernel_name((enum hetcl_model_kernel) p->kernel)));
+    hetcl__json_add(o, "bandwidth", cJSON_CreateNumber(p->bandwidth));
+    hetcl__json_add(o, "alpha", cJSON_CreateNumber(HETCL_EIGENPRO_ALPHA));
+    hetcl__json_add(o, "preconditioned", cJSON_CreateBool(p->q > 1));
+    hetcl__json_add(o, "setup_s", cJSON_CreateNumber(ep->setup_seconds));
+    hetcl__json_add(o, "eigensystem_s", cJSON_CreateNumber(p->eig_seconds));
+    hetcl__json_add(d, "device", cJSON_CreateString(ep->worker));
+    hetcl__json_add(d, "mem_bytes", cJSON_CreateNumber(p->mem_bytes));
+    hetcl__json_add(d, "max_alloc_bytes",
+                    hetcl__json_number_or_null(p->max_alloc_bytes, p->max_alloc_bytes > 0));
+    hetcl__json_add(d, "m_g", cJSON_CreateNumber((double) p->m_g));
+    hetcl__json_add(d, "s", cJSON_CreateNumber((double) p->s));
+    hetcl__json_add(d, "eigenpairs", cJSON_CreateNumber(p->svd_q));
+    hetcl__json_add(d, "q", cJSON_CreateNumber(p->q));
+    hetcl__json_add(d, "beta", cJSON_CreateNumber(p->beta));
+    hetcl__json_add(d, "lambda_1", cJSON_CreateNumber(p->lambda1));
+    hetcl__json_add(d, "lambda_q", cJSON_CreateNumber(p->lambda_q));
+    hetcl__json_add(d, "lambda_1_new", cJSON_CreateNumber(p->lambda1_new));
+    hetcl__json_add(d, "critical_batch", cJSON_CreateNumber(p->m_star));
+    hetcl__json_add(d, "critical_batch_new", cJSON_CreateNumber(p->m_star_new));
+    hetcl__json_add(d, "m", cJSON_CreateNumber((double) p->m));
+    hetcl__json_add(d, "eta", cJSON_CreateNumber(p->eta));
+    cJSON_AddItemToArray(devs, d);
+    hetcl__json_add(o, "devices", devs);
+    return o;
+}
+
+/* The training result's fields that apply to an EigenPro run, so that the report's epochs,
+ * devices and final result read as any run's: the loss is the square loss; one device (the
+ * worker that computed the kernel blocks), whose every step is an update at batch m. Arrays in
+ * *eps, *evs and *traj: freed by the caller (hetcl__free), also on failure. */
+static bool eigenpro_as_result(const struct hetcl_eigenpro_result *ep,
+                               const struct hetcl_train_report_options *o,
+                               struct hetcl_train_result *r)
+{
+    memset(r, 0, sizeof *r);
+    const int64_t ne = ep->n_epochs, n = o->data.train->n;
+    r->epochs = hetcl__calloc((size_t) (ne > 0 ? ne : 1), sizeof *r->epochs);
+    r->evals = hetcl__calloc((size_t) (ne > 0 ? ne : 1), sizeof *r->evals);
+    struct hetcl_train_device *d = &r->devices[0];
+    d->traj_t_s = hetcl__calloc(1, sizeof *d->traj_t_s);
+    d->traj_batch = hetcl__calloc(1, sizeof *d->traj_batch);
+    if (!r->epochs || !r->evals || !d->traj_t_s || !d->traj_batch)
+        return false;
+    double train_s = 0.0;
+    for (int64_t i = 0; i < ne; i++) {
+        const struct hetcl_eigenpro_epoch *e = &ep->epochs[i];
+        train_s += e->seconds;
+        r->epochs[i] = (struct hetcl_train_epoch){
+                .epoch = i + 1,
+                .loss = e->train_mse,
+                .test_loss = e->test_mse,
+                .test_acc = e->test_acc,
+                .wall_s = e->wall_s,
+                .examples = (uint64_t) n,
+                .examples_per_s = e->seconds > 0 ? (double) n / e->seconds : 0,
+                .lr = ep->setup.eta};
+        r->evals[i] = (struct hetcl_train_eval){.epoch = (double) (i + 1),
+                                                .examples = (uint64_t) (n * (i + 1)),
+                                                .wall_s = e->wall_s,
+                                                .train_s = train_s,
+                                                .test_loss = e->test_mse,
+                                                .test_acc = e->test_acc};
+    }
+    r->n_epochs = ne;
+    r->n_evals = o->data.test ? ne : 0;
+    r->n_devices = 1;
+    hetcl__strlcpy(d->name, ep->worker, sizeof d->name);
+    const struct hetcl_device_desc *desc = NULL;
+    for (size_t w = 0; o->rt && w < hetcl_runtime_n_workers(o->rt); w++) {
+        struct hetcl_worker_info wi;
+        if (hetcl_runtime_worker_info(o->rt, w, &wi) == HETCL_OK && !strcmp(wi.name, ep->worker))
+            desc = wi.desc;
+    }
+    d->is_host = desc == NULL;
+    hetcl__strlcpy(d->type, desc ? hetcl_device_type_name(desc->type) : "host", sizeof d->type);
+    if (desc)
+        hetcl__strlcpy(d->long_name, desc->name, sizeof d->long_name);
+    d->updates = (uint64_t) ep->steps;
+    d->examples = (uint64_t) (n * ne);
+    d->share = 1.0;
+    d->busy_ns = ep->busy_ns;
+    /* its tasks include the evaluations: busy over the epochs' whole time */
+    d->utilization =
+            ep->train_seconds > 0 ? fmin(1.0, (double) ep->busy_ns * 1e-9 / ep->train_seconds) : 0;
+    d->bytes_in = ep->bytes_in;
+    d->batch_first = d->batch_last = d->batch_min_seen = d->batch_max_seen = ep->setup.m;
+    d->batch_min_bound = d->batch_max_bound = ep->setup.m;
+    d->n_traj = 1;
+    d->traj_batch[0] = ep->setup.m;
+    r->wall_s = ep->setup_seconds + ep->train_seconds;
+    r->time_to_target_s = r->train_time_to_target_s = -1;
+    r->final_test_acc = ne ? ep->epochs[ne - 1].test_acc : 0;
+    r->final_test_loss = ne ? ep->epochs[ne - 1].test_mse : 0;
+    r->examples = (uint64_t) (n * ne);
+    r->updates = (uint64_t) ep->steps;
+    r->examples_per_s = ep->samples_per_second;
+    r->resumed_from_epoch = -1;
+    r->stopped_by = HETCL_TRAIN_STOP_EPOCHS;
+    return true;
+}
+
+static void eigenpro_result_free(struct hetcl_train_result *r)
+{
+    hetcl__free(r->epochs);
+    hetcl__free(r->evals);
+    hetcl__free(r->devices[0].traj_t_s);
+    hetcl__free(r->devices[0].traj_batch);
+}
+
 /* The stopping rule; without any, training stops after 10 epochs (<hetcl/train.h>). */
 static cJSON *stop_json(const struct hetcl_train_options *o)
 {
@@ -191,21 +340,24 @@ static cJSON *checkpoint_json(const struct hetcl_train_options *o,
     return cp;
 }
 
-static cJSON *config_json(const struct hetcl_train_report_options *ro)
+static cJSON *config_json(const struct hetcl_train_report_options *ro,
+                          const struct hetcl_train_result *r)
 {
     const struct hetcl_train_options *o = ro->train;
     cJSON *cf = cJSON_CreateObject();
-    hetcl__json_add(cf, "model", model_json(ro));
-    hetcl__json_add(cf, "dataset", dataset_json(&ro->data));
-    hetcl__json_add(cf, "algo", cJSON_CreateString(hetcl_train_algo_name(o->algo)));
+    hetcl__json_add(cf, "model", hetcl__train_report_model(ro));
+    hetcl__json_add(cf, "dataset", hetcl__train_report_dataset(&ro->data));
+    hetcl__json_add(cf, "algo",
+                    cJSON_CreateString(ro->eigenpro ? "eigenpro" : hetcl_train_algo_name(o->algo)));
     hetcl__json_add(cf, "algo_params", algo_params_json(ro));
-    hetcl__json_add(cf, "optimizer", optimizer_json(o));
-    devices_config(cf, ro->result);
+    hetcl__json_add(cf, "optimizer",
+                    ro->eigenpro ? eigenpro_optimizer_json(ro->eigenpro) : optimizer_json(o));
+    devices_config(cf, r);
     hetcl__json_add(cf, "seed", cJSON_CreateNumber((double) o->seed));
     hetcl__json_add(cf, "stop", stop_json(o));
     hetcl__json_add(cf, "eval_every", hetcl__json_number_or_null(o->eval_every, o->eval_every > 0));
     hetcl__json_add(cf, "slowdowns", cJSON_CreateArray()); /* hetcl train has no slow-down knob */
-    hetcl__json_add(cf, "checkpoint", checkpoint_json(o, ro->result));
+    hetcl__json_add(cf, "checkpoint", checkpoint_json(o, r));
     return cf;
 }
 
@@ -358,7 +510,7 @@ static void add_results(cJSON *root, const struct hetcl_train_result *r)
 
 /* ------------------------------------------------------------------ the report */
 
-static cJSON *provenance_json(const struct hetcl_train_report_options *o)
+cJSON *hetcl__train_report_provenance(const struct hetcl_train_report_options *o)
 {
     struct hetcl_provenance_options po = {
             .command = "hetcl", .argc = o->argc, .argv = o->argv, .rt = o->rt};
@@ -371,16 +523,29 @@ static cJSON *provenance_json(const struct hetcl_train_report_options *o)
 
 cJSON *hetcl_train_report_create(const struct hetcl_train_report_options *o)
 {
-    if (!o || !o->spec || !o->train || !o->result || !o->data.train)
+    if (!o || !o->spec || !o->train || !(o->result || o->eigenpro) || !o->data.train)
         return NULL;
+    struct hetcl_train_result ep_res;
+    const struct hetcl_train_result *r = o->result;
+    if (o->eigenpro) {
+        if (!eigenpro_as_result(o->eigenpro, o, &ep_res)) {
+            eigenpro_result_free(&ep_res);
+            return NULL;
+        }
+        r = &ep_res;
+    }
     cJSON *root = hetcl_report_create("hetcl.train", HETCL_TRAIN_SCHEMA_VERSION);
     bool ok = root != NULL;
-    ok = ok && hetcl__json_add(root, "provenance", provenance_json(o));
-    ok = ok && hetcl__json_add(root, "config", config_json(o));
+    ok = ok && hetcl__json_add(root, "provenance", hetcl__train_report_provenance(o));
+    ok = ok && hetcl__json_add(root, "config", config_json(o, r));
     if (ok)
-        add_results(root, o->result);
+        add_results(root, r);
+    if (ok && o->eigenpro)
+        ok = hetcl__json_add(root, "eigenpro", eigenpro_json(o->eigenpro));
+    if (o->eigenpro)
+        eigenpro_result_free(&ep_res);
     ok = ok && hetcl__json_add(root, "trace_file", string_or_null(o->trace_path));
-    cJSON *machine = machine_json(o->machine);
+    cJSON *machine = hetcl__train_report_machine(o->machine);
     if (ok && machine)
         ok = hetcl__json_add(root, "machine", machine);
     else

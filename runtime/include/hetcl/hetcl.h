@@ -2,6 +2,7 @@
 #ifndef HETCL_H
 #define HETCL_H
 
+#include <hetcl/allreduce.h>
 #include <hetcl/context.h>
 #include <hetcl/core_latency.h>
 #include <hetcl/device.h>

@@ -5,7 +5,7 @@
 #include "cl_gemm.h"
 
 struct conv_shape {
-    cl_int N, C, H, W, K, R, S, stride, pad, P, Q;
+    cl_int N, C, H, W, K, R, S, stride, pad, P, Q, G;
     size_t n_x, n_w, n_y, crs, npq;
     cl_int slice; /* images per slice (the last may have fewer) */
 };
@@ -28,8 +28,14 @@ static hetcl_status check(const struct hetcl_cl_call *call, const char *op, stru
         (s = hetcl__clop_dim(call, op, "k_h", a->k_h, 1)) != HETCL_OK ||
         (s = hetcl__clop_dim(call, op, "k_w", a->k_w, 1)) != HETCL_OK ||
         (s = hetcl__clop_dim(call, op, "stride", a->stride, 1)) != HETCL_OK ||
-        (s = hetcl__clop_dim(call, op, "pad", a->pad, 0)) != HETCL_OK)
+        (s = hetcl__clop_dim(call, op, "pad", a->pad, 0)) != HETCL_OK ||
+        (s = hetcl__clop_dim(call, op, "groups", a->groups, 0)) != HETCL_OK)
         return s;
+    const int64_t groups = a->groups > 1 ? a->groups : 1;
+    if (a->in_c % groups != 0 || a->out_c % groups != 0)
+        return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_INVALID_ARG,
+                           "%s: groups %lld must divide in_c %lld and out_c %lld", op,
+                           (long long) groups, (long long) a->in_c, (long long) a->out_c);
     if (a->in_h + 2 * a->pad < a->k_h || a->in_w + 2 * a->pad < a->k_w)
         return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_INVALID_ARG,
                            "%s: the %lldx%lld kernel does not fit the %lldx%lld input padded by "
@@ -39,7 +45,7 @@ static hetcl_status check(const struct hetcl_cl_call *call, const char *op, stru
     const int64_t P = (a->in_h + 2 * a->pad - a->k_h) / a->stride + 1;
     const int64_t Q = (a->in_w + 2 * a->pad - a->k_w) / a->stride + 1;
     const int64_t dx[4] = {a->batch, a->in_c, a->in_h, a->in_w};
-    const int64_t dw[4] = {a->out_c, a->in_c, a->k_h, a->k_w};
+    const int64_t dw[4] = {a->out_c, a->in_c / groups, a->k_h, a->k_w};
     const int64_t dy[4] = {a->batch, a->out_c, P, Q};
     const int64_t dcol[4] = {a->in_c * a->k_h * a->k_w, a->batch, P, Q};
     const int64_t dyk[4] = {a->out_c, a->batch, P, Q};
@@ -61,6 +67,7 @@ static hetcl_status check(const struct hetcl_cl_call *call, const char *op, stru
     c->pad = (cl_int) a->pad;
     c->P = (cl_int) P;
     c->Q = (cl_int) Q;
+    c->G = (cl_int) groups;
     c->crs = (size_t) (a->in_c * a->k_h * a->k_w);
     c->npq = (size_t) (a->batch * P * Q);
     /* as many images as fit SLICE_BYTES of columns (at least one), then evened out over the
@@ -76,6 +83,18 @@ static hetcl_status check(const struct hetcl_cl_call *call, const char *op, stru
     if (c->slice < 1)
         c->slice = 1;
     return HETCL_OK;
+}
+
+/* The operators that have no grouped form (the backward, f16) refuse groups > 1 by name. */
+static hetcl_status refuse_groups(const struct hetcl_cl_call *call, const char *op,
+                                  const struct conv_shape *c)
+{
+    if (c->G <= 1)
+        return HETCL_OK;
+    return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_UNSUPPORTED,
+                       "%s: groups %d > 1: grouped and depthwise convolutions run only in the "
+                       "float forward (conv2d_fwd)",
+                       op, (int) c->G);
 }
 
 static hetcl_status scratch(const struct hetcl_cl_call *call, unsigned slot, size_t floats,
@@ -124,6 +143,39 @@ static hetcl_status reorder(struct clop_chain *ch, const char *kname, const stru
     return hetcl__clop_chain_launch(ch, k, kname, 3, g, NULL);
 }
 
+/* groups > 1: conv.cl's direct kernels, conv_dw_f32 (one input channel per group) over
+ * (P, K, N), else conv_grouped_f32 over (PQ, K, N). */
+static hetcl_status grouped_fwd(const struct hetcl_cl_call *call, const struct conv_shape *c,
+                                cl_event *done)
+{
+    const bool dw = c->C == c->G;
+    const char *kname = dw ? "conv_dw_f32" : "conv_grouped_f32";
+    cl_kernel k = NULL;
+    hetcl_status s = hetcl_cl_kernel(call, "conv.cl", NULL, kname, &k);
+    if (s != HETCL_OK)
+        return s;
+    struct clop_arg args[15];
+    unsigned na = 0;
+    if (!dw)
+        args[na++] = CLOP_ARG(c->C);
+    const struct clop_arg rest[] = {
+            CLOP_ARG(c->H),          CLOP_ARG(c->W),          CLOP_ARG(c->K),
+            CLOP_ARG(c->R),          CLOP_ARG(c->S),          CLOP_ARG(c->stride),
+            CLOP_ARG(c->pad),        CLOP_ARG(c->P),          CLOP_ARG(c->Q),
+            CLOP_ARG(c->G),          CLOP_ARG(call->mems[0]), CLOP_ARG(call->mems[1]),
+            CLOP_ARG(call->mems[2]), CLOP_ARG(call->mems[3])};
+    for (unsigned i = 0; i < sizeof rest / sizeof rest[0]; i++)
+        args[na++] = rest[i];
+    struct clop_chain ch = {.call = call};
+    s = hetcl__clop_set(call, k, kname, args, na);
+    if (s == HETCL_OK && c->N > 0) {
+        const size_t g[3] = {dw ? (size_t) c->P : (size_t) c->P * (size_t) c->Q, (size_t) c->K,
+                             (size_t) c->N};
+        s = hetcl__clop_chain_launch(&ch, k, kname, 3, g, NULL);
+    }
+    return hetcl__clop_chain_end(&ch, s, done);
+}
+
 hetcl_status hetcl__op_conv2d_fwd_cl(const struct hetcl_cl_call *call, cl_event *done)
 {
     static const char op[] = "conv2d_fwd";
@@ -135,6 +187,8 @@ hetcl_status hetcl__op_conv2d_fwd_cl(const struct hetcl_cl_call *call, cl_event 
         (s = hetcl__clop_need(call, op, 2, "bias", (size_t) c.K * 4)) != HETCL_OK ||
         (s = hetcl__clop_need(call, op, 3, "y", c.n_y * 4)) != HETCL_OK)
         return s;
+    if (c.G > 1)
+        return grouped_fwd(call, &c, done);
     const size_t pq = (size_t) c.P * (size_t) c.Q, slice_pq = (size_t) c.slice * pq;
     cl_mem col = NULL, yk = NULL;
     if ((s = scratch(call, 0, c.crs * slice_pq, &col)) != HETCL_OK ||
@@ -172,6 +226,7 @@ hetcl_status hetcl__op_conv2d_fwd_f16_cl(const struct hetcl_cl_call *call, cl_ev
     const size_t h = sizeof(cl_half);
     hetcl_status s = hetcl__clop_need_fp16(call, op);
     if (s != HETCL_OK || (s = check(call, op, &c)) != HETCL_OK ||
+        (s = refuse_groups(call, op, &c)) != HETCL_OK ||
         (s = hetcl__clop_need(call, op, 0, "x", c.n_x * h)) != HETCL_OK ||
         (s = hetcl__clop_need(call, op, 1, "w", c.n_w * h)) != HETCL_OK ||
         (s = hetcl__clop_need(call, op, 2, "bias", (size_t) c.K * h)) != HETCL_OK ||
@@ -262,7 +317,8 @@ hetcl_status hetcl__op_conv2d_bwd_cl(const struct hetcl_cl_call *call, cl_event 
     struct conv_shape c;
     *done = NULL;
     hetcl_status s = check(call, op, &c);
-    if (s != HETCL_OK || (s = hetcl__clop_need(call, op, 0, "x", c.n_x * 4)) != HETCL_OK ||
+    if (s != HETCL_OK || (s = refuse_groups(call, op, &c)) != HETCL_OK ||
+        (s = hetcl__clop_need(call, op, 0, "x", c.n_x * 4)) != HETCL_OK ||
         (s = hetcl__clop_need(call, op, 1, "w", c.n_w * 4)) != HETCL_OK ||
         (s = hetcl__clop_need(call, op, 2, "dy", c.n_y * 4)) != HETCL_OK ||
         (s = hetcl__clop_need(call, op, 3, "dx", c.n_x * 4)) != HETCL_OK ||

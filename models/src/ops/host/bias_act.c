@@ -20,8 +20,30 @@ static const char *act_name(hetcl_act act)
         return "sigmoid";
     case HETCL_ACT_TANH:
         return "tanh";
+    case HETCL_ACT_RELU6:
+        return "relu6";
+    case HETCL_ACT_LEAKY_RELU:
+        return "leaky_relu";
     }
     return NULL;
+}
+
+HETCL_HOST_CLONES static void bias_relu6_row(int64_t cols, const float *x, const float *bias,
+                                             float *y)
+{
+    for (int64_t c = 0; c < cols; c++) {
+        const float z = x[c] + bias[c];
+        y[c] = z > 0.0f ? (z < 6.0f ? z : 6.0f) : 0.0f;
+    }
+}
+
+HETCL_HOST_CLONES static void bias_leaky_row(int64_t cols, float alpha, const float *x,
+                                             const float *bias, float *y)
+{
+    for (int64_t c = 0; c < cols; c++) {
+        const float z = x[c] + bias[c];
+        y[c] = z >= 0.0f ? z : alpha * z;
+    }
 }
 
 HETCL_HOST_CLONES static void bias_relu_row(int64_t cols, const float *x, const float *bias,
@@ -67,7 +89,7 @@ HETCL_HOST_CLONES static void bias_tanh_row(int64_t cols, const float *x, const 
     }
 }
 
-void hetcl__bias_act_rows(hetcl_act act, int64_t rows, int64_t cols, const float *x,
+void hetcl__bias_act_rows(hetcl_act act, float alpha, int64_t rows, int64_t cols, const float *x,
                           const float *bias, float *y)
 {
     for (int64_t r = 0; r < rows; r++) {
@@ -85,6 +107,12 @@ void hetcl__bias_act_rows(hetcl_act act, int64_t rows, int64_t cols, const float
             break;
         case HETCL_ACT_TANH:
             bias_tanh_row(cols, xr, bias, yr);
+            break;
+        case HETCL_ACT_RELU6:
+            bias_relu6_row(cols, xr, bias, yr);
+            break;
+        case HETCL_ACT_LEAKY_RELU:
+            bias_leaky_row(cols, alpha, xr, bias, yr);
             break;
         }
     }
@@ -121,7 +149,8 @@ hetcl_status hetcl__op_bias_act_fwd_host(const struct hetcl_host_call *call)
         (s = hetcl__host_check_buf(call, op, 2, "y", n, 4)) != HETCL_OK) {
         return s;
     }
-    hetcl__bias_act_rows(a->act, a->rows, a->cols, call->ptrs[0], call->ptrs[1], call->ptrs[2]);
+    hetcl__bias_act_rows(a->act, a->alpha, a->rows, a->cols, call->ptrs[0], call->ptrs[1],
+                         call->ptrs[2]);
     return HETCL_OK;
 }
 
@@ -139,7 +168,8 @@ hetcl_status hetcl__op_bias_act_fwd_inplace_host(const struct hetcl_host_call *c
         (s = hetcl__host_check_buf(call, op, 1, "bias", a->cols, 4)) != HETCL_OK) {
         return s;
     }
-    hetcl__bias_act_rows(a->act, a->rows, a->cols, call->ptrs[0], call->ptrs[1], call->ptrs[0]);
+    hetcl__bias_act_rows(a->act, a->alpha, a->rows, a->cols, call->ptrs[0], call->ptrs[1],
+                         call->ptrs[0]);
     return HETCL_OK;
 }
 
@@ -167,6 +197,9 @@ HETCL_HOST_CLONES static void act_backward_row(hetcl_act act, int64_t cols, cons
             dz[c] = dy[c] * ((1.0f - y[c]) * (1.0f + y[c]));
         }
         break;
+    case HETCL_ACT_RELU6:
+    case HETCL_ACT_LEAKY_RELU:
+        break; /* refused by the operator */
     }
 }
 
@@ -192,6 +225,11 @@ hetcl_status hetcl__op_bias_act_bwd_host(const struct hetcl_host_call *call)
         (s = hetcl__host_check_buf(call, op, 2, "dz", n, 4)) != HETCL_OK ||
         (s = hetcl__host_check_buf(call, op, 3, "dbias", a->cols, 4)) != HETCL_OK) {
         return s;
+    }
+    if (a->act == HETCL_ACT_RELU6 || a->act == HETCL_ACT_LEAKY_RELU) {
+        return hetcl__fail(hetcl__host_ctx(call), HETCL_ERR_UNSUPPORTED,
+                           "%s: activation %s has no backward (inference only)", op,
+                           act_name(a->act));
     }
     const float *y = call->ptrs[0], *dy = call->ptrs[1];
     float *dz = call->ptrs[2], *dbias = call->ptrs[3];

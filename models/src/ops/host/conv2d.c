@@ -66,9 +66,17 @@ static hetcl_status check_conv(const struct hetcl_host_call *call, const char *o
                            " larger than the padded input %" PRId64 "x%" PRId64,
                            op, a->k_h, a->k_w, a->in_h + 2 * a->pad, a->in_w + 2 * a->pad);
     }
+    const int64_t groups = a->groups > 1 ? a->groups : 1;
+    if (a->groups < 0 || a->in_c % groups != 0 || a->out_c % groups != 0) {
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "%s: groups %" PRId64 " must be >= 0 and divide in_c %" PRId64
+                           " and out_c %" PRId64,
+                           op, a->groups, a->in_c, a->out_c);
+    }
     g->out_h = (a->in_h + 2 * a->pad - a->k_h) / a->stride + 1;
     g->out_w = (a->in_w + 2 * a->pad - a->k_w) / a->stride + 1;
-    const int64_t dk[3] = {a->in_c, a->k_h, a->k_w}, dp[2] = {g->out_h, g->out_w};
+    /* K: the depth of one output's dot product, which is also a weight row */
+    const int64_t dk[3] = {a->in_c / groups, a->k_h, a->k_w}, dp[2] = {g->out_h, g->out_w};
     const int64_t dxi[3] = {a->in_c, a->in_h, a->in_w};
     if ((s = hetcl__host_count(call, op, "im2col depth", 3, dk, &g->K)) != HETCL_OK ||
         (s = hetcl__host_count(call, op, "output plane", 2, dp, &g->P)) != HETCL_OK ||
@@ -100,7 +108,7 @@ static struct conv_geom geom_of(const struct hetcl_op_conv2d_args *a)
     struct conv_geom g;
     g.out_h = (a->in_h + 2 * a->pad - a->k_h) / a->stride + 1;
     g.out_w = (a->in_w + 2 * a->pad - a->k_w) / a->stride + 1;
-    g.K = a->in_c * a->k_h * a->k_w;
+    g.K = a->in_c / (a->groups > 1 ? a->groups : 1) * a->k_h * a->k_w;
     g.P = g.out_h * g.out_w;
     g.x_img = a->in_c * a->in_h * a->in_w;
     g.y_img = a->out_c * g.P;
@@ -315,6 +323,9 @@ hetcl_status hetcl__op_conv2d_fwd_host(const struct hetcl_host_call *call)
     hetcl_context *ctx = hetcl__host_ctx(call);
     const float *x = call->ptrs[0], *w = call->ptrs[1], *bias = call->ptrs[2];
     float *y = call->ptrs[3];
+    if (a->groups > 1) {
+        return hetcl__conv2d_grouped_fwd(ctx, a, x, w, bias, y);
+    }
     if (hetcl__conv2d_direct_suits(a)) {
         return hetcl__conv2d_direct_fwd(ctx, NULL, a, x, w, bias, y);
     }
@@ -332,6 +343,12 @@ hetcl_status hetcl__op_conv2d_bwd_host(const struct hetcl_host_call *call)
         return s;
     }
     const struct hetcl_op_conv2d_args *a = call->args;
+    if (a->groups > 1) {
+        return hetcl__fail(hetcl__host_ctx(call), HETCL_ERR_UNSUPPORTED,
+                           "%s: groups %" PRId64 " > 1: grouped and depthwise convolutions have "
+                           "no backward (inference only)",
+                           op, a->groups);
+    }
     if ((s = hetcl__host_check_buf(call, op, 0, "x", g.n_x, 4)) != HETCL_OK ||
         (s = hetcl__host_check_buf(call, op, 1, "w", g.n_w, 4)) != HETCL_OK ||
         (s = hetcl__host_check_buf(call, op, 2, "dy", g.n_y, 4)) != HETCL_OK ||

@@ -47,7 +47,8 @@ const struct hetcl_conv_kernel *hetcl__conv_kernel(hetcl_gemm_isa isa)
 
 bool hetcl__conv2d_direct_suits(const struct hetcl_op_conv2d_args *a)
 {
-    if (a->stride != 1 || a->out_c > DIRECT_MAX_OUT_C || a->in_c > DIRECT_MAX_IMAGE) {
+    if (a->groups > 1 || a->stride != 1 || a->out_c > DIRECT_MAX_OUT_C ||
+        a->in_c > DIRECT_MAX_IMAGE) {
         return false;
     }
     const int64_t hp = a->in_h + 2 * a->pad, wp = a->in_w + 2 * a->pad;

@@ -1,0 +1,154 @@
+/*
+ * EigenPro 2.0 (Ma & Belkin, "Kernel machines that adapt to GPUs for effective large batch
+ * training", MLSys 2019; ../shared/research/seeds.md section 4): a kernel machine
+ * f(x) = sum_j alpha_j k(x_j, x) over every training point, trained by mini-batch SGD on the
+ * square loss with a preconditioner that flattens the kernel's top eigendirections, so that the
+ * critical batch size beta / lambda_1 grows to what the device can hold. Batch m and step eta
+ * are computed, not tuned.
+ *
+ *     struct hetcl_eigenpro_options o = {.kernel = HETCL_KERNEL_GAUSSIAN, .bandwidth = 5,
+ *                                        .epochs = 2, .seed = 1};
+ *     struct hetcl_eigenpro_result *res = NULL;
+ *     if (hetcl_eigenpro_train(ctx, rt, spec, train, test, &o, &res) != HETCL_OK) ...
+ *     // res->setup.m, res->setup.eta, res->epochs[e].test_acc ...
+ *     hetcl_eigenpro_result_destroy(res);
+ *
+ * Setup (hetcl_eigenpro_setup): a Nystrom subsample of s points (s = min(n, 2000) below 100,000
+ * points, else 12,000; uniform without replacement, seeded), the top eigenpairs of K_S / s by
+ * LAPACK (dsyevr) on the host, the device's capacity m_G from its memory, q from m_G
+ * (alpha = 0.95), the preconditioner, beta, lambda_1, the new lambda_1, m and eta, by the
+ * formulas of the digest (README.md "hetcl train --model eigenpro-*.json").
+ *
+ * Library code: nothing is printed; progress through the optional callback (calling thread).
+ */
+#ifndef HETCL_EIGENPRO_H
+#define HETCL_EIGENPRO_H
+
+#include <hetcl/context.h>
+#include <hetcl/data.h>
+#include <hetcl/export.h>
+#include <hetcl/model_spec.h>
+#include <hetcl/ops.h>
+#include <hetcl/runtime.h>
+#include <hetcl/status.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The exponent that keeps 1 / lambda_q^alpha near the target batch (Nystrom underestimates the
+ * tail of the spectrum; alpha < 1 compensates). */
+#define HETCL_EIGENPRO_ALPHA 0.95
+
+/* Options; zero means default for every field. */
+struct hetcl_eigenpro_options {
+    hetcl_kernel_kind kernel;
+    double bandwidth;     /* > 0 */
+    int epochs;           /* default 2 */
+    uint64_t seed;        /* subsample and epoch permutations */
+    int64_t n_subsamples; /* s; 0: the rule above */
+    int top_q;            /* q; 0: from the capacity */
+    int64_t batch;        /* m; 0: min(critical batch after preconditioning, m_G) */
+    double eta;           /* step; 0: from m */
+    /* The memory budget for m_G in bytes; 0: the worker's (OpenCL: CL_DEVICE_GLOBAL_MEM_SIZE,
+     * host: physical RAM). */
+    double mem_bytes;
+    int worker; /* the runtime worker that computes the kernel blocks; -1: the first one */
+    /* Plain mini-batch SGD on the same machine (the baseline EigenPro is compared with): no
+     * preconditioner (q = 1), the critical batch and the step from lambda_1 itself. */
+    bool no_precond;
+    /* Called after each epoch (optional), on the calling thread. */
+    void (*on_epoch)(void *user, int epoch, double train_mse, double test_acc);
+    void *user;
+};
+
+/* What the setup computed (also what reports record). */
+struct hetcl_eigenpro_setup {
+    hetcl_kernel_kind kernel;
+    double bandwidth;
+    int64_t n, d, l;        /* points, features, outputs */
+    int64_t s;              /* Nystrom subsample */
+    int svd_q;              /* eigenpairs computed: min(s / 3 - 1, 1000) */
+    double mem_bytes;       /* the budget m_G came from */
+    double max_alloc_bytes; /* the largest allocation m_G respected (0: none) */
+    int64_t m_g;            /* the device's capacity */
+    int q;          /* the preconditioner flattens lambda_1 .. lambda_{q-1} to lambda_q (1: none) */
+    double beta;    /* max_i k(x_i, x_i) over the subsample */
+    double lambda1; /* top eigenvalue of K_S / s */
+    double lambda_q;    /* the tail eigenvalue */
+    double lambda1_new; /* lambda_1 after preconditioning: lambda_1^(1-alpha) lambda_q^alpha */
+    double m_star;      /* critical batch beta / lambda_1 */
+    double m_star_new;  /* beta / lambda1_new */
+    int64_t m;          /* batch */
+    double eta;         /* step of a batch (per example: eta / m) */
+    double eig_seconds; /* the LAPACK call */
+};
+
+/* The preconditioner and its inputs: internal, built by hetcl_eigenpro_setup. */
+typedef struct hetcl_eigenpro_precond hetcl_eigenpro_precond;
+
+/* The capacity m_G for n points of d features and l outputs, s subsamples and a budget of
+ * mem_bytes: the largest m with ((d + 3 l + m + 1) n + 1000 s) 4 bytes within the budget less
+ * a reserve (1 GiB, or half the budget below 2 GiB), and with the m x n kernel block within
+ * max_alloc_bytes (0: no such limit); at least 1, at most n. */
+HETCL_API int64_t hetcl_eigenpro_capacity(int64_t n, int64_t d, int64_t l, int64_t s,
+                                          double mem_bytes, double max_alloc_bytes);
+
+/* The setup on x (n x d, row-major) with l outputs: fills *out and, when pc is not NULL, a new
+ * preconditioner (free with hetcl_eigenpro_precond_destroy). max_alloc_bytes: as for
+ * hetcl_eigenpro_capacity. eigvals (optional): receives the svd_q top eigenvalues of K_S / s
+ * in descending order (room for 1000). Errors: HETCL_ERR_INVALID_ARG (bad options),
+ * HETCL_ERR_NO_MEMORY, HETCL_ERR_INTERNAL (LAPACK failed), detail on ctx. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_eigenpro_setup(
+        hetcl_context *ctx, const float *x, int64_t n, int64_t d, int64_t l,
+        const struct hetcl_eigenpro_options *opts, double max_alloc_bytes,
+        struct hetcl_eigenpro_setup *out, double *eigvals, hetcl_eigenpro_precond **pc);
+HETCL_API void hetcl_eigenpro_precond_destroy(hetcl_eigenpro_precond *pc);
+
+struct hetcl_eigenpro_epoch {
+    double seconds; /* the epoch's training time */
+    /* ||f(x_i) - y_i||^2 averaged over the epoch's examples, each taken with the model just
+     * before its batch's step (the running training loss, as SGD trainers report it) */
+    double train_mse;
+    double test_mse; /* on the test set after the epoch (0 without one) */
+    double test_acc; /* argmax accuracy on the test set (0 without one) */
+    double wall_s;   /* since training began (evaluations included) */
+};
+
+struct hetcl_eigenpro_result {
+    struct hetcl_eigenpro_setup setup;
+    char worker[64]; /* the worker that computed the kernel blocks */
+    int n_epochs;
+    struct hetcl_eigenpro_epoch *epochs;
+    double setup_seconds;      /* the whole setup */
+    double train_seconds;      /* every epoch, evaluations included */
+    double samples_per_second; /* training examples per second of steps (evaluations excluded) */
+    int64_t steps;             /* batches applied */
+    uint64_t busy_ns;          /* the worker's task time over the epochs (the runtime's counter) */
+    uint64_t bytes_in;         /* bytes moved into the worker's memory over the epochs */
+    /* The trained machine: alpha [n][l]; centers are the training set's x. */
+    float *alpha;
+};
+
+/* Trains a kernel machine on train (dense, one-hot targets from its labels) with the spec's
+ * kernel layer (the kernel and bandwidth of opts when they are set: kernel field and
+ * bandwidth > 0 override) on the runtime's worker opts->worker, and evaluates on test
+ * (optional) after each epoch by the spec's lowering (K(test, centers) alpha). Errors:
+ * HETCL_ERR_INVALID_ARG (a spec that is not a kernel machine, sparse data, shapes, a given
+ * step eta under which the training loss diverged: no longer finite after an epoch),
+ * HETCL_ERR_INTERNAL (the loss diverged under the computed step),
+ * HETCL_ERR_NO_MEMORY, any task failure. */
+HETCL_API HETCL_NODISCARD hetcl_status
+hetcl_eigenpro_train(hetcl_context *ctx, hetcl_runtime *rt, hetcl_model_spec *spec,
+                     const hetcl_dataset *train, const hetcl_dataset *test,
+                     const struct hetcl_eigenpro_options *opts, struct hetcl_eigenpro_result **out);
+HETCL_API void hetcl_eigenpro_result_destroy(struct hetcl_eigenpro_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HETCL_EIGENPRO_H */

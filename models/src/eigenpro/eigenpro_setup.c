@@ -1,0 +1,304 @@
+/* EigenPro's setup (<hetcl/eigenpro.h>): the digest's section 4.3 steps 1-6, in order. */
+#include "eigenpro/eigenpro_impl.h"
+
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/prng.h>
+
+#include <lapacke.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
+}
+
+int64_t hetcl_eigenpro_capacity(int64_t n, int64_t d, int64_t l, int64_t s, double mem_bytes,
+                                double max_alloc_bytes)
+{
+    if (n < 1)
+        return 1;
+    /* PyTorch's port keeps 1 GiB for the framework; a small budget (a test's, a small device)
+     * keeps half instead, so that shrinking it still shrinks m_G rather than hitting zero */
+    const double gib = 1073741824.0;
+    const double usable = mem_bytes >= 2 * gib ? mem_bytes - gib : mem_bytes / 2;
+    const double floats = usable / 4.0 - 1000.0 * (double) s;
+    double m = floor(floats / (double) n - (double) (d + 3 * l + 1));
+    if (max_alloc_bytes > 0) /* the m x n block is one allocation on a device */
+        m = fmin(m, floor(max_alloc_bytes / (4.0 * (double) n)));
+    if (!(m >= 1))
+        return 1;
+    return m > (double) n ? n : (int64_t) m;
+}
+
+/* s distinct rows of n, ascending (a partial Fisher-Yates, then sorted): seeded. */
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+    return (x > y) - (x < y);
+}
+
+static hetcl_status sample_ids(hetcl_context *ctx, int64_t n, int64_t s, uint64_t seed,
+                               int64_t **out)
+{
+    int64_t *perm = hetcl__malloc((size_t) n * sizeof *perm);
+    if (!perm)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "eigenpro: subsample of %lld", (long long) n);
+    for (int64_t i = 0; i < n; i++)
+        perm[i] = i;
+    struct hetcl__rng rng;
+    hetcl__rng_seed(&rng, seed ^ 0x5eed5eedULL);
+    for (int64_t i = 0; i < s && s < n; i++) {
+        const int64_t j = i + (int64_t) hetcl__rng_below(&rng, (uint64_t) (n - i));
+        const int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    qsort(perm, (size_t) s, sizeof *perm, cmp_i64);
+    *out = perm; /* the first s entries */
+    return HETCL_OK;
+}
+
+/* K_S by the host implementation of the kernel-matrix operator (the same code as the host
+ * workers' K(batch, centers): the spectrum is that of the kernel the training evaluates). */
+static hetcl_status kernel_block(hetcl_context *ctx, const float *a, int64_t m, const float *c,
+                                 int64_t n, int64_t d, const struct hetcl_eigenpro_options *o,
+                                 float *k)
+{
+    const struct hetcl_op_kernel_args args = {
+            .m = m, .n = n, .d = d, .kind = o->kernel, .bandwidth = (float) o->bandwidth};
+    /* the host call takes non-const pointers; the operator only reads X and C */
+    void *ptrs[3] = {(void *) (uintptr_t) a, (void *) (uintptr_t) c, k};
+    const size_t sizes[3] = {(size_t) (m * d) * 4, (size_t) (n * d) * 4, (size_t) (m * n) * 4};
+    const struct hetcl_host_call call = {
+            .worker = -1, .ptrs = ptrs, .sizes = sizes, .args = &args, .args_size = sizeof args};
+    const hetcl_status s = hetcl_op_kernel_matrix.host(&call);
+    if (s != HETCL_OK)
+        return hetcl__fail(ctx, s, "eigenpro: the %lld x %lld subsample kernel failed (%s)",
+                           (long long) m, (long long) n, hetcl_status_name(s));
+    return HETCL_OK;
+}
+
+/* The top svd_q eigenpairs of W = K_S / s (descending) by dsyevr; vecs [s][svd_q]. */
+static hetcl_status top_eigen(hetcl_context *ctx, const float *ks, int64_t s, int svd_q,
+                              double *vals, double *vecs)
+{
+    double *w = hetcl__malloc((size_t) (s * s) * sizeof *w);
+    double *wv = hetcl__malloc((size_t) s * sizeof *wv);
+    double *z = hetcl__malloc((size_t) (s * svd_q) * sizeof *z);
+    lapack_int *isuppz = hetcl__malloc((size_t) (2 * svd_q) * sizeof *isuppz);
+    hetcl_status st = HETCL_OK;
+    if (!w || !wv || !z || !isuppz) {
+        st = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "eigenpro: eigensystem of %lld", (long long) s);
+        goto out;
+    }
+    for (int64_t i = 0; i < s * s; i++)
+        w[i] = (double) ks[i] / (double) s;
+    lapack_int found = 0;
+    const lapack_int ls = (lapack_int) s;
+    const lapack_int info =
+            LAPACKE_dsyevr(LAPACK_ROW_MAJOR, 'V', 'I', 'U', ls, w, ls, 0.0, 0.0,
+                           ls - (lapack_int) svd_q + 1, ls, 0.0, &found, wv, z, svd_q, isuppz);
+    if (info != 0 || found != svd_q) {
+        st = hetcl__fail(ctx, HETCL_ERR_INTERNAL, "eigenpro: LAPACKE_dsyevr: info %d, %d of %d",
+                         (int) info, (int) found, svd_q);
+        goto out;
+    }
+    /* ascending from LAPACK: reverse */
+    for (int j = 0; j < svd_q; j++) {
+        vals[j] = wv[svd_q - 1 - j];
+        for (int64_t i = 0; i < s; i++)
+            vecs[i * svd_q + j] = z[i * svd_q + (svd_q - 1 - j)];
+    }
+out:
+    hetcl__free(w);
+    hetcl__free(wv);
+    hetcl__free(z);
+    hetcl__free(isuppz);
+    return st;
+}
+
+/* Steps 4-6 from the spectrum: q, the new lambda_1, m and eta. */
+static void choose(const double *vals, int svd_q, const struct hetcl_eigenpro_options *o,
+                   struct hetcl_eigenpro_setup *r)
+{
+    const double a = HETCL_EIGENPRO_ALPHA;
+    int q = o->top_q;
+    if (q <= 0) {
+        const double m_max = fmin(fmax((double) r->s / 5.0, (double) r->m_g), (double) r->s);
+        int count = 0;
+        for (int i = 0; i < svd_q; i++)
+            count += pow(vals[i], -a) < m_max;
+        q = count - 1;
+        q = q < 5 ? 5 : q;
+    }
+    q = q > svd_q ? svd_q : q;
+    r->q = o->no_precond ? 1 : q;
+    q = r->q;
+    r->lambda1 = vals[0];
+    r->lambda_q = vals[q - 1];
+    const double scale = pow(r->lambda1 / r->lambda_q, a);
+    r->lambda1_new = r->lambda1 / scale;
+    r->m_star = r->beta / r->lambda1;
+    r->m_star_new = r->beta / r->lambda1_new;
+    const double crit = r->beta / r->lambda1_new + 1.0;
+    int64_t m = o->batch > 0 ? o->batch : (int64_t) floor(crit);
+    if (o->batch <= 0 && m > r->m_g)
+        m = r->m_g;
+    m = m > r->n ? r->n : m < 1 ? 1 : m;
+    r->m = m;
+    if (o->eta > 0)
+        r->eta = o->eta;
+    else if ((double) m < crit)
+        r->eta = (double) m / r->beta;
+    else
+        r->eta = 0.99 * 2.0 * (double) m / (r->beta + (double) (m - 1) * r->lambda1_new);
+}
+
+static hetcl_status build_precond(hetcl_context *ctx, const double *vals, const double *vecs,
+                                  int svd_q, struct hetcl_eigenpro_setup *r, int64_t *ids,
+                                  hetcl_eigenpro_precond **out)
+{
+    hetcl_eigenpro_precond *pc = hetcl__calloc(1, sizeof *pc);
+    const int k = r->q - 1;
+    if (pc) {
+        pc->s = r->s;
+        pc->k = k;
+        pc->ids = ids;
+        pc->v = hetcl__malloc((size_t) (r->s * (k > 0 ? k : 1)) * sizeof(double));
+        pc->dvals = hetcl__malloc((size_t) (k > 0 ? k : 1) * sizeof(double));
+    }
+    if (!pc || !pc->v || !pc->dvals) {
+        if (pc)
+            pc->ids = NULL; /* the caller frees ids on failure */
+        hetcl_eigenpro_precond_destroy(pc);
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "eigenpro: preconditioner");
+    }
+    const double sq = sqrt((double) r->s);
+    for (int64_t i = 0; i < r->s; i++)
+        for (int j = 0; j < k; j++)
+            pc->v[i * k + j] = vecs[i * svd_q + j] / sq;
+    for (int j = 0; j < k; j++)
+        pc->dvals[j] = (1.0 - pow(r->lambda_q / vals[j], HETCL_EIGENPRO_ALPHA)) / vals[j];
+    *out = pc;
+    return HETCL_OK;
+}
+
+hetcl_status hetcl_eigenpro_setup(hetcl_context *ctx, const float *x, int64_t n, int64_t d,
+                                  int64_t l, const struct hetcl_eigenpro_options *o,
+                                  double max_alloc_bytes, struct hetcl_eigenpro_setup *out,
+                                  double *eigvals, hetcl_eigenpro_precond **pc)
+{
+    if (pc)
+        *pc = NULL;
+    if (!x || !o || !out || n < 1 || d < 1 || l < 1)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "eigenpro setup: no data or options");
+    if (!(o->bandwidth > 0) || !isfinite(o->bandwidth))
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "eigenpro setup: bandwidth must be > 0, got %g", o->bandwidth);
+    if (!(o->mem_bytes > 0))
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "eigenpro setup: no memory budget");
+    struct hetcl_eigenpro_setup r = {.kernel = o->kernel,
+                                     .bandwidth = o->bandwidth,
+                                     .n = n,
+                                     .d = d,
+                                     .l = l,
+                                     .mem_bytes = o->mem_bytes,
+                                     .max_alloc_bytes = max_alloc_bytes};
+    r.s = o->n_subsamples > 0 ? o->n_subsamples : n < 100000 ? (n < 2000 ? n : 2000) : 12000;
+    r.s = r.s > n ? n : r.s;
+    if (r.s < 6)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "eigenpro setup: %lld points; the eigensystem needs at least 6",
+                           (long long) r.s);
+    r.svd_q = (int) (r.s / 3 - 1 < 1000 ? r.s / 3 - 1 : 1000);
+    r.svd_q = r.svd_q < 5 ? 5 : r.svd_q;
+    r.m_g = hetcl_eigenpro_capacity(n, d, l, r.s, o->mem_bytes, max_alloc_bytes);
+
+    int64_t *ids = NULL;
+    hetcl_status st = sample_ids(ctx, n, r.s, o->seed, &ids);
+    if (st != HETCL_OK)
+        return st;
+    float *xs = hetcl__malloc((size_t) (r.s * d) * sizeof *xs);
+    float *ks = hetcl__malloc((size_t) (r.s * r.s) * sizeof *ks);
+    double *vals = hetcl__malloc((size_t) r.svd_q * sizeof *vals);
+    double *vecs = hetcl__malloc((size_t) (r.s * r.svd_q) * sizeof *vecs);
+    if (!xs || !ks || !vals || !vecs) {
+        st = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "eigenpro setup: subsample of %lld",
+                         (long long) r.s);
+        goto out;
+    }
+    for (int64_t i = 0; i < r.s; i++)
+        memcpy(xs + i * d, x + ids[i] * d, (size_t) d * sizeof *xs);
+    if ((st = kernel_block(ctx, xs, r.s, xs, r.s, d, o, ks)) != HETCL_OK)
+        goto out;
+    r.beta = 0.0;
+    for (int64_t i = 0; i < r.s; i++)
+        r.beta = fmax(r.beta, (double) ks[i * r.s + i]);
+    const double t0 = now_s();
+    if ((st = top_eigen(ctx, ks, r.s, r.svd_q, vals, vecs)) != HETCL_OK)
+        goto out;
+    r.eig_seconds = now_s() - t0;
+    if (!(vals[0] > 0)) {
+        st = hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                         "eigenpro setup: the kernel's top eigenvalue is %g (expected > 0)",
+                         vals[0]);
+        goto out;
+    }
+    choose(vals, r.svd_q, o, &r);
+    if (eigvals)
+        memcpy(eigvals, vals, (size_t) r.svd_q * sizeof *vals);
+    if (pc) {
+        if ((st = build_precond(ctx, vals, vecs, r.svd_q, &r, ids, pc)) != HETCL_OK)
+            goto out;
+        ids = NULL; /* the preconditioner's */
+    }
+    *out = r;
+out:
+    hetcl__free(ids);
+    hetcl__free(xs);
+    hetcl__free(ks);
+    hetcl__free(vals);
+    hetcl__free(vecs);
+    return st;
+}
+
+void hetcl_eigenpro_precond_destroy(hetcl_eigenpro_precond *pc)
+{
+    if (!pc)
+        return;
+    hetcl__free(pc->ids);
+    hetcl__free(pc->v);
+    hetcl__free(pc->dvals);
+    hetcl__free(pc);
+}
+
+void hetcl__eigenpro_correction(const hetcl_eigenpro_precond *pc, int64_t l, const double *h_s,
+                                double *tmp, double *correction)
+{
+    const int k = pc->k;
+    for (int j = 0; j < k; j++)
+        for (int64_t c = 0; c < l; c++)
+            tmp[j * l + c] = 0.0;
+    for (int64_t i = 0; i < pc->s; i++)
+        for (int j = 0; j < k; j++) {
+            const double v = pc->v[i * k + j];
+            for (int64_t c = 0; c < l; c++)
+                tmp[j * l + c] += v * h_s[i * l + c];
+        }
+    for (int j = 0; j < k; j++)
+        for (int64_t c = 0; c < l; c++)
+            tmp[j * l + c] *= pc->dvals[j];
+    for (int64_t i = 0; i < pc->s; i++)
+        for (int64_t c = 0; c < l; c++) {
+            double acc = 0.0;
+            for (int j = 0; j < k; j++)
+                acc += pc->v[i * k + j] * tmp[j * l + c];
+            correction[i * l + c] = acc;
+        }
+}

@@ -1,0 +1,120 @@
+/*
+ * SLIDE's active-set selection (slide_lsh.h): the labels, the union (or the neurons seen often
+ * enough) of the buckets a query falls into, and random padding up to a minimum size.
+ */
+#include "slide/slide_lsh.h"
+
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/prng.h>
+
+#include <string.h>
+
+hetcl_status hetcl__lsh_scratch_init(struct hetcl__lsh_scratch *s, int64_t n)
+{
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    s->epoch = 1;
+    s->stamp = hetcl__calloc((size_t) n, sizeof *s->stamp);
+    s->count = hetcl__calloc((size_t) n, sizeof *s->count);
+    s->seen = hetcl__malloc((size_t) n * sizeof *s->seen);
+    if (!s->stamp || !s->count || !s->seen) {
+        hetcl__lsh_scratch_deinit(s);
+        return HETCL_ERR_NO_MEMORY;
+    }
+    return HETCL_OK;
+}
+
+void hetcl__lsh_scratch_deinit(struct hetcl__lsh_scratch *s)
+{
+    hetcl__free(s->stamp);
+    hetcl__free(s->count);
+    hetcl__free(s->seen);
+    memset(s, 0, sizeof *s);
+}
+
+int64_t hetcl__lsh_active_cap(int64_t n, int l, int bucket_size, int n_lab,
+                              const struct hetcl__active_rule *rule)
+{
+    int64_t cap = (int64_t) n_lab + (int64_t) l * bucket_size + rule->random;
+    if (cap < rule->min_active)
+        cap = rule->min_active;
+    return cap < n ? cap : n;
+}
+
+/* A fresh stamp: every neuron counts as out of the set. */
+static void next_epoch(struct hetcl__lsh_scratch *s)
+{
+    if (++s->epoch == 0) { /* wrapped: old stamps could collide */
+        memset(s->stamp, 0, (size_t) s->n * sizeof *s->stamp);
+        s->epoch = 1;
+    }
+}
+
+static int64_t retrieve(const struct hetcl__lsh_tables *t, const uint32_t *buckets,
+                        const struct hetcl__active_rule *rule, struct hetcl__lsh_scratch *s,
+                        int32_t *out, int64_t m)
+{
+    int64_t n_seen = 0;
+    for (int table = 0; table < t->l; table++) {
+        uint32_t nb;
+        const int32_t *ids = hetcl__lsh_tables_bucket(t, table, buckets[table], &nb);
+        for (uint32_t e = 0; e < nb; e++) {
+            int32_t id = ids[e];
+            if (s->stamp[id] == s->epoch)
+                continue;
+            if (rule->threshold <= 1) {
+                s->stamp[id] = s->epoch;
+                out[m++] = id;
+                continue;
+            }
+            if (s->count[id]++ == 0)
+                s->seen[n_seen++] = id;
+            if (s->count[id] == rule->threshold) {
+                s->stamp[id] = s->epoch;
+                out[m++] = id;
+            }
+        }
+    }
+    for (int64_t e = 0; e < n_seen; e++)
+        s->count[s->seen[e]] = 0;
+    return m;
+}
+
+int64_t hetcl__lsh_active(const struct hetcl__lsh_tables *t, const uint32_t *buckets,
+                          const int32_t *lab, int n_lab, const struct hetcl__active_rule *rule,
+                          struct hetcl__lsh_scratch *s, struct hetcl__rng *rng, int32_t *out,
+                          int64_t *n_retrieved)
+{
+    next_epoch(s);
+    int64_t m = 0;
+    for (int i = 0; i < n_lab; i++)
+        if (s->stamp[lab[i]] != s->epoch) {
+            s->stamp[lab[i]] = s->epoch;
+            out[m++] = lab[i];
+        }
+    const int64_t m_lab = m;
+    if (t)
+        m = retrieve(t, buckets, rule, s, out, m);
+    if (n_retrieved)
+        *n_retrieved = m - m_lab;
+    int64_t want = rule->min_active > m + rule->random ? rule->min_active : m + rule->random;
+    want = want < s->n ? want : s->n;
+    /* Random padding: rejection while it is cheap, then a scan from a random start, so that a
+     * minimum close to n still ends. */
+    for (int64_t tries = 4 * (want - m); m < want && tries > 0; tries--) {
+        int32_t id = (int32_t) hetcl__rng_below(rng, (uint64_t) s->n);
+        if (s->stamp[id] != s->epoch) {
+            s->stamp[id] = s->epoch;
+            out[m++] = id;
+        }
+    }
+    int64_t from = m < want ? (int64_t) hetcl__rng_below(rng, (uint64_t) s->n) : 0;
+    for (int64_t e = 0; m < want && e < s->n; e++) {
+        int32_t id = (int32_t) ((from + e) % s->n);
+        if (s->stamp[id] != s->epoch) {
+            s->stamp[id] = s->epoch;
+            out[m++] = id;
+        }
+    }
+    return m;
+}

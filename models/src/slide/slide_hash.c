@@ -1,0 +1,276 @@
+/*
+ * SLIDE's hash families (slide_lsh.h): SimHash over a sparse subset of the coordinates and
+ * densified winner-take-all, their codes and the packing of K codes into a bucket index.
+ */
+#include "slide/slide_lsh.h"
+
+#include <hetcl_internal/base.h>
+#include <hetcl_internal/prng.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CODES 4096 /* K * L: the stack scratch of hetcl__lsh_hash_dense */
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
+    return (x > y) - (x < y);
+}
+
+/* SimHash: each of the K * L projections reads a uniform subset of ceil(dim / 3) coordinates
+ * (sorted, for the sparse merge) with uniform signs. */
+static hetcl_status simhash_init(struct hetcl__lsh *h, struct hetcl__rng *rng)
+{
+    const int64_t dim = h->dim, n_hash = (int64_t) h->k * h->l;
+    h->proj_len = (int32_t) ((dim + HETCL__LSH_SIMHASH_RATIO - 1) / HETCL__LSH_SIMHASH_RATIO);
+    size_t total = (size_t) n_hash * (size_t) h->proj_len;
+    int32_t *all = hetcl__malloc((size_t) dim * sizeof *all);
+    h->proj_idx = hetcl__malloc(total * sizeof *h->proj_idx);
+    h->proj_sign = hetcl__malloc(total * sizeof *h->proj_sign);
+    if (!all || !h->proj_idx || !h->proj_sign) {
+        hetcl__free(all);
+        return HETCL_ERR_NO_MEMORY;
+    }
+    for (int64_t j = 0; j < dim; j++)
+        all[j] = (int32_t) j;
+    for (int64_t q = 0; q < n_hash; q++) {
+        /* A partial Fisher-Yates shuffle: its first proj_len entries are a uniform subset
+         * whatever order the array was left in by the previous projection. */
+        int32_t *idx = h->proj_idx + q * h->proj_len;
+        for (int32_t i = 0; i < h->proj_len; i++) {
+            int64_t r = i + (int64_t) hetcl__rng_below(rng, (uint64_t) (dim - i));
+            int32_t tmp = all[i];
+            all[i] = all[r];
+            all[r] = tmp;
+            idx[i] = all[i];
+        }
+        qsort(idx, (size_t) h->proj_len, sizeof *idx, cmp_i32);
+        for (int32_t i = 0; i < h->proj_len; i++)
+            h->proj_sign[q * h->proj_len + i] = (hetcl__rng_next(rng) >> 63) ? 1 : -1;
+    }
+    hetcl__free(all);
+    return HETCL_OK;
+}
+
+/* DWTA: ceil(8 K L / dim) uniform permutations of the coordinates laid end to end. */
+static hetcl_status dwta_init(struct hetcl__lsh *h, struct hetcl__rng *rng)
+{
+    const int64_t dim = h->dim, positions = (int64_t) h->k * h->l * HETCL__LSH_DWTA_BIN;
+    h->n_perm = (int) ((positions + dim - 1) / dim);
+    h->pos = hetcl__malloc((size_t) h->n_perm * (size_t) dim * sizeof *h->pos);
+    int32_t *perm = hetcl__malloc((size_t) dim * sizeof *perm);
+    if (!h->pos || !perm) {
+        hetcl__free(perm);
+        return HETCL_ERR_NO_MEMORY;
+    }
+    for (int p = 0; p < h->n_perm; p++) {
+        for (int64_t j = 0; j < dim; j++)
+            perm[j] = (int32_t) j;
+        for (int64_t i = dim - 1; i > 0; i--) {
+            int64_t r = (int64_t) hetcl__rng_below(rng, (uint64_t) i + 1);
+            int32_t tmp = perm[i];
+            perm[i] = perm[r];
+            perm[r] = tmp;
+        }
+        /* perm[q] is the coordinate at place q of this permutation: invert it. */
+        for (int64_t q = 0; q < dim; q++)
+            h->pos[(int64_t) p * dim + perm[q]] = (int32_t) ((int64_t) p * dim + q);
+    }
+    hetcl__free(perm);
+    return HETCL_OK;
+}
+
+hetcl_status hetcl__lsh_create(enum hetcl__lsh_kind kind, int k, int l, int64_t dim, uint64_t seed,
+                               struct hetcl__lsh **out)
+{
+    *out = NULL;
+    int bits = kind == HETCL__LSH_DWTA ? HETCL__LSH_DWTA_BITS : 1;
+    if ((kind != HETCL__LSH_DWTA && kind != HETCL__LSH_SIMHASH) || k < 1 || l < 1 || dim < 1 ||
+        dim > INT32_MAX / 64 || k > HETCL__LSH_MAX_RANGE_POW / bits || (int64_t) k * l > MAX_CODES)
+        return HETCL_ERR_INVALID_ARG;
+    struct hetcl__lsh *h = hetcl__calloc(1, sizeof *h);
+    if (!h)
+        return HETCL_ERR_NO_MEMORY;
+    *h = (struct hetcl__lsh){.kind = kind,
+                             .k = k,
+                             .l = l,
+                             .dim = dim,
+                             .bits_per_code = bits,
+                             .range_pow = k * bits,
+                             .seed = seed};
+    struct hetcl__rng rng;
+    hetcl__rng_seed(&rng, seed);
+    hetcl_status s = kind == HETCL__LSH_DWTA ? dwta_init(h, &rng) : simhash_init(h, &rng);
+    if (s != HETCL_OK) {
+        hetcl__lsh_destroy(h);
+        return s;
+    }
+    *out = h;
+    return HETCL_OK;
+}
+
+void hetcl__lsh_destroy(struct hetcl__lsh *h)
+{
+    if (!h)
+        return;
+    hetcl__free(h->proj_idx);
+    hetcl__free(h->proj_sign);
+    hetcl__free(h->pos);
+    hetcl__free(h);
+}
+
+/* ---- SimHash -------------------------------------------------------------------------------- */
+
+static void simhash_dense(const struct hetcl__lsh *h, const float *x, uint8_t *codes)
+{
+    const int n_hash = h->k * h->l;
+    for (int q = 0; q < n_hash; q++) {
+        const int32_t *idx = h->proj_idx + (int64_t) q * h->proj_len;
+        const int8_t *sign = h->proj_sign + (int64_t) q * h->proj_len;
+        float sum = 0.0f;
+        for (int32_t i = 0; i < h->proj_len; i++)
+            sum += (float) sign[i] * x[idx[i]];
+        codes[q] = sum >= 0.0f ? 0 : 1;
+    }
+}
+
+static void simhash_sparse(const struct hetcl__lsh *h, const int32_t *xi, const float *xv,
+                           int64_t n, uint8_t *codes)
+{
+    const int n_hash = h->k * h->l;
+    for (int q = 0; q < n_hash; q++) {
+        const int32_t *idx = h->proj_idx + (int64_t) q * h->proj_len;
+        const int8_t *sign = h->proj_sign + (int64_t) q * h->proj_len;
+        float sum = 0.0f;
+        int32_t i = 0;
+        for (int64_t e = 0; e < n && i < h->proj_len; e++) { /* merge of two sorted lists */
+            while (i < h->proj_len && idx[i] < xi[e])
+                i++;
+            if (i < h->proj_len && idx[i] == xi[e])
+                sum += (float) sign[i] * xv[e];
+        }
+        codes[q] = sum >= 0.0f ? 0 : 1;
+    }
+}
+
+/* ---- DWTA ----------------------------------------------------------------------------------- */
+
+/* The bin that densification probes for empty bin b at attempt a (1-based): a mix of both, as
+ * the reference's universal hash, but over 64 bits and with the family's seed. */
+static uint32_t probe(const struct hetcl__lsh *h, uint32_t b, uint32_t a, uint32_t n_bins)
+{
+    uint64_t z = h->seed ^ ((uint64_t) b << 32 | a);
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    z ^= z >> 31;
+    return (uint32_t) (z % n_bins);
+}
+
+/* One non-zero coordinate j of value v into every bin it falls in: a bin keeps its largest
+ * value and that value's place (the smaller place on a tie, so the order of the coordinates does
+ * not matter). */
+static void dwta_add(const struct hetcl__lsh *h, int64_t j, float v, float *best, uint8_t *codes,
+                     uint8_t *filled)
+{
+    const uint32_t n_bins = (uint32_t) (h->k * h->l);
+    for (int p = 0; p < h->n_perm; p++) {
+        uint32_t q = (uint32_t) h->pos[(int64_t) p * h->dim + j];
+        uint32_t b = (q / HETCL__LSH_DWTA_BIN) % n_bins;
+        uint8_t place = (uint8_t) (q % HETCL__LSH_DWTA_BIN);
+        if (!filled[b] || v > best[b] || (v == best[b] && place < codes[b])) {
+            best[b] = v;
+            codes[b] = place;
+            filled[b] = 1;
+        }
+    }
+}
+
+/* Densification: an empty bin takes the code of a filled bin, found by up to
+ * HETCL__LSH_DWTA_PROBES probes and then by a cyclic scan, so that no bin stays empty when any
+ * is filled. Codes are copied from filled bins only (never from a bin filled by this step). */
+static void dwta_densify(const struct hetcl__lsh *h, uint8_t *codes, const uint8_t *filled)
+{
+    const uint32_t n_bins = (uint32_t) (h->k * h->l);
+    uint32_t any = n_bins;
+    for (uint32_t b = 0; b < n_bins && any == n_bins; b++)
+        if (filled[b])
+            any = b;
+    if (any == n_bins) { /* a zero vector: every code 0 */
+        memset(codes, 0, n_bins);
+        return;
+    }
+    for (uint32_t b = 0; b < n_bins; b++) {
+        if (filled[b])
+            continue;
+        uint32_t src = n_bins;
+        for (uint32_t a = 1; a <= HETCL__LSH_DWTA_PROBES && src == n_bins; a++) {
+            uint32_t c = probe(h, b, a, n_bins);
+            if (filled[c])
+                src = c;
+        }
+        for (uint32_t s = 1; s < n_bins && src == n_bins; s++)
+            if (filled[(b + s) % n_bins])
+                src = (b + s) % n_bins;
+        codes[b] = codes[src];
+    }
+}
+
+static void dwta_dense(const struct hetcl__lsh *h, const float *x, uint8_t *codes)
+{
+    float best[MAX_CODES];
+    uint8_t filled[MAX_CODES];
+    memset(filled, 0, (size_t) (h->k * h->l));
+    for (int64_t j = 0; j < h->dim; j++)
+        if (x[j] != 0.0f)
+            dwta_add(h, j, x[j], best, codes, filled);
+    dwta_densify(h, codes, filled);
+}
+
+static void dwta_sparse(const struct hetcl__lsh *h, const int32_t *xi, const float *xv, int64_t n,
+                        uint8_t *codes)
+{
+    float best[MAX_CODES];
+    uint8_t filled[MAX_CODES];
+    memset(filled, 0, (size_t) (h->k * h->l));
+    for (int64_t e = 0; e < n; e++)
+        if (xv[e] != 0.0f)
+            dwta_add(h, xi[e], xv[e], best, codes, filled);
+    dwta_densify(h, codes, filled);
+}
+
+/* ---- public --------------------------------------------------------------------------------- */
+
+void hetcl__lsh_codes_dense(const struct hetcl__lsh *h, const float *x, uint8_t *codes)
+{
+    if (h->kind == HETCL__LSH_DWTA)
+        dwta_dense(h, x, codes);
+    else
+        simhash_dense(h, x, codes);
+}
+
+void hetcl__lsh_codes_sparse(const struct hetcl__lsh *h, const int32_t *idx, const float *val,
+                             int64_t n, uint8_t *codes)
+{
+    if (h->kind == HETCL__LSH_DWTA)
+        dwta_sparse(h, idx, val, n, codes);
+    else
+        simhash_sparse(h, idx, val, n, codes);
+}
+
+void hetcl__lsh_buckets(const struct hetcl__lsh *h, const uint8_t *codes, uint32_t *buckets)
+{
+    for (int t = 0; t < h->l; t++) {
+        uint32_t b = 0;
+        for (int j = 0; j < h->k; j++)
+            b = (b << h->bits_per_code) | codes[t * h->k + j];
+        buckets[t] = b;
+    }
+}
+
+void hetcl__lsh_hash_dense(const struct hetcl__lsh *h, const float *x, uint32_t *buckets)
+{
+    uint8_t codes[MAX_CODES];
+    hetcl__lsh_codes_dense(h, x, codes);
+    hetcl__lsh_buckets(h, codes, buckets);
+}

@@ -1,0 +1,99 @@
+/*
+ * Data parallelism across ranks (hetcl_train_options.comm): each rank trains on its shard of the
+ * epoch's permutation with the single-node algorithm, and at sync points (every sync_every
+ * examples taken, and every epoch's end) the ranks average the change of their models since the
+ * last sync. The change, not the model: it is zero where a rank did not touch the model, so a
+ * block-sparse allreduce (OmniReduce) sends only what changed. All ranks start from the same
+ * model (the same seed, or the same checkpoint), and the sum of an allreduce is the same on
+ * every rank, so after each sync every rank holds bit-identical parameters; a hash compared
+ * with rank 0's checks it.
+ */
+#include "train_coord.h"
+
+#include <hetcl_internal/base.h>
+
+#include <string.h>
+
+hetcl_status hetcl__tr_dist_setup(struct tr *t)
+{
+    hetcl_comm *c = t->o.comm;
+    if (!c)
+        return HETCL_OK;
+    int n = hetcl_comm_size(c);
+    if (t->train->n < n)
+        return hetcl__fail(t->ctx, HETCL_ERR_INVALID_ARG,
+                           "%lld training examples for %d ranks (each needs one at least)",
+                           (long long) t->train->n, n);
+    if (t->o.sync_every < 0)
+        return hetcl__fail(t->ctx, HETCL_ERR_INVALID_ARG, "sync_every %lld (expected >= 0)",
+                           (long long) t->o.sync_every);
+    hetcl__cursor_shard(&t->cursor, hetcl_comm_rank(c), n);
+    return HETCL_OK;
+}
+
+hetcl_status hetcl__tr_dist_start(struct tr *t)
+{
+    if (!t->o.comm)
+        return HETCL_OK;
+    size_t n = t->net->n_params;
+    t->dist_base = hetcl__malloc(n * sizeof *t->dist_base);
+    if (!t->dist_base)
+        return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "sync base of %zu floats", n);
+    hetcl_status s = hetcl_handle_sync_host(t->rt, t->h_params, HETCL_R);
+    if (s == HETCL_OK)
+        memcpy(t->dist_base, t->params, n * sizeof *t->params);
+    return s;
+}
+
+static uint64_t fnv1a(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+hetcl_status hetcl__tr_dist_sync(struct tr *t)
+{
+    hetcl_comm *c = t->o.comm;
+    if (!c)
+        return HETCL_OK;
+    uint64_t t0 = hetcl__now_ns(), sent0, recv0;
+    hetcl_comm_bytes(c, &sent0, &recv0);
+    size_t n = t->net->n_params;
+    /* RW: the devices' copies of the model are stale after this. */
+    hetcl_status s = hetcl_handle_sync_host(t->rt, t->h_params, HETCL_RW);
+    if (s != HETCL_OK)
+        return s;
+    float *p = t->params, *base = t->dist_base;
+    for (size_t i = 0; i < n; i++)
+        p[i] -= base[i]; /* the change since the last sync */
+    struct hetcl_allreduce_options o = t->o.allreduce;
+    s = hetcl_allreduce(c, p, n, HETCL_REDUCE_F32, &o, NULL);
+    if (s != HETCL_OK) {
+        for (size_t i = 0; i < n; i++) /* leave the model whole for the checkpoint */
+            p[i] += base[i];
+        return s;
+    }
+    float inv = 1.0f / (float) hetcl_comm_size(c);
+    for (size_t i = 0; i < n; i++) {
+        p[i] = base[i] + p[i] * inv;
+        base[i] = p[i];
+    }
+    uint64_t mine = fnv1a(p, n * sizeof *p), root = mine;
+    s = hetcl_comm_bcast(c, 0, &root, sizeof root);
+    if (s == HETCL_OK && root != mine)
+        s = hetcl__fail(t->ctx, HETCL_ERR_INTERNAL,
+                        "rank %d: after sync %llu the model's hash %016llx differs from rank 0's "
+                        "%016llx",
+                        hetcl_comm_rank(c), (unsigned long long) t->n_syncs + 1,
+                        (unsigned long long) mine, (unsigned long long) root);
+    uint64_t sent, recv;
+    hetcl_comm_bytes(c, &sent, &recv);
+    t->sync_sent += sent - sent0;
+    t->sync_recv += recv - recv0;
+    t->sync_ns += hetcl__now_ns() - t0;
+    t->n_syncs++;
+    return s;
+}

@@ -1,0 +1,219 @@
+/*
+ * EigenPro's setup (<hetcl/eigenpro.h>), no runtime needed:
+ *  - the top eigenvalues of K_S / s match a naive cyclic Jacobi eigensolver in double on the
+ *    reference kernel (tests/ref) to 1e-6 relative (the first 20), 1e-6 lambda_1 absolute (all);
+ *  - on clustered data the critical batch after preconditioning beta / lambda_1' is >= 100x
+ *    the original beta / lambda_1 (and on sklearn's digits when python3-sklearn is installed);
+ *  - shrinking the memory budget shrinks m_G, q and m monotonically (m_G strictly);
+ *  - the setup is reproducible for a seed; bad options are rejected.
+ */
+#include "harness.h"
+#include "ref_ops.h"
+
+#include <hetcl/data.h>
+#include <hetcl/eigenpro.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static hetcl_context *ctx;
+
+/* Eigenvalues of the symmetric a[n][n] (destroyed) by cyclic Jacobi, descending into w. */
+static void jacobi_eigenvalues(double *a, int n, double *w)
+{
+    for (int sweep = 0; sweep < 60; sweep++) {
+        double off = 0.0;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++)
+                off += a[p * n + q] * a[p * n + q];
+        if (off < 1e-30)
+            break;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) {
+                const double apq = a[p * n + q];
+                if (fabs(apq) < 1e-300)
+                    continue;
+                const double theta = (a[q * n + q] - a[p * n + p]) / (2.0 * apq);
+                const double t =
+                        (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
+                const double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int k = 0; k < n; k++) {
+                    const double akp = a[k * n + p], akq = a[k * n + q];
+                    a[k * n + p] = c * akp - s * akq;
+                    a[k * n + q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < n; k++) {
+                    const double apk = a[p * n + k], aqk = a[q * n + k];
+                    a[p * n + k] = c * apk - s * aqk;
+                    a[q * n + k] = s * apk + c * aqk;
+                }
+            }
+    }
+    for (int i = 0; i < n; i++)
+        w[i] = a[i * n + i];
+    for (int i = 0; i < n; i++) /* descending */
+        for (int j = i + 1; j < n; j++)
+            if (w[j] > w[i]) {
+                const double t = w[i];
+                w[i] = w[j];
+                w[j] = t;
+            }
+}
+
+/* n points in [0,1]^d around `clusters` centres (spread 0.1): a spectrum with a few large
+ * eigenvalues, like real data's. */
+static float *clustered(ref_rng *rng, int64_t n, int64_t d, int clusters)
+{
+    float *c = malloc((size_t) (clusters * d) * sizeof *c);
+    float *x = malloc((size_t) (n * d) * sizeof *x);
+    ref_fill_uniform(rng, c, (size_t) (clusters * d), 0, 1);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < d; j++)
+            x[i * d + j] = c[(i % clusters) * d + j] + 0.1f * (float) ref_rng_normal(rng);
+    free(c);
+    return x;
+}
+
+static void test_eigenvalues(ref_rng *rng)
+{
+    const int64_t n = 240, d = 8;
+    float *x = clustered(rng, n, d, 6);
+    struct hetcl_eigenpro_options o = {.bandwidth = 0.8, .mem_bytes = 1e9, .seed = 3};
+    struct hetcl_eigenpro_setup r;
+    double got[1000];
+    CHECK_OK(ctx, hetcl_eigenpro_setup(ctx, x, n, d, 3, &o, 0, &r, got, NULL));
+    CHECK_EQ_INT(r.s, n); /* s = n below 2000: K_S is the whole kernel matrix */
+    CHECK_EQ_INT(r.svd_q, n / 3 - 1);
+    double *xd = malloc((size_t) (n * d) * sizeof *xd), *k = malloc((size_t) (n * n) * 8);
+    double *w = malloc((size_t) n * sizeof *w);
+    for (int64_t i = 0; i < n * d; i++)
+        xd[i] = (double) x[i];
+    ref_kernel_matrix_f64(false, 0.8, n, n, d, xd, xd, k);
+    for (int64_t i = 0; i < n * n; i++)
+        k[i] /= (double) n;
+    jacobi_eigenvalues(k, (int) n, w);
+    double worst_rel = 0, worst_abs = 0;
+    for (int i = 0; i < r.svd_q; i++) {
+        if (i < 20)
+            worst_rel = fmax(worst_rel, fabs(got[i] - w[i]) / w[i]);
+        worst_abs = fmax(worst_abs, fabs(got[i] - w[i]));
+    }
+    printf("eigenvalues: lambda_1 %.6g (Jacobi %.6g), worst relative (top 20) %.2e, worst "
+           "absolute %.2e\n",
+           got[0], w[0], worst_rel, worst_abs);
+    CHECK(worst_rel <= 1e-6);
+    CHECK(worst_abs <= 1e-6 * w[0]);
+    CHECK(r.beta > 0.999999 && r.beta <= 1.000001); /* gaussian: k(x, x) = 1 */
+    CHECK(fabs(r.lambda1 - w[0]) <= 1e-6 * w[0]);
+
+    /* reproducible for a seed */
+    struct hetcl_eigenpro_setup r2;
+    CHECK_OK(ctx, hetcl_eigenpro_setup(ctx, x, n, d, 3, &o, 0, &r2, NULL, NULL));
+    CHECK(r2.q == r.q && r2.m == r.m && r2.eta == r.eta && r2.lambda1 == r.lambda1 &&
+          r2.lambda_q == r.lambda_q && r2.beta == r.beta);
+    free(xd);
+    free(k);
+    free(w);
+    free(x);
+}
+
+static void check_critical(const char *what, const float *x, int64_t n, int64_t d, int64_t l,
+                           double bw)
+{
+    struct hetcl_eigenpro_options o = {.bandwidth = bw, .mem_bytes = 8e9, .seed = 1};
+    struct hetcl_eigenpro_setup r;
+    CHECK_OK(ctx, hetcl_eigenpro_setup(ctx, x, n, d, l, &o, 0, &r, NULL, NULL));
+    printf("%s: s %lld, q %d, lambda_1 %.4g -> %.4g, m* %.3g -> %.4g (%.0fx), m %lld, eta %.4g\n",
+           what, (long long) r.s, r.q, r.lambda1, r.lambda1_new, r.m_star, r.m_star_new,
+           r.m_star_new / r.m_star, (long long) r.m, r.eta);
+    CHECK(r.m_star_new >= 100.0 * r.m_star);
+}
+
+static void test_critical_batch(ref_rng *rng)
+{
+    const int64_t n = 1000, d = 16;
+    float *x = clustered(rng, n, d, 10);
+    check_critical("clustered", x, n, d, 10, 1.0);
+    free(x);
+    /* sklearn's digits (x / 16, sigma 2: the digest's calibration), when installed */
+    const char *digits = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz";
+    if (access(digits, R_OK) != 0) {
+        printf("digits: %s not installed (python3-sklearn), skipped\n", digits);
+        return;
+    }
+    /* the CSV loader reads plain text: decompress into a temporary file */
+    char tmp[] = "/tmp/hetcl_digits_XXXXXX";
+    const int fd = mkstemp(tmp);
+    CHECK(fd >= 0);
+    close(fd);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "gzip -dc %s > %s", digits, tmp);
+    hetcl_dataset *ds = NULL;
+    struct hetcl_data_options co = {.label_column = -1};
+    const int rc = system(cmd);
+    const hetcl_status ls = rc == 0 ? hetcl_dataset_load_csv(ctx, tmp, &co, &ds) : HETCL_ERR_IO;
+    unlink(tmp);
+    if (ls != HETCL_OK) {
+        printf("digits: not loaded (%s), skipped\n", hetcl_context_last_error(ctx));
+        return;
+    }
+    for (int64_t i = 0; i < ds->n * ds->n_features; i++)
+        ds->x[i] /= 16.0f;
+    check_critical("digits", ds->x, ds->n, ds->n_features, 10, 2.0);
+    hetcl_dataset_destroy(ds);
+}
+
+static void test_budget(ref_rng *rng)
+{
+    const int64_t n = 1000, d = 16, l = 10;
+    float *x = clustered(rng, n, d, 10);
+    const double mib = 1048576.0;
+    const double budgets[] = {64 * mib, 12 * mib, 10 * mib, 9 * mib, 8.5 * mib, 8.1 * mib};
+    struct hetcl_eigenpro_setup prev = {0};
+    for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
+        struct hetcl_eigenpro_options o = {.bandwidth = 1.0, .mem_bytes = budgets[i], .seed = 1};
+        struct hetcl_eigenpro_setup r;
+        CHECK_OK(ctx, hetcl_eigenpro_setup(ctx, x, n, d, l, &o, 0, &r, NULL, NULL));
+        printf("budget %.1f MiB: m_G %lld, q %d, m %lld, eta %.4g\n", budgets[i] / mib,
+               (long long) r.m_g, r.q, (long long) r.m, r.eta);
+        if (i > 0) {
+            CHECK(r.m_g < prev.m_g || (r.m_g == prev.m_g && r.m_g == n));
+            CHECK(r.q <= prev.q);
+            CHECK(r.m <= prev.m);
+        }
+        prev = r;
+    }
+    CHECK(prev.m_g < n); /* the smallest budgets did bind */
+    /* a device's largest allocation bounds the m x n block too */
+    CHECK_EQ_INT(hetcl_eigenpro_capacity(n, d, l, 1000, 1e12, 4.0 * n * 77), 77);
+    free(x);
+}
+
+static void test_bad_options(void)
+{
+    float x[60] = {0};
+    struct hetcl_eigenpro_setup r;
+    struct hetcl_eigenpro_options o = {.bandwidth = 0, .mem_bytes = 1e9};
+    CHECK(hetcl_eigenpro_setup(ctx, x, 20, 3, 2, &o, 0, &r, NULL, NULL) == HETCL_ERR_INVALID_ARG);
+    o.bandwidth = 1;
+    o.mem_bytes = 0;
+    CHECK(hetcl_eigenpro_setup(ctx, x, 20, 3, 2, &o, 0, &r, NULL, NULL) == HETCL_ERR_INVALID_ARG);
+    o.mem_bytes = 1e9;
+    CHECK(hetcl_eigenpro_setup(ctx, x, 4, 3, 2, &o, 0, &r, NULL, NULL) == HETCL_ERR_INVALID_ARG);
+}
+
+int main(void)
+{
+    ref_rng rng;
+    ref_rng_init(&rng, hetcl_test_seed());
+    CHECK_OK(NULL, hetcl_context_create(NULL, &ctx));
+    test_eigenvalues(&rng);
+    test_critical_batch(&rng);
+    test_budget(&rng);
+    test_bad_options();
+    hetcl_context_destroy(ctx);
+    return hetcl_test_finish("test_eigenpro_setup");
+}
