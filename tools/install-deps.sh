@@ -37,7 +37,7 @@ case "$cross" in
   aarch64)
     packages+=(gcc-aarch64-linux-gnu qemu-user-static
       ocl-icd-opencl-dev:arm64 libclblast-dev:arm64 libhwloc-dev:arm64 libcjson-dev:arm64
-      zlib1g-dev:arm64)
+      zlib1g-dev:arm64 liblapacke-dev:arm64)
     ;;
   *)
     echo "install-deps: HETCL_CROSS: expected aarch64 (or unset), not '$cross'" >&2
