@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages hetcl needs to build, test and run its main job.
 # Idempotent: installs only what is missing. Works as root or through sudo.
+# HETCL_CROSS=aarch64 adds the aarch64 cross build of tools/cross_test.sh (CI sets it): the cross
+# compiler, qemu-user and the arm64 -dev packages through multiarch (it enables arm64 in dpkg).
+# Left out otherwise: about 60 packages that building and testing on this machine do not need.
 set -euo pipefail
 
 packages=(
@@ -28,6 +31,19 @@ packages=(
   # without them), and mpirun for their tests
   libopenmpi-dev openmpi-bin
 )
+cross=${HETCL_CROSS:-}
+case "$cross" in
+  "") ;;
+  aarch64)
+    packages+=(gcc-aarch64-linux-gnu qemu-user-static
+      ocl-icd-opencl-dev:arm64 libclblast-dev:arm64 libhwloc-dev:arm64 libcjson-dev:arm64
+      zlib1g-dev:arm64 liblapacke-dev:arm64)
+    ;;
+  *)
+    echo "install-deps: HETCL_CROSS: expected aarch64 (or unset), not '$cross'" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -49,6 +65,9 @@ else
   exit 1
 fi
 echo "install-deps: installing ${missing[*]}"
+if [ "$cross" = aarch64 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  "${sudo[@]}" dpkg --add-architecture arm64
+fi
 "${sudo[@]}" apt-get update -qq
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
   "${missing[@]}"

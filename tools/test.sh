@@ -10,7 +10,9 @@
 #      failing devices (test_train_faults) and the SLIDE trainer (test_slide_train,
 #      test_slide_cli, test_slide_cl: the rehash through the runtime) under ThreadSanitizer
 #      (tests/tsan.supp names ICD and PoCL frames only);
-#   5. every parser's libFuzzer target for a few seconds (tools/fuzz.sh).
+#   5. every parser's libFuzzer target for a few seconds (tools/fuzz.sh);
+#   6. with HETCL_CROSS=aarch64 (CI sets it), the aarch64 cross build and its unit tests that need
+#      no OpenCL device under qemu-user (tools/cross_test.sh).
 # Tests that need an OpenCL device are skipped (exit 77) where there is none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,3 +46,8 @@ TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp second_deadlock_stack=1" \
 
 echo "== fuzzing the parsers (${HETCL_FUZZ_SECONDS:-10} s each)"
 tools/fuzz.sh
+
+if [ "${HETCL_CROSS:-}" = aarch64 ]; then
+  echo "== aarch64 cross build, unit tests under qemu-user"
+  tools/cross_test.sh
+fi

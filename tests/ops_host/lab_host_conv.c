@@ -139,8 +139,9 @@ static void lab_conv(const char *what, struct hetcl_op_conv2d_args a, int runs, 
     printf("%-8s b%-4" PRId64 " im2col+gemm        %9.1f us (wall %9.1f)  %7.1f GFLOP/s\n", what,
            a.batch, us, wall, gflop / us * 1e6);
     c.gemm = false;
-    const hetcl_gemm_isa isas[] = {HETCL_GEMM_GENERIC, HETCL_GEMM_AVX2, HETCL_GEMM_AVX512};
-    for (size_t i = 0; i < 3; i++) {
+    const hetcl_gemm_isa isas[] = {HETCL_GEMM_GENERIC, HETCL_GEMM_AVX2, HETCL_GEMM_AVX512,
+                                   HETCL_GEMM_NEON};
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
         c.kern = hetcl__conv_kernel(isas[i]);
         if (c.kern) {
             us = time_us(run_conv, &c, runs, &wall);

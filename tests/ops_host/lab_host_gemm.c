@@ -85,9 +85,11 @@ int main(int argc, char **argv)
             isa = !strcmp(k, "generic")  ? HETCL_GEMM_GENERIC
                   : !strcmp(k, "avx2")   ? HETCL_GEMM_AVX2
                   : !strcmp(k, "avx512") ? HETCL_GEMM_AVX512
+                  : !strcmp(k, "neon")   ? HETCL_GEMM_NEON
                                          : HETCL_GEMM_AUTO;
         } else {
-            fprintf(stderr, "usage: lab_host_gemm [-k generic|avx2|avx512] [-r runs] [-b batch]\n");
+            fprintf(stderr,
+                    "usage: lab_host_gemm [-k generic|avx2|avx512|neon] [-r runs] [-b batch]\n");
             return 2;
         }
     }

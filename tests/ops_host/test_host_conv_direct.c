@@ -443,13 +443,19 @@ static void test_choice(void)
 int main(void)
 {
     ref_rng_init(&rng, hetcl_test_seed());
-    const hetcl_gemm_isa isas[] = {HETCL_GEMM_GENERIC, HETCL_GEMM_AVX2, HETCL_GEMM_AVX512};
+    const hetcl_gemm_isa isas[] = {HETCL_GEMM_GENERIC, HETCL_GEMM_AVX2, HETCL_GEMM_AVX512,
+                                   HETCL_GEMM_NEON};
+    const char *names[] = {"generic", "avx2", "avx512", "neon"};
+#if defined(__aarch64__)
+    /* AArch64 always has NEON: its kernel must exist and be the one chosen, never skipped */
+    CHECK(hetcl__conv_kernel(HETCL_GEMM_NEON) != NULL);
+    CHECK(hetcl__conv_kernel(HETCL_GEMM_AUTO) == hetcl__conv_kernel(HETCL_GEMM_NEON));
+#endif
     int tested = 0;
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
         const struct hetcl_conv_kernel *kern = hetcl__conv_kernel(isas[i]);
         if (!kern) {
-            printf("test_host_conv_direct: no %s kernel on this CPU: skipped\n",
-                   i == 1 ? "avx2" : "avx512");
+            printf("test_host_conv_direct: no %s kernel on this CPU: skipped\n", names[i]);
             continue;
         }
         test_kernel(kern);

@@ -261,9 +261,15 @@ static void check_op(void)
 int main(void)
 {
     ref_rng_init(&rng, hetcl_test_seed());
-    const hetcl_gemm_isa isas[] = {HETCL_GEMM_GENERIC, HETCL_GEMM_AVX2, HETCL_GEMM_AVX512};
-    const char *names[] = {"generic", "avx2", "avx512"};
-    for (size_t i = 0; i < 3; i++) {
+    const hetcl_gemm_isa isas[] = {HETCL_GEMM_GENERIC, HETCL_GEMM_AVX2, HETCL_GEMM_AVX512,
+                                   HETCL_GEMM_NEON};
+    const char *names[] = {"generic", "avx2", "avx512", "neon"};
+#if defined(__aarch64__)
+    /* AArch64 always has NEON: its kernel must exist and be the one chosen, never skipped */
+    CHECK(hetcl__gemm_kernel(HETCL_GEMM_NEON) != NULL);
+    CHECK(hetcl__gemm_kernel(HETCL_GEMM_AUTO) == hetcl__gemm_kernel(HETCL_GEMM_NEON));
+#endif
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
         const struct hetcl_gemm_kernel *kern = hetcl__gemm_kernel(isas[i]);
         if (!kern) {
             printf("kernel %s: not supported by this CPU, not tested\n", names[i]);

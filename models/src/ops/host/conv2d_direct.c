@@ -29,6 +29,9 @@ const struct hetcl_conv_kernel *hetcl__conv_kernel(hetcl_gemm_isa isa)
             [HETCL_GEMM_AVX2] = &hetcl__conv_kernel_avx2,
             [HETCL_GEMM_AVX512] = &hetcl__conv_kernel_avx512,
 #endif
+#ifdef HETCL_GEMM_HAVE_NEON
+            [HETCL_GEMM_NEON] = &hetcl__conv_kernel_neon,
+#endif
     };
     bool has[HETCL_ISA_COUNT];
     for (int i = 0; i < HETCL_ISA_COUNT; i++)

@@ -35,6 +35,10 @@ bool hetcl__isa_supported(hetcl_gemm_isa isa)
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f");
 #endif
+#ifdef HETCL_GEMM_HAVE_NEON
+    case HETCL_GEMM_NEON:
+        return true; /* mandatory in AArch64 */
+#endif
     default:
         return false;
     }
@@ -60,6 +64,9 @@ const struct hetcl_gemm_kernel *hetcl__gemm_kernel(hetcl_gemm_isa isa)
 #ifdef HETCL_GEMM_HAVE_X86
             [HETCL_GEMM_AVX2] = &hetcl__gemm_kernel_avx2,
             [HETCL_GEMM_AVX512] = &hetcl__gemm_kernel_avx512,
+#endif
+#ifdef HETCL_GEMM_HAVE_NEON
+            [HETCL_GEMM_NEON] = &hetcl__gemm_kernel_neon,
 #endif
     };
     bool has[HETCL_ISA_COUNT];

@@ -58,6 +58,7 @@ typedef enum hetcl_gemm_isa {
     HETCL_GEMM_GENERIC,
     HETCL_GEMM_AVX2,
     HETCL_GEMM_AVX512,
+    HETCL_GEMM_NEON, /* AArch64's Advanced SIMD (part of the base ISA there) */
 } hetcl_gemm_isa;
 
 /* A micro-kernel computes one mr x nr tile of C from packed panels:
@@ -68,13 +69,13 @@ typedef void (*hetcl_gemm_ukernel)(int64_t k, const float *a, const float *b, fl
                                    float alpha, float beta);
 
 struct hetcl_gemm_kernel {
-    const char *name; /* "avx512", "avx2", "generic" */
+    const char *name; /* "avx512", "avx2", "neon", "generic" */
     int mr, nr;       /* tile of C */
     int mc, kc, nc;   /* cache blocking: rows of A (mc, multiple of mr), depth, columns of B */
     hetcl_gemm_ukernel run;
 };
 
-#define HETCL_ISA_COUNT (HETCL_GEMM_AVX512 + 1)
+#define HETCL_ISA_COUNT (HETCL_GEMM_NEON + 1)
 
 /* Whether this CPU runs `isa`'s instructions (GENERIC: always; AUTO: no). */
 bool hetcl__isa_supported(hetcl_gemm_isa isa);
@@ -97,6 +98,11 @@ extern const struct hetcl_gemm_kernel hetcl__gemm_kernel_avx512;
 /* dst[p*w + r] = src[r*ld + p] for r < w, p < kb: the transposing pack with AVX register
  * transposes (gemm_pack_x86.c); only on CPUs with AVX. */
 void hetcl__gemm_pack_transposed_avx(const float *src, int64_t ld, int w, int64_t kb, float *dst);
+#endif
+/* AArch64 always has Advanced SIMD (NEON): its kernels are built there only, and always run. */
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define HETCL_GEMM_HAVE_NEON 1
+extern const struct hetcl_gemm_kernel hetcl__gemm_kernel_neon;
 #endif
 
 /* C = alpha * op(A) * op(B) + beta * C, row-major with leading dimensions, as the BLAS: op(A) is
@@ -163,7 +169,7 @@ typedef void (*hetcl_conv_wtile)(int64_t n_img, int64_t n_vec, const float *dy, 
                                  float *acc);
 
 struct hetcl_conv_kernel {
-    const char *name; /* "avx512", "avx2", "generic" */
+    const char *name; /* "avx512", "avx2", "neon", "generic" */
     int lanes;        /* floats per vector */
     int ob_max;       /* channels per tile that the driver aims at (<= HETCL_CONV_OB_MAX) */
     /* wide[ob] covers nv_wide[ob] vectors, one[ob] one vector (for the last positions) */
@@ -180,6 +186,9 @@ extern const struct hetcl_conv_kernel hetcl__conv_kernel_generic;
 #ifdef HETCL_GEMM_HAVE_X86
 extern const struct hetcl_conv_kernel hetcl__conv_kernel_avx2;
 extern const struct hetcl_conv_kernel hetcl__conv_kernel_avx512;
+#endif
+#ifdef HETCL_GEMM_HAVE_NEON
+extern const struct hetcl_conv_kernel hetcl__conv_kernel_neon;
 #endif
 
 /* True when the direct convolution is expected to beat im2col + SGEMM on this shape (stride 1,
