@@ -3,6 +3,7 @@
 #include "cl_gemm.h"
 
 #include <clblast_c.h>
+#include <pthread.h>
 #include <stdio.h>
 
 /* gemm.cl's tiles, passed explicitly so that the host's global sizes cannot drift from the
@@ -102,6 +103,12 @@ static const char *clblast_status_name(CLBlastStatusCode s)
     }
 }
 
+/* Debian's CLBlast 1.5 is not safe to call from two threads at once: two workers (two PoCL
+ * platforms under ASan in CI) calling CLBlastSgemm together raced in its tuning database's
+ * construction (heap-use-after-free in clblast::Database::Database). Its calls only enqueue, so
+ * one at a time costs little. */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* CLBlast takes no wait list: the chain must already have started (a marker), so that queue
  * order makes it wait. */
 static hetcl_status launch_clblast(struct clop_chain *ch, const struct clop_gemm *g)
@@ -110,11 +117,13 @@ static hetcl_status launch_clblast(struct clop_chain *ch, const struct clop_gemm
     cl_event ev = NULL;
     const size_t lda = (size_t) (g->trans_a ? g->m : g->k);
     const size_t ldb = (size_t) (g->trans_b ? g->k : g->n);
+    pthread_mutex_lock(&clblast_lock);
     const CLBlastStatusCode st = CLBlastSgemm(
             CLBlastLayoutRowMajor, g->trans_a ? CLBlastTransposeYes : CLBlastTransposeNo,
             g->trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t) g->m, (size_t) g->n,
             (size_t) g->k, g->alpha, g->a, 0, lda, g->b, 0, ldb, g->beta, g->c, 0, (size_t) g->n,
             &q, &ev);
+    pthread_mutex_unlock(&clblast_lock);
     if (st != CLBlastSuccess)
         return hetcl__fail(hetcl__clop_ctx(ch->call), HETCL_ERR_OPENCL,
                            "gemm: CLBlastSgemm: %s (%d)", clblast_status_name(st), (int) st);
