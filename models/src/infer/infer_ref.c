@@ -37,7 +37,7 @@ static void dense(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, i
             double acc = bias ? (double) bias[o] : 0;
             for (int64_t i = 0; i < s->in_elems; i++)
                 acc += (double) w[o * s->in_elems + i] * x[n * s->in_elems + i];
-            y[n * s->out_elems + o] = act_alpha(s->act, s->alpha, acc);
+            y[n * s->out_elems + o] = act_alpha(s->act, (double) s->alpha, acc);
         }
 }
 
@@ -68,7 +68,8 @@ static void conv(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
                                 acc += (double) w[((f * Cg + c - c0) * KH + ky) * KW + kx] *
                                        x[((n * C + c) * H + iy) * W + ix];
                             }
-                    y[((n * F + f) * OH + oy) * OW + ox] = act_alpha(s->act, s->alpha, acc);
+                    y[((n * F + f) * OH + oy) * OW + ox] =
+                            act_alpha(s->act, (double) s->alpha, acc);
                 }
 }
 
@@ -144,7 +145,7 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
             break;
         case HETCL_INFER_ACTIVATION:
             for (int64_t k = 0; k < batch * s->out_elems; k++)
-                b[k] = act_alpha(s->act, s->alpha, a[k]);
+                b[k] = act_alpha(s->act, (double) s->alpha, a[k]);
             break;
         case HETCL_INFER_FLATTEN:
         case HETCL_INFER_OUTPUT:
