@@ -5,6 +5,7 @@
  */
 #include <hetcl/onnx.h>
 #include <hetcl_internal/base.h>
+#include <hetcl_internal/fileio.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -390,21 +391,6 @@ hetcl_status hetcl_onnx_parse(hetcl_context *ctx, const char *name, const void *
     return s;
 }
 
-/* The directory part of path ("." for a bare name), in a new string. */
-static char *dir_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return hetcl__strdup(".");
-    size_t n = slash == path ? 1 : (size_t) (slash - path);
-    char *d = hetcl__malloc(n + 1);
-    if (d) {
-        memcpy(d, path, n);
-        d[n] = '\0';
-    }
-    return d;
-}
-
 hetcl_status hetcl_onnx_load(hetcl_context *ctx, const char *path,
                              const struct hetcl_onnx_options *opt, hetcl_onnx_model **out)
 {
@@ -417,7 +403,7 @@ hetcl_status hetcl_onnx_load(hetcl_context *ctx, const char *path,
     hetcl_status s = hetcl__onnx_read_file(ctx, path, HETCL_ONNX_MAX_FILE_BYTES, &data, &len);
     if (s != HETCL_OK)
         return s;
-    char *dir = dir_of(path);
+    char *dir = hetcl__dir_of(path);
     s = dir ? hetcl_onnx_parse(ctx, path, data, len, dir, opt, out)
             : hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s", path);
     hetcl__free(dir);

@@ -70,6 +70,10 @@ HETCL_NODISCARD hetcl_status hetcl__read_cache_file(const char *path, char **dat
 void hetcl__cache_discard(hetcl_context *ctx, const char *path, const char *why,
                           const char *action);
 
+/* The directory part of path ("." when there is none, "/" for a file at the root), in a new
+ * string the caller frees with hetcl__free; NULL when out of memory. */
+char *hetcl__dir_of(const char *path);
+
 /* Creates path and its missing parents (mode 0755), like `mkdir -p`. An existing directory is
  * success; an existing non-directory is HETCL_ERR_IO ("cannot create directory <path>: ..."). */
 HETCL_NODISCARD hetcl_status hetcl__mkdir_p(hetcl_context *ctx, const char *path);

@@ -56,8 +56,7 @@ static int write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
-/* The directory part of path ("." when there is none), in a new buffer. */
-static char *dir_of(const char *path)
+char *hetcl__dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
     if (!slash)
@@ -75,7 +74,7 @@ static char *dir_of(const char *path)
  * and the data itself is already safe, so failures are ignored. */
 static void sync_dir(const char *path)
 {
-    char *dir = dir_of(path);
+    char *dir = hetcl__dir_of(path);
     if (!dir)
         return;
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -126,7 +125,7 @@ static bool temp_name_pid(const char *name, const char *base, long *pid)
  *   not these writers, and is Linux-only.) */
 static void remove_stale_temps(const char *target)
 {
-    char *dir = dir_of(target);
+    char *dir = hetcl__dir_of(target);
     const char *slash = strrchr(target, '/');
     const char *base = slash ? slash + 1 : target;
     DIR *d = dir && *base ? opendir(dir) : NULL;
@@ -250,7 +249,7 @@ static char *follow_links(const char *path, bool *descriptor)
         if (to[0] == '/') {
             next = hetcl__strdup(to);
         } else {
-            char *dir = dir_of(cur);
+            char *dir = hetcl__dir_of(cur);
             char *dir_slash = dir ? concat(dir, "/") : NULL;
             next = dir_slash ? concat(dir_slash, to) : NULL;
             hetcl__free(dir);
@@ -358,7 +357,7 @@ hetcl_status hetcl__output_check(hetcl_context *ctx, const char *path)
         /* Opening a FIFO would wait for its reader: ask instead. */
         err = access(t.real, W_OK) != 0 ? errno : 0;
     } else {
-        char *dir = dir_of(t.real);
+        char *dir = hetcl__dir_of(t.real);
         struct stat sb;
         if (!dir)
             err = ENOMEM;
