@@ -199,6 +199,10 @@ struct rt_worker {
      * queue starts the next task's first command after it. */
     uint64_t last_dev_end;
     bool have_last_dev_end;
+    /* The same end on the host clock (0 before the first): device_times() keeps the tasks'
+     * device intervals in queue order on the host clock although the offset estimate shrinks
+     * as better completions are seen. */
+    uint64_t last_dev_end_host;
     /* Adaptive in-flight depth and completion polling (rt_depth.h; worker thread only):
      * callbacks set and not yet read from the mailbox (the worker may not exit before they
      * all came: they touch its lock), and the period of the timed wake-ups that poll the
