@@ -57,16 +57,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * library's. */
     static hetcl_context *ctx;
     static hetcl_model_spec *spec;
+    static hetcl_net *net;
     static float *params, *velocity;
     if (!ctx) {
         snprintf(path, sizeof path, "%s/hetcl-fuzz-ckpt-%ld.safetensors",
                  access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (long) getpid());
         if (hetcl_context_create(NULL, &ctx) != HETCL_OK ||
             hetcl_model_spec_parse(ctx, "fuzz-ckpt.json", spec_json, strlen(spec_json), &spec) !=
-                    HETCL_OK)
+                    HETCL_OK ||
+            hetcl_net_create(ctx, spec, &net) != HETCL_OK)
             __builtin_trap();
-        params = calloc((size_t) spec->n_parameters, sizeof *params);
-        velocity = calloc((size_t) spec->n_parameters, sizeof *velocity);
+        params = calloc(net->n_params, sizeof *params);
+        velocity = calloc(net->n_params, sizeof *velocity);
         if (!params || !velocity)
             __builtin_trap();
         atexit(remove_file);
@@ -74,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!write_input(data, size))
         return 0;
     struct hetcl__ckpt_state st;
-    hetcl_status s = hetcl__ckpt_load(ctx, path, spec, FUZZ_EXAMPLES, params, velocity, &st);
+    hetcl_status s = hetcl__ckpt_load(ctx, path, net, FUZZ_EXAMPLES, params, velocity, &st);
     if (s != HETCL_OK) {
         if ((s != HETCL_ERR_IO && s != HETCL_ERR_FORMAT && s != HETCL_ERR_NO_MEMORY) || st.hist)
             __builtin_trap();

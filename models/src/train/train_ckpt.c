@@ -64,26 +64,26 @@ static char *join_hist(const struct hetcl__ckpt_state *st)
     return s;
 }
 
-hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_model_spec *spec,
+hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_net *net,
                               const float *params, const float *velocity,
                               const struct hetcl__ckpt_state *st)
 {
+    const hetcl_model_spec *spec = net->spec;
     hetcl_st_writer *w = NULL;
     char *batches = NULL, *hist = NULL;
     char name[64], num[64];
     hetcl_status s = hetcl_st_writer_create(ctx, &w);
     if (s != HETCL_OK)
         return s;
-    size_t off = 0;
     for (int i = 0; i < spec->n_params && s == HETCL_OK; i++) {
         const struct hetcl_model_param *p = &spec->params[i];
+        const size_t off = net->param_off[i]; /* padded: not the sum of the sizes before */
         s = hetcl_st_writer_add_borrowed(ctx, w, p->name, HETCL_ST_F32, p->dims, (size_t) p->rank,
                                          params + off);
         snprintf(name, sizeof name, "momentum.%s", p->name);
         if (s == HETCL_OK)
             s = hetcl_st_writer_add_borrowed(ctx, w, name, HETCL_ST_F32, p->dims, (size_t) p->rank,
                                              velocity + off);
-        off += (size_t) p->n_elements;
     }
     if (s == HETCL_OK && st->input_mean && st->input_std && st->input_features > 0) {
         int64_t dims[1] = {st->input_features};
@@ -401,10 +401,11 @@ static hetcl_status load_tensor(const struct meta *m, const char *name,
     return s;
 }
 
-hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_model_spec *spec,
+hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_net *net,
                               int64_t n_examples, float *params, float *velocity,
                               struct hetcl__ckpt_state *st)
 {
+    const hetcl_model_spec *spec = net->spec;
     hetcl_st_file *f = NULL;
     char name[64];
     memset(st, 0, sizeof *st);
@@ -413,14 +414,12 @@ hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_
         return s;
     struct meta m = {.ctx = ctx, .f = f, .path = path};
     s = meta_identity(&m, spec, st);
-    size_t off = 0;
     for (int i = 0; i < spec->n_params && s == HETCL_OK; i++) {
         const struct hetcl_model_param *p = &spec->params[i];
-        s = load_tensor(&m, p->name, p, params + off);
+        s = load_tensor(&m, p->name, p, params + net->param_off[i]);
         snprintf(name, sizeof name, "momentum.%s", p->name);
         if (s == HETCL_OK)
-            s = load_tensor(&m, name, p, velocity + off);
-        off += (size_t) p->n_elements;
+            s = load_tensor(&m, name, p, velocity + net->param_off[i]);
     }
     if (s == HETCL_OK)
         s = meta_position(&m, n_examples, st);

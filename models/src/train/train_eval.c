@@ -186,7 +186,7 @@ hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc)
     if (s == HETCL_OK)
         mean_host_velocity(t);
     if (s == HETCL_OK)
-        s = hetcl__ckpt_save(t->ctx, t->o.checkpoint_path, t->spec, t->params, t->velocity, &st);
+        s = hetcl__ckpt_save(t->ctx, t->o.checkpoint_path, t->net, t->params, t->velocity, &st);
     t->last_ckpt_ns = hetcl__now_ns();
     return s;
 }

@@ -10,6 +10,7 @@
 #define HETCL_TRAIN_IMPL_H
 
 #include <hetcl/model_spec.h>
+#include <hetcl/net.h>
 #include <hetcl/train.h>
 
 #include <stdbool.h>
@@ -132,18 +133,19 @@ struct hetcl__ckpt_state {
     int64_t input_features;
 };
 
-/* Writes params and velocity (n floats each, laid out as hetcl_net: spec params in order) and
- * the state to path, atomically. */
-hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_model_spec *spec,
+/* Writes params and velocity (net->n_params floats each, laid out as net: each spec param at
+ * net->param_off, padded) and the state to path, atomically. */
+hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_net *net,
                               const float *params, const float *velocity,
                               const struct hetcl__ckpt_state *st);
-/* Reads a checkpoint written for spec, to resume training on n_examples examples, into params
- * and velocity and *st (st->hist allocated). Nothing in the file is trusted: every metadata
- * field is checked (type, range, finiteness, agreement with the others: the history has one
- * entry per completed epoch, the cursor lies inside the data) and every weight and momentum
- * value must be finite. HETCL_ERR_IO (missing), HETCL_ERR_FORMAT (another model, a bad field:
+/* Reads a checkpoint written for net's spec (laid out as net, as above), to resume training on
+ * n_examples examples, into params and velocity and *st (st->hist allocated). Nothing in the file
+ * is trusted: every metadata field is checked (type, range, finiteness, agreement with the others:
+ * the history has one entry per completed epoch, the cursor lies inside the data) and every weight
+ * and momentum value must be finite. HETCL_ERR_IO (missing), HETCL_ERR_FORMAT (another model, a bad
+ * field:
  * "<path>: metadata.cursor: expected an integer from 0 to 599 ..., got "1000000000000""). */
-hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_model_spec *spec,
+hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_net *net,
                               int64_t n_examples, float *params, float *velocity,
                               struct hetcl__ckpt_state *st);
 

@@ -345,7 +345,7 @@ static hetcl_status resume(struct tr_run *r)
         return HETCL_OK;
     fclose(f);
     struct hetcl__ckpt_state *ck = &r->ck;
-    hetcl_status s = hetcl__ckpt_load(t->ctx, t->o.checkpoint_path, t->spec, t->train->n, t->params,
+    hetcl_status s = hetcl__ckpt_load(t->ctx, t->o.checkpoint_path, t->net, t->train->n, t->params,
                                       t->velocity, ck);
     if (s == HETCL_OK && ck->seed != t->o.seed)
         s = hetcl__fail(t->ctx, HETCL_ERR_INVALID_ARG,
