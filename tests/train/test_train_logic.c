@@ -263,10 +263,16 @@ static const char *spec_json =
 static void test_ckpt(hetcl_context *ctx)
 {
     hetcl_model_spec *spec = NULL;
+    hetcl_net *net = NULL;
     CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "tiny", spec_json, strlen(spec_json), &spec));
-    if (!spec)
+    if (spec)
+        CHECK_OK(ctx, hetcl_net_create(ctx, spec, &net));
+    if (!net) {
+        hetcl_model_spec_destroy(spec);
         return;
-    int64_t n = spec->n_parameters;
+    }
+    /* The net's block, each tensor at its padded offset (5 x 3 = 15 floats, then 16). */
+    int64_t n = (int64_t) net->n_params;
     float *p = malloc((size_t) n * sizeof *p), *v = malloc((size_t) n * sizeof *v);
     float *p2 = calloc((size_t) n, sizeof *p2), *v2 = calloc((size_t) n, sizeof *v2);
     for (int64_t i = 0; i < n; i++) {
@@ -293,11 +299,14 @@ static void test_ckpt(hetcl_context *ctx)
         return;
     }
     snprintf(path, sizeof path, "%s/c.safetensors", dir);
-    CHECK_OK(ctx, hetcl__ckpt_save(ctx, path, spec, p, v, &st));
+    CHECK_OK(ctx, hetcl__ckpt_save(ctx, path, net, p, v, &st));
     struct hetcl__ckpt_state r;
-    CHECK_OK(ctx, hetcl__ckpt_load(ctx, path, spec, 1000, p2, v2, &r));
-    CHECK(memcmp(p, p2, (size_t) n * sizeof *p) == 0);
-    CHECK(memcmp(v, v2, (size_t) n * sizeof *v) == 0);
+    CHECK_OK(ctx, hetcl__ckpt_load(ctx, path, net, 1000, p2, v2, &r));
+    for (int i = 0; i < spec->n_params; i++) { /* the tensors, not the padding between them */
+        const size_t off = net->param_off[i], bytes = (size_t) spec->params[i].n_elements * 4;
+        CHECK(memcmp(p + off, p2 + off, bytes) == 0);
+        CHECK(memcmp(v + off, v2 + off, bytes) == 0);
+    }
     CHECK_EQ_INT(r.epoch, 2);
     CHECK_EQ_INT(r.pos, 17);
     CHECK_EQ_INT(r.seed, 99);
@@ -316,21 +325,27 @@ static void test_ckpt(hetcl_context *ctx)
     hetcl_model_spec *other = NULL;
     char *j2 = strdup(spec_json);
     memcpy(strstr(j2, "tiny"), "tinx", 4);
+    hetcl_net *other_net = NULL;
     CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "tinx", j2, strlen(j2), &other));
-    CHECK(hetcl__ckpt_load(ctx, path, other, 1000, p2, v2, &r) == HETCL_ERR_FORMAT);
+    if (other)
+        CHECK_OK(ctx, hetcl_net_create(ctx, other, &other_net));
+    CHECK(other_net &&
+          hetcl__ckpt_load(ctx, path, other_net, 1000, p2, v2, &r) == HETCL_ERR_FORMAT);
     CHECK(strstr(hetcl_context_last_error(ctx), path) != NULL);
     /* A missing file is an I/O error. */
     snprintf(path, sizeof path, "%s/none.safetensors", dir);
-    CHECK(hetcl__ckpt_load(ctx, path, spec, 1000, p2, v2, &r) == HETCL_ERR_IO);
+    CHECK(hetcl__ckpt_load(ctx, path, net, 1000, p2, v2, &r) == HETCL_ERR_IO);
     snprintf(path, sizeof path, "%s/c.safetensors", dir);
     unlink(path);
     rmdir(dir);
+    hetcl_net_destroy(other_net);
     hetcl_model_spec_destroy(other);
     free(j2);
     free(p);
     free(v);
     free(p2);
     free(v2);
+    hetcl_net_destroy(net);
     hetcl_model_spec_destroy(spec);
 }
 
