@@ -86,7 +86,8 @@ static size_t data_options(struct cli_option *rows, size_t n, struct train_cli *
             CLI_SECTION("model and data:"),
             {"--model", CLI_STRING, &c->model, .metavar = "FILE",
              .help = "model spec (models/*.json): dense, conv2d (square\n"
-                     "stride and padding), max/avg pooling (square windows)\nand flatten layers"},
+                     "stride and padding), max/avg pooling (square windows)\nand flatten layers; "
+                     "or FILE.onnx: an ONNX model whose\nweights start the training"},
             {"--data", CLI_STRING, &c->data, .metavar = "SOURCE",
              .help = "fashion-mnist (default), synthetic[:N] (generated\n"
                      "Gaussian blobs shaped for the model, N training\n"
@@ -578,8 +579,8 @@ int cli_train(int argc, char **argv)
      * the others' syncs rather than by their start. */
     rc = train_dist_start(&c, ctx);
     /* A model whose last layer is a slide layer trains with SLIDE (train_slide.c). */
-    if (rc == CLI_EXIT_OK && hetcl_model_spec_load(ctx, c.model, &c.spec) == HETCL_OK &&
-        train_slide_wanted(c.spec)) {
+    if (rc == CLI_EXIT_OK && !train_cli_is_onnx(c.model) &&
+        hetcl_model_spec_load(ctx, c.model, &c.spec) == HETCL_OK && train_slide_wanted(c.spec)) {
         rc = train_slide_main(&c, ctx);
         goto out;
     }

@@ -8,6 +8,7 @@
 #include <hetcl/data.h>
 #include <hetcl/hetcl.h>
 #include <hetcl/model_spec.h>
+#include <hetcl/onnx.h>
 #include <hetcl/train.h>
 #include <hetcl/train_report.h>
 
@@ -40,7 +41,9 @@ struct train_cli {
     struct train_cli_batch batch[TRAIN_CLI_MAX_BATCH];
     int n_batch;
     struct hetcl_train_options opts;
-    /* Loaded by train_cli_load. */
+    /* Loaded by train_cli_load; an ONNX model (--model FILE.onnx) owns spec and holds the
+     * initial weights (opts.init_params). */
+    hetcl_onnx_model *onnx;
     hetcl_model_spec *spec;
     hetcl_dataset *train, *test;
     struct hetcl_standardization standardization; /* empty with --no-standardize */
@@ -61,6 +64,8 @@ int cli_train(int argc, char **argv);
 /* Loads the spec and the data (limits, standardization); prints the error and returns a CLI
  * exit code on failure. */
 int train_cli_load(struct train_cli *c, hetcl_context *ctx);
+/* Whether --model names an ONNX file (by its .onnx suffix). */
+bool train_cli_is_onnx(const char *model);
 void train_cli_unload(struct train_cli *c);
 /* Writes --report for an SGD run (r) or an EigenPro run (ep; r NULL), with the MPI ranks'
  * entries (taken over; NULL: a single-node run); a CLI exit code. */

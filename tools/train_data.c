@@ -4,7 +4,7 @@
 #include "cli.h"
 #include "cli_options.h"
 #include "train_cli.h"
-
+#include <hetcl/onnx.h>
 #include <hetcl/status.h>
 
 #include <math.h>
@@ -148,13 +148,37 @@ static int scale_unit(struct train_cli *c)
     return CLI_EXIT_OK;
 }
 
-int train_cli_load(struct train_cli *c, hetcl_context *ctx)
+bool train_cli_is_onnx(const char *model)
 {
-    if (hetcl_model_spec_load(ctx, c->model, &c->spec) != HETCL_OK) {
+    const size_t n = strlen(model);
+    return n > 5 && strcmp(model + n - 5, ".onnx") == 0;
+}
+
+/* The spec of --model: a JSON spec, or an ONNX model whose weights start the training. */
+static int load_model(struct train_cli *c, hetcl_context *ctx)
+{
+    if (!train_cli_is_onnx(c->model)) {
+        if (hetcl_model_spec_load(ctx, c->model, &c->spec) == HETCL_OK)
+            return CLI_EXIT_OK;
         cli_error("--model %s", hetcl_context_last_error(ctx));
         return CLI_EXIT_USAGE;
     }
-    int rc = load_data(c, ctx);
+    if (hetcl_onnx_load(ctx, c->model, NULL, &c->onnx) != HETCL_OK) {
+        cli_error("--model %s", hetcl_context_last_error(ctx));
+        return CLI_EXIT_USAGE;
+    }
+    c->spec = c->onnx->spec;
+    /* Standardized like any model's inputs (and like bench model feeds an ONNX model). */
+    c->opts.init_params = (const float *const *) c->onnx->params;
+    return CLI_EXIT_OK;
+}
+
+int train_cli_load(struct train_cli *c, hetcl_context *ctx)
+{
+    int rc = load_model(c, ctx);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    rc = load_data(c, ctx);
     if (rc == CLI_EXIT_OK)
         rc = limit(ctx, &c->train, c->train_limit, c->opts.seed, "--train-limit");
     if (rc == CLI_EXIT_OK)
@@ -178,7 +202,12 @@ void train_cli_unload(struct train_cli *c)
 {
     hetcl_dataset_destroy(c->train);
     hetcl_dataset_destroy(c->test);
-    hetcl_model_spec_destroy(c->spec);
+    if (c->onnx)
+        hetcl_onnx_model_destroy(c->onnx); /* and its spec */
+    else
+        hetcl_model_spec_destroy(c->spec);
+    c->onnx = NULL;
+    c->opts.init_params = NULL;
     hetcl_standardization_deinit(&c->standardization);
     hetcl_train_machine_deinit(&c->machine);
     c->opts.input_mean = c->opts.input_std = NULL;

@@ -786,7 +786,7 @@ static void test_cli(void)
     CHECK_EQ_INT(hetcl_test_sh(dir, cmd), 2);
     hetcl_test_read(dir, "err", out, sizeof out);
     CHECK(strstr(out, "'erf_7' (Erf, opset 13)") && strchr(out, '\n') == out + strlen(out) - 1);
-    /* a checkpoint for an ONNX model, which has its own weights */
+    /* a checkpoint that is not there */
     snprintf(cmd, sizeof cmd, "'%s' bench model --model '%s/mlp.onnx' --weights x.st --quick", bin,
              dir);
     CHECK_EQ_INT(hetcl_test_sh(dir, cmd), 2);

@@ -122,6 +122,10 @@ struct hetcl_train_options {
     double adapt_period_s;
     double adapt_dead_band;
     uint64_t seed; /* init, shuffling */
+    /* The initial weights, instead of the spec's initialisers: spec->n_params arrays, each in
+     * its spec param's layout (as hetcl_onnx_model.params holds an imported model's); borrowed
+     * for the call. NULL: initialised from the seed. A resume's checkpoint overrides them. */
+    const float *const *init_params;
     /* Checkpoints, written atomically when checkpoint_path is set: at the end of every epoch,
      * and also every checkpoint_every_s seconds of training when > 0 (mid-epoch: the devices
      * are drained first, and the cursor position is saved). */

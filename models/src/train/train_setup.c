@@ -308,6 +308,9 @@ static hetcl_status prepare(struct tr *t)
     }
     if (s == HETCL_OK)
         hetcl_net_init_params(t->net, t->o.seed, t->params);
+    for (int i = 0; s == HETCL_OK && t->o.init_params && i < t->spec->n_params; i++)
+        memcpy(t->params + t->net->param_off[i], t->o.init_params[i],
+               (size_t) t->spec->params[i].n_elements * sizeof *t->params);
     if (s == HETCL_OK)
         s = pick_workers(t);
     if (s == HETCL_OK)

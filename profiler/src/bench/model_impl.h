@@ -35,6 +35,7 @@ struct bench_model_entry {
     char *spec_path;        /* owned */
     char *checkpoint;       /* owned; NULL: random weights; an ONNX model's own file */
     hetcl_onnx_model *onnx; /* owned; an imported ONNX model, which owns spec */
+    bool own_weights;       /* an ONNX model's weights from its own file (checkpoint = it) */
     hetcl_model_spec *spec;
     hetcl_infer_plan *plan;
     double load_ms; /* spec parse + plan (weights) */

@@ -35,19 +35,12 @@ hetcl_status hetcl__bench_load_models(hetcl_bench_model *b, enum hetcl_bench_opt
             snprintf(path, sizeof path, "models/%s.json", name);
         const char *w = o->n_weights ? o->weights[i] : NULL;
         const bool onnx = hetcl__bench_is_onnx(name);
-        if (onnx && w && strcmp(w, "random")) {
-            *bad = HETCL_BENCH_OPT_WEIGHTS;
-            return hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG,
-                               "%s: an ONNX model carries its weights: give 'random' or nothing",
-                               w);
-        }
+        /* A checkpoint (of hetcl train, an ONNX model's too), 'random', or nothing: then an
+         * ONNX model's weights come from its own file. */
+        const bool from_ckpt = w && strcmp(w, "random") != 0, own = onnx && !w;
         m->spec_path = hetcl__strdup(path);
-        /* An ONNX model's weights come from its own file (unless 'random'). */
-        m->checkpoint = onnx                       ? (w ? NULL : hetcl__strdup(path))
-                        : w && strcmp(w, "random") ? hetcl__strdup(w)
-                                                   : NULL;
-        if (!m->spec_path ||
-            (((onnx && !w) || (!onnx && w && strcmp(w, "random"))) && !m->checkpoint))
+        m->checkpoint = from_ckpt ? hetcl__strdup(w) : own ? hetcl__strdup(path) : NULL;
+        if (!m->spec_path || ((from_ckpt || own) && !m->checkpoint))
             return hetcl__fail(b->ctx, HETCL_ERR_NO_MEMORY, "bench model: models");
         double t0 = hetcl__bench_now_ms();
         hetcl_status s = onnx ? hetcl_onnx_load(b->ctx, m->spec_path, NULL, &m->onnx)
@@ -58,10 +51,11 @@ hetcl_status hetcl__bench_load_models(hetcl_bench_model *b, enum hetcl_bench_opt
         }
         if (onnx)
             m->spec = m->onnx->spec;
+        m->own_weights = own;
         struct hetcl_infer_weights_options wo = {
-                .checkpoint = onnx ? NULL : m->checkpoint,
+                .checkpoint = from_ckpt ? m->checkpoint : NULL,
                 .seed = o->weight_seed,
-                .params = onnx && m->checkpoint ? (const float *const *) m->onnx->params : NULL};
+                .params = own ? (const float *const *) m->onnx->params : NULL};
         if ((s = hetcl_infer_plan_create(b->ctx, m->spec, &wo, &m->plan)) != HETCL_OK) {
             *bad = m->checkpoint ? HETCL_BENCH_OPT_WEIGHTS : HETCL_BENCH_OPT_MODELS;
             return s;
@@ -129,7 +123,7 @@ static hetcl_status standardize(hetcl_bench_model *b, enum hetcl_bench_option *b
     const char *from = NULL;
     hetcl_status s = HETCL_OK;
     for (size_t i = 0; i < b->n_models && s == HETCL_OK; i++)
-        if (b->models[i].checkpoint && !b->models[i].onnx)
+        if (b->models[i].checkpoint && !b->models[i].own_weights)
             s = checkpoint_stats(b, &b->models[i], nf, &mean, &sd, &from);
     if (s != HETCL_OK) {
         *bad = HETCL_BENCH_OPT_WEIGHTS;
