@@ -85,7 +85,8 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
             s = hetcl_st_writer_add_borrowed(ctx, w, name, HETCL_ST_F32, p->dims, (size_t) p->rank,
                                              velocity + off);
     }
-    if (s == HETCL_OK && st->input_mean && st->input_std && st->input_features > 0) {
+    const bool standardized = st->input_mean && st->input_std && st->input_features > 0;
+    if (s == HETCL_OK && standardized) {
         int64_t dims[1] = {st->input_features};
         s = hetcl_st_writer_add_borrowed(ctx, w, "input.mean", HETCL_ST_F32, dims, 1,
                                          st->input_mean);
@@ -103,6 +104,10 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
         s = hetcl_st_writer_set_metadata(ctx, w, "format_version", CKPT_VERSION);
     if (s == HETCL_OK)
         s = hetcl_st_writer_set_metadata(ctx, w, "model", spec->name);
+    /* "raw": trained without standardization (--no-standardize), so that inference does not
+     * standardize either (bench model otherwise standardizes as hetcl train does by default). */
+    if (s == HETCL_OK)
+        s = hetcl_st_writer_set_metadata(ctx, w, "inputs", standardized ? "standardized" : "raw");
     if (s == HETCL_OK)
         s = hetcl_st_writer_set_metadata(ctx, w, "algo", hetcl_train_algo_name(st->algo));
     if (s == HETCL_OK)

@@ -73,10 +73,12 @@ hetcl_status hetcl__bench_load_models(hetcl_bench_model *b, enum hetcl_bench_opt
 }
 
 /* The input standardization a checkpoint carries (tensors input.mean and input.std, as `hetcl
- * train` writes them) into mean/sd (nf floats, allocated on first use); every checkpoint of the
- * run must agree, since the models share the dataset. */
+ * train` writes them) into mean/sd (nf floats, allocated on first use), or none (metadata
+ * inputs "raw": trained with --no-standardize; *raw_from names the first such checkpoint);
+ * every checkpoint of the run must agree, since the models share the dataset. */
 static hetcl_status checkpoint_stats(hetcl_bench_model *b, const struct bench_model_entry *m,
-                                     size_t nf, float **mean, float **sd, const char **from)
+                                     size_t nf, float **mean, float **sd, const char **from,
+                                     const char **raw_from)
 {
     hetcl_st_file *f = NULL;
     hetcl_status s = hetcl_st_open(b->ctx, m->checkpoint, &f);
@@ -84,7 +86,18 @@ static hetcl_status checkpoint_stats(hetcl_bench_model *b, const struct bench_mo
         return s;
     const struct hetcl_st_tensor *tm = hetcl_st_find(f, "input.mean");
     const struct hetcl_st_tensor *ts = hetcl_st_find(f, "input.std");
-    if (tm && ts) {
+    const char *inputs = hetcl_st_metadata(f, "inputs");
+    const bool raw = inputs && strcmp(inputs, "raw") == 0;
+    if (raw || (tm && ts && *raw_from)) {
+        const char *a = raw ? m->checkpoint : *raw_from, *other = raw ? *from : m->checkpoint;
+        if (other)
+            s = hetcl__fail(b->ctx, HETCL_ERR_INVALID_ARG,
+                            "%s: trained on raw inputs, %s on standardized ones; bench these "
+                            "models in separate runs",
+                            a, other);
+        else if (!*raw_from)
+            *raw_from = m->checkpoint;
+    } else if (tm && ts) {
         if (tm->dtype != HETCL_ST_F32 || ts->dtype != HETCL_ST_F32 ||
             tm->n_elements != (int64_t) nf || ts->n_elements != (int64_t) nf) {
             s = hetcl__fail(b->ctx, HETCL_ERR_FORMAT,
@@ -120,13 +133,15 @@ static hetcl_status standardize(hetcl_bench_model *b, enum hetcl_bench_option *b
 {
     size_t nf = (size_t) b->data->n_features;
     float *mean = NULL, *sd = NULL;
-    const char *from = NULL;
+    const char *from = NULL, *raw_from = NULL;
     hetcl_status s = HETCL_OK;
     for (size_t i = 0; i < b->n_models && s == HETCL_OK; i++)
         if (b->models[i].checkpoint && !b->models[i].own_weights)
-            s = checkpoint_stats(b, &b->models[i], nf, &mean, &sd, &from);
+            s = checkpoint_stats(b, &b->models[i], nf, &mean, &sd, &from, &raw_from);
     if (s != HETCL_OK) {
         *bad = HETCL_BENCH_OPT_WEIGHTS;
+    } else if (raw_from) {
+        /* trained on the inputs as loaded: fed them as they are */
     } else if (mean) {
         if ((s = hetcl_dataset_standardize(b->ctx, b->data, mean, sd)) != HETCL_OK)
             *bad = HETCL_BENCH_OPT_WEIGHTS;
