@@ -221,6 +221,9 @@ static void print_result(const struct train_cli *c, const struct hetcl_slide_res
            "rehash %.2f  (total %.2f; %lld batches, %lld refills, %lld rebuilds)\n",
            t->hash, t->query, t->forward, t->backward, t->update, t->rehash, t->total,
            (long long) r->batches, (long long) r->rehashes, (long long) r->rebuilds);
+    if (r->refills_on_device > 0 || strcmp(r->rehash_device, "host") != 0)
+        printf("hash codes computed on %s (%lld table fills there)\n", r->rehash_device,
+               (long long) r->refills_on_device);
 }
 
 static int write_report(const struct train_cli *c, hetcl_context *ctx, const hetcl_dataset *train,

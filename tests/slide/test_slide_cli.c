@@ -50,8 +50,9 @@ static double number_at(const cJSON *o, const char *a, const char *b)
     return cJSON_IsNumber(x) ? x->valuedouble : -1.0;
 }
 
-/* --report: valid against the schema, with the figures the summary printed. */
-static void check_report(const char *data)
+/* --report: valid against the schema, with the figures the summary printed; the hash codes
+ * computed on expect_device ("host", or the device's id under HETCL_SLIDE_REHASH=opencl). */
+static void check_report(const char *data, const char *expect_device)
 {
     char args[512], report[300];
     snprintf(report, sizeof report, "%s/r.json", tmpdir);
@@ -78,6 +79,12 @@ static void check_report(const char *data)
     const double cand = number_at(sl, "candidate_recall", NULL);
     CHECK(cand >= 0 && cand <= 1);
     CHECK(number_at(sl, "ms_per_batch", "total") > 0 && number_at(sl, "batches", NULL) == 8);
+    const cJSON *where = cJSON_GetObjectItem(sl, "rehash_device");
+    CHECK(cJSON_IsString(where) && !strcmp(where->valuestring, expect_device));
+    const double on_device = number_at(sl, "refills_on_device", NULL);
+    CHECK(strcmp(expect_device, "host") /* the first fill and every refill, or none */
+                  ? on_device >= 1 && on_device == number_at(sl, "refills", NULL) + 1
+                  : on_device == 0);
     cJSON_Delete(doc);
 }
 
@@ -159,7 +166,17 @@ int main(void)
     snprintf(args, sizeof args, "%s --select sampled:50", data);
     CHECK_EQ_INT(run(args), 0); /* the labels and random outputs up to 50 */
     CHECK(strstr(out, "slide (sampled)") && strstr(out, "active set: mean 50.0"));
-    check_report(data);
+    check_report(data, "host");
+    /* The rehash on the OpenCL device when there is one (PoCL in CI): the report says so. */
+    char cmd[1024], devs[1 << 14];
+    snprintf(cmd, sizeof cmd, "cd %s && %s devices --json", src, bin);
+    hetcl_test_sh(tmpdir, cmd);
+    hetcl_test_read(tmpdir, "out", devs, sizeof devs);
+    if (strstr(devs, "\"p0d0\"")) {
+        setenv("HETCL_SLIDE_REHASH", "opencl", 1);
+        check_report(data, "p0d0");
+        unsetenv("HETCL_SLIDE_REHASH");
+    }
     check_libsvm();
     snprintf(args, sizeof args, "%s --trace t.json", data);
     CHECK_EQ_INT(run(args), 2); /* not built for SLIDE: refused, never ignored */

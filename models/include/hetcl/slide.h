@@ -112,6 +112,12 @@ struct hetcl_slide_result {
     double candidate_recall, random_recall, test_active_mean;
     struct hetcl_slide_times time_ms;
     int64_t batches, rehashes, rebuilds;
+    /* Where the output neurons' hash codes were computed: "host" (the training threads), or
+     * the OpenCL device's id (HETCL_SLIDE_REHASH=opencl), with how many table fills it hashed
+     * (the first one included)
+     * (after a failure the host does the rest, and this says "host"). */
+    char rehash_device[128];
+    int64_t refills_on_device;
     uint64_t examples;
     double train_s, wall_s, examples_per_s;
     int threads;

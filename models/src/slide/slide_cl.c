@@ -161,7 +161,7 @@ static void note_device(struct hetcl__slide_cl *cl, const hetcl_task *t)
     struct hetcl_worker_info wi;
     int w = hetcl_task_worker(t);
     if (w >= 0 && hetcl_runtime_worker_info(cl->rt, (size_t) w, &wi) == HETCL_OK)
-        snprintf(cl->device, sizeof cl->device, "%s", wi.desc ? wi.desc->name : wi.name);
+        snprintf(cl->device, sizeof cl->device, "%s", wi.name); /* the id: p0d0 */
 }
 
 hetcl_status hetcl__slide_cl_hash(struct hetcl__slide_cl *cl, const struct hetcl__lsh *h,

@@ -64,6 +64,7 @@ struct slide {
     /* The rehash on an OpenCL device (HETCL_SLIDE_REHASH=opencl and one found), else NULL:
      * the host threads hash. */
     struct hetcl__slide_cl *cl;
+    int64_t n_device_refills; /* refills whose codes cl computed */
     int64_t n_rebuilds;
     struct hetcl__active_rule rule;
     int64_t cap; /* an active set's largest size */

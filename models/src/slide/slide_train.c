@@ -8,6 +8,7 @@
 #include <hetcl_internal/base.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -92,6 +93,7 @@ hetcl_status hetcl__slide_refill(struct slide *sl, bool rebuild, struct hetcl__r
         hetcl__slide_cl_destroy(sl->cl);
         sl->cl = NULL;
     }
+    sl->n_device_refills += sl->cl != NULL;
     if (!sl->cl)
         hetcl__slide_parallel(sl, hash_neurons);
     hetcl__slide_parallel(sl, fill_tables);
@@ -492,6 +494,9 @@ hetcl_status hetcl_slide_train(hetcl_context *ctx, const hetcl_model_spec *spec,
         tm->update = (double) u * per;
         tm->total = res->batches ? res->train_s * 1e3 / (double) res->batches : 0;
         res->rebuilds = sl.n_rebuilds;
+        snprintf(res->rehash_device, sizeof res->rehash_device, "%s",
+                 sl.cl ? hetcl__slide_cl_device(sl.cl) : "host");
+        res->refills_on_device = sl.n_device_refills;
         const struct hetcl_slide_epoch *last = &res->epochs[res->n_epochs - 1];
         res->p_at_1 = last->p_at_1;
         res->p_at_5 = last->p_at_5;

@@ -191,6 +191,8 @@ static cJSON *slide_section(const struct hetcl_slide_result *r)
     hetcl__json_add(s, "batches", cJSON_CreateNumber((double) r->batches));
     hetcl__json_add(s, "refills", cJSON_CreateNumber((double) r->rehashes));
     hetcl__json_add(s, "rebuilds", cJSON_CreateNumber((double) r->rebuilds));
+    hetcl__json_add(s, "rehash_device", cJSON_CreateString(r->rehash_device));
+    hetcl__json_add(s, "refills_on_device", cJSON_CreateNumber((double) r->refills_on_device));
     hetcl__json_add(s, "train_s", cJSON_CreateNumber(r->train_s));
     return s;
 }
