@@ -41,7 +41,7 @@ struct slide_example {
 
 /* slide_merge.c's counters (hetcl_slide_result.merge_density). */
 struct slide_merge {
-    int64_t n_blk;                      /* 256-value blocks of w2 */
+    int64_t n_blk;                       /* 256-value blocks of w2 */
     uint32_t *seen[HETCL_SLIDE_MERGE_N]; /* per block: the last window that touched it */
     int64_t cur[HETCL_SLIDE_MERGE_N];    /* blocks the current window touched */
     double sum[HETCL_SLIDE_MERGE_N];     /* of the whole windows' densities */
