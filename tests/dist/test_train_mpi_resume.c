@@ -231,6 +231,11 @@ static void resume_on(int ranks, double base_acc)
     if (st != 0)
         fprintf(stderr, "resume on %d: %s\n", ranks, err);
     snprintf(path, sizeof path, "%s/on%d.json", tmpdir, ranks);
+    if (getenv("HETCL_SCHEMA_CHECK")) { /* the report's new fields are in its schema */
+        snprintf(cmd, sizeof cmd, "%s %s/reports/schema/train.schema.json %s",
+                 getenv("HETCL_SCHEMA_CHECK"), getenv("HETCL_SOURCE_DIR"), path);
+        CHECK_EQ_INT(hetcl_test_sh(tmpdir, cmd), 0);
+    }
     cJSON *doc = hetcl_test_load_json(path);
     const cJSON *cp = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "config"), "checkpoint");
     CHECK_EQ_INT((int) cJSON_GetNumberValue(cJSON_GetObjectItem(cp, "resumed_from_ranks")), 2);
