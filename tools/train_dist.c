@@ -45,12 +45,6 @@ int train_dist_start(struct train_cli *c, hetcl_context *ctx)
                 launched == 1 ? "one MPI rank" : "started by mpirun but built without MPI");
         return CLI_EXIT_OK;
     }
-    if (c->opts.resume) {
-        /* Not yet: every rank would need rank 0's checkpoint and a shard of its position. */
-        cli_error("--resume is not supported across ranks yet: resume rank 0's checkpoint "
-                  "with one process");
-        return CLI_EXIT_USAGE;
-    }
     if (hetcl_comm_create_mpi(ctx, &c->comm) != HETCL_OK) {
         cli_error("train: %s", hetcl_context_last_error(ctx));
         return CLI_EXIT_FAILURE;
@@ -63,8 +57,8 @@ int train_dist_start(struct train_cli *c, hetcl_context *ctx)
     o->allreduce = (struct hetcl_allreduce_options){
             .method = (hetcl_allreduce_method) c->allreduce_method};
     if (c->rank != 0) {
-        /* One writer: rank 0. The others print only their errors. */
-        o->checkpoint_path = NULL;
+        /* One writer: rank 0 (the library writes checkpoints on rank 0 alone: every rank reads
+         * the one given to --resume). The others print only their errors. */
         c->report = NULL;
         c->trace = NULL;
         c->quiet = true;

@@ -212,6 +212,12 @@ static void print_result(const struct train_cli *c, const struct hetcl_slide_res
     printf("active set: mean %.1f (%.2f%% of outputs), p50 %.0f, p95 %.0f; labels in %.1f%%\n",
            r->active_mean, 100.0 * r->active_mean / (double) r->n_outputs, r->active_p50,
            r->active_p95, 100.0 * r->label_recall);
+    if (r->merge_density[0] >= 0)
+        printf("block-sparse merge (measured, one replica trains): a batch touches %.2f%% of the "
+               "slide layer's 256-value blocks; the union of 2, 4, 8 batches %.2f%%, %.2f%%, "
+               "%.2f%% (a dense merge: 100%%)\n",
+               100 * r->merge_density[0], 100 * r->merge_density[1], 100 * r->merge_density[2],
+               100 * r->merge_density[3]);
     if (r->candidate_recall >= 0)
         printf("candidate recall of the arg-max: %.3f (a random set of the same size: %.4f, "
                "%.1fx)\n",

@@ -244,6 +244,17 @@ static void test_runs(hetcl_context *ctx, uint64_t seed)
         CHECK(r1->epochs[2].test_loss > 0 && r1->epochs[2].test_loss < r1->epochs[0].test_loss);
         CHECK(r1->epochs[2].candidate_recall == r1->candidate_recall);
         CHECK(r1->rehashes >= 4000 * 3 / 64 / 5 - 1);
+        /* The block-sparse merge's measure: the same sets whatever the threads; a batch covers
+         * at least one example's set (in blocks no less than in rows); the union of more
+         * batches no less, at most all. */
+        for (int i = 0; i < HETCL_SLIDE_MERGE_N; i++)
+            CHECK(r1->merge_density[i] == r3->merge_density[i]);
+        CHECK(r1->merge_density[0] >= r1->active_mean / C);
+        for (int i = 1; i < HETCL_SLIDE_MERGE_N; i++)
+            CHECK(r1->merge_density[i] >= r1->merge_density[i - 1] && r1->merge_density[i] <= 1);
+        printf("merge density: a batch %.4f, unions of 2, 4, 8 batches %.4f %.4f %.4f\n",
+               r1->merge_density[0], r1->merge_density[1], r1->merge_density[2],
+               r1->merge_density[3]);
         printf("lsh: P@1 %.3f P@5 %.3f active %.1f (p95 %.0f) recall %.3f (random %.3f)\n",
                r1->p_at_1, r1->p_at_5, r1->active_mean, r1->active_p95, r1->candidate_recall,
                r1->random_recall);
@@ -261,6 +272,21 @@ static void test_runs(hetcl_context *ctx, uint64_t seed)
               r1->epochs[2].loss < r1->epochs[0].loss);
     hetcl_slide_result_destroy(r1);
     hetcl_model_spec_destroy(nb);
+    /* the full softmax touches every output: a merge would send the whole layer (10 batches:
+     * one window of 8) */
+    hetcl_dataset *few = make_xc(ctx, 640, D, C, seed);
+    r1 = NULL;
+    o.select = HETCL_SLIDE_FULL;
+    o.epochs = 1;
+    o.max_test = 20;
+    if (few)
+        CHECK_OK(ctx, hetcl_slide_train(ctx, spec, few, few, &o, &r1));
+    if (few && r1)
+        for (int i = 0; i < HETCL_SLIDE_MERGE_N; i++)
+            CHECK(r1->merge_density[i] == 1.0);
+    hetcl_slide_result_destroy(r1);
+    hetcl_dataset_destroy(few);
+    o.select = HETCL_SLIDE_LSH;
     /* refusals: a spec whose classes the data exceeds; a spec without a slide layer on top */
     hetcl_model_spec *small = make_spec(ctx, D, 100, "");
     struct hetcl_slide_result *r = NULL;

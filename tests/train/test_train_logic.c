@@ -229,6 +229,60 @@ static void test_cursor(hetcl_context *ctx)
     hetcl__cursor_deinit(&c2);
 }
 
+/* Shards across ranks: every example of an epoch in exactly one shard whatever the rank count
+ * (the remainder to the first ranks); at a position every rank reaches, the examples taken form
+ * a prefix of the permutation, from which another rank count re-shards the rest. */
+static void test_cursor_shards(hetcl_context *ctx)
+{
+    const int64_t n = 1003;
+    struct hetcl__cursor full, c;
+    CHECK_OK(ctx, hetcl__cursor_init(ctx, &full, n, 11));
+    CHECK_OK(ctx, hetcl__cursor_init(ctx, &c, n, 11));
+    hetcl__cursor_seek(&full, 1, 0);
+    int *count = calloc((size_t) n, sizeof *count);
+    char *in_prefix = calloc((size_t) n, 1);
+    for (int64_t from = 1; from <= 4; from++) {
+        for (int64_t to = 1; to <= 4; to++) {
+            memset(count, 0, (size_t) n * sizeof *count);
+            memset(in_prefix, 0, (size_t) n);
+            /* `from` ranks each take p examples of epoch 1 (a sync point below every shard). */
+            int64_t p = 37, g = 0;
+            for (int64_t r = 0; r < from; r++) {
+                hetcl__cursor_seek(&c, 1, 0);
+                hetcl__cursor_shard(&c, r, from);
+                CHECK(c.n_min == n / from && c.n == n / from + (r < n % from));
+                const int64_t *idx = NULL;
+                CHECK_EQ_INT(hetcl__cursor_take(&c, p, &idx), p);
+                for (int64_t i = 0; i < p; i++)
+                    count[idx[i]]++;
+                g = hetcl__cursor_global(&c);
+            }
+            CHECK_EQ_INT(g, p * from);
+            for (int64_t i = 0; i < g; i++) /* a prefix of the permutation */
+                in_prefix[full.perm[i]] = 1;
+            for (int64_t e = 0; e < n; e++)
+                CHECK(count[e] == in_prefix[e]);
+            /* `to` ranks go on from g: together the rest, each example once. */
+            for (int64_t r = 0; r < to; r++) {
+                hetcl__cursor_shard(&c, r, to);
+                hetcl__cursor_seek(&c, 1, g);
+                const int64_t *idx = NULL;
+                int64_t k;
+                while ((k = hetcl__cursor_take(&c, 5, &idx)) > 0)
+                    for (int64_t i = 0; i < k; i++)
+                        count[idx[i]]++;
+                CHECK_EQ_INT(hetcl__cursor_global(&c), n);
+            }
+            for (int64_t e = 0; e < n; e++)
+                CHECK_EQ_INT(count[e], 1);
+        }
+    }
+    free(count);
+    free(in_prefix);
+    hetcl__cursor_deinit(&full);
+    hetcl__cursor_deinit(&c);
+}
+
 static void test_lr(void)
 {
     struct hetcl_train_options o = {.lr = 0.1, .lr_batch = 64};
@@ -356,6 +410,7 @@ int main(void)
         return 1;
     test_adapt();
     test_cursor(ctx);
+    test_cursor_shards(ctx);
     test_lr();
     test_ckpt(ctx);
     hetcl_context_destroy(ctx);

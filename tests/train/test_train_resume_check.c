@@ -141,6 +141,10 @@ static void check_edits(const char *base)
             {"examples", "1e3", .mentions = {"metadata.examples", "1e3"}},
             {"examples", "99999999999999999999", .mentions = {"metadata.examples"}},
             {"updates", "-4", .mentions = {"metadata.updates", "-4"}},
+            {"ranks", "0", .mentions = {"metadata.ranks", "\"0\""}},
+            {"ranks", "two", .mentions = {"metadata.ranks", "two"}},
+            {"train_examples", "599", .mentions = {"a training set of 599 examples"}},
+            {"train_hash", "12345", .mentions = {"checkpoint of another training set"}},
             {"epoch_examples", "5000", .mentions = {"metadata.epoch_examples", "5000"}},
             {"epoch_loss_sum", "nan", .mentions = {"metadata.epoch_loss_sum", "nan"}},
             {"elapsed_s", "nan", .mentions = {"metadata.elapsed_s", "nan"}},
@@ -193,6 +197,16 @@ static void check_edits(const char *base)
     if (st != 0)
         fprintf(stderr, "intact checkpoint: exit %d: %s\n", st, err);
     CHECK_EQ_INT(st, 0);
+    /* Older checkpoints, without the rank count or the training set: read as written by one
+     * process on an unrecorded set (README, "Across nodes"). */
+    const struct edit older[] = {{.key = "ranks"}, {.key = "train_examples"}};
+    for (size_t i = 0; i < sizeof older / sizeof older[0]; i++) {
+        CHECK(write_edited(base, copy, &older[i]));
+        st = run(args, err, sizeof err);
+        if (st != 0)
+            fprintf(stderr, "without %s: exit %d: %s\n", older[i].key, st, err);
+        CHECK_EQ_INT(st, 0);
+    }
 }
 
 int main(void)

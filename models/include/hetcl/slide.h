@@ -99,6 +99,9 @@ struct hetcl_slide_epoch {
     int64_t examples;        /* trained on in this epoch (fewer than the set when time ran out) */
 };
 
+/* Replica counts of hetcl_slide_result.merge_density: 1, 2, 4, 8. */
+#define HETCL_SLIDE_MERGE_N 4
+
 struct hetcl_slide_result {
     int64_t n_epochs;
     struct hetcl_slide_epoch *epochs;           /* owned by the result */
@@ -114,10 +117,16 @@ struct hetcl_slide_result {
     int64_t batches, rehashes, rebuilds;
     /* Where the output neurons' hash codes were computed: "host" (the training threads), or
      * the OpenCL device's id (HETCL_SLIDE_REHASH=opencl), with how many table fills it hashed
-     * (the first one included)
-     * (after a failure the host does the rest, and this says "host"). */
+     * (the first one included; after a failure the host does the rest, and this says "host"). */
     char rehash_device[128];
     int64_t refills_on_device;
+    /* What a block-sparse (OmniReduce-style) merge of R replicas of the slide layer, each
+     * training its own batch, would send, measured (one replica trains: nothing is merged):
+     * the mean fraction of w2's 256-value blocks ([outputs][hidden], row-major) that one batch's
+     * gradient touches (merge_density[0], what each replica sends), and that the union of R
+     * consecutive batches touches for R = 2, 4, 8 (merge_density[1..3], what the aggregators
+     * send back), against 1 for a dense merge. -1 when fewer than R batches ran. */
+    double merge_density[HETCL_SLIDE_MERGE_N];
     uint64_t examples;
     double train_s, wall_s, examples_per_s;
     int threads;

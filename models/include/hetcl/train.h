@@ -167,13 +167,21 @@ struct hetcl_train_options {
     /* Data parallelism across ranks (processes under mpirun; <hetcl/allreduce.h>); NULL: this
      * process alone. Every rank calls hetcl_train_run with the same options and data and trains
      * with its own devices on its shard of each epoch's permutation (positions i with
-     * i mod ranks = rank; each shard holds floor(n / ranks) examples, so the remainder is left
-     * out of that epoch). Every sync_every examples a rank takes (0: only at epochs' ends) and
+     * i mod ranks = rank; the first n mod ranks ranks hold one more, so that every example is
+     * trained once an epoch). Every sync_every examples a rank takes (0: only at epochs' ends) and
      * at the end of every epoch, the ranks sum their models' changes since the last sync with
      * hetcl_allreduce(allreduce) and each applies the mean, so that every rank holds the same
      * model (checked: every rank compares its model's hash with rank 0's). Momentum stays
      * local. Stop by epochs: a time budget, a target or a stop request ends a rank alone, and
-     * the others then fail at their next sync (after the communicator's timeout). */
+     * the others then fail at their next sync (after the communicator's timeout).
+     * Checkpoints (checkpoint_path on every rank): rank 0 alone writes them, only right after a
+     * sync (at epochs' ends, and at the first sync after checkpoint_every_s), so that they hold
+     * the one model every rank has, the global position in the epoch (the examples the ranks
+     * took together form a prefix of its permutation there), global example counts and the
+     * rank count; momentum is rank 0's. Every rank reads the one file on resume (checked
+     * against rank 0's), with this run's rank count or any other: the rest of the epoch is
+     * re-sharded over this run's ranks, so that every example of every epoch is still trained
+     * exactly once. */
     hetcl_comm *comm;
     int64_t sync_every;
     struct hetcl_allreduce_options allreduce;
@@ -273,6 +281,11 @@ struct hetcl_train_result {
     uint64_t examples, updates;
     double examples_per_s;
     int64_t resumed_from_epoch; /* -1 when not resumed */
+    /* When resumed: the rank count of the run that wrote the checkpoint (1: one process, and
+     * checkpoints older than the field), and the global position in its epoch at which this
+     * run went on (0: an epoch's start); the remaining examples of that epoch are re-sharded
+     * over this run's ranks. 0 when not resumed. */
+    int64_t resumed_from_ranks, resumed_at_example;
     enum hetcl_train_stop stopped_by;
     char interrupted_by[32]; /* the stop callback's reason when interrupted; "" otherwise */
     /* Staleness of every update (see README): count, mean, percentiles, max. */

@@ -39,6 +39,15 @@ struct slide_example {
     double loss;
 };
 
+/* slide_merge.c's counters (hetcl_slide_result.merge_density). */
+struct slide_merge {
+    int64_t n_blk;                       /* 256-value blocks of w2 */
+    uint32_t *seen[HETCL_SLIDE_MERGE_N]; /* per block: the last window that touched it */
+    int64_t cur[HETCL_SLIDE_MERGE_N];    /* blocks the current window touched */
+    double sum[HETCL_SLIDE_MERGE_N];     /* of the whole windows' densities */
+    int64_t windows[HETCL_SLIDE_MERGE_N], batches;
+};
+
 struct slide {
     const hetcl_dataset *train;
     struct hetcl_slide_options o; /* resolved */
@@ -79,7 +88,15 @@ struct slide {
     /* Evaluation. */
     const hetcl_dataset *eval_ds;
     int64_t eval_n;
+    struct slide_merge merge;
 };
+
+/* slide_merge.c: the counters' memory, one batch's count (after its phase 2, on the caller's
+ * thread), and the result's merge_density. */
+hetcl_status hetcl__slide_merge_init(hetcl_context *ctx, struct slide *sl);
+void hetcl__slide_merge_free(struct slide *sl);
+void hetcl__slide_merge_batch(struct slide *sl);
+void hetcl__slide_merge_result(const struct slide *sl, struct hetcl_slide_result *res);
 
 #define HETCL__SLIDE_MAX_THREADS 64
 

@@ -216,7 +216,7 @@ hetcl_status hetcl__slide_setup(hetcl_context *ctx, struct slide *sl, const hetc
     init_param(spec, &p[2], sl->w2, sl->c * sl->hid, &rng);
     if (sl->bias_out) /* else b2 stays 0 */
         init_param(spec, &p[3], sl->b2, sl->c, &rng);
-    return HETCL_OK;
+    return hetcl__slide_merge_init(ctx, sl);
 }
 
 void hetcl__slide_teardown(struct slide *sl)
@@ -228,6 +228,7 @@ void hetcl__slide_teardown(struct slide *sl)
         hetcl__free(model[i]);
     hetcl__free(sl->hot_out);
     hetcl__free(sl->hot_in);
+    hetcl__slide_merge_free(sl);
     hetcl__free(sl->order);
     hetcl__free(sl->neuron_buckets);
     hetcl__slide_cl_destroy(sl->cl);

@@ -289,6 +289,7 @@ double hetcl__slide_batch(struct slide *sl, const int64_t *rows, int64_t n, uint
     atomic_store(&sl->next, 0);
     hetcl__slide_parallel(sl, phase_examples);
     hetcl__slide_parallel(sl, phase_neurons);
+    hetcl__slide_merge_batch(sl);
     sl->step++;
     double loss = 0.0;
     for (int64_t k = 0; k < n; k++)
@@ -497,6 +498,7 @@ hetcl_status hetcl_slide_train(hetcl_context *ctx, const hetcl_model_spec *spec,
         snprintf(res->rehash_device, sizeof res->rehash_device, "%s",
                  sl.cl ? hetcl__slide_cl_device(sl.cl) : "host");
         res->refills_on_device = sl.n_device_refills;
+        hetcl__slide_merge_result(&sl, res);
         const struct hetcl_slide_epoch *last = &res->epochs[res->n_epochs - 1];
         res->p_at_1 = last->p_at_1;
         res->p_at_5 = last->p_at_5;

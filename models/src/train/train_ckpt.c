@@ -1,8 +1,12 @@
 /* Checkpoints: one safetensors file (readable by other tools) holding the weights under the
  * spec's names ("layers.0.weight"), the momentum buffers as "momentum.<name>", and the state
  * needed to resume in "__metadata__": completed epochs, the cursor position, seed, counters,
- * per-device batch sizes and the per-epoch history. Saved atomically (hetcl_st_writer_save):
- * a run killed at any moment leaves the previous checkpoint or the new one. */
+ * per-device batch sizes and the per-epoch history. Since the runs across ranks, also the rank
+ * count that wrote it ("ranks"; the cursor and counters are then global: every rank's
+ * examples) and the training set it was trained on ("train_examples", "train_hash"); files
+ * without them are read as written by one process on an unrecorded training set. Saved atomically
+ * (hetcl_st_writer_save): a run killed at any moment leaves the previous checkpoint or the new one.
+ */
 #include "train_impl.h"
 #include <hetcl_internal/base.h>
 
@@ -114,6 +118,12 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
         s = set_i64(ctx, w, "epoch", st->epoch);
     if (s == HETCL_OK)
         s = set_i64(ctx, w, "cursor", st->pos);
+    if (s == HETCL_OK)
+        s = set_i64(ctx, w, "ranks", st->ranks > 0 ? st->ranks : 1);
+    if (s == HETCL_OK && st->train_n > 0)
+        s = set_i64(ctx, w, "train_examples", st->train_n);
+    if (s == HETCL_OK && st->train_n > 0)
+        s = set_u64(ctx, w, "train_hash", st->train_hash);
     if (s == HETCL_OK)
         s = set_u64(ctx, w, "seed", st->seed);
     /* The shuffling RNG is a pure function of (seed, epoch): its state is the epoch's seed. */
@@ -392,6 +402,30 @@ static hetcl_status meta_position(const struct meta *m, int64_t n_examples,
     return HETCL_OK;
 }
 
+/* The run that wrote it: its rank count and training set (absent in older files: one process,
+ * a training set not recorded). Another training set is refused here, before the cursor's
+ * range is checked against this one's size. */
+static hetcl_status meta_run(const struct meta *m, int64_t n_examples, struct hetcl__ckpt_state *st)
+{
+    uint64_t ranks = 1, n = 0;
+    hetcl_status s = HETCL_OK;
+    if (hetcl_st_metadata(m->f, "ranks"))
+        s = meta_uint(m, "ranks", 1, 1u << 20, NULL, &ranks);
+    if (s == HETCL_OK && hetcl_st_metadata(m->f, "train_examples")) {
+        s = meta_uint(m, "train_examples", 1, COUNT_MAX, NULL, &n);
+        if (s == HETCL_OK && (int64_t) n != n_examples)
+            return hetcl__fail(m->ctx, HETCL_ERR_INVALID_ARG,
+                               "%s: checkpoint of a training set of %" PRIu64
+                               " examples, this run's has %" PRId64,
+                               m->path, n, n_examples);
+        if (s == HETCL_OK)
+            s = meta_uint(m, "train_hash", 0, UINT64_MAX, NULL, &st->train_hash);
+    }
+    st->ranks = (int64_t) ranks;
+    st->train_n = (int64_t) n;
+    return s;
+}
+
 /* Copies tensor name (the spec's shape, F32, every value finite) into dst. */
 static hetcl_status load_tensor(const struct meta *m, const char *name,
                                 const struct hetcl_model_param *p, float *dst)
@@ -426,6 +460,8 @@ hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_
         if (s == HETCL_OK)
             s = load_tensor(&m, name, p, velocity + net->param_off[i]);
     }
+    if (s == HETCL_OK)
+        s = meta_run(&m, n_examples, st);
     if (s == HETCL_OK)
         s = meta_position(&m, n_examples, st);
     if (s == HETCL_OK)

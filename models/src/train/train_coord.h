@@ -46,7 +46,8 @@ static inline double hetcl__tr_elapsed_s(const struct tr *t)
 /* Epochs done, fractional: the cursor's position. */
 static inline double hetcl__tr_progress(const struct tr *t)
 {
-    return (double) t->cursor.epoch + (double) t->cursor.pos / (double) t->cursor.n;
+    return (double) t->cursor.epoch +
+           (double) hetcl__cursor_global(&t->cursor) / (double) t->cursor.n_all;
 }
 
 /* The time budget (time_s) is spent. */
@@ -114,6 +115,11 @@ hetcl_status hetcl__tr_dist_sync(struct tr *t);
 hetcl_status hetcl__tr_eval_mid_epoch(struct tr *t, const struct tr_epoch_acc *acc);
 /* A mid-epoch checkpoint is due (checkpoint_every_s). */
 bool hetcl__tr_ckpt_due(const struct tr *t);
+/* FNV-1a of a training set's size, shape and labels: which set a checkpoint was trained on. */
+uint64_t hetcl__tr_data_hash(const hetcl_dataset *d);
+/* Across ranks (comm), checkpoints are written only here, right after a sync (the one model
+ * every rank holds): checkpoint_every_s has passed since the last one. */
+bool hetcl__tr_ckpt_due_at_sync(const struct tr *t);
 /* Writes the checkpoint (the devices drained); acc: the partial epoch's, or NULL at an epoch
  * boundary. */
 hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc);

@@ -27,6 +27,7 @@ hetcl_status hetcl__cursor_init(hetcl_context *ctx, struct hetcl__cursor *c, int
     c->rank = 0;
     c->ranks = 1;
     c->limit = 0;
+    c->start = 0;
     c->seed = seed;
     hetcl__cursor_seek(c, 0, 0);
     return HETCL_OK;
@@ -38,22 +39,41 @@ void hetcl__cursor_deinit(struct hetcl__cursor *c)
     c->perm = NULL;
 }
 
-void hetcl__cursor_seek(struct hetcl__cursor *c, int64_t epoch, int64_t pos)
+/* This rank's share of the epoch's examples from position start on: the positions
+ * start + i * ranks + rank, so that the first ranks take one more when the rest does not
+ * divide (every example is in exactly one shard). */
+static int64_t shard_len(const struct hetcl__cursor *c)
+{
+    int64_t rest = c->n_all - c->start;
+    return rest / c->ranks + (c->rank < rest % c->ranks);
+}
+
+void hetcl__cursor_seek(struct hetcl__cursor *c, int64_t epoch, int64_t start)
 {
     c->epoch = epoch;
-    c->pos = pos < 0 ? 0 : pos > c->n ? c->n : pos;
+    c->start = start < 0 ? 0 : start > c->n_all ? c->n_all : start;
+    c->pos = 0;
+    c->n = shard_len(c);
+    c->n_min = (c->n_all - c->start) / c->ranks;
     hetcl_data_permutation(hetcl__cursor_epoch_seed(c->seed, epoch), c->n_all, c->perm);
-    if (c->ranks > 1) /* this rank's shard, in the permutation's order */
+    if (c->ranks > 1 || c->start > 0) /* this rank's shard, in the permutation's order */
         for (int64_t i = 0; i < c->n; i++)
-            c->perm[i] = c->perm[i * c->ranks + c->rank];
+            c->perm[i] = c->perm[c->start + i * c->ranks + c->rank];
 }
 
 void hetcl__cursor_shard(struct hetcl__cursor *c, int64_t rank, int64_t ranks)
 {
     c->rank = rank;
     c->ranks = ranks;
-    c->n = c->n_all / ranks;
-    hetcl__cursor_seek(c, c->epoch, 0);
+    hetcl__cursor_seek(c, c->epoch, c->start);
+}
+
+int64_t hetcl__cursor_global(const struct hetcl__cursor *c)
+{
+    if (c->pos >= c->n)
+        return c->n_all;
+    int64_t g = c->start + c->pos * c->ranks;
+    return g < c->n_all ? g : c->n_all;
 }
 
 int64_t hetcl__cursor_take(struct hetcl__cursor *c, int64_t want, const int64_t **idx)

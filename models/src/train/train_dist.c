@@ -31,20 +31,6 @@ hetcl_status hetcl__tr_dist_setup(struct tr *t)
     return HETCL_OK;
 }
 
-hetcl_status hetcl__tr_dist_start(struct tr *t)
-{
-    if (!t->o.comm)
-        return HETCL_OK;
-    size_t n = t->net->n_params;
-    t->dist_base = hetcl__malloc(n * sizeof *t->dist_base);
-    if (!t->dist_base)
-        return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "sync base of %zu floats", n);
-    hetcl_status s = hetcl_handle_sync_host(t->rt, t->h_params, HETCL_R);
-    if (s == HETCL_OK)
-        memcpy(t->dist_base, t->params, n * sizeof *t->params);
-    return s;
-}
-
 static uint64_t fnv1a(const void *p, size_t n)
 {
     const unsigned char *b = p;
@@ -52,6 +38,47 @@ static uint64_t fnv1a(const void *p, size_t n)
     for (size_t i = 0; i < n; i++)
         h = (h ^ b[i]) * UINT64_C(0x100000001b3);
     return h;
+}
+
+hetcl_status hetcl__tr_dist_start(struct tr *t)
+{
+    hetcl_comm *c = t->o.comm;
+    if (!c)
+        return HETCL_OK;
+    size_t n = t->net->n_params;
+    t->dist_base = hetcl__malloc(n * sizeof *t->dist_base);
+    if (!t->dist_base)
+        return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "sync base of %zu floats", n);
+    hetcl_status s = hetcl_handle_sync_host(t->rt, t->h_params, HETCL_R);
+    if (s != HETCL_OK)
+        return s;
+    memcpy(t->dist_base, t->params, n * sizeof *t->dist_base);
+    /* Every rank starts from the same model at the same place: the same seed, or the same
+     * checkpoint (every rank reads it: it must be the one file rank 0 read). */
+    uint64_t mine[3] = {fnv1a(t->params, n * sizeof *t->params), (uint64_t) t->cursor.epoch,
+                        (uint64_t) t->cursor.start},
+             root[3];
+    memcpy(root, mine, sizeof mine);
+    s = hetcl_comm_bcast(c, 0, root, sizeof root);
+    if (s == HETCL_OK && memcmp(root, mine, sizeof mine) != 0)
+        s = hetcl__fail(t->ctx, HETCL_ERR_INVALID_ARG,
+                        "rank %d starts at epoch %llu, example %llu with model hash %016llx, rank "
+                        "0 at epoch %llu, example %llu with %016llx (--resume: every rank must "
+                        "read the same checkpoint file)",
+                        hetcl_comm_rank(c), (unsigned long long) mine[1],
+                        (unsigned long long) mine[2], (unsigned long long) mine[0],
+                        (unsigned long long) root[1], (unsigned long long) root[2],
+                        (unsigned long long) root[0]);
+    return s;
+}
+
+uint64_t hetcl__tr_data_hash(const hetcl_dataset *d)
+{
+    int64_t dims[3] = {d->n, d->n_features, d->n_classes};
+    uint64_t h = fnv1a(dims, sizeof dims);
+    const void *labels = d->y ? (const void *) d->y : (const void *) d->label_indices;
+    size_t n = d->y ? (size_t) d->n : d->label_indices ? (size_t) d->n_label_nnz : 0;
+    return h ^ fnv1a(labels, n * sizeof(int32_t)) * UINT64_C(0x9e3779b97f4a7c15);
 }
 
 hetcl_status hetcl__tr_dist_sync(struct tr *t)

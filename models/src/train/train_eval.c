@@ -117,7 +117,7 @@ void hetcl__tr_set_next_eval(struct tr *t)
     double e = t->o.eval_every;
     if (e <= 0)
         return;
-    double within = (double) t->cursor.pos / (double) t->cursor.n;
+    double within = (double) hetcl__cursor_global(&t->cursor) / (double) t->cursor.n_all;
     t->next_eval = (double) t->cursor.epoch + (floor(within / e + 1e-9) + 1) * e;
 }
 
@@ -139,6 +139,11 @@ hetcl_status hetcl__tr_eval_mid_epoch(struct tr *t, const struct tr_epoch_acc *a
 
 /* A mid-epoch checkpoint is due (checkpoint_every_s). */
 bool hetcl__tr_ckpt_due(const struct tr *t)
+{
+    return !t->o.comm && hetcl__tr_ckpt_due_at_sync(t);
+}
+
+bool hetcl__tr_ckpt_due_at_sync(const struct tr *t)
 {
     return t->o.checkpoint_path && t->o.checkpoint_every_s > 0 &&
            (double) (hetcl__now_ns() - t->last_ckpt_ns) * 1e-9 >= t->o.checkpoint_every_s;
@@ -162,9 +167,15 @@ static void mean_host_velocity(struct tr *t)
 
 hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc)
 {
-    bool mid = t->cursor.pos > 0 && t->cursor.pos < t->cursor.n;
+    if (t->o.comm && hetcl_comm_rank(t->o.comm) != 0)
+        return HETCL_OK; /* one writer: rank 0 (every rank reads it on resume) */
+    const int64_t g = hetcl__cursor_global(&t->cursor);
+    bool mid = g > 0 && g < t->cursor.n_all;
     struct hetcl__ckpt_state st = {.epoch = mid ? t->cursor.epoch : t->n_hist,
-                                   .pos = mid ? t->cursor.pos : 0,
+                                   .pos = mid ? g : 0,
+                                   .ranks = t->cursor.ranks,
+                                   .train_n = t->train->n,
+                                   .train_hash = hetcl__tr_data_hash(t->train),
                                    .epoch_loss_sum = mid && acc ? acc->loss : 0,
                                    .epoch_examples = mid && acc ? acc->examples : 0,
                                    .seed = t->o.seed,
@@ -178,6 +189,16 @@ hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc)
                                    .input_mean = t->o.input_mean,
                                    .input_std = t->o.input_std,
                                    .input_features = t->o.input_features};
+    if (t->o.comm) {
+        /* Across ranks, at a sync: every example before g of this epoch, and all of the
+         * earlier epochs, was trained exactly once (hetcl__cursor_shard); the partial epoch's
+         * loss is this rank's mean over it. */
+        st.examples = (uint64_t) (st.epoch * t->cursor.n_all + st.pos);
+        st.epoch_examples = (uint64_t) st.pos;
+        st.epoch_loss_sum = mid && acc && acc->examples
+                                    ? acc->loss / (double) acc->examples * (double) st.pos
+                                    : 0;
+    }
     for (int i = 0; i < t->n_dev; i++)
         st.batch[i] = t->o.algo == HETCL_TRAIN_ADAPTIVE ? t->adapt.dev[i].batch : t->dev[i].b_init;
     hetcl_status s = hetcl_handle_sync_host(t->rt, t->h_params, HETCL_R);

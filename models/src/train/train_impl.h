@@ -77,24 +77,34 @@ bool hetcl__adapt_decide(struct hetcl__adapt *a, uint64_t now_ns);
 /* ---- Epoch cursor -------------------------------------------------------------------------- */
 
 struct hetcl__cursor {
-    int64_t n; /* examples per epoch: this rank's shard */
+    int64_t n; /* examples of this epoch for this rank: its shard of [start, n_all) */
     int64_t n_all, rank, ranks;
+    int64_t start; /* the epoch's examples before it were trained before (a resume); else 0 */
+    int64_t n_min; /* the shortest rank's shard: the positions every rank reaches */
     int64_t limit; /* take stops here (a sync point) when in [pos, n); 0: none */
     uint64_t seed;
     int64_t epoch; /* 0-based epoch whose permutation perm holds */
-    int64_t pos;   /* examples of this epoch already handed out */
+    int64_t pos;   /* examples of this rank's shard already handed out */
     int64_t *perm; /* owned */
 };
 
 /* Allocates perm and positions at (epoch 0, pos 0). HETCL_ERR_NO_MEMORY/INVALID_ARG. */
 hetcl_status hetcl__cursor_init(hetcl_context *ctx, struct hetcl__cursor *c, int64_t n,
                                 uint64_t seed);
-/* Makes the cursor hand out shard `rank` of `ranks`: positions i of each permutation with
- * i mod ranks = rank, floor(n / ranks) of them. Repositions at (epoch, 0). */
+/* Makes the cursor hand out shard `rank` of `ranks` of the epoch's examples from `start`:
+ * positions start + i * ranks + rank of the permutation, so that at any local position p
+ * that every rank reaches (p <= n_min) the ranks together have taken exactly the positions
+ * [start, start + p * ranks): a prefix, whatever the rank count. The first
+ * (n_all - start) mod ranks ranks take one example more, so that every example of every
+ * epoch is taken exactly once. Repositions at (epoch, start), local position 0. */
 void hetcl__cursor_shard(struct hetcl__cursor *c, int64_t rank, int64_t ranks);
 void hetcl__cursor_deinit(struct hetcl__cursor *c);
-/* Positions at (epoch, pos), regenerating the permutation: resume. */
-void hetcl__cursor_seek(struct hetcl__cursor *c, int64_t epoch, int64_t pos);
+/* Positions at global example `start` of epoch's permutation (local position 0 of this
+ * rank's shard of the rest), regenerating the permutation: resume. */
+void hetcl__cursor_seek(struct hetcl__cursor *c, int64_t epoch, int64_t start);
+/* The global position in the epoch: start + pos * ranks (the examples every rank together
+ * took, exact at positions every rank reaches), n_all at the shard's end. */
+int64_t hetcl__cursor_global(const struct hetcl__cursor *c);
 /* Hands out up to want examples of the current epoch: *idx points into perm (borrowed until
  * the next seek/next_epoch). Returns the count, 0 when the epoch is exhausted. */
 int64_t hetcl__cursor_take(struct hetcl__cursor *c, int64_t want, const int64_t **idx);
@@ -116,7 +126,10 @@ double hetcl__lr_at(const struct hetcl_train_options *o, int64_t batch, double t
 
 struct hetcl__ckpt_state {
     int64_t epoch;           /* completed epochs */
-    int64_t pos;             /* cursor position in the next epoch (0 at an epoch boundary) */
+    int64_t pos;             /* global position in the next epoch (0 at an epoch boundary) */
+    int64_t ranks;           /* the rank count of the run that wrote it (1: one process) */
+    int64_t train_n;         /* training examples of that run (0: not recorded, older files) */
+    uint64_t train_hash;     /* FNV-1a of its labels (train_n 0: not recorded) */
     double epoch_loss_sum;   /* the partial epoch's summed loss (pos > 0) */
     uint64_t epoch_examples; /* and its examples */
     uint64_t seed;

@@ -121,14 +121,20 @@ static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
     const int64_t every = t->o.comm ? t->o.sync_every : 0;
     for (;;) {
         /* Across ranks, the cursor stops at each sync point: the epoch's loop then ends with
-         * the devices drained, the ranks sync, and the loop goes on from there. */
-        t->cursor.limit = every > 0 ? (t->cursor.pos / every + 1) * every : 0;
+         * the devices drained, the ranks sync, and the loop goes on from there. Sync points
+         * lie below the shortest shard (n_min), so that every rank makes the same syncs, and
+         * there the examples taken form a prefix of the epoch: the consistent point at which
+         * a checkpoint records the global position. */
+        int64_t next = every > 0 ? (t->cursor.pos / every + 1) * every : 0;
+        t->cursor.limit = next < t->cursor.n_min ? next : 0;
         s = t->o.algo == HETCL_TRAIN_SYNC ? hetcl__tr_epoch_sync(t, &acc)
                                           : hetcl__tr_epoch_async(t, &acc);
         if (s != HETCL_OK || every <= 0 || t->stop_reason[0] || t->cursor.pos >= t->cursor.n ||
-            t->cursor.pos != t->cursor.limit)
+            t->cursor.limit == 0 || t->cursor.pos != t->cursor.limit)
             break;
         if ((s = hetcl__tr_dist_sync(t)) != HETCL_OK)
+            return s;
+        if (hetcl__tr_ckpt_due_at_sync(t) && (s = hetcl__tr_save_ckpt(t, &acc)) != HETCL_OK)
             return s;
     }
     t->cursor.limit = 0;
@@ -138,7 +144,7 @@ static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
     const bool partial = t->cursor.pos < t->cursor.n;
     if (!partial && (s = hetcl__tr_dist_sync(t)) != HETCL_OK)
         return s;
-    if (interrupted && partial && t->o.checkpoint_path) {
+    if (interrupted && partial && t->o.checkpoint_path && !t->o.comm) {
         /* Stopped by the caller inside the epoch, the devices drained: the checkpoint first,
          * so that a second signal during the evaluation below loses nothing. */
         if ((s = hetcl__tr_save_ckpt(t, &acc)) != HETCL_OK)

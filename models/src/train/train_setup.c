@@ -350,6 +350,11 @@ static hetcl_status resume(struct tr_run *r)
     struct hetcl__ckpt_state *ck = &r->ck;
     hetcl_status s = hetcl__ckpt_load(t->ctx, t->o.checkpoint_path, t->net, t->train->n, t->params,
                                       t->velocity, ck);
+    if (s == HETCL_OK && ck->train_n > 0 && ck->train_hash != hetcl__tr_data_hash(t->train))
+        s = hetcl__fail(t->ctx, HETCL_ERR_INVALID_ARG,
+                        "%s: checkpoint of another training set (its labels differ from this "
+                        "run's)",
+                        t->o.checkpoint_path);
     if (s == HETCL_OK && ck->seed != t->o.seed)
         s = hetcl__fail(t->ctx, HETCL_ERR_INVALID_ARG,
                         "%s: checkpoint of seed %llu, this run has seed %llu", t->o.checkpoint_path,
@@ -359,6 +364,8 @@ static hetcl_status resume(struct tr_run *r)
     r->first_epoch = ck->epoch;
     r->examples_before = ck->examples;
     r->res->resumed_from_epoch = ck->epoch;
+    r->res->resumed_from_ranks = ck->ranks;
+    r->res->resumed_at_example = ck->pos;
     atomic_store(&t->version, ck->updates);
     hetcl__cursor_seek(&t->cursor, ck->epoch, ck->pos);
     for (int i = 0; i < t->n_dev && i < ck->n_dev; i++)

@@ -3,6 +3,7 @@
 #include "report/train_report_impl.h"
 #include "util/json.h"
 
+#include <hetcl/allreduce.h>
 #include <hetcl/report.h>
 #include <hetcl/train_report.h>
 
@@ -335,8 +336,15 @@ static cJSON *checkpoint_json(const struct hetcl_train_options *o,
     hetcl__json_add(cp, "path", string_or_null(o->checkpoint_path));
     hetcl__json_add(cp, "every_s",
                     hetcl__json_number_or_null(o->checkpoint_every_s, o->checkpoint_every_s > 0));
-    hetcl__json_add(cp, "resumed_from",
-                    string_or_null(r->resumed_from_epoch >= 0 ? o->checkpoint_path : NULL));
+    const bool resumed = r->resumed_from_epoch >= 0;
+    hetcl__json_add(cp, "resumed_from", string_or_null(resumed ? o->checkpoint_path : NULL));
+    if (!resumed)
+        return cp;
+    /* A resume across rank counts: the rest of the checkpoint's epoch was re-sharded. */
+    cJSON_AddNumberToObject(cp, "resumed_from_epoch", (double) r->resumed_from_epoch);
+    cJSON_AddNumberToObject(cp, "resumed_at_example", (double) r->resumed_at_example);
+    cJSON_AddNumberToObject(cp, "resumed_from_ranks", (double) r->resumed_from_ranks);
+    cJSON_AddNumberToObject(cp, "resumed_on_ranks", o->comm ? hetcl_comm_size(o->comm) : 1);
     return cp;
 }
 

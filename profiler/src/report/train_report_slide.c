@@ -177,6 +177,14 @@ static cJSON *slide_section(const struct hetcl_slide_result *r)
                     cJSON_CreateNumber(r->n_outputs ? r->active_mean / (double) r->n_outputs : 0));
     hetcl__json_add(s, "active_set", act);
     hetcl__json_add(s, "label_recall", cJSON_CreateNumber(r->label_recall));
+    cJSON *merge = cJSON_CreateObject();
+    for (int i = 0; i < HETCL_SLIDE_MERGE_N; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "replicas_%d", 1 << i);
+        hetcl__json_add(merge, key,
+                        hetcl__json_number_or_null(r->merge_density[i], r->merge_density[i] >= 0));
+    }
+    hetcl__json_add(s, "merge_density", merge);
     hetcl__json_add(s, "candidate_recall", hetcl__json_number_or_null(r->candidate_recall, cand));
     hetcl__json_add(s, "random_recall", hetcl__json_number_or_null(r->random_recall, cand));
     hetcl__json_add(s, "test_active_mean", hetcl__json_number_or_null(r->test_active_mean, cand));
