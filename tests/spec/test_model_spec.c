@@ -511,9 +511,20 @@ static const struct bad_case bad_cases[] = {
          "layers[0].units: duplicate field", 0},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'bias': 'yes'}]" SMCE,
          "layers[0].bias: expected true or false, got \"yes\"", 1},
-        {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'padding': 1}, {'type': 'flatten'}, "
+        {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'pad': 1}, {'type': 'flatten'}, "
              "" DENSE "]" SMCE,
-         "layers[0].padding: unknown field (expected one of: type, size, stride)", 1},
+         "layers[0].pad: unknown field (expected one of: type, size, stride, padding, "
+         "padding_end, ceil_mode, count_include_pad)",
+         1},
+        {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'padding': 2}, {'type': 'flatten'}, "
+             "" DENSE "]" SMCE,
+         "layers[0].padding: expected each pad < the window's size [2, 2]", 1},
+        {IMG "'layers': [{'type': 'maxpool2d', 'size': 3, 'padding_end': [0, 3]}, "
+             "{'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[0].padding_end: expected each pad < the window's size [3, 3]", 1},
+        {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'count_include_pad': true}, "
+             "{'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[0].count_include_pad: applies only to avgpool2d", 1},
         {IMG "'layers': [{'type': 'flatten', 'units': 3}, " DENSE "]" SMCE,
          "layers[0].units: unknown field (expected one of: type)", 1},
         {IMG "'layers': [{'type': 'conv2d', 'filters': 6, 'kernel': [5]}]" SMCE,
@@ -548,7 +559,8 @@ static const struct bad_case bad_cases[] = {
          "layers[0]: conv2d needs a [channels, height, width] input, got [784]", 0},
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [3, 1, 9]}, 'layers': [{'type': "
          "'maxpool2d', 'size': 2}, {'type': 'flatten'}, " DENSE "]" SMCE,
-         "layers[0]: maxpool2d output height would be < 1: input height 1 < size 2", 0},
+         "layers[0]: maxpool2d output height would be < 1: input height 1 + padding 0 + 0 < size 2",
+         0},
         {IMG "'layers': [{'type': 'conv2d', 'filters': 6, 'kernel': 5, 'padding': 2}, " DENSE
              "]" SMCE,
          "layers[1]: dense needs a flat [n] input, got [6, 28, 28]; add {\"type\": \"flatten\"} "
@@ -638,6 +650,42 @@ static void test_bad_specs(hetcl_context *ctx)
         cJSON_Delete(doc);
     }
     cJSON_Delete(schema);
+}
+
+/* Pools with ONNX's padding and ceil_mode: the output sides of ResNet's stem (112 -> 56 with
+ * size 3, stride 2, padding 1), SqueezeNet's ceil_mode (111 -> 55, floor 55; 54 -> 27 vs 26),
+ * asymmetric padding, and a ceil window that would start in the end padding (5 + 1 + 1, size 2,
+ * stride 2: 4 by the ceiling, 3 by the rule). */
+static void test_pool_padding(hetcl_context *ctx)
+{
+    static const struct {
+        const char *layer;
+        int64_t in, out_h, out_w;
+    } cases[] = {
+            {"'type': 'maxpool2d', 'size': 3, 'stride': 2, 'padding': 1", 112, 56, 56},
+            {"'type': 'maxpool2d', 'size': 3, 'stride': 2, 'ceil_mode': true", 54, 27, 27},
+            {"'type': 'maxpool2d', 'size': 3, 'stride': 2", 54, 26, 26},
+            {"'type': 'avgpool2d', 'size': 3, 'stride': 1, 'padding': [1, 0], "
+             "'padding_end': [1, 2], 'count_include_pad': true",
+             7, 7, 7},
+            {"'type': 'avgpool2d', 'size': 2, 'padding': 1, 'ceil_mode': true", 5, 3, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{'schema_version': 1, 'name': 't', 'input': {'shape': [2, %lld, %lld]}, "
+                 "'layers': [{%s}, {'type': 'flatten'}, " DENSE "]" SMCE,
+                 (long long) cases[i].in, (long long) cases[i].in, cases[i].layer);
+        hetcl_model_spec *spec = NULL;
+        CHECK_EQ_INT(parse(ctx, text, &spec), HETCL_OK);
+        if (!spec) {
+            fprintf(stderr, "  case %zu: %s\n", i, hetcl_context_last_error(ctx));
+            continue;
+        }
+        CHECK_EQ_INT(spec->layers[0].out_shape.dims[1], cases[i].out_h);
+        CHECK_EQ_INT(spec->layers[0].out_shape.dims[2], cases[i].out_w);
+        hetcl_model_spec_destroy(spec);
+    }
 }
 
 static void test_edges(hetcl_context *ctx)
@@ -785,6 +833,7 @@ int main(void)
     test_all_shipped(ctx);
     test_defaults(ctx);
     test_bad_specs(ctx);
+    test_pool_padding(ctx);
     test_edges(ctx);
     test_huge_fields(ctx);
     hetcl_context_destroy(ctx);

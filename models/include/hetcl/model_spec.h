@@ -59,8 +59,8 @@ extern "C" {
 enum hetcl_model_layer_type {
     HETCL_MODEL_LAYER_DENSE = 0, /* "dense": y = act(W x + b) */
     HETCL_MODEL_LAYER_CONV2D,    /* "conv2d": cross-correlation, zero padding */
-    HETCL_MODEL_LAYER_MAXPOOL2D, /* "maxpool2d": no padding, floor output size */
-    HETCL_MODEL_LAYER_AVGPOOL2D, /* "avgpool2d": no padding, floor output size */
+    HETCL_MODEL_LAYER_MAXPOOL2D, /* "maxpool2d": padding and ceil_mode as ONNX's MaxPool */
+    HETCL_MODEL_LAYER_AVGPOOL2D, /* "avgpool2d": ... and count_include_pad as AveragePool */
     HETCL_MODEL_LAYER_FLATTEN,   /* "flatten": [c, h, w] -> [c * h * w], row-major */
     /* "kernel": a kernel machine y = sum_j alpha_j k(c_j, x) over `centers` points c_j (the
      * training set's, set by its trainer: hetcl_model_spec_set_centers); alpha [centers][units].
@@ -166,7 +166,14 @@ struct hetcl_model_layer {
     int64_t filters;            /* conv2d */
     int64_t kernel[2];          /* conv2d kernel, pool size: [h, w] */
     int64_t stride[2];          /* conv2d, pools: [h, w] */
-    int64_t padding[2];         /* conv2d: zeros added on each side, [h, w] */
+    int64_t padding[2];         /* conv2d: zeros added on each side, [h, w]; pools: at the
+                                   start (top, left), windows clipped to the input */
+    int64_t padding_end[2];     /* pools: at the end (bottom, right); "padding_end", default
+                                   "padding"; each pad < the window's side */
+    bool ceil_mode;             /* pools: the output size rounded up ("ceil_mode", default false:
+                                   floor), less a window that would start in the end padding */
+    bool count_include_pad;     /* avgpool2d: the padding counts in the divisor (default false:
+                                   the mean of the elements inside the input) */
     bool bias;                  /* dense, conv2d: has a bias tensor */
     enum hetcl_model_init init; /* dense, conv2d: resolved weight init */
     struct hetcl_model_shape in_shape, out_shape;

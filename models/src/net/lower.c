@@ -147,6 +147,14 @@ hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *
                                "%s: layers[%d]: conv2d with groups %lld has no half-precision "
                                "(fp16) operator; grouped and depthwise convolutions run in fp32",
                                spec->source, l, (long long) spec->layers[l].groups);
+        const struct hetcl_model_layer *P = &spec->layers[l];
+        if ((t == HETCL_MODEL_LAYER_MAXPOOL2D || t == HETCL_MODEL_LAYER_AVGPOOL2D) &&
+            (P->padding[0] || P->padding[1] || P->padding_end[0] || P->padding_end[1] ||
+             P->ceil_mode))
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: %s with padding or ceil_mode has no "
+                               "half-precision (fp16) operator; it runs in fp32",
+                               spec->source, l, hetcl_model_layer_type_name(t));
         if (t != HETCL_MODEL_LAYER_DENSE && t != HETCL_MODEL_LAYER_FLATTEN &&
             t != HETCL_MODEL_LAYER_CONV2D && t != HETCL_MODEL_LAYER_MAXPOOL2D &&
             t != HETCL_MODEL_LAYER_AVGPOOL2D)
@@ -236,12 +244,16 @@ static struct hetcl_op_conv2d_args conv_args(const struct hetcl_model_layer *L, 
 
 static struct hetcl_op_pool2d_args pool_args(const struct hetcl_model_layer *L, int64_t rows)
 {
-    return (struct hetcl_op_pool2d_args){.batch = rows,
-                                         .channels = L->in_shape.dims[0],
-                                         .in_h = L->in_shape.dims[1],
-                                         .in_w = L->in_shape.dims[2],
-                                         .k = L->kernel[0],
-                                         .stride = L->stride[0]};
+    return (struct hetcl_op_pool2d_args){
+            .batch = rows,
+            .channels = L->in_shape.dims[0],
+            .in_h = L->in_shape.dims[1],
+            .in_w = L->in_shape.dims[2],
+            .k = L->kernel[0],
+            .stride = L->stride[0],
+            .pad = {L->padding[0], L->padding[1], L->padding_end[0], L->padding_end[1]},
+            .ceil_mode = L->ceil_mode,
+            .count_include_pad = L->count_include_pad};
 }
 
 /* A conv2d's activation runs as bias_act over [rows * channels][plane] with a zero bias of one

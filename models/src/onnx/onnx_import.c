@@ -24,9 +24,11 @@ struct layer {
     const char *act; /* the spec's activation name */
     int64_t n;       /* units or filters */
     int64_t kernel[2], stride[2], pad[2];
-    int64_t groups; /* conv2d */
-    float alpha;    /* leaky_relu's slope */
-    bool alpha_set; /* written to the spec (a leaky_relu) */
+    int64_t pad_end[2];                /* pools: bottom, right */
+    bool ceil_mode, count_include_pad; /* pools */
+    int64_t groups;                    /* conv2d */
+    float alpha;                       /* leaky_relu's slope */
+    bool alpha_set;                    /* written to the spec (a leaky_relu) */
     bool bias;
     float *w, *b; /* in the spec's layouts */
     int64_t w_n, b_n;
@@ -295,6 +297,20 @@ static hetcl_status op_conv(struct imp *m, const Onnx__NodeProto *n)
     return b ? set_bias(m, n, l, b, l->n, 1.0f) : HETCL_OK;
 }
 
+/* auto_pad SAME_UPPER / SAME_LOWER: out = ceil(in / stride), the padding that takes split with
+ * the odd one at the end (UPPER) or the start (LOWER). */
+static void same_pads(const struct imp *m, const int64_t *k, const int64_t *st, bool upper,
+                      int64_t pads[4])
+{
+    for (int a = 0; a < 2; a++) {
+        int64_t in = m->dims[1 + a], out = (in + st[a] - 1) / st[a];
+        int64_t total = (out - 1) * st[a] + k[a] - in;
+        total = total > 0 ? total : 0;
+        pads[a] = upper ? total / 2 : total - total / 2;
+        pads[a + 2] = total - pads[a];
+    }
+}
+
 static hetcl_status op_pool(struct imp *m, const Onnx__NodeProto *n, bool max)
 {
     hetcl_status s = need_rank(m, n, 3);
@@ -306,23 +322,44 @@ static hetcl_status op_pool(struct imp *m, const Onnx__NodeProto *n, bool max)
     if (!attr_ints(n, "strides", 2, 1, st) || !attr_ints(n, "dilations", 2, 1, dil) ||
         !attr_ints(n, "pads", 4, 0, pads))
         return unsupported(m, n, "strides, dilations or pads not of a 2-D pool");
-    if (pads[0] || pads[1] || pads[2] || pads[3])
-        return unsupported(m, n, "pads (the pool operators have no padding)");
-    if (dil[0] != 1 || dil[1] != 1 || attr_int(n, "ceil_mode", 0) != 0)
-        return unsupported(m, n, "dilations or ceil_mode");
-    if (!attr_str_is(n, "auto_pad", "NOTSET", "NOTSET") &&
-        !attr_str_is(n, "auto_pad", "NOTSET", "VALID"))
-        return unsupported(m, n, "auto_pad SAME_UPPER or SAME_LOWER");
+    if (k[0] != k[1] || st[0] != st[1] || k[0] < 1 || st[0] < 1)
+        return unsupported(m, n,
+                           "kernel_shape [%lld, %lld] strides [%lld, %lld] (the pool "
+                           "operators take square windows and one stride)",
+                           (long long) k[0], (long long) k[1], (long long) st[0],
+                           (long long) st[1]);
+    if (dil[0] != 1 || dil[1] != 1)
+        return unsupported(m, n, "dilations [%lld, %lld]", (long long) dil[0], (long long) dil[1]);
+    const bool upper = attr_str_is(n, "auto_pad", "NOTSET", "SAME_UPPER");
+    if (upper || attr_str_is(n, "auto_pad", "NOTSET", "SAME_LOWER"))
+        same_pads(m, k, st, upper, pads);
+    else if (!attr_str_is(n, "auto_pad", "NOTSET", "NOTSET") &&
+             !attr_str_is(n, "auto_pad", "NOTSET", "VALID"))
+        return unsupported(m, n, "an auto_pad other than NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    for (int i = 0; i < 4; i++)
+        if (pads[i] < 0 || pads[i] >= k[i % 2])
+            return unsupported(m, n, "pads [%lld, %lld, %lld, %lld] (each must be in [0, %lld))",
+                               (long long) pads[0], (long long) pads[1], (long long) pads[2],
+                               (long long) pads[3], (long long) k[0]);
     if (attr_int(n, "storage_order", 0) != 0 || (n->n_output > 1 && *n->output[1]))
         return unsupported(m, n, "its Indices output or storage_order");
     struct layer *l =
             add_layer(m, n, max ? HETCL_MODEL_LAYER_MAXPOOL2D : HETCL_MODEL_LAYER_AVGPOOL2D, &s);
     if (!l)
         return s;
+    l->ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
+    l->count_include_pad = !max && attr_int(n, "count_include_pad", 0) != 0;
     for (int a = 0; a < 2; a++) {
         l->kernel[a] = k[a];
         l->stride[a] = st[a];
-        int64_t out = k[a] >= 1 && st[a] >= 1 ? (m->dims[1 + a] - k[a]) / st[a] + 1 : 0;
+        l->pad[a] = pads[a];
+        l->pad_end[a] = pads[a + 2];
+        /* the spec's rule (models/README.md): floor or ceiling, less a window that would start
+         * in the end padding */
+        const int64_t span = m->dims[1 + a] + pads[a] + pads[a + 2] - k[a];
+        int64_t out = span < 0 ? 0 : (l->ceil_mode ? span + st[a] - 1 : span) / st[a] + 1;
+        if (l->ceil_mode && out > 0 && (out - 1) * st[a] >= m->dims[1 + a] + pads[a])
+            out--;
         if (out < 1)
             return unsupported(m, n, "kernel_shape or strides leave no output");
         m->dims[1 + a] = out;
@@ -816,7 +853,12 @@ static bool add_layer_json(cJSON *arr, const struct layer *l)
     case HETCL_MODEL_LAYER_MAXPOOL2D:
     case HETCL_MODEL_LAYER_AVGPOOL2D:
         ok = ok && cJSON_AddItemToObject(o, "size", ints_json(l->kernel, 2)) &&
-             cJSON_AddItemToObject(o, "stride", ints_json(l->stride, 2));
+             cJSON_AddItemToObject(o, "stride", ints_json(l->stride, 2)) &&
+             cJSON_AddItemToObject(o, "padding", ints_json(l->pad, 2)) &&
+             cJSON_AddItemToObject(o, "padding_end", ints_json(l->pad_end, 2)) &&
+             cJSON_AddBoolToObject(o, "ceil_mode", l->ceil_mode);
+        if (l->type == HETCL_MODEL_LAYER_AVGPOOL2D)
+            ok = ok && cJSON_AddBoolToObject(o, "count_include_pad", l->count_include_pad);
         break;
     case HETCL_MODEL_LAYER_FLATTEN:
     case HETCL_MODEL_LAYER_KERNEL: /* kernel machines and slide layers: never mapped */

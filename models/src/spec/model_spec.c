@@ -290,7 +290,8 @@ static hetcl_status get_bool(const struct parser *p, const cJSON *obj, const cha
 static const char *const dense_fields[] = {"type", "units", "activation", "bias", "init", "alpha"};
 static const char *const conv_fields[] = {"type",       "filters", "kernel", "stride", "padding",
                                           "activation", "bias",    "init",   "groups", "alpha"};
-static const char *const pool_fields[] = {"type", "size", "stride"};
+static const char *const pool_fields[] = {"type",        "size",      "stride",           "padding",
+                                          "padding_end", "ceil_mode", "count_include_pad"};
 static const char *const flatten_fields[] = {"type"};
 static const char *const kernel_fields[] = {"type", "kernel", "bandwidth", "units"};
 
@@ -445,8 +446,30 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
         if ((s = check_fields(p, x, prefix, pool_fields, N_OF(pool_fields))) != HETCL_OK ||
             (s = get_pair(p, x, prefix, "size", true, one, 1, l->kernel)) != HETCL_OK ||
             /* The stride defaults to the size: non-overlapping windows, as in LeNet. */
-            (s = get_pair(p, x, prefix, "stride", false, l->kernel, 1, l->stride)) != HETCL_OK)
+            (s = get_pair(p, x, prefix, "stride", false, l->kernel, 1, l->stride)) != HETCL_OK ||
+            (s = get_pair(p, x, prefix, "padding", false, zero, 0, l->padding)) != HETCL_OK ||
+            (s = get_pair(p, x, prefix, "padding_end", false, l->padding, 0, l->padding_end)) !=
+                    HETCL_OK ||
+            (s = get_bool(p, x, prefix, "ceil_mode", false, &l->ceil_mode)) != HETCL_OK)
             return s;
+        if (l->type == HETCL_MODEL_LAYER_AVGPOOL2D &&
+            (s = get_bool(p, x, prefix, "count_include_pad", false, &l->count_include_pad)) !=
+                    HETCL_OK)
+            return s;
+        if (l->type == HETCL_MODEL_LAYER_MAXPOOL2D &&
+            cJSON_GetObjectItemCaseSensitive(x, "count_include_pad")) {
+            char where[64];
+            snprintf(where, sizeof where, "%s.count_include_pad", prefix);
+            return bad(p, where, "applies only to avgpool2d");
+        }
+        for (int a = 0; a < 2; a++)
+            if (l->padding[a] >= l->kernel[a] || l->padding_end[a] >= l->kernel[a]) {
+                char where[64];
+                snprintf(where, sizeof where, "%s.%s", prefix,
+                         l->padding[a] >= l->kernel[a] ? "padding" : "padding_end");
+                return bad(p, where, "expected each pad < the window's size [%lld, %lld]",
+                           (long long) l->kernel[0], (long long) l->kernel[1]);
+            }
         return HETCL_OK;
     case HETCL_MODEL_LAYER_FLATTEN:
         return check_fields(p, x, prefix, flatten_fields, N_OF(flatten_fields));
@@ -526,10 +549,16 @@ static void add_param(struct resolved *r, int layer, enum hetcl_model_param_kind
 }
 
 /* Output size of a window of size k and stride s sliding over n (padding included in n);
- * 0 when the window does not fit once. */
-static int64_t window_out(int64_t n, int64_t k, int64_t s)
+ * 0 when the window does not fit once. ceil_mode rounds up, less a window that would start in
+ * the end padding pad_e (ONNX's and PyTorch's pools). */
+static int64_t window_out(int64_t n, int64_t k, int64_t s, bool ceil_mode, int64_t pad_e)
 {
-    return n < k ? 0 : (n - k) / s + 1;
+    if (n < k)
+        return 0;
+    int64_t out = (ceil_mode ? n - k + s - 1 : n - k) / s + 1;
+    if (ceil_mode && (out - 1) * s >= n - pad_e)
+        out--;
+    return out;
 }
 
 /* What a layer is, from its input: its output shape, its weight tensor (rank 0: none), its
@@ -577,8 +606,9 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
         g->out.rank = 3;
         g->out.dims[0] = conv ? l->filters : cur->dims[0];
         for (int a = 0; a < 2; a++) {
-            int64_t span = cur->dims[1 + a] + 2 * l->padding[a];
-            g->out.dims[1 + a] = window_out(span, l->kernel[a], l->stride[a]);
+            const int64_t pad_e = conv ? l->padding[a] : l->padding_end[a];
+            int64_t span = cur->dims[1 + a] + l->padding[a] + pad_e;
+            g->out.dims[1 + a] = window_out(span, l->kernel[a], l->stride[a], l->ceil_mode, pad_e);
             if (g->out.dims[1 + a] >= 1)
                 continue;
             if (conv)
@@ -588,9 +618,10 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
                            axis[a], axis[a], (long long) cur->dims[1 + a],
                            (long long) l->padding[a], (long long) l->kernel[a], shape);
             return bad(p, where,
-                       "%s output %s would be < 1: input %s %lld < size %lld "
-                       "(input %s)",
+                       "%s output %s would be < 1: input %s %lld + padding %lld + %lld < size "
+                       "%lld (input %s)",
                        tname, axis[a], axis[a], (long long) cur->dims[1 + a],
+                       (long long) l->padding[a], (long long) l->padding_end[a],
                        (long long) l->kernel[a], shape);
         }
         if (conv) {
