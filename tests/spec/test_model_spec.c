@@ -465,11 +465,11 @@ static const struct bad_case bad_cases[] = {
          "layers[0].units: missing (expected an integer >= 1)", 1},
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
-         "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation)",
+         "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
-         "maxpool2d, avgpool2d, flatten, kernel, slide, activation)",
+         "maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
         /* slide layers: the last one, under softmax_cross_entropy; bounded hashing */
@@ -518,13 +518,34 @@ static const struct bad_case bad_cases[] = {
          1},
         {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'padding': 2}, {'type': 'flatten'}, "
              "" DENSE "]" SMCE,
-         "layers[0].padding: expected each pad < the window's size [2, 2]", 1},
+         "layers[0].padding: expected each pad < the window's size [2, 2]", 0},
         {IMG "'layers': [{'type': 'maxpool2d', 'size': 3, 'padding_end': [0, 3]}, "
              "{'type': 'flatten'}, " DENSE "]" SMCE,
-         "layers[0].padding_end: expected each pad < the window's size [3, 3]", 1},
+         "layers[0].padding_end: expected each pad < the window's size [3, 3]", 0},
         {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'count_include_pad': true}, "
              "{'type': 'flatten'}, " DENSE "]" SMCE,
-         "layers[0].count_include_pad: applies only to avgpool2d", 1},
+         "layers[0].count_include_pad: applies only to avgpool2d", 0},
+        /* graphs: inputs name earlier layers; add joins equal shapes, concat channels */
+        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, 'padding': 1}, "
+             "{'type': 'add', 'inputs': [0, 1]}]" SMCE,
+         "layers[1].inputs[1]: expected the index of an earlier layer (0 to 0) or -1", 0},
+        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, 'padding': 1}, "
+             "{'type': 'add'}]" SMCE,
+         "layers[1].inputs: missing (expected an array of 2 earlier layers' indices", 1},
+        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, 'padding': 1}, "
+             "{'type': 'add', 'inputs': [0, -1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[1]: add of [2, 28, 28] (inputs[0]) and [1, 28, 28] (inputs[1]): expected equal "
+         "shapes",
+         0},
+        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3}, "
+             "{'type': 'concat', 'inputs': [0, -1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[1]: concat of [2, 26, 26] (inputs[0]) and [1, 28, 28] (inputs[1]): expected "
+         "equal dimensions after the first",
+         0},
+        {IMG "'layers': [{'type': 'dense', 'units': 3, 'inputs': [-1, 0]}]" SMCE,
+         "layers[0].inputs: wrong size or not an array (expected an array of 1 earlier", 0},
+        {IMG "'layers': [{'type': 'concat', 'inputs': [-1, -1], 'activation': 'relu'}]" SMCE,
+         "layers[0].activation: unknown field (expected one of: type)", 1},
         {IMG "'layers': [{'type': 'flatten', 'units': 3}, " DENSE "]" SMCE,
          "layers[0].units: unknown field (expected one of: type)", 1},
         {IMG "'layers': [{'type': 'conv2d', 'filters': 6, 'kernel': [5]}]" SMCE,

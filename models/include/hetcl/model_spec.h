@@ -72,7 +72,14 @@ enum hetcl_model_layer_type {
                                      selects (SLIDE; <hetcl/slide.h>); the last layer, under a
                                      softmax_cross_entropy loss. Evaluated densely elsewhere. */
     HETCL_MODEL_LAYER_ACTIVATION, /* "activation": y = act(x), elementwise, same shape */
+    HETCL_MODEL_LAYER_ADD,        /* "add": y = act(a + b) of two earlier outputs of one shape
+                                     (a residual connection; "inputs" names them) */
+    HETCL_MODEL_LAYER_CONCAT,     /* "concat": the channels (the first dimension) of two or more
+                                     earlier outputs whose other dimensions agree, in order */
 };
+
+/* The most inputs a layer names ("inputs"). */
+#define HETCL_MODEL_SPEC_MAX_INPUTS 8
 
 /* The kernel of a "kernel" layer (<hetcl/ops.h>'s hetcl_kernel_kind has the same values). */
 enum hetcl_model_kernel {
@@ -187,6 +194,12 @@ struct hetcl_model_layer {
     struct hetcl_model_slide slide;      /* slide layers */
     int64_t groups; /* conv2d: channel groups (1: dense; in_channels: depthwise); else 0 */
     double alpha;   /* leaky_relu's slope for z < 0 ("alpha", default 0.01); else 0 */
+    /* Where its input comes from: the outputs of layers inputs[0 .. n_inputs), each earlier
+     * than this one, -1 the network's input ("inputs", default [the previous layer]: a chain).
+     * in_shape is inputs[0]'s output shape. add: 2; concat: 2 .. HETCL_MODEL_SPEC_MAX_INPUTS;
+     * any other layer: 1. */
+    int n_inputs;
+    int inputs[HETCL_MODEL_SPEC_MAX_INPUTS];
 };
 
 /*

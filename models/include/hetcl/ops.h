@@ -120,6 +120,14 @@ struct hetcl_op_reduce_args {
     int64_t rows, cols; /* sum: rows * cols elements */
 };
 
+/* Concatenation along each row, one input at a time: y[r][offset + i] = x[r][i] for r < rows,
+ * i < cols, with y [rows][out_cols] (the channels of NCHW examples: an input of C_k channels is
+ * C_k * H * W columns). offset + cols <= out_cols. Buffers: x (R), y (W for the first input, RW
+ * for the others: their columns are kept). */
+struct hetcl_op_concat_args {
+    int64_t rows, cols, out_cols, offset;
+};
+
 /* Kernel matrix of a kernel machine (EigenPro): K[i][j] = k(x_i, c_j) for the rows x_i of X
  * [m][d] and c_j of C [n][d], with r2 = max(0, ||x||^2 + ||c||^2 - 2 x.c) (the inner products by
  * the GEMM: 2 m n d flops, the hot loop of a kernel machine) and
@@ -163,6 +171,7 @@ HETCL_API extern const struct hetcl_codelet hetcl_op_mse;
 HETCL_API extern const struct hetcl_codelet hetcl_op_softmax;
 HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_fwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_bwd;
+HETCL_API extern const struct hetcl_codelet hetcl_op_concat;
 HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_fwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_bwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_avgpool_fwd;

@@ -46,7 +46,8 @@
     X(conv2d_fwd_f16)           \
     X(maxpool_fwd_f16)          \
     X(avgpool_fwd_f16)          \
-    X(kernel_matrix)
+    X(kernel_matrix)            \
+    X(concat)
 
 #define X(name)                                                               \
     hetcl_status hetcl__op_##name##_host(const struct hetcl_host_call *call); \

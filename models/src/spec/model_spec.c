@@ -14,6 +14,8 @@
 
 #include <hetcl/model_spec.h>
 
+#include "spec/spec_graph.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -24,7 +26,8 @@
 /* ---- names -------------------------------------------------------------------------------- */
 
 static const char *const layer_type_names[] = {"dense",   "conv2d", "maxpool2d", "avgpool2d",
-                                               "flatten", "kernel", "slide",     "activation"};
+                                               "flatten", "kernel", "slide",     "activation",
+                                               "add",     "concat"};
 static const char *const kernel_names[] = {"gaussian", "laplacian"};
 static const char *const activation_names[] = {"none", "relu",  "sigmoid",
                                                "tanh", "relu6", "leaky_relu"};
@@ -148,7 +151,8 @@ static hetcl_status check_fields(const struct parser *p, const cJSON *obj, const
     for (const cJSON *c = obj->child; c; c = c->next) {
         const char *key = c->string ? c->string : "";
         join_input_key(where, sizeof where, prefix, key);
-        bool known = false;
+        /* every layer may name its inputs (spec_graph.h) */
+        bool known = strncmp(prefix, "layers[", 7) == 0 && strcmp(key, "inputs") == 0;
         for (int i = 0; i < n_allowed && !known; i++)
             known = strcmp(key, allowed[i]) == 0;
         if (!known) {
@@ -376,6 +380,8 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
 }
 
 static const char *const activation_fields[] = {"type", "activation", "alpha"};
+static const char *const add_fields[] = {"type", "activation", "alpha"};
+static const char *const concat_fields[] = {"type"};
 
 /* "alpha": leaky_relu's slope, a finite number (default 0.01, PyTorch's and ONNX's); given
  * with another activation it is an error rather than silently unused. */
@@ -424,6 +430,8 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
         return s;
     memset(l, 0, sizeof *l);
     l->type = (enum hetcl_model_layer_type) type;
+    if ((s = hetcl__spec_parse_inputs(p->ctx, p->source, x, index, l)) != HETCL_OK)
+        return s;
     static const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
     int act = 0, init = default_init;
     switch (l->type) {
@@ -482,6 +490,15 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
             (s = parse_slide(p, x, prefix, &l->slide)) != HETCL_OK)
             return s;
         break;
+    case HETCL_MODEL_LAYER_CONCAT:
+        return check_fields(p, x, prefix, concat_fields, N_OF(concat_fields));
+    case HETCL_MODEL_LAYER_ADD:
+        if ((s = check_fields(p, x, prefix, add_fields, N_OF(add_fields))) != HETCL_OK ||
+            (s = get_enum(p, x, prefix, "activation", "activation", activation_names,
+                          N_OF(activation_names), false, HETCL_MODEL_ACT_NONE, &act)) != HETCL_OK)
+            return s;
+        l->activation = (enum hetcl_model_activation) act;
+        return get_alpha(p, x, prefix, l);
     case HETCL_MODEL_LAYER_ACTIVATION:
         if ((s = check_fields(p, x, prefix, activation_fields, N_OF(activation_fields))) !=
                     HETCL_OK ||
@@ -661,16 +678,21 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
     case HETCL_MODEL_LAYER_ACTIVATION:
         g->out = *cur;
         break;
+    case HETCL_MODEL_LAYER_ADD: /* resolve_layer joins their inputs' shapes */
+    case HETCL_MODEL_LAYER_CONCAT:
+        break;
     }
     return HETCL_OK;
 }
 
 /* Layer i on input *cur: its shapes, parameter tensors (added to r), parameter count and
  * FLOPs, within the spec's limits; *cur becomes its output. bias_init applies to its bias. */
-static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_model_layer *l,
-                                  enum hetcl_model_init bias_init, struct hetcl_model_shape *cur,
-                                  struct resolved *r)
+static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_model_layer *layers,
+                                  const struct hetcl_model_shape *input,
+                                  enum hetcl_model_init bias_init, struct resolved *r)
 {
+    struct hetcl_model_layer *l = &layers[i];
+    const struct hetcl_model_shape *cur = hetcl__spec_input_shape(layers, i, input);
     char where[32], shape[96];
     const char *tname = hetcl_model_layer_type_name(l->type);
     snprintf(where, sizeof where, "layers[%d]", i);
@@ -682,6 +704,8 @@ static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_mo
     struct layer_geom g = {0};
     bool ok = true;
     hetcl_status s = layer_geom(p, where, shape, l, cur, &g, &ok);
+    if (s == HETCL_OK && (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_CONCAT))
+        s = hetcl__spec_join_shape(p->ctx, p->source, layers, i, input, &g.out);
     if (s != HETCL_OK)
         return s;
     int64_t n_out = 1;
@@ -725,7 +749,6 @@ static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_mo
         return bad(p, where, "forward FLOPs per example overflow a 64-bit count (input %s)", shape);
     l->flops = flops;
     l->out_shape = g.out;
-    *cur = g.out;
     return HETCL_OK;
 }
 
@@ -739,16 +762,15 @@ static hetcl_status resolve(const struct parser *p, const struct hetcl_model_sha
     r->params = hetcl__calloc((size_t) n_layers * 2, sizeof *r->params);
     if (!r->params)
         return hetcl__fail(p->ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", p->source);
-    struct hetcl_model_shape cur = *input;
     for (int i = 0; i < n_layers; i++) {
-        const hetcl_status s = resolve_layer(p, i, &layers[i], bias_init, &cur, r);
+        const hetcl_status s = resolve_layer(p, i, layers, input, bias_init, r);
         if (s != HETCL_OK) {
             hetcl__free(r->params);
             r->params = NULL;
             return s;
         }
     }
-    r->output = cur;
+    r->output = n_layers > 0 ? layers[n_layers - 1].out_shape : *input;
     return HETCL_OK;
 }
 
