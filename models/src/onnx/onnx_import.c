@@ -157,6 +157,8 @@ static size_t uses(const struct imp *m, const char *name)
     for (size_t i = 0; i < m->g->n_node; i++)
         for (size_t j = 0; j < m->g->node[i]->n_input; j++)
             k += !strcmp(m->g->node[i]->input[j], name);
+    for (size_t i = 0; i < m->g->n_output; i++) /* a graph output is read too */
+        k += m->g->output[i]->name && !strcmp(m->g->output[i]->name, name);
     return k;
 }
 
