@@ -1,6 +1,8 @@
-/* Max and average pooling over NCHW planes, square windows of k x k with a stride, no padding
- * (ops.h: hetcl_op_maxpool_*, hetcl_op_avgpool_*). out_h = (in_h - k) / stride + 1, likewise
- * out_w; a partial window at the edge is dropped. The forward kernels take a 3-D range (width,
+/* Max and average pooling over NCHW planes, square windows of k x k with a stride (ops.h:
+ * hetcl_op_maxpool_*, hetcl_op_avgpool_*), padding pad_t, pad_l, pad_b, pad_r: the windows are
+ * clipped to the input (the host computes out_h, out_w, with ceil_mode or not); a padded average
+ * divides by the elements inside the input, or with cip (count_include_pad) by the window's
+ * part inside the padded input. The forward kernels take a 3-D range (width,
  * height, planes) of the output, the backward ones a 2-D range (rows, planes) of the input: no
  * integer division per element to split a flat index, which CPUs do slowly and PoCL cannot
  * vectorise.
@@ -22,25 +24,29 @@
  * contains input coordinate h; empty when lo > hi. */
 inline int2 pool_outputs_over(int h, int k, int stride, int out_n)
 {
+    /* h in padded coordinates (h + pad_begin) */
     const int lo = h - k + 1 <= 0 ? 0 : (h - k + stride) / stride;
     const int hi = min(h / stride, out_n - 1);
     return (int2) (lo, hi);
 }
 
 __kernel void maxpool_f32_fwd(int planes, int in_h, int in_w, int k, int stride, int out_h,
-                              int out_w, const __global float *restrict x,
-                              __global float *restrict y, __global int *restrict argmax)
+                              int out_w, int pad_t, int pad_l, int pad_b, int pad_r, int cip,
+                              const __global float *restrict x, __global float *restrict y,
+                              __global int *restrict argmax)
 {
     const int q = get_global_id(0), p = get_global_id(1), plane = get_global_id(2);
     if (q >= out_w || p >= out_h || plane >= planes)
         return;
     const size_t o = ((size_t) plane * out_h + p) * out_w + q;
     const __global float *xp = x + (size_t) plane * in_h * in_w;
-    int best_at = (p * stride) * in_w + q * stride;
+    const int y0 = p * stride - pad_t, x0 = q * stride - pad_l;
+    const int i0 = max(y0, 0), i1 = min(y0 + k, in_h), j0 = max(x0, 0), j1 = min(x0 + k, in_w);
+    int best_at = i0 * in_w + j0;
     float best = xp[best_at];
-    for (int i = 0; i < k && !isnan(best); i++) {
-        for (int j = 0; j < k; j++) {
-            const int at = (p * stride + i) * in_w + q * stride + j;
+    for (int i = i0; i < i1 && !isnan(best); i++) {
+        for (int j = j0; j < j1; j++) {
+            const int at = i * in_w + j;
             const float v = xp[at];
             if (isnan(v) || v > best) {
                 best = v;
@@ -115,7 +121,8 @@ __kernel void maxpool_f32_fwd_k2s2(int planes, int in_h, int in_w, int out_h, in
 }
 
 __kernel void maxpool_f32_bwd(int planes, int in_h, int in_w, int k, int stride, int out_h,
-                              int out_w, const __global float *restrict dy,
+                              int out_w, int pad_t, int pad_l, int pad_b, int pad_r, int cip,
+                              const __global float *restrict dy,
                               const __global int *restrict argmax, __global float *restrict dx)
 {
     const int h = get_global_id(0), plane = get_global_id(1);
@@ -124,7 +131,7 @@ __kernel void maxpool_f32_bwd(int planes, int in_h, int in_w, int k, int stride,
     __global float *row = dx + ((size_t) plane * in_h + h) * in_w;
     for (int w = 0; w < in_w; w++)
         row[w] = 0.0f;
-    const int2 ph = pool_outputs_over(h, k, stride, out_h);
+    const int2 ph = pool_outputs_over(h + pad_t, k, stride, out_h);
     const int lo = h * in_w, hi = lo + in_w;
     const size_t base = (size_t) plane * out_h * out_w;
     for (int p = ph.x; p <= ph.y; p++) {
@@ -136,27 +143,39 @@ __kernel void maxpool_f32_bwd(int planes, int in_h, int in_w, int k, int stride,
     }
 }
 
+/* The divisor of the window of output (p, q) and its part inside the input. */
+inline float avg_inv(int p, int q, int in_h, int in_w, int k, int stride, int pad_t, int pad_l,
+                     int pad_b, int pad_r, int cip)
+{
+    const int y0 = p * stride - pad_t, x0 = q * stride - pad_l;
+    if (cip)
+        return 1.0f / (float) ((min(y0 + k, in_h + pad_b) - y0) * (min(x0 + k, in_w + pad_r) - x0));
+    return 1.0f / (float) ((min(y0 + k, in_h) - max(y0, 0)) * (min(x0 + k, in_w) - max(x0, 0)));
+}
+
 __kernel void avgpool_f32_fwd(int planes, int in_h, int in_w, int k, int stride, int out_h,
-                              int out_w, const __global float *restrict x,
-                              __global float *restrict y)
+                              int out_w, int pad_t, int pad_l, int pad_b, int pad_r, int cip,
+                              const __global float *restrict x, __global float *restrict y)
 {
     const int q = get_global_id(0), p = get_global_id(1), plane = get_global_id(2);
     if (q >= out_w || p >= out_h || plane >= planes)
         return;
     const size_t o = ((size_t) plane * out_h + p) * out_w + q;
     const __global float *xp = x + (size_t) plane * in_h * in_w;
+    const int y0 = p * stride - pad_t, x0 = q * stride - pad_l;
+    const int i0 = max(y0, 0), i1 = min(y0 + k, in_h), j0 = max(x0, 0), j1 = min(x0 + k, in_w);
     float s = 0.0f;
-    for (int i = 0; i < k; i++)
-        for (int j = 0; j < k; j++)
-            s += xp[(p * stride + i) * in_w + q * stride + j];
-    y[o] = s / (float) (k * k);
+    for (int i = i0; i < i1; i++)
+        for (int j = j0; j < j1; j++)
+            s += xp[i * in_w + j];
+    y[o] = s * avg_inv(p, q, in_h, in_w, k, stride, pad_t, pad_l, pad_b, pad_r, cip);
 }
 
 /* One work-item per input row (h, plane), range (in_h, planes): zero the row, then spread
- * dy / (k * k) of every window covering it over the window's k columns. */
+ * dy / divisor of every window covering it over the window's columns inside the input. */
 __kernel void avgpool_f32_bwd(int planes, int in_h, int in_w, int k, int stride, int out_h,
-                              int out_w, const __global float *restrict dy,
-                              __global float *restrict dx)
+                              int out_w, int pad_t, int pad_l, int pad_b, int pad_r, int cip,
+                              const __global float *restrict dy, __global float *restrict dx)
 {
     const int h = get_global_id(0), plane = get_global_id(1);
     if (h >= in_h || plane >= planes)
@@ -164,14 +183,15 @@ __kernel void avgpool_f32_bwd(int planes, int in_h, int in_w, int k, int stride,
     __global float *row = dx + ((size_t) plane * in_h + h) * in_w;
     for (int w = 0; w < in_w; w++)
         row[w] = 0.0f;
-    const int2 ph = pool_outputs_over(h, k, stride, out_h);
-    const float inv = 1.0f / (float) (k * k);
+    const int2 ph = pool_outputs_over(h + pad_t, k, stride, out_h);
     const size_t base = (size_t) plane * out_h * out_w;
     for (int p = ph.x; p <= ph.y; p++) {
         for (int q = 0; q < out_w; q++) {
-            const float g = dy[base + p * out_w + q] * inv;
-            for (int j = 0; j < k; j++)
-                row[q * stride + j] += g;
+            const float g = dy[base + p * out_w + q] *
+                            avg_inv(p, q, in_h, in_w, k, stride, pad_t, pad_l, pad_b, pad_r, cip);
+            const int x0 = q * stride - pad_l;
+            for (int j = max(x0, 0); j < min(x0 + k, in_w); j++)
+                row[j] += g;
         }
     }
 }

@@ -228,7 +228,13 @@ static void ref_forward(const hetcl_infer_plan *p, int64_t b, const float *x, fl
                                    l->kernel[0],
                                    l->kernel[1],
                                    l->stride[0],
-                                   l->stride[1]};
+                                   l->stride[1],
+                                   l->padding[0],
+                                   l->padding[1],
+                                   l->padding_end[0],
+                                   l->padding_end[1],
+                                   l->ceil_mode,
+                                   l->count_include_pad};
             if (s->op == HETCL_INFER_MAXPOOL)
                 ref_maxpool2d_forward(&sh, a, y, am);
             else

@@ -29,25 +29,16 @@
 #define RTOL 1e-3
 #define ATOL 1e-5
 
-static const char *const claimed[] = {"Conv",
-                                      "Gemm",
-                                      "MatMul",
-                                      "Add",
-                                      "BatchNormalization",
-                                      "Relu",
-                                      "Sigmoid",
-                                      "Tanh",
-                                      "Clip",
-                                      "LeakyRelu",
-                                      "MaxPool",
-                                      "AveragePool",
-                                      "GlobalAveragePool",
-                                      "GlobalMaxPool",
-                                      "Flatten",
-                                      "Reshape",
-                                      "Softmax",
-                                      "Dropout",
-                                      "Identity"};
+static const char *const claimed[] = {"Conv",          "Gemm",
+                                      "MatMul",        "Add",
+                                      "Concat",        "BatchNormalization",
+                                      "Relu",          "Sigmoid",
+                                      "Tanh",          "Clip",
+                                      "LeakyRelu",     "MaxPool",
+                                      "AveragePool",   "GlobalAveragePool",
+                                      "GlobalMaxPool", "Flatten",
+                                      "Reshape",       "Softmax",
+                                      "Dropout",       "Identity"};
 #define N_CLAIMED (sizeof claimed / sizeof claimed[0])
 
 enum verdict { PASS, FAIL, UNSUPPORTED };

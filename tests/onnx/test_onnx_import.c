@@ -5,8 +5,8 @@
  * shows as a wrong output), through the plan's reference and a host session: an MLP as PyTorch
  * exports nn.Linear both ways (Gemm; MatMul + Add) ending in a Softmax, a LeNet-style CNN
  * without one (Conv, MaxPool, AveragePool, Reshape, Gemm), weights in external data, and the
- * errors: unsupported nodes (named with their op type and opset, and what is supported), a
- * graph that is not a chain, malformed files and external data outside the model's directory.
+ * errors: unsupported nodes (named with their op type and opset, and what is supported), an
+ * Add that broadcasts, malformed files and external data outside the model's directory.
  * With a directory argument it also drives `hetcl bench model --model x.onnx` on the files.
  */
 #include "harness.h"
@@ -699,15 +699,16 @@ static void test_errors(void)
           strstr(e, "supported: Conv, Gemm"));
     fx_free(f);
 
-    /* a residual Add of two computed values: not a chain */
+    /* an Add of two computed values of different shapes (broadcasting) */
     f = fx_new(13);
     fx_input(f, "x", 2, (int64_t[]){0, 4});
-    fx_weight(f, "w", 2, (int64_t[]){4, 4}, w);
+    fx_weight(f, "w", 2, (int64_t[]){4, 3}, w);
     fx_node(f, "MatMul", "mm", "x,w", "y");
     fx_node(f, "Add", "res", "y,x", "z");
     fx_output(f, "z");
     CHECK(!load(f, "residual.onnx", HETCL_ERR_UNSUPPORTED));
-    CHECK(strstr(hetcl_context_last_error(ctx), "'res' (Add, opset 13)") != NULL);
+    CHECK(strstr(hetcl_context_last_error(ctx), "'res' (Add, opset 13)") &&
+          strstr(hetcl_context_last_error(ctx), "different shapes"));
     fx_free(f);
 
     /* a group that does not divide the channels */

@@ -303,8 +303,14 @@ static void test_grouped(void)
 
 /* ------------------------------------------------------------------ pooling */
 
-static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride,
-                      bool ties)
+/* ONNX's padding of a pool case: pads {top, left, bottom, right}, ceil_mode, count_include_pad. */
+struct pool_pad {
+    int64_t pad[4];
+    bool ceil, cip;
+};
+
+static void pool_case_pad(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride,
+                          bool ties, struct pool_pad pp)
 {
     const ref_pool2d_shape sh = {.n = n,
                                  .c = c,
@@ -313,15 +319,31 @@ static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int
                                  .size_h = k,
                                  .size_w = k,
                                  .stride_h = stride,
-                                 .stride_w = stride};
+                                 .stride_w = stride,
+                                 .pad_t = pp.pad[0],
+                                 .pad_l = pp.pad[1],
+                                 .pad_b = pp.pad[2],
+                                 .pad_r = pp.pad[3],
+                                 .ceil_mode = pp.ceil,
+                                 .count_include_pad = pp.cip};
     const int64_t P = ref_pool2d_out_h(&sh), Q = ref_pool2d_out_w(&sh);
     const size_t nx = (size_t) (n * c * h * w), ny = (size_t) (n * c * P * Q);
-    const struct hetcl_op_pool2d_args a = {
-            .batch = n, .channels = c, .in_h = h, .in_w = w, .k = k, .stride = stride};
-    char what[128];
-    snprintf(what, sizeof what, "pool %lldx%lldx%lldx%lld k=%lld stride %lld%s", (long long) n,
-             (long long) c, (long long) h, (long long) w, (long long) k, (long long) stride,
-             ties ? " ties+NaN" : "");
+    const struct hetcl_op_pool2d_args a = {.batch = n,
+                                           .channels = c,
+                                           .in_h = h,
+                                           .in_w = w,
+                                           .k = k,
+                                           .stride = stride,
+                                           .pad = {pp.pad[0], pp.pad[1], pp.pad[2], pp.pad[3]},
+                                           .ceil_mode = pp.ceil,
+                                           .count_include_pad = pp.cip};
+    char what[192];
+    snprintf(what, sizeof what,
+             "pool %lldx%lldx%lldx%lld k=%lld stride %lld pads [%lld %lld %lld %lld]%s%s%s",
+             (long long) n, (long long) c, (long long) h, (long long) w, (long long) k,
+             (long long) stride, (long long) pp.pad[0], (long long) pp.pad[1],
+             (long long) pp.pad[2], (long long) pp.pad[3], pp.ceil ? " ceil" : "",
+             pp.cip ? " count_include_pad" : "", ties ? " ties+NaN" : "");
     float *x = malloc((nx + 1) * 4), *dy = malloc((ny + 1) * 4);
     if (ties) {
         for (size_t i = 0; i < nx; i++)
@@ -401,6 +423,12 @@ static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int
         ops_buf_free(&f[i]);
         ops_buf_free(&b[i]);
     }
+}
+
+static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride,
+                      bool ties)
+{
+    pool_case_pad(n, c, h, w, k, stride, ties, (struct pool_pad){{0, 0, 0, 0}, false, false});
 }
 
 /* L = sum dy * pool(x) from the device's forward; its central differences against the device's
@@ -486,6 +514,17 @@ static void test_pool(void)
     pool_case(2, 3, 20, 35, 2, 2, true); /* OpenCL's 2x2 vector path: 17 outputs a row */
     pool_case(3, 2, 17, 48, 2, 2, false);
     pool_case(0, 3, 8, 8, 2, 2, false);
+    /* ONNX's padded pools: ResNet's stem (3, 2, pads 1), SqueezeNet's ceil_mode, asymmetric
+     * pads (auto_pad SAME_*), count_include_pad, a ceil window that would start in the pad */
+    pool_case_pad(2, 3, 12, 12, 3, 2, false, (struct pool_pad){{1, 1, 1, 1}, false, false});
+    pool_case_pad(2, 3, 12, 12, 3, 2, true, (struct pool_pad){{1, 1, 1, 1}, false, false});
+    pool_case_pad(1, 2, 13, 13, 3, 2, false, (struct pool_pad){{0, 0, 0, 0}, true, false});
+    pool_case_pad(1, 2, 14, 10, 3, 2, true, (struct pool_pad){{0, 0, 0, 0}, true, false});
+    pool_case_pad(2, 2, 7, 9, 3, 1, false, (struct pool_pad){{1, 0, 1, 2}, false, false});
+    pool_case_pad(2, 2, 7, 9, 3, 2, false, (struct pool_pad){{2, 1, 2, 1}, false, true});
+    pool_case_pad(1, 3, 6, 6, 3, 2, false, (struct pool_pad){{1, 1, 1, 1}, true, true});
+    pool_case_pad(1, 3, 5, 5, 2, 2, false, (struct pool_pad){{1, 1, 1, 1}, true, false});
+    pool_case_pad(1, 1, 1, 1, 2, 2, false, (struct pool_pad){{1, 1, 1, 1}, false, true});
     pool_fd(true);
     pool_fd(false);
 }

@@ -596,14 +596,25 @@ void ref_conv2d_backward(const ref_conv2d_shape *sh, const float *x, const float
 /* Pooling                                                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
+/* One axis: the padded extent, then floor or ceiling, less a window starting in the end pad. */
+static int64_t pool_out(int64_t n, int64_t size, int64_t stride, int64_t pb, int64_t pe, bool up)
+{
+    double q = (double) (n + pb + pe - size) / (double) stride;
+    int64_t out = (int64_t) (up ? ceil(q) : floor(q)) + 1;
+    if (up && (out - 1) * stride >= n + pb) {
+        out--;
+    }
+    return out;
+}
+
 int64_t ref_pool2d_out_h(const ref_pool2d_shape *sh)
 {
-    return (sh->h - sh->size_h) / sh->stride_h + 1;
+    return pool_out(sh->h, sh->size_h, sh->stride_h, sh->pad_t, sh->pad_b, sh->ceil_mode);
 }
 
 int64_t ref_pool2d_out_w(const ref_pool2d_shape *sh)
 {
-    return (sh->w - sh->size_w) / sh->stride_w + 1;
+    return pool_out(sh->w, sh->size_w, sh->stride_w, sh->pad_l, sh->pad_r, sh->ceil_mode);
 }
 
 /* True when v should replace the current best (first NaN wins, then the first maximum). */
@@ -615,6 +626,35 @@ static bool beats(double v, double best)
     return isnan(v) || v > best;
 }
 
+/* Flat index in x of element (i, j) of the window of output (plane, p, q), or -1 when it lies
+ * in the padding. */
+static int64_t window_at(const ref_pool2d_shape *sh, int64_t plane, int64_t p, int64_t q, int64_t i,
+                         int64_t j)
+{
+    int64_t r = p * sh->stride_h - sh->pad_t + i, c = q * sh->stride_w - sh->pad_l + j;
+    if (r < 0 || r >= sh->h || c < 0 || c >= sh->w) {
+        return -1;
+    }
+    return (plane * sh->h + r) * sh->w + c;
+}
+
+/* The average's divisor of window (p, q): its elements inside the input, or with
+ * count_include_pad those inside the padded input. */
+static double window_count(const ref_pool2d_shape *sh, int64_t p, int64_t q)
+{
+    double count = 0;
+    for (int64_t i = 0; i < sh->size_h; i++) {
+        for (int64_t j = 0; j < sh->size_w; j++) {
+            int64_t r = p * sh->stride_h - sh->pad_t + i, c = q * sh->stride_w - sh->pad_l + j;
+            bool in = r >= 0 && r < sh->h && c >= 0 && c < sh->w;
+            bool in_padded = r >= -sh->pad_t && r < sh->h + sh->pad_b && c >= -sh->pad_l &&
+                             c < sh->w + sh->pad_r;
+            count += sh->count_include_pad ? in_padded : in;
+        }
+    }
+    return count;
+}
+
 /* Flat index in x of the winner of the window of output (plane, p, q); plane = b * c + ch. */
 static int64_t max_window(const ref_pool2d_shape *sh, const double *x, int64_t plane, int64_t p,
                           int64_t q)
@@ -622,8 +662,8 @@ static int64_t max_window(const ref_pool2d_shape *sh, const double *x, int64_t p
     int64_t best = -1;
     for (int64_t i = 0; i < sh->size_h; i++) {
         for (int64_t j = 0; j < sh->size_w; j++) {
-            int64_t idx = (plane * sh->h + p * sh->stride_h + i) * sh->w + q * sh->stride_w + j;
-            if (best < 0 || beats(x[idx], x[best])) {
+            int64_t idx = window_at(sh, plane, p, q, i, j);
+            if (idx >= 0 && (best < 0 || beats(x[idx], x[best]))) {
                 best = idx;
             }
         }
@@ -688,18 +728,17 @@ void ref_maxpool2d_backward(const ref_pool2d_shape *sh, const float *x, const fl
 void ref_avgpool2d_forward_f64(const ref_pool2d_shape *sh, const double *x, double *y)
 {
     int64_t oh = ref_pool2d_out_h(sh), ow = ref_pool2d_out_w(sh);
-    double count = (double) (sh->size_h * sh->size_w);
     for (int64_t plane = 0; plane < sh->n * sh->c; plane++) {
         for (int64_t p = 0; p < oh; p++) {
             for (int64_t q = 0; q < ow; q++) {
                 double acc = 0.0;
                 for (int64_t i = 0; i < sh->size_h; i++) {
                     for (int64_t j = 0; j < sh->size_w; j++) {
-                        acc += x[(plane * sh->h + p * sh->stride_h + i) * sh->w + q * sh->stride_w +
-                                 j];
+                        int64_t idx = window_at(sh, plane, p, q, i, j);
+                        acc += idx >= 0 ? x[idx] : 0.0;
                     }
                 }
-                y[(plane * oh + p) * ow + q] = acc / count;
+                y[(plane * oh + p) * ow + q] = acc / window_count(sh, p, q);
             }
         }
     }
@@ -719,16 +758,17 @@ void ref_avgpool2d_forward(const ref_pool2d_shape *sh, const float *x, float *y)
 void ref_avgpool2d_backward_f64(const ref_pool2d_shape *sh, const double *dy, double *dx)
 {
     int64_t oh = ref_pool2d_out_h(sh), ow = ref_pool2d_out_w(sh);
-    double count = (double) (sh->size_h * sh->size_w);
     memset(dx, 0, (size_t) (sh->n * sh->c * sh->h * sh->w) * sizeof *dx);
     for (int64_t plane = 0; plane < sh->n * sh->c; plane++) {
         for (int64_t p = 0; p < oh; p++) {
             for (int64_t q = 0; q < ow; q++) {
-                double g = dy[(plane * oh + p) * ow + q] / count;
+                double g = dy[(plane * oh + p) * ow + q] / window_count(sh, p, q);
                 for (int64_t i = 0; i < sh->size_h; i++) {
                     for (int64_t j = 0; j < sh->size_w; j++) {
-                        dx[(plane * sh->h + p * sh->stride_h + i) * sh->w + q * sh->stride_w + j] +=
-                                g;
+                        int64_t idx = window_at(sh, plane, p, q, i, j);
+                        if (idx >= 0) {
+                            dx[idx] += g;
+                        }
                     }
                 }
             }

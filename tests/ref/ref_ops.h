@@ -197,17 +197,23 @@ void ref_conv2d_backward(const ref_conv2d_shape *sh, const float *x, const float
                          const float *dy, float *dx, float *dw, float *dbias);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Pooling 2-D (NCHW, no padding, windows entirely inside the image)                          */
+/* Pooling 2-D (NCHW; padding: windows clipped to the image)                                  */
 /* ------------------------------------------------------------------------------------------ */
 
 typedef struct ref_pool2d_shape {
     int64_t n, c, h, w;         /* input x [n, c, h, w] */
     int64_t size_h, size_w;     /* window, 1 <= size_h <= h, 1 <= size_w <= w */
     int64_t stride_h, stride_w; /* >= 1; windows may overlap (stride < size) */
+    /* ONNX's pads, each < its window side (0: none): windows are clipped to the image, a max
+     * ignores the padding, an average divides by the elements inside the image, or with
+     * count_include_pad by those inside the padded image. */
+    int64_t pad_t, pad_l, pad_b, pad_r;
+    bool ceil_mode, count_include_pad;
 } ref_pool2d_shape;
 
-/* out_h = (h - size_h) / stride_h + 1 (floor: a partial window at the edge is dropped), out_w
- * likewise; output y is [n, c, out_h, out_w]. */
+/* out_h = floor((h + pad_t + pad_b - size_h) / stride_h) + 1 (a partial window at the edge is
+ * dropped), with ceil_mode the ceiling, less one when that window would start in the end
+ * padding; out_w likewise; output y is [n, c, out_h, out_w]. */
 int64_t ref_pool2d_out_h(const ref_pool2d_shape *sh);
 int64_t ref_pool2d_out_w(const ref_pool2d_shape *sh);
 

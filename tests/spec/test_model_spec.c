@@ -465,11 +465,11 @@ static const struct bad_case bad_cases[] = {
          "layers[0].units: missing (expected an integer >= 1)", 1},
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
-         "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation)",
+         "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
-         "maxpool2d, avgpool2d, flatten, kernel, slide, activation)",
+         "maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
         /* slide layers: the last one, under softmax_cross_entropy; bounded hashing */
@@ -511,9 +511,41 @@ static const struct bad_case bad_cases[] = {
          "layers[0].units: duplicate field", 0},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'bias': 'yes'}]" SMCE,
          "layers[0].bias: expected true or false, got \"yes\"", 1},
-        {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'padding': 1}, {'type': 'flatten'}, "
+        {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'pad': 1}, {'type': 'flatten'}, "
              "" DENSE "]" SMCE,
-         "layers[0].padding: unknown field (expected one of: type, size, stride)", 1},
+         "layers[0].pad: unknown field (expected one of: type, size, stride, padding, "
+         "padding_end, ceil_mode, count_include_pad)",
+         1},
+        {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'padding': 2}, {'type': 'flatten'}, "
+             "" DENSE "]" SMCE,
+         "layers[0].padding: expected each pad < the window's size [2, 2]", 0},
+        {IMG "'layers': [{'type': 'maxpool2d', 'size': 3, 'padding_end': [0, 3]}, "
+             "{'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[0].padding_end: expected each pad < the window's size [3, 3]", 0},
+        {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'count_include_pad': true}, "
+             "{'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[0].count_include_pad: applies only to avgpool2d", 0},
+        /* graphs: inputs name earlier layers; add joins equal shapes, concat channels */
+        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, 'padding': 1}, "
+             "{'type': 'add', 'inputs': [0, 1]}]" SMCE,
+         "layers[1].inputs[1]: expected the index of an earlier layer (0 to 0) or -1", 0},
+        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, 'padding': 1}, "
+             "{'type': 'add'}]" SMCE,
+         "layers[1].inputs: missing (expected an array of 2 earlier layers' indices", 1},
+        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, 'padding': 1}, "
+             "{'type': 'add', 'inputs': [0, -1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[1]: add of [2, 28, 28] (inputs[0]) and [1, 28, 28] (inputs[1]): expected equal "
+         "shapes",
+         0},
+        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3}, "
+             "{'type': 'concat', 'inputs': [0, -1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[1]: concat of [2, 26, 26] (inputs[0]) and [1, 28, 28] (inputs[1]): expected "
+         "equal dimensions after the first",
+         0},
+        {IMG "'layers': [{'type': 'dense', 'units': 3, 'inputs': [-1, 0]}]" SMCE,
+         "layers[0].inputs: wrong size or not an array (expected an array of 1 earlier", 0},
+        {IMG "'layers': [{'type': 'concat', 'inputs': [-1, -1], 'activation': 'relu'}]" SMCE,
+         "layers[0].activation: unknown field (expected one of: type)", 1},
         {IMG "'layers': [{'type': 'flatten', 'units': 3}, " DENSE "]" SMCE,
          "layers[0].units: unknown field (expected one of: type)", 1},
         {IMG "'layers': [{'type': 'conv2d', 'filters': 6, 'kernel': [5]}]" SMCE,
@@ -548,7 +580,8 @@ static const struct bad_case bad_cases[] = {
          "layers[0]: conv2d needs a [channels, height, width] input, got [784]", 0},
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [3, 1, 9]}, 'layers': [{'type': "
          "'maxpool2d', 'size': 2}, {'type': 'flatten'}, " DENSE "]" SMCE,
-         "layers[0]: maxpool2d output height would be < 1: input height 1 < size 2", 0},
+         "layers[0]: maxpool2d output height would be < 1: input height 1 + padding 0 + 0 < size 2",
+         0},
         {IMG "'layers': [{'type': 'conv2d', 'filters': 6, 'kernel': 5, 'padding': 2}, " DENSE
              "]" SMCE,
          "layers[1]: dense needs a flat [n] input, got [6, 28, 28]; add {\"type\": \"flatten\"} "
@@ -638,6 +671,42 @@ static void test_bad_specs(hetcl_context *ctx)
         cJSON_Delete(doc);
     }
     cJSON_Delete(schema);
+}
+
+/* Pools with ONNX's padding and ceil_mode: the output sides of ResNet's stem (112 -> 56 with
+ * size 3, stride 2, padding 1), SqueezeNet's ceil_mode (111 -> 55, floor 55; 54 -> 27 vs 26),
+ * asymmetric padding, and a ceil window that would start in the end padding (5 + 1 + 1, size 2,
+ * stride 2: 4 by the ceiling, 3 by the rule). */
+static void test_pool_padding(hetcl_context *ctx)
+{
+    static const struct {
+        const char *layer;
+        int64_t in, out_h, out_w;
+    } cases[] = {
+            {"'type': 'maxpool2d', 'size': 3, 'stride': 2, 'padding': 1", 112, 56, 56},
+            {"'type': 'maxpool2d', 'size': 3, 'stride': 2, 'ceil_mode': true", 54, 27, 27},
+            {"'type': 'maxpool2d', 'size': 3, 'stride': 2", 54, 26, 26},
+            {"'type': 'avgpool2d', 'size': 3, 'stride': 1, 'padding': [1, 0], "
+             "'padding_end': [1, 2], 'count_include_pad': true",
+             7, 7, 7},
+            {"'type': 'avgpool2d', 'size': 2, 'padding': 1, 'ceil_mode': true", 5, 3, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{'schema_version': 1, 'name': 't', 'input': {'shape': [2, %lld, %lld]}, "
+                 "'layers': [{%s}, {'type': 'flatten'}, " DENSE "]" SMCE,
+                 (long long) cases[i].in, (long long) cases[i].in, cases[i].layer);
+        hetcl_model_spec *spec = NULL;
+        CHECK_EQ_INT(parse(ctx, text, &spec), HETCL_OK);
+        if (!spec) {
+            fprintf(stderr, "  case %zu: %s\n", i, hetcl_context_last_error(ctx));
+            continue;
+        }
+        CHECK_EQ_INT(spec->layers[0].out_shape.dims[1], cases[i].out_h);
+        CHECK_EQ_INT(spec->layers[0].out_shape.dims[2], cases[i].out_w);
+        hetcl_model_spec_destroy(spec);
+    }
 }
 
 static void test_edges(hetcl_context *ctx)
@@ -785,6 +854,7 @@ int main(void)
     test_all_shipped(ctx);
     test_defaults(ctx);
     test_bad_specs(ctx);
+    test_pool_padding(ctx);
     test_edges(ctx);
     test_huge_fields(ctx);
     hetcl_context_destroy(ctx);

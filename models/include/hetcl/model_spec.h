@@ -59,8 +59,8 @@ extern "C" {
 enum hetcl_model_layer_type {
     HETCL_MODEL_LAYER_DENSE = 0, /* "dense": y = act(W x + b) */
     HETCL_MODEL_LAYER_CONV2D,    /* "conv2d": cross-correlation, zero padding */
-    HETCL_MODEL_LAYER_MAXPOOL2D, /* "maxpool2d": no padding, floor output size */
-    HETCL_MODEL_LAYER_AVGPOOL2D, /* "avgpool2d": no padding, floor output size */
+    HETCL_MODEL_LAYER_MAXPOOL2D, /* "maxpool2d": padding and ceil_mode as ONNX's MaxPool */
+    HETCL_MODEL_LAYER_AVGPOOL2D, /* "avgpool2d": ... and count_include_pad as AveragePool */
     HETCL_MODEL_LAYER_FLATTEN,   /* "flatten": [c, h, w] -> [c * h * w], row-major */
     /* "kernel": a kernel machine y = sum_j alpha_j k(c_j, x) over `centers` points c_j (the
      * training set's, set by its trainer: hetcl_model_spec_set_centers); alpha [centers][units].
@@ -72,7 +72,14 @@ enum hetcl_model_layer_type {
                                      selects (SLIDE; <hetcl/slide.h>); the last layer, under a
                                      softmax_cross_entropy loss. Evaluated densely elsewhere. */
     HETCL_MODEL_LAYER_ACTIVATION, /* "activation": y = act(x), elementwise, same shape */
+    HETCL_MODEL_LAYER_ADD,        /* "add": y = act(a + b) of two earlier outputs of one shape
+                                     (a residual connection; "inputs" names them) */
+    HETCL_MODEL_LAYER_CONCAT,     /* "concat": the channels (the first dimension) of two or more
+                                     earlier outputs whose other dimensions agree, in order */
 };
+
+/* The most inputs a layer names ("inputs"). */
+#define HETCL_MODEL_SPEC_MAX_INPUTS 8
 
 /* The kernel of a "kernel" layer (<hetcl/ops.h>'s hetcl_kernel_kind has the same values). */
 enum hetcl_model_kernel {
@@ -166,7 +173,14 @@ struct hetcl_model_layer {
     int64_t filters;            /* conv2d */
     int64_t kernel[2];          /* conv2d kernel, pool size: [h, w] */
     int64_t stride[2];          /* conv2d, pools: [h, w] */
-    int64_t padding[2];         /* conv2d: zeros added on each side, [h, w] */
+    int64_t padding[2];         /* conv2d: zeros added on each side, [h, w]; pools: at the
+                                   start (top, left), windows clipped to the input */
+    int64_t padding_end[2];     /* pools: at the end (bottom, right); "padding_end", default
+                                   "padding"; each pad < the window's side */
+    bool ceil_mode;             /* pools: the output size rounded up ("ceil_mode", default false:
+                                   floor), less a window that would start in the end padding */
+    bool count_include_pad;     /* avgpool2d: the padding counts in the divisor (default false:
+                                   the mean of the elements inside the input) */
     bool bias;                  /* dense, conv2d: has a bias tensor */
     enum hetcl_model_init init; /* dense, conv2d: resolved weight init */
     struct hetcl_model_shape in_shape, out_shape;
@@ -180,6 +194,12 @@ struct hetcl_model_layer {
     struct hetcl_model_slide slide;      /* slide layers */
     int64_t groups; /* conv2d: channel groups (1: dense; in_channels: depthwise); else 0 */
     double alpha;   /* leaky_relu's slope for z < 0 ("alpha", default 0.01); else 0 */
+    /* Where its input comes from: the outputs of layers inputs[0 .. n_inputs), each earlier
+     * than this one, -1 the network's input ("inputs", default [the previous layer]: a chain).
+     * in_shape is inputs[0]'s output shape. add: 2; concat: 2 .. HETCL_MODEL_SPEC_MAX_INPUTS;
+     * any other layer: 1. */
+    int n_inputs;
+    int inputs[HETCL_MODEL_SPEC_MAX_INPUTS];
 };
 
 /*

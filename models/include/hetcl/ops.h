@@ -85,9 +85,18 @@ struct hetcl_op_conv2d_args {
 
 /* Max and average pooling, NCHW. Max forward buffers: x (R), y (W), argmax (W: int32 index into
  * the input plane per output); max backward: dy (R), argmax (R), dx (W).
- * Average forward: x (R), y (W); backward: dy (R), dx (W). */
+ * Average forward: x (R), y (W); backward: dy (R), dx (W).
+ * Padding (ONNX's MaxPool and AveragePool): pad = {top, left, bottom, right}, each < k; the
+ * output side is floor((in + pad_begin + pad_end - k) / stride) + 1, or the ceiling with
+ * ceil_mode, less one where the last window would start in the end padding (PyTorch's and ONNX's
+ * rule). Windows are clipped to the input: a padded max ignores what lies outside (ONNX pads with
+ * -inf); a padded average divides by the elements inside the input, or with count_include_pad by
+ * the window's part inside the padded input. All zero: the unpadded floor of the first forms. */
 struct hetcl_op_pool2d_args {
     int64_t batch, channels, in_h, in_w, k, stride;
+    int64_t pad[4];         /* top, left, bottom, right */
+    bool ceil_mode;         /* round the output size up */
+    bool count_include_pad; /* average: the padding counts in the divisor */
 };
 
 /* SGD with momentum and weight decay, in place:
@@ -109,6 +118,14 @@ struct hetcl_op_axpy_args {
  * argmax: logits (R) -> out (W: rows int32). */
 struct hetcl_op_reduce_args {
     int64_t rows, cols; /* sum: rows * cols elements */
+};
+
+/* Concatenation along each row, one input at a time: y[r][offset + i] = x[r][i] for r < rows,
+ * i < cols, with y [rows][out_cols] (the channels of NCHW examples: an input of C_k channels is
+ * C_k * H * W columns). offset + cols <= out_cols. Buffers: x (R), y (W for the first input, RW
+ * for the others: their columns are kept). */
+struct hetcl_op_concat_args {
+    int64_t rows, cols, out_cols, offset;
 };
 
 /* Kernel matrix of a kernel machine (EigenPro): K[i][j] = k(x_i, c_j) for the rows x_i of X
@@ -154,6 +171,7 @@ HETCL_API extern const struct hetcl_codelet hetcl_op_mse;
 HETCL_API extern const struct hetcl_codelet hetcl_op_softmax;
 HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_fwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_bwd;
+HETCL_API extern const struct hetcl_codelet hetcl_op_concat;
 HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_fwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_bwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_avgpool_fwd;

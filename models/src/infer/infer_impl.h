@@ -113,6 +113,10 @@ void hetcl__infer_packed_put(hetcl_context *ctx, struct hetcl__infer_packed *e);
 /* Helper tasks a share keeps track of after their request (see struct hetcl__infer_share). */
 #define HETCL_INFER_HELPERS_PENDING 64
 
+/* The most activation buffers a fused host share keeps (a graph needing more runs a task per
+ * operator). */
+#define HETCL__INFER_ACT_MAX 16
+
 /* The fused OpenCL task's buffers, by name: the share's input and output, the two activation
  * buffers that consecutive layers alternate between, the pool indices, the zero bias, then
  * every spec parameter in spec order. */
@@ -147,7 +151,7 @@ struct hetcl__infer_share {
      * activations alternate between act[0] and act[1], pool indices in am. */
     bool fused_cl;
     hetcl_handle *act[2], *am;
-    float *scratch[2];
+    float *scratch[HETCL__INFER_ACT_MAX]; /* fused host: n_act of them */
     int32_t *argmax_scratch;
     /* Per step, cumulative; written only by the share's task, read at any time (a reader may
      * see a request's first steps before its last: atomics keep that a small bias, not a
@@ -200,9 +204,12 @@ struct hetcl_infer_session {
     const struct hetcl_gemm_kernel *gemm_kern;
     struct hetcl__infer_packed **packed_ref;
     const float **packed;
-    /* Fused shares: which of the two activation buffers each layer's output goes to
-     * (consecutive layers that are not views alternate). */
+    /* Fused shares: which of the n_act activation buffers each layer's output goes to: the
+     * lowest one free when it is written, a buffer being free once every layer that reads its
+     * output has run (a chain alternates between two; a residual or branching graph needs
+     * more). */
     uint8_t *act_buffer;
+    int n_act;
     size_t n_shares;
     struct hetcl__infer_share *shares;
     int *step_worker;                       /* pipeline: the worker of each step; NULL otherwise */

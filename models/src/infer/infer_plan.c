@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const op_names[] = {"dense",   "conv2d",  "maxpool2d", "avgpool2d",
-                                       "flatten", "softmax", "output",    "activation"};
+static const char *const op_names[] = {"dense",   "conv2d", "maxpool2d",  "avgpool2d", "flatten",
+                                       "softmax", "output", "activation", "add",       "concat"};
 
 const char *hetcl_infer_op_name(enum hetcl_infer_op op)
 {
@@ -212,6 +212,12 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
             break;
         case HETCL_MODEL_LAYER_ACTIVATION:
             op = HETCL_INFER_ACTIVATION;
+            break;
+        case HETCL_MODEL_LAYER_ADD:
+            op = HETCL_INFER_ADD;
+            break;
+        case HETCL_MODEL_LAYER_CONCAT:
+            op = HETCL_INFER_CONCAT;
             break;
         case HETCL_MODEL_LAYER_KERNEL:
             /* its centers and alpha come from a training set, not from a checkpoint of the

@@ -73,6 +73,8 @@ static void conv(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
                 }
 }
 
+/* Windows clipped to the input (padding and ceil_mode): a max over the elements inside, a mean
+ * over them or, with count_include_pad, over the window's part inside the padded input. */
 static void pool(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, int64_t b,
                  const double *x, double *y)
 {
@@ -86,16 +88,24 @@ static void pool(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
             for (int64_t oy = 0; oy < OH; oy++)
                 for (int64_t ox = 0; ox < OW; ox++) {
                     const double *plane = x + (n * C + c) * H * W;
-                    double acc = is_max ? -HUGE_VAL : 0;
+                    double acc = is_max ? -HUGE_VAL : 0, count = 0;
                     for (int64_t ky = 0; ky < K; ky++)
                         for (int64_t kx = 0; kx < K; kx++) {
-                            double v = plane[(oy * S + ky) * W + ox * S + kx];
+                            int64_t iy = oy * S - l->padding[0] + ky;
+                            int64_t ix = ox * S - l->padding[1] + kx;
+                            bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
+                            bool in_padded =
+                                    iy < H + l->padding_end[0] && ix < W + l->padding_end[1];
+                            count += l->count_include_pad ? in_padded : inside;
+                            if (!inside)
+                                continue;
+                            double v = plane[iy * W + ix];
                             if (is_max)
                                 acc = v > acc ? v : acc;
                             else
                                 acc += v;
                         }
-                    y[((n * C + c) * OH + oy) * OW + ox] = is_max ? acc : acc / (double) (K * K);
+                    y[((n * C + c) * OH + oy) * OW + ox] = is_max ? acc : acc / count;
                 }
 }
 
@@ -112,23 +122,61 @@ static void softmax(int64_t b, int64_t k, const double *x, double *y)
     }
 }
 
+/* Layer `src`'s output (src -1: the input) among the steps' outputs: steps are the layers. */
+static const double *source(double *const *outs, const double *in, int src)
+{
+    return src < 0 ? in : outs[src];
+}
+
+/* y = act(a + b) for add; the inputs' channels, in order, for concat. */
+static void join(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, int64_t b,
+                 double *const *outs, const double *in, double *y)
+{
+    const struct hetcl_model_layer *l = &p->spec->layers[s->layer];
+    if (s->op == HETCL_INFER_ADD) {
+        const double *x0 = source(outs, in, l->inputs[0]), *x1 = source(outs, in, l->inputs[1]);
+        for (int64_t k = 0; k < b * s->out_elems; k++)
+            y[k] = act_alpha(s->act, (double) s->alpha, x0[k] + x1[k]);
+        return;
+    }
+    int64_t off = 0;
+    for (int i = 0; i < l->n_inputs; i++) {
+        const int src = l->inputs[i];
+        int64_t cols = src < 0 ? p->in_elems : 1;
+        for (int d = 0; src >= 0 && d < p->spec->layers[src].out_shape.rank; d++)
+            cols *= p->spec->layers[src].out_shape.dims[d];
+        const double *x = source(outs, in, src);
+        for (int64_t n = 0; n < b; n++)
+            for (int64_t c = 0; c < cols; c++)
+                y[n * s->out_elems + off + c] = x[n * cols + c];
+        off += cols;
+    }
+}
+
 hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan *plan,
                                      int64_t batch, const float *x, float *probs)
 {
     if (!plan || !x || !probs || batch < 1)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
                            "hetcl_infer_forward_ref: NULL argument or batch < 1");
-    size_t n = (size_t) batch * (size_t) plan->max_elems;
-    double *a = hetcl__malloc(n * sizeof *a), *b = hetcl__malloc(n * sizeof *b);
-    if (!a || !b) {
-        hetcl__free(a);
-        hetcl__free(b);
-        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "reference forward: %zu doubles", 2 * n);
-    }
-    for (size_t i = 0; i < (size_t) (batch * plan->in_elems); i++)
-        a[i] = (double) x[i];
-    for (int i = 0; i < plan->n_steps; i++) {
+    /* every step's output is kept: a layer may read any earlier one (inputs) */
+    const size_t n_in = (size_t) batch * (size_t) plan->in_elems;
+    double *in = hetcl__malloc(n_in * sizeof *in);
+    double **outs = hetcl__calloc((size_t) plan->n_steps, sizeof *outs);
+    bool ok = in && outs;
+    for (int i = 0; ok && i < plan->n_steps; i++)
+        ok = (outs[i] = hetcl__malloc((size_t) batch * (size_t) plan->steps[i].out_elems *
+                                      sizeof(double))) != NULL;
+    hetcl_status st =
+            ok ? HETCL_OK : hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "reference forward: activations");
+    for (size_t i = 0; ok && i < n_in; i++)
+        in[i] = (double) x[i];
+    for (int i = 0; ok && i < plan->n_steps; i++) {
         const struct hetcl_infer_step *s = &plan->steps[i];
+        /* the loss's step reads the last layer */
+        const int src = s->layer >= 0 ? plan->spec->layers[s->layer].inputs[0] : i - 1;
+        const double *a = source(outs, in, src);
+        double *b = outs[i];
         switch (s->op) {
         case HETCL_INFER_DENSE:
             dense(plan, s, batch, a, b);
@@ -147,17 +195,21 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
             for (int64_t k = 0; k < batch * s->out_elems; k++)
                 b[k] = act_alpha(s->act, (double) s->alpha, a[k]);
             break;
-        case HETCL_INFER_FLATTEN:
+        case HETCL_INFER_ADD:
+        case HETCL_INFER_CONCAT:
+            join(plan, s, batch, outs, in, b);
+            break;
+        case HETCL_INFER_FLATTEN: /* same bytes, another shape; the last layer's values */
         case HETCL_INFER_OUTPUT:
-            continue; /* same bytes, another shape; the last layer's values as they are */
+            memcpy(b, a, (size_t) batch * (size_t) s->out_elems * sizeof *b);
+            break;
         }
-        double *t = a;
-        a = b;
-        b = t;
     }
-    for (size_t i = 0; i < (size_t) (batch * plan->n_classes); i++)
-        probs[i] = (float) a[i];
-    hetcl__free(a);
-    hetcl__free(b);
-    return HETCL_OK;
+    for (size_t i = 0; ok && i < (size_t) (batch * plan->n_classes); i++)
+        probs[i] = (float) outs[plan->n_steps - 1][i];
+    for (int i = 0; outs && i < plan->n_steps; i++)
+        hetcl__free(outs[i]);
+    hetcl__free(outs);
+    hetcl__free(in);
+    return st;
 }

@@ -135,8 +135,8 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
         (void) hetcl_handle_unregister(s->rt, sh->am);
         hetcl__free(sh->out);
         hetcl__free(sh->argmax);
-        hetcl__free(sh->scratch[0]);
-        hetcl__free(sh->scratch[1]);
+        for (int k = 0; k < HETCL__INFER_ACT_MAX; k++)
+            hetcl__free(sh->scratch[k]);
         hetcl__free(sh->argmax_scratch);
         hetcl__free(sh->layer_ns_mem);
         hetcl__free(sh->team);
@@ -235,31 +235,67 @@ static hetcl_status make_share(hetcl_infer_session *s, struct hetcl__infer_share
     }
     if (st == HETCL_OK && sh->fused) {
         size_t n = r * (size_t) p->max_elems;
-        sh->scratch[0] = hetcl__malloc(n * sizeof(float));
-        sh->scratch[1] = hetcl__malloc(n * sizeof(float));
+        bool ok = true;
+        for (int k = 0; k < s->n_act; k++)
+            ok = ok && (sh->scratch[k] = hetcl__malloc(n * sizeof(float))) != NULL;
         sh->argmax_scratch = hetcl__malloc(n * sizeof(int32_t));
         sh->layer_ns = sh->layer_ns_mem = hetcl__calloc((size_t) p->n_steps, sizeof *sh->layer_ns);
-        if (!sh->scratch[0] || !sh->scratch[1] || !sh->argmax_scratch || !sh->layer_ns)
+        if (!ok || !sh->argmax_scratch || !sh->layer_ns)
             return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session scratch");
         return reg(s, NULL, out_bytes, &sh->out[last]);
     }
     return st == HETCL_OK ? make_share_handles(s, sh) : st;
 }
 
-/* Which of a fused share's two activation buffers each layer writes: consecutive layers that
- * are not views alternate, so that each reads the other's (a view writes nothing). */
+/* The layer whose output layer p's slot holds (through views; -1: the input). */
+static int stored_at(const hetcl_model_spec *spec, int p)
+{
+    while (p >= 0 && hetcl__lower_is_view(spec, p))
+        p = spec->layers[p].inputs[0];
+    return p;
+}
+
+/* Which of a fused share's activation buffers each layer writes (struct hetcl_infer_session's
+ * act_buffer): a buffer is free again once the last layer reading its output has run, and each
+ * layer takes the lowest free one, so a chain alternates between two. */
 static hetcl_status make_act_buffers(hetcl_infer_session *s)
 {
     const hetcl_model_spec *spec = s->plan->spec;
-    s->act_buffer = hetcl__calloc((size_t) spec->n_layers + 1, 1);
-    if (!s->act_buffer)
+    const int L = spec->n_layers;
+    s->act_buffer = hetcl__calloc((size_t) L + 1, 1);
+    int *last = hetcl__malloc(((size_t) L + 1) * sizeof *last);
+    if (!s->act_buffer || !last) {
+        hetcl__free(last);
         return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session");
-    uint8_t next = 0;
-    for (int l = 0; l < spec->n_layers; l++) {
-        s->act_buffer[l] = next;
-        if (!hetcl__lower_is_view(spec, l))
-            next ^= 1;
     }
+    for (int l = 0; l < L; l++)
+        last[l] = l;
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < spec->layers[l].n_inputs && !hetcl__lower_is_view(spec, l); k++) {
+            const int p = stored_at(spec, spec->layers[l].inputs[k]);
+            if (p >= 0 && last[p] < l)
+                last[p] = l;
+        }
+    if (stored_at(spec, L - 1) >= 0)
+        last[stored_at(spec, L - 1)] = L; /* the softmax or output step reads it */
+    int owner[HETCL__INFER_ACT_MAX + 1];  /* the layer whose output a buffer holds; -1: free */
+    s->n_act = 0;
+    for (int l = 0; l < L; l++) {
+        if (hetcl__lower_is_view(spec, l))
+            continue;
+        int b = 0;
+        while (b < s->n_act && owner[b] >= 0 && last[owner[b]] >= l)
+            b++;
+        if (b == s->n_act && s->n_act <= HETCL__INFER_ACT_MAX)
+            s->n_act++;
+        if (b > HETCL__INFER_ACT_MAX) { /* too many live outputs for the fused forms */
+            s->n_act = HETCL__INFER_ACT_MAX + 1;
+            break;
+        }
+        owner[b] = l;
+        s->act_buffer[l] = (uint8_t) b;
+    }
+    hetcl__free(last);
     return HETCL_OK;
 }
 
@@ -515,9 +551,10 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
         row0 += rows;
         struct hetcl_worker_info wi;
         bool known = hetcl_runtime_worker_info(rt, (size_t) sh->worker, &wi) == HETCL_OK;
-        sh->fused =
-                !s->f16 && !o->no_fuse && !o->step_workers && known && wi.kind == HETCL_WORKER_HOST;
-        sh->fused_cl = !s->f16 && o->fuse_opencl && !o->step_workers && known &&
+        sh->fused = !s->f16 && !o->no_fuse && !o->step_workers && known &&
+                    wi.kind == HETCL_WORKER_HOST && s->n_act <= HETCL__INFER_ACT_MAX;
+        /* its task names two activation buffers: chains only */
+        sh->fused_cl = !s->f16 && o->fuse_opencl && !o->step_workers && known && s->n_act <= 2 &&
                        wi.kind == HETCL_WORKER_OPENCL &&
                        HETCL__INFER_CL_PARAMS + spec->n_params <= HETCL_TASK_MAX_BUFFERS;
         st = make_share(s, sh);

@@ -93,6 +93,8 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
     case HETCL_MODEL_LAYER_FLATTEN:
     case HETCL_MODEL_LAYER_SLIDE:
     case HETCL_MODEL_LAYER_ACTIVATION:
+    case HETCL_MODEL_LAYER_ADD:
+    case HETCL_MODEL_LAYER_CONCAT:
         return HETCL_OK;
     case HETCL_MODEL_LAYER_CONV2D:
         /* The conv operators take one stride and one padding for both axes. */
@@ -147,6 +149,19 @@ hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *
                                "%s: layers[%d]: conv2d with groups %lld has no half-precision "
                                "(fp16) operator; grouped and depthwise convolutions run in fp32",
                                spec->source, l, (long long) spec->layers[l].groups);
+        const struct hetcl_model_layer *P = &spec->layers[l];
+        if (P->n_inputs != 1 || P->inputs[0] != l - 1)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: a layer that names its inputs (a graph) has no "
+                               "half-precision (fp16) lowering; graphs run in fp32",
+                               spec->source, l);
+        if ((t == HETCL_MODEL_LAYER_MAXPOOL2D || t == HETCL_MODEL_LAYER_AVGPOOL2D) &&
+            (P->padding[0] || P->padding[1] || P->padding_end[0] || P->padding_end[1] ||
+             P->ceil_mode))
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: %s with padding or ceil_mode has no "
+                               "half-precision (fp16) operator; it runs in fp32",
+                               spec->source, l, hetcl_model_layer_type_name(t));
         if (t != HETCL_MODEL_LAYER_DENSE && t != HETCL_MODEL_LAYER_FLATTEN &&
             t != HETCL_MODEL_LAYER_CONV2D && t != HETCL_MODEL_LAYER_MAXPOOL2D &&
             t != HETCL_MODEL_LAYER_AVGPOOL2D)
@@ -158,13 +173,24 @@ hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *
     return HETCL_OK;
 }
 
-struct hetcl__slot hetcl__lower_input_of(const hetcl_model_spec *spec, int layer)
+/* The slot that holds layer p's output (p -1: the network's input), through views. */
+static struct hetcl__slot output_of(const hetcl_model_spec *spec, int p)
 {
-    int p = layer - 1;
     while (p >= 0 && is_view(&spec->layers[p]))
-        p--;
+        p = spec->layers[p].inputs[0];
     return p < 0 ? (struct hetcl__slot){HETCL__SLOT_INPUT, -1}
                  : (struct hetcl__slot){HETCL__SLOT_ACT, p};
+}
+
+struct hetcl__slot hetcl__lower_input_of(const hetcl_model_spec *spec, int layer)
+{
+    /* the loss and the softmax read the last layer */
+    return output_of(spec, layer < spec->n_layers ? spec->layers[layer].inputs[0] : layer - 1);
+}
+
+struct hetcl__slot hetcl__lower_input_k(const hetcl_model_spec *spec, int layer, int k)
+{
+    return output_of(spec, spec->layers[layer].inputs[k]);
 }
 
 static struct hetcl__slot slot(enum hetcl__slot_kind kind, int layer)
@@ -236,12 +262,16 @@ static struct hetcl_op_conv2d_args conv_args(const struct hetcl_model_layer *L, 
 
 static struct hetcl_op_pool2d_args pool_args(const struct hetcl_model_layer *L, int64_t rows)
 {
-    return (struct hetcl_op_pool2d_args){.batch = rows,
-                                         .channels = L->in_shape.dims[0],
-                                         .in_h = L->in_shape.dims[1],
-                                         .in_w = L->in_shape.dims[2],
-                                         .k = L->kernel[0],
-                                         .stride = L->stride[0]};
+    return (struct hetcl_op_pool2d_args){
+            .batch = rows,
+            .channels = L->in_shape.dims[0],
+            .in_h = L->in_shape.dims[1],
+            .in_w = L->in_shape.dims[2],
+            .k = L->kernel[0],
+            .stride = L->stride[0],
+            .pad = {L->padding[0], L->padding[1], L->padding_end[0], L->padding_end[1]},
+            .ceil_mode = L->ceil_mode,
+            .count_include_pad = L->count_include_pad};
 }
 
 /* A conv2d's activation runs as bias_act over [rows * channels][plane] with a zero bias of one
@@ -381,6 +411,33 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
         buf(e, op, y, HETCL_W);
         return;
+    case HETCL_MODEL_LAYER_ADD:
+        /* y = act(a + b): bias_act over one row of every element, b as its "bias" */
+        op = add(e, &hetcl_op_bias_act_fwd, "fwd_add");
+        SET_ARGS(op, bias_act,
+                 ((struct hetcl_op_bias_act_args){
+                         .rows = 1, .cols = rows * out, .act = act, .alpha = (float) L->alpha}));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, hetcl__lower_input_k(lw->spec, l, 1), HETCL_R);
+        buf(e, op, y, HETCL_W);
+        return;
+    case HETCL_MODEL_LAYER_CONCAT: {
+        /* each input into its columns of every row (example) of y */
+        int64_t offset = 0;
+        for (int k = 0; k < L->n_inputs; k++) {
+            const int src = L->inputs[k];
+            const int64_t cols = hetcl__shape_elems(src < 0 ? &lw->spec->input_shape
+                                                            : &lw->spec->layers[src].out_shape);
+            op = add(e, &hetcl_op_concat, "fwd_concat");
+            SET_ARGS(op, concat,
+                     ((struct hetcl_op_concat_args){
+                             .rows = rows, .cols = cols, .out_cols = out, .offset = offset}));
+            buf(e, op, hetcl__lower_input_k(lw->spec, l, k), HETCL_R);
+            buf(e, op, y, k == 0 ? HETCL_W : HETCL_RW);
+            offset += cols;
+        }
+        return;
+    }
     case HETCL_MODEL_LAYER_ACTIVATION:
         /* y = act(x + 0) into its own slot: the input may be read again by nothing else, but
          * an in-place form would make the layer a view of a slot it writes */
@@ -494,7 +551,9 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, slot(HETCL__SLOT_GRAD_W, l), HETCL_W);
         return;
     case HETCL_MODEL_LAYER_ACTIVATION:
-        return; /* inference only: hetcl_net_create refuses to train it */
+    case HETCL_MODEL_LAYER_ADD:
+    case HETCL_MODEL_LAYER_CONCAT:
+        return; /* inference only: hetcl_net_create refuses to train them */
     }
 }
 
@@ -535,7 +594,9 @@ int hetcl__lower_layer(const struct hetcl__lowering *lw, int layer, unsigned pas
     e.task = 0;
     if (passes & HETCL__PASS_UPDATE)
         update(&e, lw, layer);
-    assert(e.n <= HETCL__LAYER_MAX_OPS); /* at most 2 forward, 3 backward, 2 update */
+    /* at most 2 forward (a concat's: one per input, HETCL_MODEL_SPEC_MAX_INPUTS), 3 backward,
+     * 2 update */
+    assert(e.n <= HETCL__LAYER_MAX_OPS);
     return e.n;
 }
 

@@ -114,6 +114,7 @@ union hetcl__op_args {
     struct hetcl_op_sgd_args sgd;
     struct hetcl_op_axpy_args axpy; /* n: the f16 lowering's input conversion */
     struct hetcl_op_kernel_args kernel;
+    struct hetcl_op_concat_args concat;
 };
 
 #define HETCL__OP_MAX_BUFFERS 6 /* conv2d_bwd's */
@@ -201,6 +202,8 @@ hetcl_status hetcl__lower_inference(const struct hetcl__lowering *lw, hetcl__ops
 /* The slot that holds the input of layer `layer` (spec->n_layers: of the loss or softmax): the
  * output of the nearest layer below that is not a view, or the network's input. */
 struct hetcl__slot hetcl__lower_input_of(const hetcl_model_spec *spec, int layer);
+/* The slot of a layer's input k (inputs[k], through views): add's second, concat's others. */
+struct hetcl__slot hetcl__lower_input_k(const hetcl_model_spec *spec, int layer, int k);
 
 /* Whether layer `layer` is a view (flatten): no operators and no storage of its own. */
 bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer);

@@ -17,44 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_LAYERS HETCL_MODEL_SPEC_MAX_LAYERS
-
-struct layer {
-    enum hetcl_model_layer_type type;
-    const char *act; /* the spec's activation name */
-    int64_t n;       /* units or filters */
-    int64_t kernel[2], stride[2], pad[2];
-    int64_t groups; /* conv2d */
-    float alpha;    /* leaky_relu's slope */
-    bool alpha_set; /* written to the spec (a leaky_relu) */
-    bool bias;
-    float *w, *b; /* in the spec's layouts */
-    int64_t w_n, b_n;
-    bool matmul; /* a dense layer from a MatMul, without a bias yet */
-    char node[80];
-};
-
-struct imp {
-    hetcl_context *ctx;
-    const char *name, *dir;
-    const Onnx__GraphProto *g;
-    int64_t opset;
-    struct hetcl_onnx_tensor **consts;
-    size_t n_consts, cap_consts;
-    struct layer *layers;
-    int n_layers;
-    const char *cur;  /* the value the chain has reached */
-    int rank;         /* its per-example rank: 1 or 3 */
-    int64_t dims[3];  /* and shape */
-    bool flat_view;   /* rank 1 only because the input's other shape was flattened */
-    bool after_layer; /* cur is the output of layers[n_layers - 1], before any activation */
-    bool softmax;     /* a Softmax ended the chain */
-    int64_t batch;    /* the input's first dimension, 0 when symbolic */
-    int in_rank;      /* the spec's input shape */
-    int64_t in_dims[3];
-    const char *input; /* the data input's name */
-    int dropped;
-};
+#include "onnx/onnx_import_impl.h"
 
 /* ---- constants ------------------------------------------------------------------------------ */
 
@@ -179,9 +142,31 @@ static struct layer *add_layer(struct imp *m, const Onnx__NodeProto *n,
     memset(l, 0, sizeof *l);
     l->type = type;
     l->act = "none";
+    l->n_inputs = 1;
+    l->inputs[0] = m->src;
     node_label(n, l->node, sizeof l->node);
     m->after_layer = type == HETCL_MODEL_LAYER_DENSE || type == HETCL_MODEL_LAYER_CONV2D;
     return l;
+}
+
+/* How many nodes read value `name` (a value read more than once cannot have an activation or
+ * a BatchNormalization folded into the layer that computes it). */
+static size_t uses(const struct imp *m, const char *name)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < m->g->n_node; i++)
+        for (size_t j = 0; j < m->g->node[i]->n_input; j++)
+            k += !strcmp(m->g->node[i]->input[j], name);
+    for (size_t i = 0; i < m->g->n_output; i++) /* a graph output is read too */
+        k += m->g->output[i]->name && !strcmp(m->g->output[i]->name, name);
+    return k;
+}
+
+/* The layer computing the data input, before its activation, that only this node reads: where
+ * a BatchNormalization, an activation or a MatMul's bias folds. NULL otherwise. */
+static struct layer *fold_target(const struct imp *m)
+{
+    return m->src >= 0 && m->after_layer && uses(m, m->cur) == 1 ? &m->layers[m->src] : NULL;
 }
 
 static float *copy_floats(struct imp *m, const float *src, int64_t n, float scale)
@@ -295,6 +280,20 @@ static hetcl_status op_conv(struct imp *m, const Onnx__NodeProto *n)
     return b ? set_bias(m, n, l, b, l->n, 1.0f) : HETCL_OK;
 }
 
+/* auto_pad SAME_UPPER / SAME_LOWER: out = ceil(in / stride), the padding that takes split with
+ * the odd one at the end (UPPER) or the start (LOWER). */
+static void same_pads(const struct imp *m, const int64_t *k, const int64_t *st, bool upper,
+                      int64_t pads[4])
+{
+    for (int a = 0; a < 2; a++) {
+        int64_t in = m->dims[1 + a], out = (in + st[a] - 1) / st[a];
+        int64_t total = (out - 1) * st[a] + k[a] - in;
+        total = total > 0 ? total : 0;
+        pads[a] = upper ? total / 2 : total - total / 2;
+        pads[a + 2] = total - pads[a];
+    }
+}
+
 static hetcl_status op_pool(struct imp *m, const Onnx__NodeProto *n, bool max)
 {
     hetcl_status s = need_rank(m, n, 3);
@@ -306,23 +305,44 @@ static hetcl_status op_pool(struct imp *m, const Onnx__NodeProto *n, bool max)
     if (!attr_ints(n, "strides", 2, 1, st) || !attr_ints(n, "dilations", 2, 1, dil) ||
         !attr_ints(n, "pads", 4, 0, pads))
         return unsupported(m, n, "strides, dilations or pads not of a 2-D pool");
-    if (pads[0] || pads[1] || pads[2] || pads[3])
-        return unsupported(m, n, "pads (the pool operators have no padding)");
-    if (dil[0] != 1 || dil[1] != 1 || attr_int(n, "ceil_mode", 0) != 0)
-        return unsupported(m, n, "dilations or ceil_mode");
-    if (!attr_str_is(n, "auto_pad", "NOTSET", "NOTSET") &&
-        !attr_str_is(n, "auto_pad", "NOTSET", "VALID"))
-        return unsupported(m, n, "auto_pad SAME_UPPER or SAME_LOWER");
+    if (k[0] != k[1] || st[0] != st[1] || k[0] < 1 || st[0] < 1)
+        return unsupported(m, n,
+                           "kernel_shape [%lld, %lld] strides [%lld, %lld] (the pool "
+                           "operators take square windows and one stride)",
+                           (long long) k[0], (long long) k[1], (long long) st[0],
+                           (long long) st[1]);
+    if (dil[0] != 1 || dil[1] != 1)
+        return unsupported(m, n, "dilations [%lld, %lld]", (long long) dil[0], (long long) dil[1]);
+    const bool upper = attr_str_is(n, "auto_pad", "NOTSET", "SAME_UPPER");
+    if (upper || attr_str_is(n, "auto_pad", "NOTSET", "SAME_LOWER"))
+        same_pads(m, k, st, upper, pads);
+    else if (!attr_str_is(n, "auto_pad", "NOTSET", "NOTSET") &&
+             !attr_str_is(n, "auto_pad", "NOTSET", "VALID"))
+        return unsupported(m, n, "an auto_pad other than NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    for (int i = 0; i < 4; i++)
+        if (pads[i] < 0 || pads[i] >= k[i % 2])
+            return unsupported(m, n, "pads [%lld, %lld, %lld, %lld] (each must be in [0, %lld))",
+                               (long long) pads[0], (long long) pads[1], (long long) pads[2],
+                               (long long) pads[3], (long long) k[0]);
     if (attr_int(n, "storage_order", 0) != 0 || (n->n_output > 1 && *n->output[1]))
         return unsupported(m, n, "its Indices output or storage_order");
     struct layer *l =
             add_layer(m, n, max ? HETCL_MODEL_LAYER_MAXPOOL2D : HETCL_MODEL_LAYER_AVGPOOL2D, &s);
     if (!l)
         return s;
+    l->ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
+    l->count_include_pad = !max && attr_int(n, "count_include_pad", 0) != 0;
     for (int a = 0; a < 2; a++) {
         l->kernel[a] = k[a];
         l->stride[a] = st[a];
-        int64_t out = k[a] >= 1 && st[a] >= 1 ? (m->dims[1 + a] - k[a]) / st[a] + 1 : 0;
+        l->pad[a] = pads[a];
+        l->pad_end[a] = pads[a + 2];
+        /* the spec's rule (models/README.md): floor or ceiling, less a window that would start
+         * in the end padding */
+        const int64_t span = m->dims[1 + a] + pads[a] + pads[a + 2] - k[a];
+        int64_t out = span < 0 ? 0 : (l->ceil_mode ? span + st[a] - 1 : span) / st[a] + 1;
+        if (l->ceil_mode && out > 0 && (out - 1) * st[a] >= m->dims[1 + a] + pads[a])
+            out--;
         if (out < 1)
             return unsupported(m, n, "kernel_shape or strides leave no output");
         m->dims[1 + a] = out;
@@ -353,11 +373,12 @@ static hetcl_status op_global_pool(struct imp *m, const Onnx__NodeProto *n, bool
  * layer's weights of c are scaled by s[c] and its bias becomes s[c] * (b[c] - mean[c]) + B[c]. */
 static hetcl_status op_batchnorm(struct imp *m, const Onnx__NodeProto *n)
 {
-    struct layer *l = m->n_layers ? &m->layers[m->n_layers - 1] : NULL;
-    if (!l || !m->after_layer || strcmp(l->act, "none"))
+    struct layer *l = fold_target(m);
+    if (!l || strcmp(l->act, "none") ||
+        (l->type != HETCL_MODEL_LAYER_CONV2D && l->type != HETCL_MODEL_LAYER_DENSE))
         return unsupported(m, n,
                            "BatchNormalization is folded into the Conv, Gemm or MatMul "
-                           "right before it, and there is none");
+                           "whose output only it reads, and there is none");
     if (attr_int(n, "training_mode", 0) || (n->n_output > 1 && *n->output[1]))
         return unsupported(m, n, "training mode (running statistics as outputs)");
     hetcl_status s = HETCL_OK;
@@ -426,18 +447,88 @@ static hetcl_status op_dense(struct imp *m, const Onnx__NodeProto *n, bool gemm)
     return c ? set_bias(m, n, l, c, N, beta) : HETCL_OK;
 }
 
-/* Add: the bias of the MatMul right before it (PyTorch's Linear without Gemm). */
+/* The value `name` computed so far, or NULL. */
+static const struct value *value_find(const struct imp *m, const char *name)
+{
+    for (size_t i = m->n_values; i-- > 0;)
+        if (!strcmp(m->values[i].name, name))
+            return &m->values[i];
+    return NULL;
+}
+
+/* Add of two computed values of one shape (a residual connection): an add layer, which a Relu
+ * after it folds into. */
+static hetcl_status op_add_values(struct imp *m, const Onnx__NodeProto *n, const struct value *a,
+                                  const struct value *b)
+{
+    bool same = a->rank == b->rank && !a->flat_view && !b->flat_view;
+    for (int d = 0; same && d < a->rank; d++)
+        same = a->dims[d] == b->dims[d];
+    if (!same)
+        return unsupported(m, n, "an Add of two tensors of different shapes (broadcasting)");
+    hetcl_status s = HETCL_OK;
+    struct layer *l = add_layer(m, n, HETCL_MODEL_LAYER_ADD, &s);
+    if (!l)
+        return s;
+    l->n_inputs = 2;
+    l->inputs[0] = a->layer;
+    l->inputs[1] = b->layer;
+    m->after_layer = true; /* a Relu folds into it (ResNet's Add + Relu) */
+    return HETCL_OK;
+}
+
+/* Add: of two computed values (op_add_values), or the bias of the MatMul whose output only it
+ * reads (PyTorch's Linear without Gemm). */
 static hetcl_status op_add(struct imp *m, const Onnx__NodeProto *n)
 {
-    struct layer *l = m->n_layers ? &m->layers[m->n_layers - 1] : NULL;
+    const struct value *a = n->n_input == 2 ? value_find(m, n->input[0]) : NULL;
+    const struct value *b = n->n_input == 2 ? value_find(m, n->input[1]) : NULL;
+    if (a && b)
+        return op_add_values(m, n, a, b);
+    struct layer *l = fold_target(m);
     size_t other = n->n_input == 2 && !strcmp(n->input[0], m->cur) ? 1 : 0;
-    const struct hetcl_onnx_tensor *b = n->n_input == 2 ? const_find(m, n->input[other]) : NULL;
-    if (!l || !m->after_layer || !l->matmul || !b)
+    const struct hetcl_onnx_tensor *c = n->n_input == 2 ? const_find(m, n->input[other]) : NULL;
+    if (!l || !l->matmul || !c)
         return unsupported(m, n,
-                           "Add is supported only as the constant bias of the MatMul "
-                           "right before it (residual Add needs a graph, not a chain)");
+                           "Add is supported of two computed tensors of one shape, or as the "
+                           "constant bias of the MatMul whose output only it reads");
     l->matmul = false;
-    return set_bias(m, n, l, b, l->n, 1.0f);
+    return set_bias(m, n, l, c, l->n, 1.0f);
+}
+
+/* Concat on the channel axis (1) of computed values whose other dimensions agree (SqueezeNet's
+ * Fire modules), or of flat ones. */
+static hetcl_status op_concat(struct imp *m, const Onnx__NodeProto *n)
+{
+    const int64_t axis = attr_int(n, "axis", 1);
+    if ((axis < 0 ? axis + m->rank + 1 : axis) != 1 || m->flat_view)
+        return unsupported(m, n, "axis %lld (only the channel axis 1)", (long long) axis);
+    if (n->n_input < 2 || n->n_input > HETCL_MODEL_SPEC_MAX_INPUTS)
+        return unsupported(m, n, "%zu inputs (expected 2 to %d)", n->n_input,
+                           HETCL_MODEL_SPEC_MAX_INPUTS);
+    const struct value *v[HETCL_MODEL_SPEC_MAX_INPUTS];
+    int64_t channels = 0;
+    for (size_t i = 0; i < n->n_input; i++) {
+        v[i] = value_find(m, n->input[i]);
+        bool ok = v[i] && !v[i]->flat_view && v[i]->rank == m->rank;
+        for (int d = 1; ok && d < m->rank; d++)
+            ok = v[i]->dims[d] == m->dims[d];
+        if (!ok)
+            return unsupported(m, n,
+                               "input %zu is a constant or its shape differs from input 0's "
+                               "after the channels",
+                               i);
+        channels += v[i]->dims[0];
+    }
+    hetcl_status s = HETCL_OK;
+    struct layer *l = add_layer(m, n, HETCL_MODEL_LAYER_CONCAT, &s);
+    if (!l)
+        return s;
+    l->n_inputs = (int) n->n_input;
+    for (size_t i = 0; i < n->n_input; i++)
+        l->inputs[i] = v[i]->layer;
+    m->dims[0] = channels;
+    return HETCL_OK;
 }
 
 /* An activation: folded into the Conv, Gemm or MatMul(+Add) right before it, else a layer of
@@ -445,8 +536,8 @@ static hetcl_status op_add(struct imp *m, const Onnx__NodeProto *n)
 static hetcl_status op_act(struct imp *m, const Onnx__NodeProto *n, const char *act, bool alpha_set,
                            float alpha)
 {
-    struct layer *l = m->n_layers ? &m->layers[m->n_layers - 1] : NULL;
-    if (!l || !m->after_layer || strcmp(l->act, "none")) {
+    struct layer *l = fold_target(m);
+    if (!l || strcmp(l->act, "none")) {
         hetcl_status s = HETCL_OK;
         if (!(l = add_layer(m, n, HETCL_MODEL_LAYER_ACTIVATION, &s)))
             return s;
@@ -594,6 +685,8 @@ static hetcl_status node_op(struct imp *m, const Onnx__NodeProto *n)
         return op_dense(m, n, t[0] == 'G');
     if (!strcmp(t, "Add"))
         return op_add(m, n);
+    if (!strcmp(t, "Concat"))
+        return op_concat(m, n);
     if (!strcmp(t, "GlobalAveragePool") || !strcmp(t, "GlobalMaxPool"))
         return op_global_pool(m, n, t[6] == 'M');
     if (!strcmp(t, "BatchNormalization"))
@@ -666,6 +759,41 @@ static hetcl_status constant_alias(struct imp *m, const Onnx__NodeProto *n,
     return const_add(m, t);
 }
 
+/* Records the value `name` with the state the node left (the layer computing it: the one the
+ * node added, else its data input's). */
+static hetcl_status value_add(struct imp *m, const char *name, int layers_before)
+{
+    if (m->n_values == m->cap_values) {
+        size_t cap = m->cap_values ? 2 * m->cap_values : 64;
+        void *p = hetcl__realloc(m->values, cap * sizeof *m->values);
+        if (!p)
+            return hetcl__fail(m->ctx, HETCL_ERR_NO_MEMORY, "%s: values", m->name);
+        m->values = p;
+        m->cap_values = cap;
+    }
+    struct value *v = &m->values[m->n_values++];
+    *v = (struct value){.name = name,
+                        .layer = m->n_layers > layers_before ? m->n_layers - 1 : m->src,
+                        .rank = m->rank,
+                        .flat_view = m->flat_view,
+                        .after_layer = m->after_layer};
+    memcpy(v->dims, m->dims, sizeof v->dims);
+    return HETCL_OK;
+}
+
+/* Makes value v the one the next node reads: its shape and layer become the state. */
+static void value_load(struct imp *m, const struct value *v)
+{
+    m->cur = v->name;
+    m->src = v->layer;
+    m->rank = v->rank;
+    memcpy(m->dims, v->dims, sizeof m->dims);
+    m->flat_view = v->flat_view;
+    m->after_layer = v->after_layer;
+}
+
+/* The graph's nodes in their (topological) order: each reads computed values by name, so that
+ * a layer may take any earlier layer's output (residual and branching graphs). */
 static hetcl_status walk(struct imp *m)
 {
     for (size_t i = 0; i < m->g->n_node; i++) {
@@ -686,15 +814,22 @@ static hetcl_status walk(struct imp *m)
                 return s;
             continue;
         }
-        if (n->n_input < 1 || n->n_output < 1 || strcmp(n->input[0], m->cur))
+        /* its data input: the first input that is not a constant */
+        const struct value *v = NULL;
+        for (size_t j = 0; j < n->n_input && !v; j++)
+            if (!const_find(m, n->input[j]))
+                v = value_find(m, n->input[j]);
+        if (!v || n->n_output < 1)
             return unsupported(m, n,
-                               "it does not read '%s', the output of the node before it "
-                               "(only chains of nodes are supported, not graphs)",
-                               m->cur);
+                               "it reads no tensor that the graph's input or an earlier node "
+                               "computes");
+        value_load(m, v);
+        const int before = m->n_layers;
         hetcl_status s = node_op(m, n);
+        if (s == HETCL_OK)
+            s = value_add(m, n->output[0], before);
         if (s != HETCL_OK)
             return s;
-        m->cur = n->output[0];
     }
     return HETCL_OK;
 }
@@ -779,133 +914,21 @@ static hetcl_status input_shape(struct imp *m)
     m->in_rank = m->rank;
     memcpy(m->in_dims, m->dims, sizeof m->dims);
     m->cur = m->input;
-    return HETCL_OK;
-}
-
-/* ---- the spec and its weights --------------------------------------------------------------- */
-
-static cJSON *ints_json(const int64_t *v, int n)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < n; i++)
-        if (!cJSON_AddItemToArray(a, cJSON_CreateNumber((double) v[i]))) {
-            cJSON_Delete(a);
-            return NULL;
-        }
-    return a;
-}
-
-static bool add_layer_json(cJSON *arr, const struct layer *l)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(arr, o))
-        return cJSON_Delete(o), false;
-    bool ok = cJSON_AddStringToObject(o, "type", hetcl_model_layer_type_name(l->type)) != NULL;
-    switch (l->type) {
-    case HETCL_MODEL_LAYER_DENSE:
-        ok = ok && cJSON_AddNumberToObject(o, "units", (double) l->n);
-        break;
-    case HETCL_MODEL_LAYER_CONV2D:
-        ok = ok && cJSON_AddNumberToObject(o, "filters", (double) l->n) &&
-             cJSON_AddItemToObject(o, "kernel", ints_json(l->kernel, 2)) &&
-             cJSON_AddItemToObject(o, "padding", ints_json(l->pad, 2)) &&
-             cJSON_AddItemToObject(o, "stride", ints_json(l->stride, 2));
-        if (l->groups > 1)
-            ok = ok && cJSON_AddNumberToObject(o, "groups", (double) l->groups);
-        break;
-    case HETCL_MODEL_LAYER_MAXPOOL2D:
-    case HETCL_MODEL_LAYER_AVGPOOL2D:
-        ok = ok && cJSON_AddItemToObject(o, "size", ints_json(l->kernel, 2)) &&
-             cJSON_AddItemToObject(o, "stride", ints_json(l->stride, 2));
-        break;
-    case HETCL_MODEL_LAYER_FLATTEN:
-    case HETCL_MODEL_LAYER_KERNEL: /* kernel machines and slide layers: never mapped */
-    case HETCL_MODEL_LAYER_SLIDE:
-        break;
-    case HETCL_MODEL_LAYER_ACTIVATION:
-        ok = ok && cJSON_AddStringToObject(o, "activation", l->act);
-        break;
-    }
-    if (l->type == HETCL_MODEL_LAYER_DENSE || l->type == HETCL_MODEL_LAYER_CONV2D)
-        ok = ok && cJSON_AddStringToObject(o, "activation", l->act) &&
-             cJSON_AddBoolToObject(o, "bias", l->bias);
-    if (ok && l->alpha_set)
-        ok = cJSON_AddNumberToObject(o, "alpha", (double) l->alpha) != NULL;
-    return ok;
-}
-
-/* The spec's name: the file's base name without ".onnx", as the spec's name rules allow. */
-static void spec_name(const char *path, char *out, size_t cap)
-{
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    size_t j = 0;
-    for (; *b && j + 1 < cap && j < HETCL_MODEL_SPEC_MAX_NAME; b++) {
-        if (!strcmp(b, ".onnx"))
-            break;
-        char c = *b;
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '-' || c == '_' || c == '.';
-        out[j++] = ok ? c : '_';
-    }
-    out[j] = '\0';
-    if (!j)
-        snprintf(out, cap, "onnx");
-}
-
-static hetcl_status build_spec(struct imp *m, hetcl_model_spec **spec)
-{
-    char name[HETCL_MODEL_SPEC_MAX_NAME + 1];
-    spec_name(m->name, name, sizeof name);
-    cJSON *root = cJSON_CreateObject(), *input = cJSON_CreateObject(),
-          *layers = cJSON_CreateArray();
-    bool ok = root && input && layers && cJSON_AddItemToObject(root, "input", input);
-    if (!ok)
-        cJSON_Delete(input);
-    if (!ok || !cJSON_AddItemToObject(root, "layers", layers))
-        cJSON_Delete(layers), ok = false;
-    ok = ok && cJSON_AddNumberToObject(root, "schema_version", 1) &&
-         cJSON_AddStringToObject(root, "name", name) &&
-         cJSON_AddStringToObject(root, "description", "imported from ONNX") &&
-         cJSON_AddItemToObject(input, "shape", ints_json(m->in_dims, m->in_rank)) &&
-         cJSON_AddStringToObject(root, "loss", m->softmax ? "softmax_cross_entropy" : "mse");
-    for (int i = 0; ok && i < m->n_layers; i++)
-        ok = add_layer_json(layers, &m->layers[i]);
-    char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
-    if (!text)
-        return hetcl__fail(m->ctx, HETCL_ERR_NO_MEMORY, "%s: spec", m->name);
-    hetcl_status s = hetcl_model_spec_parse(m->ctx, m->name, text, strlen(text), spec);
-    cJSON_free(text);
-    return s;
-}
-
-/* Moves each layer's weights into params, in spec->params' order, checking their sizes. */
-static hetcl_status bind_params(struct imp *m, const hetcl_model_spec *spec, float **params)
-{
-    for (int i = 0; i < spec->n_params; i++) {
-        const struct hetcl_model_param *p = &spec->params[i];
-        struct layer *l = &m->layers[p->layer];
-        bool w = p->kind == HETCL_MODEL_PARAM_WEIGHT;
-        int64_t have = w ? l->w_n : l->b_n;
-        if (have != p->n_elements)
-            return hetcl__fail(m->ctx, HETCL_ERR_FORMAT,
-                               "%s: node %s: %lld %s values, the layer needs %lld", m->name,
-                               l->node, (long long) have, w ? "weight" : "bias",
-                               (long long) p->n_elements);
-        params[i] = w ? l->w : l->b;
-        *(w ? &l->w : &l->b) = NULL;
-    }
-    return HETCL_OK;
+    m->src = -1;
+    return value_add(m, m->input, 0);
 }
 
 static hetcl_status finish(struct imp *m, hetcl_onnx_model *out)
 {
-    if (m->g->n_output != 1 || !m->g->output[0]->name || strcmp(m->g->output[0]->name, m->cur))
+    const struct value *v = m->g->n_output == 1 && m->g->output[0]->name
+                                    ? value_find(m, m->g->output[0]->name)
+                                    : NULL;
+    if (!v || v->layer != m->n_layers - 1)
         return hetcl__fail(m->ctx, HETCL_ERR_UNSUPPORTED,
-                           "%s: the graph must have one output, the end of its chain of nodes "
-                           "('%s'); it has %zu",
-                           m->name, m->cur, m->g->n_output);
+                           "%s: the graph must have one output, computed by its last layer; it "
+                           "has %zu",
+                           m->name, m->g->n_output);
+    value_load(m, v);
     hetcl_status s = HETCL_OK;
     /* The spec's output is flat: a [c, h, w] result is flattened (the same bytes). */
     static Onnx__NodeProto end = ONNX__NODE_PROTO__INIT;
@@ -914,7 +937,7 @@ static hetcl_status finish(struct imp *m, hetcl_onnx_model *out)
     if (m->n_layers == 0)
         return hetcl__fail(m->ctx, HETCL_ERR_UNSUPPORTED,
                            "%s: the graph computes no layer (a spec needs at least one)", m->name);
-    if ((s = build_spec(m, &out->spec)) != HETCL_OK)
+    if ((s = hetcl__onnx_build_spec(m, &out->spec)) != HETCL_OK)
         return s;
     out->params = hetcl__calloc(out->spec->n_params ? (size_t) out->spec->n_params : 1,
                                 sizeof *out->params);
@@ -928,7 +951,7 @@ static hetcl_status finish(struct imp *m, hetcl_onnx_model *out)
     out->opset = m->opset;
     out->softmax = m->softmax;
     out->n_nodes_dropped = m->dropped;
-    return bind_params(m, out->spec, out->params);
+    return hetcl__onnx_bind_params(m, out->spec, out->params);
 }
 
 hetcl_status hetcl__onnx_import(hetcl_context *ctx, const char *name, const char *dir,
@@ -960,6 +983,7 @@ hetcl_status hetcl__onnx_import(hetcl_context *ctx, const char *name, const char
         hetcl__free(m.layers[i].b);
     }
     hetcl__free(m.layers);
+    hetcl__free(m.values);
     for (size_t i = 0; i < m.n_consts; i++)
         hetcl_onnx_tensor_destroy(m.consts[i]);
     hetcl__free(m.consts);

@@ -12,9 +12,9 @@
 
 const char *hetcl_onnx_supported_ops(void)
 {
-    return "Conv, Gemm, MatMul, Add (a MatMul's bias), BatchNormalization (after a Conv, Gemm "
-           "or MatMul), Relu, Sigmoid, Tanh, LeakyRelu, Clip (as ReLU6: min 0, max 6), MaxPool, "
-           "AveragePool, GlobalAveragePool, "
+    return "Conv, Gemm, MatMul, Add (of two tensors of one shape, or a MatMul's bias), Concat "
+           "(channels), BatchNormalization (after a Conv, Gemm or MatMul), Relu, Sigmoid, Tanh, "
+           "LeakyRelu, Clip (as ReLU6: min 0, max 6), MaxPool, AveragePool, GlobalAveragePool, "
            "GlobalMaxPool, Flatten, Reshape (to [batch, n]), Softmax (last node), Dropout, "
            "Identity, Constant";
 }

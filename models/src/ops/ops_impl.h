@@ -46,12 +46,34 @@
     X(conv2d_fwd_f16)           \
     X(maxpool_fwd_f16)          \
     X(avgpool_fwd_f16)          \
-    X(kernel_matrix)
+    X(kernel_matrix)            \
+    X(concat)
 
 #define X(name)                                                               \
     hetcl_status hetcl__op_##name##_host(const struct hetcl_host_call *call); \
     hetcl_status hetcl__op_##name##_cl(const struct hetcl_cl_call *call, cl_event *done);
 HETCL_OPS_LIST(X)
 #undef X
+
+/* The output side of a pool (struct hetcl_op_pool2d_args' rule) over `in` with padding
+ * pad_b, pad_e; 0 when no window fits or an argument is out of range. */
+static inline int64_t hetcl__pool_out(int64_t in, int64_t k, int64_t stride, int64_t pad_b,
+                                      int64_t pad_e, bool ceil_mode)
+{
+    if (k < 1 || stride < 1 || pad_b < 0 || pad_e < 0 || pad_b >= k || pad_e >= k ||
+        in + pad_b + pad_e < k)
+        return 0;
+    const int64_t span = in + pad_b + pad_e - k;
+    int64_t out = (ceil_mode ? span + stride - 1 : span) / stride + 1;
+    if (ceil_mode && (out - 1) * stride >= in + pad_b)
+        out--; /* the last window would start in the end padding */
+    return out;
+}
+
+/* Whether a pool has padding or rounds up (the forms that clip their windows). */
+static inline bool hetcl__pool_padded(const struct hetcl_op_pool2d_args *a)
+{
+    return a->pad[0] || a->pad[1] || a->pad[2] || a->pad[3] || a->ceil_mode;
+}
 
 #endif /* HETCL_OPS_IMPL_H */

@@ -14,6 +14,9 @@
 
 #include <hetcl/model_spec.h>
 
+#include "spec/spec_graph.h"
+#include "spec/spec_impl.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -24,7 +27,8 @@
 /* ---- names -------------------------------------------------------------------------------- */
 
 static const char *const layer_type_names[] = {"dense",   "conv2d", "maxpool2d", "avgpool2d",
-                                               "flatten", "kernel", "slide",     "activation"};
+                                               "flatten", "kernel", "slide",     "activation",
+                                               "add",     "concat"};
 static const char *const kernel_names[] = {"gaussian", "laplacian"};
 static const char *const activation_names[] = {"none", "relu",  "sigmoid",
                                                "tanh", "relu6", "leaky_relu"};
@@ -34,8 +38,6 @@ static const char *const init_names[] = {
         "he_uniform", "he_normal", "xavier_uniform", "xavier_normal", "normal", "zeros", "auto"};
 #define INIT_AUTO 6
 static const char *const bias_init_names[] = {"zeros", "normal"};
-
-#define N_OF(a) ((int) (sizeof(a) / sizeof((a)[0])))
 
 static const char *name_of(const char *const *names, int n, int v)
 {
@@ -68,229 +70,11 @@ const char *hetcl_model_init_name(enum hetcl_model_init i)
     return name_of(init_names, INIT_AUTO, (int) i);
 }
 
-/* ---- error helpers ------------------------------------------------------------------------ */
-
-struct parser {
-    hetcl_context *ctx;
-    const char *source; /* file path or name, the first word of every message */
-};
-
-/* "<source>: <where>: <message>", or "<source>: <message>" when where is NULL or "". */
-static hetcl_status bad(const struct parser *p, const char *where, const char *fmt, ...)
-        HETCL_PRINTF(3, 4);
-
-static hetcl_status bad(const struct parser *p, const char *where, const char *fmt, ...)
-{
-    char msg[640]; /* room for a quotation (HETCL_QUOTE_CAP) and the sentence around it */
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (where && *where)
-        return hetcl__fail(p->ctx, HETCL_ERR_FORMAT, "%s: %s: %s", p->source, where, msg);
-    return hetcl__fail(p->ctx, HETCL_ERR_FORMAT, "%s: %s", p->source, msg);
-}
-
-/* A JSON value as an error message shows it: strings quoted, cut and escaped (hetcl__quote),
- * containers by kind. */
-static void describe(const cJSON *x, char *buf, size_t cap)
-{
-    if (!x) {
-        snprintf(buf, cap, "nothing");
-    } else if (cJSON_IsString(x) && x->valuestring) {
-        hetcl__quote(buf, cap, x->valuestring);
-    } else if (cJSON_IsNumber(x)) {
-        snprintf(buf, cap, "%.10g", x->valuedouble);
-    } else if (cJSON_IsBool(x)) {
-        snprintf(buf, cap, "%s", cJSON_IsTrue(x) ? "true" : "false");
-    } else if (cJSON_IsNull(x)) {
-        snprintf(buf, cap, "null");
-    } else if (cJSON_IsArray(x)) {
-        snprintf(buf, cap, "an array of %d", cJSON_GetArraySize(x));
-    } else if (cJSON_IsObject(x)) {
-        snprintf(buf, cap, "an object");
-    } else {
-        snprintf(buf, cap, "an invalid value");
-    }
-}
-
-static void join_path(char *dst, size_t cap, const char *prefix, const char *key)
-{
-    snprintf(dst, cap, "%s%s%s", prefix, *prefix ? "." : "", key);
-}
-
-/* A member name from the input joined to the path: as it is when it is a plain word, quoted
- * when it is long or holds anything else (hetcl__quote_name). */
-static void join_input_key(char *dst, size_t cap, const char *prefix, const char *key)
-{
-    char q[HETCL_QUOTE_CAP];
-    join_path(dst, cap, prefix, hetcl__quote_name(q, sizeof q, key));
-}
-
-static void format_shape(const struct hetcl_model_shape *s, char *buf, size_t cap)
-{
-    size_t n = (size_t) snprintf(buf, cap, "[");
-    for (int i = 0; i < s->rank && n < cap; i++)
-        n += (size_t) snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long) s->dims[i]);
-    if (n < cap)
-        snprintf(buf + n, cap - n, "]");
-}
-
-/* ---- field readers ------------------------------------------------------------------------ */
-
-/* Rejects members not in allowed[] (a misspelt field would otherwise be ignored) and repeated
- * members (cJSON would keep the first silently). Stops at the first offence, so the quadratic
- * duplicate scan covers at most n_allowed + 1 members. */
-static hetcl_status check_fields(const struct parser *p, const cJSON *obj, const char *prefix,
-                                 const char *const *allowed, int n_allowed)
-{
-    char where[128 + HETCL_QUOTE_CAP];
-    for (const cJSON *c = obj->child; c; c = c->next) {
-        const char *key = c->string ? c->string : "";
-        join_input_key(where, sizeof where, prefix, key);
-        bool known = false;
-        for (int i = 0; i < n_allowed && !known; i++)
-            known = strcmp(key, allowed[i]) == 0;
-        if (!known) {
-            char list[256];
-            size_t n = 0;
-            list[0] = '\0';
-            for (int i = 0; i < n_allowed && n < sizeof list; i++)
-                n += (size_t) snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
-                                       allowed[i]);
-            return bad(p, where, "unknown field (expected one of: %s)", list);
-        }
-        for (const cJSON *d = obj->child; d != c; d = d->next)
-            if (d->string && strcmp(d->string, key) == 0)
-                return bad(p, where, "duplicate field");
-    }
-    return HETCL_OK;
-}
-
-/* Checks that x is an integer in [min, HETCL_MODEL_SPEC_MAX_DIM]; where names it. */
-static hetcl_status to_int(const struct parser *p, const cJSON *x, const char *where, int64_t min,
-                           int64_t *out)
-{
-    char got[HETCL_QUOTE_CAP];
-    if (cJSON_IsNumber(x) && isfinite(x->valuedouble) && x->valuedouble == floor(x->valuedouble)) {
-        double v = x->valuedouble;
-        if (v >= (double) min && v <= (double) HETCL_MODEL_SPEC_MAX_DIM) {
-            *out = (int64_t) v;
-            return HETCL_OK;
-        }
-        if (v > (double) HETCL_MODEL_SPEC_MAX_DIM) {
-            describe(x, got, sizeof got);
-            return bad(p, where, "expected an integer <= %lld, got %s",
-                       (long long) HETCL_MODEL_SPEC_MAX_DIM, got);
-        }
-    }
-    describe(x, got, sizeof got);
-    return bad(p, where, "expected an integer >= %lld, got %s", (long long) min, got);
-}
-
-static hetcl_status get_int(const struct parser *p, const cJSON *obj, const char *prefix,
-                            const char *key, bool required, int64_t def, int64_t min, int64_t *out)
-{
-    char where[128];
-    join_path(where, sizeof where, prefix, key);
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!x) {
-        if (required)
-            return bad(p, where, "missing (expected an integer >= %lld)", (long long) min);
-        *out = def;
-        return HETCL_OK;
-    }
-    return to_int(p, x, where, min, out);
-}
-
-/* An [h, w] pair written as one integer (both) or an array of two integers. */
-static hetcl_status get_pair(const struct parser *p, const cJSON *obj, const char *prefix,
-                             const char *key, bool required, const int64_t def[2], int64_t min,
-                             int64_t out[2])
-{
-    char where[128], item[160], got[HETCL_QUOTE_CAP];
-    join_path(where, sizeof where, prefix, key);
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!x) {
-        if (required)
-            return bad(p, where, "missing (expected an integer >= %lld or [height, width])",
-                       (long long) min);
-        out[0] = def[0];
-        out[1] = def[1];
-        return HETCL_OK;
-    }
-    if (cJSON_IsNumber(x)) {
-        hetcl_status s = to_int(p, x, where, min, &out[0]);
-        out[1] = out[0];
-        return s;
-    }
-    if (cJSON_IsArray(x) && cJSON_GetArraySize(x) == 2) {
-        for (int i = 0; i < 2; i++) {
-            snprintf(item, sizeof item, "%s[%d]", where, i);
-            hetcl_status s = to_int(p, cJSON_GetArrayItem(x, i), item, min, &out[i]);
-            if (s != HETCL_OK)
-                return s;
-        }
-        return HETCL_OK;
-    }
-    describe(x, got, sizeof got);
-    return bad(p, where, "expected an integer >= %lld or an array of 2 ([height, width]), got %s",
-               (long long) min, got);
-}
-
-/* A string from names[0 .. n); noun says what kind of name it is ("activation"). */
-static hetcl_status get_enum(const struct parser *p, const cJSON *obj, const char *prefix,
-                             const char *key, const char *noun, const char *const *names, int n,
-                             bool required, int def, int *out)
-{
-    char where[128], list[256], got[HETCL_QUOTE_CAP];
-    size_t len = 0;
-    list[0] = '\0';
-    for (int i = 0; i < n && len < sizeof list; i++)
-        len += (size_t) snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
-    join_path(where, sizeof where, prefix, key);
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!x) {
-        if (required)
-            return bad(p, where, "missing (expected one of: %s)", list);
-        *out = def;
-        return HETCL_OK;
-    }
-    describe(x, got, sizeof got);
-    if (!cJSON_IsString(x) || !x->valuestring)
-        return bad(p, where, "expected a string, one of: %s; got %s", list, got);
-    for (int i = 0; i < n; i++)
-        if (strcmp(x->valuestring, names[i]) == 0) {
-            *out = i;
-            return HETCL_OK;
-        }
-    return bad(p, where, "unknown %s %s (expected one of: %s)", noun, got, list);
-}
-
-static hetcl_status get_bool(const struct parser *p, const cJSON *obj, const char *prefix,
-                             const char *key, bool def, bool *out)
-{
-    char where[128], got[HETCL_QUOTE_CAP];
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!x) {
-        *out = def;
-        return HETCL_OK;
-    }
-    if (cJSON_IsBool(x)) {
-        *out = cJSON_IsTrue(x);
-        return HETCL_OK;
-    }
-    join_path(where, sizeof where, prefix, key);
-    describe(x, got, sizeof got);
-    return bad(p, where, "expected true or false, got %s", got);
-}
-
 /* ---- layers ------------------------------------------------------------------------------- */
 
 static const char *const dense_fields[] = {"type", "units", "activation", "bias", "init", "alpha"};
 static const char *const conv_fields[] = {"type",       "filters", "kernel", "stride", "padding",
                                           "activation", "bias",    "init",   "groups", "alpha"};
-static const char *const pool_fields[] = {"type", "size", "stride"};
 static const char *const flatten_fields[] = {"type"};
 static const char *const kernel_fields[] = {"type", "kernel", "bandwidth", "units"};
 
@@ -299,21 +83,22 @@ static hetcl_status parse_kernel_layer(const struct parser *p, const cJSON *x, c
 {
     int kind = 0;
     hetcl_status s;
-    if ((s = check_fields(p, x, prefix, kernel_fields, N_OF(kernel_fields))) != HETCL_OK ||
-        (s = get_int(p, x, prefix, "units", true, 0, 1, &l->units)) != HETCL_OK ||
-        (s = get_enum(p, x, prefix, "kernel", "kernel", kernel_names, N_OF(kernel_names), true, 0,
-                      &kind)) != HETCL_OK)
+    if ((s = hetcl__spec_check_fields(p, x, prefix, kernel_fields, N_OF(kernel_fields))) !=
+                HETCL_OK ||
+        (s = hetcl__spec_get_int(p, x, prefix, "units", true, 0, 1, &l->units)) != HETCL_OK ||
+        (s = hetcl__spec_get_enum(p, x, prefix, "kernel", "kernel", kernel_names,
+                                  N_OF(kernel_names), true, 0, &kind)) != HETCL_OK)
         return s;
     l->kernel_kind = (enum hetcl_model_kernel) kind;
     char where[64];
-    join_path(where, sizeof where, prefix, "bandwidth");
+    hetcl__spec_join_path(where, sizeof where, prefix, "bandwidth");
     const cJSON *bw = cJSON_GetObjectItemCaseSensitive(x, "bandwidth");
     if (!bw)
-        return bad(p, where, "missing (expected a number > 0)");
+        return hetcl__spec_bad(p, where, "missing (expected a number > 0)");
     if (!cJSON_IsNumber(bw) || !isfinite(bw->valuedouble) || bw->valuedouble <= 0) {
         char got[HETCL_QUOTE_CAP];
-        describe(bw, got, sizeof got);
-        return bad(p, where, "expected a number > 0, got %s", got);
+        hetcl__spec_describe(bw, got, sizeof got);
+        return hetcl__spec_bad(p, where, "expected a number > 0, got %s", got);
     }
     l->bandwidth = bw->valuedouble;
     return HETCL_OK;
@@ -332,35 +117,42 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
     int hash = 0;
     int64_t k, l, bucket, thr, min_active, rehash, rebuild, random;
     hetcl_status s;
-    if ((s = get_enum(p, x, prefix, "hash", "hash", slide_hash_names, N_OF(slide_hash_names), false,
-                      HETCL_MODEL_SLIDE_DWTA, &hash)) != HETCL_OK)
+    if ((s = hetcl__spec_get_enum(p, x, prefix, "hash", "hash", slide_hash_names,
+                                  N_OF(slide_hash_names), false, HETCL_MODEL_SLIDE_DWTA, &hash)) !=
+        HETCL_OK)
         return s;
     const int64_t max_k = hash == HETCL_MODEL_SLIDE_DWTA ? 8 : 24;
     char where[64];
-    if ((s = get_int(p, x, prefix, "k", false, 6, 1, &k)) != HETCL_OK)
+    if ((s = hetcl__spec_get_int(p, x, prefix, "k", false, 6, 1, &k)) != HETCL_OK)
         return s;
     if (k > max_k) {
-        join_path(where, sizeof where, prefix, "k");
-        return bad(p, where, "expected at most %lld for %s (a bucket index of 24 bits), got %lld",
-                   (long long) max_k, slide_hash_names[hash], (long long) k);
+        hetcl__spec_join_path(where, sizeof where, prefix, "k");
+        return hetcl__spec_bad(p, where,
+                               "expected at most %lld for %s (a bucket index of 24 bits), got %lld",
+                               (long long) max_k, slide_hash_names[hash], (long long) k);
     }
-    if ((s = get_int(p, x, prefix, "l", false, 50, 1, &l)) != HETCL_OK ||
-        (s = get_int(p, x, prefix, "bucket_size", false, 128, 1, &bucket)) != HETCL_OK ||
-        (s = get_int(p, x, prefix, "threshold", false, 0, 0, &thr)) != HETCL_OK ||
-        (s = get_int(p, x, prefix, "min_active", false, 1000, 0, &min_active)) != HETCL_OK ||
-        (s = get_int(p, x, prefix, "rehash_every", false, 50, 1, &rehash)) != HETCL_OK ||
-        (s = get_int(p, x, prefix, "rebuild_every", false, 1000, 1, &rebuild)) != HETCL_OK ||
-        (s = get_int(p, x, prefix, "random", false, 0, 0, &random)) != HETCL_OK)
+    if ((s = hetcl__spec_get_int(p, x, prefix, "l", false, 50, 1, &l)) != HETCL_OK ||
+        (s = hetcl__spec_get_int(p, x, prefix, "bucket_size", false, 128, 1, &bucket)) !=
+                HETCL_OK ||
+        (s = hetcl__spec_get_int(p, x, prefix, "threshold", false, 0, 0, &thr)) != HETCL_OK ||
+        (s = hetcl__spec_get_int(p, x, prefix, "min_active", false, 1000, 0, &min_active)) !=
+                HETCL_OK ||
+        (s = hetcl__spec_get_int(p, x, prefix, "rehash_every", false, 50, 1, &rehash)) !=
+                HETCL_OK ||
+        (s = hetcl__spec_get_int(p, x, prefix, "rebuild_every", false, 1000, 1, &rebuild)) !=
+                HETCL_OK ||
+        (s = hetcl__spec_get_int(p, x, prefix, "random", false, 0, 0, &random)) != HETCL_OK)
         return s;
     if (k * l > 4096 || thr > l || bucket > 65536) {
-        join_path(where, sizeof where, prefix,
-                  k * l > 4096 ? "l"
-                  : thr > l    ? "threshold"
-                               : "bucket_size");
-        return bad(p, where,
-                   "expected k * l <= 4096, threshold <= l and bucket_size <= 65536 (got k %lld, "
-                   "l %lld, threshold %lld, bucket_size %lld)",
-                   (long long) k, (long long) l, (long long) thr, (long long) bucket);
+        hetcl__spec_join_path(where, sizeof where, prefix,
+                              k * l > 4096 ? "l"
+                              : thr > l    ? "threshold"
+                                           : "bucket_size");
+        return hetcl__spec_bad(
+                p, where,
+                "expected k * l <= 4096, threshold <= l and bucket_size <= 65536 (got k %lld, "
+                "l %lld, threshold %lld, bucket_size %lld)",
+                (long long) k, (long long) l, (long long) thr, (long long) bucket);
     }
     *h = (struct hetcl_model_slide){.hash = (enum hetcl_model_slide_hash) hash,
                                     .k = (int) k,
@@ -375,6 +167,8 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
 }
 
 static const char *const activation_fields[] = {"type", "activation", "alpha"};
+static const char *const add_fields[] = {"type", "activation", "alpha"};
+static const char *const concat_fields[] = {"type"};
 
 /* "alpha": leaky_relu's slope, a finite number (default 0.01, PyTorch's and ONNX's); given
  * with another activation it is an error rather than silently unused. */
@@ -387,12 +181,13 @@ static hetcl_status get_alpha(const struct parser *p, const cJSON *x, const char
     if (!a)
         return HETCL_OK;
     snprintf(where, sizeof where, "%s.alpha", prefix);
-    describe(a, got, sizeof got);
+    hetcl__spec_describe(a, got, sizeof got);
     if (l->activation != HETCL_MODEL_ACT_LEAKY_RELU)
-        return bad(p, where, "applies only to the activation leaky_relu, not %s",
-                   hetcl_model_activation_name(l->activation));
+        return hetcl__spec_bad(p, where, "applies only to the activation leaky_relu, not %s",
+                               hetcl_model_activation_name(l->activation));
     if (!cJSON_IsNumber(a) || !isfinite(a->valuedouble) || fabs(a->valuedouble) > 1e6)
-        return bad(p, where, "expected a finite number (at most 1e6 in size), got %s", got);
+        return hetcl__spec_bad(p, where, "expected a finite number (at most 1e6 in size), got %s",
+                               got);
     l->alpha = a->valuedouble;
     return HETCL_OK;
 }
@@ -413,67 +208,83 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
     char prefix[32], got[HETCL_QUOTE_CAP];
     snprintf(prefix, sizeof prefix, "layers[%d]", index);
     if (!cJSON_IsObject(x)) {
-        describe(x, got, sizeof got);
-        return bad(p, prefix, "expected an object with a \"type\", got %s", got);
+        hetcl__spec_describe(x, got, sizeof got);
+        return hetcl__spec_bad(p, prefix, "expected an object with a \"type\", got %s", got);
     }
     int type = 0;
-    hetcl_status s = get_enum(p, x, prefix, "type", "layer type", layer_type_names,
-                              N_OF(layer_type_names), true, 0, &type);
+    hetcl_status s = hetcl__spec_get_enum(p, x, prefix, "type", "layer type", layer_type_names,
+                                          N_OF(layer_type_names), true, 0, &type);
     if (s != HETCL_OK)
         return s;
     memset(l, 0, sizeof *l);
     l->type = (enum hetcl_model_layer_type) type;
+    if ((s = hetcl__spec_parse_inputs(p->ctx, p->source, x, index, l)) != HETCL_OK)
+        return s;
     static const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
     int act = 0, init = default_init;
     switch (l->type) {
     case HETCL_MODEL_LAYER_DENSE:
-        if ((s = check_fields(p, x, prefix, dense_fields, N_OF(dense_fields))) != HETCL_OK ||
-            (s = get_int(p, x, prefix, "units", true, 0, 1, &l->units)) != HETCL_OK)
+        if ((s = hetcl__spec_check_fields(p, x, prefix, dense_fields, N_OF(dense_fields))) !=
+                    HETCL_OK ||
+            (s = hetcl__spec_get_int(p, x, prefix, "units", true, 0, 1, &l->units)) != HETCL_OK)
             return s;
         break;
     case HETCL_MODEL_LAYER_CONV2D:
-        if ((s = check_fields(p, x, prefix, conv_fields, N_OF(conv_fields))) != HETCL_OK ||
-            (s = get_int(p, x, prefix, "filters", true, 0, 1, &l->filters)) != HETCL_OK ||
-            (s = get_pair(p, x, prefix, "kernel", true, one, 1, l->kernel)) != HETCL_OK ||
-            (s = get_pair(p, x, prefix, "stride", false, one, 1, l->stride)) != HETCL_OK ||
-            (s = get_pair(p, x, prefix, "padding", false, zero, 0, l->padding)) != HETCL_OK ||
-            (s = get_int(p, x, prefix, "groups", false, 1, 1, &l->groups)) != HETCL_OK)
+        if ((s = hetcl__spec_check_fields(p, x, prefix, conv_fields, N_OF(conv_fields))) !=
+                    HETCL_OK ||
+            (s = hetcl__spec_get_int(p, x, prefix, "filters", true, 0, 1, &l->filters)) !=
+                    HETCL_OK ||
+            (s = hetcl__spec_get_pair(p, x, prefix, "kernel", true, one, 1, l->kernel)) !=
+                    HETCL_OK ||
+            (s = hetcl__spec_get_pair(p, x, prefix, "stride", false, one, 1, l->stride)) !=
+                    HETCL_OK ||
+            (s = hetcl__spec_get_pair(p, x, prefix, "padding", false, zero, 0, l->padding)) !=
+                    HETCL_OK ||
+            (s = hetcl__spec_get_int(p, x, prefix, "groups", false, 1, 1, &l->groups)) != HETCL_OK)
             return s;
         break;
     case HETCL_MODEL_LAYER_MAXPOOL2D:
     case HETCL_MODEL_LAYER_AVGPOOL2D:
-        if ((s = check_fields(p, x, prefix, pool_fields, N_OF(pool_fields))) != HETCL_OK ||
-            (s = get_pair(p, x, prefix, "size", true, one, 1, l->kernel)) != HETCL_OK ||
-            /* The stride defaults to the size: non-overlapping windows, as in LeNet. */
-            (s = get_pair(p, x, prefix, "stride", false, l->kernel, 1, l->stride)) != HETCL_OK)
-            return s;
-        return HETCL_OK;
+        return hetcl__spec_parse_pool(p, x, prefix, l);
     case HETCL_MODEL_LAYER_FLATTEN:
-        return check_fields(p, x, prefix, flatten_fields, N_OF(flatten_fields));
+        return hetcl__spec_check_fields(p, x, prefix, flatten_fields, N_OF(flatten_fields));
     case HETCL_MODEL_LAYER_KERNEL:
         return parse_kernel_layer(p, x, prefix, l);
     case HETCL_MODEL_LAYER_SLIDE:
         /* logits: no "activation" (the loss applies the softmax over the active set) */
-        if ((s = check_fields(p, x, prefix, slide_fields, N_OF(slide_fields))) != HETCL_OK ||
-            (s = get_int(p, x, prefix, "units", true, 0, 2, &l->units)) != HETCL_OK ||
+        if ((s = hetcl__spec_check_fields(p, x, prefix, slide_fields, N_OF(slide_fields))) !=
+                    HETCL_OK ||
+            (s = hetcl__spec_get_int(p, x, prefix, "units", true, 0, 2, &l->units)) != HETCL_OK ||
             (s = parse_slide(p, x, prefix, &l->slide)) != HETCL_OK)
             return s;
         break;
-    case HETCL_MODEL_LAYER_ACTIVATION:
-        if ((s = check_fields(p, x, prefix, activation_fields, N_OF(activation_fields))) !=
+    case HETCL_MODEL_LAYER_CONCAT:
+        return hetcl__spec_check_fields(p, x, prefix, concat_fields, N_OF(concat_fields));
+    case HETCL_MODEL_LAYER_ADD:
+        if ((s = hetcl__spec_check_fields(p, x, prefix, add_fields, N_OF(add_fields))) !=
                     HETCL_OK ||
-            (s = get_enum(p, x, prefix, "activation", "activation", activation_names,
-                          N_OF(activation_names), true, 0, &act)) != HETCL_OK)
+            (s = hetcl__spec_get_enum(p, x, prefix, "activation", "activation", activation_names,
+                                      N_OF(activation_names), false, HETCL_MODEL_ACT_NONE, &act)) !=
+                    HETCL_OK)
+            return s;
+        l->activation = (enum hetcl_model_activation) act;
+        return get_alpha(p, x, prefix, l);
+    case HETCL_MODEL_LAYER_ACTIVATION:
+        if ((s = hetcl__spec_check_fields(p, x, prefix, activation_fields,
+                                          N_OF(activation_fields))) != HETCL_OK ||
+            (s = hetcl__spec_get_enum(p, x, prefix, "activation", "activation", activation_names,
+                                      N_OF(activation_names), true, 0, &act)) != HETCL_OK)
             return s;
         l->activation = (enum hetcl_model_activation) act;
         return get_alpha(p, x, prefix, l);
     }
     /* dense, conv2d and slide */
-    if ((s = get_enum(p, x, prefix, "activation", "activation", activation_names,
-                      N_OF(activation_names), false, HETCL_MODEL_ACT_NONE, &act)) != HETCL_OK ||
-        (s = get_bool(p, x, prefix, "bias", true, &l->bias)) != HETCL_OK ||
-        (s = get_enum(p, x, prefix, "init", "init", init_names, N_OF(init_names), false,
-                      default_init, &init)) != HETCL_OK)
+    if ((s = hetcl__spec_get_enum(p, x, prefix, "activation", "activation", activation_names,
+                                  N_OF(activation_names), false, HETCL_MODEL_ACT_NONE, &act)) !=
+                HETCL_OK ||
+        (s = hetcl__spec_get_bool(p, x, prefix, "bias", true, &l->bias)) != HETCL_OK ||
+        (s = hetcl__spec_get_enum(p, x, prefix, "init", "init", init_names, N_OF(init_names), false,
+                                  default_init, &init)) != HETCL_OK)
         return s;
     l->activation = (enum hetcl_model_activation) act;
     l->init = resolve_init(init, l->activation);
@@ -526,10 +337,16 @@ static void add_param(struct resolved *r, int layer, enum hetcl_model_param_kind
 }
 
 /* Output size of a window of size k and stride s sliding over n (padding included in n);
- * 0 when the window does not fit once. */
-static int64_t window_out(int64_t n, int64_t k, int64_t s)
+ * 0 when the window does not fit once. ceil_mode rounds up, less a window that would start in
+ * the end padding pad_e (ONNX's and PyTorch's pools). */
+static int64_t window_out(int64_t n, int64_t k, int64_t s, bool ceil_mode, int64_t pad_e)
 {
-    return n < k ? 0 : (n - k) / s + 1;
+    if (n < k)
+        return 0;
+    int64_t out = (ceil_mode ? n - k + s - 1 : n - k) / s + 1;
+    if (ceil_mode && (out - 1) * s >= n - pad_e)
+        out--;
+    return out;
 }
 
 /* What a layer is, from its input: its output shape, its weight tensor (rank 0: none), its
@@ -552,10 +369,10 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
     case HETCL_MODEL_LAYER_DENSE:
     case HETCL_MODEL_LAYER_SLIDE:
         if (cur->rank != 1)
-            return bad(p, where,
-                       "%s needs a flat [n] input, got %s; add {\"type\": \"flatten\"} "
-                       "before it",
-                       tname, shape);
+            return hetcl__spec_bad(p, where,
+                                   "%s needs a flat [n] input, got %s; add {\"type\": \"flatten\"} "
+                                   "before it",
+                                   tname, shape);
         g->out.rank = 1;
         g->out.dims[0] = l->units;
         g->wrank = 2;
@@ -570,38 +387,42 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
     case HETCL_MODEL_LAYER_MAXPOOL2D:
     case HETCL_MODEL_LAYER_AVGPOOL2D: {
         if (cur->rank != 3)
-            return bad(p, where, "%s needs a [channels, height, width] input, got %s", tname,
-                       shape);
+            return hetcl__spec_bad(p, where, "%s needs a [channels, height, width] input, got %s",
+                                   tname, shape);
         bool conv = l->type == HETCL_MODEL_LAYER_CONV2D;
         static const char *const axis[2] = {"height", "width"};
         g->out.rank = 3;
         g->out.dims[0] = conv ? l->filters : cur->dims[0];
         for (int a = 0; a < 2; a++) {
-            int64_t span = cur->dims[1 + a] + 2 * l->padding[a];
-            g->out.dims[1 + a] = window_out(span, l->kernel[a], l->stride[a]);
+            const int64_t pad_e = conv ? l->padding[a] : l->padding_end[a];
+            int64_t span = cur->dims[1 + a] + l->padding[a] + pad_e;
+            g->out.dims[1 + a] = window_out(span, l->kernel[a], l->stride[a], l->ceil_mode, pad_e);
             if (g->out.dims[1 + a] >= 1)
                 continue;
             if (conv)
-                return bad(p, where,
-                           "conv2d output %s would be < 1: input %s %lld + 2 * padding "
-                           "%lld < kernel %lld (input %s)",
-                           axis[a], axis[a], (long long) cur->dims[1 + a],
-                           (long long) l->padding[a], (long long) l->kernel[a], shape);
-            return bad(p, where,
-                       "%s output %s would be < 1: input %s %lld < size %lld "
-                       "(input %s)",
-                       tname, axis[a], axis[a], (long long) cur->dims[1 + a],
-                       (long long) l->kernel[a], shape);
+                return hetcl__spec_bad(p, where,
+                                       "conv2d output %s would be < 1: input %s %lld + 2 * padding "
+                                       "%lld < kernel %lld (input %s)",
+                                       axis[a], axis[a], (long long) cur->dims[1 + a],
+                                       (long long) l->padding[a], (long long) l->kernel[a], shape);
+            return hetcl__spec_bad(
+                    p, where,
+                    "%s output %s would be < 1: input %s %lld + padding %lld + %lld < size "
+                    "%lld (input %s)",
+                    tname, axis[a], axis[a], (long long) cur->dims[1 + a],
+                    (long long) l->padding[a], (long long) l->padding_end[a],
+                    (long long) l->kernel[a], shape);
         }
         if (conv) {
             /* A grouped convolution: group k maps input channels [k C/g, (k+1) C/g) to
              * filters [k F/g, (k+1) F/g), so both counts must split evenly. */
             if (cur->dims[0] % l->groups != 0 || l->filters % l->groups != 0)
-                return bad(p, where,
-                           "conv2d groups %lld must divide both the input channels (%lld) and "
-                           "filters (%lld) (input %s)",
-                           (long long) l->groups, (long long) cur->dims[0], (long long) l->filters,
-                           shape);
+                return hetcl__spec_bad(
+                        p, where,
+                        "conv2d groups %lld must divide both the input channels (%lld) and "
+                        "filters (%lld) (input %s)",
+                        (long long) l->groups, (long long) cur->dims[0], (long long) l->filters,
+                        shape);
             g->wrank = 4;
             g->wdims[0] = l->filters;
             g->wdims[1] = cur->dims[0] / l->groups;
@@ -623,12 +444,15 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
         break;
     case HETCL_MODEL_LAYER_KERNEL: /* its tensors and FLOPs depend on the data's size */
         if (cur->rank != 1)
-            return bad(p, where, "kernel needs a flat [n] input, got %s", shape);
+            return hetcl__spec_bad(p, where, "kernel needs a flat [n] input, got %s", shape);
         g->out.rank = 1;
         g->out.dims[0] = l->units;
         break;
     case HETCL_MODEL_LAYER_ACTIVATION:
         g->out = *cur;
+        break;
+    case HETCL_MODEL_LAYER_ADD: /* resolve_layer joins their inputs' shapes */
+    case HETCL_MODEL_LAYER_CONCAT:
         break;
     }
     return HETCL_OK;
@@ -636,14 +460,16 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
 
 /* Layer i on input *cur: its shapes, parameter tensors (added to r), parameter count and
  * FLOPs, within the spec's limits; *cur becomes its output. bias_init applies to its bias. */
-static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_model_layer *l,
-                                  enum hetcl_model_init bias_init, struct hetcl_model_shape *cur,
-                                  struct resolved *r)
+static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_model_layer *layers,
+                                  const struct hetcl_model_shape *input,
+                                  enum hetcl_model_init bias_init, struct resolved *r)
 {
+    struct hetcl_model_layer *l = &layers[i];
+    const struct hetcl_model_shape *cur = hetcl__spec_input_shape(layers, i, input);
     char where[32], shape[96];
     const char *tname = hetcl_model_layer_type_name(l->type);
     snprintf(where, sizeof where, "layers[%d]", i);
-    format_shape(cur, shape, sizeof shape);
+    hetcl__spec_format_shape(cur, shape, sizeof shape);
     l->in_shape = *cur;
     l->first_param = r->n_params;
     l->n_param_tensors = 0;
@@ -651,20 +477,24 @@ static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_mo
     struct layer_geom g = {0};
     bool ok = true;
     hetcl_status s = layer_geom(p, where, shape, l, cur, &g, &ok);
+    if (s == HETCL_OK && (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_CONCAT))
+        s = hetcl__spec_join_shape(p->ctx, p->source, layers, i, input, &g.out);
     if (s != HETCL_OK)
         return s;
     int64_t n_out = 1;
     for (int d = 0; d < g.out.rank && ok; d++)
         ok = mul(n_out, g.out.dims[d], &n_out);
     if (!ok || n_out > HETCL_MODEL_SPEC_MAX_ACTIVATIONS)
-        return bad(p, where, "%s output would have more than %lld elements per example (input %s)",
-                   tname, (long long) HETCL_MODEL_SPEC_MAX_ACTIVATIONS, shape);
+        return hetcl__spec_bad(
+                p, where, "%s output would have more than %lld elements per example (input %s)",
+                tname, (long long) HETCL_MODEL_SPEC_MAX_ACTIVATIONS, shape);
     int64_t n_bias = l->bias ? (l->type == HETCL_MODEL_LAYER_CONV2D ? l->filters : l->units) : 0;
     int64_t total = r->n_parameters;
     if (g.n_weight > HETCL_MODEL_SPEC_MAX_PARAMS || !add(total, g.n_weight, &total) ||
         !add(total, n_bias, &total) || total > HETCL_MODEL_SPEC_MAX_PARAMS)
-        return bad(p, where, "the model would have more than %lld parameters (input %s)",
-                   (long long) HETCL_MODEL_SPEC_MAX_PARAMS, shape);
+        return hetcl__spec_bad(p, where,
+                               "the model would have more than %lld parameters (input %s)",
+                               (long long) HETCL_MODEL_SPEC_MAX_PARAMS, shape);
     if (g.wrank) {
         add_param(r, i, HETCL_MODEL_PARAM_WEIGHT, l->init, g.wrank, g.wdims, g.n_weight, g.fan_in,
                   g.fan_out);
@@ -691,10 +521,10 @@ static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_mo
         ok = mul(g.window, n_out, &pool) && add(flops, pool, &flops);
     }
     if (!ok || !add(r->flops, flops, &r->flops))
-        return bad(p, where, "forward FLOPs per example overflow a 64-bit count (input %s)", shape);
+        return hetcl__spec_bad(
+                p, where, "forward FLOPs per example overflow a 64-bit count (input %s)", shape);
     l->flops = flops;
     l->out_shape = g.out;
-    *cur = g.out;
     return HETCL_OK;
 }
 
@@ -708,16 +538,15 @@ static hetcl_status resolve(const struct parser *p, const struct hetcl_model_sha
     r->params = hetcl__calloc((size_t) n_layers * 2, sizeof *r->params);
     if (!r->params)
         return hetcl__fail(p->ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", p->source);
-    struct hetcl_model_shape cur = *input;
     for (int i = 0; i < n_layers; i++) {
-        const hetcl_status s = resolve_layer(p, i, &layers[i], bias_init, &cur, r);
+        const hetcl_status s = resolve_layer(p, i, layers, input, bias_init, r);
         if (s != HETCL_OK) {
             hetcl__free(r->params);
             r->params = NULL;
             return s;
         }
     }
-    r->output = cur;
+    r->output = n_layers > 0 ? layers[n_layers - 1].out_shape : *input;
     return HETCL_OK;
 }
 
@@ -728,13 +557,14 @@ static hetcl_status check_output(const struct parser *p, enum hetcl_model_loss l
 {
     char shape[96];
     const char *lname = hetcl_model_loss_name(loss);
-    format_shape(output, shape, sizeof shape);
+    hetcl__spec_format_shape(output, shape, sizeof shape);
     if (output->rank != 1)
-        return bad(p, "loss", "%s needs a flat [n] output from the last layer, got %s", lname,
-                   shape);
+        return hetcl__spec_bad(p, "loss", "%s needs a flat [n] output from the last layer, got %s",
+                               lname, shape);
     if (loss == HETCL_MODEL_LOSS_SOFTMAX_CE && output->dims[0] < 2)
-        return bad(p, "loss", "softmax_cross_entropy needs at least 2 outputs, got %lld",
-                   (long long) output->dims[0]);
+        return hetcl__spec_bad(p, "loss",
+                               "softmax_cross_entropy needs at least 2 outputs, got %lld",
+                               (long long) output->dims[0]);
     const struct hetcl_model_layer *last = &layers[n_layers - 1];
     /* A slide layer's sparse softmax is its training's loss: it gives the logits, at the top. */
     for (int i = 0; i < n_layers; i++)
@@ -742,20 +572,22 @@ static hetcl_status check_output(const struct parser *p, enum hetcl_model_loss l
             (i != n_layers - 1 || loss != HETCL_MODEL_LOSS_SOFTMAX_CE)) {
             char where[48];
             snprintf(where, sizeof where, "layers[%d]", i);
-            return bad(p, where,
-                       "a slide layer must be the last layer, under softmax_cross_entropy "
-                       "(got layer %d of %d, loss %s)",
-                       i + 1, n_layers, lname);
+            return hetcl__spec_bad(
+                    p, where,
+                    "a slide layer must be the last layer, under softmax_cross_entropy "
+                    "(got layer %d of %d, loss %s)",
+                    i + 1, n_layers, lname);
         }
     /* The cross-entropy losses take logits and apply softmax/sigmoid themselves: an activation
      * on the last layer would apply a second squashing, a common silent bug. */
     if (loss != HETCL_MODEL_LOSS_MSE && last->activation != HETCL_MODEL_ACT_NONE) {
         char where[48];
         snprintf(where, sizeof where, "layers[%d].activation", n_layers - 1);
-        return bad(p, where,
-                   "expected \"none\" on the last layer, got \"%s\": %s applies the output "
-                   "function itself",
-                   hetcl_model_activation_name(last->activation), lname);
+        return hetcl__spec_bad(
+                p, where,
+                "expected \"none\" on the last layer, got \"%s\": %s applies the output "
+                "function itself",
+                hetcl_model_activation_name(last->activation), lname);
     }
     return HETCL_OK;
 }
@@ -774,16 +606,16 @@ static hetcl_status parse_string(const struct parser *p, const cJSON *root, cons
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!x) {
         if (required)
-            return bad(p, key, "missing (expected a string)");
+            return hetcl__spec_bad(p, key, "missing (expected a string)");
         *out = hetcl__strdup("");
     } else {
         if (!cJSON_IsString(x) || !x->valuestring) {
-            describe(x, got, sizeof got);
-            return bad(p, key, "expected a string, got %s", got);
+            hetcl__spec_describe(x, got, sizeof got);
+            return hetcl__spec_bad(p, key, "expected a string, got %s", got);
         }
         if (strlen(x->valuestring) > max_len)
-            return bad(p, key, "expected at most %zu bytes, got %zu", max_len,
-                       strlen(x->valuestring));
+            return hetcl__spec_bad(p, key, "expected at most %zu bytes, got %zu", max_len,
+                                   strlen(x->valuestring));
         *out = hetcl__strdup(x->valuestring);
     }
     if (!*out)
@@ -800,12 +632,12 @@ static hetcl_status parse_name(const struct parser *p, const cJSON *root, char *
     /* Names become file names and CLI arguments: keep them to a portable alphabet. */
     const char *c = *out;
     if (!*c)
-        return bad(p, "name", "expected a non-empty string");
+        return hetcl__spec_bad(p, "name", "expected a non-empty string");
     for (; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
               *c == '-' || *c == '_' || *c == '.'))
-            return bad(p, "name", "expected letters, digits, '-', '_' or '.', got %s",
-                       hetcl__quote(got, sizeof got, *out));
+            return hetcl__spec_bad(p, "name", "expected letters, digits, '-', '_' or '.', got %s",
+                                   hetcl__quote(got, sizeof got, *out));
     return HETCL_OK;
 }
 
@@ -815,34 +647,36 @@ static hetcl_status parse_input(const struct parser *p, const cJSON *root,
     char got[HETCL_QUOTE_CAP], where[32];
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "input");
     if (!in)
-        return bad(p, "input", "missing (expected an object with a \"shape\")");
+        return hetcl__spec_bad(p, "input", "missing (expected an object with a \"shape\")");
     if (!cJSON_IsObject(in)) {
-        describe(in, got, sizeof got);
-        return bad(p, "input", "expected an object with a \"shape\", got %s", got);
+        hetcl__spec_describe(in, got, sizeof got);
+        return hetcl__spec_bad(p, "input", "expected an object with a \"shape\", got %s", got);
     }
-    hetcl_status s = check_fields(p, in, "input", input_fields, N_OF(input_fields));
+    hetcl_status s = hetcl__spec_check_fields(p, in, "input", input_fields, N_OF(input_fields));
     if (s != HETCL_OK)
         return s;
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(in, "shape");
     if (!sh)
-        return bad(p, "input.shape", "missing (expected [features] or [channels, height, width])");
+        return hetcl__spec_bad(p, "input.shape",
+                               "missing (expected [features] or [channels, height, width])");
     int n = cJSON_IsArray(sh) ? cJSON_GetArraySize(sh) : -1;
     if (n != 1 && n != 3) {
-        describe(sh, got, sizeof got);
-        return bad(p, "input.shape", "expected [features] or [channels, height, width], got %s",
-                   got);
+        hetcl__spec_describe(sh, got, sizeof got);
+        return hetcl__spec_bad(p, "input.shape",
+                               "expected [features] or [channels, height, width], got %s", got);
     }
     shape->rank = n;
     int64_t elements = 1;
     for (int i = 0; i < n; i++) {
         snprintf(where, sizeof where, "input.shape[%d]", i);
-        if ((s = to_int(p, cJSON_GetArrayItem(sh, i), where, 1, &shape->dims[i])) != HETCL_OK)
+        if ((s = hetcl__spec_to_int(p, cJSON_GetArrayItem(sh, i), where, 1, &shape->dims[i])) !=
+            HETCL_OK)
             return s;
         /* Each factor is <= 2^24 and the running product is kept <= 2^28: no overflow. */
         elements *= shape->dims[i];
         if (elements > HETCL_MODEL_SPEC_MAX_ACTIVATIONS)
-            return bad(p, "input.shape", "expected at most %lld elements per example",
-                       (long long) HETCL_MODEL_SPEC_MAX_ACTIVATIONS);
+            return hetcl__spec_bad(p, "input.shape", "expected at most %lld elements per example",
+                                   (long long) HETCL_MODEL_SPEC_MAX_ACTIVATIONS);
     }
     return HETCL_OK;
 }
@@ -858,24 +692,25 @@ static hetcl_status parse_init(const struct parser *p, const cJSON *root, int *d
     if (!init)
         return HETCL_OK;
     if (!cJSON_IsObject(init)) {
-        describe(init, got, sizeof got);
-        return bad(p, "init", "expected an object, got %s", got);
+        hetcl__spec_describe(init, got, sizeof got);
+        return hetcl__spec_bad(p, "init", "expected an object, got %s", got);
     }
     int bias = 0;
     hetcl_status s;
-    if ((s = check_fields(p, init, "init", init_fields, N_OF(init_fields))) != HETCL_OK ||
-        (s = get_enum(p, init, "init", "default", "init", init_names, N_OF(init_names), false,
-                      INIT_AUTO, default_init)) != HETCL_OK ||
-        (s = get_enum(p, init, "init", "bias", "bias init", bias_init_names, N_OF(bias_init_names),
-                      false, 0, &bias)) != HETCL_OK)
+    if ((s = hetcl__spec_check_fields(p, init, "init", init_fields, N_OF(init_fields))) !=
+                HETCL_OK ||
+        (s = hetcl__spec_get_enum(p, init, "init", "default", "init", init_names, N_OF(init_names),
+                                  false, INIT_AUTO, default_init)) != HETCL_OK ||
+        (s = hetcl__spec_get_enum(p, init, "init", "bias", "bias init", bias_init_names,
+                                  N_OF(bias_init_names), false, 0, &bias)) != HETCL_OK)
         return s;
     spec->bias_init = bias ? HETCL_MODEL_INIT_NORMAL : HETCL_MODEL_INIT_ZEROS;
     const cJSON *std = cJSON_GetObjectItemCaseSensitive(init, "std");
     if (std) {
         if (!cJSON_IsNumber(std) || !isfinite(std->valuedouble) || std->valuedouble <= 0 ||
             std->valuedouble > 1e3) {
-            describe(std, got, sizeof got);
-            return bad(p, "init.std", "expected a number > 0 and <= 1000, got %s", got);
+            hetcl__spec_describe(std, got, sizeof got);
+            return hetcl__spec_bad(p, "init.std", "expected a number > 0 and <= 1000, got %s", got);
         }
         spec->init_std = std->valuedouble;
     }
@@ -886,19 +721,21 @@ static hetcl_status build(const struct parser *p, const cJSON *root, hetcl_model
 {
     char got[HETCL_QUOTE_CAP];
     if (!cJSON_IsObject(root)) {
-        describe(root, got, sizeof got);
-        return bad(p, NULL, "expected a JSON object at the top level, got %s", got);
+        hetcl__spec_describe(root, got, sizeof got);
+        return hetcl__spec_bad(p, NULL, "expected a JSON object at the top level, got %s", got);
     }
-    hetcl_status s = check_fields(p, root, "", top_fields, N_OF(top_fields));
+    hetcl_status s = hetcl__spec_check_fields(p, root, "", top_fields, N_OF(top_fields));
     if (s != HETCL_OK)
         return s;
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "schema_version");
     if (!ver)
-        return bad(p, "schema_version", "missing (expected %d)", HETCL_MODEL_SPEC_SCHEMA_VERSION);
+        return hetcl__spec_bad(p, "schema_version", "missing (expected %d)",
+                               HETCL_MODEL_SPEC_SCHEMA_VERSION);
     if (!cJSON_IsNumber(ver) || ver->valuedouble != HETCL_MODEL_SPEC_SCHEMA_VERSION) {
-        describe(ver, got, sizeof got);
-        return bad(p, "schema_version", "expected %d (the version this parser reads), got %s",
-                   HETCL_MODEL_SPEC_SCHEMA_VERSION, got);
+        hetcl__spec_describe(ver, got, sizeof got);
+        return hetcl__spec_bad(p, "schema_version",
+                               "expected %d (the version this parser reads), got %s",
+                               HETCL_MODEL_SPEC_SCHEMA_VERSION, got);
     }
     int loss = 0, default_init = INIT_AUTO;
     if ((s = parse_name(p, root, &spec->name)) != HETCL_OK ||
@@ -910,18 +747,19 @@ static hetcl_status build(const struct parser *p, const cJSON *root, hetcl_model
 
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
     if (!layers)
-        return bad(p, "layers", "missing (expected an array of layer objects)");
+        return hetcl__spec_bad(p, "layers", "missing (expected an array of layer objects)");
     if (!cJSON_IsArray(layers)) {
-        describe(layers, got, sizeof got);
-        return bad(p, "layers", "expected an array of layer objects, got %s", got);
+        hetcl__spec_describe(layers, got, sizeof got);
+        return hetcl__spec_bad(p, "layers", "expected an array of layer objects, got %s", got);
     }
     int n = 0;
     for (const cJSON *c = layers->child; c && n <= HETCL_MODEL_SPEC_MAX_LAYERS; c = c->next)
         n++;
     if (n < 1 || n > HETCL_MODEL_SPEC_MAX_LAYERS)
-        return bad(p, "layers", "expected 1 to %d layers, got %s%d", HETCL_MODEL_SPEC_MAX_LAYERS,
-                   n > HETCL_MODEL_SPEC_MAX_LAYERS ? "more than " : "",
-                   n > HETCL_MODEL_SPEC_MAX_LAYERS ? HETCL_MODEL_SPEC_MAX_LAYERS : n);
+        return hetcl__spec_bad(p, "layers", "expected 1 to %d layers, got %s%d",
+                               HETCL_MODEL_SPEC_MAX_LAYERS,
+                               n > HETCL_MODEL_SPEC_MAX_LAYERS ? "more than " : "",
+                               n > HETCL_MODEL_SPEC_MAX_LAYERS ? HETCL_MODEL_SPEC_MAX_LAYERS : n);
     spec->layers = hetcl__calloc((size_t) n, sizeof *spec->layers);
     if (!spec->layers)
         return hetcl__fail(p->ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", p->source);
@@ -930,8 +768,8 @@ static hetcl_status build(const struct parser *p, const cJSON *root, hetcl_model
     for (const cJSON *c = layers->child; c; c = c->next, i++)
         if ((s = parse_layer(p, c, i, default_init, &spec->layers[i])) != HETCL_OK)
             return s;
-    if ((s = get_enum(p, root, "", "loss", "loss", loss_names, N_OF(loss_names), true, 0, &loss)) !=
-        HETCL_OK)
+    if ((s = hetcl__spec_get_enum(p, root, "", "loss", "loss", loss_names, N_OF(loss_names), true,
+                                  0, &loss)) != HETCL_OK)
         return s;
     spec->loss = (enum hetcl_model_loss) loss;
 
@@ -971,16 +809,17 @@ hetcl_status hetcl_model_spec_parse(hetcl_context *ctx, const char *name, const 
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "hetcl_model_spec_parse: text is NULL");
     struct parser p = {ctx, name ? name : "<memory>"};
     if (len > HETCL_MODEL_SPEC_MAX_FILE_BYTES)
-        return bad(&p, NULL, "%zu bytes, more than the limit of %zu for a spec", len,
-                   HETCL_MODEL_SPEC_MAX_FILE_BYTES);
+        return hetcl__spec_bad(&p, NULL, "%zu bytes, more than the limit of %zu for a spec", len,
+                               HETCL_MODEL_SPEC_MAX_FILE_BYTES);
     const char *nul = len ? memchr(text, '\0', len) : NULL;
     if (nul)
-        return bad(&p, NULL, "NUL byte at byte %zu (expected JSON text)", (size_t) (nul - text));
+        return hetcl__spec_bad(&p, NULL, "NUL byte at byte %zu (expected JSON text)",
+                               (size_t) (nul - text));
     size_t lead = 0;
     while (lead < len && strchr(" \t\r\n", text[lead]))
         lead++;
     if (lead == len)
-        return bad(&p, NULL, "empty (expected a JSON object)");
+        return hetcl__spec_bad(&p, NULL, "empty (expected a JSON object)");
 
     /* cJSON gets its own NUL-terminated copy: its length-bounded parser is then never the
      * only thing between it and the end of the caller's buffer. */
@@ -999,7 +838,8 @@ hetcl_status hetcl_model_spec_parse(hetcl_context *ctx, const char *name, const 
     if (!root) {
         size_t off = end && end >= buf && end <= buf + len ? (size_t) (end - buf) : 0, line, col;
         line_col(buf, off, &line, &col);
-        s = bad(&p, NULL, "JSON syntax error at byte %zu (line %zu, column %zu)", off, line, col);
+        s = hetcl__spec_bad(&p, NULL, "JSON syntax error at byte %zu (line %zu, column %zu)", off,
+                            line, col);
         goto done;
     }
     size_t off = end && end >= buf && end <= buf + len ? (size_t) (end - buf) : len;
@@ -1008,7 +848,8 @@ hetcl_status hetcl_model_spec_parse(hetcl_context *ctx, const char *name, const 
     if (off < len) {
         size_t line, col;
         line_col(buf, off, &line, &col);
-        s = bad(&p, NULL, "unexpected text after the JSON value at byte %zu (line %zu, column %zu)",
+        s = hetcl__spec_bad(
+                &p, NULL, "unexpected text after the JSON value at byte %zu (line %zu, column %zu)",
                 off, line, col);
         goto done;
     }
@@ -1082,7 +923,7 @@ hetcl_status hetcl_model_spec_set_input(hetcl_context *ctx, hetcl_model_spec *sp
     }
     /* Resolve into a copy so that a failure leaves the spec as it was. */
     char shape[96], source[512];
-    format_shape(&in, shape, sizeof shape);
+    hetcl__spec_format_shape(&in, shape, sizeof shape);
     snprintf(source, sizeof source, "%s (input %s)", spec->source, shape);
     struct parser p = {ctx, source};
     size_t bytes = (size_t) spec->n_layers * sizeof *spec->layers;

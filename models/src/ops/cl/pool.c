@@ -6,6 +6,8 @@
 /* Shape checks and sizes shared by the four operators. */
 struct pool_shape {
     cl_int planes, in_h, in_w, k, stride, out_h, out_w;
+    cl_int pad[4], count_include_pad; /* the float kernels' padding (ops.h) */
+    bool padded;
     size_t n_in, n_out; /* elements */
 };
 
@@ -22,13 +24,24 @@ static hetcl_status check(const struct hetcl_cl_call *call, const char *op, stru
         (s = hetcl__clop_dim(call, op, "stride", a->stride, 1)) != HETCL_OK ||
         (s = hetcl__clop_dim(call, op, "k", a->k, 1)) != HETCL_OK)
         return s;
-    if (a->k > a->in_h || a->k > a->in_w)
+    const int64_t out_h = hetcl__pool_out(a->in_h, a->k, a->stride, a->pad[0], a->pad[2],
+                                          a->ceil_mode),
+                  out_w = hetcl__pool_out(a->in_w, a->k, a->stride, a->pad[1], a->pad[3],
+                                          a->ceil_mode);
+    if (out_h < 1 || out_w < 1)
         return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_INVALID_ARG,
-                           "%s: the %lldx%lld window does not fit the %lldx%lld input", op,
-                           (long long) a->k, (long long) a->k, (long long) a->in_h,
-                           (long long) a->in_w);
-    const int64_t out_h = (a->in_h - a->k) / a->stride + 1,
-                  out_w = (a->in_w - a->k) / a->stride + 1;
+                           "%s: the %lldx%lld window with pads [%lld, %lld, %lld, %lld] does not "
+                           "fit the %lldx%lld input (pads must be in [0, k))",
+                           op, (long long) a->k, (long long) a->k, (long long) a->pad[0],
+                           (long long) a->pad[1], (long long) a->pad[2], (long long) a->pad[3],
+                           (long long) a->in_h, (long long) a->in_w);
+    p->padded = hetcl__pool_padded(a);
+    if (p->padded && strstr(op, "_f16"))
+        return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_UNSUPPORTED,
+                           "%s: padding and ceil_mode have no half-precision kernel", op);
+    for (int i = 0; i < 4; i++)
+        p->pad[i] = (cl_int) a->pad[i];
+    p->count_include_pad = a->count_include_pad ? 1 : 0;
     const int64_t din[4] = {a->batch, a->channels, a->in_h, a->in_w};
     const int64_t dout[4] = {a->batch, a->channels, out_h, out_w};
     if ((s = hetcl__clop_count(call, op, "x", din, 4, &p->n_in)) != HETCL_OK ||
@@ -56,13 +69,19 @@ static hetcl_status run(const struct hetcl_cl_call *call, const char *kname,
     hetcl_status s = hetcl_cl_kernel(call, source, NULL, kname, &k);
     if (s != HETCL_OK)
         return s;
-    struct clop_arg args[10] = {CLOP_ARG(p->planes), CLOP_ARG(p->in_h),   CLOP_ARG(p->in_w),
+    struct clop_arg args[15] = {CLOP_ARG(p->planes), CLOP_ARG(p->in_h),   CLOP_ARG(p->in_w),
                                 CLOP_ARG(p->k),      CLOP_ARG(p->stride), CLOP_ARG(p->out_h),
                                 CLOP_ARG(p->out_w)};
+    unsigned n = 7;
+    if (source[0] == 'p') { /* the float kernels take the padding */
+        for (int i = 0; i < 4; i++)
+            args[n++] = CLOP_ARG(p->pad[i]);
+        args[n++] = CLOP_ARG(p->count_include_pad);
+    }
     for (unsigned i = 0; i < n_mems; i++)
-        args[7 + i] = CLOP_ARG(call->mems[i]);
+        args[n + i] = CLOP_ARG(call->mems[i]);
     struct clop_chain ch = {.call = call};
-    s = hetcl__clop_set(call, k, kname, args, 7 + n_mems);
+    s = hetcl__clop_set(call, k, kname, args, n + n_mems);
     if (s == HETCL_OK) {
         /* (width, height, planes) of the output, or (rows, planes) of the input */
         const size_t gf[3] = {(size_t) p->out_w, (size_t) p->out_h, (size_t) p->planes};
@@ -107,7 +126,7 @@ hetcl_status hetcl__op_maxpool_fwd_cl(const struct hetcl_cl_call *call, cl_event
         (s = hetcl__clop_need(call, op, 1, "y", p.n_out * sizeof(float))) == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 2, "argmax", p.n_out * sizeof(cl_int))) == HETCL_OK)
         /* the vector path needs rows of at least 8 outputs to pay for itself */
-        s = p.k == 2 && p.stride == 2 && p.out_w >= 8
+        s = p.k == 2 && p.stride == 2 && p.out_w >= 8 && !p.padded
                     ? run_k2s2(call, &p, done)
                     : run(call, "maxpool_f32_fwd", &p, 3, false, done);
     return s;

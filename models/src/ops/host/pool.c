@@ -1,11 +1,11 @@
 /*
  * Max and average pooling, forward and backward, on the host (NCHW, square windows of k with a
- * stride, no padding; windows may overlap). Max pooling keeps, per output, the index of its
- * winner in the input plane (int32): the first NaN of the window, else its first maximum in
- * row-major scan order (the reference's rule). Its forward runs the AVX-512 kernel of
- * pool_max_avx512.c where the CPU has it, else the portable C below. The backward scatters through
- * that index, after checking every index, so a corrupt argmax buffer fails the task instead of
- * writing outside dx.
+ * stride; windows may overlap; padding and ceil_mode clip the windows to the input, ops.h). Max
+ * pooling keeps, per output, the index of its winner in the input plane (int32): the first NaN of
+ * the window, else its first maximum in row-major scan order (the reference's rule). Its forward
+ * runs the AVX-512 kernel of pool_max_avx512.c where the CPU has it, else the portable C below. The
+ * backward scatters through that index, after checking every index, so a corrupt argmax buffer
+ * fails the task instead of writing outside dx.
  */
 #include "host_ops.h"
 
@@ -23,15 +23,17 @@ static hetcl_status check_pool(const struct hetcl_host_call *call, const char *o
         return s;
     }
     const struct hetcl_op_pool2d_args *a = call->args;
-    if (a->batch < 0 || a->channels < 0 || a->k < 1 || a->stride < 1 || a->in_h < a->k ||
-        a->in_w < a->k) {
+    g->out_h = hetcl__pool_out(a->in_h, a->k, a->stride, a->pad[0], a->pad[2], a->ceil_mode);
+    g->out_w = hetcl__pool_out(a->in_w, a->k, a->stride, a->pad[1], a->pad[3], a->ceil_mode);
+    if (a->batch < 0 || a->channels < 0 || g->out_h < 1 || g->out_w < 1) {
         return hetcl__fail(hetcl__host_ctx(call), HETCL_ERR_INVALID_ARG,
-                           "%s: window %" PRId64 " stride %" PRId64 " on %" PRId64 "x%" PRId64
-                           ": expected 1 <= k <= the input's sides and stride >= 1",
-                           op, a->k, a->stride, a->in_h, a->in_w);
+                           "%s: window %" PRId64 " stride %" PRId64 " pads [%" PRId64 ", %" PRId64
+                           ", %" PRId64 ", %" PRId64 "] on %" PRId64 "x%" PRId64
+                           ": expected k >= 1, stride >= 1, pads in [0, k) and a window that "
+                           "fits the padded input",
+                           op, a->k, a->stride, a->pad[0], a->pad[1], a->pad[2], a->pad[3], a->in_h,
+                           a->in_w);
     }
-    g->out_h = (a->in_h - a->k) / a->stride + 1;
-    g->out_w = (a->in_w - a->k) / a->stride + 1;
     const int64_t dp[2] = {a->batch, a->channels}, di[2] = {a->in_h, a->in_w};
     const int64_t dout[2] = {g->out_h, g->out_w};
     if ((s = hetcl__host_count(call, op, "planes", 2, dp, &g->planes)) != HETCL_OK ||
@@ -132,6 +134,55 @@ HETCL_HOST_CLONES static void maxpool_any(int64_t planes, int64_t in_w, int64_t 
     }
 }
 
+/* Padded or rounded-up windows, clipped to the input: each output scans the part of its
+ * window inside the plane in row-major order (the same winner rule; padding never wins). */
+static void maxpool_padded(const struct hetcl_op_pool2d_args *a, const struct pool_geom *g,
+                           const float *x, float *y, int32_t *arg)
+{
+    for (int64_t pl = 0; pl < g->planes; pl++) {
+        const float *xp = x + pl * g->in_plane;
+        for (int64_t oy = 0; oy < g->out_h; oy++) {
+            const int64_t y0 = oy * a->stride - a->pad[0];
+            const int64_t i0 = y0 < 0 ? 0 : y0, i1 = y0 + a->k < a->in_h ? y0 + a->k : a->in_h;
+            for (int64_t ox = 0; ox < g->out_w; ox++) {
+                const int64_t x0 = ox * a->stride - a->pad[1];
+                const int64_t j0 = x0 < 0 ? 0 : x0, j1 = x0 + a->k < a->in_w ? x0 + a->k : a->in_w;
+                int64_t best = i0 * a->in_w + j0;
+                for (int64_t i = i0; i < i1; i++)
+                    for (int64_t j = j0; j < j1; j++)
+                        if (max_takes(xp[i * a->in_w + j], xp[best]))
+                            best = i * a->in_w + j;
+                y[pl * g->out_plane + oy * g->out_w + ox] = xp[best];
+                arg[pl * g->out_plane + oy * g->out_w + ox] = (int32_t) best;
+            }
+        }
+    }
+}
+
+/* The divisor of an average window starting at (y0, x0) in input coordinates, and its part
+ * inside the input [i0, i1) x [j0, j1). */
+struct avg_window {
+    int64_t i0, i1, j0, j1;
+    float inv;
+};
+
+static struct avg_window avg_window(const struct hetcl_op_pool2d_args *a, int64_t oy, int64_t ox)
+{
+    const int64_t y0 = oy * a->stride - a->pad[0], x0 = ox * a->stride - a->pad[1];
+    struct avg_window w = {.i0 = y0 < 0 ? 0 : y0,
+                           .i1 = y0 + a->k < a->in_h ? y0 + a->k : a->in_h,
+                           .j0 = x0 < 0 ? 0 : x0,
+                           .j1 = x0 + a->k < a->in_w ? x0 + a->k : a->in_w};
+    int64_t count = (w.i1 - w.i0) * (w.j1 - w.j0);
+    if (a->count_include_pad) { /* the window inside the padded input */
+        const int64_t ye = y0 + a->k < a->in_h + a->pad[2] ? y0 + a->k : a->in_h + a->pad[2];
+        const int64_t xe = x0 + a->k < a->in_w + a->pad[3] ? x0 + a->k : a->in_w + a->pad[3];
+        count = (ye - y0) * (xe - x0);
+    }
+    w.inv = 1.0f / (float) count;
+    return w;
+}
+
 void hetcl__maxpool_fwd_c(int64_t planes, int64_t in_w, int64_t in_plane, int64_t out_h,
                           int64_t out_w, int64_t k, int64_t stride, const float *x, float *y,
                           int32_t *arg)
@@ -172,7 +223,9 @@ hetcl_status hetcl__op_maxpool_fwd_host(const struct hetcl_host_call *call)
         (s = hetcl__host_check_buf(call, op, 2, "argmax", g.n_out, 4)) != HETCL_OK) {
         return s;
     }
-    if (g.n_out > 0) {
+    if (g.n_out > 0 && hetcl__pool_padded(a)) {
+        maxpool_padded(a, &g, call->ptrs[0], call->ptrs[1], call->ptrs[2]);
+    } else if (g.n_out > 0) {
         hetcl__maxpool_kernel(HETCL_GEMM_AUTO)(g.planes, a->in_w, g.in_plane, g.out_h, g.out_w,
                                                a->k, a->stride, call->ptrs[0], call->ptrs[1],
                                                call->ptrs[2]);
@@ -233,19 +286,18 @@ hetcl_status hetcl__op_avgpool_fwd_host(const struct hetcl_host_call *call)
     }
     const float *x = call->ptrs[0];
     float *y = call->ptrs[1];
-    const float inv = 1.0f / (float) (a->k * a->k);
     for (int64_t pl = 0; pl < g.planes; pl++) {
         const float *xp = x + pl * g.in_plane;
         for (int64_t oy = 0; oy < g.out_h; oy++) {
             for (int64_t ox = 0; ox < g.out_w; ox++) {
+                const struct avg_window w = avg_window(a, oy, ox);
                 float sum = 0.0f;
-                for (int64_t i = 0; i < a->k; i++) {
-                    const float *row = xp + (oy * a->stride + i) * a->in_w + ox * a->stride;
-                    for (int64_t j = 0; j < a->k; j++) {
-                        sum += row[j];
+                for (int64_t i = w.i0; i < w.i1; i++) {
+                    for (int64_t j = w.j0; j < w.j1; j++) {
+                        sum += xp[i * a->in_w + j];
                     }
                 }
-                y[pl * g.out_plane + oy * g.out_w + ox] = sum * inv;
+                y[pl * g.out_plane + oy * g.out_w + ox] = sum * w.inv;
             }
         }
     }
@@ -268,7 +320,6 @@ hetcl_status hetcl__op_avgpool_bwd_host(const struct hetcl_host_call *call)
     }
     const float *dy = call->ptrs[0];
     float *dx = call->ptrs[1];
-    const float inv = 1.0f / (float) (a->k * a->k);
     if (g.n_in > 0) {
         memset(dx, 0, (size_t) g.n_in * sizeof *dx);
     }
@@ -276,11 +327,11 @@ hetcl_status hetcl__op_avgpool_bwd_host(const struct hetcl_host_call *call)
         float *dxp = dx + pl * g.in_plane;
         for (int64_t oy = 0; oy < g.out_h; oy++) {
             for (int64_t ox = 0; ox < g.out_w; ox++) {
-                const float d = dy[pl * g.out_plane + oy * g.out_w + ox] * inv;
-                for (int64_t i = 0; i < a->k; i++) {
-                    float *row = dxp + (oy * a->stride + i) * a->in_w + ox * a->stride;
-                    for (int64_t j = 0; j < a->k; j++) {
-                        row[j] += d;
+                const struct avg_window w = avg_window(a, oy, ox);
+                const float d = dy[pl * g.out_plane + oy * g.out_w + ox] * w.inv;
+                for (int64_t i = w.i0; i < w.i1; i++) {
+                    for (int64_t j = w.j0; j < w.j1; j++) {
+                        dxp[i * a->in_w + j] += d;
                     }
                 }
             }
