@@ -31,15 +31,6 @@ hetcl_status hetcl__tr_dist_setup(struct tr *t)
     return HETCL_OK;
 }
 
-static uint64_t fnv1a(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * UINT64_C(0x100000001b3);
-    return h;
-}
-
 hetcl_status hetcl__tr_dist_start(struct tr *t)
 {
     hetcl_comm *c = t->o.comm;
@@ -55,8 +46,8 @@ hetcl_status hetcl__tr_dist_start(struct tr *t)
     memcpy(t->dist_base, t->params, n * sizeof *t->dist_base);
     /* Every rank starts from the same model at the same place: the same seed, or the same
      * checkpoint (every rank reads it: it must be the one file rank 0 read). */
-    uint64_t mine[3] = {fnv1a(t->params, n * sizeof *t->params), (uint64_t) t->cursor.epoch,
-                        (uint64_t) t->cursor.start},
+    uint64_t mine[3] = {hetcl__fnv1a64(t->params, n * sizeof *t->params, HETCL_FNV1A64_START),
+                        (uint64_t) t->cursor.epoch, (uint64_t) t->cursor.start},
              root[3];
     memcpy(root, mine, sizeof mine);
     s = hetcl_comm_bcast(c, 0, root, sizeof root);
@@ -75,10 +66,11 @@ hetcl_status hetcl__tr_dist_start(struct tr *t)
 uint64_t hetcl__tr_data_hash(const hetcl_dataset *d)
 {
     int64_t dims[3] = {d->n, d->n_features, d->n_classes};
-    uint64_t h = fnv1a(dims, sizeof dims);
+    uint64_t h = hetcl__fnv1a64(dims, sizeof dims, HETCL_FNV1A64_START);
     const void *labels = d->y ? (const void *) d->y : (const void *) d->label_indices;
     size_t n = d->y ? (size_t) d->n : d->label_indices ? (size_t) d->n_label_nnz : 0;
-    return h ^ fnv1a(labels, n * sizeof(int32_t)) * UINT64_C(0x9e3779b97f4a7c15);
+    return h ^ hetcl__fnv1a64(labels, n * sizeof(int32_t), HETCL_FNV1A64_START) *
+                       UINT64_C(0x9e3779b97f4a7c15);
 }
 
 hetcl_status hetcl__tr_dist_sync(struct tr *t)
@@ -108,7 +100,7 @@ hetcl_status hetcl__tr_dist_sync(struct tr *t)
         p[i] = base[i] + p[i] * inv;
         base[i] = p[i];
     }
-    uint64_t mine = fnv1a(p, n * sizeof *p), root = mine;
+    uint64_t mine = hetcl__fnv1a64(p, n * sizeof *p, HETCL_FNV1A64_START), root = mine;
     s = hetcl_comm_bcast(c, 0, &root, sizeof root);
     if (s == HETCL_OK && root != mine)
         s = hetcl__fail(t->ctx, HETCL_ERR_INTERNAL,

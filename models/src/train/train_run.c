@@ -28,15 +28,6 @@ static double stale_quantile(const struct tr *t, double q)
     return (double) TR_STALE_BINS;
 }
 
-static uint64_t fnv1a(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * UINT64_C(0x100000001b3);
-    return h;
-}
-
 void hetcl_train_result_destroy(struct hetcl_train_result *res)
 {
     if (!res)
@@ -273,7 +264,8 @@ static hetcl_status result_fill(struct tr_run *r)
     res->sync_s = (double) t->sync_ns * 1e-9;
     res->sync_bytes_sent = t->sync_sent;
     res->sync_bytes_received = t->sync_recv;
-    res->model_hash = fnv1a(t->params, t->net->n_params * sizeof *t->params);
+    res->model_hash =
+            hetcl__fnv1a64(t->params, t->net->n_params * sizeof *t->params, HETCL_FNV1A64_START);
     uint64_t tot = 0;
     for (int i = 0; i < t->n_dev; i++)
         tot += t->dev[i].updates;

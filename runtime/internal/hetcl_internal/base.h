@@ -121,6 +121,17 @@ void hetcl__utf8_trim(char *s);
 /* Monotonic clock in nanoseconds. */
 uint64_t hetcl__now_ns(void);
 
+/* FNV-1a (64-bit) of n bytes, continuing from h (HETCL_FNV1A64_START for a fresh hash): the
+ * identities of models, datasets and caches; not for anything adversarial. */
+#define HETCL_FNV1A64_START UINT64_C(0xcbf29ce484222325)
+static inline uint64_t hetcl__fnv1a64(const void *p, size_t n, uint64_t h)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
 /* One step of a bounded spin: a pause instruction where the CPU has one. */
 static inline void hetcl__cpu_relax(void)
 {
