@@ -171,8 +171,21 @@ static bool orthonormalise(struct iter *it, float *a, int p, int passes)
         for (int i = 0; i < p; i++)
             for (int j = 0; j < p; j++)
                 it->g[i * ld + j] = (double) it->uf[i * ld + j];
-        if (!chol_inverse(it->g, p, ld, it->theta))
-            return false;
+        if (!chol_inverse(it->g, p, ld, it->theta)) {
+            /* too ill-conditioned for float (a fast-decaying spectrum): shifted Cholesky QR
+             * (Fukaya et al. 2020), G + sigma I with sigma = 11 (s p + p (p + 1)) u tr(G),
+             * gives a well-conditioned block; the passes after it make it orthonormal */
+            double tr = 0.0;
+            for (int i = 0; i < p; i++)
+                tr += (double) it->uf[i * ld + i];
+            const double sigma = 11.0 * ((double) (s * p) + (double) p * (p + 1)) * 6e-8 * tr;
+            for (int i = 0; i < p; i++)
+                for (int j = 0; j < p; j++)
+                    it->g[i * ld + j] = (double) it->uf[i * ld + j] + (i == j ? sigma : 0.0);
+            if (pass > 0 || !chol_inverse(it->g, p, ld, it->theta))
+                return false;
+            passes = passes < 3 ? 3 : passes;
+        }
         for (int i = 0; i < p; i++)
             for (int j = 0; j < p; j++)
                 it->uf[i * ld + j] = j >= i ? (float) it->g[i * ld + j] : 0.0f;
@@ -337,10 +350,11 @@ static bool iterate(struct iter *it, const struct hetcl__eigen_want *want, doubl
     const int64_t s = it->s, ld = it->ld;
     struct hetcl__rng rng;
     hetcl__rng_seed(&rng, 0xe16e5eedULL);
-    /* a first guess, grown from the Ritz values: the block keeps half as many columns again as
+    /* a small first guess (a block wider than float's range of the spectrum is rank-deficient
+     * in float), grown from the Ritz values: the block keeps half as many columns again as
      * the pairs wanted (the tail of a kernel's spectrum is flat: with only a few more, the
      * convergence rate lambda_{p+1} / lambda_n was 0.9 a product) */
-    int n = want->thr > 0 ? 128 : want->fixed;
+    int n = want->thr > 0 ? 48 : want->fixed;
     n = n > want->cap ? want->cap : n;
     int p = n + n / 2 + OVERSAMPLE > ld ? (int) ld : n + n / 2 + OVERSAMPLE;
     randomise(&rng, it->q, s, ld, 0, p);
@@ -375,8 +389,9 @@ static bool iterate(struct iter *it, const struct hetcl__eigen_want *want, doubl
         /* the next block: W times the Ritz vectors, grown by fresh columns when the wanted
          * pairs have come close to its edge */
         memcpy(it->q, it->y, (size_t) (s * ld) * sizeof *it->q);
-        if (!room) {
-            const int p2 = n + n / 2 + OVERSAMPLE > ld ? (int) ld : n + n / 2 + OVERSAMPLE;
+        if (!room) { /* twice as large while every Ritz value is still wanted */
+            const int grown = n > p ? 2 * p + OVERSAMPLE : n + n / 2 + OVERSAMPLE;
+            const int p2 = grown > ld ? (int) ld : grown;
             randomise(&rng, it->q, s, ld, p, p2);
             p = p2;
         }
