@@ -58,6 +58,11 @@ struct hetcl_eigenpro_options {
      * host: physical RAM). */
     double mem_bytes;
     int worker; /* the runtime worker that computes the kernel blocks; -1: the first one */
+    /* A cap on m_G beside the memory's: hetcl_eigenpro_train sets it from the measured
+     * saturation of the worker (the smallest batch whose time per sample of the kernel block is
+     * within 5% of the best measured); 0: none (hetcl_eigenpro_setup), or measure
+     * (hetcl_eigenpro_train); -1: never measure. */
+    int64_t m_g_cap;
     /* Plain mini-batch SGD on the same machine (the baseline EigenPro is compared with): no
      * preconditioner (q = 1), the critical batch and the step from lambda_1 itself. */
     bool no_precond;
@@ -78,7 +83,8 @@ struct hetcl_eigenpro_setup {
     int svd_q;
     double mem_bytes;       /* the budget m_G came from */
     double max_alloc_bytes; /* the largest allocation m_G respected (0: none) */
-    int64_t m_g;            /* the device's capacity */
+    int64_t m_g;            /* the device's capacity: m_g_memory, capped by m_g_cap */
+    int64_t m_g_memory;     /* the capacity its memory allows */
     int q;          /* the preconditioner flattens lambda_1 .. lambda_{q-1} to lambda_q (1: none) */
     double beta;    /* max_i k(x_i, x_i) over the subsample */
     double lambda1; /* top eigenvalue of K_S / s */
@@ -134,6 +140,15 @@ struct hetcl_eigenpro_result {
     int64_t steps;             /* batches applied */
     uint64_t busy_ns;          /* the worker's task time over the epochs (the runtime's counter) */
     uint64_t bytes_in;         /* bytes moved into the worker's memory over the epochs */
+    /* The measured saturation (hetcl_eigenpro_train): seconds per sample of the kernel layer's
+     * forward K(batch, centers) alpha over curve_centers centers for batches curve_m[i], in
+     * order; m_sat the cap it gave m_G (0: none, the time per sample still falling where the
+     * measurement's time ran out, or no measurement). */
+    int n_curve;
+    int64_t curve_m[24];
+    double curve_s_per_sample[24];
+    int64_t curve_centers;
+    int64_t m_sat;
     /* The trained machine: alpha [n][l]; centers are the training set's x. */
     float *alpha;
 };

@@ -180,7 +180,8 @@ hetcl_status hetcl_eigenpro_setup(hetcl_context *ctx, const float *x, int64_t n,
                            (long long) r.s);
     r.svd_q = (int) (r.s / 3 - 1 < 1000 ? r.s / 3 - 1 : 1000);
     r.svd_q = r.svd_q < 5 ? 5 : r.svd_q;
-    r.m_g = hetcl_eigenpro_capacity(n, d, l, r.s, o->mem_bytes, max_alloc_bytes);
+    r.m_g_memory = hetcl_eigenpro_capacity(n, d, l, r.s, o->mem_bytes, max_alloc_bytes);
+    r.m_g = o->m_g_cap > 0 && o->m_g_cap < r.m_g_memory ? o->m_g_cap : r.m_g_memory;
 
     int64_t *ids = NULL;
     hetcl_status st = sample_ids(ctx, n, r.s, o->seed, &ids);
