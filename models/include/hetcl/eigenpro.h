@@ -16,7 +16,8 @@
  * Setup (hetcl_eigenpro_setup): a Nystrom subsample of s points (s = min(n, 2000) below 100,000
  * points, else 12,000; uniform without replacement, seeded), the top eigenpairs of K_S / s on
  * the host (a block subspace iteration on the host SGEMM, checked by its residuals, or LAPACK's
- * dsyevr), the device's capacity m_G from its memory, q from m_G
+ * dsyevr), the device's capacity m_G from its memory (capped by its measured saturation in
+ * hetcl_eigenpro_train), q from m_G
  * (alpha = 0.95), the preconditioner, beta, lambda_1, the new lambda_1, m and eta, by the
  * formulas of the digest (README.md "hetcl train --model eigenpro-*.json").
  *
