@@ -66,8 +66,19 @@ int train_eigenpro(struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt)
            r->worker, (long long) p->n, (long long) p->d, (long long) p->s, (long long) p->m_g,
            p->mem_bytes / 1073741824.0, p->q, p->beta, p->lambda1, p->lambda1_new, p->m_star,
            p->m_star_new, (long long) p->m, p->eta, c->no_precond ? " (no preconditioner)" : "");
-    printf("setup %.2f s (eigensystem %.2f s), training %.2f s, %.0f samples/s\n", r->setup_seconds,
-           p->eig_seconds, r->train_seconds, r->samples_per_second);
+    if (r->n_curve > 0) { /* the measured saturation */
+        printf("saturation over %lld centers (m: us per sample):", (long long) r->curve_centers);
+        for (int i = 0; i < r->n_curve; i++)
+            printf(" %lld: %.2f", (long long) r->curve_m[i], 1e6 * r->curve_s_per_sample[i]);
+        if (r->m_sat > 0)
+            printf("; m_G capped at %lld (memory: %lld)\n", (long long) r->m_sat,
+                   (long long) p->m_g_memory);
+        else
+            printf("; still falling: m_G from memory alone\n");
+    }
+    printf("setup %.2f s (eigensystem %.2f s, %s), training %.2f s, %.0f samples/s\n",
+           r->setup_seconds, p->eig_seconds, p->eig_iterative ? "subspace iteration" : "dsyevr",
+           r->train_seconds, r->samples_per_second);
     if (c->trace && hetcl_runtime_write_trace(rt, c->trace) != HETCL_OK) {
         cli_error("--trace %s: %s", c->trace, hetcl_context_last_error(ctx));
         rc = CLI_EXIT_FAILURE;

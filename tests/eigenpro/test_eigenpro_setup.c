@@ -5,8 +5,14 @@
  *  - on clustered data the critical batch after preconditioning beta / lambda_1' is >= 100x
  *    the original beta / lambda_1 (and on sklearn's digits when python3-sklearn is installed);
  *  - shrinking the memory budget shrinks m_G, q and m monotonically (m_G strictly);
+ *  - the subspace iteration (s >= 512, models/src/eigenpro/eigen.c) against LAPACK's dsyevr on
+ *    the whole matrix: the eigenvalues to 1e-6 relative (top 20) and 1e-6 lambda_1 absolute
+ *    (all wanted), the eigenvectors (those apart
+ *    from their neighbours) to 1e-6 in angle, and, computed here in double, residuals
+ *    ||W v - lambda v|| within 1e-5 lambda_1 and orthonormal vectors;
  *  - the setup is reproducible for a seed; bad options are rejected.
  */
+#include "eigenpro/eigen.h"
 #include "harness.h"
 #include "ref_ops.h"
 
@@ -120,6 +126,102 @@ static void test_eigenvalues(ref_rng *rng)
     free(x);
 }
 
+/* The iterative path against dsyevr on the whole matrix, at a size that takes it. */
+static void check_iterative(const float *ks, int64_t s, const struct hetcl__eigen_want *want,
+                            const double *ref, const double *ref_vecs, int cap)
+{
+    double *vals = malloc((size_t) cap * sizeof *vals);
+    double *vecs = malloc((size_t) (s * cap) * sizeof *vecs);
+    int nev = 0;
+    struct hetcl__eigen_info info;
+    CHECK_OK(ctx, hetcl__eigenpro_top_eigen(ctx, ks, s, want, vals, vecs, &nev, &info));
+    CHECK(info.iterative && !info.fell_back);
+    int expect = want->fixed;
+    if (want->thr > 0) { /* those above thr and one more, at least 6 */
+        expect = 0;
+        while (expect < cap && ref[expect] > want->thr)
+            expect++;
+        expect = expect + 1 < 6 ? 6 : expect + 1;
+    }
+    CHECK_EQ_INT(nev, expect);
+    double worst_rel = 0, worst_abs = 0, worst_cos = 0, worst_res = 0, worst_orth = 0;
+    for (int j = 0; j < nev; j++) {
+        if (j < 20) /* as for the naive reference above: relative on the top 20 */
+            worst_rel = fmax(worst_rel, fabs(vals[j] - ref[j]) / ref[j]);
+        worst_abs = fmax(worst_abs, fabs(vals[j] - ref[j]) / ref[0]);
+        /* the vector, where its eigenvalue is apart from its neighbours (else any basis of the
+         * cluster is right): |cos| to LAPACK's */
+        const double gap = fmin(j > 0 ? ref[j - 1] - ref[j] : ref[0], ref[j] - ref[j + 1]);
+        double dot = 0, r = 0;
+        for (int64_t i = 0; i < s; i++)
+            dot += vecs[i * cap + j] * ref_vecs[i * cap + j];
+        if (gap > 1e-3 * ref[0])
+            worst_cos = fmax(worst_cos, 1.0 - fabs(dot));
+        /* ||W v - lambda v|| in double, W = ks / s */
+        for (int64_t i = 0; i < s; i++) {
+            double wv = 0;
+            for (int64_t k = 0; k < s; k++)
+                wv += (double) ks[i * s + k] / (double) s * vecs[k * cap + j];
+            r += (wv - vals[j] * vecs[i * cap + j]) * (wv - vals[j] * vecs[i * cap + j]);
+        }
+        worst_res = fmax(worst_res, sqrt(r) / ref[0]);
+        for (int k = 0; k <= j; k++) {
+            double vv = 0;
+            for (int64_t i = 0; i < s; i++)
+                vv += vecs[i * cap + j] * vecs[i * cap + k];
+            worst_orth = fmax(worst_orth, fabs(vv - (k == j ? 1.0 : 0.0)));
+        }
+    }
+    printf("iterative (%s): %d pairs, block %d, %d products; worst eigenvalue %.2e relative (top "
+           "20), %.2e lambda_1 absolute, vector 1-|cos| %.2e, residual %.2e lambda_1, "
+           "orthonormality %.2e\n",
+           want->thr > 0 ? "threshold" : "fixed", nev, info.block, info.products, worst_rel,
+           worst_abs, worst_cos, worst_res, worst_orth);
+    CHECK(worst_rel <= 1e-6);
+    CHECK(worst_abs <= 1e-6);
+    CHECK(worst_cos <= 1e-6);
+    CHECK(worst_res <= 1e-5);
+    CHECK(worst_orth <= 1e-8);
+    free(vals);
+    free(vecs);
+}
+
+static void test_eigen_iterative(ref_rng *rng)
+{
+    const int64_t s = 640, d = 10;
+    const int cap = (int) (s / 3 - 1);
+    CHECK(s >= HETCL__EIGEN_ITER_MIN);
+    float *x = clustered(rng, s, d, 12);
+    double *xd = malloc((size_t) (s * d) * sizeof *xd), *kd = malloc((size_t) (s * s) * 8);
+    float *ks = malloc((size_t) (s * s) * sizeof *ks);
+    for (int64_t i = 0; i < s * d; i++)
+        xd[i] = (double) x[i];
+    ref_kernel_matrix_f64(false, 1.0, s, s, d, xd, xd, kd);
+    for (int64_t i = 0; i < s * s; i++)
+        ks[i] = (float) kd[i];
+    double *ref = malloc((size_t) cap * sizeof *ref);
+    double *ref_vecs = malloc((size_t) (s * cap) * sizeof *ref_vecs);
+    int nev = 0;
+    struct hetcl__eigen_info info;
+    const struct hetcl__eigen_want full = {.cap = cap, .fixed = cap, .iterate = false};
+    CHECK_OK(ctx, hetcl__eigenpro_top_eigen(ctx, ks, s, &full, ref, ref_vecs, &nev, &info));
+    CHECK(!info.iterative && nev == cap);
+    printf("dsyevr: lambda_1 %.6g, lambda_20 %.6g, lambda_%d %.6g\n", ref[0], ref[19], cap,
+           ref[cap - 1]);
+    /* the threshold where 1 / lambda^alpha reaches s / 2, as the setup sets it, and a fixed q */
+    const struct hetcl__eigen_want by_thr = {
+            .cap = cap, .thr = pow((double) s / 2, -1.0 / 0.95), .iterate = true};
+    check_iterative(ks, s, &by_thr, ref, ref_vecs, cap);
+    const struct hetcl__eigen_want fixed = {.cap = cap, .fixed = 40, .iterate = true};
+    check_iterative(ks, s, &fixed, ref, ref_vecs, cap);
+    free(ref);
+    free(ref_vecs);
+    free(ks);
+    free(kd);
+    free(xd);
+    free(x);
+}
+
 static void check_critical(const char *what, const float *x, int64_t n, int64_t d, int64_t l,
                            double bw)
 {
@@ -211,6 +313,7 @@ int main(void)
     ref_rng_init(&rng, hetcl_test_seed());
     CHECK_OK(NULL, hetcl_context_create(NULL, &ctx));
     test_eigenvalues(&rng);
+    test_eigen_iterative(&rng);
     test_critical_batch(&rng);
     test_budget(&rng);
     test_bad_options();

@@ -99,6 +99,39 @@ static const char *str(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* The measured saturation: a curve over batches doubling from 32, m_sat the smallest batch
+ * within 5% of the curve's best time per sample (recomputed here from the curve), m_g the
+ * memory's capacity capped by it. */
+static void check_saturation(const cJSON *d)
+{
+    const cJSON *sat = cJSON_GetObjectItem(d, "saturation");
+    CHECK(sat != NULL);
+    if (!sat)
+        return;
+    const cJSON *curve = cJSON_GetObjectItem(sat, "curve");
+    const int np = cJSON_GetArraySize(curve);
+    CHECK(np >= 2 && num(sat, "centers") >= 1);
+    double best = INFINITY;
+    for (int i = 0; i < np; i++) {
+        const cJSON *pt = cJSON_GetArrayItem(curve, i);
+        CHECK(num(pt, "m") == 32.0 * (double) (1 << i) && num(pt, "s_per_sample") > 0);
+        best = fmin(best, num(pt, "s_per_sample"));
+    }
+    const cJSON *ms = cJSON_GetObjectItem(sat, "m_sat");
+    double expect = 0;
+    for (int i = 0; i < np && expect == 0; i++)
+        if (num(cJSON_GetArrayItem(curve, i), "s_per_sample") <= 1.05 * best)
+            expect = num(cJSON_GetArrayItem(curve, i), "m");
+    printf("saturation: %d points, m_sat %s, m_g %g (memory %g)\n", np,
+           cJSON_IsNumber(ms) ? "set" : "null", num(d, "m_g"), num(d, "m_g_memory"));
+    if (cJSON_IsNumber(ms)) {
+        CHECK(ms->valuedouble == expect);
+        CHECK(num(d, "m_g") == fmin(expect, num(d, "m_g_memory")));
+    } else {
+        CHECK(num(d, "m_g") == num(d, "m_g_memory"));
+    }
+}
+
 static void schema_check(const char *report)
 {
     const char *checker = getenv("HETCL_SCHEMA_CHECK");
@@ -176,6 +209,7 @@ static void check_spirals(void)
     CHECK(num(d, "critical_batch_new") >= 10 * num(d, "critical_batch"));
     CHECK(num(d, "m") <= num(d, "m_g") && num(d, "m") <= num(d, "critical_batch_new") + 1);
     CHECK(num(d, "eta") > 0);
+    check_saturation(d);
     CHECK(num(cJSON_GetObjectItem(cf, "optimizer"), "learning_rate") == num(d, "eta"));
     const cJSON *dev = cJSON_GetArrayItem(cJSON_GetObjectItem(ep, "devices"), 0);
     CHECK(num(dev, "examples") == 3 * 1200);

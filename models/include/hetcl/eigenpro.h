@@ -14,8 +14,10 @@
  *     hetcl_eigenpro_result_destroy(res);
  *
  * Setup (hetcl_eigenpro_setup): a Nystrom subsample of s points (s = min(n, 2000) below 100,000
- * points, else 12,000; uniform without replacement, seeded), the top eigenpairs of K_S / s by
- * LAPACK (dsyevr) on the host, the device's capacity m_G from its memory, q from m_G
+ * points, else 12,000; uniform without replacement, seeded), the top eigenpairs of K_S / s on
+ * the host (a block subspace iteration on the host SGEMM, checked by its residuals, or LAPACK's
+ * dsyevr), the device's capacity m_G from its memory (capped by its measured saturation in
+ * hetcl_eigenpro_train), q from m_G
  * (alpha = 0.95), the preconditioner, beta, lambda_1, the new lambda_1, m and eta, by the
  * formulas of the digest (README.md "hetcl train --model eigenpro-*.json").
  *
@@ -57,6 +59,11 @@ struct hetcl_eigenpro_options {
      * host: physical RAM). */
     double mem_bytes;
     int worker; /* the runtime worker that computes the kernel blocks; -1: the first one */
+    /* A cap on m_G beside the memory's: hetcl_eigenpro_train sets it from the measured
+     * saturation of the worker (the smallest batch whose time per sample of the kernel block is
+     * within 5% of the best measured); 0: none (hetcl_eigenpro_setup), or measure
+     * (hetcl_eigenpro_train); -1: never measure. */
+    int64_t m_g_cap;
     /* Plain mini-batch SGD on the same machine (the baseline EigenPro is compared with): no
      * preconditioner (q = 1), the critical batch and the step from lambda_1 itself. */
     bool no_precond;
@@ -69,12 +76,16 @@ struct hetcl_eigenpro_options {
 struct hetcl_eigenpro_setup {
     hetcl_kernel_kind kernel;
     double bandwidth;
-    int64_t n, d, l;        /* points, features, outputs */
-    int64_t s;              /* Nystrom subsample */
-    int svd_q;              /* eigenpairs computed: min(s / 3 - 1, 1000) */
+    int64_t n, d, l; /* points, features, outputs */
+    int64_t s;       /* Nystrom subsample */
+    /* eigenpairs computed: min(s / 3 - 1, 1000) by dsyevr on K_S / s; by the subspace
+     * iteration (s >= 512), those with lambda^-alpha below the target batch and one more (at
+     * least 6), or top_q, or lambda_1 alone with no_precond */
+    int svd_q;
     double mem_bytes;       /* the budget m_G came from */
     double max_alloc_bytes; /* the largest allocation m_G respected (0: none) */
-    int64_t m_g;            /* the device's capacity */
+    int64_t m_g;            /* the device's capacity: m_g_memory, capped by m_g_cap */
+    int64_t m_g_memory;     /* the capacity its memory allows */
     int q;          /* the preconditioner flattens lambda_1 .. lambda_{q-1} to lambda_q (1: none) */
     double beta;    /* max_i k(x_i, x_i) over the subsample */
     double lambda1; /* top eigenvalue of K_S / s */
@@ -84,7 +95,8 @@ struct hetcl_eigenpro_setup {
     double m_star_new;  /* beta / lambda1_new */
     int64_t m;          /* batch */
     double eta;         /* step of a batch (per example: eta / m) */
-    double eig_seconds; /* the LAPACK call */
+    double eig_seconds; /* the eigensolver */
+    bool eig_iterative; /* the pairs came from the subspace iteration (else from dsyevr) */
 };
 
 /* The preconditioner and its inputs: internal, built by hetcl_eigenpro_setup. */
@@ -99,8 +111,8 @@ HETCL_API int64_t hetcl_eigenpro_capacity(int64_t n, int64_t d, int64_t l, int64
 
 /* The setup on x (n x d, row-major) with l outputs: fills *out and, when pc is not NULL, a new
  * preconditioner (free with hetcl_eigenpro_precond_destroy). max_alloc_bytes: as for
- * hetcl_eigenpro_capacity. eigvals (optional): receives the svd_q top eigenvalues of K_S / s
- * in descending order (room for 1000). Errors: HETCL_ERR_INVALID_ARG (bad options),
+ * hetcl_eigenpro_capacity. eigvals (optional): receives the out->svd_q top eigenvalues of
+ * K_S / s in descending order (room for 1000). Errors: HETCL_ERR_INVALID_ARG (bad options),
  * HETCL_ERR_NO_MEMORY, HETCL_ERR_INTERNAL (LAPACK failed), detail on ctx. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_eigenpro_setup(
         hetcl_context *ctx, const float *x, int64_t n, int64_t d, int64_t l,
@@ -129,6 +141,15 @@ struct hetcl_eigenpro_result {
     int64_t steps;             /* batches applied */
     uint64_t busy_ns;          /* the worker's task time over the epochs (the runtime's counter) */
     uint64_t bytes_in;         /* bytes moved into the worker's memory over the epochs */
+    /* The measured saturation (hetcl_eigenpro_train): seconds per sample of the kernel layer's
+     * forward K(batch, centers) alpha over curve_centers centers for batches curve_m[i], in
+     * order; m_sat the cap it gave m_G (0: none, the time per sample still falling where the
+     * measurement's time ran out, or no measurement). */
+    int n_curve;
+    int64_t curve_m[24];
+    double curve_s_per_sample[24];
+    int64_t curve_centers;
+    int64_t m_sat;
     /* The trained machine: alpha [n][l]; centers are the training set's x. */
     float *alpha;
 };

@@ -1,4 +1,5 @@
 /* EigenPro's setup (<hetcl/eigenpro.h>): the digest's section 4.3 steps 1-6, in order. */
+#include "eigenpro/eigen.h"
 #include "eigenpro/eigenpro_impl.h"
 
 #include <hetcl_internal/base.h>
@@ -84,45 +85,6 @@ static hetcl_status kernel_block(hetcl_context *ctx, const float *a, int64_t m, 
     return HETCL_OK;
 }
 
-/* The top svd_q eigenpairs of W = K_S / s (descending) by dsyevr; vecs [s][svd_q]. */
-static hetcl_status top_eigen(hetcl_context *ctx, const float *ks, int64_t s, int svd_q,
-                              double *vals, double *vecs)
-{
-    double *w = hetcl__malloc((size_t) (s * s) * sizeof *w);
-    double *wv = hetcl__malloc((size_t) s * sizeof *wv);
-    double *z = hetcl__malloc((size_t) (s * svd_q) * sizeof *z);
-    lapack_int *isuppz = hetcl__malloc((size_t) (2 * svd_q) * sizeof *isuppz);
-    hetcl_status st = HETCL_OK;
-    if (!w || !wv || !z || !isuppz) {
-        st = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "eigenpro: eigensystem of %lld", (long long) s);
-        goto out;
-    }
-    for (int64_t i = 0; i < s * s; i++)
-        w[i] = (double) ks[i] / (double) s;
-    lapack_int found = 0;
-    const lapack_int ls = (lapack_int) s;
-    const lapack_int info =
-            LAPACKE_dsyevr(LAPACK_ROW_MAJOR, 'V', 'I', 'U', ls, w, ls, 0.0, 0.0,
-                           ls - (lapack_int) svd_q + 1, ls, 0.0, &found, wv, z, svd_q, isuppz);
-    if (info != 0 || found != svd_q) {
-        st = hetcl__fail(ctx, HETCL_ERR_INTERNAL, "eigenpro: LAPACKE_dsyevr: info %d, %d of %d",
-                         (int) info, (int) found, svd_q);
-        goto out;
-    }
-    /* ascending from LAPACK: reverse */
-    for (int j = 0; j < svd_q; j++) {
-        vals[j] = wv[svd_q - 1 - j];
-        for (int64_t i = 0; i < s; i++)
-            vecs[i * svd_q + j] = z[i * svd_q + (svd_q - 1 - j)];
-    }
-out:
-    hetcl__free(w);
-    hetcl__free(wv);
-    hetcl__free(z);
-    hetcl__free(isuppz);
-    return st;
-}
-
 /* Steps 4-6 from the spectrum: q, the new lambda_1, m and eta. */
 static void choose(const double *vals, int svd_q, const struct hetcl_eigenpro_options *o,
                    struct hetcl_eigenpro_setup *r)
@@ -161,7 +123,7 @@ static void choose(const double *vals, int svd_q, const struct hetcl_eigenpro_op
 }
 
 static hetcl_status build_precond(hetcl_context *ctx, const double *vals, const double *vecs,
-                                  int svd_q, struct hetcl_eigenpro_setup *r, int64_t *ids,
+                                  int ldv, struct hetcl_eigenpro_setup *r, int64_t *ids,
                                   hetcl_eigenpro_precond **out)
 {
     hetcl_eigenpro_precond *pc = hetcl__calloc(1, sizeof *pc);
@@ -182,7 +144,7 @@ static hetcl_status build_precond(hetcl_context *ctx, const double *vals, const 
     const double sq = sqrt((double) r->s);
     for (int64_t i = 0; i < r->s; i++)
         for (int j = 0; j < k; j++)
-            pc->v[i * k + j] = vecs[i * svd_q + j] / sq;
+            pc->v[i * k + j] = vecs[i * ldv + j] / sq;
     for (int j = 0; j < k; j++)
         pc->dvals[j] = (1.0 - pow(r->lambda_q / vals[j], HETCL_EIGENPRO_ALPHA)) / vals[j];
     *out = pc;
@@ -218,7 +180,8 @@ hetcl_status hetcl_eigenpro_setup(hetcl_context *ctx, const float *x, int64_t n,
                            (long long) r.s);
     r.svd_q = (int) (r.s / 3 - 1 < 1000 ? r.s / 3 - 1 : 1000);
     r.svd_q = r.svd_q < 5 ? 5 : r.svd_q;
-    r.m_g = hetcl_eigenpro_capacity(n, d, l, r.s, o->mem_bytes, max_alloc_bytes);
+    r.m_g_memory = hetcl_eigenpro_capacity(n, d, l, r.s, o->mem_bytes, max_alloc_bytes);
+    r.m_g = o->m_g_cap > 0 && o->m_g_cap < r.m_g_memory ? o->m_g_cap : r.m_g_memory;
 
     int64_t *ids = NULL;
     hetcl_status st = sample_ids(ctx, n, r.s, o->seed, &ids);
@@ -240,10 +203,22 @@ hetcl_status hetcl_eigenpro_setup(hetcl_context *ctx, const float *x, int64_t n,
     r.beta = 0.0;
     for (int64_t i = 0; i < r.s; i++)
         r.beta = fmax(r.beta, (double) ks[i * r.s + i]);
+    /* the pairs choose() reads: those above the eigenvalue that sets q (1 / lambda^alpha =
+     * m_max) and one more, or top_q of them, or lambda_1 alone without a preconditioner */
+    const double m_max = fmin(fmax((double) r.s / 5.0, (double) r.m_g), (double) r.s);
+    const struct hetcl__eigen_want want = {
+            .cap = r.svd_q,
+            .thr = o->top_q > 0 || o->no_precond ? 0.0 : pow(m_max, -1.0 / HETCL_EIGENPRO_ALPHA),
+            .fixed = o->no_precond ? 1 : o->top_q,
+            .iterate = true};
+    struct hetcl__eigen_info info;
+    int nev = 0;
     const double t0 = now_s();
-    if ((st = top_eigen(ctx, ks, r.s, r.svd_q, vals, vecs)) != HETCL_OK)
+    if ((st = hetcl__eigenpro_top_eigen(ctx, ks, r.s, &want, vals, vecs, &nev, &info)) != HETCL_OK)
         goto out;
     r.eig_seconds = now_s() - t0;
+    r.svd_q = nev;
+    r.eig_iterative = info.iterative;
     if (!(vals[0] > 0)) {
         st = hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
                          "eigenpro setup: the kernel's top eigenvalue is %g (expected > 0)",
@@ -254,7 +229,7 @@ hetcl_status hetcl_eigenpro_setup(hetcl_context *ctx, const float *x, int64_t n,
     if (eigvals)
         memcpy(eigvals, vals, (size_t) r.svd_q * sizeof *vals);
     if (pc) {
-        if ((st = build_precond(ctx, vals, vecs, r.svd_q, &r, ids, pc)) != HETCL_OK)
+        if ((st = build_precond(ctx, vals, vecs, want.cap, &r, ids, pc)) != HETCL_OK)
             goto out;
         ids = NULL; /* the preconditioner's */
     }

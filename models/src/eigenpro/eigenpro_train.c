@@ -253,6 +253,86 @@ static void unregister_all(struct ep *e)
             (void) hetcl_handle_unregister(e->rt, hs[i]);
 }
 
+/* The measured saturation: the time per sample of the kernel layer's forward pass (the step's
+ * K(batch, centers) and K alpha) for batches of PROBE_M0, 2 PROBE_M0, ... up to the memory's
+ * m_G, over the first PROBE_CENTERS centers (the cost of each step is linear in the centers;
+ * the batch sets how much of the device one block fills). Each batch: the best of a few runs
+ * (10 ms at least); stopped when two batches in a row improve on the best by less than 5%, or
+ * after PROBE_BUDGET_S. The cap is the smallest batch within 5% of the best time per sample;
+ * none when the time was still falling where the budget ran out. */
+enum { PROBE_CENTERS = 1024, PROBE_M0 = 32 };
+#define PROBE_BUDGET_S 0.5
+#define PROBE_FLAT     1.05
+
+static hetcl_status probe_runs(struct ep *e, const float *x, int64_t m, double *best)
+{
+    const double t_first = now_s();
+    *best = INFINITY;
+    for (int rep = 0; rep < 8 && (rep == 0 || now_s() - t_first < 0.01); rep++) {
+        const double t0 = now_s();
+        const float *f = NULL;
+        const hetcl_status s = predict_rows(e, x, m, &f);
+        if (s != HETCL_OK)
+            return s;
+        *best = fmin(*best, now_s() - t0);
+    }
+    return HETCL_OK;
+}
+
+static hetcl_status probe_saturation(const struct ep *e0, float *x, int64_t m_mem,
+                                     struct hetcl_eigenpro_result *res)
+{
+    const int64_t nc = e0->n < PROBE_CENTERS ? e0->n : PROBE_CENTERS;
+    const int64_t m_top = m_mem < e0->n ? m_mem : e0->n;
+    if (m_top < 2 * PROBE_M0)
+        return HETCL_OK;
+    struct ep e = *e0;
+    e.n = nc;
+    e.m = m_top;
+    hetcl_status s = hetcl_model_spec_set_centers(e.spec, nc);
+    if (s == HETCL_OK)
+        s = register_all(&e, x);
+    if (s == HETCL_OK && (s = hetcl_handle_sync_host(e.rt, e.alpha, HETCL_W)) == HETCL_OK)
+        memset(hetcl_handle_host_ptr(e.alpha), 0, (size_t) (nc * e.l) * sizeof(float));
+    double warm = 0; /* programs built, buffers allocated: not part of the curve */
+    if (s == HETCL_OK)
+        s = probe_runs(&e, x, PROBE_M0, &warm);
+    res->curve_centers = nc;
+    const double t_start = now_s();
+    int best = -1, flat = 0;
+    bool complete = true;
+    for (int64_t m = PROBE_M0; s == HETCL_OK && m <= m_top && res->n_curve < 24; m *= 2) {
+        double t = 0;
+        if ((s = probe_runs(&e, x, m, &t)) != HETCL_OK)
+            break;
+        const int i = res->n_curve++;
+        res->curve_m[i] = m;
+        res->curve_s_per_sample[i] = t / (double) m;
+        if (best < 0 || res->curve_s_per_sample[i] * PROBE_FLAT < res->curve_s_per_sample[best])
+            flat = 0;
+        else
+            flat++;
+        if (best < 0 || res->curve_s_per_sample[i] < res->curve_s_per_sample[best])
+            best = i;
+        if (flat >= 2)
+            break;
+        if (now_s() - t_start > PROBE_BUDGET_S && 2 * m <= m_top) {
+            complete = false;
+            break;
+        }
+    }
+    unregister_all(&e);
+    const hetcl_status s2 = hetcl_model_spec_set_centers(e.spec, e0->n);
+    if (s != HETCL_OK || s2 != HETCL_OK)
+        return s != HETCL_OK ? s : s2;
+    for (int i = 0; i < res->n_curve && res->m_sat == 0; i++)
+        if (res->curve_s_per_sample[i] <= PROBE_FLAT * res->curve_s_per_sample[best])
+            res->m_sat = res->curve_m[i];
+    if (!complete && best == res->n_curve - 1)
+        res->m_sat = 0; /* still falling: the saturation is beyond what was measured */
+    return HETCL_OK;
+}
+
 /* The epochs: a seeded permutation per epoch, cut into batches of m. */
 static hetcl_status epochs(struct ep *e, const hetcl_dataset *tr, const hetcl_dataset *te,
                            const hetcl_eigenpro_precond *pc, const struct hetcl_eigenpro_options *o,
@@ -346,18 +426,31 @@ hetcl_status hetcl_eigenpro_train(hetcl_context *ctx, hetcl_runtime *rt, hetcl_m
     res->n_epochs = o.epochs;
     hetcl__strlcpy(res->worker, wi.name, sizeof res->worker);
     const double t0 = now_s();
-    hetcl_eigenpro_precond *pc = NULL;
-    s = hetcl_eigenpro_setup(ctx, train->x, train->n, train->n_features, L->units, &o, max_alloc,
-                             &res->setup, NULL, &pc);
-    res->setup_seconds = now_s() - t0;
     struct ep e = {.rt = rt,
                    .ctx = ctx,
                    .spec = spec,
                    .worker = wi.index,
                    .n = train->n,
                    .d = train->n_features,
-                   .l = L->units,
-                   .m = res->setup.m};
+                   .l = L->units};
+    if (o.m_g_cap == 0) { /* the measured saturation caps m_G */
+        const int64_t m_mem = hetcl_eigenpro_capacity(train->n, train->n_features, L->units,
+                                                      o.n_subsamples > 0  ? o.n_subsamples
+                                                      : train->n < 100000 ? 2000
+                                                                          : 12000,
+                                                      o.mem_bytes, max_alloc);
+        s = probe_saturation(&e, train->x, m_mem, res);
+        if (s != HETCL_OK) {
+            hetcl_eigenpro_result_destroy(res);
+            return s;
+        }
+        o.m_g_cap = res->m_sat;
+    }
+    hetcl_eigenpro_precond *pc = NULL;
+    s = hetcl_eigenpro_setup(ctx, train->x, train->n, train->n_features, L->units, &o, max_alloc,
+                             &res->setup, NULL, &pc);
+    res->setup_seconds = now_s() - t0;
+    e.m = res->setup.m;
     if (s == HETCL_OK)
         s = register_all(&e, train->x);
     struct hetcl_worker_info w0 = wi, w1;

@@ -227,6 +227,22 @@ static cJSON *eigenpro_json(const struct hetcl_eigenpro_result *ep)
     hetcl__json_add(d, "critical_batch_new", cJSON_CreateNumber(p->m_star_new));
     hetcl__json_add(d, "m", cJSON_CreateNumber((double) p->m));
     hetcl__json_add(d, "eta", cJSON_CreateNumber(p->eta));
+    if (p->m_g_memory > 0)
+        hetcl__json_add(d, "m_g_memory", cJSON_CreateNumber((double) p->m_g_memory));
+    if (ep->n_curve > 0) { /* the measured saturation */
+        cJSON *sat = cJSON_CreateObject(), *curve = cJSON_CreateArray();
+        hetcl__json_add(sat, "centers", cJSON_CreateNumber((double) ep->curve_centers));
+        hetcl__json_add(sat, "m_sat",
+                        hetcl__json_number_or_null((double) ep->m_sat, ep->m_sat > 0));
+        for (int i = 0; i < ep->n_curve; i++) {
+            cJSON *pt = cJSON_CreateObject();
+            hetcl__json_add(pt, "m", cJSON_CreateNumber((double) ep->curve_m[i]));
+            hetcl__json_add(pt, "s_per_sample", cJSON_CreateNumber(ep->curve_s_per_sample[i]));
+            cJSON_AddItemToArray(curve, pt);
+        }
+        hetcl__json_add(sat, "curve", curve);
+        hetcl__json_add(d, "saturation", sat);
+    }
     cJSON_AddItemToArray(devs, d);
     hetcl__json_add(o, "devices", devs);
     return o;
