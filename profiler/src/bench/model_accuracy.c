@@ -2,6 +2,7 @@
  * probabilities against the host reference (the largest differences, and how often its top-1
  * class is the reference's: what fp16 changes), and its top-1 accuracy on a labelled dataset,
  * counted over the rows that device computed. */
+#include "bench/bench_util.h"
 #include "bench/model_impl.h"
 
 #include <hetcl_internal/base.h>
@@ -33,8 +34,11 @@ static void copy_to_stages(struct bench_run *run)
 }
 
 /* Rows compared with the host reference: the distinct input batches in turn until this many
- * rows (or every batch) have been, so that top-1 agreement is a rate and not one row's. */
+ * rows (or every batch) have been, so that top-1 agreement is a rate and not one row's; but
+ * after the first batch no longer than DIVERGENCE_MAX_MS: the reference is a naive loop in
+ * double (a ResNet-18 row takes seconds), and the report's n_compared says how many rows. */
 #define DIVERGENCE_MIN_ROWS 256
+#define DIVERGENCE_MAX_MS   2000.0
 
 static int64_t argmax_row(const float *q, int64_t n)
 {
@@ -79,7 +83,11 @@ void hetcl__bench_divergence(struct bench_run *run)
     memset(acc, 0, sizeof acc);
     bool ok = got && want;
     const size_t n_batches = run->b->opt.o.n_distinct;
-    for (size_t k = 0; ok && k < n_batches && (k == 0 || acc[0].rows < DIVERGENCE_MIN_ROWS); k++) {
+    const double t0 = hetcl__bench_now_ms();
+    for (size_t k = 0; ok && k < n_batches &&
+                       (k == 0 || (acc[0].rows < DIVERGENCE_MIN_ROWS &&
+                                   hetcl__bench_now_ms() - t0 < DIVERGENCE_MAX_MS));
+         k++) {
         const float *x = run->inputs + k * run->per;
         ok = hetcl_infer_session_run(run->sess[0], x, got) == HETCL_OK &&
              hetcl_infer_forward_ref(run->b->ctx, p, batch, x, want) == HETCL_OK;
