@@ -267,7 +267,7 @@ enum { PROBE_CENTERS = 1024, PROBE_M0 = 32 };
 static hetcl_status probe_runs(struct ep *e, const float *x, int64_t m, double *best)
 {
     const double t_first = now_s();
-    *best = INFINITY;
+    *best = (double) INFINITY;
     for (int rep = 0; rep < 8 && (rep == 0 || now_s() - t_first < 0.01); rep++) {
         const double t0 = now_s();
         const float *f = NULL;
