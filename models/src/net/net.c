@@ -120,6 +120,31 @@ void hetcl_net_destroy(hetcl_net *net)
     hetcl__free(net);
 }
 
+void hetcl__net_init_scale(const hetcl_model_spec *spec, enum hetcl_model_init init, double fi,
+                           double fo, double *a, double *sd)
+{
+    *a = *sd = 0.0;
+    switch (init) {
+    case HETCL_MODEL_INIT_HE_UNIFORM:
+        *a = sqrt(6.0 / fi);
+        break;
+    case HETCL_MODEL_INIT_HE_NORMAL:
+        *sd = sqrt(2.0 / fi);
+        break;
+    case HETCL_MODEL_INIT_XAVIER_UNIFORM:
+        *a = sqrt(6.0 / (fi + fo));
+        break;
+    case HETCL_MODEL_INIT_XAVIER_NORMAL:
+        *sd = sqrt(2.0 / (fi + fo));
+        break;
+    case HETCL_MODEL_INIT_NORMAL:
+        *sd = spec->init_std;
+        break;
+    case HETCL_MODEL_INIT_ZEROS:
+        break;
+    }
+}
+
 void hetcl_net_init_params(const hetcl_net *net, uint64_t seed, float *params)
 {
     struct hetcl__rng r;
@@ -129,27 +154,9 @@ void hetcl_net_init_params(const hetcl_net *net, uint64_t seed, float *params)
     for (int i = 0; i < spec->n_params; i++) {
         const struct hetcl_model_param *p = &spec->params[i];
         float *w = params + net->param_off[i];
-        double fi = (double) p->fan_in, fo = (double) p->fan_out, a = 0, sd = 0;
         enum hetcl_model_init init = p->init;
-        switch (init) {
-        case HETCL_MODEL_INIT_HE_UNIFORM:
-            a = sqrt(6.0 / fi);
-            break;
-        case HETCL_MODEL_INIT_HE_NORMAL:
-            sd = sqrt(2.0 / fi);
-            break;
-        case HETCL_MODEL_INIT_XAVIER_UNIFORM:
-            a = sqrt(6.0 / (fi + fo));
-            break;
-        case HETCL_MODEL_INIT_XAVIER_NORMAL:
-            sd = sqrt(2.0 / (fi + fo));
-            break;
-        case HETCL_MODEL_INIT_NORMAL:
-            sd = spec->init_std;
-            break;
-        case HETCL_MODEL_INIT_ZEROS:
-            break;
-        }
+        double a, sd;
+        hetcl__net_init_scale(spec, init, (double) p->fan_in, (double) p->fan_out, &a, &sd);
         for (int64_t k = 0; k < p->n_elements; k++) {
             if (init == HETCL_MODEL_INIT_ZEROS)
                 w[k] = 0.0f;

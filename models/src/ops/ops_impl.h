@@ -76,4 +76,9 @@ static inline bool hetcl__pool_padded(const struct hetcl_op_pool2d_args *a)
     return a->pad[0] || a->pad[1] || a->pad[2] || a->pad[3] || a->ceil_mode;
 }
 
+/* kernel_matrix's kind and bandwidth, checked alike by the host and OpenCL implementations
+ * (ops/host/kernel_matrix.c, ops/cl/kernel_matrix.c): HETCL_ERR_INVALID_ARG naming op. */
+hetcl_status hetcl__op_kernel_args_check(hetcl_context *ctx, const struct hetcl_op_kernel_args *a,
+                                         const char *op);
+
 #endif /* HETCL_OPS_IMPL_H */

@@ -3,6 +3,7 @@
  * options, the model's initial weights (the spec's initialisers), the tables and the threads'
  * scratch.
  */
+#include "net/net_impl.h"
 #include "slide/slide_cl.h"
 #include "slide/slide_impl.h"
 
@@ -16,31 +17,13 @@
 static void init_param(const hetcl_model_spec *spec, const struct hetcl_model_param *p, float *w,
                        int64_t n, struct hetcl__rng *rng)
 {
-    double fi = (double) p->fan_in, fo = (double) p->fan_out, a = 0.0, sd = 0.0;
     enum hetcl_model_init init =
             p->kind == HETCL_MODEL_PARAM_BIAS
                     ? (spec->bias_init == HETCL_MODEL_INIT_NORMAL ? HETCL_MODEL_INIT_NORMAL
                                                                   : HETCL_MODEL_INIT_ZEROS)
                     : p->init;
-    switch (init) {
-    case HETCL_MODEL_INIT_HE_UNIFORM:
-        a = sqrt(6.0 / fi);
-        break;
-    case HETCL_MODEL_INIT_HE_NORMAL:
-        sd = sqrt(2.0 / fi);
-        break;
-    case HETCL_MODEL_INIT_XAVIER_UNIFORM:
-        a = sqrt(6.0 / (fi + fo));
-        break;
-    case HETCL_MODEL_INIT_XAVIER_NORMAL:
-        sd = sqrt(2.0 / (fi + fo));
-        break;
-    case HETCL_MODEL_INIT_NORMAL:
-        sd = spec->init_std;
-        break;
-    case HETCL_MODEL_INIT_ZEROS:
-        break;
-    }
+    double a, sd;
+    hetcl__net_init_scale(spec, init, (double) p->fan_in, (double) p->fan_out, &a, &sd);
     for (int64_t i = 0; i < n; i++)
         w[i] = a > 0    ? (float) ((2.0 * hetcl__rng_uniform(rng) - 1.0) * a)
                : sd > 0 ? (float) (sd * hetcl__rng_normal(rng))

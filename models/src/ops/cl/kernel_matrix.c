@@ -20,12 +20,8 @@ hetcl_status hetcl__op_kernel_matrix_cl(const struct hetcl_cl_call *call, cl_eve
         return s;
     const struct hetcl_op_kernel_args *a = call->args;
     hetcl_context *ctx = hetcl__clop_ctx(call);
-    if (a->kind != HETCL_KERNEL_GAUSSIAN && a->kind != HETCL_KERNEL_LAPLACIAN)
-        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: unknown kernel kind %d", op,
-                           (int) a->kind);
-    if (!(a->bandwidth > 0.0f) || isinf(a->bandwidth))
-        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: bandwidth must be > 0, got %g", op,
-                           (double) a->bandwidth);
+    if ((s = hetcl__op_kernel_args_check(ctx, a, op)) != HETCL_OK)
+        return s;
     size_t nx = 0, nc = 0, nk = 0;
     const int64_t dx[2] = {a->m, a->d}, dc[2] = {a->n, a->d}, dk[2] = {a->m, a->n};
     if ((s = hetcl__clop_dim(call, op, "m", a->m, 0)) != HETCL_OK ||

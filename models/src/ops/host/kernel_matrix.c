@@ -57,6 +57,18 @@ static void finish_row(hetcl_kernel_kind kind, float xn, const float *cn, float 
         finish_row_laplacian(xn, cn, k, n, inv);
 }
 
+hetcl_status hetcl__op_kernel_args_check(hetcl_context *ctx, const struct hetcl_op_kernel_args *a,
+                                         const char *op)
+{
+    if (a->kind != HETCL_KERNEL_GAUSSIAN && a->kind != HETCL_KERNEL_LAPLACIAN)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: unknown kernel kind %d", op,
+                           (int) a->kind);
+    if (!(a->bandwidth > 0.0f) || isinf(a->bandwidth))
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: bandwidth must be > 0, got %g", op,
+                           (double) a->bandwidth);
+    return HETCL_OK;
+}
+
 hetcl_status hetcl__op_kernel_matrix_host(const struct hetcl_host_call *call)
 {
     static const char op[] = "kernel_matrix";
@@ -65,12 +77,8 @@ hetcl_status hetcl__op_kernel_matrix_host(const struct hetcl_host_call *call)
         return s;
     const struct hetcl_op_kernel_args *a = call->args;
     hetcl_context *ctx = hetcl__host_ctx(call);
-    if (a->kind != HETCL_KERNEL_GAUSSIAN && a->kind != HETCL_KERNEL_LAPLACIAN)
-        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: unknown kernel kind %d", op,
-                           (int) a->kind);
-    if (!(a->bandwidth > 0.0f) || isinf(a->bandwidth))
-        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: bandwidth must be > 0, got %g", op,
-                           (double) a->bandwidth);
+    if ((s = hetcl__op_kernel_args_check(ctx, a, op)) != HETCL_OK)
+        return s;
     int64_t nx, nc, nk;
     const int64_t dx[2] = {a->m, a->d}, dc[2] = {a->n, a->d}, dk[2] = {a->m, a->n};
     if ((s = hetcl__host_count(call, op, "X", 2, dx, &nx)) != HETCL_OK ||
