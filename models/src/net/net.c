@@ -1,6 +1,7 @@
 /* The network's parameter layout and its seeded initialisation (see <hetcl/net.h>). */
 #include "net/lower.h"
 #include "net_impl.h"
+#include "net_init.h"
 
 #include <hetcl_internal/base.h>
 #include <hetcl_internal/prng.h>

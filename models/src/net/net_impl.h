@@ -31,10 +31,4 @@ struct hetcl_net_ws {
  * with pointers into ws. */
 size_t hetcl__net_ws_layout(const hetcl_net *net, int64_t rows, float *ws, struct hetcl_net_ws *L);
 
-/* The scale of a parameter initialiser with fan-in fi and fan-out fo: *a the half-width of a
- * uniform draw, or *sd the deviation of a normal one (both 0 for zeros); shared by the net's and
- * SLIDE's initialisation. */
-void hetcl__net_init_scale(const hetcl_model_spec *spec, enum hetcl_model_init init, double fi,
-                           double fo, double *a, double *sd);
-
 #endif /* HETCL_NET_IMPL_H */

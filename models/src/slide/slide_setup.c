@@ -3,7 +3,7 @@
  * options, the model's initial weights (the spec's initialisers), the tables and the threads'
  * scratch.
  */
-#include "net/net_impl.h"
+#include "net/net_init.h"
 #include "slide/slide_cl.h"
 #include "slide/slide_impl.h"
 
