@@ -70,6 +70,10 @@ static hetcl_status node_op(struct imp *m, const Onnx__NodeProto *n)
         return hetcl__onnx_op_dense(m, n, t[0] == 'G');
     if (!strcmp(t, "Add"))
         return hetcl__onnx_op_add(m, n);
+    if (!strcmp(t, "Mul"))
+        return hetcl__onnx_op_mul(m, n);
+    if (!strcmp(t, "Transpose"))
+        return hetcl__onnx_op_transpose(m, n);
     if (!strcmp(t, "Concat"))
         return hetcl__onnx_op_concat(m, n);
     if (!strcmp(t, "GlobalAveragePool") || !strcmp(t, "GlobalMaxPool"))
@@ -145,9 +149,7 @@ static hetcl_status constant_alias(struct imp *m, const Onnx__NodeProto *n,
     return const_add(m, t);
 }
 
-/* Records the value `name` with the state the node left (the layer computing it: the one the
- * node added, else its data input's). */
-static hetcl_status value_add(struct imp *m, const char *name, int layers_before)
+static hetcl_status value_push(struct imp *m, const struct value *v)
 {
     if (m->n_values == m->cap_values) {
         size_t cap = m->cap_values ? 2 * m->cap_values : 64;
@@ -157,14 +159,22 @@ static hetcl_status value_add(struct imp *m, const char *name, int layers_before
         m->values = p;
         m->cap_values = cap;
     }
-    struct value *v = &m->values[m->n_values++];
-    *v = (struct value){.name = name,
-                        .layer = m->n_layers > layers_before ? m->n_layers - 1 : m->src,
-                        .rank = m->rank,
-                        .flat_view = m->flat_view,
-                        .after_layer = m->after_layer};
-    memcpy(v->dims, m->dims, sizeof v->dims);
+    m->values[m->n_values++] = *v;
     return HETCL_OK;
+}
+
+/* Records the value `name` with the state the node left (the layer computing it: the one the
+ * node added, else its data input's). */
+static hetcl_status value_add(struct imp *m, const char *name, int layers_before)
+{
+    struct value v = {.name = name,
+                      .layer = m->n_layers > layers_before ? m->n_layers - 1 : m->src,
+                      .rank = m->rank,
+                      .orank = m->orank,
+                      .flat_view = m->flat_view,
+                      .after_layer = m->after_layer};
+    memcpy(v.dims, m->dims, sizeof v.dims);
+    return value_push(m, &v);
 }
 
 /* Makes value v the one the next node reads: its shape and layer become the state. */
@@ -173,6 +183,7 @@ static void value_load(struct imp *m, const struct value *v)
     m->cur = v->name;
     m->src = v->layer;
     m->rank = v->rank;
+    m->orank = v->orank;
     memcpy(m->dims, v->dims, sizeof m->dims);
     m->flat_view = v->flat_view;
     m->after_layer = v->after_layer;
@@ -255,54 +266,119 @@ static hetcl_status take_inputs(struct imp *m, const struct hetcl_onnx_options *
     return HETCL_OK;
 }
 
-/* The data input's shape: [batch, c, h, w] or [batch, n]; another rank is flattened per
- * example (a flat view, which only shape-blind nodes may read): [batch] is one value each. */
-static hetcl_status input_shape(struct imp *m)
+/* A data input's per-example shape into v (rank, dims, flat_view, orank) and its batch
+ * dimension (0: symbolic): [batch, c, h, w], [batch, h, w], [batch, n], [batch] (one value);
+ * another rank is flattened per example (a flat view, which only shape-blind nodes may read). */
+static hetcl_status data_shape(struct imp *m, const Onnx__ValueInfoProto *vi, struct value *v,
+                               int64_t *batch)
 {
-    const Onnx__ValueInfoProto *vi = NULL;
-    for (size_t i = 0; i < m->g->n_input && !vi; i++)
-        if (m->g->input[i]->name && !strcmp(m->g->input[i]->name, m->input))
-            vi = m->g->input[i];
     const Onnx__TypeProto *tp = vi->type;
     const Onnx__TensorShapeProto *sh =
             tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type
                     ? tp->tensor_type->shape
                     : NULL;
     char q[HETCL_QUOTE_CAP];
-    hetcl__quote_name(q, sizeof q, m->input);
+    hetcl__quote_name(q, sizeof q, vi->name);
     if (!sh || sh->n_dim < 1 || tp->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
         return hetcl__fail(m->ctx, HETCL_ERR_UNSUPPORTED,
                            "%s: input '%s': expected a float32 tensor [batch, ...] of known "
                            "shape",
                            m->name, q);
     int64_t total = 1;
+    const int per = (int) sh->n_dim - 1; /* the per-example rank */
     for (size_t d = 0; d < sh->n_dim; d++) {
         const Onnx__TensorShapeProto__Dimension *dim = sh->dim[d];
         bool known = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-        int64_t v = known ? dim->dim_value : 0;
+        int64_t x = known ? dim->dim_value : 0;
         if (d == 0) {
-            m->batch = known && v > 0 ? v : 0;
+            *batch = known && x > 0 ? x : 0;
             continue;
         }
-        if (!known || v < 1 || v > HETCL_MODEL_SPEC_MAX_DIM ||
-            total > HETCL_MODEL_SPEC_MAX_ACTIVATIONS / v)
+        if (!known || x < 1 || x > HETCL_MODEL_SPEC_MAX_DIM ||
+            total > HETCL_MODEL_SPEC_MAX_ACTIVATIONS / x)
             return hetcl__fail(m->ctx, HETCL_ERR_UNSUPPORTED,
                                "%s: input '%s': dimension %zu must be a number from 1 to %lld "
                                "(only the batch may be symbolic)",
                                m->name, q, d, (long long) HETCL_MODEL_SPEC_MAX_DIM);
-        total *= v;
-        if (sh->n_dim == 4)
-            m->dims[d - 1] = v;
+        total *= x;
+        if (per <= HETCL_MODEL_SPEC_MAX_RANK)
+            v->dims[d - 1] = x;
     }
-    m->rank = sh->n_dim == 4 ? 3 : 1;
-    m->flat_view = sh->n_dim != 4 && sh->n_dim != 2;
-    if (m->rank == 1)
-        m->dims[0] = total;
-    m->in_rank = m->rank;
-    memcpy(m->in_dims, m->dims, sizeof m->dims);
-    m->cur = m->input;
-    m->src = -1;
-    return value_add(m, m->input, 0);
+    v->orank = per;
+    v->flat_view = per > HETCL_MODEL_SPEC_MAX_RANK;
+    v->rank = per >= 1 && per <= HETCL_MODEL_SPEC_MAX_RANK ? per : 1;
+    if (v->rank == 1)
+        v->dims[0] = total;
+    return HETCL_OK;
+}
+
+/* The graph's data inputs (every input that is not a constant): one is the spec's input; of
+ * several, the spec's input holds each example's values of every one in turn (in the graph's
+ * order), and a slice layer takes each out. */
+static hetcl_status input_shape(struct imp *m)
+{
+    struct value in[HETCL_MODEL_SPEC_MAX_INPUTS];
+    int64_t total = 0, batch = 0;
+    int n = 0;
+    for (size_t i = 0; i < m->g->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = m->g->input[i];
+        if (!vi->name || hetcl__onnx_const_find(m, vi->name))
+            continue;
+        if (n == HETCL_MODEL_SPEC_MAX_INPUTS)
+            return hetcl__fail(m->ctx, HETCL_ERR_UNSUPPORTED, "%s: more than %d data inputs",
+                               m->name, HETCL_MODEL_SPEC_MAX_INPUTS);
+        in[n] = (struct value){.name = vi->name};
+        int64_t b = 0;
+        hetcl_status s = data_shape(m, vi, &in[n], &b);
+        if (s != HETCL_OK)
+            return s;
+        if (n > 0 && b != batch)
+            return hetcl__fail(m->ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: data inputs of batch %lld and %lld: every data input's first "
+                               "dimension is the batch (bind the others as constants)",
+                               m->name, (long long) batch, (long long) b);
+        batch = b;
+        int64_t e = 1;
+        for (int d = 0; d < in[n].rank; d++)
+            e *= in[n].dims[d];
+        total += e;
+        n++;
+    }
+    m->batch = batch;
+    m->n_inputs = n;
+    if (n == 1) {
+        m->in_rank = in[0].rank;
+        memcpy(m->in_dims, in[0].dims, sizeof m->in_dims);
+        in[0].layer = -1;
+        return value_push(m, &in[0]);
+    }
+    if (total > HETCL_MODEL_SPEC_MAX_ACTIVATIONS)
+        return hetcl__fail(m->ctx, HETCL_ERR_UNSUPPORTED,
+                           "%s: data inputs of more than %lld values per example", m->name,
+                           (long long) HETCL_MODEL_SPEC_MAX_ACTIVATIONS);
+    m->in_rank = 1;
+    m->in_dims[0] = total;
+    int64_t offset = 0;
+    static Onnx__NodeProto none = ONNX__NODE_PROTO__INIT;
+    for (int k = 0; k < n; k++) {
+        m->src = -1;
+        hetcl_status s = HETCL_OK;
+        struct layer *l = hetcl__onnx_add_layer(m, &none, HETCL_MODEL_LAYER_SLICE, &s);
+        if (!l)
+            return s;
+        snprintf(l->node, sizeof l->node, "input '%.60s'", in[k].name);
+        l->offset = offset;
+        l->shape_rank = in[k].rank;
+        memcpy(l->shape, in[k].dims, sizeof l->shape);
+        int64_t e = 1;
+        for (int d = 0; d < in[k].rank; d++)
+            e *= in[k].dims[d];
+        offset += e;
+        in[k].layer = m->n_layers - 1;
+        if ((s = value_push(m, &in[k])) != HETCL_OK)
+            return s;
+    }
+    return HETCL_OK;
 }
 
 static hetcl_status finish(struct imp *m, hetcl_onnx_model *out)
@@ -317,13 +393,14 @@ static hetcl_status finish(struct imp *m, hetcl_onnx_model *out)
                            m->name, m->g->n_output);
     value_load(m, v);
     hetcl_status s = HETCL_OK;
-    /* The spec's output is flat: a [c, h, w] result is flattened (the same bytes). */
+    /* The spec's output is flat: a [c, h, w] or [h, w] result is flattened (the same bytes). */
     static Onnx__NodeProto end = ONNX__NODE_PROTO__INIT;
-    if (m->rank == 3 && (s = hetcl__onnx_flatten_to_1(m, &end)) != HETCL_OK)
+    if (m->rank != 1 && (s = hetcl__onnx_flatten_to_1(m, &end)) != HETCL_OK)
         return s;
-    if (m->n_layers == 0)
-        return hetcl__fail(m->ctx, HETCL_ERR_UNSUPPORTED,
-                           "%s: the graph computes no layer (a spec needs at least one)", m->name);
+    /* A graph that computes nothing (an Identity, a Softmax alone): a spec needs a layer, an
+     * identity activation copies its input */
+    if (m->n_layers == 0 && (s = hetcl__onnx_op_act(m, &end, "none", false, 0.0f)) != HETCL_OK)
+        return s;
     if ((s = hetcl__onnx_build_spec(m, &out->spec)) != HETCL_OK)
         return s;
     out->params = hetcl__calloc(out->spec->n_params ? (size_t) out->spec->n_params : 1,
@@ -335,6 +412,7 @@ static hetcl_status finish(struct imp *m, hetcl_onnx_model *out)
     if (!out->input_name || !out->output_name)
         return hetcl__fail(m->ctx, HETCL_ERR_NO_MEMORY, "%s", m->name);
     out->batch = m->batch;
+    out->n_inputs = m->n_inputs;
     out->opset = m->opset;
     out->softmax = m->softmax;
     out->n_nodes_dropped = m->dropped;

@@ -34,6 +34,10 @@ struct layer {
     char node[80];
     int n_inputs; /* the layers whose outputs it reads (-1: the graph's input) */
     int inputs[HETCL_MODEL_SPEC_MAX_INPUTS];
+    int axis;       /* concat */
+    int64_t offset; /* slice: of one graph input among several */
+    int shape_rank; /* slice */
+    int64_t shape[HETCL_MODEL_SPEC_MAX_RANK];
 };
 
 /* A value of the graph that a node computes: the layer whose output holds it (-1: the data
@@ -42,7 +46,8 @@ struct layer {
 struct value {
     const char *name; /* borrowed from the model */
     int layer;
-    int rank;
+    int rank;  /* the spec's: 1 to 3 */
+    int orank; /* ONNX's, less the batch: 0 for one value per example, above 3 a flat view */
     int64_t dims[3];
     bool flat_view, after_layer;
 };
@@ -62,7 +67,8 @@ struct imp {
      * state follows; a layer it adds reads layer `src`. */
     const char *cur;
     int src;
-    int rank;         /* its per-example rank: 1 or 3 */
+    int rank;         /* its per-example rank in the spec: 1 to 3 */
+    int orank;        /* and in ONNX (struct value's orank) */
     int64_t dims[3];  /* and shape */
     bool flat_view;   /* rank 1 only because the input's other shape was flattened */
     bool after_layer; /* cur is the output of layers[n_layers - 1], before any activation */
@@ -70,7 +76,8 @@ struct imp {
     int64_t batch;    /* the input's first dimension, 0 when symbolic */
     int in_rank;      /* the spec's input shape */
     int64_t in_dims[3];
-    const char *input; /* the data input's name */
+    const char *input; /* the (first) data input's name */
+    int n_inputs;      /* data inputs */
     int dropped;
 };
 
@@ -130,6 +137,7 @@ hetcl_status hetcl__onnx_op_batchnorm(struct imp *m, const Onnx__NodeProto *n);
 hetcl_status hetcl__onnx_op_dense(struct imp *m, const Onnx__NodeProto *n, bool gemm);
 hetcl_status hetcl__onnx_op_add(struct imp *m, const Onnx__NodeProto *n);
 hetcl_status hetcl__onnx_op_concat(struct imp *m, const Onnx__NodeProto *n);
+hetcl_status hetcl__onnx_op_mul(struct imp *m, const Onnx__NodeProto *n);
 /* onnx_op_shape.c; op_act: alpha is LeakyRelu's slope (alpha_set: it has one) */
 hetcl_status hetcl__onnx_op_act(struct imp *m, const Onnx__NodeProto *n, const char *act,
                                 bool alpha_set, float alpha);
@@ -137,6 +145,7 @@ hetcl_status hetcl__onnx_op_clip(struct imp *m, const Onnx__NodeProto *n);
 hetcl_status hetcl__onnx_op_flatten(struct imp *m, const Onnx__NodeProto *n);
 hetcl_status hetcl__onnx_op_reshape(struct imp *m, const Onnx__NodeProto *n);
 hetcl_status hetcl__onnx_op_softmax(struct imp *m, const Onnx__NodeProto *n);
+hetcl_status hetcl__onnx_op_transpose(struct imp *m, const Onnx__NodeProto *n);
 
 /* The spec of m's layers, through the one spec parser (hetcl_model_spec_parse). */
 hetcl_status hetcl__onnx_build_spec(struct imp *m, hetcl_model_spec **spec);

@@ -178,17 +178,19 @@ hetcl_status hetcl__onnx_need_rank(const struct imp *m, const Onnx__NodeProto *n
         return HETCL_OK;
     return hetcl__onnx_unsupported(m, n, "it needs a %s input per example, it gets %s",
                                    rank == 3 ? "[channels, height, width]" : "flat [features]",
-                                   m->flat_view   ? "a shape other than [c, h, w] or [n]"
+                                   m->flat_view   ? "a shape of more than 3 dimensions"
                                    : m->rank == 3 ? "[c, h, w] (add a Flatten)"
+                                   : m->rank == 2 ? "[h, w] (add a Flatten)"
                                                   : "a flat one");
 }
 
 hetcl_status hetcl__onnx_flatten_to_1(struct imp *m, const Onnx__NodeProto *n)
 {
     hetcl_status s = HETCL_OK;
-    if (m->rank == 3 && !hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_FLATTEN, &s))
+    if (m->rank > 1 && !hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_FLATTEN, &s))
         return s;
-    m->dims[0] = m->dims[0] * (m->rank == 3 ? m->dims[1] * m->dims[2] : 1);
+    m->dims[0] = hetcl__onnx_elems(m);
+    m->orank = 1;
     m->rank = 1;
     m->flat_view = false; /* from here on, the flat shape is the graph's own */
     m->after_layer = false;
@@ -197,7 +199,10 @@ hetcl_status hetcl__onnx_flatten_to_1(struct imp *m, const Onnx__NodeProto *n)
 
 int64_t hetcl__onnx_elems(const struct imp *m)
 {
-    return m->rank == 3 ? m->dims[0] * m->dims[1] * m->dims[2] : m->dims[0];
+    int64_t e = 1;
+    for (int d = 0; d < m->rank; d++)
+        e *= m->dims[d];
+    return e;
 }
 
 #else

@@ -50,36 +50,50 @@ hetcl_status hetcl__onnx_op_dense(struct imp *m, const Onnx__NodeProto *n, bool 
     return c ? hetcl__onnx_set_bias(m, n, l, c, N, beta) : HETCL_OK;
 }
 
-/* Add of two computed values of one shape (a residual connection): an add layer, which a Relu
- * after it folds into. */
-static hetcl_status op_add_values(struct imp *m, const Onnx__NodeProto *n, const struct value *a,
-                                  const struct value *b)
+/* Add or Mul of two computed values (a residual connection, a gate): numpy's broadcasting of
+ * their per-example shapes, which holds per example when their ranks agree (the batch
+ * dimensions then align). A Relu after it folds into it (ResNet's Add + Relu). */
+static hetcl_status op_binary_values(struct imp *m, const Onnx__NodeProto *n,
+                                     enum hetcl_model_layer_type type, const struct value *a,
+                                     const struct value *b)
 {
-    bool same = a->rank == b->rank && !a->flat_view && !b->flat_view;
-    for (int d = 0; same && d < a->rank; d++)
-        same = a->dims[d] == b->dims[d];
-    if (!same)
+    if (a->flat_view || b->flat_view)
+        return hetcl__onnx_unsupported(m, n, "an input of more than 3 dimensions per example");
+    if (a->orank != b->orank)
         return hetcl__onnx_unsupported(m, n,
-                                       "an Add of two tensors of different shapes (broadcasting)");
+                                       "inputs of ranks %d and %d (broadcasting is supported "
+                                       "between tensors of one rank, each with the batch first)",
+                                       a->orank + 1, b->orank + 1);
+    int64_t out[3];
+    for (int d = 0; d < a->rank; d++) {
+        const int64_t x = a->dims[d], y = b->dims[d];
+        if (x != y && x != 1 && y != 1)
+            return hetcl__onnx_unsupported(m, n,
+                                           "dimension %d of its inputs: %lld and %lld do not "
+                                           "broadcast",
+                                           d + 1, (long long) x, (long long) y);
+        out[d] = x > y ? x : y;
+    }
     hetcl_status s = HETCL_OK;
-    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_ADD, &s);
+    struct layer *l = hetcl__onnx_add_layer(m, n, type, &s);
     if (!l)
         return s;
     l->n_inputs = 2;
     l->inputs[0] = a->layer;
     l->inputs[1] = b->layer;
-    m->after_layer = true; /* a Relu folds into it (ResNet's Add + Relu) */
+    memcpy(m->dims, out, sizeof out);
+    m->after_layer = true;
     return HETCL_OK;
 }
 
-/* Add: of two computed values (op_add_values), or the bias of the MatMul whose output only it
- * reads (PyTorch's Linear without Gemm). */
+/* Add: of two computed values (op_binary_values), or the bias of the MatMul whose output only
+ * it reads (PyTorch's Linear without Gemm). */
 hetcl_status hetcl__onnx_op_add(struct imp *m, const Onnx__NodeProto *n)
 {
     const struct value *a = n->n_input == 2 ? hetcl__onnx_value_find(m, n->input[0]) : NULL;
     const struct value *b = n->n_input == 2 ? hetcl__onnx_value_find(m, n->input[1]) : NULL;
     if (a && b)
-        return op_add_values(m, n, a, b);
+        return op_binary_values(m, n, HETCL_MODEL_LAYER_ADD, a, b);
     struct layer *l = hetcl__onnx_fold_target(m);
     size_t other = n->n_input == 2 && !strcmp(n->input[0], m->cur) ? 1 : 0;
     const struct hetcl_onnx_tensor *c =
@@ -87,46 +101,63 @@ hetcl_status hetcl__onnx_op_add(struct imp *m, const Onnx__NodeProto *n)
     if (!l || !l->matmul || !c)
         return hetcl__onnx_unsupported(
                 m, n,
-                "Add is supported of two computed tensors of one shape, or as the "
-                "constant bias of the MatMul whose output only it reads");
+                "Add is supported of two computed tensors (broadcasting), or as the "
+                "constant bias of the MatMul whose output only it reads; not of another "
+                "constant");
     l->matmul = false;
     return hetcl__onnx_set_bias(m, n, l, c, l->n, 1.0f);
 }
 
-/* Concat on the channel axis (1) of computed values whose other dimensions agree (SqueezeNet's
- * Fire modules), or of flat ones. */
+/* Mul of two computed values (op_binary_values). */
+hetcl_status hetcl__onnx_op_mul(struct imp *m, const Onnx__NodeProto *n)
+{
+    const struct value *a = n->n_input == 2 ? hetcl__onnx_value_find(m, n->input[0]) : NULL;
+    const struct value *b = n->n_input == 2 ? hetcl__onnx_value_find(m, n->input[1]) : NULL;
+    if (!a || !b)
+        return hetcl__onnx_unsupported(m, n,
+                                       "Mul is supported of two computed tensors "
+                                       "(broadcasting), not of a constant");
+    return op_binary_values(m, n, HETCL_MODEL_LAYER_MUL, a, b);
+}
+
+/* Concat along an axis after the batch of computed values whose other dimensions agree
+ * (SqueezeNet's Fire modules join the channels, axis 1). */
 hetcl_status hetcl__onnx_op_concat(struct imp *m, const Onnx__NodeProto *n)
 {
     const int64_t axis = hetcl__onnx_attr_int(n, "axis", 1);
-    if ((axis < 0 ? axis + m->rank + 1 : axis) != 1 || m->flat_view)
-        return hetcl__onnx_unsupported(m, n, "axis %lld (only the channel axis 1)",
-                                       (long long) axis);
+    const int64_t a = axis < 0 ? axis + m->orank + 1 : axis; /* of the full rank */
+    if (m->flat_view || m->orank < 1 || a < 1 || a > m->orank)
+        return hetcl__onnx_unsupported(m, n,
+                                       "axis %lld of a tensor of rank %d (only an axis after "
+                                       "the batch, of a tensor of at most 4 dimensions)",
+                                       (long long) axis, m->orank + 1);
+    const int ax = (int) a - 1; /* per example */
     if (n->n_input < 2 || n->n_input > HETCL_MODEL_SPEC_MAX_INPUTS)
         return hetcl__onnx_unsupported(m, n, "%zu inputs (expected 2 to %d)", n->n_input,
                                        HETCL_MODEL_SPEC_MAX_INPUTS);
     const struct value *v[HETCL_MODEL_SPEC_MAX_INPUTS];
-    int64_t channels = 0;
+    int64_t joined = 0;
     for (size_t i = 0; i < n->n_input; i++) {
         v[i] = hetcl__onnx_value_find(m, n->input[i]);
-        bool ok = v[i] && !v[i]->flat_view && v[i]->rank == m->rank;
-        for (int d = 1; ok && d < m->rank; d++)
-            ok = v[i]->dims[d] == m->dims[d];
+        bool ok = v[i] && !v[i]->flat_view && v[i]->orank == m->orank;
+        for (int d = 0; ok && d < m->rank; d++)
+            ok = d == ax || v[i]->dims[d] == m->dims[d];
         if (!ok)
-            return hetcl__onnx_unsupported(
-                    m, n,
-                    "input %zu is a constant or its shape differs from input 0's "
-                    "after the channels",
-                    i);
-        channels += v[i]->dims[0];
+            return hetcl__onnx_unsupported(m, n,
+                                           "input %zu is a constant or its shape differs from "
+                                           "input 0's but on axis %lld",
+                                           i, (long long) a);
+        joined += v[i]->dims[ax];
     }
     hetcl_status s = HETCL_OK;
     struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_CONCAT, &s);
     if (!l)
         return s;
+    l->axis = ax;
     l->n_inputs = (int) n->n_input;
     for (size_t i = 0; i < n->n_input; i++)
         l->inputs[i] = v[i]->layer;
-    m->dims[0] = channels;
+    m->dims[ax] = joined;
     return HETCL_OK;
 }
 

@@ -91,7 +91,7 @@ hetcl_status hetcl__onnx_op_flatten(struct imp *m, const Onnx__NodeProto *n)
     int64_t axis = hetcl__onnx_attr_int(n, "axis", 1);
     /* The full rank: the batch and the per-example dims (a flat view came from another rank,
      * whose axis 1 is still the one after the batch). */
-    if (axis != 1 && !(axis < 0 && axis + 1 + (m->flat_view ? 99 : m->rank) == 1))
+    if (axis != 1 && !(axis < 0 && axis + 1 + m->orank == 1))
         return hetcl__onnx_unsupported(m, n, "axis %lld (only axis 1 keeps the batch dimension)",
                                        (long long) axis);
     return hetcl__onnx_flatten_to_1(m, n);
@@ -128,12 +128,45 @@ hetcl_status hetcl__onnx_op_softmax(struct imp *m, const Onnx__NodeProto *n)
                                        "axis %lld of a %s input (only the softmax over all of an "
                                        "example's values)",
                                        (long long) axis, flat ? "flat" : "multi-dimensional");
-    if (m->rank == 3) {
+    if (m->rank != 1) {
         hetcl_status s = hetcl__onnx_flatten_to_1(m, n);
         if (s != HETCL_OK)
             return s;
     }
     m->softmax = true;
+    return HETCL_OK;
+}
+
+/* Transpose where it moves no value: the batch stays first and the dimensions of more than one
+ * value keep their order, so that the bytes are the same; and the shape the same too (the spec
+ * has no reshape other than flattening), which leaves the identity and permutations of
+ * dimensions of 1 among themselves. */
+hetcl_status hetcl__onnx_op_transpose(struct imp *m, const Onnx__NodeProto *n)
+{
+    const int r = m->orank + 1; /* the full rank */
+    if (m->flat_view)
+        return hetcl__onnx_unsupported(m, n, "an input of more than 3 dimensions per example");
+    int64_t full[HETCL_MODEL_SPEC_MAX_RANK + 1] = {1, 1, 1, 1};
+    const Onnx__AttributeProto *a = hetcl__onnx_attr(n, "perm");
+    if (a && a->n_ints != (size_t) r)
+        return hetcl__onnx_unsupported(m, n, "a perm of %zu values for a tensor of rank %d",
+                                       a->n_ints, r);
+    for (int d = 1; d < r; d++)
+        full[d] = m->dims[d - 1];
+    bool moves = false;
+    int64_t last = 0;
+    for (int d = 0; d < r && !moves; d++) {
+        const int64_t p = a ? a->ints[d] : r - 1 - d; /* default: the dimensions reversed */
+        moves = p < 0 || p >= r || (d == 0) != (p == 0) || full[p] != full[d];
+        if (!moves && full[p] > 1) { /* those of more than one value keep their order */
+            moves = p < last;
+            last = p;
+        }
+    }
+    if (moves)
+        return hetcl__onnx_unsupported(m, n,
+                                       "a perm that moves values or changes the shape (only a "
+                                       "Transpose that is a layout no-op)");
     return HETCL_OK;
 }
 

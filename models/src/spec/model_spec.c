@@ -28,7 +28,7 @@
 
 static const char *const layer_type_names[] = {"dense",   "conv2d", "maxpool2d", "avgpool2d",
                                                "flatten", "kernel", "slide",     "activation",
-                                               "add",     "concat"};
+                                               "add",     "concat", "mul",       "slice"};
 static const char *const kernel_names[] = {"gaussian", "laplacian"};
 static const char *const activation_names[] = {"none", "relu",  "sigmoid",
                                                "tanh", "relu6", "leaky_relu"};
@@ -168,7 +168,6 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
 
 static const char *const activation_fields[] = {"type", "activation", "alpha"};
 static const char *const add_fields[] = {"type", "activation", "alpha"};
-static const char *const concat_fields[] = {"type"};
 
 /* "alpha": leaky_relu's slope, a finite number (default 0.01, PyTorch's and ONNX's); given
  * with another activation it is an error rather than silently unused. */
@@ -259,8 +258,10 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
             return s;
         break;
     case HETCL_MODEL_LAYER_CONCAT:
-        return hetcl__spec_check_fields(p, x, prefix, concat_fields, N_OF(concat_fields));
+    case HETCL_MODEL_LAYER_SLICE:
+        return hetcl__spec_parse_join(p, x, prefix, l);
     case HETCL_MODEL_LAYER_ADD:
+    case HETCL_MODEL_LAYER_MUL:
         if ((s = hetcl__spec_check_fields(p, x, prefix, add_fields, N_OF(add_fields))) !=
                     HETCL_OK ||
             (s = hetcl__spec_get_enum(p, x, prefix, "activation", "activation", activation_names,
@@ -453,6 +454,8 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
         break;
     case HETCL_MODEL_LAYER_ADD: /* resolve_layer joins their inputs' shapes */
     case HETCL_MODEL_LAYER_CONCAT:
+    case HETCL_MODEL_LAYER_MUL:
+    case HETCL_MODEL_LAYER_SLICE:
         break;
     }
     return HETCL_OK;
@@ -477,7 +480,8 @@ static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_mo
     struct layer_geom g = {0};
     bool ok = true;
     hetcl_status s = layer_geom(p, where, shape, l, cur, &g, &ok);
-    if (s == HETCL_OK && (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_CONCAT))
+    if (s == HETCL_OK && (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_CONCAT ||
+                          l->type == HETCL_MODEL_LAYER_MUL || l->type == HETCL_MODEL_LAYER_SLICE))
         s = hetcl__spec_join_shape(p->ctx, p->source, layers, i, input, &g.out);
     if (s != HETCL_OK)
         return s;
@@ -660,10 +664,12 @@ static hetcl_status parse_input(const struct parser *p, const cJSON *root,
         return hetcl__spec_bad(p, "input.shape",
                                "missing (expected [features] or [channels, height, width])");
     int n = cJSON_IsArray(sh) ? cJSON_GetArraySize(sh) : -1;
-    if (n != 1 && n != 3) {
+    if (n < 1 || n > 3) {
         hetcl__spec_describe(sh, got, sizeof got);
         return hetcl__spec_bad(p, "input.shape",
-                               "expected [features] or [channels, height, width], got %s", got);
+                               "expected [features], [height, width] or [channels, height, "
+                               "width], got %s",
+                               got);
     }
     shape->rank = n;
     int64_t elements = 1;
