@@ -28,8 +28,9 @@ hetcl_status hetcl__op_eltwise_cl(const struct hetcl_cl_call *call, cl_event *do
     if ((s = hetcl__clop_dim(call, op, "rows", a->rows, 0)) != HETCL_OK ||
         (s = hetcl__clop_count(call, op, "y", dout, 2, &n_out)) != HETCL_OK)
         return s;
-    if (a->rows == 0)
-        return HETCL_OK;
+    struct clop_chain ch = {.call = call};
+    if (a->rows == 0) /* nothing to compute: the chain's end is a marker */
+        return hetcl__clop_chain_end(&ch, HETCL_OK, done);
     const size_t ea = extent(a, a->a_row, a->a_stride), eb = extent(a, a->b_row, a->b_stride);
     if (ea > INT32_MAX || eb > INT32_MAX)
         return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_INVALID_ARG,
@@ -65,7 +66,6 @@ hetcl_status hetcl__op_eltwise_cl(const struct hetcl_cl_call *call, cl_event *do
                                     CLOP_ARG(call->mems[0]),
                                     CLOP_ARG(call->mems[1]),
                                     CLOP_ARG(call->mems[2])};
-    struct clop_chain ch = {.call = call};
     s = hetcl__clop_set(call, k, kname, args, 13);
     if (s == HETCL_OK) {
         const size_t global[2] = {(size_t) n, (size_t) a->rows};
