@@ -392,7 +392,16 @@ static struct fx *gate(void)
     fx_node(f, "Relu", "res_relu", "a", "ar");
     fx_attr_int(f, fx_node(f, "Concat", "cat_w", "ar,x", "c"), "axis", 3);
     fx_attr_ints(f, fx_node(f, "Transpose", "same", "c", "t"), "perm", 4, (int64_t[]){0, 1, 2, 3});
-    fx_output(f, "t");
+    float k1[2 * GATE_HW], k2[GATE_C];
+    for (int i = 0; i < 2 * GATE_HW; i++)
+        k1[i] = 0.5f + 0.25f * (float) i;
+    for (int i = 0; i < GATE_C; i++)
+        k2[i] = 0.1f * (float) i - 0.2f;
+    fx_weight(f, "k1", 1, (int64_t[]){2 * GATE_HW}, k1);
+    fx_weight(f, "k2", 4, (int64_t[]){1, GATE_C, 1, 1}, k2);
+    fx_node(f, "Mul", "scale_w", "k1,t", "s"); /* the constant first */
+    fx_node(f, "Add", "shift_c", "s,k2", "out");
+    fx_output(f, "out");
     return f;
 }
 
@@ -406,12 +415,14 @@ static void gate_naive(const float *in, double *out)
                 for (int w = 0; w < 2 * GATE_HW; w++) {
                     const double xv = x[(c * GATE_HW + h) * GATE_HW + w % GATE_HW];
                     const double a = xv * (double) g[c] + xv;
-                    y[(c * GATE_HW + h) * 2 * GATE_HW + w] = w < GATE_HW ? (a > 0 ? a : 0) : xv;
+                    const double t = w < GATE_HW ? (a > 0 ? a : 0) : xv;
+                    y[(c * GATE_HW + h) * 2 * GATE_HW + w] = t * (0.5 + 0.25 * w) + (0.1 * c - 0.2);
                 }
     }
 }
 
-/* The gate graph's layers: a slice for each data input, mul, add (the Relu folded), concat. */
+/* The gate graph's layers: a slice for each data input, mul, add (the Relu folded), concat, mul
+ * and add of constants (their weights). */
 static void test_inputs(void)
 {
     char path[512];
@@ -428,17 +439,22 @@ static void test_inputs(void)
     CHECK_EQ_INT((int) m->spec->input_shape.dims[0], GATE_X + GATE_C);
     static const enum hetcl_model_layer_type want[] = {
             HETCL_MODEL_LAYER_SLICE, HETCL_MODEL_LAYER_SLICE,  HETCL_MODEL_LAYER_MUL,
-            HETCL_MODEL_LAYER_ADD,   HETCL_MODEL_LAYER_CONCAT, HETCL_MODEL_LAYER_FLATTEN};
-    CHECK_EQ_INT(m->spec->n_layers, 6);
-    for (int l = 0; l < m->spec->n_layers && l < 6; l++)
+            HETCL_MODEL_LAYER_ADD,   HETCL_MODEL_LAYER_CONCAT, HETCL_MODEL_LAYER_MUL,
+            HETCL_MODEL_LAYER_ADD,   HETCL_MODEL_LAYER_FLATTEN};
+    CHECK_EQ_INT(m->spec->n_layers, 8);
+    for (int l = 0; l < m->spec->n_layers && l < 8; l++)
         CHECK_EQ_INT(m->spec->layers[l].type, want[l]);
-    if (m->spec->n_layers == 6) {
+    if (m->spec->n_layers == 8) {
+        CHECK_EQ_INT(m->spec->layers[5].operand.rank, 3);
+        CHECK_EQ_INT((int) m->spec->layers[5].operand.dims[2], 2 * GATE_HW);
+        CHECK_EQ_INT((int) m->spec->layers[6].operand.dims[0], GATE_C);
+        CHECK_EQ_INT(m->spec->layers[6].n_param_tensors, 1);
         CHECK_EQ_INT(m->spec->layers[3].activation, HETCL_MODEL_ACT_RELU);
         CHECK_EQ_INT(m->spec->layers[4].axis, 2);
         CHECK_EQ_INT((int) m->spec->layers[1].offset, GATE_X);
     }
     hetcl_onnx_model_destroy(m);
-    check_graph(gate(), "gate.onnx", GATE_X + GATE_C, GATE_OUT, gate_naive, 1, 1);
+    check_graph(gate(), "gate.onnx", GATE_X + GATE_C, GATE_OUT, gate_naive, 2, 1);
 }
 
 /* A concat whose inputs disagree after the channels, and a Concat on another axis. */
@@ -466,7 +482,8 @@ static void test_errors(void)
     CHECK(strstr(hetcl_context_last_error(ctx), "'cat2' (Concat, opset 13)") &&
           strstr(hetcl_context_last_error(ctx), "axis 0 of a tensor of rank 4"));
     fx_free(f);
-    /* a Transpose that moves values (NCHW -> NHWC), and a Mul by a constant */
+    /* a Transpose that moves values (NCHW -> NHWC), and a Mul by a constant that varies along
+     * the batch */
     f = fx_new(13);
     fx_input(f, "x", 4, (int64_t[]){0, 2, 6, 6});
     fx_attr_ints(f, fx_node(f, "Transpose", "nhwc", "x", "z"), "perm", 4, (int64_t[]){0, 2, 3, 1});
@@ -478,14 +495,14 @@ static void test_errors(void)
     fx_free(f);
     f = fx_new(13);
     fx_input(f, "x", 2, (int64_t[]){0, 4});
-    float k[4] = {1, 2, 3, 4};
-    fx_weight(f, "k", 1, (int64_t[]){4}, k);
+    float k[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    fx_weight(f, "k", 2, (int64_t[]){2, 4}, k);
     fx_node(f, "Mul", "scale", "x,k", "z");
     fx_output(f, "z");
     CHECK_EQ_INT(fx_write(f, path), 0);
     CHECK_EQ_INT(hetcl_onnx_load(ctx, path, NULL, &m), HETCL_ERR_UNSUPPORTED);
     CHECK(strstr(hetcl_context_last_error(ctx), "'scale' (Mul, opset 13)") &&
-          strstr(hetcl_context_last_error(ctx), "not of a constant"));
+          strstr(hetcl_context_last_error(ctx), "vary along the batch"));
     fx_free(f);
 }
 

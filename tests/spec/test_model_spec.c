@@ -537,7 +537,8 @@ static const struct bad_case bad_cases[] = {
          "layers[1].inputs[1]: expected the index of an earlier layer (0 to 0) or -1", 0},
         {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, 'padding': 1}, "
              "{'type': 'add'}]" SMCE,
-         "layers[1].inputs: missing (expected an array of 2 earlier layers' indices", 1},
+         "layers[1].inputs: missing (expected an array of 2 earlier layers' indices",
+         0}, /* the schema cannot say "inputs unless an operand" */
         {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3}, "
              "{'type': 'add', 'inputs': [0, -1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
          "layers[1]: add of [2, 26, 26] (inputs[0]) and [1, 28, 28] (inputs[1]): expected shapes "
@@ -553,6 +554,15 @@ static const struct bad_case bad_cases[] = {
          "layers[1]: concat of [2, 26, 26] (inputs[0]) and [1, 28, 28] (inputs[1]): expected "
          "equal dimensions but the axis",
          0},
+        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3}, "
+             "{'type': 'add', 'operand': [3, 1, 1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[1]: add of [2, 26, 26] (inputs[0]) and [3, 1, 1] (operand[1]): expected shapes "
+         "that broadcast",
+         0},
+        {IMG "'layers': [{'type': 'mul', 'inputs': [-1, -1], 'operand': [1]}]" SMCE,
+         "layers[0].inputs: wrong size or not an array (expected an array of 1 earlier", 0},
+        {IMG "'layers': [{'type': 'mul', 'operand': [1, 2, 3, 4]}]" SMCE,
+         "layers[0].operand: expected an array of 1 to 3 dimensions, got an array of 4", 1},
         {IMG "'layers': [{'type': 'concat', 'inputs': [-1, -1], 'axis': 3}]" SMCE,
          "layers[0].axis: 3 (expected 0 to 2", 1},
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [10]}, 'layers': [{'type': "

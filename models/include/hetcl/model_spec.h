@@ -79,7 +79,9 @@ enum hetcl_model_layer_type {
     HETCL_MODEL_LAYER_CONCAT,     /* "concat": two or more earlier outputs joined along
                                      dimension "axis" (default 0: the channels), in order; their
                                      other dimensions agree */
-    HETCL_MODEL_LAYER_MUL,        /* "mul": y = act(a * b), elementwise, broadcasting as add */
+    HETCL_MODEL_LAYER_MUL,        /* "mul": y = act(a * b), elementwise, broadcasting as add;
+                                     add and mul with an "operand" shape read one input and
+                                     take b from their weight tensor of that shape */
     HETCL_MODEL_LAYER_SLICE,      /* "slice": the values [offset, offset + n) of each example
                                      of its input, as the shape "shape" of n values ("offset",
                                      default 0): one of a network's several inputs */
@@ -207,7 +209,10 @@ struct hetcl_model_layer {
      * any other layer: 1. */
     int n_inputs;
     int inputs[HETCL_MODEL_SPEC_MAX_INPUTS];
-    int axis;       /* concat: the dimension joined ("axis", 0 to rank - 1, default 0) */
+    int axis; /* concat: the dimension joined ("axis", 0 to rank - 1, default 0) */
+    /* add, mul: the shape of a constant second operand ("operand"; rank 0: none, the layer
+     * reads two inputs): the layer's weight tensor, broadcast as an input would be */
+    struct hetcl_model_shape operand;
     int64_t offset; /* slice: the first value taken of each example ("offset") */
 };
 

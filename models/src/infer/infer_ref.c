@@ -167,14 +167,20 @@ static void join(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
     const struct hetcl_model_layer *l = &p->spec->layers[s->layer];
     const struct hetcl_model_shape *o = &l->out_shape;
     if (s->op == HETCL_INFER_ADD || s->op == HETCL_INFER_MUL) {
+        /* b: the second input, or the constant operand (the weight, the same for every row) */
+        const bool constant = l->operand.rank > 0;
         const struct hetcl_model_shape *s0 = shape_of(p, l->inputs[0]),
-                                       *s1 = shape_of(p, l->inputs[1]);
-        const double *x0 = source(outs, in, l->inputs[0]), *x1 = source(outs, in, l->inputs[1]);
-        const int64_t n0 = elems_of(s0), n1 = elems_of(s1);
+                                       *s1 = constant ? &l->operand : shape_of(p, l->inputs[1]);
+        const double *x0 = source(outs, in, l->inputs[0]), *x1 = NULL;
+        const float *w = constant ? p->params[s->weight] : NULL;
+        if (!constant)
+            x1 = source(outs, in, l->inputs[1]);
+        const int64_t n0 = elems_of(s0), n1 = constant ? 0 : elems_of(s1);
         for (int64_t n = 0; n < b; n++)
             for (int64_t k = 0; k < s->out_elems; k++) {
                 const double u = x0[n * n0 + bcast_index(o, s0, k)];
-                const double v = x1[n * n1 + bcast_index(o, s1, k)];
+                const double v = constant ? (double) w[bcast_index(o, s1, k)]
+                                          : x1[n * n1 + bcast_index(o, s1, k)];
                 y[n * s->out_elems + k] = act_alpha(s->act, (double) s->alpha,
                                                     s->op == HETCL_INFER_MUL ? u * v : u + v);
             }

@@ -248,12 +248,19 @@ static const struct hetcl_model_shape *shape_of(const hetcl_model_spec *spec, in
     return src < 0 ? &spec->input_shape : &spec->layers[src].out_shape;
 }
 
-/* Whether an add layer's two inputs have its output's shape (no broadcasting). */
-static bool same_shape(const hetcl_model_spec *spec, int l)
+/* The shape of an add or mul layer's operand k (0, 1): an input's, or its constant's. */
+static const struct hetcl_model_shape *operand_shape(const hetcl_model_spec *spec, int l, int k)
 {
     const struct hetcl_model_layer *L = &spec->layers[l];
-    return hetcl__shape_elems(shape_of(spec, L->inputs[0])) == hetcl__shape_elems(&L->out_shape) &&
-           hetcl__shape_elems(shape_of(spec, L->inputs[1])) == hetcl__shape_elems(&L->out_shape);
+    return k == 1 && L->operand.rank ? &L->operand : shape_of(spec, L->inputs[k]);
+}
+
+/* Whether an add layer's two operands have its output's shape (no broadcasting). */
+static bool same_shape(const hetcl_model_spec *spec, int l)
+{
+    const int64_t n = hetcl__shape_elems(&spec->layers[l].out_shape);
+    return hetcl__shape_elems(operand_shape(spec, l, 0)) == n &&
+           hetcl__shape_elems(operand_shape(spec, l, 1)) == n;
 }
 
 #define SET_ARGS(op, member, value)                \
@@ -276,20 +283,22 @@ static void eltwise(struct emit *e, const struct hetcl__lowering *lw, int l,
                                       .alpha = (float) L->alpha};
     for (int d = 0; d < L->out_shape.rank; d++)
         a.dims[d] = L->out_shape.dims[d];
+    const bool constant = L->operand.rank > 0; /* b: the weight, one for every row */
     for (int k = 0; k < 2; k++) {
-        const struct hetcl_model_shape *s = shape_of(lw->spec, L->inputs[k]);
+        const struct hetcl_model_shape *s = operand_shape(lw->spec, l, k);
         int64_t *stride = k ? a.b_stride : a.a_stride, step = 1;
         for (int d = L->out_shape.rank - 1, j = s->rank - 1; d >= 0; d--, j--) {
             stride[d] = j >= 0 && s->dims[j] > 1 ? step : 0;
             step *= j >= 0 ? s->dims[j] : 1;
         }
-        *(k ? &a.b_row : &a.a_row) = hetcl__shape_elems(s);
+        *(k ? &a.b_row : &a.a_row) = k && constant ? 0 : hetcl__shape_elems(s);
     }
     struct hetcl__op *op =
             add(e, &hetcl_op_eltwise, kind == HETCL_ELTWISE_MUL ? "fwd_mul" : "fwd_add");
     SET_ARGS(op, eltwise, a);
     buf(e, op, hetcl__lower_input_k(lw->spec, l, 0), HETCL_R);
-    buf(e, op, hetcl__lower_input_k(lw->spec, l, 1), HETCL_R);
+    buf(e, op, constant ? slot(HETCL__SLOT_WEIGHT, l) : hetcl__lower_input_k(lw->spec, l, 1),
+        HETCL_R);
     buf(e, op, slot(HETCL__SLOT_ACT, l), HETCL_W);
 }
 
@@ -478,13 +487,18 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
             eltwise(e, lw, l, HETCL_ELTWISE_ADD, act);
             return;
         }
-        /* y = act(a + b): bias_act over one row of every element, b as its "bias" */
+        /* y = act(a + b): bias_act over one row of every element, b as its "bias"; a constant
+         * b of one example's shape is a bias of every row */
         op = add(e, &hetcl_op_bias_act_fwd, "fwd_add");
         SET_ARGS(op, bias_act,
-                 ((struct hetcl_op_bias_act_args){
-                         .rows = 1, .cols = rows * out, .act = act, .alpha = (float) L->alpha}));
+                 ((struct hetcl_op_bias_act_args){.rows = L->operand.rank ? rows : 1,
+                                                  .cols = L->operand.rank ? out : rows * out,
+                                                  .act = act,
+                                                  .alpha = (float) L->alpha}));
         buf(e, op, in, HETCL_R);
-        buf(e, op, hetcl__lower_input_k(lw->spec, l, 1), HETCL_R);
+        buf(e, op,
+            L->operand.rank ? slot(HETCL__SLOT_WEIGHT, l) : hetcl__lower_input_k(lw->spec, l, 1),
+            HETCL_R);
         buf(e, op, y, HETCL_W);
         return;
     case HETCL_MODEL_LAYER_CONCAT: {

@@ -34,7 +34,9 @@ struct layer {
     char node[80];
     int n_inputs; /* the layers whose outputs it reads (-1: the graph's input) */
     int inputs[HETCL_MODEL_SPEC_MAX_INPUTS];
-    int axis;       /* concat */
+    int axis;         /* concat */
+    int operand_rank; /* add, mul: a constant operand's shape */
+    int64_t operand[HETCL_MODEL_SPEC_MAX_RANK];
     int64_t offset; /* slice: of one graph input among several */
     int shape_rank; /* slice */
     int64_t shape[HETCL_MODEL_SPEC_MAX_RANK];

@@ -86,6 +86,51 @@ static hetcl_status op_binary_values(struct imp *m, const Onnx__NodeProto *n,
     return HETCL_OK;
 }
 
+/* Add or Mul of the data input and a constant c: a layer whose weight is c, broadcast. c
+ * broadcasts per example when its batch dimension (if it has as many dimensions as the data)
+ * is 1: the rest aligns with the example's dimensions from the last. */
+static hetcl_status op_binary_const(struct imp *m, const Onnx__NodeProto *n,
+                                    enum hetcl_model_layer_type type,
+                                    const struct hetcl_onnx_tensor *c)
+{
+    if (m->flat_view)
+        return hetcl__onnx_unsupported(m, n, "an input of more than 3 dimensions per example");
+    const int full = m->orank + 1;
+    if (c->rank > full || (c->rank == full && c->dims[0] != 1))
+        return hetcl__onnx_unsupported(m, n,
+                                       "a constant of rank %d%s for a tensor of rank %d (it "
+                                       "would vary along the batch)",
+                                       c->rank, c->rank == full ? " and a first dimension > 1" : "",
+                                       full);
+    /* the constant's dimensions, aligned with the example's from the last; 1 in front */
+    int64_t cd[3] = {1, 1, 1}, out[3];
+    const int skip = c->rank == full ? 1 : 0;
+    for (int k = 0; k < c->rank - skip; k++)
+        cd[m->rank - 1 - k] = c->dims[c->rank - 1 - k];
+    if (m->orank == 0 && c->rank - skip > 0) /* [batch] (one value each): c has 1 value */
+        cd[0] = c->n_elements;
+    for (int d = 0; d < m->rank; d++) {
+        if (cd[d] != m->dims[d] && cd[d] != 1 && m->dims[d] != 1)
+            return hetcl__onnx_unsupported(m, n,
+                                           "dimension %d: %lld and the constant's %lld do not "
+                                           "broadcast",
+                                           d + 1, (long long) m->dims[d], (long long) cd[d]);
+        out[d] = cd[d] > m->dims[d] ? cd[d] : m->dims[d];
+    }
+    hetcl_status s = HETCL_OK;
+    struct layer *l = hetcl__onnx_add_layer(m, n, type, &s);
+    if (!l)
+        return s;
+    l->operand_rank = m->rank;
+    memcpy(l->operand, cd, sizeof cd);
+    l->w_n = c->n_elements;
+    if (!(l->w = hetcl__onnx_copy_floats(m, c->data, c->n_elements, 1.0f)))
+        return HETCL_ERR_NO_MEMORY;
+    memcpy(m->dims, out, sizeof out);
+    m->after_layer = true;
+    return HETCL_OK;
+}
+
 /* Add: of two computed values (op_binary_values), or the bias of the MatMul whose output only
  * it reads (PyTorch's Linear without Gemm). */
 hetcl_status hetcl__onnx_op_add(struct imp *m, const Onnx__NodeProto *n)
@@ -98,12 +143,10 @@ hetcl_status hetcl__onnx_op_add(struct imp *m, const Onnx__NodeProto *n)
     size_t other = n->n_input == 2 && !strcmp(n->input[0], m->cur) ? 1 : 0;
     const struct hetcl_onnx_tensor *c =
             n->n_input == 2 ? hetcl__onnx_const_find(m, n->input[other]) : NULL;
-    if (!l || !l->matmul || !c)
-        return hetcl__onnx_unsupported(
-                m, n,
-                "Add is supported of two computed tensors (broadcasting), or as the "
-                "constant bias of the MatMul whose output only it reads; not of another "
-                "constant");
+    if (!c)
+        return hetcl__onnx_unsupported(m, n, "Add of two inputs that are not tensors");
+    if (!l || !l->matmul)
+        return op_binary_const(m, n, HETCL_MODEL_LAYER_ADD, c);
     l->matmul = false;
     return hetcl__onnx_set_bias(m, n, l, c, l->n, 1.0f);
 }
@@ -113,11 +156,14 @@ hetcl_status hetcl__onnx_op_mul(struct imp *m, const Onnx__NodeProto *n)
 {
     const struct value *a = n->n_input == 2 ? hetcl__onnx_value_find(m, n->input[0]) : NULL;
     const struct value *b = n->n_input == 2 ? hetcl__onnx_value_find(m, n->input[1]) : NULL;
-    if (!a || !b)
-        return hetcl__onnx_unsupported(m, n,
-                                       "Mul is supported of two computed tensors "
-                                       "(broadcasting), not of a constant");
-    return op_binary_values(m, n, HETCL_MODEL_LAYER_MUL, a, b);
+    if (a && b)
+        return op_binary_values(m, n, HETCL_MODEL_LAYER_MUL, a, b);
+    size_t other = n->n_input == 2 && !strcmp(n->input[0], m->cur) ? 1 : 0;
+    const struct hetcl_onnx_tensor *c =
+            n->n_input == 2 ? hetcl__onnx_const_find(m, n->input[other]) : NULL;
+    if (!c)
+        return hetcl__onnx_unsupported(m, n, "Mul of two inputs that are not tensors");
+    return op_binary_const(m, n, HETCL_MODEL_LAYER_MUL, c);
 }
 
 /* Concat along an axis after the batch of computed values whose other dimensions agree

@@ -68,6 +68,8 @@ static bool add_layer_json(cJSON *arr, const struct layer *l, int index)
     case HETCL_MODEL_LAYER_ADD:
     case HETCL_MODEL_LAYER_MUL:
         ok = ok && cJSON_AddStringToObject(o, "activation", l->act);
+        if (l->operand_rank)
+            ok = ok && cJSON_AddItemToObject(o, "operand", ints_json(l->operand, l->operand_rank));
         break;
     case HETCL_MODEL_LAYER_CONCAT:
         if (l->axis)

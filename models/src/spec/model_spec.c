@@ -167,7 +167,7 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
 }
 
 static const char *const activation_fields[] = {"type", "activation", "alpha"};
-static const char *const add_fields[] = {"type", "activation", "alpha"};
+static const char *const add_fields[] = {"type", "activation", "alpha", "operand", "init"};
 
 /* "alpha": leaky_relu's slope, a finite number (default 0.01, PyTorch's and ONNX's); given
  * with another activation it is an error rather than silently unused. */
@@ -266,9 +266,13 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
                     HETCL_OK ||
             (s = hetcl__spec_get_enum(p, x, prefix, "activation", "activation", activation_names,
                                       N_OF(activation_names), false, HETCL_MODEL_ACT_NONE, &act)) !=
-                    HETCL_OK)
+                    HETCL_OK ||
+            (s = hetcl__spec_parse_operand(p, x, prefix, l)) != HETCL_OK ||
+            (s = hetcl__spec_get_enum(p, x, prefix, "init", "init", init_names, N_OF(init_names),
+                                      false, default_init, &init)) != HETCL_OK)
             return s;
         l->activation = (enum hetcl_model_activation) act;
+        l->init = resolve_init(init, HETCL_MODEL_ACT_NONE);
         return get_alpha(p, x, prefix, l);
     case HETCL_MODEL_LAYER_ACTIVATION:
         if ((s = hetcl__spec_check_fields(p, x, prefix, activation_fields,
@@ -453,8 +457,16 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
         g->out = *cur;
         break;
     case HETCL_MODEL_LAYER_ADD: /* resolve_layer joins their inputs' shapes */
-    case HETCL_MODEL_LAYER_CONCAT:
     case HETCL_MODEL_LAYER_MUL:
+        if (l->operand.rank) { /* the constant operand: a weight tensor of its shape */
+            g->wrank = l->operand.rank;
+            g->n_weight = shape_elements(&l->operand);
+            for (int d = 0; d < l->operand.rank; d++)
+                g->wdims[d] = l->operand.dims[d];
+            g->fan_in = g->fan_out = 1;
+        }
+        break;
+    case HETCL_MODEL_LAYER_CONCAT:
     case HETCL_MODEL_LAYER_SLICE:
         break;
     }

@@ -20,7 +20,9 @@ static void shape_text(const struct hetcl_model_shape *s, char *buf, size_t cap)
 hetcl_status hetcl__spec_parse_inputs(hetcl_context *ctx, const char *source, const cJSON *x,
                                       int index, struct hetcl_model_layer *l)
 {
-    const bool add = l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_MUL,
+    /* add and mul of a constant operand read one input */
+    const bool add = (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_MUL) &&
+                     !cJSON_HasObjectItem(x, "operand"),
                cat = l->type == HETCL_MODEL_LAYER_CONCAT;
     const int lo = add || cat ? 2 : 1, hi = add ? 2 : cat ? HETCL_MODEL_SPEC_MAX_INPUTS : 1;
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(x, "inputs");
@@ -63,6 +65,39 @@ const struct hetcl_model_shape *hetcl__spec_input_shape(const struct hetcl_model
 }
 
 static const char *const concat_fields[] = {"type", "axis"};
+
+/* A shape of 1 to HETCL_MODEL_SPEC_MAX_RANK dimensions at x.key into out (absent: rank 0). */
+static hetcl_status get_shape(const struct parser *p, const cJSON *x, const char *prefix,
+                              const char *key, bool required, struct hetcl_model_shape *out)
+{
+    char where[64], got[HETCL_QUOTE_CAP];
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(x, key);
+    out->rank = 0;
+    if (!sh && !required)
+        return HETCL_OK;
+    const int n = cJSON_IsArray(sh) ? cJSON_GetArraySize(sh) : -1;
+    hetcl__spec_join_path(where, sizeof where, prefix, key);
+    if (n < 1 || n > HETCL_MODEL_SPEC_MAX_RANK) {
+        hetcl__spec_describe(sh, got, sizeof got);
+        return hetcl__spec_bad(p, where, "expected an array of 1 to %d dimensions, got %s",
+                               HETCL_MODEL_SPEC_MAX_RANK, sh ? got : "nothing");
+    }
+    for (int d = 0; d < n; d++) {
+        char at[80];
+        snprintf(at, sizeof at, "%s[%d]", where, d);
+        hetcl_status s = hetcl__spec_to_int(p, cJSON_GetArrayItem(sh, d), at, 1, &out->dims[d]);
+        if (s != HETCL_OK)
+            return s;
+    }
+    out->rank = n;
+    return HETCL_OK;
+}
+
+hetcl_status hetcl__spec_parse_operand(const struct parser *p, const cJSON *x, const char *prefix,
+                                       struct hetcl_model_layer *l)
+{
+    return get_shape(p, x, prefix, "operand", false, &l->operand);
+}
 static const char *const slice_fields[] = {"type", "offset", "shape"};
 
 hetcl_status hetcl__spec_parse_join(const struct parser *p, const cJSON *x, const char *prefix,
@@ -77,28 +112,11 @@ hetcl_status hetcl__spec_parse_join(const struct parser *p, const cJSON *x, cons
             l->axis = (int) (v < HETCL_MODEL_SPEC_MAX_RANK ? v : HETCL_MODEL_SPEC_MAX_RANK);
         return s;
     }
-    char where[64], got[HETCL_QUOTE_CAP];
     if ((s = hetcl__spec_check_fields(p, x, prefix, slice_fields, N_OF(slice_fields))) !=
                 HETCL_OK ||
         (s = hetcl__spec_get_int(p, x, prefix, "offset", false, 0, 0, &l->offset)) != HETCL_OK)
         return s;
-    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(x, "shape");
-    const int n = cJSON_IsArray(sh) ? cJSON_GetArraySize(sh) : -1;
-    hetcl__spec_join_path(where, sizeof where, prefix, "shape");
-    if (n < 1 || n > HETCL_MODEL_SPEC_MAX_RANK) {
-        hetcl__spec_describe(sh, got, sizeof got);
-        return hetcl__spec_bad(p, where, "expected an array of 1 to %d dimensions, got %s",
-                               HETCL_MODEL_SPEC_MAX_RANK, sh ? got : "nothing");
-    }
-    l->out_shape.rank = n;
-    for (int d = 0; d < n; d++) {
-        char at[80];
-        snprintf(at, sizeof at, "%s[%d]", where, d);
-        if ((s = hetcl__spec_to_int(p, cJSON_GetArrayItem(sh, d), at, 1, &l->out_shape.dims[d])) !=
-            HETCL_OK)
-            return s;
-    }
-    return HETCL_OK;
+    return get_shape(p, x, prefix, "shape", true, &l->out_shape);
 }
 
 /* Numpy's broadcast of a and b (aligned on their last dimension) into out; false when a
@@ -152,9 +170,11 @@ hetcl_status hetcl__spec_join_shape(hetcl_context *ctx, const char *source,
                            "%s: layers[%d].axis: %d (expected 0 to %d, a dimension of its "
                            "inputs)",
                            source, index, axis, out->rank - 1);
-    for (int i = 1; i < l->n_inputs; i++) {
-        const int src = l->inputs[i];
-        const struct hetcl_model_shape *s = src < 0 ? input : &layers[src].out_shape;
+    for (int i = 1; i < l->n_inputs + (add && l->operand.rank ? 1 : 0); i++) {
+        const int src = i < l->n_inputs ? l->inputs[i] : 0;
+        const struct hetcl_model_shape *s = i == l->n_inputs ? &l->operand
+                                            : src < 0        ? input
+                                                             : &layers[src].out_shape;
         /* add and mul broadcast; concat joins dimension `axis`: the others must agree */
         bool ok = add ? broadcast(out, s, out) : s->rank == out->rank;
         for (int d = 0; !add && ok && d < s->rank; d++)
@@ -164,8 +184,9 @@ hetcl_status hetcl__spec_join_shape(hetcl_context *ctx, const char *source,
             shape_text(hetcl__spec_input_shape(layers, index, input), a, sizeof a);
             shape_text(s, b, sizeof b);
             return hetcl__fail(ctx, HETCL_ERR_FORMAT,
-                               "%s: layers[%d]: %s of %s (inputs[0]) and %s (inputs[%d]): %s",
-                               source, index, hetcl_model_layer_type_name(l->type), a, b, i,
+                               "%s: layers[%d]: %s of %s (inputs[0]) and %s (%s[%d]): %s", source,
+                               index, hetcl_model_layer_type_name(l->type), a, b,
+                               i < l->n_inputs ? "inputs" : "operand", i,
                                add ? "expected shapes that broadcast (each dimension, from "
                                      "the last, equal or 1 in one of them)"
                                    : "expected equal dimensions but the axis");

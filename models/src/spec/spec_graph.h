@@ -22,6 +22,11 @@ struct parser;
 hetcl_status hetcl__spec_parse_join(const struct parser *p, const cJSON *x, const char *prefix,
                                     struct hetcl_model_layer *l);
 
+/* An add or mul layer's "operand" (the shape of its constant second operand) into l->operand;
+ * absent: rank 0. */
+hetcl_status hetcl__spec_parse_operand(const struct parser *p, const cJSON *x, const char *prefix,
+                                       struct hetcl_model_layer *l);
+
 /* The shape layer `index` reads first: the output of its inputs[0], or input. */
 const struct hetcl_model_shape *hetcl__spec_input_shape(const struct hetcl_model_layer *layers,
                                                         int index,
