@@ -421,6 +421,46 @@ static void gate_naive(const float *in, double *out)
     }
 }
 
+/* A BatchNormalization with no layer before it to fold into (on the graph's input), then Relu:
+ * a per-channel scale and shift (mul and add layers of constants). */
+enum { BN_C = 3, BN_HW = 2, BN_X = BN_C * BN_HW * BN_HW };
+
+static double bn_param(int which, int c)
+{
+    static const double v[4][BN_C] = {
+            {1.5, -0.5, 2.0}, {0.1, 0.2, -0.3}, {0.05, -0.1, 0.2}, {0.5, 2.0, 0.25}};
+    return v[which][c];
+}
+
+static struct fx *bn_alone(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 4, (int64_t[]){0, BN_C, BN_HW, BN_HW});
+    static const char *const names[4] = {"scale", "bias", "mean", "var"};
+    for (int i = 0; i < 4; i++) {
+        float v[BN_C];
+        for (int c = 0; c < BN_C; c++)
+            v[c] = (float) bn_param(i, c);
+        fx_weight(f, names[i], 1, (int64_t[]){BN_C}, v);
+    }
+    fx_attr_float(f, fx_node(f, "BatchNormalization", "bn", "x,scale,bias,mean,var", "b"),
+                  "epsilon", 1e-3f);
+    fx_node(f, "Relu", "bn_relu", "b", "y");
+    fx_output(f, "y");
+    return f;
+}
+
+static void bn_naive(const float *x, double *out)
+{
+    for (int i = 0; i < BATCH * BN_X; i++) {
+        const int c = i % BN_X / (BN_HW * BN_HW);
+        const double y = bn_param(0, c) * ((double) x[i] - bn_param(2, c)) /
+                                 sqrt(bn_param(3, c) + (double) 1e-3f) +
+                         bn_param(1, c);
+        out[i] = y > 0 ? y : 0;
+    }
+}
+
 /* The gate graph's layers: a slice for each data input, mul, add (the Relu folded), concat, mul
  * and add of constants (their weights). */
 static void test_inputs(void)
@@ -455,6 +495,7 @@ static void test_inputs(void)
     }
     hetcl_onnx_model_destroy(m);
     check_graph(gate(), "gate.onnx", GATE_X + GATE_C, GATE_OUT, gate_naive, 2, 1);
+    check_graph(bn_alone(), "bn_alone.onnx", BN_X, BN_X, bn_naive, 1, 0);
 }
 
 /* A concat whose inputs disagree after the channels, and a Concat on another axis. */

@@ -187,16 +187,60 @@ hetcl_status hetcl__onnx_op_global_pool(struct imp *m, const Onnx__NodeProto *n,
 /* BatchNormalization (inference) folded into the Conv or Gemm/MatMul right before it: per
  * output channel c, y = s[c] * (x - mean[c]) + B[c] with s = scale / sqrt(var + epsilon), so the
  * layer's weights of c are scaled by s[c] and its bias becomes s[c] * (b[c] - mean[c]) + B[c]. */
+/* A BatchNormalization with no layer to fold into: y = x * s[c] + (B[c] - mean[c] s[c]), a mul
+ * and an add layer whose constant operands are per channel ([c, 1, 1] of [c, h, w]). */
+static hetcl_status batchnorm_alone(struct imp *m, const Onnx__NodeProto *n,
+                                    const struct hetcl_onnx_tensor *const *t, double eps)
+{
+    if (m->flat_view || m->orank < 1)
+        return hetcl__onnx_unsupported(m, n,
+                                       "an input of other than [batch, channels, ...] of at most "
+                                       "4 dimensions");
+    const int64_t ch = m->dims[0];
+    for (int i = 0; i < 4; i++)
+        if (t[i]->n_elements != ch)
+            return hetcl__onnx_unsupported(m, n, "a parameter of %lld values for %lld channels",
+                                           (long long) t[i]->n_elements, (long long) ch);
+    hetcl_status s = HETCL_OK;
+    for (int k = 0; k < 2; k++) {
+        const int src = m->src;
+        struct layer *l =
+                hetcl__onnx_add_layer(m, n, k ? HETCL_MODEL_LAYER_ADD : HETCL_MODEL_LAYER_MUL, &s);
+        if (!l)
+            return s;
+        l->operand_rank = m->rank;
+        for (int d = 0; d < m->rank; d++)
+            l->operand[d] = d ? 1 : ch;
+        l->w_n = ch;
+        if (!(l->w = hetcl__malloc((size_t) ch * sizeof *l->w)))
+            return hetcl__fail(m->ctx, HETCL_ERR_NO_MEMORY, "%s: BatchNormalization", m->name);
+        for (int64_t c = 0; c < ch; c++) {
+            const double sc = (double) t[0]->data[c] / sqrt((double) t[3]->data[c] + eps);
+            l->w[c] = (float) (k ? (double) t[1]->data[c] - (double) t[2]->data[c] * sc : sc);
+        }
+        l->inputs[0] = k ? m->n_layers - 2 : src;
+        m->src = m->n_layers - 1;
+    }
+    m->after_layer = true; /* a Relu after it folds into the add */
+    return HETCL_OK;
+}
+
 hetcl_status hetcl__onnx_op_batchnorm(struct imp *m, const Onnx__NodeProto *n)
 {
-    struct layer *l = hetcl__onnx_fold_target(m);
-    if (!l || strcmp(l->act, "none") ||
-        (l->type != HETCL_MODEL_LAYER_CONV2D && l->type != HETCL_MODEL_LAYER_DENSE))
-        return hetcl__onnx_unsupported(m, n,
-                                       "BatchNormalization is folded into the Conv, Gemm or MatMul "
-                                       "whose output only it reads, and there is none");
     if (hetcl__onnx_attr_int(n, "training_mode", 0) || (n->n_output > 1 && *n->output[1]))
         return hetcl__onnx_unsupported(m, n, "training mode (running statistics as outputs)");
+    struct layer *l = hetcl__onnx_fold_target(m);
+    const bool fold = l && !strcmp(l->act, "none") &&
+                      (l->type == HETCL_MODEL_LAYER_CONV2D || l->type == HETCL_MODEL_LAYER_DENSE);
+    if (!fold) {
+        hetcl_status s = HETCL_OK;
+        const struct hetcl_onnx_tensor *t[4];
+        static const char *const role[4] = {"scale", "B", "input_mean", "input_var"};
+        for (int i = 0; i < 4; i++)
+            if (!(t[i] = hetcl__onnx_const_input(m, n, (size_t) i + 1, role[i], &s)))
+                return s;
+        return batchnorm_alone(m, n, t, (double) hetcl__onnx_attr_float(n, "epsilon", 1e-5f));
+    }
     hetcl_status s = HETCL_OK;
     const struct hetcl_onnx_tensor *t[4];
     static const char *const role[4] = {"scale", "B", "input_mean", "input_var"};

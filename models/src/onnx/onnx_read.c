@@ -14,8 +14,9 @@ const char *hetcl_onnx_supported_ops(void)
 {
     return "Conv, Gemm, MatMul, Add and Mul (of two computed tensors or of one and a constant, "
            "broadcasting; Add also as a MatMul's bias), Concat (an axis after the batch), "
-           "BatchNormalization (after a "
-           "Conv, Gemm or MatMul), Relu, Sigmoid, Tanh, LeakyRelu, Clip (as ReLU6: min 0, max 6), "
+           "BatchNormalization (inference; folded into a Conv, Gemm or MatMul before it, else a "
+           "scale and shift per channel), Relu, Sigmoid, Tanh, LeakyRelu, Clip (as ReLU6: min 0, "
+           "max 6), "
            "MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Flatten, Reshape (to [batch, "
            "n]), Transpose (a layout no-op), Softmax (last node), Dropout, Identity, Constant";
 }
