@@ -129,3 +129,25 @@ __kernel void bias_act_f32_bwd(int rows, int cols, int act, int accumulate, cons
         dbias[c] = accumulate ? dbias[c] + sum : sum;
     }
 }
+
+/* Elementwise Add (kind 0) or Mul (1) with broadcasting, then act (ops.h: hetcl_op_eltwise):
+ * y[r][i] = act(a[r a_row + i . sa] (op) b[r b_row + i . sb]) over the output's per-example
+ * shape dims (4 dimensions, padded in front with 1), range (cols, rows). */
+__kernel void eltwise_f32(int rows, int cols, int4 dims, int4 sa, int4 sb, int a_row, int b_row,
+                          int kind, int act, float alpha, const __global float *restrict a,
+                          const __global float *restrict b, __global float *restrict y)
+{
+    const int i = get_global_id(0), r = get_global_id(1);
+    if (i >= cols || r >= rows)
+        return;
+    int rest = i;
+    const int i3 = rest % dims.s3;
+    rest /= dims.s3;
+    const int i2 = rest % dims.s2;
+    rest /= dims.s2;
+    const int i1 = rest % dims.s1;
+    const int i0 = rest / dims.s1;
+    const float x0 = a[(size_t) r * a_row + i0 * sa.s0 + i1 * sa.s1 + i2 * sa.s2 + i3 * sa.s3];
+    const float x1 = b[(size_t) r * b_row + i0 * sb.s0 + i1 * sb.s1 + i2 * sb.s2 + i3 * sb.s3];
+    y[(size_t) r * cols + i] = act_apply(kind == 1 ? x0 * x1 : x0 + x1, act, alpha);
+}

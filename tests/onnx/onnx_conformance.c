@@ -29,16 +29,13 @@
 #define RTOL 1e-3
 #define ATOL 1e-5
 
-static const char *const claimed[] = {"Conv",          "Gemm",
-                                      "MatMul",        "Add",
-                                      "Concat",        "BatchNormalization",
-                                      "Relu",          "Sigmoid",
-                                      "Tanh",          "Clip",
-                                      "LeakyRelu",     "MaxPool",
-                                      "AveragePool",   "GlobalAveragePool",
-                                      "GlobalMaxPool", "Flatten",
-                                      "Reshape",       "Softmax",
-                                      "Dropout",       "Identity"};
+static const char *const claimed[] = {
+        "Conv",          "Gemm",      "MatMul",      "Add",
+        "Mul",           "Transpose", "Concat",      "BatchNormalization",
+        "Relu",          "Sigmoid",   "Tanh",        "Clip",
+        "LeakyRelu",     "MaxPool",   "AveragePool", "GlobalAveragePool",
+        "GlobalMaxPool", "Flatten",   "Reshape",     "Softmax",
+        "Dropout",       "Identity"};
 #define N_CLAIMED (sizeof claimed / sizeof claimed[0])
 
 enum verdict { PASS, FAIL, UNSUPPORTED };
@@ -99,16 +96,16 @@ static bool close_enough(const float *got, const struct hetcl_onnx_tensor *want,
     return true;
 }
 
-/* One data set of a test on rt's worker 0. */
-static enum verdict run_set(hetcl_runtime *rt, const char *model, const char *set, char *why,
-                            size_t cap)
+/* One data set of a test on rt's worker 0; joins: the operator joins tensors (Add, Mul, Concat). */
+static enum verdict run_set(hetcl_runtime *rt, const char *model, const char *set, bool joins,
+                            char *why, size_t cap)
 {
     struct hetcl_onnx_tensor *in[16] = {0}, *out[4] = {0};
     int n_in = load_tensors(set, "input", in, 16), n_out = load_tensors(set, "output", out, 4);
     hetcl_onnx_model *m = NULL;
     hetcl_infer_plan *plan = NULL;
     hetcl_infer_session *s = NULL;
-    float *y = NULL;
+    float *x = NULL, *y = NULL;
     enum verdict v = FAIL;
     if (n_in < 1 || n_out < 1) {
         snprintf(why, cap, "%s: %s", n_in == -2 || n_out == -2 ? "data type" : "test data",
@@ -116,11 +113,21 @@ static enum verdict run_set(hetcl_runtime *rt, const char *model, const char *se
         v = n_in == -2 || n_out == -2 ? UNSUPPORTED : FAIL;
         goto done;
     }
-    /* The first input is the data; the others (weights, shapes) are bound as constants. */
+    /* The first input is data. The others (weights, shapes) are bound as constants, but for
+     * the operators that join tensors (joins): there an input of the first one's rank and batch
+     * is data too, and each example holds the data inputs' values one after the other. */
     struct hetcl_onnx_tensor bound[16];
-    for (int i = 1; i < n_in; i++)
-        bound[i - 1] = *in[i];
-    struct hetcl_onnx_options o = {.inputs = bound, .n_inputs = (size_t) (n_in - 1)};
+    bool data[16] = {true};
+    int n_bound = 0;
+    int64_t batch = in[0]->rank ? in[0]->dims[0] : 0, in_elems = in[0]->n_elements;
+    for (int i = 1; i < n_in; i++) {
+        data[i] = joins && in[i]->rank == in[0]->rank && in[i]->rank && in[i]->dims[0] == batch;
+        if (data[i])
+            in_elems += in[i]->n_elements;
+        else
+            bound[n_bound++] = *in[i];
+    }
+    struct hetcl_onnx_options o = {.inputs = bound, .n_inputs = (size_t) n_bound};
     hetcl_status st = hetcl_onnx_load(ctx, model, &o, &m);
     if (st == HETCL_ERR_UNSUPPORTED) {
         /* the reason, without the list of what is supported */
@@ -129,7 +136,6 @@ static enum verdict run_set(hetcl_runtime *rt, const char *model, const char *se
         v = UNSUPPORTED;
         goto done;
     }
-    int64_t batch = in[0]->rank ? in[0]->dims[0] : 0;
     if (st != HETCL_OK || n_out != 1 || batch < 1) {
         snprintf(why, cap, "import: %s",
                  st != HETCL_OK ? hetcl_context_last_error(ctx) : "not one output or no batch");
@@ -141,27 +147,40 @@ static enum verdict run_set(hetcl_runtime *rt, const char *model, const char *se
         v = UNSUPPORTED; /* a layer the lowering cannot run (e.g. unequal strides) */
         goto done;
     }
-    if (plan->n_classes * batch != out[0]->n_elements ||
-        plan->in_elems * batch != in[0]->n_elements) {
+    if (plan->n_classes * batch != out[0]->n_elements || plan->in_elems * batch != in_elems) {
         snprintf(why, cap,
                  "shapes: the plan has %lld -> %lld per example, the test %lld -> %lld "
                  "for a batch of %lld",
-                 (long long) plan->in_elems, (long long) plan->n_classes,
-                 (long long) in[0]->n_elements, (long long) out[0]->n_elements, (long long) batch);
+                 (long long) plan->in_elems, (long long) plan->n_classes, (long long) in_elems,
+                 (long long) out[0]->n_elements, (long long) batch);
         goto done;
     }
+    x = malloc((size_t) in_elems * sizeof *x);
+    if (!x) {
+        snprintf(why, cap, "out of memory");
+        goto done;
+    }
+    for (int64_t e = 0, k = 0; e < batch; e++) /* example e: each data input's values in turn */
+        for (int i = 0; i < n_in; i++) {
+            const int64_t per = in[i]->n_elements / batch;
+            if (!data[i])
+                continue;
+            memcpy(x + k, in[i]->data + e * per, (size_t) per * sizeof *x);
+            k += per;
+        }
     int worker = 0;
     int64_t rows = batch;
     struct hetcl_infer_session_options so = {
             .batch = batch, .n_workers = 1, .workers = &worker, .rows = &rows};
     y = malloc((size_t) out[0]->n_elements * sizeof *y);
     if (!y || hetcl_infer_session_create(ctx, rt, plan, &so, &s) != HETCL_OK ||
-        hetcl_infer_session_run(s, in[0]->data, y) != HETCL_OK) {
+        hetcl_infer_session_run(s, x, y) != HETCL_OK) {
         snprintf(why, cap, "run: %s", hetcl_context_last_error(ctx));
         goto done;
     }
     v = close_enough(y, out[0], why, cap) ? PASS : FAIL;
 done:
+    free(x);
     free(y);
     hetcl_infer_session_destroy(s);
     hetcl_infer_plan_destroy(plan);
@@ -174,7 +193,7 @@ done:
 }
 
 /* Every data set of test directory dir: PASS only when all pass. */
-static enum verdict run_test(hetcl_runtime *rt, const char *dir, char *why, size_t cap)
+static enum verdict run_test(hetcl_runtime *rt, const char *dir, bool joins, char *why, size_t cap)
 {
     char model[4096];
     snprintf(model, sizeof model, "%s/model.onnx", dir);
@@ -189,7 +208,7 @@ static enum verdict run_test(hetcl_runtime *rt, const char *dir, char *why, size
             }
             break;
         }
-        v = run_set(rt, model, set, why, cap);
+        v = run_set(rt, model, set, joins, why, cap);
     }
     return v;
 }
@@ -310,7 +329,9 @@ int main(int argc, char **argv)
         if (op < 0)
             continue;
         char why[1024] = "";
-        enum verdict v = run_test(rt, dir, why, sizeof why);
+        const bool joins =
+                !strcmp(types, "Add") || !strcmp(types, "Mul") || !strcmp(types, "Concat");
+        enum verdict v = run_test(rt, dir, joins, why, sizeof why);
         per_op[op].n[v]++;
         static const char *const word[] = {"pass", "FAIL", "unsupported"};
         if (verbose || v == FAIL)

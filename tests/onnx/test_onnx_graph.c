@@ -8,6 +8,8 @@
  * with protobuf-c (onnx_fixture.h) and compared with a naive forward pass of the ONNX graph in
  * this file, through the plan's reference, a host session (fused: the activation buffers of a
  * graph), a host session with a task per operator, and an OpenCL session where a device exists.
+ * Also a graph of two data inputs (slice layers) with a broadcast Mul, an Add, a Concat on the
+ * width and a Transpose that moves nothing; and the refusals of what the importer cannot map.
  */
 #include "harness.h"
 #include "onnx_fixture.h"
@@ -375,6 +377,127 @@ static void check_graph(struct fx *f, const char *file, int64_t in_elems, int64_
     free(want);
 }
 
+/* A graph of two data inputs (x [N, 4, 3, 3], a gate g [N, 4, 1, 1]): Mul(x, g) broadcast over
+ * each channel's plane, Add of x with a Relu after it, Concat with x on the width (axis 3), a
+ * Transpose that moves nothing. The spec's input is each example's x then its g. */
+enum { GATE_C = 4, GATE_HW = 3, GATE_X = GATE_C * GATE_HW * GATE_HW, GATE_OUT = 2 * GATE_X };
+
+static struct fx *gate(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 4, (int64_t[]){0, GATE_C, GATE_HW, GATE_HW});
+    fx_input(f, "g", 4, (int64_t[]){0, GATE_C, 1, 1});
+    fx_node(f, "Mul", "gate", "x,g", "m");
+    fx_node(f, "Add", "res", "m,x", "a");
+    fx_node(f, "Relu", "res_relu", "a", "ar");
+    fx_attr_int(f, fx_node(f, "Concat", "cat_w", "ar,x", "c"), "axis", 3);
+    fx_attr_ints(f, fx_node(f, "Transpose", "same", "c", "t"), "perm", 4, (int64_t[]){0, 1, 2, 3});
+    float k1[2 * GATE_HW], k2[GATE_C];
+    for (int i = 0; i < 2 * GATE_HW; i++)
+        k1[i] = 0.5f + 0.25f * (float) i;
+    for (int i = 0; i < GATE_C; i++)
+        k2[i] = 0.1f * (float) i - 0.2f;
+    fx_weight(f, "k1", 1, (int64_t[]){2 * GATE_HW}, k1);
+    fx_weight(f, "k2", 4, (int64_t[]){1, GATE_C, 1, 1}, k2);
+    fx_node(f, "Mul", "scale_w", "k1,t", "s"); /* the constant first */
+    fx_node(f, "Add", "shift_c", "s,k2", "out");
+    fx_output(f, "out");
+    return f;
+}
+
+static void gate_naive(const float *in, double *out)
+{
+    for (int r = 0; r < BATCH; r++) {
+        const float *x = in + r * (GATE_X + GATE_C), *g = x + GATE_X;
+        double *y = out + r * GATE_OUT;
+        for (int c = 0; c < GATE_C; c++)
+            for (int h = 0; h < GATE_HW; h++)
+                for (int w = 0; w < 2 * GATE_HW; w++) {
+                    const double xv = x[(c * GATE_HW + h) * GATE_HW + w % GATE_HW];
+                    const double a = xv * (double) g[c] + xv;
+                    const double t = w < GATE_HW ? (a > 0 ? a : 0) : xv;
+                    y[(c * GATE_HW + h) * 2 * GATE_HW + w] = t * (0.5 + 0.25 * w) + (0.1 * c - 0.2);
+                }
+    }
+}
+
+/* A BatchNormalization with no layer before it to fold into (on the graph's input), then Relu:
+ * a per-channel scale and shift (mul and add layers of constants). */
+enum { BN_C = 3, BN_HW = 2, BN_X = BN_C * BN_HW * BN_HW };
+
+static double bn_param(int which, int c)
+{
+    static const double v[4][BN_C] = {
+            {1.5, -0.5, 2.0}, {0.1, 0.2, -0.3}, {0.05, -0.1, 0.2}, {0.5, 2.0, 0.25}};
+    return v[which][c];
+}
+
+static struct fx *bn_alone(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 4, (int64_t[]){0, BN_C, BN_HW, BN_HW});
+    static const char *const names[4] = {"scale", "bias", "mean", "var"};
+    for (int i = 0; i < 4; i++) {
+        float v[BN_C];
+        for (int c = 0; c < BN_C; c++)
+            v[c] = (float) bn_param(i, c);
+        fx_weight(f, names[i], 1, (int64_t[]){BN_C}, v);
+    }
+    fx_attr_float(f, fx_node(f, "BatchNormalization", "bn", "x,scale,bias,mean,var", "b"),
+                  "epsilon", 1e-3f);
+    fx_node(f, "Relu", "bn_relu", "b", "y");
+    fx_output(f, "y");
+    return f;
+}
+
+static void bn_naive(const float *x, double *out)
+{
+    for (int i = 0; i < BATCH * BN_X; i++) {
+        const int c = i % BN_X / (BN_HW * BN_HW);
+        const double y = bn_param(0, c) * ((double) x[i] - bn_param(2, c)) /
+                                 sqrt(bn_param(3, c) + (double) 1e-3f) +
+                         bn_param(1, c);
+        out[i] = y > 0 ? y : 0;
+    }
+}
+
+/* The gate graph's layers: a slice for each data input, mul, add (the Relu folded), concat, mul
+ * and add of constants (their weights). */
+static void test_inputs(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/gate_layers.onnx", dir);
+    struct fx *f = gate();
+    CHECK_EQ_INT(fx_write(f, path), 0);
+    fx_free(f);
+    hetcl_onnx_model *m = NULL;
+    CHECK_OK(ctx, hetcl_onnx_load(ctx, path, NULL, &m));
+    if (!m)
+        return;
+    CHECK_EQ_INT(m->n_inputs, 2);
+    CHECK_EQ_INT(m->spec->input_shape.rank, 1);
+    CHECK_EQ_INT((int) m->spec->input_shape.dims[0], GATE_X + GATE_C);
+    static const enum hetcl_model_layer_type want[] = {
+            HETCL_MODEL_LAYER_SLICE, HETCL_MODEL_LAYER_SLICE,  HETCL_MODEL_LAYER_MUL,
+            HETCL_MODEL_LAYER_ADD,   HETCL_MODEL_LAYER_CONCAT, HETCL_MODEL_LAYER_MUL,
+            HETCL_MODEL_LAYER_ADD,   HETCL_MODEL_LAYER_FLATTEN};
+    CHECK_EQ_INT(m->spec->n_layers, 8);
+    for (int l = 0; l < m->spec->n_layers && l < 8; l++)
+        CHECK_EQ_INT(m->spec->layers[l].type, want[l]);
+    if (m->spec->n_layers == 8) {
+        CHECK_EQ_INT(m->spec->layers[5].operand.rank, 3);
+        CHECK_EQ_INT((int) m->spec->layers[5].operand.dims[2], 2 * GATE_HW);
+        CHECK_EQ_INT((int) m->spec->layers[6].operand.dims[0], GATE_C);
+        CHECK_EQ_INT(m->spec->layers[6].n_param_tensors, 1);
+        CHECK_EQ_INT(m->spec->layers[3].activation, HETCL_MODEL_ACT_RELU);
+        CHECK_EQ_INT(m->spec->layers[4].axis, 2);
+        CHECK_EQ_INT((int) m->spec->layers[1].offset, GATE_X);
+    }
+    hetcl_onnx_model_destroy(m);
+    check_graph(gate(), "gate.onnx", GATE_X + GATE_C, GATE_OUT, gate_naive, 2, 1);
+    check_graph(bn_alone(), "bn_alone.onnx", BN_X, BN_X, bn_naive, 1, 0);
+}
+
 /* A concat whose inputs disagree after the channels, and a Concat on another axis. */
 static void test_errors(void)
 {
@@ -393,11 +516,34 @@ static void test_errors(void)
     fx_free(f);
     f = fx_new(13);
     fx_input(f, "x", 4, (int64_t[]){0, 2, 6, 6});
-    fx_attr_int(f, fx_node(f, "Concat", "cat2", "x,x", "z"), "axis", 2);
+    fx_attr_int(f, fx_node(f, "Concat", "cat2", "x,x", "z"), "axis", 0);
     fx_output(f, "z");
     CHECK_EQ_INT(fx_write(f, path), 0);
     CHECK_EQ_INT(hetcl_onnx_load(ctx, path, NULL, &m), HETCL_ERR_UNSUPPORTED);
-    CHECK(strstr(hetcl_context_last_error(ctx), "axis 2") != NULL);
+    CHECK(strstr(hetcl_context_last_error(ctx), "'cat2' (Concat, opset 13)") &&
+          strstr(hetcl_context_last_error(ctx), "axis 0 of a tensor of rank 4"));
+    fx_free(f);
+    /* a Transpose that moves values (NCHW -> NHWC), and a Mul by a constant that varies along
+     * the batch */
+    f = fx_new(13);
+    fx_input(f, "x", 4, (int64_t[]){0, 2, 6, 6});
+    fx_attr_ints(f, fx_node(f, "Transpose", "nhwc", "x", "z"), "perm", 4, (int64_t[]){0, 2, 3, 1});
+    fx_output(f, "z");
+    CHECK_EQ_INT(fx_write(f, path), 0);
+    CHECK_EQ_INT(hetcl_onnx_load(ctx, path, NULL, &m), HETCL_ERR_UNSUPPORTED);
+    CHECK(strstr(hetcl_context_last_error(ctx), "'nhwc' (Transpose, opset 13)") &&
+          strstr(hetcl_context_last_error(ctx), "layout no-op"));
+    fx_free(f);
+    f = fx_new(13);
+    fx_input(f, "x", 2, (int64_t[]){0, 4});
+    float k[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    fx_weight(f, "k", 2, (int64_t[]){2, 4}, k);
+    fx_node(f, "Mul", "scale", "x,k", "z");
+    fx_output(f, "z");
+    CHECK_EQ_INT(fx_write(f, path), 0);
+    CHECK_EQ_INT(hetcl_onnx_load(ctx, path, NULL, &m), HETCL_ERR_UNSUPPORTED);
+    CHECK(strstr(hetcl_context_last_error(ctx), "'scale' (Mul, opset 13)") &&
+          strstr(hetcl_context_last_error(ctx), "vary along the batch"));
     fx_free(f);
 }
 
@@ -411,6 +557,7 @@ int main(void)
     CHECK_OK(ctx, hetcl_context_create(NULL, &ctx));
     check_graph(resnet(), "resnet_tiny.onnx", RES_C * RES_HW * RES_HW, RES_OUT, resnet_naive, 2, 0);
     check_graph(fire(), "fire_tiny.onnx", FIRE_C * FIRE_HW * FIRE_HW, FIRE_OUT, fire_naive, 0, 1);
+    test_inputs();
     test_errors();
     hetcl_context_destroy(ctx);
     char cmd[512];

@@ -430,9 +430,14 @@ static const struct bad_case bad_cases[] = {
          "description: expected a string, got an array of 1", 1},
         {"{'schema_version': 1, 'name': 't', 'layers': [" DENSE "]" SMCE,
          "input: missing (expected an object with a \"shape\")", 1},
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [1, 1, 28, 28]}, 'layers': [" DENSE
+         "]" SMCE,
+         "input.shape: expected [features], [height, width] or [channels, height, width], got "
+         "an array of 4",
+         1},
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [28, 28]}, 'layers': [" DENSE
          "]" SMCE,
-         "input.shape: expected [features] or [channels, height, width], got an array of 2", 1},
+         "layers[0]: dense needs a flat [n] input, got [28, 28]", 0},
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [0]}, 'layers': [" DENSE "]" SMCE,
          "input.shape[0]: expected an integer >= 1, got 0", 1},
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [784], 'dtype': 'f64'}, "
@@ -465,11 +470,12 @@ static const struct bad_case bad_cases[] = {
          "layers[0].units: missing (expected an integer >= 1)", 1},
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
-         "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat)",
+         "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, "
+         "mul, slice)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
-         "maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat)",
+         "maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, mul, slice)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
         /* slide layers: the last one, under softmax_cross_entropy; bounded hashing */
@@ -531,21 +537,44 @@ static const struct bad_case bad_cases[] = {
          "layers[1].inputs[1]: expected the index of an earlier layer (0 to 0) or -1", 0},
         {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, 'padding': 1}, "
              "{'type': 'add'}]" SMCE,
-         "layers[1].inputs: missing (expected an array of 2 earlier layers' indices", 1},
-        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, 'padding': 1}, "
+         "layers[1].inputs: missing (expected an array of 2 earlier layers' indices",
+         0}, /* the schema cannot say "inputs unless an operand" */
+        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3}, "
              "{'type': 'add', 'inputs': [0, -1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
-         "layers[1]: add of [2, 28, 28] (inputs[0]) and [1, 28, 28] (inputs[1]): expected equal "
-         "shapes",
+         "layers[1]: add of [2, 26, 26] (inputs[0]) and [1, 28, 28] (inputs[1]): expected shapes "
+         "that broadcast",
+         0},
+        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3}, "
+             "{'type': 'mul', 'inputs': [0, -1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[1]: mul of [2, 26, 26] (inputs[0]) and [1, 28, 28] (inputs[1]): expected shapes "
+         "that broadcast",
          0},
         {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3}, "
              "{'type': 'concat', 'inputs': [0, -1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
          "layers[1]: concat of [2, 26, 26] (inputs[0]) and [1, 28, 28] (inputs[1]): expected "
-         "equal dimensions after the first",
+         "equal dimensions but the axis",
          0},
+        {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3}, "
+             "{'type': 'add', 'operand': [3, 1, 1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[1]: add of [2, 26, 26] (inputs[0]) and [3, 1, 1] (operand[1]): expected shapes "
+         "that broadcast",
+         0},
+        {IMG "'layers': [{'type': 'mul', 'inputs': [-1, -1], 'operand': [1]}]" SMCE,
+         "layers[0].inputs: wrong size or not an array (expected an array of 1 earlier", 0},
+        {IMG "'layers': [{'type': 'mul', 'operand': [1, 2, 3, 4]}]" SMCE,
+         "layers[0].operand: expected an array of 1 to 3 dimensions, got an array of 4", 1},
+        {IMG "'layers': [{'type': 'concat', 'inputs': [-1, -1], 'axis': 3}]" SMCE,
+         "layers[0].axis: 3 (expected 0 to 2", 1},
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [10]}, 'layers': [{'type': "
+         "'slice', 'offset': 4, 'shape': [2, 4]}]" SMCE,
+         "layers[0]: slice of 8 values at offset 4: its input has 10 per example", 0},
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [10]}, 'layers': [{'type': "
+         "'slice', 'offset': 4}]" SMCE,
+         "layers[0].shape: expected an array of 1 to 3 dimensions, got nothing", 1},
         {IMG "'layers': [{'type': 'dense', 'units': 3, 'inputs': [-1, 0]}]" SMCE,
          "layers[0].inputs: wrong size or not an array (expected an array of 1 earlier", 0},
         {IMG "'layers': [{'type': 'concat', 'inputs': [-1, -1], 'activation': 'relu'}]" SMCE,
-         "layers[0].activation: unknown field (expected one of: type)", 1},
+         "layers[0].activation: unknown field (expected one of: type, axis)", 1},
         {IMG "'layers': [{'type': 'flatten', 'units': 3}, " DENSE "]" SMCE,
          "layers[0].units: unknown field (expected one of: type)", 1},
         {IMG "'layers': [{'type': 'conv2d', 'filters': 6, 'kernel': [5]}]" SMCE,

@@ -66,12 +66,14 @@ enum hetcl_infer_op {
     HETCL_INFER_OUTPUT,     /* the last step of a spec whose loss is not softmax cross-entropy
                                (an imported graph without a Softmax): the last layer's values */
     HETCL_INFER_ACTIVATION, /* an "activation" layer: act(x) elementwise, into its own buffer */
-    HETCL_INFER_ADD,        /* an "add" layer: act(a + b) of two earlier outputs */
-    HETCL_INFER_CONCAT,     /* a "concat" layer: earlier outputs' channels, one copy each */
+    HETCL_INFER_ADD,        /* an "add" layer: act(a + b) of two earlier outputs (broadcast) */
+    HETCL_INFER_CONCAT,     /* a "concat" layer: earlier outputs along an axis, one copy each */
+    HETCL_INFER_MUL,        /* a "mul" layer: act(a * b) of two earlier outputs (broadcast) */
+    HETCL_INFER_SLICE,      /* a "slice" layer: a range of each example's values (one copy) */
 };
 
 /* "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "softmax", "output", "activation",
- * "add", "concat"; "?" otherwise. */
+ * "add", "concat", "mul", "slice"; "?" otherwise. */
 HETCL_API const char *hetcl_infer_op_name(enum hetcl_infer_op op);
 
 /* One step of the forward pass. Shapes are per example (no batch dimension). */

@@ -72,10 +72,19 @@ enum hetcl_model_layer_type {
                                      selects (SLIDE; <hetcl/slide.h>); the last layer, under a
                                      softmax_cross_entropy loss. Evaluated densely elsewhere. */
     HETCL_MODEL_LAYER_ACTIVATION, /* "activation": y = act(x), elementwise, same shape */
-    HETCL_MODEL_LAYER_ADD,        /* "add": y = act(a + b) of two earlier outputs of one shape
-                                     (a residual connection; "inputs" names them) */
-    HETCL_MODEL_LAYER_CONCAT,     /* "concat": the channels (the first dimension) of two or more
-                                     earlier outputs whose other dimensions agree, in order */
+    HETCL_MODEL_LAYER_ADD,        /* "add": y = act(a + b) of two earlier outputs (a residual
+                                     connection; "inputs" names them), of one shape or shapes
+                                     that broadcast as numpy's (aligned on their last
+                                     dimension, each dimension equal or 1 in one of them) */
+    HETCL_MODEL_LAYER_CONCAT,     /* "concat": two or more earlier outputs joined along
+                                     dimension "axis" (default 0: the channels), in order; their
+                                     other dimensions agree */
+    HETCL_MODEL_LAYER_MUL,        /* "mul": y = act(a * b), elementwise, broadcasting as add;
+                                     add and mul with an "operand" shape read one input and
+                                     take b from their weight tensor of that shape */
+    HETCL_MODEL_LAYER_SLICE,      /* "slice": the values [offset, offset + n) of each example
+                                     of its input, as the shape "shape" of n values ("offset",
+                                     default 0): one of a network's several inputs */
 };
 
 /* The most inputs a layer names ("inputs"). */
@@ -137,7 +146,7 @@ enum hetcl_model_init {
 
 /* A per-example shape: dims[0 .. rank). */
 struct hetcl_model_shape {
-    int rank; /* 1 or 3 */
+    int rank; /* 1, 2 or 3 */
     int64_t dims[HETCL_MODEL_SPEC_MAX_RANK];
 };
 
@@ -196,10 +205,15 @@ struct hetcl_model_layer {
     double alpha;   /* leaky_relu's slope for z < 0 ("alpha", default 0.01); else 0 */
     /* Where its input comes from: the outputs of layers inputs[0 .. n_inputs), each earlier
      * than this one, -1 the network's input ("inputs", default [the previous layer]: a chain).
-     * in_shape is inputs[0]'s output shape. add: 2; concat: 2 .. HETCL_MODEL_SPEC_MAX_INPUTS;
+     * in_shape is inputs[0]'s output shape. add, mul: 2; concat: 2 .. HETCL_MODEL_SPEC_MAX_INPUTS;
      * any other layer: 1. */
     int n_inputs;
     int inputs[HETCL_MODEL_SPEC_MAX_INPUTS];
+    int axis; /* concat: the dimension joined ("axis", 0 to rank - 1, default 0) */
+    /* add, mul: the shape of a constant second operand ("operand"; rank 0: none, the layer
+     * reads two inputs): the layer's weight tensor, broadcast as an input would be */
+    struct hetcl_model_shape operand;
+    int64_t offset; /* slice: the first value taken of each example ("offset") */
 };
 
 /*

@@ -85,7 +85,11 @@ struct hetcl_onnx_model {
     int64_t batch;          /* the input's first dimension; 0 when it is symbolic */
     int64_t opset;          /* the default domain's opset version */
     bool softmax;           /* the graph ends with a Softmax (the spec's loss is softmax CE) */
-    char *input_name, *output_name;
+    char *input_name, *output_name; /* input_name: the first data input's */
+    /* The graph's data inputs (its inputs that are neither initializers nor bound by
+     * hetcl_onnx_options): the spec's input holds each example's values of every one in turn,
+     * in the graph's order (a flat [sum of their values]) when there are several. */
+    int n_inputs;
     int n_nodes_dropped; /* Dropout and Identity nodes, which compute nothing at inference */
 };
 typedef struct hetcl_onnx_model hetcl_onnx_model;

@@ -120,12 +120,39 @@ struct hetcl_op_reduce_args {
     int64_t rows, cols; /* sum: rows * cols elements */
 };
 
-/* Concatenation along each row, one input at a time: y[r][offset + i] = x[r][i] for r < rows,
- * i < cols, with y [rows][out_cols] (the channels of NCHW examples: an input of C_k channels is
- * C_k * H * W columns). offset + cols <= out_cols. Buffers: x (R), y (W for the first input, RW
- * for the others: their columns are kept). */
+/* Concatenation along each row, one input at a time: y[r][offset + i] = x[r][in_offset + i] for
+ * r < rows, i < cols, with y [rows][out_cols] and x [rows][in_cols] (in_cols 0: cols) (the
+ * channels of NCHW examples: an input of C_k channels is C_k * H * W columns; a slice of each
+ * row: in_offset > 0, out_cols == cols). offset + cols <= out_cols, in_offset + cols <= in_cols.
+ * Buffers: x (R), y (W for the first input, RW for the others: their columns are kept). */
 struct hetcl_op_concat_args {
     int64_t rows, cols, out_cols, offset;
+    int64_t in_cols, in_offset;
+};
+
+/* Elementwise binary operator with broadcasting (ONNX's Add and Mul, numpy's rules within each
+ * example), then an activation:
+ *   y[r][i] = act(a[r a_row + sum_d i_d a_stride[d]] (op) b[r b_row + sum_d i_d b_stride[d]])
+ * for the rows r < rows and the elements i = (i_0 .. i_{rank-1}) of the per-example output shape
+ * dims[0 .. rank), row-major in y [rows][prod dims]. A stride 0 broadcasts that dimension of an
+ * operand; a row stride 0 shares one tensor among every row (a constant). rank 1 to
+ * HETCL_OP_ELTWISE_MAX_RANK; kind HETCL_ELTWISE_ADD or _MUL; act and alpha as bias_act's.
+ * Buffers: a (R), b (R), y (W). Forward only. */
+typedef enum hetcl_eltwise_kind {
+    HETCL_ELTWISE_ADD = 0,
+    HETCL_ELTWISE_MUL = 1,
+} hetcl_eltwise_kind;
+
+#define HETCL_OP_ELTWISE_MAX_RANK 4
+
+struct hetcl_op_eltwise_args {
+    int64_t rows, rank;
+    int64_t dims[HETCL_OP_ELTWISE_MAX_RANK];
+    int64_t a_stride[HETCL_OP_ELTWISE_MAX_RANK], b_stride[HETCL_OP_ELTWISE_MAX_RANK];
+    int64_t a_row, b_row;
+    hetcl_eltwise_kind kind;
+    hetcl_act act;
+    float alpha;
 };
 
 /* Kernel matrix of a kernel machine (EigenPro): K[i][j] = k(x_i, c_j) for the rows x_i of X
@@ -172,6 +199,7 @@ HETCL_API extern const struct hetcl_codelet hetcl_op_softmax;
 HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_fwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_bwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_concat;
+HETCL_API extern const struct hetcl_codelet hetcl_op_eltwise;
 HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_fwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_bwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_avgpool_fwd;

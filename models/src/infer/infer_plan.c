@@ -13,8 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const op_names[] = {"dense",   "conv2d", "maxpool2d",  "avgpool2d", "flatten",
-                                       "softmax", "output", "activation", "add",       "concat"};
+static const char *const op_names[] = {"dense",   "conv2d",  "maxpool2d", "avgpool2d",
+                                       "flatten", "softmax", "output",    "activation",
+                                       "add",     "concat",  "mul",       "slice"};
 
 const char *hetcl_infer_op_name(enum hetcl_infer_op op)
 {
@@ -218,6 +219,12 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
             break;
         case HETCL_MODEL_LAYER_CONCAT:
             op = HETCL_INFER_CONCAT;
+            break;
+        case HETCL_MODEL_LAYER_MUL:
+            op = HETCL_INFER_MUL;
+            break;
+        case HETCL_MODEL_LAYER_SLICE:
+            op = HETCL_INFER_SLICE;
             break;
         case HETCL_MODEL_LAYER_KERNEL:
             /* its centers and alpha come from a training set, not from a checkpoint of the

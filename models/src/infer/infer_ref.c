@@ -128,28 +128,86 @@ static const double *source(double *const *outs, const double *in, int src)
     return src < 0 ? in : outs[src];
 }
 
-/* y = act(a + b) for add; the inputs' channels, in order, for concat. */
+/* The per-example shape of layer src's output (src -1: the network's input). */
+static const struct hetcl_model_shape *shape_of(const hetcl_infer_plan *p, int src)
+{
+    return src < 0 ? &p->spec->input_shape : &p->spec->layers[src].out_shape;
+}
+
+static int64_t elems_of(const struct hetcl_model_shape *s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->rank; d++)
+        n *= s->dims[d];
+    return n;
+}
+
+/* Element k of the per-example output shape o read from an operand of shape s broadcast to it
+ * (numpy: aligned on the last dimension, a dimension of 1 repeated). */
+static int64_t bcast_index(const struct hetcl_model_shape *o, const struct hetcl_model_shape *s,
+                           int64_t k)
+{
+    int64_t idx = 0, stride = 1;
+    for (int d = o->rank - 1, e = s->rank - 1; d >= 0; d--, e--) {
+        const int64_t i = k % o->dims[d];
+        k /= o->dims[d];
+        if (e >= 0) {
+            idx += (s->dims[e] == 1 ? 0 : i) * stride;
+            stride *= s->dims[e];
+        }
+    }
+    return idx;
+}
+
+/* add, mul: act(a (op) b) broadcast; concat: the inputs along the axis, in order; slice: a
+ * range of each example. */
 static void join(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, int64_t b,
                  double *const *outs, const double *in, double *y)
 {
     const struct hetcl_model_layer *l = &p->spec->layers[s->layer];
-    if (s->op == HETCL_INFER_ADD) {
-        const double *x0 = source(outs, in, l->inputs[0]), *x1 = source(outs, in, l->inputs[1]);
-        for (int64_t k = 0; k < b * s->out_elems; k++)
-            y[k] = act_alpha(s->act, (double) s->alpha, x0[k] + x1[k]);
+    const struct hetcl_model_shape *o = &l->out_shape;
+    if (s->op == HETCL_INFER_ADD || s->op == HETCL_INFER_MUL) {
+        /* b: the second input, or the constant operand (the weight, the same for every row) */
+        const bool constant = l->operand.rank > 0;
+        const struct hetcl_model_shape *s0 = shape_of(p, l->inputs[0]),
+                                       *s1 = constant ? &l->operand : shape_of(p, l->inputs[1]);
+        const double *x0 = source(outs, in, l->inputs[0]), *x1 = NULL;
+        const float *w = constant ? p->params[s->weight] : NULL;
+        if (!constant)
+            x1 = source(outs, in, l->inputs[1]);
+        const int64_t n0 = elems_of(s0), n1 = constant ? 0 : elems_of(s1);
+        for (int64_t n = 0; n < b; n++)
+            for (int64_t k = 0; k < s->out_elems; k++) {
+                const double u = x0[n * n0 + bcast_index(o, s0, k)];
+                const double v = constant ? (double) w[bcast_index(o, s1, k)]
+                                          : x1[n * n1 + bcast_index(o, s1, k)];
+                y[n * s->out_elems + k] = act_alpha(s->act, (double) s->alpha,
+                                                    s->op == HETCL_INFER_MUL ? u * v : u + v);
+            }
         return;
     }
-    int64_t off = 0;
+    if (s->op == HETCL_INFER_SLICE) {
+        const int64_t cols = elems_of(shape_of(p, l->inputs[0]));
+        const double *x = source(outs, in, l->inputs[0]);
+        for (int64_t n = 0; n < b; n++)
+            for (int64_t k = 0; k < s->out_elems; k++)
+                y[n * s->out_elems + k] = x[n * cols + l->offset + k];
+        return;
+    }
+    /* concat: per example, `outer` blocks (the dimensions before the axis), each input's block
+     * of its dimensions from the axis in turn */
+    int64_t outer = 1, off = 0;
+    for (int d = 0; d < l->axis; d++)
+        outer *= o->dims[d];
+    const int64_t out_block = s->out_elems / outer;
     for (int i = 0; i < l->n_inputs; i++) {
         const int src = l->inputs[i];
-        int64_t cols = src < 0 ? p->in_elems : 1;
-        for (int d = 0; src >= 0 && d < p->spec->layers[src].out_shape.rank; d++)
-            cols *= p->spec->layers[src].out_shape.dims[d];
+        const int64_t block = elems_of(shape_of(p, src)) / outer;
         const double *x = source(outs, in, src);
-        for (int64_t n = 0; n < b; n++)
-            for (int64_t c = 0; c < cols; c++)
-                y[n * s->out_elems + off + c] = x[n * cols + c];
-        off += cols;
+        for (int64_t n = 0; n < b * outer; n++)
+            for (int64_t c = 0; c < block; c++)
+                y[n * out_block + off + c] = x[n * block + c];
+        off += block;
     }
 }
 
@@ -197,6 +255,8 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
             break;
         case HETCL_INFER_ADD:
         case HETCL_INFER_CONCAT:
+        case HETCL_INFER_MUL:
+        case HETCL_INFER_SLICE:
             join(plan, s, batch, outs, in, b);
             break;
         case HETCL_INFER_FLATTEN: /* same bytes, another shape; the last layer's values */

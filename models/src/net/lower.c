@@ -95,6 +95,8 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
     case HETCL_MODEL_LAYER_ACTIVATION:
     case HETCL_MODEL_LAYER_ADD:
     case HETCL_MODEL_LAYER_CONCAT:
+    case HETCL_MODEL_LAYER_MUL:
+    case HETCL_MODEL_LAYER_SLICE:
         return HETCL_OK;
     case HETCL_MODEL_LAYER_CONV2D:
         /* The conv operators take one stride and one padding for both axes. */
@@ -240,11 +242,65 @@ static struct hetcl__slot input_of(const struct hetcl__lowering *lw, int l)
     return in;
 }
 
+/* The per-example shape of layer src's output (src -1: the network's input). */
+static const struct hetcl_model_shape *shape_of(const hetcl_model_spec *spec, int src)
+{
+    return src < 0 ? &spec->input_shape : &spec->layers[src].out_shape;
+}
+
+/* The shape of an add or mul layer's operand k (0, 1): an input's, or its constant's. */
+static const struct hetcl_model_shape *operand_shape(const hetcl_model_spec *spec, int l, int k)
+{
+    const struct hetcl_model_layer *L = &spec->layers[l];
+    return k == 1 && L->operand.rank ? &L->operand : shape_of(spec, L->inputs[k]);
+}
+
+/* Whether an add layer's two operands have its output's shape (no broadcasting). */
+static bool same_shape(const hetcl_model_spec *spec, int l)
+{
+    const int64_t n = hetcl__shape_elems(&spec->layers[l].out_shape);
+    return hetcl__shape_elems(operand_shape(spec, l, 0)) == n &&
+           hetcl__shape_elems(operand_shape(spec, l, 1)) == n;
+}
+
 #define SET_ARGS(op, member, value)                \
     do {                                           \
         (op)->args.member = (value);               \
         (op)->args_size = sizeof(op)->args.member; \
     } while (0)
+
+/* y = act(a (kind) b) of an add or mul layer's two inputs, broadcast to its output shape: each
+ * operand's strides over the output's dimensions, 0 where it has 1 (numpy's rule, aligned on
+ * the last dimension). */
+static void eltwise(struct emit *e, const struct hetcl__lowering *lw, int l,
+                    hetcl_eltwise_kind kind, hetcl_act act)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    struct hetcl_op_eltwise_args a = {.rows = lw->rows,
+                                      .rank = L->out_shape.rank,
+                                      .kind = kind,
+                                      .act = act,
+                                      .alpha = (float) L->alpha};
+    for (int d = 0; d < L->out_shape.rank; d++)
+        a.dims[d] = L->out_shape.dims[d];
+    const bool constant = L->operand.rank > 0; /* b: the weight, one for every row */
+    for (int k = 0; k < 2; k++) {
+        const struct hetcl_model_shape *s = operand_shape(lw->spec, l, k);
+        int64_t *stride = k ? a.b_stride : a.a_stride, step = 1;
+        for (int d = L->out_shape.rank - 1, j = s->rank - 1; d >= 0; d--, j--) {
+            stride[d] = j >= 0 && s->dims[j] > 1 ? step : 0;
+            step *= j >= 0 ? s->dims[j] : 1;
+        }
+        *(k ? &a.b_row : &a.a_row) = k && constant ? 0 : hetcl__shape_elems(s);
+    }
+    struct hetcl__op *op =
+            add(e, &hetcl_op_eltwise, kind == HETCL_ELTWISE_MUL ? "fwd_mul" : "fwd_add");
+    SET_ARGS(op, eltwise, a);
+    buf(e, op, hetcl__lower_input_k(lw->spec, l, 0), HETCL_R);
+    buf(e, op, constant ? slot(HETCL__SLOT_WEIGHT, l) : hetcl__lower_input_k(lw->spec, l, 1),
+        HETCL_R);
+    buf(e, op, slot(HETCL__SLOT_ACT, l), HETCL_W);
+}
 
 static struct hetcl_op_conv2d_args conv_args(const struct hetcl_model_layer *L, int64_t rows)
 {
@@ -411,27 +467,54 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
         buf(e, op, y, HETCL_W);
         return;
+    case HETCL_MODEL_LAYER_MUL:
+        eltwise(e, lw, l, HETCL_ELTWISE_MUL, act);
+        return;
+    case HETCL_MODEL_LAYER_SLICE:
+        /* the columns [offset, offset + out) of each row of its input */
+        op = add(e, &hetcl_op_concat, "fwd_slice");
+        SET_ARGS(op, concat,
+                 ((struct hetcl_op_concat_args){.rows = rows,
+                                                .cols = out,
+                                                .out_cols = out,
+                                                .in_cols = hetcl__shape_elems(&L->in_shape),
+                                                .in_offset = L->offset}));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, y, HETCL_W);
+        return;
     case HETCL_MODEL_LAYER_ADD:
-        /* y = act(a + b): bias_act over one row of every element, b as its "bias" */
+        if (!same_shape(lw->spec, l)) {
+            eltwise(e, lw, l, HETCL_ELTWISE_ADD, act);
+            return;
+        }
+        /* y = act(a + b): bias_act over one row of every element, b as its "bias"; a constant
+         * b of one example's shape is a bias of every row */
         op = add(e, &hetcl_op_bias_act_fwd, "fwd_add");
         SET_ARGS(op, bias_act,
-                 ((struct hetcl_op_bias_act_args){
-                         .rows = 1, .cols = rows * out, .act = act, .alpha = (float) L->alpha}));
+                 ((struct hetcl_op_bias_act_args){.rows = L->operand.rank ? rows : 1,
+                                                  .cols = L->operand.rank ? out : rows * out,
+                                                  .act = act,
+                                                  .alpha = (float) L->alpha}));
         buf(e, op, in, HETCL_R);
-        buf(e, op, hetcl__lower_input_k(lw->spec, l, 1), HETCL_R);
+        buf(e, op,
+            L->operand.rank ? slot(HETCL__SLOT_WEIGHT, l) : hetcl__lower_input_k(lw->spec, l, 1),
+            HETCL_R);
         buf(e, op, y, HETCL_W);
         return;
     case HETCL_MODEL_LAYER_CONCAT: {
-        /* each input into its columns of every row (example) of y */
-        int64_t offset = 0;
+        /* each input into its columns of every row of y, a row being the dimensions from the
+         * axis on (the ones before it multiply the rows) */
+        int64_t offset = 0, outer = 1;
+        for (int d = 0; d < L->axis; d++)
+            outer *= L->out_shape.dims[d];
         for (int k = 0; k < L->n_inputs; k++) {
-            const int src = L->inputs[k];
-            const int64_t cols = hetcl__shape_elems(src < 0 ? &lw->spec->input_shape
-                                                            : &lw->spec->layers[src].out_shape);
+            const int64_t cols = hetcl__shape_elems(shape_of(lw->spec, L->inputs[k])) / outer;
             op = add(e, &hetcl_op_concat, "fwd_concat");
             SET_ARGS(op, concat,
-                     ((struct hetcl_op_concat_args){
-                             .rows = rows, .cols = cols, .out_cols = out, .offset = offset}));
+                     ((struct hetcl_op_concat_args){.rows = rows * outer,
+                                                    .cols = cols,
+                                                    .out_cols = out / outer,
+                                                    .offset = offset}));
             buf(e, op, hetcl__lower_input_k(lw->spec, l, k), HETCL_R);
             buf(e, op, y, k == 0 ? HETCL_W : HETCL_RW);
             offset += cols;
@@ -553,6 +636,8 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
     case HETCL_MODEL_LAYER_ACTIVATION:
     case HETCL_MODEL_LAYER_ADD:
     case HETCL_MODEL_LAYER_CONCAT:
+    case HETCL_MODEL_LAYER_MUL:
+    case HETCL_MODEL_LAYER_SLICE:
         return; /* inference only: hetcl_net_create refuses to train them */
     }
 }

@@ -115,6 +115,7 @@ union hetcl__op_args {
     struct hetcl_op_axpy_args axpy; /* n: the f16 lowering's input conversion */
     struct hetcl_op_kernel_args kernel;
     struct hetcl_op_concat_args concat;
+    struct hetcl_op_eltwise_args eltwise;
 };
 
 #define HETCL__OP_MAX_BUFFERS 6 /* conv2d_bwd's */

@@ -66,9 +66,18 @@ static bool add_layer_json(cJSON *arr, const struct layer *l, int index)
         break;
     case HETCL_MODEL_LAYER_ACTIVATION:
     case HETCL_MODEL_LAYER_ADD:
+    case HETCL_MODEL_LAYER_MUL:
         ok = ok && cJSON_AddStringToObject(o, "activation", l->act);
+        if (l->operand_rank)
+            ok = ok && cJSON_AddItemToObject(o, "operand", ints_json(l->operand, l->operand_rank));
         break;
     case HETCL_MODEL_LAYER_CONCAT:
+        if (l->axis)
+            ok = ok && cJSON_AddNumberToObject(o, "axis", (double) l->axis);
+        break;
+    case HETCL_MODEL_LAYER_SLICE:
+        ok = ok && cJSON_AddNumberToObject(o, "offset", (double) l->offset) &&
+             cJSON_AddItemToObject(o, "shape", ints_json(l->shape, l->shape_rank));
         break;
     }
     ok = ok && add_inputs_json(o, l, index);

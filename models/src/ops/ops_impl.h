@@ -47,7 +47,8 @@
     X(maxpool_fwd_f16)          \
     X(avgpool_fwd_f16)          \
     X(kernel_matrix)            \
-    X(concat)
+    X(concat)                   \
+    X(eltwise)
 
 #define X(name)                                                               \
     hetcl_status hetcl__op_##name##_host(const struct hetcl_host_call *call); \
@@ -80,5 +81,10 @@ static inline bool hetcl__pool_padded(const struct hetcl_op_pool2d_args *a)
  * (ops/host/kernel_matrix.c, ops/cl/kernel_matrix.c): HETCL_ERR_INVALID_ARG naming op. */
 hetcl_status hetcl__op_kernel_args_check(hetcl_context *ctx, const struct hetcl_op_kernel_args *a,
                                          const char *op);
+
+/* eltwise's arguments, checked alike on the host and OpenCL (ops/host/eltwise.c): *n is the
+ * output's elements per row (at most INT32_MAX); HETCL_ERR_INVALID_ARG naming op. */
+hetcl_status hetcl__eltwise_check(hetcl_context *ctx, const char *op,
+                                  const struct hetcl_op_eltwise_args *a, int64_t *n);
 
 #endif /* HETCL_OPS_IMPL_H */

@@ -28,7 +28,7 @@
 
 static const char *const layer_type_names[] = {"dense",   "conv2d", "maxpool2d", "avgpool2d",
                                                "flatten", "kernel", "slide",     "activation",
-                                               "add",     "concat"};
+                                               "add",     "concat", "mul",       "slice"};
 static const char *const kernel_names[] = {"gaussian", "laplacian"};
 static const char *const activation_names[] = {"none", "relu",  "sigmoid",
                                                "tanh", "relu6", "leaky_relu"};
@@ -167,8 +167,7 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
 }
 
 static const char *const activation_fields[] = {"type", "activation", "alpha"};
-static const char *const add_fields[] = {"type", "activation", "alpha"};
-static const char *const concat_fields[] = {"type"};
+static const char *const add_fields[] = {"type", "activation", "alpha", "operand", "init"};
 
 /* "alpha": leaky_relu's slope, a finite number (default 0.01, PyTorch's and ONNX's); given
  * with another activation it is an error rather than silently unused. */
@@ -259,15 +258,21 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
             return s;
         break;
     case HETCL_MODEL_LAYER_CONCAT:
-        return hetcl__spec_check_fields(p, x, prefix, concat_fields, N_OF(concat_fields));
+    case HETCL_MODEL_LAYER_SLICE:
+        return hetcl__spec_parse_join(p, x, prefix, l);
     case HETCL_MODEL_LAYER_ADD:
+    case HETCL_MODEL_LAYER_MUL:
         if ((s = hetcl__spec_check_fields(p, x, prefix, add_fields, N_OF(add_fields))) !=
                     HETCL_OK ||
             (s = hetcl__spec_get_enum(p, x, prefix, "activation", "activation", activation_names,
                                       N_OF(activation_names), false, HETCL_MODEL_ACT_NONE, &act)) !=
-                    HETCL_OK)
+                    HETCL_OK ||
+            (s = hetcl__spec_parse_operand(p, x, prefix, l)) != HETCL_OK ||
+            (s = hetcl__spec_get_enum(p, x, prefix, "init", "init", init_names, N_OF(init_names),
+                                      false, default_init, &init)) != HETCL_OK)
             return s;
         l->activation = (enum hetcl_model_activation) act;
+        l->init = resolve_init(init, HETCL_MODEL_ACT_NONE);
         return get_alpha(p, x, prefix, l);
     case HETCL_MODEL_LAYER_ACTIVATION:
         if ((s = hetcl__spec_check_fields(p, x, prefix, activation_fields,
@@ -452,7 +457,17 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
         g->out = *cur;
         break;
     case HETCL_MODEL_LAYER_ADD: /* resolve_layer joins their inputs' shapes */
+    case HETCL_MODEL_LAYER_MUL:
+        if (l->operand.rank) { /* the constant operand: a weight tensor of its shape */
+            g->wrank = l->operand.rank;
+            g->n_weight = shape_elements(&l->operand);
+            for (int d = 0; d < l->operand.rank; d++)
+                g->wdims[d] = l->operand.dims[d];
+            g->fan_in = g->fan_out = 1;
+        }
+        break;
     case HETCL_MODEL_LAYER_CONCAT:
+    case HETCL_MODEL_LAYER_SLICE:
         break;
     }
     return HETCL_OK;
@@ -477,7 +492,8 @@ static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_mo
     struct layer_geom g = {0};
     bool ok = true;
     hetcl_status s = layer_geom(p, where, shape, l, cur, &g, &ok);
-    if (s == HETCL_OK && (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_CONCAT))
+    if (s == HETCL_OK && (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_CONCAT ||
+                          l->type == HETCL_MODEL_LAYER_MUL || l->type == HETCL_MODEL_LAYER_SLICE))
         s = hetcl__spec_join_shape(p->ctx, p->source, layers, i, input, &g.out);
     if (s != HETCL_OK)
         return s;
@@ -660,10 +676,12 @@ static hetcl_status parse_input(const struct parser *p, const cJSON *root,
         return hetcl__spec_bad(p, "input.shape",
                                "missing (expected [features] or [channels, height, width])");
     int n = cJSON_IsArray(sh) ? cJSON_GetArraySize(sh) : -1;
-    if (n != 1 && n != 3) {
+    if (n < 1 || n > 3) {
         hetcl__spec_describe(sh, got, sizeof got);
         return hetcl__spec_bad(p, "input.shape",
-                               "expected [features] or [channels, height, width], got %s", got);
+                               "expected [features], [height, width] or [channels, height, "
+                               "width], got %s",
+                               got);
     }
     shape->rank = n;
     int64_t elements = 1;

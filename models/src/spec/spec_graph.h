@@ -16,12 +16,24 @@
 hetcl_status hetcl__spec_parse_inputs(hetcl_context *ctx, const char *source, const cJSON *x,
                                       int index, struct hetcl_model_layer *l);
 
+struct parser;
+/* A concat layer's "axis", a slice layer's "offset" and "shape" (into l->out_shape), from its
+ * object x; unknown fields are errors. */
+hetcl_status hetcl__spec_parse_join(const struct parser *p, const cJSON *x, const char *prefix,
+                                    struct hetcl_model_layer *l);
+
+/* An add or mul layer's "operand" (the shape of its constant second operand) into l->operand;
+ * absent: rank 0. */
+hetcl_status hetcl__spec_parse_operand(const struct parser *p, const cJSON *x, const char *prefix,
+                                       struct hetcl_model_layer *l);
+
 /* The shape layer `index` reads first: the output of its inputs[0], or input. */
 const struct hetcl_model_shape *hetcl__spec_input_shape(const struct hetcl_model_layer *layers,
                                                         int index,
                                                         const struct hetcl_model_shape *input);
 
-/* The output shape of add or concat layer `index` from its inputs' (resolved) shapes, or
+/* The output shape of add, mul, concat or slice layer `index` from its inputs' (resolved)
+ * shapes (add, mul: numpy's broadcast; concat: the sum along its axis; slice: its "shape"), or
  * HETCL_ERR_FORMAT naming the layer and the shapes that do not agree. */
 hetcl_status hetcl__spec_join_shape(hetcl_context *ctx, const char *source,
                                     const struct hetcl_model_layer *layers, int index,
