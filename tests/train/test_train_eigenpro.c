@@ -132,6 +132,36 @@ static void check_saturation(const cJSON *d)
     }
 }
 
+/* Every device of the run (the host workers): its own saturation and capacity, the sum of the
+ * capacities the setup's m_G, its rows (the report's devices[].examples too) adding up to the
+ * epochs' examples and its share to 1, the shared setup fields equal. */
+static void check_devices(const cJSON *doc, double examples)
+{
+    const cJSON *e = cJSON_GetObjectItem(doc, "eigenpro");
+    const cJSON *devs = cJSON_GetObjectItem(e, "devices");
+    const cJSON *d0 = cJSON_GetArrayItem(devs, 0);
+    const int nd = cJSON_GetArraySize(devs);
+    CHECK(nd >= 1 && nd == cJSON_GetArraySize(cJSON_GetObjectItem(doc, "devices")));
+    double m_g = 0, rows = 0, share = 0, ex = 0;
+    for (int i = 0; i < nd; i++) {
+        const cJSON *d = cJSON_GetArrayItem(devs, i);
+        const cJSON *dev = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "devices"), i);
+        check_saturation(d);
+        m_g += num(d, "m_g");
+        rows += num(d, "rows");
+        share += num(d, "share");
+        ex += num(dev, "examples");
+        CHECK(!strcmp(str(d, "device"), str(dev, "name")));
+        CHECK(num(d, "rows") == num(dev, "examples") && num(d, "rows") > 0);
+        CHECK(num(d, "m_max") >= num(d, "rows_per_step") && num(d, "q") == num(d0, "q") &&
+              num(d, "m") == num(d0, "m") && num(d, "eta") == num(d0, "eta"));
+        printf("device %s: m_g %g, share %.3f, %.1f rows per step of %g\n", str(d, "device"),
+               num(d, "m_g"), num(d, "share"), num(d, "rows_per_step"), num(d, "m"));
+    }
+    CHECK(num(e, "m_g") == fmin(m_g, num(d0, "m_g_memory")));
+    CHECK(rows == examples && ex == examples && fabs(share - 1.0) < 1e-9);
+}
+
 static void schema_check(const char *report)
 {
     const char *checker = getenv("HETCL_SCHEMA_CHECK");
@@ -207,12 +237,10 @@ static void check_spirals(void)
     CHECK(fabs(num(d, "critical_batch") * num(d, "lambda_1") - num(d, "beta")) < 1e-9);
     CHECK(fabs(num(d, "critical_batch_new") * num(d, "lambda_1_new") - num(d, "beta")) < 1e-9);
     CHECK(num(d, "critical_batch_new") >= 10 * num(d, "critical_batch"));
-    CHECK(num(d, "m") <= num(d, "m_g") && num(d, "m") <= num(d, "critical_batch_new") + 1);
+    CHECK(num(d, "m") <= num(e, "m_g") && num(d, "m") <= num(d, "critical_batch_new") + 1);
     CHECK(num(d, "eta") > 0);
-    check_saturation(d);
+    check_devices(ep, 3 * 1200);
     CHECK(num(cJSON_GetObjectItem(cf, "optimizer"), "learning_rate") == num(d, "eta"));
-    const cJSON *dev = cJSON_GetArrayItem(cJSON_GetObjectItem(ep, "devices"), 0);
-    CHECK(num(dev, "examples") == 3 * 1200);
     /* plain SGD: no preconditioner, its own critical batch, and a higher training loss after
      * the same epochs */
     const cJSON *ds = cJSON_GetArrayItem(
