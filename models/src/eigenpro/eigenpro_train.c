@@ -119,8 +119,10 @@ static hetcl_status forward_all(struct ep *e, const float *x, const int64_t *idx
         struct ep_dev *v = &e->dev[i];
         struct hetcl_worker_info wi;
         hetcl_status s = hetcl_runtime_worker_info(e->rt, (size_t) v->worker, &wi);
+        if (s != HETCL_OK)
+            return s;
         v->busy0 = wi.busy_ns;
-        if (v->rows == 0 || s != HETCL_OK)
+        if (v->rows == 0)
             continue;
         if ((s = hetcl_handle_sync_host(e->rt, v->xb, HETCL_W)) != HETCL_OK)
             return s;
