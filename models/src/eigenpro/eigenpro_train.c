@@ -1,8 +1,10 @@
 /* EigenPro's epochs (<hetcl/eigenpro.h>) over the task-graph runtime. The kernel blocks and the
  * products with them are the kernel layer's operators from the one lowering (net/lower.c):
- * forward K(batch, centers) and K alpha, backward K^T residual; they run as tasks pinned to one
- * worker (host or OpenCL). The SGD step and the preconditioner's correction, O(m l + s q l),
- * run on the host between them. */
+ * forward K(batch, centers) and K alpha, backward K^T residual; they run as tasks pinned to a
+ * worker (host or OpenCL). With several workers each step's batch is cut into one block of
+ * rows per worker by measured speed; the blocks run at once, each with its own buffers, over
+ * the shared centers and alpha, and the host sums their K^T residual. The SGD step and the
+ * preconditioner's correction, O(m l + s q l), run on the host between them. */
 #include "eigenpro/eigenpro_impl.h"
 #include "net/lower.h"
 
