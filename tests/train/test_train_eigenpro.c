@@ -151,7 +151,7 @@ static void check_devices(const cJSON *doc, double examples)
         rows += num(d, "rows");
         share += num(d, "share");
         ex += num(dev, "examples");
-        CHECK(!strcmp(str(d, "device"), str(dev, "name")));
+        CHECK(!strcmp(str(d, "device"), str(dev, "id")));
         CHECK(num(d, "rows") == num(dev, "examples") && num(d, "rows") > 0);
         CHECK(num(d, "m_max") >= num(d, "rows_per_step") && num(d, "q") == num(d0, "q") &&
               num(d, "m") == num(d0, "m") && num(d, "eta") == num(d0, "eta"));
@@ -288,6 +288,42 @@ static void check_opencl(void)
     cJSON_Delete(doc);
 }
 
+/* A host worker beside the first OpenCL device (PoCL here, on the same cores but an order of
+ * magnitude slower per row on this problem): both compute blocks of every step, and the one
+ * measured faster per row gets the larger share. Skipped without one. */
+static void check_mixed(void)
+{
+    char args[1024], err[4096], report[512];
+    snprintf(report, sizeof report, "%s/mixed.json", tmpdir);
+    snprintf(args, sizeof args,
+             "--model spirals.json --data spirals.csv --label-column label --test-split 0.2 "
+             "--devices host,p0d0 --host-workers 1 --epochs 3 --report %s --quiet",
+             report);
+    const int st = run(args, err, sizeof err);
+    if (st == 2 && strstr(err, "--devices")) {
+        printf("mixed: no device p0d0, skipped (%s)\n", err);
+        return;
+    }
+    CHECK_EQ_INT(st, 0);
+    schema_check(report);
+    cJSON *doc = hetcl_test_load_json(report);
+    CHECK(doc != NULL);
+    if (!doc)
+        return;
+    const cJSON *devs = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "eigenpro"), "devices");
+    CHECK_EQ_INT(cJSON_GetArraySize(devs), 2);
+    check_devices(doc, 3 * 1200);
+    const cJSON *a = cJSON_GetArrayItem(devs, 0), *b = cJSON_GetArrayItem(devs, 1);
+    if (a && b) {
+        printf("mixed: %s %.3f of the rows at %.3g s per row, %s %.3f at %.3g\n", str(a, "device"),
+               num(a, "share"), num(a, "s_per_row"), str(b, "device"), num(b, "share"),
+               num(b, "s_per_row"));
+        CHECK((num(a, "s_per_row") < num(b, "s_per_row")) == (num(a, "share") > num(b, "share")));
+    }
+    CHECK(num(cJSON_GetObjectItem(doc, "final"), "test_acc") >= 0.95);
+    cJSON_Delete(doc);
+}
+
 /* sklearn's digits (1,797 8x8 images), 80/20: the 98% after 2 epochs. */
 static void check_digits(void)
 {
@@ -364,6 +400,7 @@ int main(void)
     check_spirals();
     check_bad_input();
     check_opencl();
+    check_mixed();
     check_digits();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
