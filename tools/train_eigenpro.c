@@ -1,5 +1,6 @@
 /* hetcl train with a kernel machine spec (one "kernel" layer): EigenPro 2.0
- * (<hetcl/eigenpro.h>) on the first selected worker, instead of the SGD trainers. Prints the
+ * (<hetcl/eigenpro.h>) on the selected workers (each step's kernel blocks shared among them by
+ * measured speed), instead of the SGD trainers. Prints the
  * setup's parameters and each epoch; writes --report and --trace as SGD runs do. */
 #include "cli.h"
 #include "train_cli.h"
@@ -61,18 +62,27 @@ int train_eigenpro(struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt)
         return s == HETCL_ERR_INVALID_ARG ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
     }
     const struct hetcl_eigenpro_setup *p = &r->setup;
-    printf("eigenpro on %s: n %lld, d %lld, s %lld, m_G %lld (budget %.2f GiB), q %d, beta %.4g, "
-           "lambda_1 %.4g -> %.4g, critical batch %.3g -> %.4g, m %lld, eta %.4g%s\n",
-           r->worker, (long long) p->n, (long long) p->d, (long long) p->s, (long long) p->m_g,
-           p->mem_bytes / 1073741824.0, p->q, p->beta, p->lambda1, p->lambda1_new, p->m_star,
-           p->m_star_new, (long long) p->m, p->eta, c->no_precond ? " (no preconditioner)" : "");
-    if (r->n_curve > 0) { /* the measured saturation */
-        printf("saturation over %lld centers (m: us per sample):", (long long) r->curve_centers);
-        for (int i = 0; i < r->n_curve; i++)
-            printf(" %lld: %.2f", (long long) r->curve_m[i], 1e6 * r->curve_s_per_sample[i]);
-        if (r->m_sat > 0)
-            printf("; m_G capped at %lld (memory: %lld)\n", (long long) r->m_sat,
-                   (long long) p->m_g_memory);
+    printf("eigenpro on %s%s: n %lld, d %lld, s %lld, m_G %lld (budget %.2f GiB), q %d, beta "
+           "%.4g, lambda_1 %.4g -> %.4g, critical batch %.3g -> %.4g, m %lld, eta %.4g%s\n",
+           r->devices[0].name, r->n_devices > 1 ? " and others" : "", (long long) p->n,
+           (long long) p->d, (long long) p->s, (long long) p->m_g, p->mem_bytes / 1073741824.0,
+           p->q, p->beta, p->lambda1, p->lambda1_new, p->m_star, p->m_star_new, (long long) p->m,
+           p->eta, c->no_precond ? " (no preconditioner)" : "");
+    for (int k = 0; k < r->n_devices; k++) {
+        const struct hetcl_eigenpro_device *d = &r->devices[k];
+        if (r->n_devices > 1)
+            printf("%s: m_G %lld, %.1f%% of the rows (%.1f of a step's %lld), %.2f us per row\n",
+                   d->name, (long long) d->m_g, 100.0 * d->share, d->rows_per_step,
+                   (long long) p->m, 1e6 * d->s_per_row);
+        if (d->n_curve == 0)
+            continue;
+        printf("%s saturation over %lld centers (m: us per sample):", d->name,
+               (long long) d->curve_centers);
+        for (int i = 0; i < d->n_curve; i++)
+            printf(" %lld: %.2f", (long long) d->curve_m[i], 1e6 * d->curve_s_per_sample[i]);
+        if (d->m_sat > 0)
+            printf("; m_G capped at %lld (memory: %lld)\n", (long long) d->m_sat,
+                   (long long) d->m_g_memory);
         else
             printf("; still falling: m_G from memory alone\n");
     }

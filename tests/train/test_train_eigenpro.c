@@ -132,6 +132,36 @@ static void check_saturation(const cJSON *d)
     }
 }
 
+/* Every device of the run (the host workers): its own saturation and capacity, the sum of the
+ * capacities the setup's m_G, its rows (the report's devices[].examples too) adding up to the
+ * epochs' examples and its share to 1, the shared setup fields equal. */
+static void check_devices(const cJSON *doc, double examples)
+{
+    const cJSON *e = cJSON_GetObjectItem(doc, "eigenpro");
+    const cJSON *devs = cJSON_GetObjectItem(e, "devices");
+    const cJSON *d0 = cJSON_GetArrayItem(devs, 0);
+    const int nd = cJSON_GetArraySize(devs);
+    CHECK(nd >= 1 && nd == cJSON_GetArraySize(cJSON_GetObjectItem(doc, "devices")));
+    double m_g = 0, rows = 0, share = 0, ex = 0;
+    for (int i = 0; i < nd; i++) {
+        const cJSON *d = cJSON_GetArrayItem(devs, i);
+        const cJSON *dev = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "devices"), i);
+        check_saturation(d);
+        m_g += num(d, "m_g");
+        rows += num(d, "rows");
+        share += num(d, "share");
+        ex += num(dev, "examples");
+        CHECK(!strcmp(str(d, "device"), str(dev, "id")));
+        CHECK(num(d, "rows") == num(dev, "examples") && num(d, "rows") > 0);
+        CHECK(num(d, "m_max") >= num(d, "rows_per_step") && num(d, "q") == num(d0, "q") &&
+              num(d, "m") == num(d0, "m") && num(d, "eta") == num(d0, "eta"));
+        printf("device %s: m_g %g, share %.3f, %.1f rows per step of %g\n", str(d, "device"),
+               num(d, "m_g"), num(d, "share"), num(d, "rows_per_step"), num(d, "m"));
+    }
+    CHECK(num(e, "m_g") == fmin(m_g, num(d0, "m_g_memory")));
+    CHECK(rows == examples && ex == examples && fabs(share - 1.0) < 1e-9);
+}
+
 static void schema_check(const char *report)
 {
     const char *checker = getenv("HETCL_SCHEMA_CHECK");
@@ -207,12 +237,10 @@ static void check_spirals(void)
     CHECK(fabs(num(d, "critical_batch") * num(d, "lambda_1") - num(d, "beta")) < 1e-9);
     CHECK(fabs(num(d, "critical_batch_new") * num(d, "lambda_1_new") - num(d, "beta")) < 1e-9);
     CHECK(num(d, "critical_batch_new") >= 10 * num(d, "critical_batch"));
-    CHECK(num(d, "m") <= num(d, "m_g") && num(d, "m") <= num(d, "critical_batch_new") + 1);
+    CHECK(num(d, "m") <= num(e, "m_g") && num(d, "m") <= num(d, "critical_batch_new") + 1);
     CHECK(num(d, "eta") > 0);
-    check_saturation(d);
+    check_devices(ep, 3 * 1200);
     CHECK(num(cJSON_GetObjectItem(cf, "optimizer"), "learning_rate") == num(d, "eta"));
-    const cJSON *dev = cJSON_GetArrayItem(cJSON_GetObjectItem(ep, "devices"), 0);
-    CHECK(num(dev, "examples") == 3 * 1200);
     /* plain SGD: no preconditioner, its own critical batch, and a higher training loss after
      * the same epochs */
     const cJSON *ds = cJSON_GetArrayItem(
@@ -257,6 +285,42 @@ static void check_opencl(void)
     CHECK(num(cJSON_GetObjectItem(doc, "final"), "test_acc") >= 0.95);
     CHECK(num(cJSON_GetObjectItem(doc, "final"), "train_loss") < 0.02);
     CHECK(num(dev, "busy_s") > 0);
+    cJSON_Delete(doc);
+}
+
+/* A host worker beside the first OpenCL device (PoCL here, on the same cores but an order of
+ * magnitude slower per row on this problem): both compute blocks of every step, and the one
+ * measured faster per row gets the larger share. Skipped without one. */
+static void check_mixed(void)
+{
+    char args[1024], err[4096], report[512];
+    snprintf(report, sizeof report, "%s/mixed.json", tmpdir);
+    snprintf(args, sizeof args,
+             "--model spirals.json --data spirals.csv --label-column label --test-split 0.2 "
+             "--devices host,p0d0 --host-workers 1 --epochs 3 --report %s --quiet",
+             report);
+    const int st = run(args, err, sizeof err);
+    if (st == 2 && strstr(err, "--devices")) {
+        printf("mixed: no device p0d0, skipped (%s)\n", err);
+        return;
+    }
+    CHECK_EQ_INT(st, 0);
+    schema_check(report);
+    cJSON *doc = hetcl_test_load_json(report);
+    CHECK(doc != NULL);
+    if (!doc)
+        return;
+    const cJSON *devs = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "eigenpro"), "devices");
+    CHECK_EQ_INT(cJSON_GetArraySize(devs), 2);
+    check_devices(doc, 3 * 1200);
+    const cJSON *a = cJSON_GetArrayItem(devs, 0), *b = cJSON_GetArrayItem(devs, 1);
+    if (a && b) {
+        printf("mixed: %s %.3f of the rows at %.3g s per row, %s %.3f at %.3g\n", str(a, "device"),
+               num(a, "share"), num(a, "s_per_row"), str(b, "device"), num(b, "share"),
+               num(b, "s_per_row"));
+        CHECK((num(a, "s_per_row") < num(b, "s_per_row")) == (num(a, "share") > num(b, "share")));
+    }
+    CHECK(num(cJSON_GetObjectItem(doc, "final"), "test_acc") >= 0.95);
     cJSON_Delete(doc);
 }
 
@@ -336,6 +400,7 @@ int main(void)
     check_spirals();
     check_bad_input();
     check_opencl();
+    check_mixed();
     check_digits();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);

@@ -58,11 +58,14 @@ struct hetcl_eigenpro_options {
     /* The memory budget for m_G in bytes; 0: the worker's (OpenCL: CL_DEVICE_GLOBAL_MEM_SIZE,
      * host: physical RAM). */
     double mem_bytes;
-    int worker; /* the runtime worker that computes the kernel blocks; -1: the first one */
+    /* The runtime worker that computes the kernel blocks; -1: every worker that is not
+     * excluded (at most HETCL_EIGENPRO_MAX_DEVICES), each step's blocks shared among them. */
+    int worker;
     /* A cap on m_G beside the memory's: hetcl_eigenpro_train sets it from the measured
-     * saturation of the worker (the smallest batch whose time per sample of the kernel block is
-     * within 5% of the best measured); 0: none (hetcl_eigenpro_setup), or measure
-     * (hetcl_eigenpro_train); -1: never measure. */
+     * saturation of each worker (the smallest batch whose time per sample of the kernel block
+     * is within 5% of the best measured), the sum of the devices' capped capacities when there
+     * are several; 0: none (hetcl_eigenpro_setup), or measure (hetcl_eigenpro_train); -1: never
+     * measure. */
     int64_t m_g_cap;
     /* Plain mini-batch SGD on the same machine (the baseline EigenPro is compared with): no
      * preconditioner (q = 1), the critical batch and the step from lambda_1 itself. */
@@ -130,34 +133,61 @@ struct hetcl_eigenpro_epoch {
     double wall_s;   /* since training began (evaluations included) */
 };
 
+/* The most devices (runtime workers) one run shares its kernel blocks among. */
+#define HETCL_EIGENPRO_MAX_DEVICES 8
+
+/* One device of the run: its capacity, its measured saturation, and its part of the steps. */
+struct hetcl_eigenpro_device {
+    char name[64];                     /* the runtime worker: "host0", "p0d0" */
+    int worker;                        /* its index */
+    double mem_bytes, max_alloc_bytes; /* its budget (max_alloc 0: no such limit) */
+    int64_t m_g_memory;                /* the capacity its memory allows */
+    int64_t m_g;                       /* its capacity: m_g_memory capped by m_sat */
+    /* The measured saturation: seconds per sample of the kernel layer's forward K(batch,
+     * centers) alpha over curve_centers centers for batches curve_m[i], in order; m_sat the
+     * cap it gave m_G (0: none, the time per sample still falling where the measurement's
+     * time ran out, or no measurement). */
+    int n_curve;
+    int64_t curve_m[24];
+    double curve_s_per_sample[24];
+    int64_t curve_centers;
+    int64_t m_sat;
+    /* Its part of the steps: each step's batch is cut into one block of rows per device, in
+     * proportion to its measured speed (rows per second of its forward and backward tasks,
+     * first from the saturation curve's best, then from each step's task time, smoothed);
+     * m_max the most rows of a step it takes (its buffers, within max_alloc). */
+    int64_t m_max;
+    int64_t rows;         /* training rows it computed over the epochs */
+    uint64_t steps;       /* steps it took part in */
+    double share;         /* rows / all rows */
+    double rows_per_step; /* rows / steps: its mean block of a step's batch */
+    double s_per_row;     /* its last measured seconds per row (smoothed); 0: never measured */
+    uint64_t busy_ns;     /* its task time over the epochs (the runtime's counter) */
+    uint64_t bytes_in;    /* bytes moved into its memory over the epochs */
+};
+
 struct hetcl_eigenpro_result {
-    struct hetcl_eigenpro_setup setup;
-    char worker[64]; /* the worker that computed the kernel blocks */
+    struct hetcl_eigenpro_setup setup; /* one model and one step: m, q, eta shared by all */
+    int n_devices;
+    struct hetcl_eigenpro_device devices[HETCL_EIGENPRO_MAX_DEVICES];
     int n_epochs;
     struct hetcl_eigenpro_epoch *epochs;
     double setup_seconds;      /* the whole setup */
     double train_seconds;      /* every epoch, evaluations included */
     double samples_per_second; /* training examples per second of steps (evaluations excluded) */
     int64_t steps;             /* batches applied */
-    uint64_t busy_ns;          /* the worker's task time over the epochs (the runtime's counter) */
-    uint64_t bytes_in;         /* bytes moved into the worker's memory over the epochs */
-    /* The measured saturation (hetcl_eigenpro_train): seconds per sample of the kernel layer's
-     * forward K(batch, centers) alpha over curve_centers centers for batches curve_m[i], in
-     * order; m_sat the cap it gave m_G (0: none, the time per sample still falling where the
-     * measurement's time ran out, or no measurement). */
-    int n_curve;
-    int64_t curve_m[24];
-    double curve_s_per_sample[24];
-    int64_t curve_centers;
-    int64_t m_sat;
     /* The trained machine: alpha [n][l]; centers are the training set's x. */
     float *alpha;
 };
 
 /* Trains a kernel machine on train (dense, one-hot targets from its labels) with the spec's
  * kernel layer (the kernel and bandwidth of opts when they are set: kernel field and
- * bandwidth > 0 override) on the runtime's worker opts->worker, and evaluates on test
- * (optional) after each epoch by the spec's lowering (K(test, centers) alpha). Errors:
+ * bandwidth > 0 override) on the runtime's worker opts->worker or on all of them, and
+ * evaluates on test (optional) after each epoch by the spec's lowering (K(test, centers)
+ * alpha). With several devices, each step's batch (and each evaluated block) is cut into rows
+ * per device, run concurrently, and their K(X_S, batch)^T g summed on the host: the same
+ * step as on one device up to the order of float sums (the cut follows measured speed, so
+ * that order, not the mathematics, varies from run to run). Errors:
  * HETCL_ERR_INVALID_ARG (a spec that is not a kernel machine, sparse data, shapes, a given
  * step eta under which the training loss diverged: no longer finite after an epoch),
  * HETCL_ERR_INTERNAL (the loss diverged under the computed step),

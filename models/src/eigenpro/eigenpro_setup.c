@@ -277,3 +277,66 @@ void hetcl__eigenpro_correction(const hetcl_eigenpro_precond *pc, int64_t l, con
             correction[i * l + c] = acc;
         }
 }
+
+bool hetcl__eigenpro_split(int n, const double *speed, const int64_t *cap, int64_t mb,
+                           int64_t *rows)
+{
+    int64_t room = 0;
+    for (int i = 0; i < n; i++) {
+        rows[i] = 0;
+        room += cap[i];
+    }
+    if (room < mb) {
+        for (int i = 0; i < n; i++)
+            rows[i] = cap[i];
+        return false;
+    }
+    /* water-filling: a device whose proportional part passes its cap takes its cap, and the
+     * rest is cut again among the others */
+    bool full[HETCL_EIGENPRO_MAX_DEVICES] = {false};
+    double part[HETCL_EIGENPRO_MAX_DEVICES] = {0};
+    for (bool again = true; again;) {
+        again = false;
+        int64_t left = mb;
+        double total = 0.0;
+        for (int i = 0; i < n; i++) {
+            if (full[i])
+                left -= cap[i];
+            else
+                total += speed[i];
+        }
+        for (int i = 0; i < n && !again; i++) {
+            if (full[i])
+                continue;
+            part[i] = total > 0 ? (double) left * speed[i] / total : 0.0;
+            if (part[i] > (double) cap[i])
+                again = full[i] = true;
+        }
+    }
+    int64_t given = 0;
+    for (int i = 0; i < n; i++) {
+        rows[i] = full[i] ? cap[i] : (int64_t) floor(part[i]);
+        given += rows[i];
+    }
+    for (; given < mb; given++) { /* the largest remainders, where there is room */
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (rows[i] < cap[i] &&
+                (best < 0 || part[i] - (double) rows[i] > part[best] - (double) rows[best]))
+                best = i;
+        rows[best]++;
+        part[best] = (double) rows[best]; /* its remainder is spent */
+    }
+    for (int i = 0; i < n && mb >= n; i++) {
+        if (rows[i] > 0 || cap[i] < 1)
+            continue;
+        int most = 0; /* one row from the device with the most */
+        for (int k = 1; k < n; k++)
+            most = rows[k] > rows[most] ? k : most;
+        if (rows[most] > 1) {
+            rows[most]--;
+            rows[i]++;
+        }
+    }
+    return true;
+}

@@ -1,8 +1,10 @@
 /* EigenPro's epochs (<hetcl/eigenpro.h>) over the task-graph runtime. The kernel blocks and the
  * products with them are the kernel layer's operators from the one lowering (net/lower.c):
- * forward K(batch, centers) and K alpha, backward K^T residual; they run as tasks pinned to one
- * worker (host or OpenCL). The SGD step and the preconditioner's correction, O(m l + s q l),
- * run on the host between them. */
+ * forward K(batch, centers) and K alpha, backward K^T residual; they run as tasks pinned to a
+ * worker (host or OpenCL). With several workers each step's batch is cut into one block of
+ * rows per worker by measured speed; the blocks run at once, each with its own buffers, over
+ * the shared centers and alpha, and the host sums their K^T residual. The SGD step and the
+ * preconditioner's correction, O(m l + s q l), run on the host between them. */
 #include "eigenpro/eigenpro_impl.h"
 #include "net/lower.h"
 
@@ -22,46 +24,65 @@ static double now_s(void)
     return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
 }
 
-/* The handles the kernel layer's slots bind to. */
+/* One device of the run: its buffers (cap rows each), this pass's block of rows, its speed. */
+struct ep_dev {
+    int worker;
+    int64_t cap;
+    hetcl_handle *xb, *kblock, *f, *g, *h;
+    int64_t rows, off; /* this pass's block: rows off .. off + rows of the batch */
+    double speed;      /* rows per second (smoothed); 0: not measured */
+    uint64_t busy0;    /* its busy counter before this step's tasks */
+};
+
+/* The shared handles (centers, alpha) and the devices' own. */
 struct ep {
     hetcl_runtime *rt;
     hetcl_context *ctx;
     hetcl_model_spec *spec;
-    int worker;
     int64_t n, d, l, m;
-    hetcl_handle *xb, *centers, *kblock, *alpha, *f, *g, *h;
+    hetcl_handle *centers, *alpha;
+    int n_dev;
+    struct ep_dev dev[HETCL_EIGENPRO_MAX_DEVICES];
+};
+
+struct ep_bind {
+    const struct ep *e;
+    const struct ep_dev *v;
 };
 
 static void *bind(const void *binder, struct hetcl__slot s)
 {
-    const struct ep *e = binder;
+    const struct ep_bind *b = binder;
     switch (s.kind) {
     case HETCL__SLOT_INPUT:
-        return e->xb;
+        return b->v->xb;
     case HETCL__SLOT_CENTERS:
-        return e->centers;
+        return b->e->centers;
     case HETCL__SLOT_KBLOCK:
-        return e->kblock;
+        return b->v->kblock;
     case HETCL__SLOT_WEIGHT:
-        return e->alpha;
+        return b->e->alpha;
     case HETCL__SLOT_ACT:
-        return e->f;
+        return b->v->f;
     case HETCL__SLOT_DACT:
-        return e->g;
+        return b->v->g;
     case HETCL__SLOT_GRAD_W:
-        return e->h;
+        return b->v->h;
     default:
         return NULL;
     }
 }
 
-/* Runs the kernel layer's operators of `passes` for `rows` examples on e's worker. */
-static hetcl_status run_layer(struct ep *e, int64_t rows, unsigned passes)
+/* Submits the kernel layer's operators of `passes` for v's block of rows on v's worker (the
+ * tasks run while the caller goes on: the handles order them). */
+static hetcl_status run_layer(const struct ep *e, const struct ep_dev *v, unsigned passes)
 {
-    const struct hetcl__lowering lw = {.spec = e->spec, .rows = rows};
+    const struct hetcl__lowering lw = {.spec = e->spec, .rows = v->rows};
     struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
     const int n = hetcl__lower_layer(&lw, 0, passes, ops);
-    const struct hetcl__task_exec x = {.rt = e->rt, .bind = bind, .binder = e, .worker = e->worker};
+    const struct ep_bind b = {.e = e, .v = v};
+    const struct hetcl__task_exec x = {
+            .rt = e->rt, .bind = bind, .binder = &b, .worker = v->worker};
     for (int i = 0; i < n; i++) {
         const hetcl_status s = hetcl__exec_task(&x, &ops[i], NULL);
         if (s != HETCL_OK)
@@ -70,18 +91,71 @@ static hetcl_status run_layer(struct ep *e, int64_t rows, unsigned passes)
     return HETCL_OK;
 }
 
-/* f[rows][l] = K(x rows, centers) alpha for `rows` rows of src (<= m). */
-static hetcl_status predict_rows(struct ep *e, const float *src, int64_t rows, const float **f)
+/* Cuts mb rows into the devices' blocks by their speeds (equal until measured). */
+static void cut(struct ep *e, int64_t mb)
 {
-    hetcl_status s = hetcl_handle_sync_host(e->rt, e->xb, HETCL_W);
-    if (s != HETCL_OK)
-        return s;
-    memcpy(hetcl_handle_host_ptr(e->xb), src, (size_t) (rows * e->d) * sizeof(float));
-    if ((s = run_layer(e, rows, HETCL__PASS_FORWARD)) != HETCL_OK ||
-        (s = hetcl_handle_sync_host(e->rt, e->f, HETCL_R)) != HETCL_OK)
-        return s;
-    *f = hetcl_handle_host_ptr(e->f);
+    double speed[HETCL_EIGENPRO_MAX_DEVICES];
+    int64_t cap[HETCL_EIGENPRO_MAX_DEVICES], rows[HETCL_EIGENPRO_MAX_DEVICES];
+    bool measured = true;
+    for (int i = 0; i < e->n_dev; i++)
+        measured = measured && e->dev[i].speed > 0;
+    for (int i = 0; i < e->n_dev; i++) {
+        speed[i] = measured ? e->dev[i].speed : 1.0;
+        cap[i] = e->dev[i].cap;
+    }
+    hetcl__eigenpro_split(e->n_dev, speed, cap, mb, rows);
+    int64_t off = 0;
+    for (int i = 0; i < e->n_dev; i++) {
+        e->dev[i].rows = rows[i];
+        e->dev[i].off = off;
+        off += rows[i];
+    }
+}
+
+/* Starts K(rows, centers) alpha on every device for mb rows of x: rows idx[0 .. mb) of x, or
+ * its first mb rows when idx is NULL (mb within the devices' caps). */
+static hetcl_status forward_all(struct ep *e, const float *x, const int64_t *idx, int64_t mb)
+{
+    cut(e, mb);
+    for (int i = 0; i < e->n_dev; i++) {
+        struct ep_dev *v = &e->dev[i];
+        struct hetcl_worker_info wi;
+        hetcl_status s = hetcl_runtime_worker_info(e->rt, (size_t) v->worker, &wi);
+        if (s != HETCL_OK)
+            return s;
+        v->busy0 = wi.busy_ns;
+        if (v->rows == 0)
+            continue;
+        if ((s = hetcl_handle_sync_host(e->rt, v->xb, HETCL_W)) != HETCL_OK)
+            return s;
+        float *xb = hetcl_handle_host_ptr(v->xb);
+        for (int64_t r = 0; r < v->rows; r++) {
+            const int64_t src = idx ? idx[v->off + r] : v->off + r;
+            memcpy(xb + r * e->d, x + src * e->d, (size_t) e->d * sizeof(float));
+        }
+        if ((s = run_layer(e, v, HETCL__PASS_FORWARD)) != HETCL_OK)
+            return s;
+    }
     return HETCL_OK;
+}
+
+/* v's outputs of the forward pass, f[rows][l], once its tasks are done. */
+static hetcl_status outputs(const struct ep *e, const struct ep_dev *v, const float **f)
+{
+    const hetcl_status s = hetcl_handle_sync_host(e->rt, v->f, HETCL_R);
+    *f = s == HETCL_OK ? hetcl_handle_host_ptr(v->f) : NULL;
+    return s;
+}
+
+/* The rows of v's block per second of its tasks since forward_all, into its smoothed speed. */
+static void measure(const struct ep *e, struct ep_dev *v)
+{
+    struct hetcl_worker_info wi;
+    if (v->rows == 0 || hetcl_runtime_worker_info(e->rt, (size_t) v->worker, &wi) != HETCL_OK ||
+        wi.busy_ns <= v->busy0)
+        return;
+    const double sp = (double) v->rows / (1e-9 * (double) (wi.busy_ns - v->busy0));
+    v->speed = v->speed > 0 ? 0.5 * v->speed + 0.5 * sp : sp;
 }
 
 static int64_t argmax(const float *v, int64_t n)
@@ -92,26 +166,41 @@ static int64_t argmax(const float *v, int64_t n)
     return b;
 }
 
+/* The rows the devices take at once. */
+static int64_t total_cap(const struct ep *e)
+{
+    int64_t c = 0;
+    for (int i = 0; i < e->n_dev; i++)
+        c += e->dev[i].cap;
+    return c;
+}
+
 /* The square loss (mean over examples of ||f(x) - onehot(y)||^2) and argmax accuracy of the
  * machine on ds. */
 static hetcl_status evaluate(struct ep *e, const hetcl_dataset *ds, double *mse, double *acc)
 {
     int64_t correct = 0;
     double sse = 0.0;
-    for (int64_t i = 0; i < ds->n; i += e->m) {
-        const int64_t rows = ds->n - i < e->m ? ds->n - i : e->m;
-        const float *f = NULL;
-        const hetcl_status s = predict_rows(e, ds->x + i * e->d, rows, &f);
-        if (s != HETCL_OK)
-            return s;
-        for (int64_t r = 0; r < rows; r++) {
-            const int64_t y = (int64_t) ds->y[i + r];
-            correct += argmax(f + r * e->l, e->l) == y;
-            for (int64_t c = 0; c < e->l; c++) {
-                const double g = (double) f[r * e->l + c] - (c == y ? 1.0 : 0.0);
-                sse += g * g;
+    const int64_t chunk = total_cap(e);
+    for (int64_t i = 0; i < ds->n; i += chunk) {
+        const int64_t rows = ds->n - i < chunk ? ds->n - i : chunk;
+        hetcl_status s = forward_all(e, ds->x + i * e->d, NULL, rows);
+        for (int k = 0; k < e->n_dev && s == HETCL_OK; k++) {
+            const struct ep_dev *v = &e->dev[k];
+            const float *f = NULL;
+            if (v->rows == 0 || (s = outputs(e, v, &f)) != HETCL_OK)
+                continue;
+            for (int64_t r = 0; r < v->rows; r++) {
+                const int64_t y = (int64_t) ds->y[i + v->off + r];
+                correct += argmax(f + r * e->l, e->l) == y;
+                for (int64_t c = 0; c < e->l; c++) {
+                    const double g = (double) f[r * e->l + c] - (c == y ? 1.0 : 0.0);
+                    sse += g * g;
+                }
             }
         }
+        if (s != HETCL_OK)
+            return s;
     }
     *acc = ds->n ? (double) correct / (double) ds->n : 0.0;
     *mse = ds->n ? sse / (double) ds->n : 0.0;
@@ -121,43 +210,71 @@ static hetcl_status evaluate(struct ep *e, const hetcl_dataset *ds, double *mse,
 /* The scratch of one step. */
 struct step_buf {
     int64_t *batch;
-    float *xb;
     double *h_s, *tmp, *corr;
 };
 
-/* One EigenPro step on the rows batch[0 .. mb). Adds the batch's squared residual to *sse. */
-static hetcl_status step(struct ep *e, const hetcl_dataset *tr, const hetcl_eigenpro_precond *pc,
-                         double eta_u, int64_t mb, struct step_buf *b, double *sse)
+/* g = f - onehot(y) for v's block of the batch (its residual, in its g handle); adds the
+ * block's squared residual to *sse. */
+static hetcl_status residual(const struct ep *e, const struct ep_dev *v, const hetcl_dataset *tr,
+                             const int64_t *batch, double *sse)
 {
-    const int64_t d = e->d, l = e->l;
-    for (int64_t r = 0; r < mb; r++)
-        memcpy(b->xb + r * d, tr->x + b->batch[r] * d, (size_t) d * sizeof(float));
+    const int64_t l = e->l;
     const float *f = NULL;
-    hetcl_status s = predict_rows(e, b->xb, mb, &f);
-    if (s != HETCL_OK || (s = hetcl_handle_sync_host(e->rt, e->g, HETCL_W)) != HETCL_OK)
+    hetcl_status s = outputs(e, v, &f);
+    if (s != HETCL_OK || (s = hetcl_handle_sync_host(e->rt, v->g, HETCL_W)) != HETCL_OK)
         return s;
-    float *g = hetcl_handle_host_ptr(e->g);
-    for (int64_t r = 0; r < mb; r++)
+    float *g = hetcl_handle_host_ptr(v->g);
+    for (int64_t r = 0; r < v->rows; r++)
         for (int64_t c = 0; c < l; c++) {
-            const float y = (int64_t) tr->y[b->batch[r]] == c ? 1.0f : 0.0f;
+            const float y = (int64_t) tr->y[batch[v->off + r]] == c ? 1.0f : 0.0f;
             g[r * l + c] = f[r * l + c] - y;
             *sse += (double) g[r * l + c] * (double) g[r * l + c];
         }
-    /* H = K(batch, all)^T g: its subsample rows are K(X_S, X_B) g */
-    if ((s = run_layer(e, mb, HETCL__PASS_BACKWARD)) != HETCL_OK ||
-        (s = hetcl_handle_sync_host(e->rt, e->h, HETCL_R)) != HETCL_OK)
+    return HETCL_OK;
+}
+
+/* One EigenPro step on the rows batch[0 .. mb), its K(batch, centers) blocks shared among the
+ * devices. Adds the batch's squared residual to *sse. */
+static hetcl_status step(struct ep *e, const hetcl_dataset *tr, const hetcl_eigenpro_precond *pc,
+                         double eta_u, int64_t mb, struct step_buf *b, double *sse)
+{
+    const int64_t l = e->l;
+    hetcl_status s = forward_all(e, tr->x, b->batch, mb);
+    /* every block's residual, then every block's H = K(block, all)^T g (the devices compute
+     * while the host forms the next residual) */
+    for (int i = 0; i < e->n_dev && s == HETCL_OK; i++)
+        if (e->dev[i].rows > 0 && (s = residual(e, &e->dev[i], tr, b->batch, sse)) == HETCL_OK)
+            s = run_layer(e, &e->dev[i], HETCL__PASS_BACKWARD);
+    /* the subsample's rows of H summed over the blocks: K(X_S, X_B) g */
+    memset(b->h_s, 0, (size_t) (pc->s * l) * sizeof(double));
+    for (int k = 0; k < e->n_dev && s == HETCL_OK; k++) {
+        struct ep_dev *v = &e->dev[k];
+        if (v->rows == 0 || (s = hetcl_handle_sync_host(e->rt, v->h, HETCL_R)) != HETCL_OK)
+            continue;
+        measure(e, v);
+        const float *h = hetcl_handle_host_ptr(v->h);
+        for (int64_t i = 0; i < pc->s; i++)
+            for (int64_t c = 0; c < l; c++)
+                b->h_s[i * l + c] += (double) h[pc->ids[i] * l + c];
+    }
+    if (s != HETCL_OK)
         return s;
-    const float *h = hetcl_handle_host_ptr(e->h);
-    for (int64_t i = 0; i < pc->s; i++)
-        for (int64_t c = 0; c < l; c++)
-            b->h_s[i * l + c] = (double) h[pc->ids[i] * l + c];
     hetcl__eigenpro_correction(pc, l, b->h_s, b->tmp, b->corr);
     if ((s = hetcl_handle_sync_host(e->rt, e->alpha, HETCL_RW)) != HETCL_OK)
         return s;
     float *alpha = hetcl_handle_host_ptr(e->alpha);
-    for (int64_t r = 0; r < mb; r++)
-        for (int64_t c = 0; c < l; c++)
-            alpha[b->batch[r] * l + c] -= (float) (eta_u * (double) g[r * l + c]);
+    for (int k = 0; k < e->n_dev && s == HETCL_OK; k++) {
+        const struct ep_dev *v = &e->dev[k];
+        if (v->rows == 0)
+            continue;
+        /* each block's g is still in its handle, untouched since its residual */
+        if ((s = hetcl_handle_sync_host(e->rt, v->g, HETCL_R)) != HETCL_OK)
+            return s;
+        const float *g = hetcl_handle_host_ptr(v->g);
+        for (int64_t r = 0; r < v->rows; r++)
+            for (int64_t c = 0; c < l; c++)
+                alpha[b->batch[v->off + r] * l + c] -= (float) (eta_u * (double) g[r * l + c]);
+    }
     for (int64_t i = 0; i < pc->s; i++)
         for (int64_t c = 0; c < l; c++)
             alpha[pc->ids[i] * l + c] += (float) (eta_u * b->corr[i * l + c]);
@@ -203,54 +320,73 @@ void hetcl_eigenpro_result_destroy(struct hetcl_eigenpro_result *res)
     hetcl__free(res);
 }
 
-/* The worker and its memory budget (OpenCL: global memory and the largest allocation; host:
- * physical RAM). */
-static hetcl_status pick_worker(hetcl_runtime *rt, const struct hetcl_eigenpro_options *o,
-                                struct hetcl_worker_info *wi, double *mem, double *max_alloc)
+/* The devices: opts->worker, or every worker that is not excluded (the first
+ * HETCL_EIGENPRO_MAX_DEVICES), each with its memory budget (OpenCL: global memory and the
+ * largest allocation; host: physical RAM; opts->mem_bytes overrides). */
+static hetcl_status pick_devices(hetcl_runtime *rt, const struct hetcl_eigenpro_options *o,
+                                 struct hetcl_eigenpro_result *res)
 {
-    hetcl_context *ctx = hetcl_runtime_context(rt);
     const size_t nw = hetcl_runtime_n_workers(rt);
-    int w = o->worker;
-    if (w < 0) /* the first worker that is not excluded */
-        for (size_t i = 0; i < nw && w < 0; i++)
-            if (hetcl_runtime_worker_info(rt, i, wi) == HETCL_OK && !wi->excluded)
-                w = (int) i;
-    if (w < 0 || (size_t) w >= nw || hetcl_runtime_worker_info(rt, (size_t) w, wi) != HETCL_OK)
-        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "eigenpro: no worker %d (%zu workers)", w,
-                           nw);
-    *max_alloc = 0;
-    if (wi->kind == HETCL_WORKER_OPENCL && wi->desc) {
-        *mem = (double) wi->desc->global_mem_bytes;
-        *max_alloc = (double) wi->desc->max_alloc_bytes;
-    } else {
-        *mem = host_ram_bytes();
+    for (size_t i = 0; i < nw && res->n_devices < HETCL_EIGENPRO_MAX_DEVICES; i++) {
+        struct hetcl_worker_info wi;
+        if ((o->worker >= 0 && i != (size_t) o->worker) ||
+            hetcl_runtime_worker_info(rt, i, &wi) != HETCL_OK || (o->worker < 0 && wi.excluded))
+            continue;
+        struct hetcl_eigenpro_device *d = &res->devices[res->n_devices++];
+        hetcl__strlcpy(d->name, wi.name, sizeof d->name);
+        d->worker = (int) i;
+        if (wi.kind == HETCL_WORKER_OPENCL && wi.desc) {
+            d->mem_bytes = (double) wi.desc->global_mem_bytes;
+            d->max_alloc_bytes = (double) wi.desc->max_alloc_bytes;
+        } else {
+            d->mem_bytes = host_ram_bytes();
+        }
+        if (o->mem_bytes > 0)
+            d->mem_bytes = o->mem_bytes;
     }
-    if (o->mem_bytes > 0)
-        *mem = o->mem_bytes;
+    if (res->n_devices == 0)
+        return hetcl__fail(hetcl_runtime_context(rt), HETCL_ERR_INVALID_ARG,
+                           "eigenpro: no worker %d (%zu workers, excluded ones left out)",
+                           o->worker, nw);
     return HETCL_OK;
 }
 
 static hetcl_status register_all(struct ep *e, float *x)
 {
-    const int64_t n = e->n, d = e->d, l = e->l, m = e->m;
+    const int64_t n = e->n, d = e->d, l = e->l;
     hetcl_status s;
     if ((s = hetcl_handle_register(e->rt, x, (size_t) (n * d) * 4, &e->centers)) != HETCL_OK ||
-        (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * d) * 4, &e->xb)) != HETCL_OK ||
-        (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * n) * 4, &e->kblock)) != HETCL_OK ||
-        (s = hetcl_handle_register(e->rt, NULL, (size_t) (n * l) * 4, &e->alpha)) != HETCL_OK ||
-        (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * l) * 4, &e->f)) != HETCL_OK ||
-        (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * l) * 4, &e->g)) != HETCL_OK ||
-        (s = hetcl_handle_register(e->rt, NULL, (size_t) (n * l) * 4, &e->h)) != HETCL_OK)
+        (s = hetcl_handle_register(e->rt, NULL, (size_t) (n * l) * 4, &e->alpha)) != HETCL_OK)
         return s;
+    for (int i = 0; i < e->n_dev; i++) {
+        struct ep_dev *v = &e->dev[i];
+        const int64_t m = v->cap;
+        if ((s = hetcl_handle_register(e->rt, NULL, (size_t) (m * d) * 4, &v->xb)) != HETCL_OK ||
+            (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * n) * 4, &v->kblock)) !=
+                    HETCL_OK ||
+            (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * l) * 4, &v->f)) != HETCL_OK ||
+            (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * l) * 4, &v->g)) != HETCL_OK ||
+            (s = hetcl_handle_register(e->rt, NULL, (size_t) (n * l) * 4, &v->h)) != HETCL_OK)
+            return s;
+    }
     return HETCL_OK;
 }
 
 static void unregister_all(struct ep *e)
 {
-    hetcl_handle *hs[] = {e->xb, e->kblock, e->alpha, e->f, e->g, e->h, e->centers};
-    for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
-        if (hs[i])
-            (void) hetcl_handle_unregister(e->rt, hs[i]);
+    for (int i = 0; i < e->n_dev; i++) {
+        struct ep_dev *v = &e->dev[i];
+        hetcl_handle *hs[] = {v->xb, v->kblock, v->f, v->g, v->h};
+        for (size_t k = 0; k < sizeof hs / sizeof hs[0]; k++)
+            if (hs[k])
+                (void) hetcl_handle_unregister(e->rt, hs[k]);
+        v->xb = v->kblock = v->f = v->g = v->h = NULL;
+    }
+    if (e->alpha)
+        (void) hetcl_handle_unregister(e->rt, e->alpha);
+    if (e->centers)
+        (void) hetcl_handle_unregister(e->rt, e->centers);
+    e->alpha = e->centers = NULL;
 }
 
 /* The measured saturation: the time per sample of the kernel layer's forward pass (the step's
@@ -259,7 +395,8 @@ static void unregister_all(struct ep *e)
  * the batch sets how much of the device one block fills). Each batch: the best of a few runs
  * (10 ms at least); stopped when two batches in a row improve on the best by less than 5%, or
  * after PROBE_BUDGET_S. The cap is the smallest batch within 5% of the best time per sample;
- * none when the time was still falling where the budget ran out. */
+ * none when the time was still falling where the budget ran out. One device at a time, the
+ * others idle, so that the curve is the device's own. */
 enum { PROBE_CENTERS = 1024, PROBE_M0 = 32 };
 #define PROBE_BUDGET_S 0.5
 #define PROBE_FLAT     1.05
@@ -271,8 +408,8 @@ static hetcl_status probe_runs(struct ep *e, const float *x, int64_t m, double *
     for (int rep = 0; rep < 8 && (rep == 0 || now_s() - t_first < 0.01); rep++) {
         const double t0 = now_s();
         const float *f = NULL;
-        const hetcl_status s = predict_rows(e, x, m, &f);
-        if (s != HETCL_OK)
+        hetcl_status s = forward_all(e, x, NULL, m);
+        if (s != HETCL_OK || (s = outputs(e, &e->dev[0], &f)) != HETCL_OK)
             return s;
         *best = fmin(*best, now_s() - t0);
     }
@@ -280,15 +417,21 @@ static hetcl_status probe_runs(struct ep *e, const float *x, int64_t m, double *
 }
 
 static hetcl_status probe_saturation(const struct ep *e0, float *x, int64_t m_mem,
-                                     struct hetcl_eigenpro_result *res)
+                                     struct hetcl_eigenpro_device *res)
 {
     const int64_t nc = e0->n < PROBE_CENTERS ? e0->n : PROBE_CENTERS;
     const int64_t m_top = m_mem < e0->n ? m_mem : e0->n;
     if (m_top < 2 * PROBE_M0)
         return HETCL_OK;
-    struct ep e = *e0;
-    e.n = nc;
-    e.m = m_top;
+    struct ep e = {.rt = e0->rt,
+                   .ctx = e0->ctx,
+                   .spec = e0->spec,
+                   .n = nc,
+                   .d = e0->d,
+                   .l = e0->l,
+                   .m = m_top,
+                   .n_dev = 1};
+    e.dev[0] = (struct ep_dev){.worker = res->worker, .cap = m_top};
     hetcl_status s = hetcl_model_spec_set_centers(e.spec, nc);
     if (s == HETCL_OK)
         s = register_all(&e, x);
@@ -341,13 +484,12 @@ static hetcl_status epochs(struct ep *e, const hetcl_dataset *tr, const hetcl_da
     const int64_t n = e->n, l = e->l, m = e->m;
     struct step_buf b = {
             .batch = hetcl__malloc((size_t) n * sizeof(int64_t)),
-            .xb = hetcl__malloc((size_t) (m * e->d) * sizeof(float)),
             .h_s = hetcl__malloc((size_t) (pc->s * l) * sizeof(double)),
             .tmp = hetcl__malloc((size_t) ((pc->k > 0 ? pc->k : 1) * l) * sizeof(double)),
             .corr = hetcl__malloc((size_t) (pc->s * l) * sizeof(double)),
     };
     hetcl_status s = HETCL_OK;
-    if (!b.batch || !b.xb || !b.h_s || !b.tmp || !b.corr)
+    if (!b.batch || !b.h_s || !b.tmp || !b.corr)
         s = hetcl__fail(e->ctx, HETCL_ERR_NO_MEMORY, "eigenpro: step buffers");
     struct hetcl__rng rng;
     hetcl__rng_seed(&rng, o->seed + 1);
@@ -370,6 +512,11 @@ static hetcl_status epochs(struct ep *e, const hetcl_dataset *tr, const hetcl_da
             bi.batch = perm + i;
             s = step(e, tr, pc, eta_u, n - i < m ? n - i : m, &bi, &sse);
             res->steps++;
+            for (int k = 0; k < e->n_dev; k++) {
+                struct hetcl_eigenpro_device *d = &res->devices[k];
+                d->rows += e->dev[k].rows;
+                d->steps += e->dev[k].rows > 0;
+            }
         }
         struct hetcl_eigenpro_epoch *r = &res->epochs[ep];
         r->seconds = now_s() - t0;
@@ -388,10 +535,121 @@ static hetcl_status epochs(struct ep *e, const hetcl_dataset *tr, const hetcl_da
     }
     res->train_seconds = now_s() - t_all;
     hetcl__free(b.batch);
-    hetcl__free(b.xb);
     hetcl__free(b.h_s);
     hetcl__free(b.tmp);
     hetcl__free(b.corr);
+    return s;
+}
+
+/* Each device's capacity (its memory's, capped by its measured saturation unless
+ * opts->m_g_cap says otherwise) and its first speed (the curve's best); the setup's options:
+ * the sum of the capacities caps m_G. */
+static hetcl_status capacities(struct ep *e, const hetcl_dataset *tr,
+                               const struct hetcl_eigenpro_options *o, double *max_alloc,
+                               struct hetcl_eigenpro_options *so, struct hetcl_eigenpro_result *res)
+{
+    const int64_t s_sub = o->n_subsamples > 0 ? o->n_subsamples : tr->n < 100000 ? 2000 : 12000;
+    int64_t sum = 0;
+    *so = *o;
+    so->mem_bytes = 0;
+    for (int i = 0; i < res->n_devices; i++) {
+        struct hetcl_eigenpro_device *d = &res->devices[i];
+        d->m_g_memory = hetcl_eigenpro_capacity(tr->n, tr->n_features, e->l, s_sub, d->mem_bytes,
+                                                d->max_alloc_bytes);
+        if (o->m_g_cap == 0) {
+            const hetcl_status s = probe_saturation(e, tr->x, d->m_g_memory, d);
+            if (s != HETCL_OK)
+                return s;
+        }
+        d->m_g = d->m_sat > 0 && d->m_sat < d->m_g_memory ? d->m_sat : d->m_g_memory;
+        if (o->m_g_cap > 0 && o->m_g_cap < d->m_g)
+            d->m_g = o->m_g_cap;
+        sum += d->m_g;
+        double best = (double) INFINITY;
+        for (int k = 0; k < d->n_curve; k++)
+            best = fmin(best, d->curve_s_per_sample[k]);
+        e->dev[i].worker = d->worker;
+        e->dev[i].speed = d->n_curve > 0 && best > 0 ? 1.0 / best : 0.0;
+        so->mem_bytes = fmax(so->mem_bytes, d->mem_bytes);
+    }
+    /* one device: its own limits, as the setup computes them; several: each one's limit is in
+     * its m_g already */
+    *max_alloc = res->n_devices == 1 ? res->devices[0].max_alloc_bytes : 0.0;
+    so->m_g_cap = o->m_g_cap < 0 && res->n_devices == 1 ? -1 : sum;
+    return HETCL_OK;
+}
+
+/* Each device's buffers: the whole batch on one device; with several, the batch within its
+ * memory's capacity. */
+static hetcl_status size_devices(struct ep *e, const struct hetcl_eigenpro_result *res)
+{
+    int64_t sum = 0;
+    for (int i = 0; i < e->n_dev; i++) {
+        const int64_t mem = res->devices[i].m_g_memory;
+        e->dev[i].cap = e->n_dev == 1 || mem > e->m ? e->m : mem;
+        sum += e->dev[i].cap;
+    }
+    if (sum < e->m)
+        return hetcl__fail(e->ctx, HETCL_ERR_INVALID_ARG,
+                           "eigenpro: a batch of %lld rows is more than the devices' memory holds "
+                           "(%lld rows)",
+                           (long long) e->m, (long long) sum);
+    return HETCL_OK;
+}
+
+/* What each device did, for the result. */
+static void device_results(const struct ep *e, const struct hetcl_worker_info *w0,
+                           struct hetcl_eigenpro_result *res)
+{
+    int64_t all = 0;
+    for (int i = 0; i < e->n_dev; i++)
+        all += res->devices[i].rows;
+    for (int i = 0; i < e->n_dev; i++) {
+        struct hetcl_eigenpro_device *d = &res->devices[i];
+        struct hetcl_worker_info w1;
+        if (hetcl_runtime_worker_info(e->rt, (size_t) d->worker, &w1) == HETCL_OK) {
+            d->busy_ns = w1.busy_ns - w0[i].busy_ns;
+            d->bytes_in = w1.bytes_in - w0[i].bytes_in;
+        }
+        d->m_max = e->dev[i].cap;
+        d->share = all > 0 ? (double) d->rows / (double) all : 0.0;
+        d->rows_per_step = d->steps > 0 ? (double) d->rows / (double) d->steps : 0.0;
+        d->s_per_row = e->dev[i].speed > 0 ? 1.0 / e->dev[i].speed : 0.0;
+    }
+}
+
+static hetcl_status train_run(struct ep *e, const hetcl_dataset *train, const hetcl_dataset *test,
+                              const struct hetcl_eigenpro_options *o,
+                              struct hetcl_eigenpro_result *res)
+{
+    const double t0 = now_s();
+    struct hetcl_eigenpro_options so;
+    double max_alloc = 0;
+    hetcl_status s = capacities(e, train, o, &max_alloc, &so, res);
+    hetcl_eigenpro_precond *pc = NULL;
+    if (s == HETCL_OK)
+        s = hetcl_eigenpro_setup(e->ctx, train->x, train->n, train->n_features, e->l, &so,
+                                 max_alloc, &res->setup, NULL, &pc);
+    res->setup_seconds = now_s() - t0;
+    e->m = res->setup.m;
+    if (s == HETCL_OK && (s = size_devices(e, res)) == HETCL_OK)
+        s = register_all(e, train->x);
+    struct hetcl_worker_info w0[HETCL_EIGENPRO_MAX_DEVICES];
+    for (int i = 0; i < e->n_dev && s == HETCL_OK; i++)
+        s = hetcl_runtime_worker_info(e->rt, (size_t) e->dev[i].worker, &w0[i]);
+    if (s == HETCL_OK)
+        s = epochs(e, train, test, pc, o, res);
+    if (s == HETCL_OK)
+        device_results(e, w0, res);
+    if (s == HETCL_OK && (s = hetcl_handle_sync_host(e->rt, e->alpha, HETCL_R)) == HETCL_OK) {
+        res->alpha = hetcl__malloc((size_t) (e->n * e->l) * sizeof(float));
+        if (res->alpha)
+            memcpy(res->alpha, hetcl_handle_host_ptr(e->alpha), (size_t) (e->n * e->l) * 4);
+        else
+            s = hetcl__fail(e->ctx, HETCL_ERR_NO_MEMORY, "eigenpro: alpha");
+    }
+    unregister_all(e);
+    hetcl_eigenpro_precond_destroy(pc);
     return s;
 }
 
@@ -413,64 +671,24 @@ hetcl_status hetcl_eigenpro_train(hetcl_context *ctx, hetcl_runtime *rt, hetcl_m
         o.bandwidth = L->bandwidth;
     }
     o.epochs = o.epochs > 0 ? o.epochs : 2;
-    struct hetcl_worker_info wi;
-    double max_alloc = 0;
-    if ((s = pick_worker(rt, &o, &wi, &o.mem_bytes, &max_alloc)) != HETCL_OK ||
-        (s = hetcl_model_spec_set_centers(spec, train->n)) != HETCL_OK)
-        return s == HETCL_OK ? s : hetcl__fail(ctx, s, "eigenpro: %s", spec->source);
+    if ((s = hetcl_model_spec_set_centers(spec, train->n)) != HETCL_OK)
+        return hetcl__fail(ctx, s, "eigenpro: %s", spec->source);
     struct hetcl_eigenpro_result *res = hetcl__calloc(1, sizeof *res);
     if (!res || !(res->epochs = hetcl__calloc((size_t) o.epochs, sizeof *res->epochs))) {
         hetcl_eigenpro_result_destroy(res);
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "eigenpro: result");
     }
     res->n_epochs = o.epochs;
-    hetcl__strlcpy(res->worker, wi.name, sizeof res->worker);
-    const double t0 = now_s();
     struct ep e = {.rt = rt,
                    .ctx = ctx,
                    .spec = spec,
-                   .worker = wi.index,
                    .n = train->n,
                    .d = train->n_features,
                    .l = L->units};
-    if (o.m_g_cap == 0) { /* the measured saturation caps m_G */
-        const int64_t m_mem = hetcl_eigenpro_capacity(train->n, train->n_features, L->units,
-                                                      o.n_subsamples > 0  ? o.n_subsamples
-                                                      : train->n < 100000 ? 2000
-                                                                          : 12000,
-                                                      o.mem_bytes, max_alloc);
-        s = probe_saturation(&e, train->x, m_mem, res);
-        if (s != HETCL_OK) {
-            hetcl_eigenpro_result_destroy(res);
-            return s;
-        }
-        o.m_g_cap = res->m_sat;
+    if ((s = pick_devices(rt, &o, res)) == HETCL_OK) {
+        e.n_dev = res->n_devices;
+        s = train_run(&e, train, test, &o, res);
     }
-    hetcl_eigenpro_precond *pc = NULL;
-    s = hetcl_eigenpro_setup(ctx, train->x, train->n, train->n_features, L->units, &o, max_alloc,
-                             &res->setup, NULL, &pc);
-    res->setup_seconds = now_s() - t0;
-    e.m = res->setup.m;
-    if (s == HETCL_OK)
-        s = register_all(&e, train->x);
-    struct hetcl_worker_info w0 = wi, w1;
-    if (s == HETCL_OK)
-        s = hetcl_runtime_worker_info(rt, (size_t) wi.index, &w0);
-    if (s == HETCL_OK)
-        s = epochs(&e, train, test, pc, &o, res);
-    if (s == HETCL_OK && (s = hetcl_runtime_worker_info(rt, (size_t) wi.index, &w1)) == HETCL_OK) {
-        res->busy_ns = w1.busy_ns - w0.busy_ns;
-        res->bytes_in = w1.bytes_in - w0.bytes_in;
-    }
-    if (s == HETCL_OK && (s = hetcl_handle_sync_host(rt, e.alpha, HETCL_R)) == HETCL_OK) {
-        res->alpha = hetcl__malloc((size_t) (e.n * e.l) * sizeof(float));
-        if (res->alpha)
-            memcpy(res->alpha, hetcl_handle_host_ptr(e.alpha), (size_t) (e.n * e.l) * 4);
-        else
-            s = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "eigenpro: alpha");
-    }
-    unregister_all(&e);
-    hetcl_eigenpro_precond_destroy(pc);
     if (s != HETCL_OK) {
         hetcl_eigenpro_result_destroy(res);
         return s;

@@ -198,24 +198,33 @@ static cJSON *eigenpro_optimizer_json(const struct hetcl_eigenpro_result *ep)
     return opt;
 }
 
-/* The report's "eigenpro" object: the setup of each device that computed kernel blocks. */
-static cJSON *eigenpro_json(const struct hetcl_eigenpro_result *ep)
+static cJSON *saturation_json(const struct hetcl_eigenpro_device *dv)
+{
+    cJSON *sat = cJSON_CreateObject(), *curve = cJSON_CreateArray();
+    hetcl__json_add(sat, "centers", cJSON_CreateNumber((double) dv->curve_centers));
+    hetcl__json_add(sat, "m_sat", hetcl__json_number_or_null((double) dv->m_sat, dv->m_sat > 0));
+    for (int i = 0; i < dv->n_curve; i++) {
+        cJSON *pt = cJSON_CreateObject();
+        hetcl__json_add(pt, "m", cJSON_CreateNumber((double) dv->curve_m[i]));
+        hetcl__json_add(pt, "s_per_sample", cJSON_CreateNumber(dv->curve_s_per_sample[i]));
+        cJSON_AddItemToArray(curve, pt);
+    }
+    hetcl__json_add(sat, "curve", curve);
+    return sat;
+}
+
+/* One device of the "eigenpro" object: the setup (shared: one model, one step) and its own
+ * capacity, saturation and part of the steps. */
+static cJSON *eigenpro_device_json(const struct hetcl_eigenpro_result *ep, int i)
 {
     const struct hetcl_eigenpro_setup *p = &ep->setup;
-    cJSON *o = cJSON_CreateObject(), *devs = cJSON_CreateArray(), *d = cJSON_CreateObject();
-    hetcl__json_add(
-            o, "kernel",
-            cJSON_CreateString(hetcl_model_kernel_name((enum hetcl_model_kernel) p->kernel)));
-    hetcl__json_add(o, "bandwidth", cJSON_CreateNumber(p->bandwidth));
-    hetcl__json_add(o, "alpha", cJSON_CreateNumber(HETCL_EIGENPRO_ALPHA));
-    hetcl__json_add(o, "preconditioned", cJSON_CreateBool(p->q > 1));
-    hetcl__json_add(o, "setup_s", cJSON_CreateNumber(ep->setup_seconds));
-    hetcl__json_add(o, "eigensystem_s", cJSON_CreateNumber(p->eig_seconds));
-    hetcl__json_add(d, "device", cJSON_CreateString(ep->worker));
-    hetcl__json_add(d, "mem_bytes", cJSON_CreateNumber(p->mem_bytes));
+    const struct hetcl_eigenpro_device *dv = &ep->devices[i];
+    cJSON *d = cJSON_CreateObject();
+    hetcl__json_add(d, "device", cJSON_CreateString(dv->name));
+    hetcl__json_add(d, "mem_bytes", cJSON_CreateNumber(dv->mem_bytes));
     hetcl__json_add(d, "max_alloc_bytes",
-                    hetcl__json_number_or_null(p->max_alloc_bytes, p->max_alloc_bytes > 0));
-    hetcl__json_add(d, "m_g", cJSON_CreateNumber((double) p->m_g));
+                    hetcl__json_number_or_null(dv->max_alloc_bytes, dv->max_alloc_bytes > 0));
+    hetcl__json_add(d, "m_g", cJSON_CreateNumber((double) dv->m_g));
     hetcl__json_add(d, "s", cJSON_CreateNumber((double) p->s));
     hetcl__json_add(d, "eigenpairs", cJSON_CreateNumber(p->svd_q));
     hetcl__json_add(d, "q", cJSON_CreateNumber(p->q));
@@ -227,31 +236,79 @@ static cJSON *eigenpro_json(const struct hetcl_eigenpro_result *ep)
     hetcl__json_add(d, "critical_batch_new", cJSON_CreateNumber(p->m_star_new));
     hetcl__json_add(d, "m", cJSON_CreateNumber((double) p->m));
     hetcl__json_add(d, "eta", cJSON_CreateNumber(p->eta));
-    if (p->m_g_memory > 0)
-        hetcl__json_add(d, "m_g_memory", cJSON_CreateNumber((double) p->m_g_memory));
-    if (ep->n_curve > 0) { /* the measured saturation */
-        cJSON *sat = cJSON_CreateObject(), *curve = cJSON_CreateArray();
-        hetcl__json_add(sat, "centers", cJSON_CreateNumber((double) ep->curve_centers));
-        hetcl__json_add(sat, "m_sat",
-                        hetcl__json_number_or_null((double) ep->m_sat, ep->m_sat > 0));
-        for (int i = 0; i < ep->n_curve; i++) {
-            cJSON *pt = cJSON_CreateObject();
-            hetcl__json_add(pt, "m", cJSON_CreateNumber((double) ep->curve_m[i]));
-            hetcl__json_add(pt, "s_per_sample", cJSON_CreateNumber(ep->curve_s_per_sample[i]));
-            cJSON_AddItemToArray(curve, pt);
-        }
-        hetcl__json_add(sat, "curve", curve);
-        hetcl__json_add(d, "saturation", sat);
-    }
-    cJSON_AddItemToArray(devs, d);
+    if (dv->m_g_memory > 0)
+        hetcl__json_add(d, "m_g_memory", cJSON_CreateNumber((double) dv->m_g_memory));
+    if (dv->n_curve > 0) /* the measured saturation */
+        hetcl__json_add(d, "saturation", saturation_json(dv));
+    hetcl__json_add(d, "rows", cJSON_CreateNumber((double) dv->rows));
+    hetcl__json_add(d, "share", cJSON_CreateNumber(dv->share));
+    hetcl__json_add(d, "rows_per_step", cJSON_CreateNumber(dv->rows_per_step));
+    hetcl__json_add(d, "m_max", cJSON_CreateNumber((double) dv->m_max));
+    hetcl__json_add(d, "s_per_row", hetcl__json_number_or_null(dv->s_per_row, dv->s_per_row > 0));
+    return d;
+}
+
+/* The report's "eigenpro" object: the setup of each device that computed kernel blocks. */
+static cJSON *eigenpro_json(const struct hetcl_eigenpro_result *ep)
+{
+    const struct hetcl_eigenpro_setup *p = &ep->setup;
+    cJSON *o = cJSON_CreateObject(), *devs = cJSON_CreateArray();
+    hetcl__json_add(
+            o, "kernel",
+            cJSON_CreateString(hetcl_model_kernel_name((enum hetcl_model_kernel) p->kernel)));
+    hetcl__json_add(o, "bandwidth", cJSON_CreateNumber(p->bandwidth));
+    hetcl__json_add(o, "alpha", cJSON_CreateNumber(HETCL_EIGENPRO_ALPHA));
+    hetcl__json_add(o, "preconditioned", cJSON_CreateBool(p->q > 1));
+    hetcl__json_add(o, "setup_s", cJSON_CreateNumber(ep->setup_seconds));
+    hetcl__json_add(o, "eigensystem_s", cJSON_CreateNumber(p->eig_seconds));
+    hetcl__json_add(o, "m_g", cJSON_CreateNumber((double) p->m_g));
+    for (int i = 0; i < ep->n_devices; i++)
+        cJSON_AddItemToArray(devs, eigenpro_device_json(ep, i));
     hetcl__json_add(o, "devices", devs);
     return o;
 }
 
+/* One device of an EigenPro run as a training device: every step it took part in is an
+ * update of its block at batch m. Its arrays: freed by eigenpro_result_free. */
+static bool eigenpro_device(const struct hetcl_eigenpro_result *ep, int i,
+                            const struct hetcl_train_report_options *o,
+                            struct hetcl_train_device *d)
+{
+    const struct hetcl_eigenpro_device *dv = &ep->devices[i];
+    d->traj_t_s = hetcl__calloc(1, sizeof *d->traj_t_s);
+    d->traj_batch = hetcl__calloc(1, sizeof *d->traj_batch);
+    if (!d->traj_t_s || !d->traj_batch)
+        return false;
+    hetcl__strlcpy(d->name, dv->name, sizeof d->name);
+    d->worker = dv->worker;
+    struct hetcl_worker_info wi;
+    const struct hetcl_device_desc *desc =
+            o->rt && hetcl_runtime_worker_info(o->rt, (size_t) dv->worker, &wi) == HETCL_OK
+                    ? wi.desc
+                    : NULL;
+    d->is_host = desc == NULL;
+    hetcl__strlcpy(d->type, desc ? hetcl_device_type_name(desc->type) : "host", sizeof d->type);
+    if (desc)
+        hetcl__strlcpy(d->long_name, desc->name, sizeof d->long_name);
+    d->updates = dv->steps;
+    d->examples = (uint64_t) dv->rows;
+    d->share = dv->share;
+    d->busy_ns = dv->busy_ns;
+    /* its tasks include the evaluations: busy over the epochs' whole time */
+    d->utilization =
+            ep->train_seconds > 0 ? fmin(1.0, (double) dv->busy_ns * 1e-9 / ep->train_seconds) : 0;
+    d->bytes_in = dv->bytes_in;
+    d->batch_first = d->batch_last = d->batch_min_seen = d->batch_max_seen = ep->setup.m;
+    d->batch_min_bound = d->batch_max_bound = ep->setup.m;
+    d->n_traj = 1;
+    d->traj_batch[0] = ep->setup.m;
+    return true;
+}
+
 /* The training result's fields that apply to an EigenPro run, so that the report's epochs,
- * devices and final result read as any run's: the loss is the square loss; one device (the
- * worker that computed the kernel blocks), whose every step is an update at batch m. Arrays in
- * *eps, *evs and *traj: freed by the caller (hetcl__free), also on failure. */
+ * devices and final result read as any run's: the loss is the square loss; the devices that
+ * computed the kernel blocks. Arrays in *eps, *evs and *traj: freed by the caller
+ * (eigenpro_result_free), also on failure. */
 static bool eigenpro_as_result(const struct hetcl_eigenpro_result *ep,
                                const struct hetcl_train_report_options *o,
                                struct hetcl_train_result *r)
@@ -260,10 +317,7 @@ static bool eigenpro_as_result(const struct hetcl_eigenpro_result *ep,
     const int64_t ne = ep->n_epochs, n = o->data.train->n;
     r->epochs = hetcl__calloc((size_t) (ne > 0 ? ne : 1), sizeof *r->epochs);
     r->evals = hetcl__calloc((size_t) (ne > 0 ? ne : 1), sizeof *r->evals);
-    struct hetcl_train_device *d = &r->devices[0];
-    d->traj_t_s = hetcl__calloc(1, sizeof *d->traj_t_s);
-    d->traj_batch = hetcl__calloc(1, sizeof *d->traj_batch);
-    if (!r->epochs || !r->evals || !d->traj_t_s || !d->traj_batch)
+    if (!r->epochs || !r->evals)
         return false;
     double train_s = 0.0;
     for (int64_t i = 0; i < ne; i++) {
@@ -287,30 +341,11 @@ static bool eigenpro_as_result(const struct hetcl_eigenpro_result *ep,
     }
     r->n_epochs = ne;
     r->n_evals = o->data.test ? ne : 0;
-    r->n_devices = 1;
-    hetcl__strlcpy(d->name, ep->worker, sizeof d->name);
-    const struct hetcl_device_desc *desc = NULL;
-    for (size_t w = 0; o->rt && w < hetcl_runtime_n_workers(o->rt); w++) {
-        struct hetcl_worker_info wi;
-        if (hetcl_runtime_worker_info(o->rt, w, &wi) == HETCL_OK && !strcmp(wi.name, ep->worker))
-            desc = wi.desc;
+    for (int i = 0; i < ep->n_devices && i < HETCL_TRAIN_MAX_DEVICES; i++) {
+        r->n_devices = i + 1;
+        if (!eigenpro_device(ep, i, o, &r->devices[i]))
+            return false;
     }
-    d->is_host = desc == NULL;
-    hetcl__strlcpy(d->type, desc ? hetcl_device_type_name(desc->type) : "host", sizeof d->type);
-    if (desc)
-        hetcl__strlcpy(d->long_name, desc->name, sizeof d->long_name);
-    d->updates = (uint64_t) ep->steps;
-    d->examples = (uint64_t) (n * ne);
-    d->share = 1.0;
-    d->busy_ns = ep->busy_ns;
-    /* its tasks include the evaluations: busy over the epochs' whole time */
-    d->utilization =
-            ep->train_seconds > 0 ? fmin(1.0, (double) ep->busy_ns * 1e-9 / ep->train_seconds) : 0;
-    d->bytes_in = ep->bytes_in;
-    d->batch_first = d->batch_last = d->batch_min_seen = d->batch_max_seen = ep->setup.m;
-    d->batch_min_bound = d->batch_max_bound = ep->setup.m;
-    d->n_traj = 1;
-    d->traj_batch[0] = ep->setup.m;
     r->wall_s = ep->setup_seconds + ep->train_seconds;
     r->time_to_target_s = r->train_time_to_target_s = -1;
     r->final_test_acc = ne ? ep->epochs[ne - 1].test_acc : 0;
@@ -327,8 +362,10 @@ static void eigenpro_result_free(struct hetcl_train_result *r)
 {
     hetcl__free(r->epochs);
     hetcl__free(r->evals);
-    hetcl__free(r->devices[0].traj_t_s);
-    hetcl__free(r->devices[0].traj_batch);
+    for (int i = 0; i < r->n_devices; i++) {
+        hetcl__free(r->devices[i].traj_t_s);
+        hetcl__free(r->devices[i].traj_batch);
+    }
 }
 
 /* The stopping rule; without any, training stops after 10 epochs (<hetcl/train.h>). */

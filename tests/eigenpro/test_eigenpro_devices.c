@@ -1,0 +1,234 @@
+/*
+ * EigenPro on several devices (<hetcl/eigenpro.h>, models/src/eigenpro/eigenpro_train.c):
+ *  - the cut of a batch among devices (hetcl__eigenpro_split): in proportion to speed within
+ *    one row, caps respected with the refused rows going to the others, every row given, at
+ *    least one row each while the batch has as many, refused when the caps hold too few;
+ *  - two host workers train the same machine as one: each step's batch cut into a block per
+ *    worker, run concurrently, their K(X_S, batch)^T g summed; alpha after 2 epochs equals
+ *    the one-worker run's to float tolerance (1e-4 of its largest entry), while a run at
+ *    another batch is farther than that (the comparison can fail); both workers computed rows,
+ *    their rows add up to the epochs' examples, their shares to 1, and each has a measured
+ *    speed.
+ */
+#include "eigenpro/eigenpro_impl.h"
+#include "harness.h"
+
+#include <hetcl/data.h>
+#include <hetcl/eigenpro.h>
+#include <hetcl/model_spec.h>
+#include <hetcl/runtime.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static hetcl_context *ctx;
+
+static void check_split_case(int n, const double *speed, const int64_t *cap, int64_t mb)
+{
+    int64_t rows[HETCL_EIGENPRO_MAX_DEVICES], room = 0, sum = 0;
+    for (int i = 0; i < n; i++)
+        room += cap[i];
+    const bool ok = hetcl__eigenpro_split(n, speed, cap, mb, rows);
+    CHECK(ok == (room >= mb));
+    if (!ok)
+        return;
+    double total = 0;
+    bool capped = false;
+    for (int i = 0; i < n; i++) {
+        CHECK(rows[i] >= 0 && rows[i] <= cap[i]);
+        sum += rows[i];
+        total += speed[i];
+        capped = capped || rows[i] == cap[i];
+        if (mb >= n && cap[i] >= 1)
+            CHECK(rows[i] >= 1);
+    }
+    CHECK_EQ_INT(sum, mb);
+    if (capped)
+        return;
+    int raised = 0; /* devices given their one row below their proportional part */
+    for (int i = 0; i < n; i++)
+        raised += mb >= n && rows[i] == 1 && (double) mb * speed[i] / total < 1.0;
+    for (int i = 0; i < n; i++) { /* no cap binds: proportional within a row, less the rows
+                                   * the raised ones took */
+        const double ideal = (double) mb * speed[i] / total;
+        if (!(fabs((double) rows[i] - ideal) < 1.0 + raised + 1e-9 || rows[i] == 1)) {
+            fprintf(stderr, "split: device %d of %d got %lld rows of %lld, ideal %.3f\n", i, n,
+                    (long long) rows[i], (long long) mb, ideal);
+            hetcl_test_failures++;
+        }
+    }
+}
+
+static void test_split(void)
+{
+    const int64_t big[4] = {1000, 1000, 1000, 1000};
+    int64_t rows[4];
+    const double s31[2] = {3.0, 1.0};
+    CHECK(hetcl__eigenpro_split(2, s31, big, 100, rows));
+    CHECK(rows[0] == 75 && rows[1] == 25);
+    const int64_t cap60[2] = {60, 1000};
+    CHECK(hetcl__eigenpro_split(2, s31, cap60, 100, rows));
+    CHECK(rows[0] == 60 && rows[1] == 40); /* the refused 15 rows go to the other */
+    const double s1000[2] = {1000.0, 1.0};
+    CHECK(hetcl__eigenpro_split(2, s1000, big, 100, rows));
+    CHECK(rows[0] == 99 && rows[1] == 1); /* still measured */
+    const int64_t small[2] = {30, 40};
+    CHECK(!hetcl__eigenpro_split(2, s31, small, 100, rows));
+    const double s4[4] = {1.0, 2.0, 3.0, 4.0};
+    CHECK(hetcl__eigenpro_split(4, s4, big, 3, rows)); /* fewer rows than devices */
+    CHECK(rows[0] + rows[1] + rows[2] + rows[3] == 3);
+    uint64_t st = 99;
+    for (int t = 0; t < 2000; t++) { /* random speeds, caps and batches */
+        double speed[HETCL_EIGENPRO_MAX_DEVICES];
+        int64_t cap[HETCL_EIGENPRO_MAX_DEVICES];
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        const int n = 1 + (int) ((st >> 33) % HETCL_EIGENPRO_MAX_DEVICES);
+        for (int i = 0; i < n; i++) {
+            st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+            speed[i] = 0.01 + (double) ((st >> 20) % 100000) / 1000.0;
+            cap[i] = (int64_t) ((st >> 40) % 300);
+        }
+        check_split_case(n, speed, cap, (int64_t) ((st >> 8) % 700) + 1);
+    }
+}
+
+/* Two interleaved spirals, n points. */
+static hetcl_dataset *spirals(int n)
+{
+    hetcl_dataset *ds = calloc(1, sizeof *ds);
+    float *x = malloc((size_t) n * 2 * sizeof *x);
+    int32_t *y = malloc((size_t) n * sizeof *y);
+    if (!ds || !x || !y) {
+        free(ds);
+        free(x);
+        free(y);
+        return NULL;
+    }
+    uint64_t st = 12345;
+    for (int i = 0; i < n; i++) {
+        double u[2];
+        for (int k = 0; k < 2; k++) {
+            st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+            u[k] = (double) (st >> 11) / 9007199254740992.0;
+        }
+        const int c = i % 2;
+        const double t = 0.1 + 0.9 * u[0], a = 3.0 * 3.14159265358979 * t + c * 3.14159265358979;
+        const double r = t + 0.05 * (u[1] - 0.5);
+        x[2 * i] = (float) (r * cos(a));
+        x[2 * i + 1] = (float) (r * sin(a));
+        y[i] = c;
+    }
+    ds->name = (char *) "spirals";
+    ds->n = n;
+    ds->n_features = 2;
+    ds->n_classes = 2;
+    ds->x = x;
+    ds->y = y;
+    return ds;
+}
+
+static void free_spirals(hetcl_dataset *ds)
+{
+    if (!ds)
+        return;
+    free(ds->x);
+    free(ds->y);
+    free(ds);
+}
+
+static struct hetcl_eigenpro_result *train(hetcl_runtime *rt, hetcl_model_spec *spec,
+                                           const hetcl_dataset *ds, int worker, int64_t batch)
+{
+    const struct hetcl_eigenpro_options o = {.epochs = 2,
+                                             .seed = 7,
+                                             .batch = batch,
+                                             .top_q = 8,
+                                             .m_g_cap = -1, /* no probe: the same setup */
+                                             .mem_bytes = 1073741824.0,
+                                             .worker = worker};
+    struct hetcl_eigenpro_result *r = NULL;
+    if (hetcl_eigenpro_train(ctx, rt, spec, ds, NULL, &o, &r) != HETCL_OK) {
+        fprintf(stderr, "eigenpro train (worker %d): %s\n", worker, hetcl_context_last_error(ctx));
+        hetcl_test_failures++;
+    }
+    return r;
+}
+
+static double max_diff(const float *a, const float *b, int64_t n, double *amax)
+{
+    double d = 0;
+    *amax = 0;
+    for (int64_t i = 0; i < n; i++) {
+        d = fmax(d, fabs((double) a[i] - (double) b[i]));
+        *amax = fmax(*amax, fabs((double) a[i]));
+    }
+    return d;
+}
+
+static void test_two_workers(void)
+{
+    static const char text[] =
+            "{\"schema_version\": 1, \"name\": \"k\", \"input\": {\"shape\": [2]}, \"layers\": "
+            "[{\"type\": \"kernel\", \"kernel\": \"gaussian\", \"bandwidth\": 0.2, \"units\": 2}], "
+            "\"loss\": \"mse\"}";
+    hetcl_model_spec *spec = NULL;
+    hetcl_runtime *rt = NULL;
+    hetcl_dataset *ds = spirals(600);
+    const struct hetcl_runtime_options ro = {
+            .devices = "host", .host_workers = 2, .perfmodel_dir = ""};
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "k", text, sizeof text - 1, &spec));
+    CHECK_OK(ctx, hetcl_runtime_create(ctx, &ro, &rt));
+    CHECK(ds != NULL);
+    if (!spec || !rt || !ds) {
+        hetcl_runtime_destroy(rt);
+        hetcl_model_spec_destroy(spec);
+        free_spirals(ds);
+        return;
+    }
+    struct hetcl_eigenpro_result *one = train(rt, spec, ds, 0, 64);
+    struct hetcl_eigenpro_result *two = train(rt, spec, ds, -1, 64);
+    struct hetcl_eigenpro_result *other = train(rt, spec, ds, 0, 48);
+    if (one && two && other) {
+        CHECK_EQ_INT(one->n_devices, 1);
+        CHECK_EQ_INT(two->n_devices, 2);
+        CHECK(one->setup.m == 64 && two->setup.m == 64 && one->setup.q == two->setup.q);
+        int64_t rows = 0;
+        double share = 0;
+        for (int i = 0; i < two->n_devices; i++) {
+            const struct hetcl_eigenpro_device *d = &two->devices[i];
+            printf("two workers: %s %lld rows (share %.3f, %.1f per step), %.3g s per row\n",
+                   d->name, (long long) d->rows, d->share, d->rows_per_step, d->s_per_row);
+            CHECK(d->rows > 0 && d->s_per_row > 0 && d->steps > 0);
+            rows += d->rows;
+            share += d->share;
+        }
+        CHECK_EQ_INT(rows, 2 * 600);
+        CHECK(fabs(share - 1.0) < 1e-9);
+        CHECK_EQ_INT(one->devices[0].rows, 2 * 600);
+        double amax = 0;
+        const double d12 = max_diff(one->alpha, two->alpha, 600 * 2, &amax);
+        double amax2 = 0;
+        const double d1o = max_diff(one->alpha, other->alpha, 600 * 2, &amax2);
+        printf("alpha: two workers differ from one by %.3g, batch 48 by %.3g (largest %.3g)\n", d12,
+               d1o, amax);
+        CHECK(d12 <= 1e-4 * amax);
+        CHECK(d1o > 1e-4 * amax);
+    }
+    hetcl_eigenpro_result_destroy(one);
+    hetcl_eigenpro_result_destroy(two);
+    hetcl_eigenpro_result_destroy(other);
+    hetcl_runtime_destroy(rt);
+    hetcl_model_spec_destroy(spec);
+    free_spirals(ds);
+}
+
+int main(void)
+{
+    CHECK_OK(NULL, hetcl_context_create(NULL, &ctx));
+    test_split();
+    test_two_workers();
+    hetcl_context_destroy(ctx);
+    return hetcl_test_finish("test_eigenpro_devices");
+}
