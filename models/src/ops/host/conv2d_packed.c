@@ -86,52 +86,132 @@ struct pgeom {
     int64_t out_h, out_w, P, K, kk; /* kk = k_h k_w */
 };
 
+/* d[e] = src[e s] for e < n. */
+HETCL_HOST_CLONES static void strided_copy(int64_t n, int64_t s, const float *src, float *d)
+{
+    for (int64_t e = 0; e < n; e++)
+        d[e] = src[e * s];
+}
+
+/* A run of positions within one output row and one B panel: the panel's column jj of panel t,
+ * output row oy from column ox, len positions. */
+struct run {
+    int32_t t, jj, len;
+    int64_t oy, ox;
+};
+
+/* The runs of positions [q0, q_end), cut at output rows and at panels of nr; at most
+ * (q_end - q0) / nr + (q_end - q0) / out_w + 2 of them. */
+static int64_t cut_runs(const struct pgeom *g, int64_t nr, int64_t q0, int64_t q_end,
+                        struct run *runs)
+{
+    int64_t n = 0;
+    for (int64_t q = q0; q < q_end;) {
+        const int64_t t = (q - q0) / nr, jj = (q - q0) % nr;
+        const int64_t oy = q / g->out_w, ox = q % g->out_w;
+        int64_t len = nr - jj;
+        len = len < q_end - q ? len : q_end - q;
+        len = len < g->out_w - ox ? len : g->out_w - ox;
+        runs[n++] = (struct run){
+                .t = (int32_t) t, .jj = (int32_t) jj, .len = (int32_t) len, .oy = oy, .ox = ox};
+        q += len;
+    }
+    return n;
+}
+
 /* B panels for positions [q0, q0 + n_pan nr) (zero beyond P) and depths [k0, k0 + kb) of one
  * image x: panel t at dst + t pstride, dst[t pstride + (p - k0) nr + j] = cols[p][q0 + t nr + j].
- * Per depth, the positions are cut at output rows and panels: each run reads one input row,
+ * The positions are cut into runs once (cut_runs); per depth, each run reads one input row,
  * contiguous at stride 1. */
 static void pack_b(const struct hetcl_op_conv2d_args *a, const struct pgeom *g, int64_t nr,
                    const float *x, int64_t k0, int64_t kb, int64_t q0, int64_t n_pan,
-                   int64_t pstride, float *dst)
+                   int64_t pstride, const struct run *runs, int64_t n_runs, float *dst)
 {
     const int64_t q_end = q0 + n_pan * nr < g->P ? q0 + n_pan * nr : g->P;
     const int64_t plane = a->in_h * a->in_w, s = a->stride;
     const bool pointwise = a->k_h == 1 && a->k_w == 1 && s == 1 && a->pad == 0;
+    int64_t c = k0 / g->kk, i = (k0 / a->k_w) % a->k_h, j = k0 % a->k_w;
     for (int64_t p = k0; p < k0 + kb; p++) {
-        const int64_t c = p / g->kk, i = (p / a->k_w) % a->k_h, j = p % a->k_w;
         const float *xc = x + c * plane;
         float *drow = dst + (p - k0) * nr;
-        int64_t q = q0;
-        while (q < q_end) {
-            const int64_t t = (q - q0) / nr, jj = (q - q0) % nr;
-            const int64_t oy = q / g->out_w, ox = q % g->out_w;
-            int64_t len = nr - jj;
-            len = len < q_end - q ? len : q_end - q;
-            float *d = drow + t * pstride + jj;
+        for (int64_t r = 0; r < n_runs; r++) {
+            const struct run *u = &runs[r];
+            float *d = drow + u->t * pstride + u->jj;
             if (pointwise) { /* y positions are x positions */
-                memcpy(d, xc + q, (size_t) len * sizeof *d);
-                q += len;
+                memcpy(d, xc + u->oy * g->out_w + u->ox, (size_t) u->len * sizeof *d);
                 continue;
             }
-            len = len < g->out_w - ox ? len : g->out_w - ox;
-            const int64_t iy = oy * s - a->pad + i;
+            const int64_t iy = u->oy * s - a->pad + i, len = u->len;
             if (iy < 0 || iy >= a->in_h) {
                 memset(d, 0, (size_t) len * sizeof *d);
-            } else {
-                const float *src = xc + iy * a->in_w;
-                const int64_t off = j - a->pad;
-                for (int64_t e = 0; e < len; e++) {
-                    const int64_t ix = (ox + e) * s + off;
-                    d[e] = ix >= 0 && ix < a->in_w ? src[ix] : 0.0f;
-                }
+                continue;
             }
-            q += len;
+            /* run element e reads input column (ox + e) s + base0: inside for e in [lo, hi) */
+            const float *row = xc + iy * a->in_w;
+            const int64_t base = u->ox * s + j - a->pad; /* may be < 0: only e >= lo is read */
+            int64_t lo = base >= 0 ? 0 : (-base + s - 1) / s;
+            int64_t hi = a->in_w - 1 - base < 0 ? 0 : (a->in_w - 1 - base) / s + 1;
+            hi = hi < len ? hi : len;
+            lo = lo < hi ? lo : hi;
+            memset(d, 0, (size_t) lo * sizeof *d);
+            if (s == 1)
+                memcpy(d + lo, row + base + lo, (size_t) (hi - lo) * sizeof *d);
+            else
+                strided_copy(hi - lo, s, row + base + lo * s, d + lo);
+            memset(d + hi, 0, (size_t) (len - hi) * sizeof *d);
         }
         /* the positions past P in the last panel */
         for (int64_t qq = q_end; qq < q0 + n_pan * nr; qq++) {
             drow[((qq - q0) / nr) * pstride + (qq - q0) % nr] = 0.0f;
         }
+        if (++j == a->k_w) { /* the next depth's tap */
+            j = 0;
+            if (++i == a->k_h) {
+                i = 0;
+                c++;
+            }
+        }
     }
+}
+
+/* One depth block of a column block of one image (hetcl__conv2d_packed_fwd's loops). */
+struct tiles {
+    const struct hetcl_gemm_kernel *kern;
+    const struct pgeom *g;
+    int64_t out_c, Kp, k0, kb;
+    bool first, last; /* the first and the last depth block */
+    const float *wp, *bpack;
+    int64_t pstride;
+    const float *bias;
+    hetcl_act act;
+    float *yi, *ecol, *erow;
+    int64_t q0; /* the block's first position */
+};
+
+/* The tile of channel block blk and panel t of the block: the micro-kernel over this depth
+ * block, into y or (at an edge) the edge scratch; after the last depth block, the edge copied
+ * to y and the bias and activation applied. */
+static inline void tile(const struct tiles *tl, int64_t blk, int64_t t)
+{
+    const int64_t mr = tl->kern->mr, nr = tl->kern->nr, P = tl->g->P;
+    const int64_t q = tl->q0 + t * nr, cols = P - q < nr ? P - q : nr;
+    const int64_t o0 = blk * mr, rows = tl->out_c - o0 < mr ? tl->out_c - o0 : mr;
+    float *yt = tl->yi + o0 * P + q, *c = yt;
+    int64_t ldc = P;
+    if (cols < nr) {
+        c = tl->ecol + blk * mr * nr;
+        ldc = nr;
+    } else if (rows < mr) {
+        c = tl->erow + t * mr * nr;
+        ldc = nr;
+    }
+    tl->kern->run(tl->kb, tl->wp + blk * tl->Kp * mr + tl->k0 * mr, tl->bpack + t * tl->pstride, c,
+                  ldc, 1.0f, tl->first ? 0.0f : 1.0f);
+    if (!tl->last)
+        return;
+    if (ldc == nr)
+        hetcl__conv_copy_rows(rows, cols, c, nr, yt, P);
+    epilogue(rows, cols, tl->bias + o0, tl->act, yt, P);
 }
 
 /* This part's share [*lo, *hi) of n units. */
@@ -171,44 +251,57 @@ hetcl_status hetcl__conv2d_packed_fwd(hetcl_context *ctx, const struct hetcl_gem
      * last channel block */
     const size_t b_len = (size_t) (nc_pan * pstride);
     const size_t e_len = (size_t) ((n_blk + nc_pan) * mr * nr);
-    float *mem = hetcl__malloc((b_len + e_len + 16) * sizeof *mem);
+    const int64_t max_runs = nc_pan + nc_pan * nr / g.out_w + 2;
+    float *mem = hetcl__malloc((b_len + e_len + 18) * sizeof *mem +
+                               (size_t) max_runs * sizeof(struct run));
     if (!mem)
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "conv2d_fwd: %zu floats of packing scratch",
                            b_len + e_len);
     float *bpack = (float *) (((uintptr_t) mem + 63) & ~(uintptr_t) 63);
     float *ecol = bpack + b_len, *erow = ecol + n_blk * mr * nr;
+    struct run *runs =
+            (struct run *) (((uintptr_t) (erow + nc_pan * mr * nr) + 7) & ~(uintptr_t) 7);
     const int64_t x_img = a->in_c * a->in_h * a->in_w, y_img = a->out_c * g.P;
     for (int64_t img = 0; img < a->batch; img++) {
         const float *xi = x + img * x_img;
         float *yi = y + img * y_img;
         for (int64_t pan0 = p_lo; pan0 < p_hi; pan0 += nc_pan) {
             const int64_t n_pan = p_hi - pan0 < nc_pan ? p_hi - pan0 : nc_pan;
+            const int64_t q_end = (pan0 + n_pan) * nr < g.P ? (pan0 + n_pan) * nr : g.P;
+            const int64_t n_runs = cut_runs(&g, nr, pan0 * nr, q_end, runs);
             for (int64_t k0 = 0; k0 < g.K; k0 += kc) {
                 const int64_t kb = g.K - k0 < kc ? g.K - k0 : kc;
                 const bool first = k0 == 0, last = k0 + kb == g.K;
-                pack_b(a, &g, nr, xi, k0, kb, pan0 * nr, n_pan, pstride, bpack);
-                for (int64_t blk = b_lo; blk < b_hi; blk++) {
-                    const float *ap = wp + blk * Kp * mr + k0 * mr;
-                    const int64_t o0 = blk * mr, rows = a->out_c - o0 < mr ? a->out_c - o0 : mr;
-                    for (int64_t t = 0; t < n_pan; t++) {
-                        const int64_t q = (pan0 + t) * nr, cols = g.P - q < nr ? g.P - q : nr;
-                        float *c = yi + o0 * g.P + q;
-                        int64_t ldc = g.P;
-                        if (cols < nr) {
-                            c = ecol + blk * mr * nr;
-                            ldc = nr;
-                        } else if (rows < mr) {
-                            c = erow + t * mr * nr;
-                            ldc = nr;
-                        }
-                        kern->run(kb, ap, bpack + t * pstride, c, ldc, 1.0f, first ? 0.0f : 1.0f);
-                        if (!last)
-                            continue;
-                        float *yt = yi + o0 * g.P + q;
-                        if (ldc == nr)
-                            hetcl__conv_copy_rows(rows, cols, c, nr, yt, g.P);
-                        epilogue(rows, cols, bias + o0, act, yt, g.P);
-                    }
+                pack_b(a, &g, nr, xi, k0, kb, pan0 * nr, n_pan, pstride, runs, n_runs, bpack);
+                struct tiles tl = {.kern = kern,
+                                   .g = &g,
+                                   .out_c = a->out_c,
+                                   .Kp = Kp,
+                                   .k0 = k0,
+                                   .kb = kb,
+                                   .first = first,
+                                   .last = last,
+                                   .wp = wp,
+                                   .bpack = bpack,
+                                   .pstride = pstride,
+                                   .bias = bias,
+                                   .act = act,
+                                   .yi = yi,
+                                   .ecol = ecol,
+                                   .erow = erow,
+                                   .q0 = pan0 * nr};
+                /* The operand read again and again should be the smaller: with more channels
+                 * than positions (deep layers), each channel block's A panel stays in L1
+                 * while the block's B panels come from L2; else each B panel stays in L1
+                 * while the channel blocks' A panels come from L2. */
+                if (a->out_c > n_pan * nr) {
+                    for (int64_t blk = b_lo; blk < b_hi; blk++)
+                        for (int64_t t = 0; t < n_pan; t++)
+                            tile(&tl, blk, t);
+                } else {
+                    for (int64_t t = 0; t < n_pan; t++)
+                        for (int64_t blk = b_lo; blk < b_hi; blk++)
+                            tile(&tl, blk, t);
                 }
             }
         }
