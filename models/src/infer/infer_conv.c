@@ -3,8 +3,9 @@
  * take runs through hetcl__conv2d_packed_fwd (ops/host/conv2d_packed.c) with its weights
  * packed once per session, its ReLU or ReLU6 applied to each tile as it is finished, and, for a
  * share with a team (a request of a few rows with idle host workers), its positions or
- * channels split among the team. Without packed weights (no fused share, a grouped or direct
- * convolution) the operator runs as before.
+ * channels split among the team. A depthwise convolution likewise fuses its activation and
+ * splits its channels (hetcl__conv2d_depthwise_fwd). The others (other groupings, the direct
+ * kernel's shapes) run as the operator.
  *
  * ResNet-18 at batch 1 (development machine, one core): im2col + hetcl__sgemm spent about as
  * long copying (im2col, packing W and the im2col matrix, copying y out, the bias and ReLU
@@ -22,6 +23,13 @@ static bool packable(const struct hetcl__op *op)
     const struct hetcl_op_conv2d_args *a = &op->args.conv2d;
     return op->codelet == &hetcl_op_conv2d_fwd && a->groups <= 1 &&
            !(hetcl__conv2d_direct_suits(a) && hetcl__conv2d_direct_sizes_ok(a));
+}
+
+/* Whether ops[i] is a depthwise convolution (hetcl__conv2d_depthwise_fwd). */
+static bool depthwise(const struct hetcl__op *op)
+{
+    const struct hetcl_op_conv2d_args *a = &op->args.conv2d;
+    return op->codelet == &hetcl_op_conv2d_fwd && a->groups > 1 && a->groups == a->in_c;
 }
 
 hetcl_status hetcl__infer_conv_pack(hetcl_infer_session *s)
@@ -91,6 +99,18 @@ hetcl_status hetcl__infer_conv_run(hetcl_context *ctx, const hetcl_infer_session
 {
     const struct hetcl__op *op = &ops[*i];
     *done = false;
+    if (depthwise(op)) {
+        *done = true;
+        const hetcl_act act = act_follows(ops, n_ops, *i);
+        *i += act != HETCL_ACT_NONE ? 2 : 1;
+        const float *x = bind(binder, op->slot[0]), *w = bind(binder, op->slot[1]);
+        const float *bias = bind(binder, op->slot[2]);
+        float *y = bind(binder, op->slot[3]);
+        if (sh->team && sh->team->n_part > 1)
+            return hetcl__infer_team_conv(sh->team, ctx, NULL, &op->args.conv2d, x, w, bias, act,
+                                          y);
+        return hetcl__conv2d_depthwise_fwd(ctx, &op->args.conv2d, x, w, bias, act, 0, 1, y);
+    }
     if (!s->conv_packed || !packable(op))
         return HETCL_OK;
     const int p = hetcl__slot_param(s->plan->spec, op->slot[1]);

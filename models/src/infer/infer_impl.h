@@ -73,8 +73,8 @@ struct hetcl__infer_team {
     int64_t m, n, k, n_slices;
     const float *x, *w;
     float *y;
-    /* a convolution's: its shape, the packed weights' kernel (w: packed), bias, activation,
-     * and whether a part failed (out of memory for its scratch) */
+    /* a convolution's: its shape, the packed weights' kernel (w: packed; NULL: depthwise, w
+     * plain), bias, activation, and whether a part failed (out of memory for its scratch) */
     const struct hetcl_op_conv2d_args *conv;
     const struct hetcl_gemm_kernel *conv_kern;
     const float *bias;
@@ -93,8 +93,9 @@ bool hetcl__infer_team_worth(const struct hetcl__infer_team *t, int64_t n, int64
 /* The lead: y = x W^T for rows m (as hetcl__infer_gemv_nt), with the team's helpers. */
 void hetcl__infer_team_gemv(struct hetcl__infer_team *t, int64_t m, int64_t n, int64_t k,
                             const float *x, const float *w, float *y);
-/* The lead: part after part of hetcl__conv2d_packed_fwd with the team's helpers (slices =
- * parts); HETCL_ERR_NO_MEMORY when a part could not get its scratch. */
+/* The lead: part after part of hetcl__conv2d_packed_fwd (kern: wp packed for it), or of
+ * hetcl__conv2d_depthwise_fwd (kern NULL, wp the plain weights), with the team's helpers
+ * (slices = parts); HETCL_ERR_NO_MEMORY when a part could not get its scratch. */
 hetcl_status hetcl__infer_team_conv(struct hetcl__infer_team *t, hetcl_context *ctx,
                                     const struct hetcl_gemm_kernel *kern,
                                     const struct hetcl_op_conv2d_args *a, const float *x,

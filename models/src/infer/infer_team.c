@@ -58,9 +58,14 @@ static void work(struct hetcl__infer_team *t, int part, uint64_t phase)
         while ((slice = claim(t, q, phase)) >= 0) {
             /* a convolution's part fails only for its scratch: the lead reports it */
             if (t->is_conv) {
-                if (hetcl__conv2d_packed_fwd(NULL, t->conv_kern, t->conv, t->x, t->w, t->bias,
-                                             t->act, (int) slice, (int) t->n_slices,
-                                             t->y) != HETCL_OK)
+                const hetcl_status st =
+                        t->conv_kern ? hetcl__conv2d_packed_fwd(NULL, t->conv_kern, t->conv, t->x,
+                                                                t->w, t->bias, t->act, (int) slice,
+                                                                (int) t->n_slices, t->y)
+                                     : hetcl__conv2d_depthwise_fwd(NULL, t->conv, t->x, t->w,
+                                                                   t->bias, t->act, (int) slice,
+                                                                   (int) t->n_slices, t->y);
+                if (st != HETCL_OK)
                     atomic_store_explicit(&t->failed, 1, memory_order_relaxed);
             } else {
                 int64_t u0 = slice * HETCL_INFER_TEAM_SLICE;

@@ -3,9 +3,11 @@
  *
  * Depthwise (one input channel per group, MobileNet's 3x3 layers) has a direct kernel of its
  * own: an im2col of one channel would copy k_h k_w planes to feed a GEMM of depth k_h k_w, more
- * memory traffic than the arithmetic it saves. Each output row is formed as k_h k_w
- * multiply-adds of a contiguous (or strided) input run, with no test per element: the valid
- * output columns of each kernel column are computed once per row.
+ * memory traffic than the arithmetic it saves. Each input plane is first copied, padded, into
+ * `stride` column phases (struct dw_geom), so that each output row is k_h k_w vector
+ * multiply-adds of contiguous runs, with no test per element, at stride 2 too (MobileNetV2's
+ * downsampling layers read every other element before); the inference executor fuses the
+ * layer's ReLU6 and splits the channels among a team (hetcl__conv2d_depthwise_fwd).
  *
  * Other groupings (ResNeXt-style, a few channels per group) have GEMMs worth packing: each
  * group of each image is an ordinary convolution of in_c / groups channels into
@@ -15,51 +17,98 @@
 
 #include <string.h>
 
-/* y[t] += wv * src[t stride] for t < n: one kernel tap over a run of one output row. */
-HETCL_HOST_CLONES static void tap_run(int64_t n, int64_t stride, float wv, const float *src,
-                                      float *y)
+/* yr[t] += wv * src[t] for t < n. */
+HETCL_HOST_CLONES static void tap_run(int64_t n, float wv, const float *src, float *yr)
 {
-    if (stride == 1) {
-        for (int64_t t = 0; t < n; t++) {
-            y[t] += wv * src[t];
-        }
-        return;
-    }
+    for (int64_t t = 0; t < n; t++)
+        yr[t] += wv * src[t];
+}
+
+/* yr[t] = act(yr[t]) for t < n (ReLU and ReLU6 as bias_act.c: NaN becomes 0). */
+HETCL_HOST_CLONES static void act_run(int64_t n, hetcl_act act, float *yr)
+{
+    const float hi = act == HETCL_ACT_RELU6 ? 6.0f : __builtin_inff();
     for (int64_t t = 0; t < n; t++) {
-        y[t] += wv * src[t * stride];
+        const float v = yr[t];
+        yr[t] = v > 0.0f ? (v < hi ? v : hi) : 0.0f;
     }
 }
 
-/* One output plane of a depthwise convolution: yp = bias + conv(xp, wk). */
-static void depthwise_plane(const struct hetcl_op_conv2d_args *a, int64_t out_h, int64_t out_w,
-                            const float *xp, const float *wk, float bias, float *yp)
+/* The depthwise geometry: the padded input plane split into `stride` column phases, phase f
+ * holding padded columns f, f + s, f + 2 s, ...: padded column ox s + j of tap column j is
+ * phase j % s, column ox + j / s, so every tap of an output row reads a contiguous run,
+ * whatever the stride (and no test per element: the padding is zeros in the phases). */
+struct dw_geom {
+    int64_t out_h, out_w, hp, wq;
+};
+
+/* The phases of input plane xp into ph (stride hp wq floats each). */
+static void dw_phases(const struct hetcl_op_conv2d_args *a, const struct dw_geom *g,
+                      const float *xp, float *ph)
 {
-    for (int64_t oy = 0; oy < out_h; oy++) {
-        float *row = yp + oy * out_w;
-        for (int64_t ox = 0; ox < out_w; ox++) {
-            row[ox] = bias;
-        }
-        for (int64_t i = 0; i < a->k_h; i++) {
-            const int64_t iy = oy * a->stride - a->pad + i;
+    const int64_t s = a->stride;
+    for (int64_t f = 0; f < s; f++) {
+        for (int64_t r = 0; r < g->hp; r++) {
+            float *d = ph + (f * g->hp + r) * g->wq;
+            const int64_t iy = r - a->pad;
             if (iy < 0 || iy >= a->in_h) {
+                memset(d, 0, (size_t) g->wq * sizeof *d);
                 continue;
             }
             const float *src = xp + iy * a->in_w;
-            for (int64_t j = 0; j < a->k_w; j++) {
-                /* input column ox s - pad + j must lie in [0, in_w) */
-                const int64_t first = a->pad - j, last = a->in_w - 1 + a->pad - j;
-                int64_t lo = first <= 0 ? 0 : (first + a->stride - 1) / a->stride;
-                int64_t hi = last < 0 ? 0 : last / a->stride + 1;
-                hi = hi < out_w ? hi : out_w;
-                if (lo >= hi) {
-                    continue;
-                }
-                /* output column ox reads input column ox s - pad + j, >= 0 from lo on */
-                tap_run(hi - lo, a->stride, wk[i * a->k_w + j], src + lo * a->stride - a->pad + j,
-                        row + lo);
+            for (int64_t c = 0; c < g->wq; c++) {
+                const int64_t ix = c * s + f - a->pad;
+                d[c] = ix >= 0 && ix < a->in_w ? src[ix] : 0.0f;
             }
         }
     }
+}
+
+/* One output plane: yp = act(bias + conv(phases, wk)). */
+static void dw_plane(const struct hetcl_op_conv2d_args *a, const struct dw_geom *g, const float *ph,
+                     const float *wk, float bias, hetcl_act act, float *yp)
+{
+    const int64_t s = a->stride;
+    for (int64_t oy = 0; oy < g->out_h; oy++) {
+        float *yr = yp + oy * g->out_w;
+        for (int64_t ox = 0; ox < g->out_w; ox++)
+            yr[ox] = bias;
+        for (int64_t i = 0; i < a->k_h; i++)
+            for (int64_t j = 0; j < a->k_w; j++)
+                tap_run(g->out_w, wk[i * a->k_w + j],
+                        ph + ((j % s) * g->hp + oy * s + i) * g->wq + j / s, yr);
+        if (act != HETCL_ACT_NONE)
+            act_run(g->out_w, act, yr);
+    }
+}
+
+hetcl_status hetcl__conv2d_depthwise_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
+                                         const float *x, const float *w, const float *bias,
+                                         hetcl_act act, int part, int n_parts, float *y)
+{
+    struct dw_geom g;
+    g.out_h = (a->in_h + 2 * a->pad - a->k_h) / a->stride + 1;
+    g.out_w = (a->in_w + 2 * a->pad - a->k_w) / a->stride + 1;
+    g.hp = (g.out_h - 1) * a->stride + a->k_h;
+    g.wq = g.out_w + (a->k_w - 1) / a->stride;
+    const int64_t cout_g = a->out_c / a->in_c, taps = a->k_h * a->k_w;
+    const int64_t in_plane = a->in_h * a->in_w, out_plane = g.out_h * g.out_w;
+    /* this part's output channels: whole input channels (their phases are built once) */
+    const int64_t c_lo = a->in_c * part / n_parts, c_hi = a->in_c * (part + 1) / n_parts;
+    if (c_lo >= c_hi)
+        return HETCL_OK;
+    float *ph = hetcl__malloc((size_t) (a->stride * g.hp * g.wq) * sizeof *ph);
+    if (!ph)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "conv2d_fwd: depthwise scratch");
+    for (int64_t n = 0; n < a->batch; n++) {
+        for (int64_t c = c_lo; c < c_hi; c++) {
+            dw_phases(a, &g, x + (n * a->in_c + c) * in_plane, ph);
+            for (int64_t o = c * cout_g; o < (c + 1) * cout_g; o++)
+                dw_plane(a, &g, ph, w + o * taps, bias[o], act, y + (n * a->out_c + o) * out_plane);
+        }
+    }
+    hetcl__free(ph);
+    return HETCL_OK;
 }
 
 hetcl_status hetcl__conv2d_grouped_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
@@ -70,18 +119,8 @@ hetcl_status hetcl__conv2d_grouped_fwd(hetcl_context *ctx, const struct hetcl_op
     const int64_t cin_g = a->in_c / a->groups, cout_g = a->out_c / a->groups;
     const int64_t in_plane = a->in_h * a->in_w, out_plane = out_h * out_w;
     const int64_t x_img = a->in_c * in_plane, y_img = a->out_c * out_plane;
-    if (cin_g == 1) {
-        /* depthwise, with cout_g outputs per channel (a depth multiplier) */
-        const int64_t taps = a->k_h * a->k_w;
-        for (int64_t n = 0; n < a->batch; n++) {
-            for (int64_t o = 0; o < a->out_c; o++) {
-                const float *xp = x + n * x_img + (o / cout_g) * in_plane;
-                depthwise_plane(a, out_h, out_w, xp, w + o * taps, bias[o],
-                                y + n * y_img + o * out_plane);
-            }
-        }
-        return HETCL_OK;
-    }
+    if (cin_g == 1) /* depthwise, with cout_g outputs per channel (a depth multiplier) */
+        return hetcl__conv2d_depthwise_fwd(ctx, a, x, w, bias, HETCL_ACT_NONE, 0, 1, y);
     struct hetcl_op_conv2d_args g = *a;
     g.batch = 1;
     g.in_c = cin_g;

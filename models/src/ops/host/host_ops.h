@@ -146,6 +146,12 @@ hetcl_status hetcl__conv2d_gemm_bwd(hetcl_context *ctx, const struct hetcl_op_co
  * the ungrouped paths above over each group's slice of each image. HETCL_ERR_NO_MEMORY. */
 hetcl_status hetcl__conv2d_grouped_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
                                        const float *x, const float *w, const float *bias, float *y);
+/* The depthwise case of it (groups == in_c, out_c a multiple of in_c): part `part` of n_parts
+ * (whole input channels each, disjoint parts of y) of y = act(conv + bias), act NONE, RELU or
+ * RELU6. HETCL_ERR_NO_MEMORY. */
+hetcl_status hetcl__conv2d_depthwise_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
+                                         const float *x, const float *w, const float *bias,
+                                         hetcl_act act, int part, int n_parts, float *y);
 
 /* ---- conv2d through the packed SGEMM micro-kernel (conv2d_packed.c), inference ---------- */
 
