@@ -34,6 +34,32 @@ HETCL_HOST_CLONES static void act_run(int64_t n, hetcl_act act, float *yr)
     }
 }
 
+/* d[e] = src[e s] for e < n. */
+HETCL_HOST_CLONES static void strided_copy(int64_t n, int64_t s, const float *src, float *d)
+{
+    for (int64_t e = 0; e < n; e++)
+        d[e] = src[e * s];
+}
+
+/* One output row of a 3x3 depthwise kernel from its 9 taps' runs p[t] (MobileNet's): each
+ * output summed in a register and written once, instead of 9 passes over the row. */
+HETCL_HOST_CLONES static void row_3x3(int64_t n, const float *const p[9], const float *wk,
+                                      float bias, hetcl_act act, float *yr)
+{
+    const float *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3], *p4 = p[4], *p5 = p[5];
+    const float *p6 = p[6], *p7 = p[7], *p8 = p[8];
+    const float w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3], w4 = wk[4], w5 = wk[5];
+    const float w6 = wk[6], w7 = wk[7], w8 = wk[8];
+    const float hi = act == HETCL_ACT_RELU6 ? 6.0f : __builtin_inff();
+    for (int64_t t = 0; t < n; t++) {
+        float v = bias + w0 * p0[t] + w1 * p1[t] + w2 * p2[t] + w3 * p3[t] + w4 * p4[t] +
+                  w5 * p5[t] + w6 * p6[t] + w7 * p7[t] + w8 * p8[t];
+        if (act != HETCL_ACT_NONE) /* as bias_act.c: NaN becomes 0 */
+            v = v > 0.0f ? (v < hi ? v : hi) : 0.0f;
+        yr[t] = v;
+    }
+}
+
 /* The depthwise geometry: the padded input plane split into `stride` column phases, phase f
  * holding padded columns f, f + s, f + 2 s, ...: padded column ox s + j of tap column j is
  * phase j % s, column ox + j / s, so every tap of an output row reads a contiguous run,
@@ -55,11 +81,19 @@ static void dw_phases(const struct hetcl_op_conv2d_args *a, const struct dw_geom
                 memset(d, 0, (size_t) g->wq * sizeof *d);
                 continue;
             }
+            /* phase column c holds input column c s + f - pad: inside for c in [lo, hi) */
+            const int64_t base = f - a->pad, last = a->in_w - 1 - base;
+            int64_t lo = base >= 0 ? 0 : (-base + s - 1) / s;
+            int64_t hi = last < 0 ? 0 : last / s + 1;
+            hi = hi < g->wq ? hi : g->wq;
+            lo = lo < hi ? lo : hi;
             const float *src = xp + iy * a->in_w;
-            for (int64_t c = 0; c < g->wq; c++) {
-                const int64_t ix = c * s + f - a->pad;
-                d[c] = ix >= 0 && ix < a->in_w ? src[ix] : 0.0f;
-            }
+            memset(d, 0, (size_t) lo * sizeof *d);
+            if (s == 1)
+                memcpy(d + lo, src + base + lo, (size_t) (hi - lo) * sizeof *d);
+            else
+                strided_copy(hi - lo, s, src + base + lo * s, d + lo);
+            memset(d + hi, 0, (size_t) (g->wq - hi) * sizeof *d);
         }
     }
 }
@@ -69,6 +103,15 @@ static void dw_plane(const struct hetcl_op_conv2d_args *a, const struct dw_geom 
                      const float *wk, float bias, hetcl_act act, float *yp)
 {
     const int64_t s = a->stride;
+    if (a->k_h == 3 && a->k_w == 3) {
+        for (int64_t oy = 0; oy < g->out_h; oy++) {
+            const float *p[9];
+            for (int64_t t = 0; t < 9; t++)
+                p[t] = ph + ((t % 3 % s) * g->hp + oy * s + t / 3) * g->wq + t % 3 / s;
+            row_3x3(g->out_w, p, wk, bias, act, yp + oy * g->out_w);
+        }
+        return;
+    }
     for (int64_t oy = 0; oy < g->out_h; oy++) {
         float *yr = yp + oy * g->out_w;
         for (int64_t ox = 0; ox < g->out_w; ox++)
