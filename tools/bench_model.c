@@ -202,9 +202,10 @@ static size_t what_runs(struct state *s, struct cli_option *t)
                      "across the devices by measured speed; at batches of\n"
                      "1-4, the waiting thread and host workers left\n"
                      "without rows help a host worker's large dense\n"
-                     "layers), pipeline (the layers partitioned across the\n"
-                     "devices by measured speed), auto (the faster of\n"
-                     "single and split, explained); default single"},
+                     "layers and convolutions), pipeline (the layers\n"
+                     "partitioned across the devices by measured speed),\n"
+                     "auto (the faster of single and split, explained);\n"
+                     "default single"},
             {"--scenarios", CLI_CUSTOM, s, .parse = parse_scenarios, .metavar = "S[,...]",
              .help = "single-stream (default: one request at a time),\n"
                      "offline (two in flight: throughput), server (Poisson\n"

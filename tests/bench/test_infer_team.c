@@ -1,6 +1,7 @@
 /*
  * Teams (hetcl_infer_session_options.helpers): a fused host share at a few rows with helper
- * workers gives exactly the probabilities it gives alone, request after request, with one
+ * workers gives exactly the probabilities it gives alone (an MLP's dense layers, and a small
+ * CNN's convolutions split among the team), request after request, with one
  * helper or two, with the waiting caller as a participant (caller_helps) or not, with spinning
  * or sleeping workers, when a helper's worker is busy elsewhere
  * (the lead does its part and the request does not wait for it), and when requests are
@@ -59,11 +60,17 @@ static void fill(float *x, size_t n, uint64_t seed)
     }
 }
 
+/* The team slices of one request: `fixed` (dense layers' output slices) plus `per_part` per
+ * participant (convolutions: two parts each). */
+struct slices {
+    uint64_t fixed, per_part;
+};
+
 /* Requests of `batch` rows on worker 0 with `n_helpers` helpers (workers 1..) against the same
  * requests without: equal bit for bit. With `busy`, helper 1's worker is held by another task
  * during the requests. */
 static void check_team(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_plan *plan,
-                       int64_t batch, size_t n_helpers, bool caller, bool busy)
+                       struct slices sl, int64_t batch, size_t n_helpers, bool caller, bool busy)
 {
     const int lead = 0, helpers[2] = {1, 2};
     size_t nx = (size_t) (batch * plan->in_elems), ny = (size_t) (batch * plan->n_classes);
@@ -101,8 +108,8 @@ static void check_team(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_
     uint64_t slices = 0, helped = 0;
     CHECK(a && !hetcl_infer_session_team_stats(a, &slices, &helped)); /* no team alone */
     CHECK(t && hetcl_infer_session_team_stats(t, &slices, &helped));
-    /* mlp.json: 784-256 and 256-128 are teamed (16 + 8 slices), 128-10 is not */
-    CHECK(slices == (uint64_t) REQUESTS * 24);
+    const uint64_t parts = 1 + n_helpers + (caller ? 1 : 0);
+    CHECK(slices == (uint64_t) REQUESTS * (sl.fixed + sl.per_part * parts));
     if (busy) { /* every request completed while helper 1's worker was held: without it */
         CHECK(hetcl_task_status(hold) == HETCL_ERR_BUSY);
         if (n_helpers == 1 && !caller)
@@ -162,33 +169,41 @@ int main(void)
         return 1;
     const char *src = getenv("HETCL_SOURCE_DIR");
     char path[1024];
-    snprintf(path, sizeof path, "%s/models/mlp.json", src ? src : ".");
-    hetcl_model_spec *spec = NULL;
-    hetcl_infer_plan *plan = NULL;
-    CHECK_OK(ctx, hetcl_model_spec_load(ctx, path, &spec));
-    struct hetcl_infer_weights_options w = {.seed = 3};
-    if (spec)
-        CHECK_OK(ctx, hetcl_infer_plan_create(ctx, spec, &w, &plan));
-    for (unsigned spin = 0; plan && spin <= 50; spin += 50) {
-        hetcl_runtime *rt = NULL;
-        struct hetcl_runtime_options o = {
-                .devices = "host", .host_workers = 3, .perfmodel_dir = "", .spin_us = spin};
-        CHECK_OK(ctx, hetcl_runtime_create(ctx, &o, &rt));
-        if (!rt)
-            break;
-        for (int64_t batch = 1; batch <= 4; batch += 3) {
-            check_team(ctx, rt, plan, batch, 1, false, false);
-            check_team(ctx, rt, plan, batch, 2, false, false);
-            check_team(ctx, rt, plan, batch, 0, true, false);
-            check_team(ctx, rt, plan, batch, 1, true, false);
+    /* mlp.json: 784-256 and 256-128 are teamed (16 + 8 slices), 128-10 is not; cnn_team.json:
+     * its three convolutions (the strided and the pointwise through the packed kernel, the
+     * depthwise) in two parts per participant, its classifier not */
+    const char *files[2] = {"models/mlp.json", "tests/bench/cnn_team.json"};
+    const struct slices sl[2] = {{24, 0}, {0, 6}};
+    for (int m = 0; m < 2; m++) {
+        snprintf(path, sizeof path, "%s/%s", src ? src : ".", files[m]);
+        hetcl_model_spec *spec = NULL;
+        hetcl_infer_plan *plan = NULL;
+        CHECK_OK(ctx, hetcl_model_spec_load(ctx, path, &spec));
+        struct hetcl_infer_weights_options w = {.seed = 3};
+        if (spec)
+            CHECK_OK(ctx, hetcl_infer_plan_create(ctx, spec, &w, &plan));
+        for (unsigned spin = 0; plan && spin <= 50; spin += 50) {
+            hetcl_runtime *rt = NULL;
+            struct hetcl_runtime_options o = {
+                    .devices = "host", .host_workers = 3, .perfmodel_dir = "", .spin_us = spin};
+            CHECK_OK(ctx, hetcl_runtime_create(ctx, &o, &rt));
+            if (!rt)
+                break;
+            for (int64_t batch = 1; batch <= 4; batch += 3) {
+                check_team(ctx, rt, plan, sl[m], batch, 1, false, false);
+                check_team(ctx, rt, plan, sl[m], batch, 2, false, false);
+                check_team(ctx, rt, plan, sl[m], batch, 0, true, false);
+                check_team(ctx, rt, plan, sl[m], batch, 1, true, false);
+            }
+            check_team(ctx, rt, plan, sl[m], 1, 1, false, true);
+            check_team(ctx, rt, plan, sl[m], 1, 1, true, true);
+            if (m == 0)
+                check_refused(ctx, rt, plan);
+            hetcl_runtime_destroy(rt);
         }
-        check_team(ctx, rt, plan, 1, 1, false, true);
-        check_team(ctx, rt, plan, 1, 1, true, true);
-        check_refused(ctx, rt, plan);
-        hetcl_runtime_destroy(rt);
+        hetcl_infer_plan_destroy(plan);
+        hetcl_model_spec_destroy(spec);
     }
-    hetcl_infer_plan_destroy(plan);
-    hetcl_model_spec_destroy(spec);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_infer_team");
 }

@@ -525,6 +525,12 @@ static void test_pool(void)
     pool_case_pad(1, 3, 6, 6, 3, 2, false, (struct pool_pad){{1, 1, 1, 1}, true, true});
     pool_case_pad(1, 3, 5, 5, 2, 2, false, (struct pool_pad){{1, 1, 1, 1}, true, false});
     pool_case_pad(1, 1, 1, 1, 2, 2, false, (struct pool_pad){{1, 1, 1, 1}, false, true});
+    /* rows of more than a vector of windows inside the input (ResNet's 3x3 stride 2 pad 1 and
+     * SqueezeNet's ceil_mode pool): the unpadded kernel on the inside, the border clipped */
+    pool_case_pad(1, 3, 37, 41, 3, 2, true, (struct pool_pad){{1, 1, 1, 1}, false, false});
+    pool_case_pad(2, 2, 40, 39, 3, 2, false, (struct pool_pad){{1, 1, 1, 1}, false, false});
+    pool_case_pad(1, 2, 55, 54, 3, 2, true, (struct pool_pad){{0, 0, 0, 0}, true, false});
+    pool_case_pad(1, 2, 35, 36, 2, 2, true, (struct pool_pad){{1, 0, 1, 1}, false, false});
     pool_fd(true);
     pool_fd(false);
 }

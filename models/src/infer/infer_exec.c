@@ -208,10 +208,16 @@ static bool relu_follows_conv(const struct hetcl__op *ops, int n_ops, int i)
  * fused). At a few rows a dense layer's product streams W once per row: the GEMV (or the
  * team's) beats the GEMM operator's packing and padded tiles. At more rows, with the session's
  * packed weights, the GEMM skips packing W and applies the layer's bias and activation to each
- * tile as it is finished. A direct convolution applies its ReLU as each channel is copied out. */
+ * tile as it is finished. A direct convolution applies its ReLU as each channel is copied out;
+ * the others, with packed weights, run in infer_conv.c. */
 static hetcl_status run_host_op(const struct hetcl_host_call *call, const struct host_binding *b,
                                 const struct hetcl__op *ops, int n_ops, int *i)
 {
+    bool done = false;
+    hetcl_status st = hetcl__infer_conv_run(hetcl__host_ctx(call), b->s, b->sh, ops, n_ops, i,
+                                            bind_host, b, &done);
+    if (done)
+        return st;
     const struct hetcl__op *op = &ops[(*i)++];
     if (relu_follows_conv(ops, n_ops, *i - 1)) {
         (*i)++;

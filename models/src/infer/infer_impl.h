@@ -64,12 +64,22 @@ struct hetcl__infer_team {
     _Atomic int64_t done; /* slices computed in the current phase */
     /* slices computed over the session's life, and those of them by helpers (statistics) */
     _Atomic uint64_t slices, helped;
-    int n_part;       /* participants: the lead, the helpers, then the waiting caller */
+    int n_part; /* participants: the lead, the helpers, then the waiting caller */
+    /* the current phase's kind: a dense layer's GEMV, or a convolution (infer_conv.c) whose
+     * parts are the slices */
+    bool is_conv;
     bool caller_part; /* the last part is the thread in hetcl_infer_session_wait */
     /* the layer of the current phase (written by the lead before it publishes the phase) */
     int64_t m, n, k, n_slices;
     const float *x, *w;
     float *y;
+    /* a convolution's: its shape, the packed weights' kernel (w: packed; NULL: depthwise, w
+     * plain), bias, activation, and whether a part failed (out of memory for its scratch) */
+    const struct hetcl_op_conv2d_args *conv;
+    const struct hetcl_gemm_kernel *conv_kern;
+    const float *bias;
+    hetcl_act act;
+    _Atomic int failed;
 };
 
 /* The team's helper tasks per request: every part but the lead's and the waiting caller's. */
@@ -83,6 +93,13 @@ bool hetcl__infer_team_worth(const struct hetcl__infer_team *t, int64_t n, int64
 /* The lead: y = x W^T for rows m (as hetcl__infer_gemv_nt), with the team's helpers. */
 void hetcl__infer_team_gemv(struct hetcl__infer_team *t, int64_t m, int64_t n, int64_t k,
                             const float *x, const float *w, float *y);
+/* The lead: part after part of hetcl__conv2d_packed_fwd (kern: wp packed for it), or of
+ * hetcl__conv2d_depthwise_fwd (kern NULL, wp the plain weights), with the team's helpers
+ * (slices = parts); HETCL_ERR_NO_MEMORY when a part could not get its scratch. */
+hetcl_status hetcl__infer_team_conv(struct hetcl__infer_team *t, hetcl_context *ctx,
+                                    const struct hetcl_gemm_kernel *kern,
+                                    const struct hetcl_op_conv2d_args *a, const float *x,
+                                    const float *wp, const float *bias, hetcl_act act, float *y);
 /* The lead (or the session, after the lead's task ended): request `req`'s helpers return. */
 void hetcl__infer_team_finish(struct hetcl__infer_team *t, uint64_t req);
 /* A helper, participant `part` (1..n_part-1), for request `req`: computes slices as phases are
@@ -204,6 +221,13 @@ struct hetcl_infer_session {
     const struct hetcl_gemm_kernel *gemm_kern;
     struct hetcl__infer_packed **packed_ref;
     const float **packed;
+    /* Fused host shares: each ungrouped convolution's weights packed once for the GEMM
+     * kernel's A panels (infer_conv.c), per spec param (NULL for the others: those the direct
+     * convolution takes, grouped ones, non-convolutions); conv_mem: the allocations. NULL
+     * when no share is fused. */
+    const struct hetcl_gemm_kernel *conv_kern;
+    const float **conv_packed;
+    void **conv_mem;
     /* Fused shares: which of the n_act activation buffers each layer's output goes to: the
      * lowest one free when it is written, a buffer being free once every layer that reads its
      * output has run (a chain alternates between two; a residual or branching graph needs
@@ -216,6 +240,20 @@ struct hetcl_infer_session {
     struct hetcl_infer_request_times times; /* of the last request waited for */
     bool have_times;
 };
+
+/* ---- Convolutions of the fused host task (infer_conv.c) --------------------------------- */
+
+/* Packs the weights of the fused shares' ungrouped convolutions (conv_packed above). */
+hetcl_status hetcl__infer_conv_pack(hetcl_infer_session *s);
+void hetcl__infer_conv_free(hetcl_infer_session *s);
+/* The fused task's convolution ops[*i] (with the activation that follows it, if fused) when its
+ * weights are packed: *done is then true and *i past what ran; else *done is false and
+ * nothing ran. */
+hetcl_status hetcl__infer_conv_run(hetcl_context *ctx, const hetcl_infer_session *s,
+                                   const struct hetcl__infer_share *sh, const struct hetcl__op *ops,
+                                   int n_ops, int *i,
+                                   void *(*bind)(const void *, struct hetcl__slot),
+                                   const void *binder, bool *done);
 
 /* Submits one request's tasks of a share with its executor (infer_exec.c): a task per
  * operator, or the fused host task (and its team's helper tasks), or the fused OpenCL task. */

@@ -150,6 +150,7 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
         hetcl__infer_packed_put(s->ctx, s->packed_ref[i]);
     hetcl__free(s->packed_ref);
     hetcl__free(s->packed);
+    hetcl__infer_conv_free(s);
     for (int i = 0; s->weights && i < s->plan->spec->n_params; i++)
         (void) hetcl_handle_unregister(s->rt, s->weights[i]);
     for (int i = 0; s->weights_f16 && i < s->plan->spec->n_params; i++)
@@ -563,6 +564,8 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
         st = make_team(s, o);
     if (st == HETCL_OK)
         st = make_packed(s);
+    if (st == HETCL_OK)
+        st = hetcl__infer_conv_pack(s);
     if (st != HETCL_OK) {
         hetcl_infer_session_destroy(s);
         return st;

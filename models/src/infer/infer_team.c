@@ -4,6 +4,7 @@
  * its output units, its own part first, and the lead returns once every slice is computed.
  */
 #include "infer_impl.h"
+#include "ops/host/host_ops.h"
 #include <hetcl_internal/base.h>
 
 #include <sched.h>
@@ -55,9 +56,23 @@ static void work(struct hetcl__infer_team *t, int part, uint64_t phase)
         int q = (part + i) % t->n_part;
         int64_t slice;
         while ((slice = claim(t, q, phase)) >= 0) {
-            int64_t u0 = slice * HETCL_INFER_TEAM_SLICE;
-            int64_t u1 = u0 + HETCL_INFER_TEAM_SLICE < t->n ? u0 + HETCL_INFER_TEAM_SLICE : t->n;
-            hetcl__infer_gemv_nt_units(t->m, t->n, u0, u1, t->k, t->x, t->w, t->y);
+            /* a convolution's part fails only for its scratch: the lead reports it */
+            if (t->is_conv) {
+                const hetcl_status st =
+                        t->conv_kern ? hetcl__conv2d_packed_fwd(NULL, t->conv_kern, t->conv, t->x,
+                                                                t->w, t->bias, t->act, (int) slice,
+                                                                (int) t->n_slices, t->y)
+                                     : hetcl__conv2d_depthwise_fwd(NULL, t->conv, t->x, t->w,
+                                                                   t->bias, t->act, (int) slice,
+                                                                   (int) t->n_slices, t->y);
+                if (st != HETCL_OK)
+                    atomic_store_explicit(&t->failed, 1, memory_order_relaxed);
+            } else {
+                int64_t u0 = slice * HETCL_INFER_TEAM_SLICE;
+                int64_t u1 =
+                        u0 + HETCL_INFER_TEAM_SLICE < t->n ? u0 + HETCL_INFER_TEAM_SLICE : t->n;
+                hetcl__infer_gemv_nt_units(t->m, t->n, u0, u1, t->k, t->x, t->w, t->y);
+            }
             atomic_fetch_add_explicit(&t->slices, 1, memory_order_relaxed);
             if (part > 0)
                 atomic_fetch_add_explicit(&t->helped, 1, memory_order_relaxed);
@@ -74,19 +89,11 @@ bool hetcl__infer_team_worth(const struct hetcl__infer_team *t, int64_t n, int64
            n * k * (int64_t) sizeof(float) >= HETCL_INFER_TEAM_MIN_BYTES;
 }
 
-void hetcl__infer_team_gemv(struct hetcl__infer_team *t, int64_t m, int64_t n, int64_t k,
-                            const float *x, const float *w, float *y)
+/* Publishes the layer the lead has written into t as a new phase (n_slices set), computes
+ * its slices with the helpers and returns once all are computed. */
+static void run_phase(struct hetcl__infer_team *t)
 {
-    /* Only the lead writes these, and only between phases: no participant reads them until
-     * it has seen the new phase (acquire), which is published after them (release). */
     uint64_t phase = atomic_load_explicit(&t->phase, memory_order_relaxed) + 1;
-    t->m = m;
-    t->n = n;
-    t->k = k;
-    t->x = x;
-    t->w = w;
-    t->y = y;
-    t->n_slices = (n + HETCL_INFER_TEAM_SLICE - 1) / HETCL_INFER_TEAM_SLICE;
     atomic_store_explicit(&t->done, 0, memory_order_relaxed);
     for (int q = 0; q < t->n_part; q++)
         atomic_store_explicit(&t->claim[q],
@@ -98,6 +105,47 @@ void hetcl__infer_team_gemv(struct hetcl__infer_team *t, int64_t m, int64_t n, i
     unsigned spins = 0;
     while (atomic_load_explicit(&t->done, memory_order_acquire) < t->n_slices)
         relax(&spins);
+}
+
+void hetcl__infer_team_gemv(struct hetcl__infer_team *t, int64_t m, int64_t n, int64_t k,
+                            const float *x, const float *w, float *y)
+{
+    /* Only the lead writes these, and only between phases: no participant reads them until
+     * it has seen the new phase (acquire), which is published after them (release). */
+    t->is_conv = false;
+    t->m = m;
+    t->n = n;
+    t->k = k;
+    t->x = x;
+    t->w = w;
+    t->y = y;
+    t->n_slices = (n + HETCL_INFER_TEAM_SLICE - 1) / HETCL_INFER_TEAM_SLICE;
+    run_phase(t);
+}
+
+/* Parts per participant of a convolution: more than one, so that a helper that starts late
+ * leaves the lead a part to take, not half of the layer. */
+#define CONV_PARTS_EACH 2
+
+hetcl_status hetcl__infer_team_conv(struct hetcl__infer_team *t, hetcl_context *ctx,
+                                    const struct hetcl_gemm_kernel *kern,
+                                    const struct hetcl_op_conv2d_args *a, const float *x,
+                                    const float *wp, const float *bias, hetcl_act act, float *y)
+{
+    t->is_conv = true;
+    t->conv = a;
+    t->conv_kern = kern;
+    t->x = x;
+    t->w = wp;
+    t->bias = bias;
+    t->act = act;
+    t->y = y;
+    atomic_store_explicit(&t->failed, 0, memory_order_relaxed);
+    t->n_slices = (int64_t) t->n_part * CONV_PARTS_EACH;
+    run_phase(t);
+    if (atomic_load_explicit(&t->failed, memory_order_relaxed))
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "conv2d_fwd: scratch of a team's part");
+    return HETCL_OK;
 }
 
 void hetcl__infer_team_finish(struct hetcl__infer_team *t, uint64_t req)

@@ -146,6 +146,32 @@ hetcl_status hetcl__conv2d_gemm_bwd(hetcl_context *ctx, const struct hetcl_op_co
  * the ungrouped paths above over each group's slice of each image. HETCL_ERR_NO_MEMORY. */
 hetcl_status hetcl__conv2d_grouped_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
                                        const float *x, const float *w, const float *bias, float *y);
+/* The depthwise case of it (groups == in_c, out_c a multiple of in_c): part `part` of n_parts
+ * (whole input channels each, disjoint parts of y) of y = act(conv + bias), act NONE, RELU or
+ * RELU6. HETCL_ERR_NO_MEMORY. */
+hetcl_status hetcl__conv2d_depthwise_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
+                                         const float *x, const float *w, const float *bias,
+                                         hetcl_act act, int part, int n_parts, float *y);
+
+/* ---- conv2d through the packed SGEMM micro-kernel (conv2d_packed.c), inference ---------- */
+
+/* Floats of the weights of an ungrouped convolution of shape a packed for kern's A panels. */
+size_t hetcl__conv2d_packed_w_len(const struct hetcl_gemm_kernel *kern,
+                                  const struct hetcl_op_conv2d_args *a);
+/* w [out_c][in_c k_h k_w] packed into dst (hetcl__conv2d_packed_w_len floats, 64-byte aligned). */
+void hetcl__conv2d_pack_w(const struct hetcl_gemm_kernel *kern,
+                          const struct hetcl_op_conv2d_args *a, const float *w, float *dst);
+/* Whether hetcl__conv2d_packed_fwd applies act (NONE, RELU, RELU6). */
+bool hetcl__conv2d_packed_act_ok(hetcl_act act);
+/* Part `part` of n_parts (0 <= part < n_parts) of y = act(conv(x, w) + bias) for an ungrouped
+ * convolution whose shape the caller checked, w packed by hetcl__conv2d_pack_w for the same
+ * kern; the parts write disjoint parts of y (by positions or by channels, the same split for
+ * every part of one call), so they may run on different threads at once; together they give
+ * y whatever n_parts. act: hetcl__conv2d_packed_act_ok. HETCL_ERR_NO_MEMORY (scratch). */
+hetcl_status hetcl__conv2d_packed_fwd(hetcl_context *ctx, const struct hetcl_gemm_kernel *kern,
+                                      const struct hetcl_op_conv2d_args *a, const float *x,
+                                      const float *wp, const float *bias, hetcl_act act, int part,
+                                      int n_parts, float *y);
 
 /* ---- direct conv2d (stride 1) --------------------------------------------------------------- */
 

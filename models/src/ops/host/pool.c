@@ -134,26 +134,63 @@ HETCL_HOST_CLONES static void maxpool_any(int64_t planes, int64_t in_w, int64_t 
     }
 }
 
-/* Padded or rounded-up windows, clipped to the input: each output scans the part of its
- * window inside the plane in row-major order (the same winner rule; padding never wins). */
-static void maxpool_padded(const struct hetcl_op_pool2d_args *a, const struct pool_geom *g,
-                           const float *x, float *y, int32_t *arg)
+/* One output of a padded or rounded-up window, clipped to the input: the part of its window
+ * inside the plane scanned in row-major order (the same winner rule; padding never wins). */
+static void maxpool_clipped(const struct hetcl_op_pool2d_args *a, const float *xp, int64_t oy,
+                            int64_t ox, float *y, int32_t *arg)
 {
+    const int64_t y0 = oy * a->stride - a->pad[0];
+    const int64_t i0 = y0 < 0 ? 0 : y0, i1 = y0 + a->k < a->in_h ? y0 + a->k : a->in_h;
+    const int64_t x0 = ox * a->stride - a->pad[1];
+    const int64_t j0 = x0 < 0 ? 0 : x0, j1 = x0 + a->k < a->in_w ? x0 + a->k : a->in_w;
+    int64_t best = i0 * a->in_w + j0;
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++)
+            if (max_takes(xp[i * a->in_w + j], xp[best]))
+                best = i * a->in_w + j;
+    *y = xp[best];
+    *arg = (int32_t) best;
+}
+
+/* The outputs [*lo, *hi) along one axis whose windows lie inside the input (no clipping). */
+static void inside(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t out, int64_t *lo,
+                   int64_t *hi)
+{
+    int64_t l = (pad + stride - 1) / stride;                        /* o s - pad >= 0 */
+    int64_t h = in + pad - k < 0 ? 0 : (in + pad - k) / stride + 1; /* o s - pad + k <= in */
+    h = h < out ? h : out;
+    *lo = l < h ? l : h;
+    *hi = h;
+}
+
+/* Padded or rounded-up windows: the outputs whose windows lie inside the input (ResNet's
+ * 3x3 stride 2 pad 1 pool: all but a border of one) row by row through the unpadded kernel,
+ * the border ones clipped (maxpool_clipped). The kernel's indices are relative to the row's
+ * first window, hence the offset added to them. */
+static void maxpool_padded(hetcl_maxpool_fn kernel, const struct hetcl_op_pool2d_args *a,
+                           const struct pool_geom *g, const float *x, float *y, int32_t *arg)
+{
+    int64_t r_lo, r_hi, c_lo, c_hi;
+    inside(a->in_h, a->k, a->stride, a->pad[0], g->out_h, &r_lo, &r_hi);
+    inside(a->in_w, a->k, a->stride, a->pad[1], g->out_w, &c_lo, &c_hi);
     for (int64_t pl = 0; pl < g->planes; pl++) {
         const float *xp = x + pl * g->in_plane;
         for (int64_t oy = 0; oy < g->out_h; oy++) {
-            const int64_t y0 = oy * a->stride - a->pad[0];
-            const int64_t i0 = y0 < 0 ? 0 : y0, i1 = y0 + a->k < a->in_h ? y0 + a->k : a->in_h;
+            float *yr = y + pl * g->out_plane + oy * g->out_w;
+            int32_t *ar = arg + pl * g->out_plane + oy * g->out_w;
+            const bool row_inside = oy >= r_lo && oy < r_hi && c_hi > c_lo;
             for (int64_t ox = 0; ox < g->out_w; ox++) {
-                const int64_t x0 = ox * a->stride - a->pad[1];
-                const int64_t j0 = x0 < 0 ? 0 : x0, j1 = x0 + a->k < a->in_w ? x0 + a->k : a->in_w;
-                int64_t best = i0 * a->in_w + j0;
-                for (int64_t i = i0; i < i1; i++)
-                    for (int64_t j = j0; j < j1; j++)
-                        if (max_takes(xp[i * a->in_w + j], xp[best]))
-                            best = i * a->in_w + j;
-                y[pl * g->out_plane + oy * g->out_w + ox] = xp[best];
-                arg[pl * g->out_plane + oy * g->out_w + ox] = (int32_t) best;
+                if (row_inside && ox == c_lo) {
+                    const int64_t at =
+                            (oy * a->stride - a->pad[0]) * a->in_w + c_lo * a->stride - a->pad[1];
+                    kernel(1, a->in_w, g->in_plane - at, 1, c_hi - c_lo, a->k, a->stride, xp + at,
+                           yr + c_lo, ar + c_lo);
+                    for (int64_t o = c_lo; o < c_hi; o++)
+                        ar[o] += (int32_t) at;
+                    ox = c_hi - 1;
+                    continue;
+                }
+                maxpool_clipped(a, xp, oy, ox, yr + ox, ar + ox);
             }
         }
     }
@@ -224,7 +261,8 @@ hetcl_status hetcl__op_maxpool_fwd_host(const struct hetcl_host_call *call)
         return s;
     }
     if (g.n_out > 0 && hetcl__pool_padded(a)) {
-        maxpool_padded(a, &g, call->ptrs[0], call->ptrs[1], call->ptrs[2]);
+        maxpool_padded(hetcl__maxpool_kernel(HETCL_GEMM_AUTO), a, &g, call->ptrs[0], call->ptrs[1],
+                       call->ptrs[2]);
     } else if (g.n_out > 0) {
         hetcl__maxpool_kernel(HETCL_GEMM_AUTO)(g.planes, a->in_w, g.in_plane, g.out_h, g.out_w,
                                                a->k, a->stride, call->ptrs[0], call->ptrs[1],
