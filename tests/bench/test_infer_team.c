@@ -1,10 +1,10 @@
 /*
- * Teams (hetcl_infer_session_options.helpers): a fused host share at a few rows with helper
- * workers gives exactly the probabilities it gives alone, request after request, with one
- * helper or two, with the waiting caller as a participant (caller_helps) or not, with spinning
- * or sleeping workers, when a helper's worker is busy elsewhere
- * (the lead does its part and the request does not wait for it), and when requests are
- * submitted without being waited for. Bad helpers are refused with a message.
+ * Teams (hetcl_infer_session_options.helpers): a fused host share at a few rows (GEMV slices)
+ * or at more (ranges of the packed GEMM's panels) with helper workers gives exactly the
+ * probabilities it gives alone, request after request, with one helper or two, with the waiting
+ * caller as a participant (caller_helps) or not, with spinning or sleeping workers, when a helper's
+ * worker is busy elsewhere (the lead does its part and the request does not wait for it), and when
+ * requests are submitted without being waited for. Bad helpers are refused with a message.
  */
 #include "harness.h"
 
@@ -101,8 +101,15 @@ static void check_team(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_
     uint64_t slices = 0, helped = 0;
     CHECK(a && !hetcl_infer_session_team_stats(a, &slices, &helped)); /* no team alone */
     CHECK(t && hetcl_infer_session_team_stats(t, &slices, &helped));
-    /* mlp.json: 784-256 and 256-128 are teamed (16 + 8 slices), 128-10 is not */
-    CHECK(slices == (uint64_t) REQUESTS * 24);
+    /* mlp.json: 784-256 and 256-128 are teamed, 128-10 is not: GEMV slices of 16 units at a
+     * few rows (16 + 8); above that, GEMM slices of whole kernel panels (their width is the
+     * CPU's kernel's), about two a participant: each of the two layers between 2 and
+     * 2 x participants */
+    const uint64_t parts = 1 + n_helpers + (caller ? 1 : 0), per = slices / REQUESTS;
+    if (batch <= 4)
+        CHECK(slices == (uint64_t) REQUESTS * 24);
+    else
+        CHECK(slices % REQUESTS == 0 && per >= 2 * 2 && per <= 2 * 2 * parts);
     if (busy) { /* every request completed while helper 1's worker was held: without it */
         CHECK(hetcl_task_status(hold) == HETCL_ERR_BUSY);
         if (n_helpers == 1 && !caller)
@@ -182,8 +189,15 @@ int main(void)
             check_team(ctx, rt, plan, batch, 0, true, false);
             check_team(ctx, rt, plan, batch, 1, true, false);
         }
+        /* more rows: the GEMM over packed weights, its panels shared (37: a partial tile) */
+        for (int64_t batch = 37; batch <= 64; batch += 27) {
+            check_team(ctx, rt, plan, batch, 1, false, false);
+            check_team(ctx, rt, plan, batch, 0, true, false);
+            check_team(ctx, rt, plan, batch, 2, true, false);
+        }
         check_team(ctx, rt, plan, 1, 1, false, true);
         check_team(ctx, rt, plan, 1, 1, true, true);
+        check_team(ctx, rt, plan, 64, 1, false, true);
         check_refused(ctx, rt, plan);
         hetcl_runtime_destroy(rt);
     }
