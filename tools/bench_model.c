@@ -129,7 +129,7 @@ static bool parse_placements(const char *flag, const char *v, void *target)
         int p = hetcl_bench_placement_parse(l.items[i]);
         if (p < 0) {
             char q[CLI_QUOTE_CAP];
-            cli_error("%s expects single, split, pipeline or auto, got %s", flag,
+            cli_error("%s expects single, split, pipeline, auto or team, got %s", flag,
                       hetcl_quote(q, sizeof q, l.items[i]));
             return false;
         }

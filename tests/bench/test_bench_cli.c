@@ -460,6 +460,23 @@ int main(void)
     snprintf(cmd, sizeof cmd, "grep -Eq '\"helper\":[[:space:]]*true' '%s'", team);
     CHECK_EQ_INT(run(cmd), sysconf(_SC_NPROCESSORS_ONLN) > 2 ? 0 : 1);
 
+    /* The team placement at batch 64: the whole batch on one host worker, the caller computing
+     * ranges of its GEMMs' panels; a valid report that says so. */
+    snprintf(cmd, sizeof cmd,
+             "'%s' bench model --model mlp --host-workers 2 --devices host0,host1 --quick --quiet "
+             "--placements team --batches 64 --report '%s'",
+             bin, team);
+    CHECK_EQ_INT(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "'%s' '%s/reports/schema/bench.schema.json' '%s'", check, src, team);
+    CHECK_EQ_INT(run(cmd), 0);
+    static const char *const team_fields[] = {"\"placement\":[[:space:]]*\"team\"",
+                                              "\"caller_helps\":[[:space:]]*true",
+                                              "\"rows\":[[:space:]]*64", "\"team_helped_share\":"};
+    for (size_t i = 0; i < sizeof team_fields / sizeof team_fields[0]; i++) {
+        snprintf(cmd, sizeof cmd, "grep -Eq '%s' '%s'", team_fields[i], team);
+        CHECK_EQ_INT(run(cmd), 0);
+    }
+
     /* An unwritable report path: refused before the run, as a bad flag (exit 2). */
     snprintf(cmd, sizeof cmd,
              "'%s' bench model --model mlp --devices host0 --quick --quiet "

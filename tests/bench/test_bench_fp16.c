@@ -251,6 +251,15 @@ static void check_forced_lenet(const struct workers *w)
     cJSON_Delete(r);
 }
 
+/* The run's temporary directory and what the runs left in it (it was left in /tmp). */
+static void remove_dir(void)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
 int main(void)
 {
     bin = getenv("HETCL_BIN");
@@ -270,8 +279,10 @@ int main(void)
     expect_refusal("", "--model mlp --precision", flag);
 
     struct workers w;
-    if (!find_workers(&w))
+    if (!find_workers(&w)) {
+        remove_dir();
         hetcl_test_skip("no OpenCL worker: fp16 runs only on OpenCL devices");
+    }
     printf("OpenCL worker %s (%s cl_khr_fp16), %d host workers\n", w.opencl,
            w.opencl_fp16 ? "with" : "without", w.n_host);
     char args[512];
@@ -291,5 +302,6 @@ int main(void)
     }
     check_forced_run(&w);
     check_forced_lenet(&w);
+    remove_dir();
     return hetcl_test_finish("test_bench_fp16");
 }

@@ -1,11 +1,11 @@
 /*
- * Teams (hetcl_infer_session_options.helpers): a fused host share at a few rows with helper
- * workers gives exactly the probabilities it gives alone (an MLP's dense layers, and a small
- * CNN's convolutions split among the team), request after request, with one
- * helper or two, with the waiting caller as a participant (caller_helps) or not, with spinning
- * or sleeping workers, when a helper's worker is busy elsewhere
- * (the lead does its part and the request does not wait for it), and when requests are
- * submitted without being waited for. Bad helpers are refused with a message.
+ * Teams (hetcl_infer_session_options.helpers): a fused host share at a few rows (GEMV slices)
+ * or at more (ranges of the packed GEMM's panels) with helper workers gives exactly the
+ * probabilities it gives alone (an MLP's dense layers, and a small CNN's convolutions split
+ * among the team), request after request, with one helper or two, with the waiting caller as a
+ * participant (caller_helps) or not, with spinning or sleeping workers, when a helper's worker
+ * is busy elsewhere (the lead does its part and the request does not wait for it), and when
+ * requests are submitted without being waited for. Bad helpers are refused with a message.
  */
 #include "harness.h"
 
@@ -108,8 +108,15 @@ static void check_team(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_infer_
     uint64_t slices = 0, helped = 0;
     CHECK(a && !hetcl_infer_session_team_stats(a, &slices, &helped)); /* no team alone */
     CHECK(t && hetcl_infer_session_team_stats(t, &slices, &helped));
-    const uint64_t parts = 1 + n_helpers + (caller ? 1 : 0);
-    CHECK(slices == (uint64_t) REQUESTS * (sl.fixed + sl.per_part * parts));
+    /* sl: the slices of a request at a few rows. Above 4 rows, a dense layer's GEMM slices are
+     * whole kernel panels (their width is the CPU's kernel's), about two a participant: the
+     * MLP's two teamed layers each between 2 and 2 x participants */
+    const uint64_t parts = 1 + n_helpers + (caller ? 1 : 0), per = slices / REQUESTS;
+    if (batch <= 4 || sl.fixed == 0)
+        CHECK(slices == (uint64_t) REQUESTS * (sl.fixed + sl.per_part * parts));
+    else
+        CHECK(slices % REQUESTS == 0 && per >= 2 * 2 + sl.per_part * parts &&
+              per <= 2 * 2 * parts + sl.per_part * parts);
     if (busy) { /* every request completed while helper 1's worker was held: without it */
         CHECK(hetcl_task_status(hold) == HETCL_ERR_BUSY);
         if (n_helpers == 1 && !caller)
@@ -197,6 +204,14 @@ int main(void)
             }
             check_team(ctx, rt, plan, sl[m], 1, 1, false, true);
             check_team(ctx, rt, plan, sl[m], 1, 1, true, true);
+            /* more rows: the GEMM over packed weights, its panels shared (37: a partial
+             * tile), the convolutions by parts */
+            for (int64_t batch = 37; batch <= 64; batch += 27) {
+                check_team(ctx, rt, plan, sl[m], batch, 1, false, false);
+                check_team(ctx, rt, plan, sl[m], batch, 0, true, false);
+                check_team(ctx, rt, plan, sl[m], batch, 2, true, false);
+            }
+            check_team(ctx, rt, plan, sl[m], 64, 1, false, true);
             if (m == 0)
                 check_refused(ctx, rt, plan);
             hetcl_runtime_destroy(rt);

@@ -14,6 +14,7 @@
 #include "ops/host/host_ops.h"
 
 #include <math.h>
+#include <string.h>
 
 static ref_rng rng;
 
@@ -130,7 +131,8 @@ static void check_kernel(const struct hetcl_gemm_kernel *kern)
 }
 
 /* B packed once (hetcl__sgemm_pack_b) and hetcl__sgemm_packed with its bias + activation
- * epilogue, against the reference GEMM followed by the bias and the activation in double. The
+ * epilogue, against the reference GEMM followed by the bias and the activation in double, and
+ * hetcl__sgemm_packed_cols over ranges of 1-3 panels against it, bit for bit. The
  * bias is random (a bias added at the wrong column fails); every tile shape at the edges, more
  * than one block in every dimension. */
 static void check_packed_case(const struct hetcl_gemm_kernel *kern, bool ta, bool tb,
@@ -183,6 +185,22 @@ static void check_packed_case(const struct hetcl_gemm_kernel *kern, bool ta, boo
             hetcl_test_failures++;
             break;
         }
+    }
+    if (!ta) { /* by ranges of panels (an inference team's slices): the same C bit for bit */
+        float *c2 = malloc((nc + 1) * sizeof *c2);
+        float *work = malloc(hetcl__sgemm_packed_work_len(kern) * sizeof *work);
+        for (size_t i = 0; i < nc; i++)
+            c2[i] = NAN;
+        for (int64_t u0 = 0, w = 1; u0 < s.n; u0 += w * kern->nr, w = w % 3 + 1)
+            hetcl__sgemm_packed_cols(kern, s.m, s.n, s.k, a, lda, bp, u0,
+                                     u0 + w * kern->nr < s.n ? u0 + w * kern->nr : s.n, c2, s.n,
+                                     with_bias ? bias : NULL, act, work);
+        if (memcmp(c2, c.p, nc * sizeof *c2) != 0) {
+            fprintf(stderr, "%s: by column ranges, C differs from the whole product\n", what);
+            hetcl_test_failures++;
+        }
+        free(work);
+        free(c2);
     }
     free(a);
     free(b);

@@ -225,12 +225,13 @@ struct hetcl_infer_session_options {
      * one share of the whole batch on workers[0]; consecutive requests on two sessions then
      * overlap, one stage each. NULL: every step on its share's worker. Excludes rows. */
     const int *step_workers;
-    /* Intra-operator help at small batches: host workers (runtime indices, borrowed for the
-     * call; none of them one of `workers` with rows) that help the first fused host share of
-     * at most 4 rows with its large dense layers. Each such layer's output units are cut into
-     * slices that the share's task and one helper task per helper (pinned to it, submitted
-     * with each request) claim, each its own part first, so that a batch-1 request streams
-     * the weights from several cores' caches at once, as an intra-op thread pool does. A
+    /* Intra-operator help: host workers (runtime indices, borrowed for the call; none of
+     * them one of `workers` with rows) that help the first fused host share with its large
+     * dense layers. Each such layer's output units are cut into slices that the share's task
+     * and one helper task per helper (pinned to it, submitted with each request) claim, each
+     * its own part first, so that a batch-1 request streams the weights from several cores'
+     * caches at once, as an intra-op thread pool does; at more than 4 rows the slices are
+     * ranges of the GEMM's packed panels, each core streaming its part of W for all rows. A
      * helper busy elsewhere only leaves its part to the others. At most 7 (6 with
      * caller_helps); the results are bit for bit those without helpers. */
     const int *helpers;

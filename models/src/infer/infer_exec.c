@@ -207,9 +207,10 @@ static bool relu_follows_conv(const struct hetcl__op *ops, int n_ops, int i)
 /* The operator ops[*i] of the fused host task, and *i past it (and past the operators it
  * fused). At a few rows a dense layer's product streams W once per row: the GEMV (or the
  * team's) beats the GEMM operator's packing and padded tiles. At more rows, with the session's
- * packed weights, the GEMM skips packing W and applies the layer's bias and activation to each
- * tile as it is finished. A direct convolution applies its ReLU as each channel is copied out;
- * the others, with packed weights, run in infer_conv.c. */
+ * packed weights, the GEMM (or the team's, by ranges of panels) skips packing W and applies
+ * the layer's bias and activation to each tile as it is finished. A direct convolution applies
+ * its ReLU as each channel is copied out; the others, with packed weights, run in
+ * infer_conv.c. */
 static hetcl_status run_host_op(const struct hetcl_host_call *call, const struct host_binding *b,
                                 const struct hetcl__op *ops, int n_ops, int *i)
 {
@@ -248,6 +249,10 @@ static hetcl_status run_host_op(const struct hetcl_host_call *call, const struct
         const struct hetcl__op *ba = &ops[(*i)++];
         bias = bind_host(b, ba->slot[1]);
         act = ba->args.bias_act.act;
+    }
+    if (hetcl__infer_team_gemm_worth(b->sh->team, g->n, g->k)) {
+        hetcl__infer_team_gemm(b->sh->team, g->m, g->n, g->k, x, wp, bias, act, y);
+        return HETCL_OK;
     }
     return hetcl__sgemm_packed(hetcl__host_ctx(call), b->s->gemm_kern, false, g->m, g->n, g->k, x,
                                g->k, wp, y, g->n, bias, act);

@@ -52,7 +52,13 @@ void hetcl__infer_gemv_nt_units(int64_t m, int64_t n, int64_t u0, int64_t u1, in
  * computing the new one. The lead publishes the next layer only once every slice of this one
  * is computed (`done`), so a successful claim always reads its own layer's operands.
  * After the request's last team layer, or when the lead's task ends in any way, `finished`
- * becomes the request's number and the helpers of that request return. */
+ * becomes the request's number and the helpers of that request return.
+ *
+ * At more rows (a batch of 64, say) a layer is a GEMM over W packed once for the session
+ * (infer_packed.c): a team then splits its output units into ranges of whole kernel panels,
+ * each participant packing the rows of A into its own scratch, so that two cores each stream
+ * half of W instead of each streaming all of it for half of the rows (a split of the batch),
+ * and the request needs one task instead of one per share. */
 #define HETCL_INFER_TEAM_MAX       8           /* participants: the lead and up to 7 others */
 #define HETCL_INFER_TEAM_SLICE     16          /* output units per slice (a multiple of 4) */
 #define HETCL_INFER_TEAM_MIN_BYTES (64 * 1024) /* smaller W: one core is as fast */
@@ -69,17 +75,19 @@ struct hetcl__infer_team {
      * parts are the slices */
     bool is_conv;
     bool caller_part; /* the last part is the thread in hetcl_infer_session_wait */
-    /* the layer of the current phase (written by the lead before it publishes the phase) */
-    int64_t m, n, k, n_slices;
-    const float *x, *w;
+    /* the layer of the current phase (written by the lead before it publishes the phase):
+     * a GEMV over w (wp NULL), or the GEMM over the packed wp with bias and act */
+    int64_t m, n, k, n_slices, slice_units;
+    const float *x, *w, *wp, *bias;
+    hetcl_act act;
     float *y;
     /* a convolution's: its shape, the packed weights' kernel (w: packed; NULL: depthwise, w
-     * plain), bias, activation, and whether a part failed (out of memory for its scratch) */
+     * plain), and whether a part failed (out of memory for its scratch) */
     const struct hetcl_op_conv2d_args *conv;
     const struct hetcl_gemm_kernel *conv_kern;
-    const float *bias;
-    hetcl_act act;
     _Atomic int failed;
+    const struct hetcl_gemm_kernel *kern; /* the GEMM's kernel, and each part's scratch */
+    float *work[HETCL_INFER_TEAM_MAX];
 };
 
 /* The team's helper tasks per request: every part but the lead's and the waiting caller's. */
@@ -100,6 +108,19 @@ hetcl_status hetcl__infer_team_conv(struct hetcl__infer_team *t, hetcl_context *
                                     const struct hetcl_gemm_kernel *kern,
                                     const struct hetcl_op_conv2d_args *a, const float *x,
                                     const float *wp, const float *bias, hetcl_act act, float *y);
+/* Whether a GEMM of n units and k inputs over kern's packed W is worth the team (the team
+ * has its scratch: hetcl__infer_team_gemm_scratch). */
+bool hetcl__infer_team_gemm_worth(const struct hetcl__infer_team *t, int64_t n, int64_t k);
+/* Each participant's scratch for kern's GEMM (freed by hetcl__infer_team_free);
+ * HETCL_ERR_NO_MEMORY. */
+hetcl_status hetcl__infer_team_gemm_scratch(struct hetcl__infer_team *t,
+                                            const struct hetcl_gemm_kernel *kern);
+/* The lead: y = x W^T + bias, act (as hetcl__sgemm_packed with wp) with the team's helpers. */
+void hetcl__infer_team_gemm(struct hetcl__infer_team *t, int64_t m, int64_t n, int64_t k,
+                            const float *x, const float *wp, const float *bias, hetcl_act act,
+                            float *y);
+/* Frees the team and its scratch; NULL is a no-op. */
+void hetcl__infer_team_free(struct hetcl__infer_team *t);
 /* The lead (or the session, after the lead's task ended): request `req`'s helpers return. */
 void hetcl__infer_team_finish(struct hetcl__infer_team *t, uint64_t req);
 /* A helper, participant `part` (1..n_part-1), for request `req`: computes slices as phases are

@@ -139,7 +139,7 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
             hetcl__free(sh->scratch[k]);
         hetcl__free(sh->argmax_scratch);
         hetcl__free(sh->layer_ns_mem);
-        hetcl__free(sh->team);
+        hetcl__infer_team_free(sh->team);
         hetcl__free(sh->ops);
         hetcl__free(sh->op_task);
         hetcl__free(sh->op_step);
@@ -372,7 +372,7 @@ static hetcl_status make_team(hetcl_infer_session *s, const struct hetcl_infer_s
         return HETCL_OK;
     for (size_t i = 0; i < s->n_shares; i++) {
         struct hetcl__infer_share *sh = &s->shares[i];
-        if (!sh->fused || sh->rows > HETCL_INFER_GEMV_MAX_ROWS)
+        if (!sh->fused)
             continue;
         sh->team = hetcl__calloc(1, sizeof *sh->team);
         if (!sh->team)
@@ -381,6 +381,19 @@ static hetcl_status make_team(hetcl_infer_session *s, const struct hetcl_infer_s
         sh->team->caller_part = o->caller_helps;
         memcpy(sh->helpers, o->helpers, o->n_helpers * sizeof *o->helpers);
         break;
+    }
+    return HETCL_OK;
+}
+
+/* A team whose share runs GEMMs over packed weights (more rows than the GEMV takes): each
+ * participant's packing scratch for the session's kernel. */
+static hetcl_status team_scratch(hetcl_infer_session *s)
+{
+    for (size_t i = 0; i < s->n_shares; i++) {
+        struct hetcl__infer_share *sh = &s->shares[i];
+        if (sh->team && s->gemm_kern && sh->rows > HETCL_INFER_GEMV_MAX_ROWS &&
+            hetcl__infer_team_gemm_scratch(sh->team, s->gemm_kern) != HETCL_OK)
+            return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session team scratch");
     }
     return HETCL_OK;
 }
@@ -566,6 +579,8 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
         st = make_packed(s);
     if (st == HETCL_OK)
         st = hetcl__infer_conv_pack(s);
+    if (st == HETCL_OK)
+        st = team_scratch(s);
     if (st != HETCL_OK) {
         hetcl_infer_session_destroy(s);
         return st;

@@ -68,10 +68,13 @@ static void work(struct hetcl__infer_team *t, int part, uint64_t phase)
                 if (st != HETCL_OK)
                     atomic_store_explicit(&t->failed, 1, memory_order_relaxed);
             } else {
-                int64_t u0 = slice * HETCL_INFER_TEAM_SLICE;
-                int64_t u1 =
-                        u0 + HETCL_INFER_TEAM_SLICE < t->n ? u0 + HETCL_INFER_TEAM_SLICE : t->n;
-                hetcl__infer_gemv_nt_units(t->m, t->n, u0, u1, t->k, t->x, t->w, t->y);
+                int64_t u0 = slice * t->slice_units;
+                int64_t u1 = u0 + t->slice_units < t->n ? u0 + t->slice_units : t->n;
+                if (t->wp)
+                    hetcl__sgemm_packed_cols(t->kern, t->m, t->n, t->k, t->x, t->k, t->wp, u0, u1,
+                                             t->y, t->n, t->bias, t->act, t->work[part]);
+                else
+                    hetcl__infer_gemv_nt_units(t->m, t->n, u0, u1, t->k, t->x, t->w, t->y);
             }
             atomic_fetch_add_explicit(&t->slices, 1, memory_order_relaxed);
             if (part > 0)
@@ -107,18 +110,20 @@ static void run_phase(struct hetcl__infer_team *t)
         relax(&spins);
 }
 
+/* Only the lead writes a layer's fields, and only between phases: no participant reads them
+ * until it has seen the new phase (acquire), which is published after them (release). */
 void hetcl__infer_team_gemv(struct hetcl__infer_team *t, int64_t m, int64_t n, int64_t k,
                             const float *x, const float *w, float *y)
 {
-    /* Only the lead writes these, and only between phases: no participant reads them until
-     * it has seen the new phase (acquire), which is published after them (release). */
     t->is_conv = false;
     t->m = m;
     t->n = n;
     t->k = k;
     t->x = x;
     t->w = w;
+    t->wp = NULL;
     t->y = y;
+    t->slice_units = HETCL_INFER_TEAM_SLICE;
     t->n_slices = (n + HETCL_INFER_TEAM_SLICE - 1) / HETCL_INFER_TEAM_SLICE;
     run_phase(t);
 }
@@ -146,6 +151,59 @@ hetcl_status hetcl__infer_team_conv(struct hetcl__infer_team *t, hetcl_context *
     if (atomic_load_explicit(&t->failed, memory_order_relaxed))
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "conv2d_fwd: scratch of a team's part");
     return HETCL_OK;
+}
+
+/* Units per GEMM slice: whole panels, about two slices a participant (one participant late
+ * or descheduled then costs the others half its part, while each slice repacks A's rows). */
+static int64_t gemm_slice_units(const struct hetcl__infer_team *t, int64_t n)
+{
+    const int64_t nr = t->kern->nr, per = (n + 2 * t->n_part - 1) / (2 * t->n_part);
+    return (per + nr - 1) / nr * nr;
+}
+
+bool hetcl__infer_team_gemm_worth(const struct hetcl__infer_team *t, int64_t n, int64_t k)
+{
+    return t && t->n_part > 1 && t->kern && n >= 2 * (int64_t) t->kern->nr &&
+           n / t->kern->nr <= 0xffff &&
+           n * k * (int64_t) sizeof(float) >= HETCL_INFER_TEAM_MIN_BYTES;
+}
+
+void hetcl__infer_team_gemm(struct hetcl__infer_team *t, int64_t m, int64_t n, int64_t k,
+                            const float *x, const float *wp, const float *bias, hetcl_act act,
+                            float *y)
+{
+    t->is_conv = false;
+    t->m = m;
+    t->n = n;
+    t->k = k;
+    t->x = x;
+    t->wp = wp;
+    t->bias = bias;
+    t->act = act;
+    t->y = y;
+    t->slice_units = gemm_slice_units(t, n);
+    t->n_slices = (n + t->slice_units - 1) / t->slice_units;
+    run_phase(t);
+}
+
+hetcl_status hetcl__infer_team_gemm_scratch(struct hetcl__infer_team *t,
+                                            const struct hetcl_gemm_kernel *kern)
+{
+    const size_t len = hetcl__sgemm_packed_work_len(kern);
+    for (int q = 0; q < t->n_part; q++)
+        if (!(t->work[q] = hetcl__malloc(len * sizeof(float))))
+            return HETCL_ERR_NO_MEMORY;
+    t->kern = kern;
+    return HETCL_OK;
+}
+
+void hetcl__infer_team_free(struct hetcl__infer_team *t)
+{
+    if (!t)
+        return;
+    for (int q = 0; q < HETCL_INFER_TEAM_MAX; q++)
+        hetcl__free(t->work[q]);
+    hetcl__free(t);
 }
 
 void hetcl__infer_team_finish(struct hetcl__infer_team *t, uint64_t req)

@@ -66,13 +66,16 @@ extern "C" {
 #define HETCL_BENCH_MAX_CONFIGS 512 /* configurations of a run */
 
 /* Where a configuration runs: each device alone; each batch split across the devices by their
- * measured speed; the layers partitioned across the devices (pipeline); the faster of single and
- * split, measured (auto). */
+ * measured speed; the layers partitioned across the devices (pipeline); the fastest of single,
+ * split and team, measured (auto); the whole batch on the fastest host worker, its large dense
+ * layers' output units shared with the other host workers (as CPUs allow) and the thread
+ * waiting for the request (team: an intra-op thread pool's way). */
 enum hetcl_bench_placement {
     HETCL_BENCH_SINGLE,
     HETCL_BENCH_SPLIT,
     HETCL_BENCH_PIPELINE,
     HETCL_BENCH_AUTO,
+    HETCL_BENCH_TEAM,
     HETCL_BENCH_N_PLACEMENTS
 };
 
@@ -87,7 +90,7 @@ enum hetcl_bench_scenario {
     HETCL_BENCH_N_SCENARIOS
 };
 
-/* Report names: "single", "split", "pipeline", "auto"; "single-stream", "multi-stream",
+/* Report names: "single", "split", "pipeline", "auto", "team"; "single-stream", "multi-stream",
  * "server", "offline". NULL outside the enums. */
 HETCL_API const char *hetcl_bench_placement_name(int p);
 HETCL_API const char *hetcl_bench_scenario_name(int s);

@@ -3,7 +3,7 @@
  *   model_options.c   defaults, checks and the owned copy of the options
  *   model_setup.c     models, weights, dataset, runtime, devices, configurations
  *   model_run.c       the run, and one configuration phase by phase
- *   model_place.c     sessions and placements (split, pipeline, auto, helper teams)
+ *   model_place.c     sessions and placements (split, pipeline, team, auto, helper teams)
  *   model_measure.c   warm-up and timed requests in each scenario
  *   model_layers.c    per-layer samples over the timed phase
  *   model_accuracy.c  divergence from the host reference, top-1 accuracy
@@ -119,6 +119,7 @@ struct bench_run {
     int64_t rows[HETCL_BENCH_MAX_DEVICES];
     size_t n_workers;
     bool use_rows, pipeline;
+    bool team; /* sessions get a team whatever their rows (the team placement) */
     int stage_of[BENCH_MAX_LAYERS];     /* pipeline: the stage (device) of each step */
     int step_workers[BENCH_MAX_LAYERS]; /* pipeline: the worker of each step */
     hetcl_infer_session *sess[HETCL_BENCH_MAX_STREAMS];

@@ -1,6 +1,6 @@
 /* Placement of a `hetcl bench model` configuration (bench/model_impl.h): each device's speed at
- * the batch, measured now, then the split of the batch, the pipeline's stages, or the faster of
- * single and split (auto); and the small-batch helper teams. */
+ * the batch, measured now, then the split of the batch, the pipeline's stages, the team, or the
+ * fastest of single, split and team (auto); and the helper teams. */
 #include "bench/bench_util.h"
 #include "bench/model_impl.h"
 
@@ -9,15 +9,16 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A split's team: when a host worker has a few rows (at most 4: the fused task's GEMV path),
- * the thread waiting for the request and the host workers left without rows help it with its
- * large dense layers (hetcl_infer_session_options.helpers, caller_helps) instead of idling,
+/* A split's team: when a host worker has a few rows (at most 4: the fused task's GEMV path), or
+ * any rows under the team placement (`whole`), the thread waiting for the request and the host
+ * workers left without rows help it with its large dense layers
+ * (hetcl_infer_session_options.helpers, caller_helps) instead of idling,
  * one participant per online CPU at most: a participant without a CPU of its own only delays
  * the others (measured on 2 CPUs: a host worker, a helper and the caller gave a p90 of 20-170
  * us against 8 us for the worker and the caller). Sets *team when there is such a host share;
  * returns how many helper workers (<= 6). */
 static size_t pick_helpers(hetcl_runtime *rt, const int *workers, const int64_t *rows, size_t n,
-                           int *helpers, bool *team)
+                           bool whole, int *helpers, bool *team)
 {
     bool small_host = false;
     bool host[HETCL_BENCH_MAX_DEVICES];
@@ -25,7 +26,7 @@ static size_t pick_helpers(hetcl_runtime *rt, const int *workers, const int64_t 
         struct hetcl_worker_info wi;
         host[i] = hetcl_runtime_worker_info(rt, (size_t) workers[i], &wi) == HETCL_OK &&
                   wi.kind == HETCL_WORKER_HOST;
-        small_host = small_host || (host[i] && rows[i] > 0 && rows[i] <= 4);
+        small_host = small_host || (host[i] && rows[i] > 0 && (rows[i] <= 4 || whole));
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     size_t room = cpus > 2 ? (size_t) cpus - 2 : 0; /* besides the share's worker and the caller */
@@ -43,8 +44,9 @@ hetcl_status hetcl__bench_open_session(struct bench_run *run, const int *workers
 {
     int helpers[HETCL_BENCH_MAX_DEVICES];
     bool team = false;
-    size_t n_helpers =
-            rows && !step_workers ? pick_helpers(run->b->rt, workers, rows, n, helpers, &team) : 0;
+    size_t n_helpers = rows && !step_workers ? pick_helpers(run->b->rt, workers, rows, n, run->team,
+                                                            helpers, &team)
+                                             : 0;
     struct hetcl_infer_session_options o = {.batch = run->c->batch,
                                             .n_workers = step_workers ? 1 : n,
                                             .workers = workers,
@@ -130,21 +132,65 @@ static void fill_shares(struct bench_run *run)
         r->shares[i].helper = false;
     }
     int helpers[HETCL_BENCH_MAX_DEVICES];
-    size_t n_helpers =
-            pick_helpers(run->b->rt, run->workers, run->rows, n, helpers, &r->caller_helps);
+    size_t n_helpers = pick_helpers(run->b->rt, run->workers, run->rows, n, run->team, helpers,
+                                    &r->caller_helps);
     r->team_helped_share = (double) NAN; /* measured after the timed phase */
     for (size_t i = 0; i < n; i++)
         for (size_t h = 0; h < n_helpers; h++)
             r->shares[i].helper = r->shares[i].helper || run->workers[i] == helpers[h];
 }
 
-/* auto: the faster of the best single device and the split, measured the same way. */
+/* The team's rows: the whole batch on the fastest host worker (ms: each device alone), none on
+ * the others. false when no device is a host worker. */
+static bool team_rows(const struct bench_run *run, const double *ms, int64_t *rows)
+{
+    size_t n = run->c->n_devices, lead = n;
+    for (size_t i = 0; i < n; i++) {
+        struct hetcl_worker_info wi;
+        rows[i] = 0;
+        if (hetcl_runtime_worker_info(run->b->rt, (size_t) run->workers[i], &wi) == HETCL_OK &&
+            wi.kind == HETCL_WORKER_HOST && (lead == n || !(ms[lead] <= ms[i])))
+            lead = i;
+    }
+    if (lead == n)
+        return false;
+    rows[lead] = run->c->batch;
+    return true;
+}
+
+static bool place_team(struct bench_run *run, const double *ms)
+{
+    if (!team_rows(run, ms, run->rows)) {
+        hetcl__bench_fail_config(run->r, "team: no host worker among the devices");
+        return false;
+    }
+    run->team = true;
+    fill_shares(run);
+    run->r->placement = HETCL_BENCH_TEAM;
+    run->use_rows = true;
+    return true;
+}
+
+/* The median of the team's requests, measured as the split's are; NaN without a host worker. */
+static double team_median_ms(struct bench_run *run, const double *ms, int64_t *rows)
+{
+    if (!team_rows(run, ms, rows))
+        return (double) NAN;
+    run->team = true;
+    double t = quick_median_ms(run, run->workers, run->c->n_devices, rows, 5);
+    run->team = false;
+    return t;
+}
+
+/* auto: the fastest of the best single device, the split and the team, measured the same way. */
 static void place_auto(struct bench_run *run, const double *ms)
 {
     struct bench_result *r = run->r;
     size_t n = run->c->n_devices;
     long long batch = (long long) run->c->batch;
     double split_ms = quick_median_ms(run, run->workers, n, run->rows, 5);
+    int64_t rows[HETCL_BENCH_MAX_DEVICES];
+    double team_ms = team_median_ms(run, ms, rows);
     size_t best = 0;
     for (size_t i = 1; i < n; i++)
         if (isfinite(ms[i]) && (!isfinite(ms[best]) || ms[i] < ms[best]))
@@ -155,12 +201,29 @@ static void place_auto(struct bench_run *run, const double *ms)
         snprintf(singles + len, sizeof singles - len, "%s%s %.3f ms", i ? ", " : "",
                  device_name(run, i), ms[i]);
     }
-    if (isfinite(split_ms) && (!isfinite(ms[best]) || split_ms < ms[best])) {
+    /* the fastest of the three; a tie keeps the simpler placement */
+    const double t[3] = {ms[best], split_ms, team_ms};
+    static const char *const names[3] = {"single", "split", "team"};
+    int win = 0;
+    for (int k = 1; k < 3; k++)
+        if (isfinite(t[k]) && (!isfinite(t[win]) || t[k] < t[win]))
+            win = k;
+    snprintf(r->auto_reason, sizeof r->auto_reason,
+             "auto: %s%s%s (median %.3f ms per batch of %lld); split %.3f ms, team %.3f ms, "
+             "alone: %s",
+             names[win], win == 0 ? " on " : "", win == 0 ? device_name(run, best) : "", t[win],
+             batch, split_ms, team_ms, singles);
+    if (win == 1) {
         r->placement = HETCL_BENCH_SPLIT;
         run->use_rows = true;
-        snprintf(r->auto_reason, sizeof r->auto_reason,
-                 "auto: split (median %.3f ms per batch of %lld) beat each device alone (%s)",
-                 split_ms, batch, singles);
+        return;
+    }
+    if (win == 2) {
+        memcpy(run->rows, rows, n * sizeof *rows);
+        run->team = true;
+        fill_shares(run);
+        r->placement = HETCL_BENCH_TEAM;
+        run->use_rows = true;
         return;
     }
     r->placement = HETCL_BENCH_SINGLE;
@@ -170,10 +233,6 @@ static void place_auto(struct bench_run *run, const double *ms)
     snprintf(r->devices[0], sizeof r->devices[0], "%s", device_name(run, best));
     r->n_shares = 0;
     r->caller_helps = false;
-    snprintf(r->auto_reason, sizeof r->auto_reason,
-             "auto: single on %s (median %.3f ms per batch of %lld) beat the split (%.3f ms);"
-             " alone: %s",
-             device_name(run, best), ms[best], batch, split_ms, singles);
 }
 
 bool hetcl__bench_place(struct bench_run *run)
@@ -189,7 +248,7 @@ bool hetcl__bench_place(struct bench_run *run)
         r->placement = HETCL_BENCH_SINGLE;
         return true;
     }
-    /* split, pipeline and auto: each device's speed at this batch, measured now */
+    /* split, pipeline, team and auto: each device's speed at this batch, measured now */
     double ms[HETCL_BENCH_MAX_DEVICES], speed[HETCL_BENCH_MAX_DEVICES], total = 0;
     for (size_t i = 0; i < n; i++) {
         ms[i] = quick_median_ms(run, &run->workers[i], 1, NULL, 5);
@@ -198,6 +257,8 @@ bool hetcl__bench_place(struct bench_run *run)
     }
     if (c->placement == HETCL_BENCH_PIPELINE)
         return place_pipeline(run, speed);
+    if (c->placement == HETCL_BENCH_TEAM)
+        return place_team(run, ms);
     if (!hetcl_infer_split_rows(speed, n, c->batch, run->rows)) {
         hetcl__bench_fail_config(r, "could not split the batch");
         return false;

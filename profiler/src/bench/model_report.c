@@ -78,7 +78,7 @@ static cJSON *config_json(const struct bench_result *r)
     cJSON_AddStringToObject(c, "precision", hetcl_infer_precision_name((int) r->precision));
     cJSON_AddStringToObject(c, "requested_placement", hetcl_bench_placement_name(r->requested));
     cJSON_AddItemToObject(c, "auto_reason", str_or_null(r->auto_reason));
-    if (placed == HETCL_BENCH_SPLIT) {
+    if (placed == HETCL_BENCH_SPLIT || placed == HETCL_BENCH_TEAM) {
         cJSON *sh = cJSON_CreateArray();
         for (size_t i = 0; i < r->n_shares; i++) {
             cJSON *o = cJSON_CreateObject();

@@ -82,7 +82,7 @@ struct bench_result {
     size_t n_devices;
     char devices[HETCL_BENCH_MAX_DEVICES][BENCH_NAME_MAX];
     enum hetcl_bench_placement placement, requested;
-    char auto_reason[256]; /* "" when not auto */
+    char auto_reason[384]; /* "" when not auto */
     enum hetcl_bench_scenario scenario;
     int64_t batch;
     enum hetcl_infer_precision precision;

@@ -364,6 +364,56 @@ void hetcl__sgemm_pack_b(const struct hetcl_gemm_kernel *kern, bool trans_b, int
     }
 }
 
+/* C's columns [u0, u1) of C = op(A) B + epilogue, B packed by hetcl__sgemm_pack_b for all n
+ * columns; u0 is a multiple of nr. Column j's value depends only on its own panel and the
+ * depth blocks, so any split of [0, n) into ranges gives the whole product bit for bit. */
+static void packed_cols(const struct hetcl_gemm_kernel *kern, bool trans_a, int64_t m, int64_t n,
+                        int64_t k, const float *a, int64_t lda, const float *bp, int64_t u0,
+                        int64_t u1, float *c, int64_t ldc, const struct epilogue *ep, float *ap,
+                        float *tile)
+{
+    const int mr = kern->mr, nr = kern->nr;
+    const int64_t kc = balanced_block(k, kern->kc, 1);
+    const int64_t mc = balanced_block(m, kern->mc, mr);
+    const int64_t nc = balanced_block(n, kern->nc, nr);
+    for (int64_t jc = u0 / nc * nc; jc < u1; jc += nc) {
+        const int64_t nb = min64(nc, n - jc), nb_r = round_up(nb, nr);
+        const int64_t j0 = jc > u0 ? jc : u0, j1 = min64(jc + nb, u1);
+        for (int64_t pc = 0; pc < k; pc += kc) {
+            const int64_t kb = min64(kc, k - pc);
+            const struct block blk = {
+                    .m = m, .mc = mc, .jc = j0, .nb = j1 - j0, .pc = pc, .kb = kb};
+            macro_block(kern, &blk, trans_a, a, lda, bp + jc * k + nb_r * pc + (j0 - jc) * kb, 1.0f,
+                        pc == 0 ? 0.0f : 1.0f, c, ldc, ap, tile, ep && pc + kb == k ? ep : NULL);
+        }
+    }
+}
+
+size_t hetcl__sgemm_packed_work_len(const struct hetcl_gemm_kernel *kern)
+{
+    /* A's block (mc x kc at most, balanced blocks are never larger), a tile, 64-byte slack */
+    return (size_t) (round_up((int64_t) kern->mc * kern->kc, 16) + kern->mr * kern->nr + 16);
+}
+
+void hetcl__sgemm_packed_cols(const struct hetcl_gemm_kernel *kern, int64_t m, int64_t n, int64_t k,
+                              const float *a, int64_t lda, const float *bp, int64_t u0, int64_t u1,
+                              float *c, int64_t ldc, const float *bias, hetcl_act act, float *work)
+{
+    if (m <= 0 || u1 <= u0)
+        return;
+    const struct epilogue ep = {.bias = bias, .act = act};
+    if (k <= 0) {
+        for (int64_t i = 0; i < m; i++)
+            memset(c + i * ldc + u0, 0, (size_t) (u1 - u0) * sizeof *c);
+        if (bias)
+            apply_epilogue(&ep, c + u0, ldc, u0, m, u1 - u0);
+        return;
+    }
+    float *ap = (float *) (void *) ((char *) work + (64 - (uintptr_t) work % 64) % 64);
+    float *tile = ap + round_up((int64_t) kern->mc * kern->kc, 16);
+    packed_cols(kern, false, m, n, k, a, lda, bp, u0, u1, c, ldc, bias ? &ep : NULL, ap, tile);
+}
+
 hetcl_status hetcl__sgemm_packed(hetcl_context *ctx, const struct hetcl_gemm_kernel *kern,
                                  bool trans_a, int64_t m, int64_t n, int64_t k, const float *a,
                                  int64_t lda, const float *bp, float *c, int64_t ldc,
@@ -381,7 +431,6 @@ hetcl_status hetcl__sgemm_packed(hetcl_context *ctx, const struct hetcl_gemm_ker
     const int mr = kern->mr, nr = kern->nr;
     const int64_t kc = balanced_block(k, kern->kc, 1);
     const int64_t mc = balanced_block(m, kern->mc, mr);
-    const int64_t nc = balanced_block(n, kern->nc, nr);
     const size_t a_len = (size_t) round_up(mc * kc, 16), t_len = (size_t) (mr * nr);
     char *raw = hetcl__malloc((a_len + t_len) * sizeof(float) + 64);
     if (!raw)
@@ -389,16 +438,8 @@ hetcl_status hetcl__sgemm_packed(hetcl_context *ctx, const struct hetcl_gemm_ker
                            "gemm: %zu bytes of packing buffers for m=%" PRId64 " k=%" PRId64,
                            (a_len + t_len) * sizeof(float) + 64, m, k);
     float *ap = (float *) (void *) (raw + (64 - (uintptr_t) raw % 64) % 64);
-    float *tile = ap + a_len;
-    for (int64_t jc = 0; jc < n; jc += nc) {
-        const int64_t nb = min64(nc, n - jc);
-        for (int64_t pc = 0; pc < k; pc += kc) {
-            const int64_t kb = min64(kc, k - pc);
-            const struct block blk = {.m = m, .mc = mc, .jc = jc, .nb = nb, .pc = pc, .kb = kb};
-            macro_block(kern, &blk, trans_a, a, lda, bp + jc * k + round_up(nb, nr) * pc, 1.0f,
-                        pc == 0 ? 0.0f : 1.0f, c, ldc, ap, tile, bias && pc + kb == k ? &ep : NULL);
-        }
-    }
+    packed_cols(kern, trans_a, m, n, k, a, lda, bp, 0, n, c, ldc, bias ? &ep : NULL, ap,
+                ap + a_len);
     hetcl__free(raw);
     return HETCL_OK;
 }

@@ -128,6 +128,15 @@ hetcl_status hetcl__sgemm_packed(hetcl_context *ctx, const struct hetcl_gemm_ker
                                  bool trans_a, int64_t m, int64_t n, int64_t k, const float *a,
                                  int64_t lda, const float *bp, float *c, int64_t ldc,
                                  const float *bias, hetcl_act act);
+/* The columns [u0, u1) of that product (u0 a multiple of kern->nr; the others untouched),
+ * op(A) = A, into caller-provided scratch of hetcl__sgemm_packed_work_len floats (any
+ * alignment): no allocation, so that the threads of an inference team can each compute a
+ * range of one layer. The ranges of any split of [0, n) give hetcl__sgemm_packed's C bit for
+ * bit. */
+size_t hetcl__sgemm_packed_work_len(const struct hetcl_gemm_kernel *kern);
+void hetcl__sgemm_packed_cols(const struct hetcl_gemm_kernel *kern, int64_t m, int64_t n, int64_t k,
+                              const float *a, int64_t lda, const float *bp, int64_t u0, int64_t u1,
+                              float *c, int64_t ldc, const float *bias, hetcl_act act, float *work);
 
 /* ---- conv2d ------------------------------------------------------------------------------ */
 
