@@ -96,7 +96,8 @@ static void eltwise_case(int64_t rows, int r, const int64_t *da, const int64_t *
         for (int64_t i = 0; i < no; i++) {
             const double u = F(&b[0])[n * na + ref_index(o, da, r, i)];
             const double v = F(&b[1])[(b_shared ? 0 : n * nb) + ref_index(o, db, r, i)];
-            ref[n * no + i] = (float) naive_act(act, 0.1, kind == HETCL_ELTWISE_MUL ? u * v : u + v);
+            ref[n * no + i] =
+                    (float) naive_act(act, 0.1, kind == HETCL_ELTWISE_MUL ? u * v : u + v);
         }
     char what[160];
     snprintf(what, sizeof what, "eltwise %s act %d rows %lld rank %d [%lld..] x [%lld..]%s",
