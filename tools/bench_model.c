@@ -204,8 +204,11 @@ static size_t what_runs(struct state *s, struct cli_option *t)
                      "without rows help a host worker's large dense\n"
                      "layers and convolutions), pipeline (the layers\n"
                      "partitioned across the devices by measured speed),\n"
-                     "auto (the faster of single and split, explained);\n"
-                     "default single"},
+                     "team (the whole batch on the fastest host worker;\n"
+                     "the waiting thread and spare host workers compute\n"
+                     "parts of its large dense layers and convolutions),\n"
+                     "auto (the fastest of single, split and team,\n"
+                     "explained); default single"},
             {"--scenarios", CLI_CUSTOM, s, .parse = parse_scenarios, .metavar = "S[,...]",
              .help = "single-stream (default: one request at a time),\n"
                      "offline (two in flight: throughput), server (Poisson\n"
