@@ -310,6 +310,25 @@ static void check_split_accuracy(const char *ck)
     free(out);
 }
 
+/* bench model on host0 and host1 with `args`, its report at `report`: valid against the
+ * schema, and each extended regular expression of `fields` (NULL-ended) found in it. */
+static void check_team_report(const char *args, const char *report, const char *const *fields)
+{
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd,
+             "'%s' bench model --model mlp --host-workers 2 --devices host0,host1 --quick --quiet "
+             "%s --report '%s'",
+             bin, args, report);
+    CHECK_EQ_INT(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "'%s' '%s/reports/schema/bench.schema.json' '%s'", check, src,
+             report);
+    CHECK_EQ_INT(run(cmd), 0);
+    for (size_t i = 0; fields[i]; i++) {
+        snprintf(cmd, sizeof cmd, "grep -Eq '%s' '%s'", fields[i], report);
+        CHECK_EQ_INT(run(cmd), 0);
+    }
+}
+
 int main(void)
 {
     bin = getenv("HETCL_BIN");
@@ -445,37 +464,19 @@ int main(void)
      * and stays valid. */
     char team[1200];
     snprintf(team, sizeof team, "%s/team.json", dir);
-    snprintf(cmd, sizeof cmd,
-             "'%s' bench model --model mlp --host-workers 2 --devices host0,host1 --quick --quiet "
-             "--placements split --report '%s'",
-             bin, team);
-    CHECK_EQ_INT(run(cmd), 0);
-    snprintf(cmd, sizeof cmd, "'%s' '%s/reports/schema/bench.schema.json' '%s'", check, src, team);
-    CHECK_EQ_INT(run(cmd), 0);
-    snprintf(cmd, sizeof cmd, "grep -Eq '\"caller_helps\":[[:space:]]*true' '%s'", team);
-    CHECK_EQ_INT(run(cmd), 0);
-    snprintf(cmd, sizeof cmd, "grep -Eq '\"team_helped_share\":' '%s'", team);
-    CHECK_EQ_INT(run(cmd), 0);
+    static const char *const split_fields[] = {"\"caller_helps\":[[:space:]]*true",
+                                               "\"team_helped_share\":", NULL};
+    check_team_report("--placements split", team, split_fields);
     /* a helper worker only with a CPU for it besides host1's and the caller's */
     snprintf(cmd, sizeof cmd, "grep -Eq '\"helper\":[[:space:]]*true' '%s'", team);
     CHECK_EQ_INT(run(cmd), sysconf(_SC_NPROCESSORS_ONLN) > 2 ? 0 : 1);
 
     /* The team placement at batch 64: the whole batch on one host worker, the caller computing
      * ranges of its GEMMs' panels; a valid report that says so. */
-    snprintf(cmd, sizeof cmd,
-             "'%s' bench model --model mlp --host-workers 2 --devices host0,host1 --quick --quiet "
-             "--placements team --batches 64 --report '%s'",
-             bin, team);
-    CHECK_EQ_INT(run(cmd), 0);
-    snprintf(cmd, sizeof cmd, "'%s' '%s/reports/schema/bench.schema.json' '%s'", check, src, team);
-    CHECK_EQ_INT(run(cmd), 0);
-    static const char *const team_fields[] = {"\"placement\":[[:space:]]*\"team\"",
-                                              "\"caller_helps\":[[:space:]]*true",
-                                              "\"rows\":[[:space:]]*64", "\"team_helped_share\":"};
-    for (size_t i = 0; i < sizeof team_fields / sizeof team_fields[0]; i++) {
-        snprintf(cmd, sizeof cmd, "grep -Eq '%s' '%s'", team_fields[i], team);
-        CHECK_EQ_INT(run(cmd), 0);
-    }
+    static const char *const team_fields[] = {
+            "\"placement\":[[:space:]]*\"team\"", "\"caller_helps\":[[:space:]]*true",
+            "\"rows\":[[:space:]]*64", "\"team_helped_share\":", NULL};
+    check_team_report("--placements team --batches 64", team, team_fields);
 
     /* An unwritable report path: refused before the run, as a bad flag (exit 2). */
     snprintf(cmd, sizeof cmd,

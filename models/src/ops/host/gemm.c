@@ -389,6 +389,16 @@ static void packed_cols(const struct hetcl_gemm_kernel *kern, bool trans_a, int6
     }
 }
 
+/* C's columns [u0, u1) of a product of depth 0: zeros, then the epilogue (NULL: none). */
+static void empty_product(int64_t m, int64_t u0, int64_t u1, float *c, int64_t ldc,
+                          const struct epilogue *ep)
+{
+    for (int64_t i = 0; i < m; i++)
+        memset(c + i * ldc + u0, 0, (size_t) (u1 - u0) * sizeof *c);
+    if (ep)
+        apply_epilogue(ep, c + u0, ldc, u0, m, u1 - u0);
+}
+
 size_t hetcl__sgemm_packed_work_len(const struct hetcl_gemm_kernel *kern)
 {
     /* A's block (mc x kc at most, balanced blocks are never larger), a tile, 64-byte slack */
@@ -403,10 +413,7 @@ void hetcl__sgemm_packed_cols(const struct hetcl_gemm_kernel *kern, int64_t m, i
         return;
     const struct epilogue ep = {.bias = bias, .act = act};
     if (k <= 0) {
-        for (int64_t i = 0; i < m; i++)
-            memset(c + i * ldc + u0, 0, (size_t) (u1 - u0) * sizeof *c);
-        if (bias)
-            apply_epilogue(&ep, c + u0, ldc, u0, m, u1 - u0);
+        empty_product(m, u0, u1, c, ldc, bias ? &ep : NULL);
         return;
     }
     float *ap = (float *) (void *) ((char *) work + (64 - (uintptr_t) work % 64) % 64);
@@ -423,9 +430,7 @@ hetcl_status hetcl__sgemm_packed(hetcl_context *ctx, const struct hetcl_gemm_ker
         return HETCL_OK;
     const struct epilogue ep = {.bias = bias, .act = act};
     if (k <= 0) {
-        scale_c(m, n, 0.0f, c, ldc);
-        if (bias)
-            apply_epilogue(&ep, c, ldc, 0, m, n);
+        empty_product(m, 0, n, c, ldc, bias ? &ep : NULL);
         return HETCL_OK;
     }
     const int mr = kern->mr, nr = kern->nr;
