@@ -80,11 +80,8 @@ int train_eigenpro(struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt)
                (long long) d->curve_centers);
         for (int i = 0; i < d->n_curve; i++)
             printf(" %lld: %.2f", (long long) d->curve_m[i], 1e6 * d->curve_s_per_sample[i]);
-        if (d->m_sat > 0)
-            printf("; m_G capped at %lld (memory: %lld)\n", (long long) d->m_sat,
-                   (long long) d->m_g_memory);
-        else
-            printf("; still falling: m_G from memory alone\n");
+        printf("; m_G capped at %lld (memory: %lld)\n", (long long) d->m_sat,
+               (long long) d->m_g_memory);
     }
     printf("setup %.2f s (eigensystem %.2f s, %s), training %.2f s, %.0f samples/s\n",
            r->setup_seconds, p->eig_seconds, p->eig_iterative ? "subspace iteration" : "dsyevr",

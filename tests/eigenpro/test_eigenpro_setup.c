@@ -10,9 +10,14 @@
  *    (all wanted), the eigenvectors (those apart
  *    from their neighbours) to 1e-6 in angle, and, computed here in double, residuals
  *    ||W v - lambda v|| within 1e-5 lambda_1 and orthonormal vectors;
+ *  - a noisy saturation probe cannot blow up the setup: a curve whose small batches were slowed
+ *    by load (so that it still fell where its measurement stopped) caps m_G at the largest
+ *    batch measured, not the memory's capacity, and whatever m_G comes, q stays within the
+ *    eigenvalues above the mean eigenvalue of K_S / s (trace / s^2);
  *  - the setup is reproducible for a seed; bad options are rejected.
  */
 #include "eigenpro/eigen.h"
+#include "eigenpro/eigenpro_impl.h"
 #include "harness.h"
 #include "ref_ops.h"
 
@@ -307,6 +312,55 @@ static void test_bad_options(void)
     CHECK(hetcl_eigenpro_setup(ctx, x, 4, 3, 2, &o, 0, &r, NULL, NULL) == HETCL_ERR_INVALID_ARG);
 }
 
+/* A probe curve on a loaded machine: the truth 23 + 800 / m us per sample (flat from 256 on),
+ * its batches 64 .. 256 slowed by 15-40% by another process, the measurement's time out at
+ * 1024 with the last point the best. The old rule read it as still falling and took m_G from
+ * memory (here n): q then flattened the spectrum far into the subsample's own noise. */
+static void test_noisy_probe(ref_rng *rng)
+{
+    const int64_t m[] = {32, 64, 128, 256, 512, 1024};
+    const double slow[] = {1.0, 1.4, 1.3, 1.15, 1.0, 1.0};
+    double t[6];
+    for (int i = 0; i < 6; i++)
+        t[i] = 1e-6 * (23.0 + 800.0 / (double) m[i]) * slow[i];
+    t[4] *= 1.06; /* and one more outlier past the knee */
+    const int64_t m_sat = hetcl__eigenpro_saturation(6, m, t);
+    printf("noisy probe: m_sat %lld\n", (long long) m_sat);
+    CHECK(m_sat >= 256 && m_sat <= 1024); /* measured, never beyond */
+    const double quiet[] = {1e-6 * (23 + 800 / 32.), 1e-6 * (23 + 800 / 64.),
+                            1e-6 * (23 + 800 / 128.), 1e-6 * (23 + 800 / 256.)};
+    CHECK_EQ_INT(hetcl__eigenpro_saturation(4, m, quiet), 256); /* the knee within 5% */
+    CHECK_EQ_INT(hetcl__eigenpro_saturation(0, m, quiet), 0);
+
+    /* q for that cap and for the worst m_G (memory alone, = n), on a smooth spectrum (uniform
+     * points in 6 dimensions: no clusters to end it early) */
+    const int64_t n = 1500, d = 8;
+    float *x = malloc((size_t) (n * d) * sizeof *x);
+    ref_fill_uniform(rng, x, (size_t) (n * d), 0, 1);
+    const int64_t caps[] = {m_sat, n};
+    static double ev[1000];
+    for (int k = 0; k < 2; k++) {
+        struct hetcl_eigenpro_options o = {
+                .bandwidth = 0.5, .mem_bytes = 8e9, .seed = 1, .m_g_cap = caps[k]};
+        struct hetcl_eigenpro_setup r;
+        CHECK_OK(ctx, hetcl_eigenpro_setup(ctx, x, n, d, 10, &o, 0, &r, ev, NULL));
+        int above = 0; /* eigenvalues above the mean one, beta / s (k(x, x) = 1) */
+        for (int i = 0; i < r.svd_q; i++)
+            above += ev[i] > r.beta / (double) r.s;
+        int digest = 0; /* what the digest's rule alone would take: 1 / lambda^alpha < s */
+        for (int i = 0; i < r.svd_q; i++)
+            digest += pow(ev[i], -HETCL_EIGENPRO_ALPHA) < (double) r.s;
+        printf("m_G %lld: q %d (%d eigenvalues above the mean %.3g; the digest's rule at m_G = s "
+               "%d of %d computed), m %lld, m* %.3g -> %.4g, eigensystem %.3f s\n",
+               (long long) r.m_g, r.q, above, r.beta / (double) r.s, digest - 1, r.svd_q,
+               (long long) r.m, r.m_star, r.m_star_new, r.eig_seconds);
+        CHECK(r.q <= (above > 6 ? above - 1 : 5));
+        CHECK(r.m <= r.m_g);
+        CHECK(r.m_star_new >= 100.0 * r.m_star); /* the preconditioner still does its job */
+    }
+    free(x);
+}
+
 int main(void)
 {
     ref_rng rng;
@@ -316,6 +370,7 @@ int main(void)
     test_eigen_iterative(&rng);
     test_critical_batch(&rng);
     test_budget(&rng);
+    test_noisy_probe(&rng);
     test_bad_options();
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_eigenpro_setup");

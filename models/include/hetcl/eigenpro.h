@@ -144,9 +144,10 @@ struct hetcl_eigenpro_device {
     int64_t m_g_memory;                /* the capacity its memory allows */
     int64_t m_g;                       /* its capacity: m_g_memory capped by m_sat */
     /* The measured saturation: seconds per sample of the kernel layer's forward K(batch,
-     * centers) alpha over curve_centers centers for batches curve_m[i], in order; m_sat the
-     * cap it gave m_G (0: none, the time per sample still falling where the measurement's
-     * time ran out, or no measurement). */
+     * centers) alpha over curve_centers centers for batches curve_m[i], in order (each the
+     * best of its runs: the batch just below m_sat is run again while that lowers m_sat); m_sat
+     * the cap it gave m_G: the smallest batch within 5% of the best time per sample, at most
+     * the largest batch measured (0: no measurement). */
     int n_curve;
     int64_t curve_m[24];
     double curve_s_per_sample[24];

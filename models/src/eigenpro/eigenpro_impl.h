@@ -35,4 +35,19 @@ void hetcl__eigenpro_correction(const hetcl_eigenpro_precond *pc, int64_t l, con
 bool hetcl__eigenpro_split(int n, const double *speed, const int64_t *cap, int64_t mb,
                            int64_t *rows);
 
+/* A saturation curve's time per sample is within this factor of its best from m_sat on. */
+#define HETCL__EIGENPRO_FLAT 1.05
+
+/* The saturation point of a curve of n batches m[i] (ascending) and their seconds per sample:
+ * the smallest batch within HETCL__EIGENPRO_FLAT of the best; 0 when n is 0. Never beyond the
+ * largest batch measured: a curve still falling where its measurement stopped caps m_G at
+ * what it measured, not at the memory's capacity (a load spike at the small batches must not
+ * turn into a batch, and a q, the device never showed it could use). */
+int64_t hetcl__eigenpro_saturation(int n, const int64_t *m, const double *s_per_sample);
+
+/* The eigenvalue above which q's pairs lie (the digest's 1 / lambda^alpha < m_max for
+ * m_max = min(max(s / 5, m_g), s), and never below trace / s^2, the mean eigenvalue of K_S / s:
+ * eigenpro_setup.c says why). trace: of K_S. */
+double hetcl__eigenpro_q_threshold(double m_g, int64_t s, double trace);
+
 #endif /* HETCL_EIGENPRO_IMPL_H */

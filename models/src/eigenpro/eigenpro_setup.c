@@ -85,17 +85,42 @@ static hetcl_status kernel_block(hetcl_context *ctx, const float *a, int64_t m, 
     return HETCL_OK;
 }
 
+int64_t hetcl__eigenpro_saturation(int n, const int64_t *m, const double *s_per_sample)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        best = s_per_sample[i] < s_per_sample[best] ? i : best;
+    for (int i = 0; i < n; i++)
+        if (s_per_sample[i] <= HETCL__EIGENPRO_FLAT * s_per_sample[best])
+            return m[i];
+    return 0;
+}
+
+/* The eigenvalue the chosen q's lambda_q must stay above (step 4): 1 / lambda^alpha = m_max,
+ * m_max = min(max(s / 5, m_G), s) (the digest), and never below the mean eigenvalue of K_S / s,
+ * trace / s. Below that mean the Nystrom spectrum is the subsample's own (each point's diagonal
+ * term k(x, x) / s alone is that large), not the kernel operator's: flattening down to such a
+ * lambda_q would make lambda_1' an artefact of the subsample, and it is what an m_G far above
+ * the device's true capacity (a noisy saturation probe, memory alone) asks for. On 10,000
+ * Fashion-MNIST points that bound is q ~ 230 where m_G = s would take 416 (and the setup's
+ * eigensystem 4.5 s instead of 1.5 s); where the probes saw the device saturate (m_G ~ 512) it
+ * does not bind. */
+double hetcl__eigenpro_q_threshold(double m_g, int64_t s, double trace)
+{
+    const double m_max = fmin(fmax((double) s / 5.0, m_g), (double) s);
+    return fmax(pow(m_max, -1.0 / HETCL_EIGENPRO_ALPHA), trace / ((double) s * (double) s));
+}
+
 /* Steps 4-6 from the spectrum: q, the new lambda_1, m and eta. */
-static void choose(const double *vals, int svd_q, const struct hetcl_eigenpro_options *o,
-                   struct hetcl_eigenpro_setup *r)
+static void choose(const double *vals, int svd_q, double thr,
+                   const struct hetcl_eigenpro_options *o, struct hetcl_eigenpro_setup *r)
 {
     const double a = HETCL_EIGENPRO_ALPHA;
     int q = o->top_q;
     if (q <= 0) {
-        const double m_max = fmin(fmax((double) r->s / 5.0, (double) r->m_g), (double) r->s);
-        int count = 0;
+        int count = 0; /* the digest's #{i : lambda_i^-alpha < m_max}, within the floor */
         for (int i = 0; i < svd_q; i++)
-            count += pow(vals[i], -a) < m_max;
+            count += vals[i] > thr;
         q = count - 1;
         q = q < 5 ? 5 : q;
     }
@@ -201,16 +226,18 @@ hetcl_status hetcl_eigenpro_setup(hetcl_context *ctx, const float *x, int64_t n,
     if ((st = kernel_block(ctx, xs, r.s, xs, r.s, d, o, ks)) != HETCL_OK)
         goto out;
     r.beta = 0.0;
-    for (int64_t i = 0; i < r.s; i++)
+    double trace = 0.0;
+    for (int64_t i = 0; i < r.s; i++) {
         r.beta = fmax(r.beta, (double) ks[i * r.s + i]);
-    /* the pairs choose() reads: those above the eigenvalue that sets q (1 / lambda^alpha =
-     * m_max) and one more, or top_q of them, or lambda_1 alone without a preconditioner */
-    const double m_max = fmin(fmax((double) r.s / 5.0, (double) r.m_g), (double) r.s);
-    const struct hetcl__eigen_want want = {
-            .cap = r.svd_q,
-            .thr = o->top_q > 0 || o->no_precond ? 0.0 : pow(m_max, -1.0 / HETCL_EIGENPRO_ALPHA),
-            .fixed = o->no_precond ? 1 : o->top_q,
-            .iterate = true};
+        trace += (double) ks[i * r.s + i];
+    }
+    /* the pairs choose() reads: those above the eigenvalue that sets q and one more, or top_q
+     * of them, or lambda_1 alone without a preconditioner */
+    const double thr = hetcl__eigenpro_q_threshold((double) r.m_g, r.s, trace);
+    const struct hetcl__eigen_want want = {.cap = r.svd_q,
+                                           .thr = o->top_q > 0 || o->no_precond ? 0.0 : thr,
+                                           .fixed = o->no_precond ? 1 : o->top_q,
+                                           .iterate = true};
     struct hetcl__eigen_info info;
     int nev = 0;
     const double t0 = now_s();
@@ -225,7 +252,7 @@ hetcl_status hetcl_eigenpro_setup(hetcl_context *ctx, const float *x, int64_t n,
                          vals[0]);
         goto out;
     }
-    choose(vals, r.svd_q, o, &r);
+    choose(vals, r.svd_q, thr, o, &r);
     if (eigvals)
         memcpy(eigvals, vals, (size_t) r.svd_q * sizeof *vals);
     if (pc) {

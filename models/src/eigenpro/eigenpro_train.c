@@ -394,12 +394,14 @@ static void unregister_all(struct ep *e)
  * m_G, over the first PROBE_CENTERS centers (the cost of each step is linear in the centers;
  * the batch sets how much of the device one block fills). Each batch: the best of a few runs
  * (10 ms at least); stopped when two batches in a row improve on the best by less than 5%, or
- * after PROBE_BUDGET_S. The cap is the smallest batch within 5% of the best time per sample;
- * none when the time was still falling where the budget ran out. One device at a time, the
- * others idle, so that the curve is the device's own. */
-enum { PROBE_CENTERS = 1024, PROBE_M0 = 32 };
+ * after PROBE_BUDGET_S. The cap is the smallest batch within 5% of the best time per sample
+ * (hetcl__eigenpro_saturation), at most the largest batch measured. Load on the machine only
+ * ever adds time, and what it adds to the batches below the cap moves the cap up (and q, and
+ * the setup's eigensystem with it): the batch just below the cap is measured again, up to
+ * PROBE_CONFIRM times, while that lowers the cap. One device at a time, the others idle, so
+ * that the curve is the device's own. */
+enum { PROBE_CENTERS = 1024, PROBE_M0 = 32, PROBE_CONFIRM = 2 };
 #define PROBE_BUDGET_S 0.5
-#define PROBE_FLAT     1.05
 
 static hetcl_status probe_runs(struct ep *e, const float *x, int64_t m, double *best)
 {
@@ -443,7 +445,6 @@ static hetcl_status probe_saturation(const struct ep *e0, float *x, int64_t m_me
     res->curve_centers = nc;
     const double t_start = now_s();
     int best = -1, flat = 0;
-    bool complete = true;
     for (int64_t m = PROBE_M0; s == HETCL_OK && m <= m_top && res->n_curve < 24; m *= 2) {
         double t = 0;
         if ((s = probe_runs(&e, x, m, &t)) != HETCL_OK)
@@ -451,29 +452,35 @@ static hetcl_status probe_saturation(const struct ep *e0, float *x, int64_t m_me
         const int i = res->n_curve++;
         res->curve_m[i] = m;
         res->curve_s_per_sample[i] = t / (double) m;
-        if (best < 0 || res->curve_s_per_sample[i] * PROBE_FLAT < res->curve_s_per_sample[best])
+        if (best < 0 ||
+            res->curve_s_per_sample[i] * HETCL__EIGENPRO_FLAT < res->curve_s_per_sample[best])
             flat = 0;
         else
             flat++;
         if (best < 0 || res->curve_s_per_sample[i] < res->curve_s_per_sample[best])
             best = i;
-        if (flat >= 2)
+        if (flat >= 2 || now_s() - t_start > PROBE_BUDGET_S)
             break;
-        if (now_s() - t_start > PROBE_BUDGET_S && 2 * m <= m_top) {
-            complete = false;
+    }
+    res->m_sat = hetcl__eigenpro_saturation(res->n_curve, res->curve_m, res->curve_s_per_sample);
+    for (int i = res->n_curve - 1, tries = 0;
+         s == HETCL_OK && res->m_sat > res->curve_m[0] && tries < PROBE_CONFIRM; tries++) {
+        while (i > 0 && res->curve_m[i] >= res->m_sat)
+            i--; /* the batch just below the cap */
+        double t = 0;
+        if ((s = probe_runs(&e, x, res->curve_m[i], &t)) != HETCL_OK)
             break;
+        res->curve_s_per_sample[i] = fmin(res->curve_s_per_sample[i], t / (double) res->curve_m[i]);
+        const int64_t again =
+                hetcl__eigenpro_saturation(res->n_curve, res->curve_m, res->curve_s_per_sample);
+        if (again < res->m_sat) { /* a lower cap: the batch below it gets its own tries */
+            res->m_sat = again;
+            tries = -1;
         }
     }
     unregister_all(&e);
     const hetcl_status s2 = hetcl_model_spec_set_centers(e.spec, e0->n);
-    if (s != HETCL_OK || s2 != HETCL_OK)
-        return s != HETCL_OK ? s : s2;
-    for (int i = 0; i < res->n_curve && res->m_sat == 0; i++)
-        if (res->curve_s_per_sample[i] <= PROBE_FLAT * res->curve_s_per_sample[best])
-            res->m_sat = res->curve_m[i];
-    if (!complete && best == res->n_curve - 1)
-        res->m_sat = 0; /* still falling: the saturation is beyond what was measured */
-    return HETCL_OK;
+    return s != HETCL_OK ? s : s2;
 }
 
 /* The epochs: a seeded permutation per epoch, cut into batches of m. */

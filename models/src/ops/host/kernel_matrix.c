@@ -8,13 +8,24 @@
 #include <stdlib.h>
 
 /* out[i] = ||row i||^2, summed in double: the cancellation in ||x||^2 + ||c||^2 - 2 x.c is
- * then only the GEMM's rounding, not the norms'. */
+ * then only the GEMM's rounding, not the norms'. Eight partial sums, so that the loop
+ * vectorises: one running sum is a serial chain GCC may not reorder, and the centers' norms
+ * (n d of them on every call) took 7% of a 10,000-point EigenPro run's profile that way. */
+HETCL_HOST_CLONES
 static void row_sqnorms(const float *x, int64_t rows, int64_t d, float *out)
 {
     for (int64_t i = 0; i < rows; i++) {
+        const float *restrict r = x + i * d;
+        double part[8] = {0};
+        int64_t k = 0;
+        for (; k + 8 <= d; k += 8)
+            for (int j = 0; j < 8; j++)
+                part[j] += (double) r[k + j] * (double) r[k + j];
         double s = 0.0;
-        for (int64_t k = 0; k < d; k++)
-            s += (double) x[i * d + k] * (double) x[i * d + k];
+        for (; k < d; k++)
+            s += (double) r[k] * (double) r[k];
+        for (int j = 0; j < 8; j++)
+            s += part[j];
         out[i] = (float) s;
     }
 }
