@@ -83,9 +83,11 @@ int train_eigenpro(struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt)
         printf("; m_G capped at %lld (memory: %lld)\n", (long long) d->m_sat,
                (long long) d->m_g_memory);
     }
-    printf("setup %.2f s (eigensystem %.2f s, %s), training %.2f s, %.0f samples/s\n",
-           r->setup_seconds, p->eig_seconds, p->eig_iterative ? "subspace iteration" : "dsyevr",
-           r->train_seconds, r->samples_per_second);
+    printf("setup %.2f s (saturation %.2f s, K_S %.2f s, eigensystem %.2f s, %s), training "
+           "%.2f s, %.0f samples/s\n",
+           r->setup_seconds, r->probe_seconds, p->ks_seconds, p->eig_seconds,
+           p->eig_iterative ? "subspace iteration" : "dsyevr", r->train_seconds,
+           r->samples_per_second);
     if (c->trace && hetcl_runtime_write_trace(rt, c->trace) != HETCL_OK) {
         cli_error("--trace %s: %s", c->trace, hetcl_context_last_error(ctx));
         rc = CLI_EXIT_FAILURE;

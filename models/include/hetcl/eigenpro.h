@@ -67,6 +67,11 @@ struct hetcl_eigenpro_options {
      * are several; 0: none (hetcl_eigenpro_setup), or measure (hetcl_eigenpro_train); -1: never
      * measure. */
     int64_t m_g_cap;
+    /* Host threads for the setup's kernel matrix K_S and its products by K_S (the setup runs
+     * while the workers are idle); 0: hetcl_eigenpro_setup takes the online processors (at
+     * most 8), hetcl_eigenpro_train as many as it has host workers (the online processors
+     * when it has none). */
+    int threads;
     /* Plain mini-batch SGD on the same machine (the baseline EigenPro is compared with): no
      * preconditioner (q = 1), the critical batch and the step from lambda_1 itself. */
     bool no_precond;
@@ -99,6 +104,7 @@ struct hetcl_eigenpro_setup {
     int64_t m;          /* batch */
     double eta;         /* step of a batch (per example: eta / m) */
     double eig_seconds; /* the eigensolver */
+    double ks_seconds;  /* the subsample's kernel matrix K_S */
     bool eig_iterative; /* the pairs came from the subspace iteration (else from dsyevr) */
 };
 
@@ -174,6 +180,7 @@ struct hetcl_eigenpro_result {
     int n_epochs;
     struct hetcl_eigenpro_epoch *epochs;
     double setup_seconds;      /* the whole setup */
+    double probe_seconds;      /* the saturation measurements of setup_seconds */
     double train_seconds;      /* every epoch, evaluations included */
     double samples_per_second; /* training examples per second of steps (evaluations excluded) */
     int64_t steps;             /* batches applied */

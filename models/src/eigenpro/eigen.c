@@ -14,8 +14,53 @@
 
 #include <lapacke.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { MAX_THREADS = 8 };
+
+struct par_job {
+    hetcl_status (*fn)(void *arg, int64_t r0, int64_t r1);
+    void *arg;
+    int64_t r0, r1;
+    hetcl_status status;
+};
+
+static void *par_main(void *p)
+{
+    struct par_job *j = p;
+    j->status = j->fn(j->arg, j->r0, j->r1);
+    return NULL;
+}
+
+hetcl_status hetcl__eigenpro_par_rows(int threads, int64_t rows, int64_t unit,
+                                      hetcl_status (*fn)(void *arg, int64_t r0, int64_t r1),
+                                      void *arg)
+{
+    int t = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+    const int64_t units = (rows + unit - 1) / unit;
+    t = units < t ? (int) (units > 0 ? units : 1) : t;
+    struct par_job job[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    bool started[MAX_THREADS] = {false};
+    for (int i = 0; i < t; i++) {
+        const int64_t a = units * i / t * unit, b = units * (i + 1) / t * unit;
+        job[i] = (struct par_job){.fn = fn, .arg = arg, .r0 = a, .r1 = b < rows ? b : rows};
+    }
+    for (int i = 1; i < t; i++) /* a thread that cannot start: its range on this one */
+        started[i] = pthread_create(&tid[i], NULL, par_main, &job[i]) == 0;
+    par_main(&job[0]);
+    hetcl_status s = job[0].status;
+    for (int i = 1; i < t; i++) {
+        if (started[i])
+            pthread_join(tid[i], NULL);
+        else
+            par_main(&job[i]);
+        s = s != HETCL_OK ? s : job[i].status;
+    }
+    return s;
+}
 
 enum {
     OVERSAMPLE = 32,   /* columns beyond the wanted ones: they set the convergence rate */
@@ -108,10 +153,20 @@ struct iter {
     hetcl_context *ctx;
     const float *ks;
     int64_t s, ld;
+    int threads, p; /* p: the block's columns in the current product */
     float *wf, *q, *y, *t, *uf;
     double *g, *theta;
     lapack_int *isuppz;
 };
+
+/* Rows r0 .. r1 of Y = W Q (the block's p columns). No context: the error, if any, is the
+ * caller's to report (the threads must not write one context at once). */
+static hetcl_status product_rows(void *arg, int64_t r0, int64_t r1)
+{
+    const struct iter *it = arg;
+    return hetcl__sgemm(NULL, NULL, false, false, r1 - r0, it->p, it->s, 1.0f, it->wf + r0 * it->s,
+                        it->s, it->q, it->ld, 0.0f, it->y + r0 * it->ld, it->ld);
+}
 
 /* The inverse of the upper Cholesky factor of the symmetric positive definite g [p][ld], in
  * place (upper triangle; the lower one is zeroed). Reference LAPACK's dpotrf + dtrtri took
@@ -268,6 +323,21 @@ static double residual_f(const struct iter *it, int n)
     return worst / it->theta[0];
 }
 
+/* Rows r0 .. r1 of z = W t in double (refine's one s x s product). */
+struct wt_job {
+    const double *w, *t;
+    double *z;
+    int64_t s;
+    int n;
+};
+
+static hetcl_status wt_rows(void *arg, int64_t r0, int64_t r1)
+{
+    const struct wt_job *j = arg;
+    dgemm(false, r1 - r0, j->n, j->s, j->w + r0 * j->s, j->s, j->t, j->n, j->z + r0 * j->n, j->n);
+    return HETCL_OK;
+}
+
 /* Rayleigh-Ritz in double on the first n Ritz vectors of it->q: vals (descending), vecs
  * [s][ldv], and the largest residual ||W v - lambda v|| / lambda_1. false when LAPACK fails. */
 static bool refine(struct iter *it, int n, double *vals, double *vecs, int64_t ldv, double *max_res)
@@ -295,8 +365,9 @@ static bool refine(struct iter *it, int n, double *vals, double *vecs, int64_t l
         dgemm(false, s, n, n, v, n, h, n, t, n); /* t: orthonormal basis */
         for (int64_t i = 0; i < s * s; i++)
             w[i] = (double) it->ks[i] / (double) s;
-        dgemm(false, s, n, s, w, s, t, n, z, n); /* z = W t */
-        dgemm(true, n, n, s, t, n, z, n, h, n);  /* h = t^T W t */
+        struct wt_job job = {.w = w, .t = t, .z = z, .s = s, .n = n};
+        (void) hetcl__eigenpro_par_rows(it->threads, s, 16, wt_rows, &job); /* z = W t */
+        dgemm(true, n, n, s, t, n, z, n, h, n);                             /* h = t^T W t */
         for (int i = 0; i < n; i++)
             for (int j = 0; j < i; j++)
                 h[i * n + j] = h[j * n + i] = 0.5 * (h[i * n + j] + h[j * n + i]);
@@ -361,8 +432,8 @@ static bool iterate(struct iter *it, const struct hetcl__eigen_want *want, doubl
     if (!orthonormalise(it, it->q, p, 2))
         return false;
     for (int k = 1; k <= MAX_PRODUCTS; k++) {
-        if (hetcl__sgemm(it->ctx, NULL, false, false, s, p, s, 1.0f, it->wf, s, it->q, ld, 0.0f,
-                         it->y, ld) != HETCL_OK)
+        it->p = p;
+        if (hetcl__eigenpro_par_rows(it->threads, s, 64, product_rows, it) != HETCL_OK)
             return false;
         info->products = k;
         info->block = p;
@@ -410,7 +481,7 @@ hetcl_status hetcl__eigenpro_top_eigen(hetcl_context *ctx, const float *ks, int6
     if (want->iterate && s >= HETCL__EIGEN_ITER_MIN) {
         /* the block never needs more than the pairs wanted and its oversampling */
         const int64_t ld = cap + cap / 2 + OVERSAMPLE < s ? cap + cap / 2 + OVERSAMPLE : s;
-        struct iter it = {.ctx = ctx, .ks = ks, .s = s, .ld = ld};
+        struct iter it = {.ctx = ctx, .ks = ks, .s = s, .ld = ld, .threads = want->threads};
         it.wf = hetcl__malloc((size_t) (s * s) * sizeof(float));
         it.q = hetcl__malloc((size_t) (s * ld) * sizeof(float));
         it.y = hetcl__malloc((size_t) (s * ld) * sizeof(float));

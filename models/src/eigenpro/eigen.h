@@ -29,7 +29,16 @@ struct hetcl__eigen_want {
     double thr;   /* > 0: every pair with eigenvalue > thr, and one more (within cap) */
     int fixed;    /* thr <= 0: this many pairs (within cap) */
     bool iterate; /* false: dsyevr on the whole matrix whatever s is */
+    int threads;  /* host threads for the s x s products (<= 1: the calling thread alone) */
 };
+
+/* Runs fn(arg, r0, r1) over [0, rows) cut into `threads` ranges (multiples of unit but the
+ * last), on that many threads (the caller's one of them); the first error any range returned.
+ * The setup's products by the s x s matrix are cut by rows this way: the setup runs before
+ * the epochs, while the workers are idle, and one thread left the other cores unused. */
+hetcl_status hetcl__eigenpro_par_rows(int threads, int64_t rows, int64_t unit,
+                                      hetcl_status (*fn)(void *arg, int64_t r0, int64_t r1),
+                                      void *arg);
 
 struct hetcl__eigen_info {
     bool iterative;      /* the pairs came from the subspace iteration */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_s(void)
 {
@@ -65,20 +66,38 @@ static hetcl_status sample_ids(hetcl_context *ctx, int64_t n, int64_t s, uint64_
     return HETCL_OK;
 }
 
-/* K_S by the host implementation of the kernel-matrix operator (the same code as the host
- * workers' K(batch, centers): the spectrum is that of the kernel the training evaluates). */
-static hetcl_status kernel_block(hetcl_context *ctx, const float *a, int64_t m, const float *c,
-                                 int64_t n, int64_t d, const struct hetcl_eigenpro_options *o,
-                                 float *k)
+/* Rows r0 .. r1 of K(a, c) by the host implementation of the kernel-matrix operator. */
+struct kblock_job {
+    const float *a, *c;
+    int64_t n, d;
+    const struct hetcl_eigenpro_options *o;
+    float *k;
+};
+
+static hetcl_status kblock_rows(void *arg, int64_t r0, int64_t r1)
 {
+    const struct kblock_job *j = arg;
+    const int64_t m = r1 - r0, n = j->n, d = j->d;
     const struct hetcl_op_kernel_args args = {
-            .m = m, .n = n, .d = d, .kind = o->kernel, .bandwidth = (float) o->bandwidth};
+            .m = m, .n = n, .d = d, .kind = j->o->kernel, .bandwidth = (float) j->o->bandwidth};
     /* the host call takes non-const pointers; the operator only reads X and C */
-    void *ptrs[3] = {(void *) (uintptr_t) a, (void *) (uintptr_t) c, k};
+    void *ptrs[3] = {(void *) (uintptr_t) (j->a + r0 * d), (void *) (uintptr_t) j->c,
+                     j->k + r0 * n};
     const size_t sizes[3] = {(size_t) (m * d) * 4, (size_t) (n * d) * 4, (size_t) (m * n) * 4};
     const struct hetcl_host_call call = {
             .worker = -1, .ptrs = ptrs, .sizes = sizes, .args = &args, .args_size = sizeof args};
-    const hetcl_status s = hetcl_op_kernel_matrix.host(&call);
+    return hetcl_op_kernel_matrix.host(&call);
+}
+
+/* K_S by the host implementation of the kernel-matrix operator (the same code as the host
+ * workers' K(batch, centers): the spectrum is that of the kernel the training evaluates), its
+ * rows cut among the setup's threads. */
+static hetcl_status kernel_block(hetcl_context *ctx, const float *a, int64_t m, const float *c,
+                                 int64_t n, int64_t d, const struct hetcl_eigenpro_options *o,
+                                 int threads, float *k)
+{
+    struct kblock_job job = {.a = a, .c = c, .n = n, .d = d, .o = o, .k = k};
+    const hetcl_status s = hetcl__eigenpro_par_rows(threads, m, 64, kblock_rows, &job);
     if (s != HETCL_OK)
         return hetcl__fail(ctx, s, "eigenpro: the %lld x %lld subsample kernel failed (%s)",
                            (long long) m, (long long) n, hetcl_status_name(s));
@@ -208,6 +227,11 @@ hetcl_status hetcl_eigenpro_setup(hetcl_context *ctx, const float *x, int64_t n,
     r.m_g_memory = hetcl_eigenpro_capacity(n, d, l, r.s, o->mem_bytes, max_alloc_bytes);
     r.m_g = o->m_g_cap > 0 && o->m_g_cap < r.m_g_memory ? o->m_g_cap : r.m_g_memory;
 
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    const int threads = o->threads > 0 ? o->threads
+                        : online > 8   ? 8
+                        : online > 1   ? (int) online
+                                       : 1;
     int64_t *ids = NULL;
     hetcl_status st = sample_ids(ctx, n, r.s, o->seed, &ids);
     if (st != HETCL_OK)
@@ -223,8 +247,10 @@ hetcl_status hetcl_eigenpro_setup(hetcl_context *ctx, const float *x, int64_t n,
     }
     for (int64_t i = 0; i < r.s; i++)
         memcpy(xs + i * d, x + ids[i] * d, (size_t) d * sizeof *xs);
-    if ((st = kernel_block(ctx, xs, r.s, xs, r.s, d, o, ks)) != HETCL_OK)
+    const double t_ks = now_s();
+    if ((st = kernel_block(ctx, xs, r.s, xs, r.s, d, o, threads, ks)) != HETCL_OK)
         goto out;
+    r.ks_seconds = now_s() - t_ks;
     r.beta = 0.0;
     double trace = 0.0;
     for (int64_t i = 0; i < r.s; i++) {
@@ -237,7 +263,8 @@ hetcl_status hetcl_eigenpro_setup(hetcl_context *ctx, const float *x, int64_t n,
     const struct hetcl__eigen_want want = {.cap = r.svd_q,
                                            .thr = o->top_q > 0 || o->no_precond ? 0.0 : thr,
                                            .fixed = o->no_precond ? 1 : o->top_q,
-                                           .iterate = true};
+                                           .iterate = true,
+                                           .threads = threads};
     struct hetcl__eigen_info info;
     int nev = 0;
     const double t0 = now_s();

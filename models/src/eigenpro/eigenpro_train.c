@@ -559,6 +559,14 @@ static hetcl_status capacities(struct ep *e, const hetcl_dataset *tr,
     int64_t sum = 0;
     *so = *o;
     so->mem_bytes = 0;
+    int hosts = 0; /* the setup's threads: as many as the run's host workers */
+    for (int i = 0; i < res->n_devices; i++) {
+        struct hetcl_worker_info wi;
+        hosts += hetcl_runtime_worker_info(e->rt, (size_t) res->devices[i].worker, &wi) ==
+                         HETCL_OK &&
+                 wi.kind != HETCL_WORKER_OPENCL;
+    }
+    so->threads = o->threads > 0 ? o->threads : hosts;
     for (int i = 0; i < res->n_devices; i++) {
         struct hetcl_eigenpro_device *d = &res->devices[i];
         d->m_g_memory = hetcl_eigenpro_capacity(tr->n, tr->n_features, e->l, s_sub, d->mem_bytes,
@@ -633,6 +641,7 @@ static hetcl_status train_run(struct ep *e, const hetcl_dataset *train, const he
     struct hetcl_eigenpro_options so;
     double max_alloc = 0;
     hetcl_status s = capacities(e, train, o, &max_alloc, &so, res);
+    res->probe_seconds = now_s() - t0;
     hetcl_eigenpro_precond *pc = NULL;
     if (s == HETCL_OK)
         s = hetcl_eigenpro_setup(e->ctx, train->x, train->n, train->n_features, e->l, &so,

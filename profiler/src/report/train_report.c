@@ -261,6 +261,8 @@ static cJSON *eigenpro_json(const struct hetcl_eigenpro_result *ep)
     hetcl__json_add(o, "preconditioned", cJSON_CreateBool(p->q > 1));
     hetcl__json_add(o, "setup_s", cJSON_CreateNumber(ep->setup_seconds));
     hetcl__json_add(o, "eigensystem_s", cJSON_CreateNumber(p->eig_seconds));
+    hetcl__json_add(o, "probe_s", cJSON_CreateNumber(ep->probe_seconds));
+    hetcl__json_add(o, "kernel_s", cJSON_CreateNumber(p->ks_seconds));
     hetcl__json_add(o, "m_g", cJSON_CreateNumber((double) p->m_g));
     for (int i = 0; i < ep->n_devices; i++)
         cJSON_AddItemToArray(devs, eigenpro_device_json(ep, i));
