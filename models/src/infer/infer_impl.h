@@ -16,6 +16,7 @@
 #include <hetcl/infer.h>
 #include <hetcl/runtime.h>
 
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -59,18 +60,29 @@ void hetcl__infer_gemv_nt_units(int64_t m, int64_t n, int64_t u0, int64_t u1, in
  * each participant packing the rows of A into its own scratch, so that two cores each stream
  * half of W instead of each streaming all of it for half of the rows (a split of the batch),
  * and the request needs one task instead of one per share. */
+#define HETCL_CACHE_LINE           64          /* bytes; the team's shared words apart */
 #define HETCL_INFER_TEAM_MAX       8           /* participants: the lead and up to 7 others */
 #define HETCL_INFER_TEAM_SLICE     16          /* output units per slice (a multiple of 4) */
 #define HETCL_INFER_TEAM_MIN_BYTES (64 * 1024) /* smaller W: one core is as fast */
 
+/* A part's claim word on a cache line of its own: its owner claims slice after slice in its
+ * own cache, and no claim invalidates the line every participant polls (phase, finished). */
+struct hetcl__infer_team_claim {
+    alignas(HETCL_CACHE_LINE) _Atomic uint64_t word;
+};
+
 struct hetcl__infer_team {
-    _Atomic uint64_t phase;
+    /* polled by every waiting participant, written once per phase or request */
+    alignas(HETCL_CACHE_LINE) _Atomic uint64_t phase;
     _Atomic uint64_t finished; /* the last request whose helpers may return */
-    _Atomic uint64_t claim[HETCL_INFER_TEAM_MAX];
-    _Atomic int64_t done; /* slices computed in the current phase */
-    /* slices computed over the session's life, and those of them by helpers (statistics) */
+    struct hetcl__infer_team_claim claim[HETCL_INFER_TEAM_MAX];
+    /* slices computed in the current phase, each participant adding its count once it has
+     * computed everything it claimed; and over the session's life, all slices and those by
+     * helpers (statistics, added once per phase) */
+    alignas(HETCL_CACHE_LINE) _Atomic int64_t done;
     _Atomic uint64_t slices, helped;
-    int n_part; /* participants: the lead, the helpers, then the waiting caller */
+    alignas(HETCL_CACHE_LINE) int n_part; /* participants: the lead, the helpers, then the waiting
+                                             caller */
     /* the current phase's kind: a dense layer's GEMV, or a convolution (infer_conv.c) whose
      * parts are the slices */
     bool is_conv;
@@ -120,6 +132,8 @@ void hetcl__infer_team_gemm(struct hetcl__infer_team *t, int64_t m, int64_t n, i
                             const float *x, const float *wp, const float *bias, hetcl_act act,
                             float *y);
 /* Frees the team and its scratch; NULL is a no-op. */
+/* A zeroed team on cache lines of its own; NULL when out of memory. */
+struct hetcl__infer_team *hetcl__infer_team_new(void);
 void hetcl__infer_team_free(struct hetcl__infer_team *t);
 /* The lead (or the session, after the lead's task ended): request `req`'s helpers return. */
 void hetcl__infer_team_finish(struct hetcl__infer_team *t, uint64_t req);

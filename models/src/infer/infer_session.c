@@ -374,7 +374,7 @@ static hetcl_status make_team(hetcl_infer_session *s, const struct hetcl_infer_s
         struct hetcl__infer_share *sh = &s->shares[i];
         if (!sh->fused)
             continue;
-        sh->team = hetcl__calloc(1, sizeof *sh->team);
+        sh->team = hetcl__infer_team_new();
         if (!sh->team)
             return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session team");
         sh->team->n_part = 1 + (int) o->n_helpers + (o->caller_helps ? 1 : 0);
