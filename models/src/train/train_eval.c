@@ -99,7 +99,11 @@ hetcl_status hetcl__tr_eval_point(struct tr *t, uint64_t examples, double *loss,
     t->eval_version = v;
     double goal = t->o.target_acc;
     if (goal > 0 && *acc >= goal) {
-        t->target_hit = true;
+        /* across ranks, a mid-epoch point is this rank's model: the next sync votes on it */
+        if (t->o.comm)
+            t->target_local = true;
+        else
+            t->target_hit = true;
         if (t->tt_wall < 0) {
             double f =
                     *acc > prev->test_acc ? (goal - prev->test_acc) / (*acc - prev->test_acc) : 1;
