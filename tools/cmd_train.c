@@ -629,6 +629,11 @@ int cli_train(int argc, char **argv)
         cJSON_Delete(ranks);
     if (rc == CLI_EXIT_OK && cli_signal_received())
         rc = interrupted(&c, cli_signal_received());
+    else if (rc == CLI_EXIT_OK && c.rank == 0 && res->stopped_by == HETCL_TRAIN_STOP_INTERRUPTED)
+        /* another rank was asked to stop: every rank stopped after the same sync */
+        fprintf(stderr, "hetcl: train: %s, every rank at the same sync%s%s\n", res->interrupted_by,
+                c.opts.checkpoint_path ? "; checkpoint saved to " : "",
+                c.opts.checkpoint_path ? c.opts.checkpoint_path : "");
 out:
     hetcl_train_result_destroy(res);
     hetcl_runtime_destroy(rt);
