@@ -4,7 +4,8 @@
  * train with a sync every 64 examples, and
  *   - the caller's stop callback asks on rank 1 alone (after a few polls): both ranks end
  *     interrupted, after the same number of syncs, with the same model, rank 1 naming its own
- *     reason and rank 0 naming rank 1, and rank 0's checkpoint resumes;
+ *     reason and rank 0 naming rank 1, and rank 0's checkpoint (momentum 0.9: every rank's
+ *     own momentum saved) resumes to the model of a run never stopped, bit for bit;
  *   - a time budget that only rank 1 runs out of: both end by the time budget after the same
  *     syncs.
  * Before the vote, the rank that stopped left the other waiting at its next sync until the
@@ -78,6 +79,7 @@ static void *rank_main(void *arg)
     struct hetcl_train_options o = {.algo = HETCL_TRAIN_SINGLE,
                                     .epochs = 3,
                                     .seed = 5,
+                                    .momentum = 0.9,
                                     .host_batch = {.batch = 16},
                                     .comm = j->comm,
                                     .sync_every = 64,

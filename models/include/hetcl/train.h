@@ -180,7 +180,8 @@ struct hetcl_train_options {
      * sync (at epochs' ends, and at the first sync after checkpoint_every_s), so that they hold
      * the one model every rank has, the global position in the epoch (the examples the ranks
      * took together form a prefix of its permutation there), global example counts and the
-     * rank count; momentum is rank 0's. Every rank reads the one file on resume (checked
+     * rank count, and every rank's momentum (each gets its own back on resume with as many
+     * ranks, rank 0's with another count). Every rank reads the one file on resume (checked
      * against rank 0's), with this run's rank count or any other: the rest of the epoch is
      * re-sharded over this run's ranks, so that every example of every epoch is still trained
      * exactly once. */

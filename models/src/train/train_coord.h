@@ -122,6 +122,9 @@ hetcl_status hetcl__tr_dist_setup(struct tr *t);
 hetcl_status hetcl__tr_dist_start(struct tr *t);
 hetcl_status hetcl__tr_dist_sync(struct tr *t);
 bool hetcl__tr_dist_stopping(const struct tr *t);
+/* A checkpoint is due right after the last sync, on every rank: rank 0's checkpoint clock
+ * (checkpoint_every_s) said so, or the ranks stop there. */
+bool hetcl__tr_dist_ckpt_due(const struct tr *t);
 /* The mid-epoch evaluation point, then the next mark. */
 hetcl_status hetcl__tr_eval_mid_epoch(struct tr *t, const struct tr_epoch_acc *acc);
 /* A mid-epoch checkpoint is due (checkpoint_every_s). */

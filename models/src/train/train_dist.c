@@ -17,8 +17,9 @@
 #include <stdio.h>
 #include <string.h>
 
-/* A rank's reasons to stop, as its vote's bits. */
-enum { VOTE_STOP = 1, VOTE_TIME = 2, VOTE_TARGET = 4 };
+/* A rank's reasons to stop, as its vote's bits; and rank 0's checkpoint clock (every rank then
+ * saves with it: the checkpoint gathers their momentum). */
+enum { VOTE_STOP = 1, VOTE_TIME = 2, VOTE_TARGET = 4, VOTE_CKPT = 8 };
 
 /* What rank 0 sends back after a sync: its model's hash, the union of the votes and the first
  * rank that asked to stop. */
@@ -35,7 +36,8 @@ static hetcl_status vote(struct tr *t, uint64_t hash, struct sync_verdict *v)
     hetcl_comm *c = t->o.comm;
     const int n = hetcl_comm_size(c), rank = hetcl_comm_rank(c);
     uint32_t mine = (t->stop_local[0] ? VOTE_STOP : 0) | (hetcl__tr_time_spent(t) ? VOTE_TIME : 0) |
-                    (t->target_local ? VOTE_TARGET : 0);
+                    (t->target_local ? VOTE_TARGET : 0) |
+                    (rank == 0 && hetcl__tr_ckpt_due_at_sync(t) ? VOTE_CKPT : 0);
     uint32_t *all = rank == 0 ? hetcl__calloc((size_t) n, sizeof *all) : NULL;
     if (rank == 0 && !all)
         return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "votes of %d ranks", n);
@@ -58,6 +60,7 @@ static hetcl_status vote(struct tr *t, uint64_t hash, struct sync_verdict *v)
             snprintf(t->stop_reason, sizeof t->stop_reason, "stopped on rank %d", v->stop_rank);
     }
     t->dist_time_up = t->dist_time_up || (v->votes & VOTE_TIME);
+    t->dist_ckpt = (v->votes & VOTE_CKPT) != 0;
     t->target_hit = t->target_hit || (v->votes & VOTE_TARGET);
     return HETCL_OK;
 }
@@ -65,6 +68,11 @@ static hetcl_status vote(struct tr *t, uint64_t hash, struct sync_verdict *v)
 bool hetcl__tr_dist_stopping(const struct tr *t)
 {
     return t->o.comm && (t->stop_reason[0] || t->dist_time_up || t->target_hit);
+}
+
+bool hetcl__tr_dist_ckpt_due(const struct tr *t)
+{
+    return t->o.checkpoint_path && (t->dist_ckpt || hetcl__tr_dist_stopping(t));
 }
 
 hetcl_status hetcl__tr_dist_setup(struct tr *t)

@@ -125,12 +125,11 @@ static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
             break;
         if ((s = hetcl__tr_dist_sync(t)) != HETCL_OK)
             return s;
-        /* the ranks agreed to stop here: the checkpoint holds the model they all have */
-        const bool stopping = hetcl__tr_dist_stopping(t);
-        if ((stopping || hetcl__tr_ckpt_due_at_sync(t)) && t->o.checkpoint_path &&
-            (s = hetcl__tr_save_ckpt(t, &acc)) != HETCL_OK)
+        /* as the sync voted, on every rank (the checkpoint gathers their momentum); when the
+         * ranks stop here, it holds the model they all have */
+        if (hetcl__tr_dist_ckpt_due(t) && (s = hetcl__tr_save_ckpt(t, &acc)) != HETCL_OK)
             return s;
-        if (stopping)
+        if (hetcl__tr_dist_stopping(t))
             break;
     }
     t->cursor.limit = 0;
