@@ -93,8 +93,8 @@ enum hetcl_bench_scenario {
     HETCL_BENCH_N_SCENARIOS
 };
 
-/* Report names: "single", "split", "pipeline", "auto", "team", "replicas"; "single-stream", "multi-stream",
- * "server", "offline". NULL outside the enums. */
+/* Report names: "single", "split", "pipeline", "auto", "team", "replicas"; "single-stream",
+ * "multi-stream", "server", "offline". NULL outside the enums. */
 HETCL_API const char *hetcl_bench_placement_name(int p);
 HETCL_API const char *hetcl_bench_scenario_name(int s);
 /* The enum value of a report name, or -1. */
