@@ -26,10 +26,10 @@ static int check_flags(const struct train_cli *c)
     const char *bad = o->resume                   ? "--resume"
                       : o->checkpoint_every_s > 0 ? "--checkpoint-every"
                       : o->time_s > 0             ? "--time"
-                      : o->target_acc > 0   ? "--target-acc"
-                      : o->eval_every > 0   ? "--eval-every"
-                      : o->weight_decay > 0 ? "--weight-decay"
-                                            : NULL;
+                      : o->target_acc > 0         ? "--target-acc"
+                      : o->eval_every > 0         ? "--eval-every"
+                      : o->weight_decay > 0       ? "--weight-decay"
+                                                  : NULL;
     if (bad) {
         cli_error("%s: not supported for kernel machines (%s trains by EigenPro: --epochs, "
                   "--batch DEV=N for m, --lr for eta, --no-precond)",
@@ -40,7 +40,8 @@ static int check_flags(const struct train_cli *c)
 }
 
 /* --checkpoint: the centers, alpha and the inputs' scaling, for hetcl bench model --weights. */
-static int save(const struct train_cli *c, hetcl_context *ctx, const struct hetcl_eigenpro_result *r)
+static int save(const struct train_cli *c, hetcl_context *ctx,
+                const struct hetcl_eigenpro_result *r)
 {
     const char *path = c->opts.checkpoint_path;
     if (!path)

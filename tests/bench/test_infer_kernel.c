@@ -141,7 +141,8 @@ static void check_kind(hetcl_context *ctx, hetcl_runtime *rt, int host, int cl_w
     for (int b = 0; plan && b < 3; b++) {
         const int64_t m = batches[b];
         float *x = malloc((size_t) (m * D) * sizeof *x), *got = malloc(sizeof(float) * m * UNITS);
-        double *want = malloc(sizeof(double) * m * UNITS), *scale = malloc(sizeof(double) * m * UNITS);
+        double *want = malloc(sizeof(double) * m * UNITS),
+               *scale = malloc(sizeof(double) * m * UNITS);
         fill(x, (size_t) (m * D), 10 + (uint64_t) m, 0, 1);
         reference(laplacian, bw, m, x, c, a, want, scale);
         /* the plan's reference (bench model's divergence check) is this one in double */
@@ -200,8 +201,8 @@ static void check_mismatches(hetcl_context *ctx)
     /* alpha of the wrong width; centers of the wrong width; no centers */
     float *c = calloc((size_t) D * 8, sizeof *c), *a = calloc((size_t) UNITS * 8 + 8, sizeof *a);
     const char *names[3] = {"layers.0.alpha", "layers.0.centers", "layers.0.centers"};
-    const int64_t shapes[3][2][2] = {{{8, D}, {8, UNITS + 1}}, {{8, D + 1}, {8, UNITS}},
-                                     {{8, D}, {8, UNITS}}};
+    const int64_t shapes[3][2][2] = {
+            {{8, D}, {8, UNITS + 1}}, {{8, D + 1}, {8, UNITS}}, {{8, D}, {8, UNITS}}};
     snprintf(other, sizeof other, "%s/bad.safetensors", dir);
     for (int k = 0; k < 3; k++) {
         hetcl_st_writer *wr = NULL;
@@ -209,8 +210,8 @@ static void check_mismatches(hetcl_context *ctx)
         if (k < 2)
             CHECK_OK(ctx, hetcl_st_writer_add(ctx, wr, "layers.0.centers", HETCL_ST_F32,
                                               shapes[k][0], 2, c));
-        CHECK_OK(ctx, hetcl_st_writer_add(ctx, wr, "layers.0.alpha", HETCL_ST_F32, shapes[k][1], 2,
-                                          a));
+        CHECK_OK(ctx,
+                 hetcl_st_writer_add(ctx, wr, "layers.0.alpha", HETCL_ST_F32, shapes[k][1], 2, a));
         CHECK_OK(ctx, hetcl_st_writer_save(ctx, wr, other));
         hetcl_st_writer_destroy(wr);
         hetcl_model_spec *s = spec_of(ctx, "gaussian", 2);

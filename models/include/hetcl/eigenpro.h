@@ -206,13 +206,10 @@ HETCL_API void hetcl_eigenpro_result_destroy(struct hetcl_eigenpro_result *res);
  * "raw"). An inference plan of spec loads it (hetcl_model_spec_set_centers_from, then
  * hetcl_infer_plan_create with it as checkpoint). Errors: HETCL_ERR_INVALID_ARG (res not
  * trained on train), HETCL_ERR_IO, HETCL_ERR_NO_MEMORY; detail on ctx. */
-HETCL_API HETCL_NODISCARD hetcl_status hetcl_eigenpro_save(hetcl_context *ctx,
-                                                           const hetcl_model_spec *spec,
-                                                           const hetcl_dataset *train,
-                                                           const struct hetcl_eigenpro_result *res,
-                                                           const float *input_mean,
-                                                           const float *input_std,
-                                                           const char *path);
+HETCL_API HETCL_NODISCARD hetcl_status
+hetcl_eigenpro_save(hetcl_context *ctx, const hetcl_model_spec *spec, const hetcl_dataset *train,
+                    const struct hetcl_eigenpro_result *res, const float *input_mean,
+                    const float *input_std, const char *path);
 
 #ifdef __cplusplus
 }

@@ -25,9 +25,9 @@ static hetcl_status metadata(hetcl_context *ctx, hetcl_st_writer *w, const hetcl
     if (s == HETCL_OK)
         s = hetcl_st_writer_set_metadata(ctx, w, "algo", "eigenpro");
     if (s == HETCL_OK)
-        s = hetcl_st_writer_set_metadata(ctx, w, "kernel",
-                                         hetcl_model_kernel_name(
-                                                 (enum hetcl_model_kernel) res->setup.kernel));
+        s = hetcl_st_writer_set_metadata(
+                ctx, w, "kernel",
+                hetcl_model_kernel_name((enum hetcl_model_kernel) res->setup.kernel));
     if (s == HETCL_OK)
         s = hetcl_st_writer_set_metadata(ctx, w, "bandwidth", num);
     /* "raw": no scaling recorded, so that inference does not standardize either */

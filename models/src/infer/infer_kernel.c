@@ -63,8 +63,7 @@ static hetcl_status pack_centers(hetcl_infer_session *s, struct hetcl__infer_ker
         const int64_t nb = k->n - j0 < k->nb ? k->n - j0 : k->nb;
         for (int64_t i = 0; i < nb * k->d; i++)
             scaled[i] = -2.0f * s->plan->centers[j0 * k->d + i];
-        hetcl__sgemm_pack_b(k->kern, true, nb, k->d, scaled, k->d,
-                            k->cp + j0 / k->nb * k->stride);
+        hetcl__sgemm_pack_b(k->kern, true, nb, k->d, scaled, k->d, k->cp + j0 / k->nb * k->stride);
     }
     hetcl__free(scaled);
     return HETCL_OK;
@@ -101,8 +100,8 @@ hetcl_status hetcl__infer_kernel_make(hetcl_infer_session *s)
         struct hetcl__infer_share *sh = &s->shares[i];
         if (!sh->fused)
             continue;
-        const size_t len = (size_t) (sh->rows * k->nb + sh->rows) +
-                           hetcl__sgemm_packed_work_len(k->kern);
+        const size_t len =
+                (size_t) (sh->rows * k->nb + sh->rows) + hetcl__sgemm_packed_work_len(k->kern);
         if (!(sh->kscratch = hetcl__malloc(len * sizeof(float))))
             st = hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session: kernel block");
     }
@@ -157,8 +156,8 @@ static hetcl_status predict(hetcl_context *ctx, const hetcl_infer_session *s,
             for (int64_t i = 0; i < m * nb; i++)
                 kb[i] *= -2.0f;
         } else {
-            hetcl__sgemm_packed_cols(k->kern, m, nb, k->d, x, k->d, k->cp + j0 / k->nb * k->stride, 0, nb, kb,
-                                     nb, NULL, HETCL_ACT_NONE, work);
+            hetcl__sgemm_packed_cols(k->kern, m, nb, k->d, x, k->d, k->cp + j0 / k->nb * k->stride,
+                                     0, nb, kb, nb, NULL, HETCL_ACT_NONE, work);
         }
         hetcl__kernel_block_finish(k->kind, k->bandwidth, m, nb, xn, k->cn + j0, kb, nb);
         st = hetcl__sgemm(ctx, NULL, false, false, m, k->u, nb, 1.0f, kb, nb, alpha + j0 * k->u,

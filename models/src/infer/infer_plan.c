@@ -14,10 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const op_names[] = {"dense",   "conv2d",  "maxpool2d", "avgpool2d",
-                                       "flatten", "softmax", "output",    "activation",
-                                       "add",     "concat",  "mul",       "slice",
-                                       "kernel"};
+static const char *const op_names[] = {"dense",   "conv2d", "maxpool2d",  "avgpool2d", "flatten",
+                                       "softmax", "output", "activation", "add",       "concat",
+                                       "mul",     "slice",  "kernel"};
 
 const char *hetcl_infer_op_name(enum hetcl_infer_op op)
 {

@@ -574,8 +574,7 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
         /* its task names two activation buffers: chains only */
         /* (its buffer table has no kernel machine's slots: those run a task per operator) */
         sh->fused_cl = !s->f16 && o->fuse_opencl && !o->step_workers && known && s->n_act <= 2 &&
-                       plan->kernel_layer < 0 &&
-                       wi.kind == HETCL_WORKER_OPENCL &&
+                       plan->kernel_layer < 0 && wi.kind == HETCL_WORKER_OPENCL &&
                        HETCL__INFER_CL_PARAMS + spec->n_params <= HETCL_TASK_MAX_BUFFERS;
         st = make_share(s, sh);
     }

@@ -60,9 +60,9 @@ hetcl_status hetcl_model_spec_set_centers_from(hetcl_context *ctx, hetcl_model_s
                         "%s: %s: %s; a kernel machine of %lld inputs needs its trained centers, "
                         "an F32 tensor [centers, %lld] (hetcl train --checkpoint writes it)",
                         checkpoint, name,
-                        !t                                     ? "missing"
+                        !t                                         ? "missing"
                         : t->dtype != HETCL_ST_F32 || t->ndim != 2 ? "not a 2-D F32 tensor"
-                                                               : "wrong shape",
+                                                                   : "wrong shape",
                         (long long) d, (long long) d);
     else if (hetcl_model_spec_set_centers(spec, t->shape[0]) != HETCL_OK)
         s = hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: %s: %lld centers, out of range", checkpoint,

@@ -110,8 +110,7 @@ hetcl_status hetcl__op_kernel_matrix_host(const struct hetcl_host_call *call)
     s = hetcl__sgemm(ctx, NULL, false, true, a->m, a->n, a->d, -2.0f, x, a->d, c, a->d, 0.0f, k,
                      a->n);
     if (s == HETCL_OK)
-        hetcl__kernel_block_finish(a->kind, a->bandwidth, a->m, a->n, norms, norms + a->m, k,
-                                   a->n);
+        hetcl__kernel_block_finish(a->kind, a->bandwidth, a->m, a->n, norms, norms + a->m, k, a->n);
     free(norms);
     return s;
 }
