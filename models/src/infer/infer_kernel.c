@@ -15,7 +15,6 @@
 #include <hetcl_internal/base.h>
 
 #include <stdint.h>
-#include <string.h>
 
 /* The block of K a share holds at most: rows x block centers floats (256 KiB: a core's L2). */
 #define KERNEL_BLOCK_FLOATS (64 * 1024)
