@@ -295,13 +295,13 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
     plan->from_checkpoint = w->checkpoint || w->params;
     if (w->checkpoint)
         s = load_checkpoint(ctx, plan, w->checkpoint);
-    if (s == HETCL_OK && w->checkpoint && plan->kernel_layer >= 0)
-        s = load_kernel(ctx, plan, w->checkpoint);
     else if (w->params)
         s = copy_params(ctx, plan, w->params);
     else
         for (int i = 0; i < spec->n_params; i++)
             init_tensor(spec, &spec->params[i], w->seed, plan->params[i]);
+    if (s == HETCL_OK && w->checkpoint && plan->kernel_layer >= 0)
+        s = load_kernel(ctx, plan, w->checkpoint);
     if (s != HETCL_OK) {
         hetcl_infer_plan_destroy(plan);
         return s;
