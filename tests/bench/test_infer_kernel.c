@@ -199,7 +199,8 @@ static void check_mismatches(hetcl_context *ctx)
     check_refused(ctx, hetcl_infer_plan_create(ctx, bw, &w, &plan), HETCL_ERR_FORMAT,
                   (const char *const[]){good, "bandwidth", NULL});
     /* alpha of the wrong width; centers of the wrong width; no centers */
-    float *c = calloc((size_t) D * 8, sizeof *c), *a = calloc((size_t) UNITS * 8 + 8, sizeof *a);
+    float *c = calloc((size_t) (D + 1) * 8, sizeof *c),
+          *a = calloc((size_t) (UNITS + 1) * 8, sizeof *a);
     const char *names[3] = {"layers.0.alpha", "layers.0.centers", "layers.0.centers"};
     const int64_t shapes[3][2][2] = {
             {{8, D}, {8, UNITS + 1}}, {{8, D + 1}, {8, UNITS}}, {{8, D}, {8, UNITS}}};
