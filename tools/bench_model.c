@@ -172,7 +172,8 @@ static size_t what_runs(struct state *s, struct cli_option *t)
                      "FILE.onnx: an ONNX model, with its weights (required)"},
             {"--weights", CLI_CUSTOM, &s->weights, .parse = parse_list, .metavar = "CKPT[,...]",
              .help = "safetensors checkpoint per model, or 'random'\n"
-                     "(default: random; an ONNX model's own weights)"},
+                     "(default: random; an ONNX model's own weights;\n"
+                     "a kernel machine's: its hetcl train --checkpoint)"},
             {"--seed", CLI_U64, &s->o.weight_seed, .metavar = "N",
              .help = H(s, "seed of random weights (default %llu)",
                        (unsigned long long) d->weight_seed)},

@@ -213,7 +213,8 @@ static size_t output_options(struct cli_option *rows, size_t n, struct train_cli
              .help = "write a Chrome/Perfetto trace of every task"},
             {"--checkpoint", CLI_STRING, &o->checkpoint_path, .metavar = "FILE",
              .help = "save weights, momentum and position (safetensors) after\n"
-                     "each epoch, atomically"},
+                     "each epoch, atomically (a kernel machine: its centers\n"
+                     "and alpha at the end, for bench model --weights)"},
             {"--checkpoint-every", CLI_DOUBLE, &o->checkpoint_every_s, .min = 1e-3, .max = 1e7,
              .metavar = "S", .help = "also every S seconds, mid-epoch"},
             {"--resume", CLI_FLAG, &o->resume,

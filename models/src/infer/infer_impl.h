@@ -7,6 +7,7 @@
  *                    executors: a task per operator, one fused host task, one fused OpenCL task
  *   infer_gemv.c     the fused host task's dense product at a few rows
  *   infer_team.c     host workers helping that product
+ *   infer_kernel.c   a trained kernel machine's layer: blocks of centers in the fused host task
  */
 #ifndef HETCL_INFER_IMPL_H
 #define HETCL_INFER_IMPL_H
@@ -204,6 +205,10 @@ struct hetcl__infer_share {
     bool fused_cl;
     hetcl_handle *act[2], *am;
     float *scratch[HETCL__INFER_ACT_MAX]; /* fused host: n_act of them */
+    /* A kernel machine's: the fused host task's block of K, norms and GEMM scratch
+     * (infer_kernel.c); a per-operator share's whole K(rows, centers) handle. */
+    float *kscratch;
+    hetcl_handle *kblock;
     int32_t *argmax_scratch;
     /* Per step, cumulative; written only by the share's task, read at any time (a reader may
      * see a request's first steps before its last: atomics keep that a small bias, not a
@@ -260,6 +265,7 @@ struct hetcl_infer_session {
      * kernel's A panels (infer_conv.c), per spec param (NULL for the others: those the direct
      * convolution takes, grouped ones, non-convolutions); conv_mem: the allocations. NULL
      * when no share is fused. */
+    struct hetcl__infer_kernel *kernel; /* the plan's kernel layer (infer_kernel.c); or NULL */
     const struct hetcl_gemm_kernel *conv_kern;
     const float **conv_packed;
     void **conv_mem;
@@ -289,6 +295,25 @@ hetcl_status hetcl__infer_conv_run(hetcl_context *ctx, const hetcl_infer_session
                                    int n_ops, int *i,
                                    void *(*bind)(const void *, struct hetcl__slot),
                                    const void *binder, bool *done);
+
+/* ---- Kernel machines (infer_kernel.c) ----------------------------------------------------- */
+
+/* The session's state of the plan's kernel layer (none without one): the centers' norms, the
+ * centers packed for the host GEMM, each fused share's scratch (kscratch), the handles of the
+ * centers and alpha. HETCL_ERR_NO_MEMORY, a registration's failure. */
+hetcl_status hetcl__infer_kernel_make(hetcl_infer_session *s);
+void hetcl__infer_kernel_free(hetcl_infer_session *s);
+/* The per-operator executors' handle of the kernel layer's centers or alpha (weight) slot;
+ * NULL for any other slot. */
+void *hetcl__infer_kernel_handle(const hetcl_infer_session *s, struct hetcl__slot slot);
+/* The fused host task's kernel layer at ops[*i] (its kernel_matrix and gemm pair), block by
+ * block of centers: *done is then true and *i past both; else *done is false and nothing
+ * ran. */
+hetcl_status hetcl__infer_kernel_run(hetcl_context *ctx, const hetcl_infer_session *s,
+                                     const struct hetcl__infer_share *sh,
+                                     const struct hetcl__op *ops, int n_ops, int *i,
+                                     void *(*bind)(const void *, struct hetcl__slot),
+                                     const void *binder, bool *done);
 
 /* Submits one request's tasks of a share with its executor (infer_exec.c): a task per
  * operator, or the fused host task (and its team's helper tasks), or the fused OpenCL task. */
