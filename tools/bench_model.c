@@ -129,7 +129,7 @@ static bool parse_placements(const char *flag, const char *v, void *target)
         int p = hetcl_bench_placement_parse(l.items[i]);
         if (p < 0) {
             char q[CLI_QUOTE_CAP];
-            cli_error("%s expects single, split, pipeline, auto or team, got %s", flag,
+            cli_error("%s expects single, split, pipeline, auto, team or replicas, got %s", flag,
                       hetcl_quote(q, sizeof q, l.items[i]));
             return false;
         }
@@ -172,7 +172,8 @@ static size_t what_runs(struct state *s, struct cli_option *t)
                      "FILE.onnx: an ONNX model, with its weights (required)"},
             {"--weights", CLI_CUSTOM, &s->weights, .parse = parse_list, .metavar = "CKPT[,...]",
              .help = "safetensors checkpoint per model, or 'random'\n"
-                     "(default: random; an ONNX model's own weights)"},
+                     "(default: random; an ONNX model's own weights;\n"
+                     "a kernel machine's: its hetcl train --checkpoint)"},
             {"--seed", CLI_U64, &s->o.weight_seed, .metavar = "N",
              .help = H(s, "seed of random weights (default %llu)",
                        (unsigned long long) d->weight_seed)},
@@ -208,10 +209,14 @@ static size_t what_runs(struct state *s, struct cli_option *t)
                      "the waiting thread and spare host workers compute\n"
                      "parts of its large dense layers and convolutions),\n"
                      "auto (the fastest of single, split and team,\n"
-                     "explained); default single"},
+                     "explained), replicas (each request whole on one\n"
+                     "device, the devices taking requests in turn: with\n"
+                     "offline, two requests in flight per device, for\n"
+                     "throughput); default single"},
             {"--scenarios", CLI_CUSTOM, s, .parse = parse_scenarios, .metavar = "S[,...]",
              .help = "single-stream (default: one request at a time),\n"
-                     "offline (two in flight: throughput), server (Poisson\n"
+                     "offline (two in flight, two per device with\n"
+                     "replicas: throughput), server (Poisson\n"
                      "arrivals at --server-qps; latency from arrival),\n"
                      "multi-stream (--streams requests per query, issued\n"
                      "together; latency until all are done)"},

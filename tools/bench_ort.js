@@ -24,11 +24,15 @@
  * Ratios printed per (model, batch), against each hetcl configuration of that model and batch:
  *   latency speed-up   = ort p50 / hetcl p50   (> 1: hetcl is faster)
  *   throughput ratio   = hetcl items/s / ort items/s
+ * --replicas N: N sessions of threads/N intra-op threads run side by side in worker threads (ORT
+ * spending its threads on throughput, as hetcl's replicas placement does); throughput is the sum of
+ * theirs, percentiles over all their requests.
  * Goals (issue 21, 2 threads on both sides): mlp b64 throughput >= 1.2, mlp b1 speed-up >= 1.25
  * (p50 at most 0.8x ORT's); lenet b1 speed-up >= 1.67 (at most 0.6x), b64 throughput >= 1.5.
  */
 'use strict';
 const fs = require('fs');
+const threads = require('worker_threads');
 const os = require('os');
 const path = require('path');
 
@@ -40,20 +44,21 @@ function fail(msg) {
 function usage() {
   process.stdout.write(
       'usage: node tools/bench_ort.js --onnx FILE [--onnx FILE ...] [--batches 1,64] [--threads 2]\n' +
+      '         [--replicas 1]\n' +
       '         [--seed 1] [--distinct 16] [--warmup-runs 10] [--warmup-ms 200]\n' +
       '         [--warmup-max-ms 5000] [--min-requests 100] [--min-time-ms 2000]\n' +
       '         [--max-time-ms 20000] [--compare REPORT ...] [--json OUT] [--ort-dir DIR]\n');
 }
 
 const NUMERIC = {
-  '--threads': 'threads', '--seed': 'seed', '--distinct': 'distinct',
+  '--threads': 'threads', '--replicas': 'replicas', '--seed': 'seed', '--distinct': 'distinct',
   '--warmup-runs': 'warmupRuns', '--warmup-ms': 'warmupMs', '--warmup-max-ms': 'warmupMaxMs',
   '--min-requests': 'minRequests', '--min-time-ms': 'minTimeMs', '--max-time-ms': 'maxTimeMs',
 };
 
 function parseArgs(argv) {
   const a = {
-    onnx: [], compare: [], batches: '1,64', threads: 2, seed: 1, distinct: 16, warmupRuns: 10,
+    onnx: [], compare: [], batches: '1,64', threads: 2, replicas: 1, seed: 1, distinct: 16, warmupRuns: 10,
     warmupMs: 200, warmupMaxMs: 5000, minRequests: 100, minTimeMs: 2000, maxTimeMs: 20000,
     json: null, ortDir: path.join(__dirname, 'ort', 'node_modules', 'onnxruntime-node'),
   };
@@ -84,6 +89,8 @@ function parseArgs(argv) {
     fail(`--batches: expected positive integers separated by commas, got '${a.batches}'`);
   if (!Number.isInteger(a.threads) || a.threads < 1) fail(`--threads: expected at least 1`);
   if (!Number.isInteger(a.distinct) || a.distinct < 1) fail(`--distinct: expected at least 1`);
+  if (!Number.isInteger(a.replicas) || a.replicas < 1 || a.threads % a.replicas)
+    fail(`--replicas: expected a positive divisor of --threads (${a.threads}), got ${a.replicas}`);
   return a;
 }
 
@@ -160,7 +167,8 @@ function uniforms(seed, n) {
 
 const nowNs = () => process.hrtime.bigint();
 
-function measure(ort, sess, meta, batch, a) {
+/* The request function of one session: --distinct seeded input batches rotated per request. */
+function requester(ort, sess, meta, batch, a) {
   const shape = meta.shape.map((d, i) => (i === 0 ? batch : d));
   if (shape.slice(1).some(d => typeof d !== 'number'))
     fail(`${meta.file}: input ${meta.input} has symbolic dimensions past the batch`);
@@ -170,27 +178,31 @@ function measure(ort, sess, meta, batch, a) {
     inputs.push(new ort.Tensor('float32', uniforms(a.seed * 1000003 + i, per), shape));
   const fetches = {[meta.output]: null};
   let k = 0;
-  const request = () => {
+  return () => {
     const feeds = {[meta.input]: inputs[k++ % inputs.length]};
     const out = sess.run(feeds, fetches, {});
     return out[meta.output].data[0]; /* the result is in this process's memory, as hetcl's */
   };
-  /* Warm-up: minimum runs and time, then steady, or the maximum time. */
+}
+
+/* Warm-up: minimum runs and time, then steady, or the maximum time. */
+function warmUp(request, a) {
   const warm = [];
   const w0 = nowNs();
-  let steadyReached = false;
   for (;;) {
     const t0 = nowNs();
     request();
     const t1 = nowNs();
     warm.push(Number(t1 - t0));
     const ms = Number(t1 - w0) / 1e6;
-    if (warm.length >= a.warmupRuns && ms >= a.warmupMs && steady(warm)) {
-      steadyReached = true;
-      break;
-    }
-    if (ms >= a.warmupMaxMs) break;
+    if (warm.length >= a.warmupRuns && ms >= a.warmupMs && steady(warm))
+      return {runs: warm.length, steady: true};
+    if (ms >= a.warmupMaxMs) return {runs: warm.length, steady: false};
   }
+}
+
+/* Timed requests until the minimums are met, or the maximum time. */
+function timed(request, a) {
   const lat = [];
   const t0 = nowNs();
   let elapsedMs = 0, stoppedBy = 'minimums_met';
@@ -206,13 +218,68 @@ function measure(ort, sess, meta, batch, a) {
       break;
     }
   }
+  return {lat, elapsedMs, stoppedBy};
+}
+
+/* The figures of one or several replicas' timed phases (they ran side by side): percentiles over
+ * every request, throughput the sum of the replicas' own. */
+function summarise(batch, warms, runs) {
+  const lat = [].concat(...runs.map(r => r.lat));
   const sorted = Float64Array.from(lat).sort();
   return {
-    n: lat.length, warmup_runs: warm.length, steady: steadyReached, stopped_by: stoppedBy,
+    n: lat.length, warmup_runs: warms.reduce((x, w) => x + w.runs, 0),
+    steady: warms.every(w => w.steady),
+    stopped_by: runs.some(r => r.stoppedBy === 'max_time') ? 'max_time' : 'minimums_met',
     min_ns: sorted[0], p10_ns: percentile(sorted, 0.1), p50_ns: percentile(sorted, 0.5), p90_ns: percentile(sorted, 0.9),
     p99_ns: percentile(sorted, 0.99), mean_ns: lat.reduce((x, y) => x + y, 0) / lat.length,
-    items_per_s: batch * lat.length / (elapsedMs / 1000),
+    items_per_s: runs.reduce((x, r) => x + batch * r.lat.length / (r.elapsedMs / 1000), 0),
   };
+}
+
+function measure(ort, sess, meta, batch, a) {
+  const request = requester(ort, sess, meta, batch, a);
+  const w = warmUp(request, a);
+  return summarise(batch, [w], [timed(request, a)]);
+}
+
+/* --replicas N: N sessions of threads/N intra-op threads each, one per worker thread, whose
+ * timed phases start together (after every warm-up) and run side by side: ORT's way to spend
+ * the threads on throughput rather than on one request's latency (as hetcl's replicas
+ * placement does). */
+function replicaMain() {
+  const {file, batch, a, go, ready} = threads.workerData;
+  const {ort, binding, initOrt} = loadOrt(a.ortDir);
+  initOrt();
+  const sess = new binding.InferenceSession();
+  sess.loadModel(file, sessionOptions(a.threads / a.replicas));
+  const request = requester(ort, sess, inputMeta(sess, file), batch, a);
+  const w = warmUp(request, a);
+  Atomics.add(ready, 0, 1);
+  Atomics.notify(ready, 0);
+  Atomics.wait(go, 0, 0);
+  const t = timed(request, a);
+  sess.dispose();
+  threads.parentPort.postMessage({warm: w, run: t});
+}
+
+function measureReplicas(file, batch, a) {
+  const go = new Int32Array(new SharedArrayBuffer(4)), ready = new Int32Array(new SharedArrayBuffer(4));
+  const done = [];
+  for (let i = 0; i < a.replicas; i++) {
+    const w = new threads.Worker(__filename, {workerData: {file, batch, a, go, ready}});
+    done.push(new Promise((resolve, reject) => {
+      w.once('message', resolve);
+      w.once('error', reject);
+    }));
+  }
+  for (;;) { /* every replica warmed up: start the timed phases together */
+    const r = Atomics.load(ready, 0);
+    if (r >= a.replicas) break;
+    Atomics.wait(ready, 0, r, 100);
+  }
+  Atomics.store(go, 0, 1);
+  Atomics.notify(go, 0);
+  return Promise.all(done).then(m => summarise(batch, m.map(x => x.warm), m.map(x => x.run)));
 }
 
 function cpuModel() {
@@ -250,34 +317,45 @@ function loadOrt(dir) {
   }
 }
 
-function main() {
+function sessionOptions(intraOpThreads) {
+  return {
+    executionProviders: ['cpu'], intraOpNumThreads: intraOpThreads, interOpNumThreads: 1,
+    executionMode: 'sequential', graphOptimizationLevel: 'all',
+  };
+}
+
+function inputMeta(sess, file) {
+  const ins = sess.inputMetadata, outs = sess.outputMetadata;
+  if (ins.length !== 1 || outs.length < 1) fail(`${file}: expected one input and an output`);
+  return {file, input: ins[0].name, output: outs[0].name, shape: Array.from(ins[0].shape)};
+}
+
+async function main() {
   const a = parseArgs(process.argv.slice(2));
   const compare = a.compare.map(hetclConfigs); /* bad reports refused before measuring */
   const {ort, binding, initOrt} = loadOrt(a.ortDir);
   initOrt();
   const version = ort.env.versions.node || ort.env.versions.common;
   const cpu = cpuModel();
-  const options = {
-    executionProviders: ['cpu'], intraOpNumThreads: a.threads, interOpNumThreads: 1,
-    executionMode: 'sequential', graphOptimizationLevel: 'all',
-  };
-  process.stdout.write(`# ONNX Runtime ${version} (onnxruntime-node, CPU EP), ${a.threads} ` +
-      `intra-op threads, synchronous binding run, CPU ${cpu}, ${os.cpus().length} CPUs, ` +
+  const how = a.replicas > 1
+      ? `${a.replicas} sessions of ${a.threads / a.replicas} intra-op threads side by side`
+      : `${a.threads} intra-op threads`;
+  process.stdout.write(`# ONNX Runtime ${version} (onnxruntime-node, CPU EP), ${how}, ` +
+      `synchronous binding run, CPU ${cpu}, ${os.cpus().length} CPUs, ` +
       `load ${os.loadavg()[0].toFixed(2)}\n`);
   const results = [];
   for (const file of a.onnx) {
     const sess = new binding.InferenceSession();
     try {
-      sess.loadModel(file, options);
+      sess.loadModel(file, sessionOptions(a.replicas > 1 ? 1 : a.threads));
     } catch (e) {
       fail(`--onnx ${file}: ONNX Runtime cannot load it: ${e.message}`);
     }
-    const ins = sess.inputMetadata, outs = sess.outputMetadata;
-    if (ins.length !== 1 || outs.length < 1) fail(`${file}: expected one input and an output`);
-    const meta = {file, input: ins[0].name, output: outs[0].name, shape: Array.from(ins[0].shape)};
+    const meta = inputMeta(sess, file);
     const name = path.basename(file).replace(/\.onnx$/, '');
+    if (a.replicas > 1) sess.dispose(); /* the replicas hold their own sessions */
     for (const b of a.batchList) {
-      const r = measure(ort, sess, meta, b, a);
+      const r = a.replicas > 1 ? await measureReplicas(file, b, a) : measure(ort, sess, meta, b, a);
       r.model = name;
       r.batch = b;
       results.push(r);
@@ -286,11 +364,11 @@ function main() {
           `  p90 ${(r.p90_ns / 1e6).toFixed(4).padStart(8)} ms  p99 ${(r.p99_ns / 1e6).toFixed(4).padStart(8)} ms` +
           `  ${r.items_per_s.toFixed(1).padStart(10)} items/s  (n=${r.n}${r.steady ? '' : ', warm-up not steady'})\n`);
     }
-    sess.dispose();
+    if (a.replicas === 1) sess.dispose();
   }
   if (a.json) {
     const tmp = a.json + '.tmp';
-    fs.writeFileSync(tmp, JSON.stringify({ort: version, threads: a.threads, cpu, results}, null, 1));
+    fs.writeFileSync(tmp, JSON.stringify({ort: version, threads: a.threads, replicas: a.replicas, cpu, results}, null, 1));
     fs.renameSync(tmp, a.json);
   }
   for (const configs of compare) {
@@ -308,7 +386,9 @@ function main() {
   }
 }
 
-if (require.main === module) {
+if (!threads.isMainThread) {
+  replicaMain();
+} else if (require.main === module) {
   main();
 } else {
   /* the pure parts, for tests/tools/test_bench_ort.js (no ONNX Runtime needed) */

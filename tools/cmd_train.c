@@ -213,7 +213,8 @@ static size_t output_options(struct cli_option *rows, size_t n, struct train_cli
              .help = "write a Chrome/Perfetto trace of every task"},
             {"--checkpoint", CLI_STRING, &o->checkpoint_path, .metavar = "FILE",
              .help = "save weights, momentum and position (safetensors) after\n"
-                     "each epoch, atomically"},
+                     "each epoch, atomically (a kernel machine: its centers\n"
+                     "and alpha at the end, for bench model --weights)"},
             {"--checkpoint-every", CLI_DOUBLE, &o->checkpoint_every_s, .min = 1e-3, .max = 1e7,
              .metavar = "S", .help = "also every S seconds, mid-epoch"},
             {"--resume", CLI_FLAG, &o->resume,
@@ -629,6 +630,11 @@ int cli_train(int argc, char **argv)
         cJSON_Delete(ranks);
     if (rc == CLI_EXIT_OK && cli_signal_received())
         rc = interrupted(&c, cli_signal_received());
+    else if (rc == CLI_EXIT_OK && c.rank == 0 && res->stopped_by == HETCL_TRAIN_STOP_INTERRUPTED)
+        /* another rank was asked to stop: every rank stopped after the same sync */
+        fprintf(stderr, "hetcl: train: %s, every rank at the same sync%s%s\n", res->interrupted_by,
+                c.opts.checkpoint_path ? "; checkpoint saved to " : "",
+                c.opts.checkpoint_path ? c.opts.checkpoint_path : "");
 out:
     hetcl_train_result_destroy(res);
     hetcl_runtime_destroy(rt);

@@ -145,6 +145,17 @@ static int scale_unit(struct train_cli *c)
         for (int64_t i = 0; ds && ds->x && i < ds->n * ds->n_features; i++)
             ds->x[i] /= top;
     }
+    /* Kept as a standardization (mean 0, std top) for --checkpoint: inference scales the same */
+    struct hetcl_standardization *st = &c->standardization;
+    st->mean = calloc((size_t) nf, sizeof *st->mean);
+    st->std = malloc((size_t) nf * sizeof *st->std);
+    if (!st->mean || !st->std) {
+        cli_error("--data %s: out of memory", c->data);
+        return CLI_EXIT_FAILURE;
+    }
+    st->n_features = nf;
+    for (int64_t j = 0; j < nf; j++)
+        st->std[j] = top;
     return CLI_EXIT_OK;
 }
 

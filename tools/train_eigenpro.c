@@ -1,7 +1,8 @@
 /* hetcl train with a kernel machine spec (one "kernel" layer): EigenPro 2.0
  * (<hetcl/eigenpro.h>) on the selected workers (each step's kernel blocks shared among them by
  * measured speed), instead of the SGD trainers. Prints the
- * setup's parameters and each epoch; writes --report and --trace as SGD runs do. */
+ * setup's parameters and each epoch; writes --report and --trace as SGD runs do, and
+ * --checkpoint: the trained machine, which bench model runs. */
 #include "cli.h"
 #include "train_cli.h"
 
@@ -22,18 +23,38 @@ static void on_epoch(void *user, int epoch, double train_mse, double test_acc)
 static int check_flags(const struct train_cli *c)
 {
     const struct hetcl_train_options *o = &c->opts;
-    const char *bad = o->checkpoint_path    ? "--checkpoint"
-                      : o->time_s > 0       ? "--time"
-                      : o->target_acc > 0   ? "--target-acc"
-                      : o->eval_every > 0   ? "--eval-every"
-                      : o->weight_decay > 0 ? "--weight-decay"
-                                            : NULL;
+    const char *bad = o->resume                   ? "--resume"
+                      : o->checkpoint_every_s > 0 ? "--checkpoint-every"
+                      : o->time_s > 0             ? "--time"
+                      : o->target_acc > 0         ? "--target-acc"
+                      : o->eval_every > 0         ? "--eval-every"
+                      : o->weight_decay > 0       ? "--weight-decay"
+                                                  : NULL;
     if (bad) {
         cli_error("%s: not supported for kernel machines (%s trains by EigenPro: --epochs, "
                   "--batch DEV=N for m, --lr for eta, --no-precond)",
                   bad, c->model);
         return CLI_EXIT_USAGE;
     }
+    return CLI_EXIT_OK;
+}
+
+/* --checkpoint: the centers, alpha and the inputs' scaling, for hetcl bench model --weights. */
+static int save(const struct train_cli *c, hetcl_context *ctx,
+                const struct hetcl_eigenpro_result *r)
+{
+    const char *path = c->opts.checkpoint_path;
+    if (!path)
+        return CLI_EXIT_OK;
+    const struct hetcl_standardization *st = &c->standardization;
+    const bool scaled = st->n_features == c->train->n_features;
+    if (hetcl_eigenpro_save(ctx, c->spec, c->train, r, scaled ? st->mean : NULL,
+                            scaled ? st->std : NULL, path) != HETCL_OK) {
+        cli_error("--checkpoint %s: %s", path, hetcl_context_last_error(ctx));
+        return CLI_EXIT_FAILURE;
+    }
+    if (!c->quiet)
+        printf("centers and alpha saved to %s (hetcl bench model --weights %s)\n", path, path);
     return CLI_EXIT_OK;
 }
 
@@ -94,6 +115,7 @@ int train_eigenpro(struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt)
     }
     if (c->report && train_cli_write_report(c, ctx, rt, NULL, r, NULL) != CLI_EXIT_OK)
         rc = CLI_EXIT_FAILURE;
+    rc = rc == CLI_EXIT_OK ? save(c, ctx, r) : rc;
     hetcl_eigenpro_result_destroy(r);
     return rc;
 }

@@ -478,6 +478,20 @@ int main(void)
             "\"rows\":[[:space:]]*64", "\"team_helped_share\":", NULL};
     check_team_report("--placements team --batches 64", team, team_fields);
 
+    /* Replicas, offline: whole requests on each host worker in turn, two in flight per
+     * worker; a valid report in which both workers were busy and both replicas' outputs were
+     * compared with the reference. */
+    static const char *const replicas_fields[] = {"\"placement\":[[:space:]]*\"replicas\"",
+                                                  "\"scenario\":[[:space:]]*\"offline\"", NULL};
+    check_team_report("--placements replicas --scenarios offline --batches 8", team,
+                      replicas_fields);
+    snprintf(cmd, sizeof cmd,
+             "test $(grep -Eo '\"busy_ms\":[[:space:]]*[0-9.eE+-]+' '%s' | "
+             "grep -Evc ':[[:space:]]*0$') -eq 2 && "
+             "test $(grep -Eo '\"n_compared\":[[:space:]]*[1-9][0-9]*' '%s' | wc -l) -eq 2",
+             team, team);
+    CHECK_EQ_INT(run(cmd), 0);
+
     /* An unwritable report path: refused before the run, as a bad flag (exit 2). */
     snprintf(cmd, sizeof cmd,
              "'%s' bench model --model mlp --devices host0 --quick --quiet "

@@ -3,7 +3,8 @@
  * "mpirun --oversubscribe"): with 2 ranks it trains with the ranks' models averaged (the run
  * fails if any rank's model hash differs from rank 0's after a sync), rank 0's report validates
  * and lists both ranks with the same number of syncs (every --sync-every updates and each
- * epoch's end) and equal shards; with 1 rank it says that it trains alone.
+ * epoch's end) and equal shards; likewise with an OpenCL device beside the host worker on each
+ * rank (where there is one); with 1 rank it says that it trains alone.
  */
 #include "harness.h"
 
@@ -16,16 +17,54 @@
 static char tmpdir[256];
 static const char *launcher;
 
-static int run(int np, const char *args, char *err, size_t cap)
+static int run_on(int np, const char *devices, const char *args, char *err, size_t cap)
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
-             "%s -np %d %s train --model %s/models/mlp.json --data synthetic:1200 --devices host "
+             "%s -np %d %s train --model %s/models/mlp.json --data synthetic:1200 --devices %s "
              "--host-workers 1 --algo hogbatch --epochs 2 --seed 3 --quiet %s",
-             launcher, np, getenv("HETCL_BIN"), getenv("HETCL_SOURCE_DIR"), args);
+             launcher, np, getenv("HETCL_BIN"), getenv("HETCL_SOURCE_DIR"), devices, args);
     int st = hetcl_test_sh(tmpdir, cmd);
     hetcl_test_read(tmpdir, "err", err, cap);
     return st;
+}
+
+static int run(int np, const char *args, char *err, size_t cap)
+{
+    return run_on(np, "host", args, err, cap);
+}
+
+/* Each rank trains with its own OpenCL device beside its host worker (where the machine has
+ * one): the ranks' models stay identical (each sync checks the hashes) and the report lists
+ * both devices on both ranks. */
+static void check_opencl_ranks(void)
+{
+    char cmd[1024], out[1 << 14], err[8192];
+    snprintf(cmd, sizeof cmd, "%s devices --json", getenv("HETCL_BIN"));
+    hetcl_test_sh(tmpdir, cmd);
+    hetcl_test_read(tmpdir, "out", out, sizeof out);
+    if (!strstr(out, "\"p0d0\"")) {
+        printf("no OpenCL device p0d0: OpenCL across ranks not tested\n");
+        return;
+    }
+    char args[512];
+    snprintf(args, sizeof args, "--sync-every 2 --report %s/cl.json", tmpdir);
+    int st = run_on(2, "p0d0,host", args, err, sizeof err);
+    CHECK_EQ_INT(st, 0);
+    if (st != 0) {
+        fprintf(stderr, "p0d0,host on 2 ranks: %s\n", err);
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "%s/cl.json", tmpdir);
+    cJSON *doc = hetcl_test_load_json(cmd);
+    const cJSON *ranks = doc ? cJSON_GetObjectItem(doc, "ranks") : NULL;
+    CHECK_EQ_INT(cJSON_GetArraySize(ranks), 2);
+    for (int r = 0; r < cJSON_GetArraySize(ranks); r++) {
+        const char *devs =
+                cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, r), "devices"));
+        CHECK(devs && strstr(devs, "p0d0") && strstr(devs, "host0"));
+    }
+    cJSON_Delete(doc);
 }
 
 static void check_two_ranks(const char *method)
@@ -70,6 +109,7 @@ int main(int argc, char **argv)
         return 1;
     check_two_ranks("omnireduce");
     check_two_ranks("ring");
+    check_opencl_ranks();
     char err[8192];
     CHECK_EQ_INT(run(1, "", err, sizeof err), 0);
     CHECK(strstr(err, "one MPI rank: training on this node alone") != NULL);

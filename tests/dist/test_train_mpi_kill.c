@@ -2,6 +2,7 @@
  * A rank lost mid-run under mpirun (argv[1]: the launcher's command line without -np; no
  * argument: built without MPI, skipped). `mpirun -np 2 hetcl train` with a checkpoint every
  * 0.1 s runs until its first checkpoint exists; then rank 1 is
+ *   - interrupted (SIGINT): every rank stops after the next sync, rank 0 saying so;
  *   - killed (SIGKILL): mpirun must end the job, naming rank 1;
  *   - stopped (SIGSTOP, a hung rank mpirun cannot see): rank 0's --sync-timeout must fail the
  *     run with an error naming rank 1, and its exit end the job.
@@ -268,12 +269,15 @@ int main(int argc, char **argv)
     if (!getenv("HETCL_BIN") || !getenv("HETCL_SOURCE_DIR"))
         return 1;
     launcher = argv[1];
-    hetcl_test_deadline(3 * JOB_END_S + 100, "test_train_mpi_kill");
+    hetcl_test_deadline(4 * JOB_END_S + 100, "test_train_mpi_kill");
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hetcl-mpikill-XXXXXX");
     if (!mkdtemp(tmpdir))
         return 1;
     snprintf(ckpt, sizeof ckpt, "%s/ck.safetensors", tmpdir);
     snprintf(tag, sizeof tag, "HETCL_MPI_KILL_TEST=%d", (int) getpid());
+    /* SIGINT to rank 1 alone: the ranks vote at the next sync and all stop there, rank 0
+     * saying why and keeping the checkpoint (the job's status is rank 1's 130). */
+    lose_rank(SIGINT, "hetcl: train: stopped on rank 1, every rank at the same sync");
     lose_rank(SIGKILL, "rank 1");
     lose_rank(SIGSTOP, "hetcl: train: rank 0: rank 1 sent nothing");
     resume_two_ranks();

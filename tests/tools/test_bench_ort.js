@@ -91,6 +91,7 @@ check('bad input: exit 2, one line naming the flag or file', () => {
     [['--onnx', path.join(dir, 'missing.onnx')], /--onnx .*missing.onnx: no such file/],
     [['--onnx', onnx, '--batches', '1,x'], /--batches: expected positive integers/],
     [['--onnx', onnx, '--threads', '0'], /--threads: expected at least 1/],
+    [['--onnx', onnx, '--threads', '2', '--replicas', '3'], /--replicas: expected a positive divisor/],
     [['--onnx', onnx, '--bogus', '1'], /--bogus: unknown flag/],
     [['--onnx', onnx, '--compare', notReport], /other.json: not a hetcl bench report/],
     [['--onnx', onnx, '--ort-dir', path.join(dir, 'no-ort')], /cannot load onnxruntime-node/],

@@ -371,7 +371,8 @@ static void check_bad_input(void)
             {"--model nobw.json", "bandwidth"},
             {"--model extra.json", "filters"},
             {"--model wide.json", "expects 3"},
-            {"--model spirals.json --checkpoint c.st", "--checkpoint"},
+            {"--model spirals.json --checkpoint c.st --resume", "--resume"},
+            {"--model spirals.json --checkpoint c.st --checkpoint-every 5", "--checkpoint-every"},
             {"--model spirals.json --target-acc 0.9", "--target-acc"},
     };
     char err[4096], args[1024];

@@ -206,6 +206,19 @@ hetcl_eigenpro_train(hetcl_context *ctx, hetcl_runtime *rt, hetcl_model_spec *sp
                      const struct hetcl_eigenpro_options *opts, struct hetcl_eigenpro_result **out);
 HETCL_API void hetcl_eigenpro_result_destroy(struct hetcl_eigenpro_result *res);
 
+/* Saves the trained machine res (trained on train) to path as safetensors, atomically (the old
+ * file or the new one, never a part): its centers [n][d] (train's x) and alpha [n][l] under
+ * the names of HETCL_MODEL_CENTERS_FMT and HETCL_MODEL_ALPHA_FMT (<hetcl/model_spec.h>), the
+ * kernel and bandwidth in its metadata, and, when both are given (d floats each), the inputs'
+ * scaling x' = (x - mean) / std as tensors input.mean and input.std (else metadata inputs
+ * "raw"). An inference plan of spec loads it (hetcl_model_spec_set_centers_from, then
+ * hetcl_infer_plan_create with it as checkpoint). Errors: HETCL_ERR_INVALID_ARG (res not
+ * trained on train), HETCL_ERR_IO, HETCL_ERR_NO_MEMORY; detail on ctx. */
+HETCL_API HETCL_NODISCARD hetcl_status
+hetcl_eigenpro_save(hetcl_context *ctx, const hetcl_model_spec *spec, const hetcl_dataset *train,
+                    const struct hetcl_eigenpro_result *res, const float *input_mean,
+                    const float *input_std, const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -70,10 +70,12 @@ enum hetcl_infer_op {
     HETCL_INFER_CONCAT,     /* a "concat" layer: earlier outputs along an axis, one copy each */
     HETCL_INFER_MUL,        /* a "mul" layer: act(a * b) of two earlier outputs (broadcast) */
     HETCL_INFER_SLICE,      /* a "slice" layer: a range of each example's values (one copy) */
+    HETCL_INFER_KERNEL,     /* a "kernel" layer (a trained kernel machine): K(x, centers) alpha,
+                               on the host by blocks of centers (a block of K at a time) */
 };
 
 /* "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "softmax", "output", "activation",
- * "add", "concat", "mul", "slice"; "?" otherwise. */
+ * "add", "concat", "mul", "slice", "kernel"; "?" otherwise. */
 HETCL_API const char *hetcl_infer_op_name(enum hetcl_infer_op op);
 
 /* One step of the forward pass. Shapes are per example (no batch dimension). */
@@ -110,6 +112,11 @@ struct hetcl_infer_plan {
     int64_t in_elems;  /* per example: product of spec->input_shape */
     int64_t n_classes; /* per example outputs of the last step */
     int64_t max_elems; /* the largest activation per example (buffer sizing) */
+    /* A kernel machine's trained state (a "kernel" layer, whose centers the spec must know:
+     * hetcl_model_spec_set_centers_from), from the checkpoint: centers [n][d] and alpha
+     * [n][units], n = its layer's centers; NULL for other plans. */
+    int kernel_layer; /* that layer, or -1 */
+    float *centers, *alpha;
 };
 typedef struct hetcl_infer_plan hetcl_infer_plan;
 
@@ -120,6 +127,10 @@ typedef struct hetcl_infer_plan hetcl_infer_plan;
  * without a Softmax gives them); sigmoid_cross_entropy gives HETCL_ERR_UNSUPPORTED.
  * A checkpoint tensor missing or of the wrong dtype or shape, or holding a NaN or infinite value,
  * gives HETCL_ERR_FORMAT naming it (and the first bad element: hetcl_st_check_finite).
+ * A kernel machine's weights are its trained centers and alpha (hetcl_eigenpro_save), only from
+ * a checkpoint whose kernel and bandwidth are the spec's (else HETCL_ERR_FORMAT); without one,
+ * or with weights in memory, HETCL_ERR_UNSUPPORTED (random centers would measure nothing the
+ * trained machine does: their number is the training set's).
  * Returns HETCL_OK, HETCL_ERR_INVALID_ARG, HETCL_ERR_IO, HETCL_ERR_FORMAT, HETCL_ERR_UNSUPPORTED,
  * HETCL_ERR_NO_MEMORY; *out is NULL on failure.
  */

@@ -291,6 +291,21 @@ HETCL_API bool hetcl_model_spec_is_kernel_machine(const hetcl_model_spec *spec);
  * reads the spec. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_model_spec_set_centers(hetcl_model_spec *spec,
                                                                     int64_t centers);
+
+/* The tensor names of a trained kernel layer's state in a checkpoint (hetcl_eigenpro_save):
+ * "layers.<i>.centers" [centers][d] (the training points, row-major) and "layers.<i>.alpha"
+ * [centers][units]. */
+#define HETCL_MODEL_CENTERS_FMT "layers.%d.centers"
+#define HETCL_MODEL_ALPHA_FMT   "layers.%d.alpha"
+
+/* A kernel machine's number of centers from a checkpoint of its trained state: the rows of
+ * its tensor "layers.<i>.centers", set by hetcl_model_spec_set_centers so that an inference
+ * plan of spec can load it. A no-op (HETCL_OK) for a spec without a kernel layer.
+ * HETCL_ERR_IO (the file), HETCL_ERR_FORMAT naming the file and the tensor when it is missing
+ * or not a 2-D F32 tensor of the layer's input width, with detail on ctx. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_model_spec_set_centers_from(hetcl_context *ctx,
+                                                                         hetcl_model_spec *spec,
+                                                                         const char *checkpoint);
 HETCL_API const char *hetcl_model_init_name(enum hetcl_model_init i);
 
 #ifdef __cplusplus

@@ -172,13 +172,16 @@ struct hetcl_train_options {
      * at the end of every epoch, the ranks sum their models' changes since the last sync with
      * hetcl_allreduce(allreduce) and each applies the mean, so that every rank holds the same
      * model (checked: every rank compares its model's hash with rank 0's). Momentum stays
-     * local. Stop by epochs: a time budget, a target or a stop request ends a rank alone, and
-     * the others then fail at their next sync (after the communicator's timeout).
+     * local. Stopping is decided together: a stop request, a spent time budget or a mid-epoch
+     * evaluation at the target on any rank is voted at the next sync (a rank trains on to it),
+     * and every rank stops right after that sync, rank 0 writing the checkpoint there; the
+     * result's interrupted_by is the rank's own reason, or "stopped on rank N".
      * Checkpoints (checkpoint_path on every rank): rank 0 alone writes them, only right after a
      * sync (at epochs' ends, and at the first sync after checkpoint_every_s), so that they hold
      * the one model every rank has, the global position in the epoch (the examples the ranks
      * took together form a prefix of its permutation there), global example counts and the
-     * rank count; momentum is rank 0's. Every rank reads the one file on resume (checked
+     * rank count, and every rank's momentum (each gets its own back on resume with as many
+     * ranks, rank 0's with another count). Every rank reads the one file on resume (checked
      * against rank 0's), with this run's rank count or any other: the rest of the epoch is
      * re-sharded over this run's ranks, so that every example of every epoch is still trained
      * exactly once. */

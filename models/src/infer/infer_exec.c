@@ -101,8 +101,14 @@ static void *bind_handles(const void *binder, struct hetcl__slot slot)
         return b->sh->argmax[slot.layer];
     case HETCL__SLOT_ZERO_BIAS:
         return b->s->zeros;
+    case HETCL__SLOT_KBLOCK:
+        return b->sh->kblock;
+    case HETCL__SLOT_CENTERS:
+        return hetcl__infer_kernel_handle(b->s, slot);
     case HETCL__SLOT_WEIGHT:
     case HETCL__SLOT_BIAS:
+        if (param_of(b->s, slot) < 0) /* a kernel layer's alpha: not a spec parameter */
+            return hetcl__infer_kernel_handle(b->s, slot);
         return (b->s->weights_f16 ? b->s->weights_f16 : b->s->weights)[param_of(b->s, slot)];
     default:
         return NULL; /* inference names no other slot */
@@ -215,8 +221,12 @@ static hetcl_status run_host_op(const struct hetcl_host_call *call, const struct
                                 const struct hetcl__op *ops, int n_ops, int *i)
 {
     bool done = false;
-    hetcl_status st = hetcl__infer_conv_run(hetcl__host_ctx(call), b->s, b->sh, ops, n_ops, i,
-                                            bind_host, b, &done);
+    hetcl_status st = hetcl__infer_kernel_run(hetcl__host_ctx(call), b->s, b->sh, ops, n_ops, i,
+                                              bind_host, b, &done);
+    if (done)
+        return st;
+    st = hetcl__infer_conv_run(hetcl__host_ctx(call), b->s, b->sh, ops, n_ops, i, bind_host, b,
+                               &done);
     if (done)
         return st;
     const struct hetcl__op *op = &ops[(*i)++];

@@ -7,6 +7,7 @@
  *                    executors: a task per operator, one fused host task, one fused OpenCL task
  *   infer_gemv.c     the fused host task's dense product at a few rows
  *   infer_team.c     host workers helping that product
+ *   infer_kernel.c   a trained kernel machine's layer: blocks of centers in the fused host task
  */
 #ifndef HETCL_INFER_IMPL_H
 #define HETCL_INFER_IMPL_H
@@ -16,6 +17,7 @@
 #include <hetcl/infer.h>
 #include <hetcl/runtime.h>
 
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -59,18 +61,29 @@ void hetcl__infer_gemv_nt_units(int64_t m, int64_t n, int64_t u0, int64_t u1, in
  * each participant packing the rows of A into its own scratch, so that two cores each stream
  * half of W instead of each streaming all of it for half of the rows (a split of the batch),
  * and the request needs one task instead of one per share. */
+#define HETCL_CACHE_LINE           64          /* bytes; the team's shared words apart */
 #define HETCL_INFER_TEAM_MAX       8           /* participants: the lead and up to 7 others */
 #define HETCL_INFER_TEAM_SLICE     16          /* output units per slice (a multiple of 4) */
 #define HETCL_INFER_TEAM_MIN_BYTES (64 * 1024) /* smaller W: one core is as fast */
 
+/* A part's claim word on a cache line of its own: its owner claims slice after slice in its
+ * own cache, and no claim invalidates the line every participant polls (phase, finished). */
+struct hetcl__infer_team_claim {
+    alignas(HETCL_CACHE_LINE) _Atomic uint64_t word;
+};
+
 struct hetcl__infer_team {
-    _Atomic uint64_t phase;
+    /* polled by every waiting participant, written once per phase or request */
+    alignas(HETCL_CACHE_LINE) _Atomic uint64_t phase;
     _Atomic uint64_t finished; /* the last request whose helpers may return */
-    _Atomic uint64_t claim[HETCL_INFER_TEAM_MAX];
-    _Atomic int64_t done; /* slices computed in the current phase */
-    /* slices computed over the session's life, and those of them by helpers (statistics) */
+    struct hetcl__infer_team_claim claim[HETCL_INFER_TEAM_MAX];
+    /* slices computed in the current phase, each participant adding its count once it has
+     * computed everything it claimed; and over the session's life, all slices and those by
+     * helpers (statistics, added once per phase) */
+    alignas(HETCL_CACHE_LINE) _Atomic int64_t done;
     _Atomic uint64_t slices, helped;
-    int n_part; /* participants: the lead, the helpers, then the waiting caller */
+    alignas(HETCL_CACHE_LINE) int n_part; /* participants: the lead, the helpers, then the waiting
+                                             caller */
     /* the current phase's kind: a dense layer's GEMV, or a convolution (infer_conv.c) whose
      * parts are the slices */
     bool is_conv;
@@ -120,6 +133,8 @@ void hetcl__infer_team_gemm(struct hetcl__infer_team *t, int64_t m, int64_t n, i
                             const float *x, const float *wp, const float *bias, hetcl_act act,
                             float *y);
 /* Frees the team and its scratch; NULL is a no-op. */
+/* A zeroed team on cache lines of its own; NULL when out of memory. */
+struct hetcl__infer_team *hetcl__infer_team_new(void);
 void hetcl__infer_team_free(struct hetcl__infer_team *t);
 /* The lead (or the session, after the lead's task ended): request `req`'s helpers return. */
 void hetcl__infer_team_finish(struct hetcl__infer_team *t, uint64_t req);
@@ -190,6 +205,10 @@ struct hetcl__infer_share {
     bool fused_cl;
     hetcl_handle *act[2], *am;
     float *scratch[HETCL__INFER_ACT_MAX]; /* fused host: n_act of them */
+    /* A kernel machine's: the fused host task's block of K, norms and GEMM scratch
+     * (infer_kernel.c); a per-operator share's whole K(rows, centers) handle. */
+    float *kscratch;
+    hetcl_handle *kblock;
     int32_t *argmax_scratch;
     /* Per step, cumulative; written only by the share's task, read at any time (a reader may
      * see a request's first steps before its last: atomics keep that a small bias, not a
@@ -246,6 +265,7 @@ struct hetcl_infer_session {
      * kernel's A panels (infer_conv.c), per spec param (NULL for the others: those the direct
      * convolution takes, grouped ones, non-convolutions); conv_mem: the allocations. NULL
      * when no share is fused. */
+    struct hetcl__infer_kernel *kernel; /* the plan's kernel layer (infer_kernel.c); or NULL */
     const struct hetcl_gemm_kernel *conv_kern;
     const float **conv_packed;
     void **conv_mem;
@@ -275,6 +295,25 @@ hetcl_status hetcl__infer_conv_run(hetcl_context *ctx, const hetcl_infer_session
                                    int n_ops, int *i,
                                    void *(*bind)(const void *, struct hetcl__slot),
                                    const void *binder, bool *done);
+
+/* ---- Kernel machines (infer_kernel.c) ----------------------------------------------------- */
+
+/* The session's state of the plan's kernel layer (none without one): the centers' norms, the
+ * centers packed for the host GEMM, each fused share's scratch (kscratch), the handles of the
+ * centers and alpha. HETCL_ERR_NO_MEMORY, a registration's failure. */
+hetcl_status hetcl__infer_kernel_make(hetcl_infer_session *s);
+void hetcl__infer_kernel_free(hetcl_infer_session *s);
+/* The per-operator executors' handle of the kernel layer's centers or alpha (weight) slot;
+ * NULL for any other slot. */
+void *hetcl__infer_kernel_handle(const hetcl_infer_session *s, struct hetcl__slot slot);
+/* The fused host task's kernel layer at ops[*i] (its kernel_matrix and gemm pair), block by
+ * block of centers: *done is then true and *i past both; else *done is false and nothing
+ * ran. */
+hetcl_status hetcl__infer_kernel_run(hetcl_context *ctx, const hetcl_infer_session *s,
+                                     const struct hetcl__infer_share *sh,
+                                     const struct hetcl__op *ops, int n_ops, int *i,
+                                     void *(*bind)(const void *, struct hetcl__slot),
+                                     const void *binder, bool *done);
 
 /* Submits one request's tasks of a share with its executor (infer_exec.c): a task per
  * operator, or the fused host task (and its team's helper tasks), or the fused OpenCL task. */

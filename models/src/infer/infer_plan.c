@@ -11,11 +11,12 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const char *const op_names[] = {"dense",   "conv2d",  "maxpool2d", "avgpool2d",
-                                       "flatten", "softmax", "output",    "activation",
-                                       "add",     "concat",  "mul",       "slice"};
+static const char *const op_names[] = {"dense",   "conv2d", "maxpool2d",  "avgpool2d", "flatten",
+                                       "softmax", "output", "activation", "add",       "concat",
+                                       "mul",     "slice",  "kernel"};
 
 const char *hetcl_infer_op_name(enum hetcl_infer_op op)
 {
@@ -84,6 +85,50 @@ static hetcl_status load_checkpoint(hetcl_context *ctx, hetcl_infer_plan *plan, 
         if (s == HETCL_OK)
             memcpy(plan->params[i], t->data, t->nbytes); /* memcpy: data may be unaligned */
     }
+    hetcl_st_close(f);
+    return s;
+}
+
+/* A tensor of the checkpoint f (dtype F32, shape [rows, cols], finite) copied into a new array. */
+static hetcl_status load_matrix(hetcl_context *ctx, const hetcl_st_file *f, const char *name,
+                                int64_t rows, int64_t cols, float **out)
+{
+    const int64_t dims[2] = {rows, cols};
+    const struct hetcl_st_tensor *t = NULL;
+    hetcl_status s = hetcl_st_expect(ctx, f, name, HETCL_ST_F32, dims, 2, &t);
+    if (s == HETCL_OK)
+        s = hetcl_st_check_finite(ctx, f, t);
+    if (s == HETCL_OK && !(*out = hetcl__malloc(t->nbytes ? t->nbytes : 1)))
+        s = hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s", name);
+    if (s == HETCL_OK)
+        memcpy(*out, t->data, t->nbytes); /* data may be unaligned */
+    return s;
+}
+
+/* A kernel machine's centers and alpha (hetcl_eigenpro_save), trained with the spec's kernel and
+ * bandwidth: another bandwidth would predict with another machine. */
+static hetcl_status load_kernel(hetcl_context *ctx, hetcl_infer_plan *plan, const char *path)
+{
+    const struct hetcl_model_layer *l = &plan->spec->layers[plan->kernel_layer];
+    hetcl_st_file *f = NULL;
+    hetcl_status s = hetcl_st_open(ctx, path, &f);
+    if (s != HETCL_OK)
+        return s;
+    const char *kind = hetcl_st_metadata(f, "kernel"), *bw = hetcl_st_metadata(f, "bandwidth");
+    const char *want = hetcl_model_kernel_name(l->kernel_kind);
+    if ((kind && strcmp(kind, want) != 0) || (bw && strtod(bw, NULL) != l->bandwidth))
+        s = hetcl__fail(ctx, HETCL_ERR_FORMAT,
+                        "%s: trained with a %s kernel of bandwidth %s; %s's layers[%d] is %s of "
+                        "bandwidth %.17g",
+                        path, kind ? kind : want, bw ? bw : "?", plan->spec->source,
+                        plan->kernel_layer, want, l->bandwidth);
+    char name[64];
+    snprintf(name, sizeof name, HETCL_MODEL_CENTERS_FMT, plan->kernel_layer);
+    if (s == HETCL_OK)
+        s = load_matrix(ctx, f, name, l->centers, l->in_shape.dims[0], &plan->centers);
+    snprintf(name, sizeof name, HETCL_MODEL_ALPHA_FMT, plan->kernel_layer);
+    if (s == HETCL_OK)
+        s = load_matrix(ctx, f, name, l->centers, l->units, &plan->alpha);
     hetcl_st_close(f);
     return s;
 }
@@ -168,6 +213,7 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "inference plan");
     plan->spec = spec;
     plan->seed = w->seed;
+    plan->kernel_layer = -1;
     plan->in_elems = hetcl__shape_elems(&spec->input_shape);
     plan->n_classes = hetcl__shape_elems(&spec->output_shape);
     plan->max_elems = plan->in_elems;
@@ -188,6 +234,14 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
     }
     for (int i = 0; i < spec->n_layers; i++) {
         const struct hetcl_model_layer *l = &spec->layers[i];
+        if (l->type == HETCL_MODEL_LAYER_KERNEL && !w->checkpoint) {
+            hetcl_infer_plan_destroy(plan);
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: a kernel machine runs with its trained centers "
+                               "and alpha only: give the checkpoint of hetcl train --checkpoint "
+                               "(no random weights: their number is the training set's)",
+                               spec->source, i);
+        }
         hetcl_status ls = hetcl__lower_check(ctx, spec, i); /* operators that run the layer */
         if (ls != HETCL_OK) {
             hetcl_infer_plan_destroy(plan);
@@ -226,14 +280,10 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
         case HETCL_MODEL_LAYER_SLICE:
             op = HETCL_INFER_SLICE;
             break;
-        case HETCL_MODEL_LAYER_KERNEL:
-            /* its centers and alpha come from a training set, not from a checkpoint of the
-             * spec's params: plans cannot bind them yet (hetcl_eigenpro_train predicts) */
-            hetcl_infer_plan_destroy(plan);
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: inference plans do not run kernel machines yet; "
-                               "hetcl train evaluates them",
-                               spec->source, i);
+        case HETCL_MODEL_LAYER_KERNEL: /* centers and alpha: the checkpoint's (load_kernel) */
+            op = HETCL_INFER_KERNEL;
+            plan->kernel_layer = i;
+            break;
         }
         add_step(plan, op, i, l, spec);
     }
@@ -250,6 +300,8 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
     else
         for (int i = 0; i < spec->n_params; i++)
             init_tensor(spec, &spec->params[i], w->seed, plan->params[i]);
+    if (s == HETCL_OK && w->checkpoint && plan->kernel_layer >= 0)
+        s = load_kernel(ctx, plan, w->checkpoint);
     if (s != HETCL_OK) {
         hetcl_infer_plan_destroy(plan);
         return s;
@@ -267,6 +319,8 @@ void hetcl_infer_plan_destroy(hetcl_infer_plan *plan)
             hetcl__free(plan->params[i]);
     hetcl__free(plan->params);
     hetcl__free(plan->steps);
+    hetcl__free(plan->centers);
+    hetcl__free(plan->alpha);
     hetcl__free(plan);
 }
 
@@ -285,6 +339,10 @@ double hetcl_infer_step_bytes(const hetcl_infer_plan *plan, const struct hetcl_i
         params += (double) plan->spec->params[s->weight].n_elements;
     if (s->bias >= 0)
         params += (double) plan->spec->params[s->bias].n_elements;
+    if (s->op == HETCL_INFER_KERNEL) { /* the centers and alpha */
+        const struct hetcl_model_layer *l = &plan->spec->layers[s->layer];
+        params += (double) l->centers * (double) (s->in_elems + l->units);
+    }
     return 4.0 * ((double) batch * (double) (s->in_elems + s->out_elems) + params);
 }
 

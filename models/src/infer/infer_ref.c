@@ -211,6 +211,34 @@ static void join(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
     }
 }
 
+/* A kernel machine: y = sum_j k(x, c_j) alpha_j, the squared distance summed directly (not the
+ * norm expansion the executors use, so that their cancellation shows). */
+static void kernel(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, int64_t b,
+                   const double *x, double *y)
+{
+    const struct hetcl_model_layer *l = &p->spec->layers[s->layer];
+    const int64_t d = s->in_elems, u = s->out_elems;
+    const double bw = l->bandwidth;
+    for (int64_t n = 0; n < b; n++) {
+        double *yn = y + n * u;
+        for (int64_t k = 0; k < u; k++)
+            yn[k] = 0;
+        for (int64_t j = 0; j < l->centers; j++) {
+            const float *c = p->centers + j * d;
+            double r2 = 0;
+            for (int64_t i = 0; i < d; i++) {
+                const double t = x[n * d + i] - (double) c[i];
+                r2 += t * t;
+            }
+            const double kv = l->kernel_kind == HETCL_MODEL_KERNEL_LAPLACIAN
+                                      ? exp(-sqrt(r2) / bw)
+                                      : exp(-r2 / (2 * bw * bw));
+            for (int64_t k = 0; k < u; k++)
+                yn[k] += kv * (double) p->alpha[j * u + k];
+        }
+    }
+}
+
 hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan *plan,
                                      int64_t batch, const float *x, float *probs)
 {
@@ -258,6 +286,9 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
         case HETCL_INFER_MUL:
         case HETCL_INFER_SLICE:
             join(plan, s, batch, outs, in, b);
+            break;
+        case HETCL_INFER_KERNEL:
+            kernel(plan, s, batch, a, b);
             break;
         case HETCL_INFER_FLATTEN: /* same bytes, another shape; the last layer's values */
         case HETCL_INFER_OUTPUT:

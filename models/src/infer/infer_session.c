@@ -133,6 +133,8 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
         (void) hetcl_handle_unregister(s->rt, sh->act[0]);
         (void) hetcl_handle_unregister(s->rt, sh->act[1]);
         (void) hetcl_handle_unregister(s->rt, sh->am);
+        (void) hetcl_handle_unregister(s->rt, sh->kblock);
+        hetcl__free(sh->kscratch);
         hetcl__free(sh->out);
         hetcl__free(sh->argmax);
         for (int k = 0; k < HETCL__INFER_ACT_MAX; k++)
@@ -151,6 +153,7 @@ void hetcl_infer_session_destroy(hetcl_infer_session *s)
     hetcl__free(s->packed_ref);
     hetcl__free(s->packed);
     hetcl__infer_conv_free(s);
+    hetcl__infer_kernel_free(s);
     for (int i = 0; s->weights && i < s->plan->spec->n_params; i++)
         (void) hetcl_handle_unregister(s->rt, s->weights[i]);
     for (int i = 0; s->weights_f16 && i < s->plan->spec->n_params; i++)
@@ -195,6 +198,7 @@ static hetcl_status make_share_handles(hetcl_infer_session *s, struct hetcl__inf
                                : slot.kind == HETCL__SLOT_OUTPUT     ? &sh->out[last]
                                : slot.kind == HETCL__SLOT_POOL_INDEX ? &sh->argmax[slot.layer]
                                : slot.kind == HETCL__SLOT_INPUT_F16  ? &sh->input_f16
+                               : slot.kind == HETCL__SLOT_KBLOCK     ? &sh->kblock
                                                                      : NULL;
             if (h && !*h)
                 st = reg(s, NULL, op->bytes[b], h);
@@ -374,7 +378,7 @@ static hetcl_status make_team(hetcl_infer_session *s, const struct hetcl_infer_s
         struct hetcl__infer_share *sh = &s->shares[i];
         if (!sh->fused)
             continue;
-        sh->team = hetcl__calloc(1, sizeof *sh->team);
+        sh->team = hetcl__infer_team_new();
         if (!sh->team)
             return hetcl__fail(s->ctx, HETCL_ERR_NO_MEMORY, "inference session team");
         sh->team->n_part = 1 + (int) o->n_helpers + (o->caller_helps ? 1 : 0);
@@ -568,11 +572,14 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
         sh->fused = !s->f16 && !o->no_fuse && !o->step_workers && known &&
                     wi.kind == HETCL_WORKER_HOST && s->n_act <= HETCL__INFER_ACT_MAX;
         /* its task names two activation buffers: chains only */
+        /* (its buffer table has no kernel machine's slots: those run a task per operator) */
         sh->fused_cl = !s->f16 && o->fuse_opencl && !o->step_workers && known && s->n_act <= 2 &&
-                       wi.kind == HETCL_WORKER_OPENCL &&
+                       plan->kernel_layer < 0 && wi.kind == HETCL_WORKER_OPENCL &&
                        HETCL__INFER_CL_PARAMS + spec->n_params <= HETCL_TASK_MAX_BUFFERS;
         st = make_share(s, sh);
     }
+    if (st == HETCL_OK)
+        st = hetcl__infer_kernel_make(s);
     if (st == HETCL_OK)
         st = make_team(s, o);
     if (st == HETCL_OK)

@@ -8,6 +8,8 @@
 #include <hetcl_internal/base.h>
 
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Spin iterations between yields while waiting: a participant preempted by the OS (a loaded
  * machine) then gets its core back instead of being starved by the spinning one. */
@@ -37,21 +39,25 @@ static uint64_t claim_word(uint64_t phase, int64_t end, int64_t next)
  * (acquire) sees the fields of its own phase. */
 static int64_t claim(struct hetcl__infer_team *t, int q, uint64_t phase)
 {
-    uint64_t v = atomic_load_explicit(&t->claim[q], memory_order_acquire);
+    _Atomic uint64_t *word = &t->claim[q].word;
+    uint64_t v = atomic_load_explicit(word, memory_order_acquire);
     for (;;) {
         uint64_t next = v & 0xffffu, end = v >> 16 & 0xffffu;
         if (v >> 32 != (phase & 0xffffffffu) || next >= end)
             return -1;
-        if (atomic_compare_exchange_weak_explicit(&t->claim[q], &v, v + 1, memory_order_acq_rel,
+        if (atomic_compare_exchange_weak_explicit(word, &v, v + 1, memory_order_acq_rel,
                                                   memory_order_acquire))
             return (int64_t) next;
     }
 }
 
 /* Computes every slice participant `part` can claim in `phase`: its own part, then the
- * others' in turn. */
+ * others' in turn; then counts them done, once (a shared counter bumped per slice cost each
+ * participant a cache-line transfer per slice, about a third of a batch-1 MLP layer's
+ * team overhead). */
 static void work(struct hetcl__infer_team *t, int part, uint64_t phase)
 {
+    int64_t computed = 0;
     for (int i = 0; i < t->n_part; i++) {
         int q = (part + i) % t->n_part;
         int64_t slice;
@@ -76,12 +82,15 @@ static void work(struct hetcl__infer_team *t, int part, uint64_t phase)
                 else
                     hetcl__infer_gemv_nt_units(t->m, t->n, u0, u1, t->k, t->x, t->w, t->y);
             }
-            atomic_fetch_add_explicit(&t->slices, 1, memory_order_relaxed);
-            if (part > 0)
-                atomic_fetch_add_explicit(&t->helped, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&t->done, 1, memory_order_release);
+            computed++;
         }
     }
+    if (computed == 0)
+        return;
+    atomic_fetch_add_explicit(&t->slices, (uint64_t) computed, memory_order_relaxed);
+    if (part > 0)
+        atomic_fetch_add_explicit(&t->helped, (uint64_t) computed, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->done, computed, memory_order_release);
 }
 
 bool hetcl__infer_team_worth(const struct hetcl__infer_team *t, int64_t n, int64_t k)
@@ -99,7 +108,7 @@ static void run_phase(struct hetcl__infer_team *t)
     uint64_t phase = atomic_load_explicit(&t->phase, memory_order_relaxed) + 1;
     atomic_store_explicit(&t->done, 0, memory_order_relaxed);
     for (int q = 0; q < t->n_part; q++)
-        atomic_store_explicit(&t->claim[q],
+        atomic_store_explicit(&t->claim[q].word,
                               claim_word(phase, part_begin(t, q + 1), part_begin(t, q)),
                               memory_order_release);
     atomic_store_explicit(&t->phase, phase, memory_order_release);
@@ -195,6 +204,15 @@ hetcl_status hetcl__infer_team_gemm_scratch(struct hetcl__infer_team *t,
             return HETCL_ERR_NO_MEMORY;
     t->kern = kern;
     return HETCL_OK;
+}
+
+struct hetcl__infer_team *hetcl__infer_team_new(void)
+{
+    /* its own cache lines (sizeof is a multiple of the alignment, as aligned_alloc wants) */
+    struct hetcl__infer_team *t = aligned_alloc(alignof(struct hetcl__infer_team), sizeof *t);
+    if (t)
+        memset(t, 0, sizeof *t);
+    return t;
 }
 
 void hetcl__infer_team_free(struct hetcl__infer_team *t)

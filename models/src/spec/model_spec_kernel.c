@@ -1,8 +1,11 @@
 /* Kernel machines in model specs (<hetcl/model_spec.h>): a spec of one "kernel" layer, whose
- * size comes from the training set. */
+ * size comes from the training set (or from a checkpoint of its trained state). */
 #include <hetcl/model_spec.h>
+#include <hetcl/safetensors.h>
 
 #include <hetcl_internal/base.h>
+
+#include <stdio.h>
 
 bool hetcl_model_spec_is_kernel_machine(const hetcl_model_spec *spec)
 {
@@ -30,4 +33,40 @@ hetcl_status hetcl_model_spec_set_centers(hetcl_model_spec *spec, int64_t center
         return HETCL_ERR_INVALID_ARG;
     spec->flops = flops;
     return HETCL_OK;
+}
+
+hetcl_status hetcl_model_spec_set_centers_from(hetcl_context *ctx, hetcl_model_spec *spec,
+                                               const char *checkpoint)
+{
+    if (!spec || !checkpoint)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "hetcl_model_spec_set_centers_from: NULL spec or checkpoint");
+    int layer = -1;
+    for (int i = 0; i < spec->n_layers && layer < 0; i++)
+        if (spec->layers[i].type == HETCL_MODEL_LAYER_KERNEL)
+            layer = i;
+    if (layer < 0)
+        return HETCL_OK;
+    hetcl_st_file *f = NULL;
+    hetcl_status s = hetcl_st_open(ctx, checkpoint, &f);
+    if (s != HETCL_OK)
+        return s;
+    char name[64];
+    snprintf(name, sizeof name, HETCL_MODEL_CENTERS_FMT, layer);
+    const struct hetcl_st_tensor *t = hetcl_st_find(f, name);
+    const int64_t d = spec->layers[layer].in_shape.dims[0];
+    if (!t || t->dtype != HETCL_ST_F32 || t->ndim != 2 || t->shape[1] != d || t->shape[0] < 1)
+        s = hetcl__fail(ctx, HETCL_ERR_FORMAT,
+                        "%s: %s: %s; a kernel machine of %lld inputs needs its trained centers, "
+                        "an F32 tensor [centers, %lld] (hetcl train --checkpoint writes it)",
+                        checkpoint, name,
+                        !t                                         ? "missing"
+                        : t->dtype != HETCL_ST_F32 || t->ndim != 2 ? "not a 2-D F32 tensor"
+                                                                   : "wrong shape",
+                        (long long) d, (long long) d);
+    else if (hetcl_model_spec_set_centers(spec, t->shape[0]) != HETCL_OK)
+        s = hetcl__fail(ctx, HETCL_ERR_FORMAT, "%s: %s: %lld centers, out of range", checkpoint,
+                        name, (long long) t->shape[0]);
+    hetcl_st_close(f);
+    return s;
 }

@@ -21,6 +21,8 @@
 
 #define CKPT_FORMAT  "hetcl-train-checkpoint"
 #define CKPT_VERSION "1"
+/* A tensor name: "momentum.rank<r>." and a parameter's name. */
+#define CKPT_NAME_MAX 320
 
 static hetcl_status set_i64(hetcl_context *ctx, hetcl_st_writer *w, const char *k, int64_t v)
 {
@@ -75,7 +77,7 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
     const hetcl_model_spec *spec = net->spec;
     hetcl_st_writer *w = NULL;
     char *batches = NULL, *hist = NULL;
-    char name[64], num[64];
+    char name[CKPT_NAME_MAX], num[64];
     hetcl_status s = hetcl_st_writer_create(ctx, &w);
     if (s != HETCL_OK)
         return s;
@@ -89,6 +91,14 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
             s = hetcl_st_writer_add_borrowed(ctx, w, name, HETCL_ST_F32, p->dims, (size_t) p->rank,
                                              velocity + off);
     }
+    for (int64_t r = 1; st->rank_velocity && r < st->ranks && s == HETCL_OK; r++)
+        for (int i = 0; i < spec->n_params && s == HETCL_OK; i++) {
+            const struct hetcl_model_param *p = &spec->params[i];
+            snprintf(name, sizeof name, "momentum.rank%" PRId64 ".%s", r, p->name);
+            s = hetcl_st_writer_add_borrowed(ctx, w, name, HETCL_ST_F32, p->dims, (size_t) p->rank,
+                                             st->rank_velocity + (size_t) (r - 1) * net->n_params +
+                                                     net->param_off[i]);
+        }
     const bool standardized = st->input_mean && st->input_std && st->input_features > 0;
     if (s == HETCL_OK && standardized) {
         int64_t dims[1] = {st->input_features};
@@ -446,7 +456,7 @@ hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_
 {
     const hetcl_model_spec *spec = net->spec;
     hetcl_st_file *f = NULL;
-    char name[64];
+    char name[CKPT_NAME_MAX];
     memset(st, 0, sizeof *st);
     hetcl_status s = hetcl_st_open(ctx, path, &f);
     if (s != HETCL_OK)
@@ -471,6 +481,29 @@ hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_
     if (s != HETCL_OK) {
         hetcl__free(st->hist);
         st->hist = NULL;
+    }
+    hetcl_st_close(f);
+    return s;
+}
+
+hetcl_status hetcl__ckpt_load_rank_momentum(hetcl_context *ctx, const char *path,
+                                            const hetcl_net *net, int rank, float *velocity,
+                                            bool *found)
+{
+    const hetcl_model_spec *spec = net->spec;
+    hetcl_st_file *f = NULL;
+    char name[CKPT_NAME_MAX];
+    *found = false;
+    hetcl_status s = hetcl_st_open(ctx, path, &f);
+    if (s != HETCL_OK)
+        return s;
+    struct meta m = {.ctx = ctx, .f = f, .path = path};
+    snprintf(name, sizeof name, "momentum.rank%d.%s", rank, spec->params[0].name);
+    *found = spec->n_params > 0 && hetcl_st_find(f, name) != NULL;
+    for (int i = 0; *found && i < spec->n_params && s == HETCL_OK; i++) {
+        const struct hetcl_model_param *p = &spec->params[i];
+        snprintf(name, sizeof name, "momentum.rank%d.%s", rank, p->name);
+        s = load_tensor(&m, name, p, velocity + net->param_off[i]);
     }
     hetcl_st_close(f);
     return s;

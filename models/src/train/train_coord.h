@@ -50,20 +50,29 @@ static inline double hetcl__tr_progress(const struct tr *t)
            (double) hetcl__cursor_global(&t->cursor) / (double) t->cursor.n_all;
 }
 
-/* The time budget (time_s) is spent. */
-static inline bool hetcl__tr_time_up(const struct tr *t)
+/* This rank's time budget (time_s) is spent. */
+static inline bool hetcl__tr_time_spent(const struct tr *t)
 {
     return t->o.time_s > 0 && hetcl__tr_elapsed_s(t) >= t->o.time_s;
 }
 
+/* The run's time budget is spent: this rank's alone, or across ranks as the last sync's vote
+ * said (train_dist.c), so that every rank stops after the same sync. */
+static inline bool hetcl__tr_time_up(const struct tr *t)
+{
+    return t->o.comm ? t->dist_time_up : hetcl__tr_time_spent(t);
+}
+
 /* The caller asked the run to stop: its stop callback, polled here until it gives a reason
- * (kept in t->stop_reason; the answer stays true from then on). */
+ * (kept in t->stop_reason; the answer stays true from then on). Across ranks the reason waits
+ * in t->stop_local for the next sync's vote, which sets stop_reason on every rank at once. */
 static inline bool hetcl__tr_stop_requested(struct tr *t)
 {
-    if (!t->stop_reason[0] && t->o.stop) {
+    char *mine = t->o.comm ? t->stop_local : t->stop_reason;
+    if (!mine[0] && !t->stop_reason[0] && t->o.stop) {
         const char *why = t->o.stop(t->o.stop_user);
         if (why)
-            hetcl__strlcpy(t->stop_reason, why[0] ? why : "stop requested", sizeof t->stop_reason);
+            hetcl__strlcpy(mine, why[0] ? why : "stop requested", sizeof t->stop_local);
     }
     return t->stop_reason[0] != '\0';
 }
@@ -107,10 +116,15 @@ bool hetcl__tr_eval_due(const struct tr *t);
 
 /* Data parallelism across ranks (train_dist.c; no-ops without a communicator): the cursor's
  * shard (setup), the model as the first sync's base (after setup and resume), and one sync
- * (the devices drained). */
+ * (the devices drained), which also votes on stopping; and whether the last vote stops the run
+ * (a stop request, the time budget or the target on some rank). */
 hetcl_status hetcl__tr_dist_setup(struct tr *t);
 hetcl_status hetcl__tr_dist_start(struct tr *t);
 hetcl_status hetcl__tr_dist_sync(struct tr *t);
+bool hetcl__tr_dist_stopping(const struct tr *t);
+/* A checkpoint is due right after the last sync, on every rank: rank 0's checkpoint clock
+ * (checkpoint_every_s) said so, or the ranks stop there. */
+bool hetcl__tr_dist_ckpt_due(const struct tr *t);
 /* The mid-epoch evaluation point, then the next mark. */
 hetcl_status hetcl__tr_eval_mid_epoch(struct tr *t, const struct tr_epoch_acc *acc);
 /* A mid-epoch checkpoint is due (checkpoint_every_s). */

@@ -6,13 +6,74 @@
  * block-sparse allreduce (OmniReduce) sends only what changed. All ranks start from the same
  * model (the same seed, or the same checkpoint), and the sum of an allreduce is the same on
  * every rank, so after each sync every rank holds bit-identical parameters; a hash compared
- * with rank 0's checks it.
+ * with rank 0's checks it. The same sync votes on stopping (the caller's request, the time
+ * budget, a mid-epoch evaluation at the target, on any rank), so that every rank stops after
+ * the same sync instead of one rank leaving the others waiting at the next.
  */
 #include "train_coord.h"
 
 #include <hetcl_internal/base.h>
 
+#include <stdio.h>
 #include <string.h>
+
+/* A rank's reasons to stop, as its vote's bits; and rank 0's checkpoint clock (every rank then
+ * saves with it: the checkpoint gathers their momentum). */
+enum { VOTE_STOP = 1, VOTE_TIME = 2, VOTE_TARGET = 4, VOTE_CKPT = 8 };
+
+/* What rank 0 sends back after a sync: its model's hash, the union of the votes and the first
+ * rank that asked to stop. */
+struct sync_verdict {
+    uint64_t hash;
+    uint32_t votes;
+    int32_t stop_rank;
+};
+
+/* Rank 0 gathers every rank's vote and sends back its hash and the union (one gather more
+ * than the hash check alone); every rank then takes the union as its own decision. */
+static hetcl_status vote(struct tr *t, uint64_t hash, struct sync_verdict *v)
+{
+    hetcl_comm *c = t->o.comm;
+    const int n = hetcl_comm_size(c), rank = hetcl_comm_rank(c);
+    uint32_t mine = (t->stop_local[0] ? VOTE_STOP : 0) | (hetcl__tr_time_spent(t) ? VOTE_TIME : 0) |
+                    (t->target_local ? VOTE_TARGET : 0) |
+                    (rank == 0 && hetcl__tr_ckpt_due_at_sync(t) ? VOTE_CKPT : 0);
+    uint32_t *all = rank == 0 ? hetcl__calloc((size_t) n, sizeof *all) : NULL;
+    if (rank == 0 && !all)
+        return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "votes of %d ranks", n);
+    hetcl_status s = hetcl_comm_gather(c, 0, &mine, sizeof mine, all);
+    *v = (struct sync_verdict){.hash = hash, .stop_rank = -1};
+    for (int r = 0; s == HETCL_OK && rank == 0 && r < n; r++) {
+        v->votes |= all[r];
+        if ((all[r] & VOTE_STOP) && v->stop_rank < 0)
+            v->stop_rank = r;
+    }
+    hetcl__free(all);
+    if (s == HETCL_OK)
+        s = hetcl_comm_bcast(c, 0, v, sizeof *v);
+    if (s != HETCL_OK)
+        return s;
+    if ((v->votes & VOTE_STOP) && !t->stop_reason[0]) {
+        if (t->stop_local[0])
+            hetcl__strlcpy(t->stop_reason, t->stop_local, sizeof t->stop_reason);
+        else
+            snprintf(t->stop_reason, sizeof t->stop_reason, "stopped on rank %d", v->stop_rank);
+    }
+    t->dist_time_up = t->dist_time_up || (v->votes & VOTE_TIME);
+    t->dist_ckpt = (v->votes & VOTE_CKPT) != 0;
+    t->target_hit = t->target_hit || (v->votes & VOTE_TARGET);
+    return HETCL_OK;
+}
+
+bool hetcl__tr_dist_stopping(const struct tr *t)
+{
+    return t->o.comm && (t->stop_reason[0] || t->dist_time_up || t->target_hit);
+}
+
+bool hetcl__tr_dist_ckpt_due(const struct tr *t)
+{
+    return t->o.checkpoint_path && (t->dist_ckpt || hetcl__tr_dist_stopping(t));
+}
 
 hetcl_status hetcl__tr_dist_setup(struct tr *t)
 {
@@ -100,14 +161,15 @@ hetcl_status hetcl__tr_dist_sync(struct tr *t)
         p[i] = base[i] + p[i] * inv;
         base[i] = p[i];
     }
-    uint64_t mine = hetcl__fnv1a64(p, n * sizeof *p, HETCL_FNV1A64_START), root = mine;
-    s = hetcl_comm_bcast(c, 0, &root, sizeof root);
-    if (s == HETCL_OK && root != mine)
+    uint64_t mine = hetcl__fnv1a64(p, n * sizeof *p, HETCL_FNV1A64_START);
+    struct sync_verdict root;
+    s = vote(t, mine, &root);
+    if (s == HETCL_OK && root.hash != mine)
         s = hetcl__fail(t->ctx, HETCL_ERR_INTERNAL,
                         "rank %d: after sync %llu the model's hash %016llx differs from rank 0's "
                         "%016llx",
                         hetcl_comm_rank(c), (unsigned long long) t->n_syncs + 1,
-                        (unsigned long long) mine, (unsigned long long) root);
+                        (unsigned long long) mine, (unsigned long long) root.hash);
     uint64_t sent, recv;
     hetcl_comm_bytes(c, &sent, &recv);
     t->sync_sent += sent - sent0;

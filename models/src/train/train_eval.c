@@ -99,7 +99,11 @@ hetcl_status hetcl__tr_eval_point(struct tr *t, uint64_t examples, double *loss,
     t->eval_version = v;
     double goal = t->o.target_acc;
     if (goal > 0 && *acc >= goal) {
-        t->target_hit = true;
+        /* across ranks, a mid-epoch point is this rank's model: the next sync votes on it */
+        if (t->o.comm)
+            t->target_local = true;
+        else
+            t->target_hit = true;
         if (t->tt_wall < 0) {
             double f =
                     *acc > prev->test_acc ? (goal - prev->test_acc) / (*acc - prev->test_acc) : 1;
@@ -165,10 +169,41 @@ static void mean_host_velocity(struct tr *t)
                 t->velocity[k] += t->dev[i].velocity[k] / (float) n;
 }
 
+/* Across ranks: every rank's momentum to rank 0 (*others: ranks 1.. 's, allocated there), so
+ * that each rank resumes with its own. Every rank calls it at the same sync. */
+static hetcl_status gather_velocity(struct tr *t, float **others)
+{
+    hetcl_comm *c = t->o.comm;
+    const size_t n = t->net->n_params, ranks = (size_t) hetcl_comm_size(c);
+    float *all = NULL;
+    *others = NULL;
+    if (hetcl_comm_rank(c) == 0 && !(all = hetcl__malloc(ranks * n * sizeof *all)))
+        return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "momentum of %zu ranks", ranks);
+    hetcl_status s = hetcl_comm_gather(c, 0, t->velocity, n * sizeof *t->velocity, all);
+    if (s == HETCL_OK && all)
+        *others = all;
+    else
+        hetcl__free(all);
+    return s;
+}
+
 hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc)
 {
-    if (t->o.comm && hetcl_comm_rank(t->o.comm) != 0)
-        return HETCL_OK; /* one writer: rank 0 (every rank reads it on resume) */
+    /* Every rank's momentum first (ranks call this at the same syncs); then one writer, rank 0,
+     * whose file every rank reads on resume. */
+    float *all_velocity = NULL;
+    hetcl_status s = HETCL_OK;
+    if (t->o.comm) {
+        s = hetcl_handle_sync_host(t->rt, t->h_vel, HETCL_RW);
+        if (s == HETCL_OK) {
+            mean_host_velocity(t);
+            s = gather_velocity(t, &all_velocity);
+        }
+        if (s != HETCL_OK || hetcl_comm_rank(t->o.comm) != 0) {
+            t->last_ckpt_ns = hetcl__now_ns();
+            return s;
+        }
+    }
     const int64_t g = hetcl__cursor_global(&t->cursor);
     bool mid = g > 0 && g < t->cursor.n_all;
     struct hetcl__ckpt_state st = {.epoch = mid ? t->cursor.epoch : t->n_hist,
@@ -201,13 +236,16 @@ hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc)
     }
     for (int i = 0; i < t->n_dev; i++)
         st.batch[i] = t->o.algo == HETCL_TRAIN_ADAPTIVE ? t->adapt.dev[i].batch : t->dev[i].b_init;
-    hetcl_status s = hetcl_handle_sync_host(t->rt, t->h_params, HETCL_R);
-    if (s == HETCL_OK)
+    if (all_velocity)
+        st.rank_velocity = all_velocity + t->net->n_params; /* rank 0's is t->velocity */
+    s = hetcl_handle_sync_host(t->rt, t->h_params, HETCL_R);
+    if (s == HETCL_OK && !t->o.comm)
         s = hetcl_handle_sync_host(t->rt, t->h_vel, HETCL_RW);
-    if (s == HETCL_OK)
+    if (s == HETCL_OK && !t->o.comm)
         mean_host_velocity(t);
     if (s == HETCL_OK)
         s = hetcl__ckpt_save(t->ctx, t->o.checkpoint_path, t->net, t->params, t->velocity, &st);
+    hetcl__free(all_velocity);
     t->last_ckpt_ns = hetcl__now_ns();
     return s;
 }

@@ -144,6 +144,10 @@ struct hetcl__ckpt_state {
     /* Input standardization, saved only (tensors input.mean, input.std); NULL: none. */
     const float *input_mean, *input_std;
     int64_t input_features;
+    /* Saved only, across ranks: ranks 1 .. ranks-1's momentum (ranks - 1 buffers of
+     * net->n_params floats, laid out as velocity), as tensors "momentum.rank<r>.<param>";
+     * "momentum.<param>" is rank 0's. NULL: one process. */
+    const float *rank_velocity;
 };
 
 /* Writes params and velocity (net->n_params floats each, laid out as net: each spec param at
@@ -161,5 +165,12 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
 hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_net *net,
                               int64_t n_examples, float *params, float *velocity,
                               struct hetcl__ckpt_state *st);
+/* Rank `rank`'s own momentum from a checkpoint that a run of as many ranks wrote (the tensors
+ * "momentum.rank<rank>.<param>") into velocity; *found false (velocity untouched) when the file
+ * has none (one process wrote it, or an older version: every rank then resumes with rank 0's).
+ * Errors as hetcl__ckpt_load's. */
+hetcl_status hetcl__ckpt_load_rank_momentum(hetcl_context *ctx, const char *path,
+                                            const hetcl_net *net, int rank, float *velocity,
+                                            bool *found);
 
 #endif /* HETCL_TRAIN_IMPL_H */

@@ -125,16 +125,20 @@ static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
             break;
         if ((s = hetcl__tr_dist_sync(t)) != HETCL_OK)
             return s;
-        if (hetcl__tr_ckpt_due_at_sync(t) && (s = hetcl__tr_save_ckpt(t, &acc)) != HETCL_OK)
+        /* as the sync voted, on every rank (the checkpoint gathers their momentum); when the
+         * ranks stop here, it holds the model they all have */
+        if (hetcl__tr_dist_ckpt_due(t) && (s = hetcl__tr_save_ckpt(t, &acc)) != HETCL_OK)
             return s;
+        if (hetcl__tr_dist_stopping(t))
+            break;
     }
     t->cursor.limit = 0;
     if (s != HETCL_OK)
         return s;
-    const bool interrupted = t->stop_reason[0] != '\0';
     const bool partial = t->cursor.pos < t->cursor.n;
     if (!partial && (s = hetcl__tr_dist_sync(t)) != HETCL_OK)
         return s;
+    const bool interrupted = t->stop_reason[0] != '\0'; /* across ranks: as the sync voted */
     if (interrupted && partial && t->o.checkpoint_path && !t->o.comm) {
         /* Stopped by the caller inside the epoch, the devices drained: the checkpoint first,
          * so that a second signal during the evaluation below loses nothing. */

@@ -114,6 +114,13 @@ struct tr {
      * syncs' count, time and bytes. */
     float *dist_base;
     uint64_t n_syncs, sync_ns, sync_sent, sync_recv;
+    /* Across ranks, a rank's reasons to stop wait for the next sync's vote, so that every rank
+     * stops after the same sync: the caller's request ("" until it asks), a mid-epoch
+     * evaluation that reached the target, and (read from the vote) the time budget spent on
+     * some rank. */
+    char stop_local[32];
+    bool target_local, dist_time_up;
+    bool dist_ckpt; /* the last sync's vote: rank 0's checkpoint clock says save now */
     /* Batches of excluded devices handed back (coordinator only): their examples (into the
      * cursor's permutation) go to the other devices before the cursor's next ones. */
     struct tr_returned {

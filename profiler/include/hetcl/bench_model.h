@@ -69,13 +69,16 @@ extern "C" {
  * measured speed; the layers partitioned across the devices (pipeline); the fastest of single,
  * split and team, measured (auto); the whole batch on the fastest host worker, its large dense
  * layers' output units shared with the other host workers (as CPUs allow) and the thread
- * waiting for the request (team: an intra-op thread pool's way). */
+ * waiting for the request (team: an intra-op thread pool's way); each request whole on one device,
+ * the devices taking requests in turn, one model instance per device (replicas: a serving
+ * system's instance groups; throughput from concurrent requests, not a shorter latency). */
 enum hetcl_bench_placement {
     HETCL_BENCH_SINGLE,
     HETCL_BENCH_SPLIT,
     HETCL_BENCH_PIPELINE,
     HETCL_BENCH_AUTO,
     HETCL_BENCH_TEAM,
+    HETCL_BENCH_REPLICAS,
     HETCL_BENCH_N_PLACEMENTS
 };
 
@@ -90,8 +93,8 @@ enum hetcl_bench_scenario {
     HETCL_BENCH_N_SCENARIOS
 };
 
-/* Report names: "single", "split", "pipeline", "auto", "team"; "single-stream", "multi-stream",
- * "server", "offline". NULL outside the enums. */
+/* Report names: "single", "split", "pipeline", "auto", "team", "replicas"; "single-stream",
+ * "multi-stream", "server", "offline". NULL outside the enums. */
 HETCL_API const char *hetcl_bench_placement_name(int p);
 HETCL_API const char *hetcl_bench_scenario_name(int s);
 /* The enum value of a report name, or -1. */

@@ -6,7 +6,8 @@
 
 #include <string.h>
 
-static const char *const placement_names[] = {"single", "split", "pipeline", "auto", "team"};
+static const char *const placement_names[] = {"single", "split", "pipeline",
+                                              "auto",   "team",  "replicas"};
 static const char *const scenario_names[] = {"single-stream", "multi-stream", "server", "offline"};
 
 const char *hetcl_bench_placement_name(int p)

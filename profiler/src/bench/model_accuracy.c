@@ -89,8 +89,16 @@ void hetcl__bench_divergence(struct bench_run *run)
                                    hetcl__bench_now_ms() - t0 < DIVERGENCE_MAX_MS));
          k++) {
         const float *x = run->inputs + k * run->per;
-        ok = hetcl_infer_session_run(run->sess[0], x, got) == HETCL_OK &&
-             hetcl_infer_forward_ref(run->b->ctx, p, batch, x, want) == HETCL_OK;
+        ok = hetcl_infer_forward_ref(run->b->ctx, p, batch, x, want) == HETCL_OK;
+        if (run->replicas) { /* every device's replica computes the whole batch */
+            for (size_t sh = 0; ok && sh < n_shares(run); sh++) {
+                ok = hetcl_infer_session_run(run->sess[sh], x, got) == HETCL_OK;
+                if (ok)
+                    compare_rows(&acc[sh], got, want, 0, batch, p->n_classes);
+            }
+            continue;
+        }
+        ok = ok && hetcl_infer_session_run(run->sess[0], x, got) == HETCL_OK;
         int64_t row0 = 0;
         for (size_t sh = 0; ok && sh < n_shares(run); sh++) {
             compare_rows(&acc[sh], got, want, row0, run->rows[sh], p->n_classes);
@@ -124,11 +132,19 @@ static const char *no_accuracy(const struct bench_run *run)
     return NULL;
 }
 
-/* Counts each share's correct rows of one batch of probabilities. */
+/* Counts each share's correct rows of one batch of probabilities (replicas: all of them the
+ * share `turn`'s). */
 static void count_batch(const struct bench_run *run, const float *probs, const int32_t *labels,
-                        long long *correct, long long *seen)
+                        size_t turn, long long *correct, long long *seen)
 {
     const hetcl_infer_plan *p = run->m->plan;
+    if (run->replicas) {
+        for (int64_t i = 0; i < run->c->batch; i++) {
+            correct[turn] += argmax_row(probs + i * p->n_classes, p->n_classes) == labels[i];
+            seen[turn]++;
+        }
+        return;
+    }
     int64_t row0 = 0;
     for (size_t sh = 0; sh < n_shares(run); sh++) {
         for (int64_t i = row0; i < row0 + run->rows[sh]; i++) {
@@ -162,9 +178,11 @@ void hetcl__bench_accuracy(struct bench_run *run)
     long long correct[HETCL_BENCH_MAX_DEVICES] = {0}, seen[HETCL_BENCH_MAX_DEVICES] = {0};
     bool ok = probs && n_batches > 0;
     for (int64_t k = 0; ok && k < n_batches; k++) {
-        ok = hetcl_infer_session_run(run->sess[0], d->x + (size_t) k * per, probs) == HETCL_OK;
+        /* replicas: the devices take the batches in turn, each counted as its device's */
+        size_t turn = run->replicas ? (size_t) k % n_shares(run) : 0;
+        ok = hetcl_infer_session_run(run->sess[turn], d->x + (size_t) k * per, probs) == HETCL_OK;
         if (ok)
-            count_batch(run, probs, d->y + k * batch, correct, seen);
+            count_batch(run, probs, d->y + k * batch, turn, correct, seen);
     }
     hetcl__free(probs);
     if (!ok) {

@@ -119,7 +119,8 @@ struct bench_run {
     int64_t rows[HETCL_BENCH_MAX_DEVICES];
     size_t n_workers;
     bool use_rows, pipeline;
-    bool team; /* sessions get a team whatever their rows (the team placement) */
+    bool team;     /* sessions get a team whatever their rows (the team placement) */
+    bool replicas; /* session j runs whole requests on workers[j % n_workers] */
     int stage_of[BENCH_MAX_LAYERS];     /* pipeline: the stage (device) of each step */
     int step_workers[BENCH_MAX_LAYERS]; /* pipeline: the worker of each step */
     hetcl_infer_session *sess[HETCL_BENCH_MAX_STREAMS];

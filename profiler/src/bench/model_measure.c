@@ -1,10 +1,11 @@
 /*
  * Warm-up and timed requests of a `hetcl bench model` configuration (bench/model_impl.h), in
  * its scenario: single-stream (one request at a time), offline (two sessions, one request
- * prepared and submitted while the other runs), multi-stream (one session per stream, a query
- * waits for all) and server (Poisson arrivals, latency from arrival). Each timed request gives
- * its end-to-end latency, its device time (the workers' busy counters), its breakdown (the
- * runtime's task times) and its per-layer times; energy is read over the timed phase.
+ * prepared and submitted while the other runs; replicas: two per device, in a ring), multi-stream
+ * (one session per stream, a query waits for all) and server (Poisson arrivals, latency from
+ * arrival). Each timed request gives its end-to-end latency, its device time (the workers' busy
+ * counters), its breakdown (the runtime's task times) and its per-layer times; energy is read over
+ * the timed phase.
  */
 #include "bench/bench_util.h"
 #include "bench/model_impl.h"
@@ -21,9 +22,10 @@ struct measure {
     struct bench_run *run;
     struct bench_loop *L;
     bool offline, multi, server;
-    size_t k; /* requests submitted so far: input k % n_distinct */
-    int cur;  /* offline: the session whose request is waited for next */
-    double t_submit[2];
+    size_t k;    /* requests submitted so far: input k % n_distinct */
+    size_t cur;  /* offline: the session whose request is waited for next */
+    size_t turn; /* single-stream and server: requests so far (replicas take them in turn) */
+    double t_submit[HETCL_BENCH_MAX_STREAMS];
     uint64_t arrivals; /* server: the arrivals' generator state */
     double next_arrival;
     double per_query; /* items per request (multi-stream: per query) */
@@ -108,16 +110,18 @@ static hetcl_status one_request(struct measure *M, double *a, double *b)
     hetcl_status st = HETCL_OK;
     M->bd_sess = sess;
     M->bd_n = 1;
-    if (M->offline) { /* submit the next request on the other session, then wait for this one */
-        int other = 1 - M->cur;
-        M->t_submit[other] = hetcl__bench_now_ms();
-        st = hetcl_infer_session_submit(sess[other], next_input(M));
+    if (M->offline) {
+        /* Every session but cur's successor's last has a request in flight: fill that one,
+         * then wait for cur's (two sessions: submit on the other, wait for this one). */
+        size_t n = run->n_sess, last = (M->cur + n - 1) % n;
+        M->t_submit[last] = hetcl__bench_now_ms();
+        st = hetcl_infer_session_submit(sess[last], next_input(M));
         if (st == HETCL_OK)
             st = hetcl_infer_session_wait(sess[M->cur], NULL);
         M->bd_sess = &sess[M->cur];
         *a = M->t_submit[M->cur];
         *b = hetcl__bench_now_ms();
-        M->cur = other;
+        M->cur = (M->cur + 1) % n;
     } else if (M->multi) {
         *a = hetcl__bench_now_ms();
         for (size_t j = 0; j < run->n_sess && st == HETCL_OK; j++)
@@ -132,13 +136,15 @@ static hetcl_status one_request(struct measure *M, double *a, double *b)
         /* open loop: a request arrives at its Poisson time and waits its turn; its latency
          * runs from its arrival, queueing included */
         sleep_ms(M->next_arrival - hetcl__bench_now_ms());
-        st = hetcl_infer_session_run(sess[0], next_input(M), NULL);
+        M->bd_sess = &sess[M->turn++ % run->n_sess];
+        st = hetcl_infer_session_run(*M->bd_sess, next_input(M), NULL);
         *a = M->next_arrival;
         *b = hetcl__bench_now_ms();
         M->next_arrival += hetcl__bench_next_arrival_ms(&M->arrivals, run->b->opt.o.server_qps);
     } else {
+        M->bd_sess = &sess[M->turn++ % run->n_sess];
         *a = hetcl__bench_now_ms();
-        st = hetcl_infer_session_run(sess[0], next_input(M), NULL);
+        st = hetcl_infer_session_run(*M->bd_sess, next_input(M), NULL);
         *b = hetcl__bench_now_ms();
     }
     return st;
@@ -193,9 +199,9 @@ static hetcl_status loop(struct measure *M)
     if (M->server)
         M->next_arrival = hetcl__bench_now_ms() +
                           hetcl__bench_next_arrival_ms(&M->arrivals, run->b->opt.o.server_qps);
-    if (M->offline) {
-        M->t_submit[0] = hetcl__bench_now_ms();
-        st = hetcl_infer_session_submit(run->sess[0], next_input(M));
+    for (size_t j = 0; M->offline && j + 1 < run->n_sess && st == HETCL_OK; j++) {
+        M->t_submit[j] = hetcl__bench_now_ms();
+        st = hetcl_infer_session_submit(run->sess[j], next_input(M));
     }
     while (L->phase != BENCH_PHASE_DONE && st == HETCL_OK) {
         if (hetcl__bench_stop_requested(run->b)) {
@@ -224,8 +230,8 @@ static hetcl_status loop(struct measure *M)
         if ((st = hetcl__bench_loop_record(run->b->ctx, L, (b - a) * 1e6, b)) != HETCL_OK)
             break;
     }
-    if (M->offline) { /* drain the last one */
-        hetcl_status w = hetcl_infer_session_wait(run->sess[M->cur], NULL);
+    for (size_t j = 0; M->offline && j + 1 < run->n_sess; j++) { /* drain the ones in flight */
+        hetcl_status w = hetcl_infer_session_wait(run->sess[(M->cur + j) % run->n_sess], NULL);
         st = st == HETCL_OK ? w : st;
     }
     return st;

@@ -105,7 +105,7 @@ static hetcl_status check_lists(hetcl_context *ctx, const struct hetcl_bench_mod
         if (!hetcl_bench_placement_name((int) o->placements[i]))
             return FAIL(HETCL_BENCH_OPT_PLACEMENTS,
                         "placement %d is not one of single, "
-                        "split, pipeline, auto, team",
+                        "split, pipeline, auto, team, replicas",
                         (int) o->placements[i]);
     if (!o->scenarios || o->n_scenarios == 0 || o->n_scenarios > HETCL_BENCH_MAX_LIST)
         return FAIL(HETCL_BENCH_OPT_SCENARIOS, "1 to %d scenarios, got %zu", HETCL_BENCH_MAX_LIST,

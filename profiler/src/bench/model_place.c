@@ -248,6 +248,14 @@ bool hetcl__bench_place(struct bench_run *run)
         r->placement = HETCL_BENCH_SINGLE;
         return true;
     }
+    if (c->placement == HETCL_BENCH_REPLICAS) {
+        /* nothing to measure first: every device takes whole requests in its turn */
+        r->placement = HETCL_BENCH_REPLICAS;
+        run->replicas = true;
+        for (size_t i = 0; i < n; i++)
+            run->rows[i] = c->batch;
+        return true;
+    }
     /* split, pipeline, team and auto: each device's speed at this batch, measured now */
     double ms[HETCL_BENCH_MAX_DEVICES], speed[HETCL_BENCH_MAX_DEVICES], total = 0;
     for (size_t i = 0; i < n; i++) {

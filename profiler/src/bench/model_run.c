@@ -127,32 +127,55 @@ static void init_devices(struct bench_run *run)
     }
 }
 
-/* The first request (cold start) and the sessions of the scenario: offline has a second one so
- * that one request's inputs are prepared and its tasks submitted while the other's run (double
- * buffering); multi-stream one per stream. */
-static hetcl_status open_sessions(struct bench_run *run)
+/* Session j of a configuration: replicas' on worker j % n alone, the others' on every worker. */
+static hetcl_status open_session(struct bench_run *run, size_t j)
 {
+    if (run->replicas)
+        return hetcl__bench_open_session(run, &run->workers[j % run->n_workers], 1, NULL, NULL,
+                                         &run->sess[j]);
     const int64_t *rows = run->use_rows ? run->rows : NULL;
     const int *steps = run->pipeline ? run->step_workers : NULL;
-    hetcl_status st = hetcl__bench_open_session(run, run->workers, run->n_workers, rows, steps,
-                                                &run->sess[0]);
+    return hetcl__bench_open_session(run, run->workers, run->n_workers, rows, steps, &run->sess[j]);
+}
+
+/* The first request (cold start) and the sessions of the scenario: offline has a second one so
+ * that one request's inputs are prepared and its tasks submitted while the other's run (double
+ * buffering); multi-stream one per stream. Replicas: one per device, and offline two per device,
+ * so that every device has a request queued behind the one it runs. */
+static hetcl_status open_sessions(struct bench_run *run)
+{
+    hetcl_status st = open_session(run, 0);
     run->n_sess = 1;
     if (st == HETCL_OK) {
         double a = hetcl__bench_now_ms();
         st = hetcl_infer_session_run(run->sess[0], run->inputs, NULL);
         run->r->first_inference_ms = hetcl__bench_now_ms() - a;
     }
-    size_t want = run->c->scenario == HETCL_BENCH_OFFLINE        ? 2
+    size_t per_device = run->replicas ? run->n_workers : 1;
+    size_t want = run->c->scenario == HETCL_BENCH_OFFLINE        ? 2 * per_device
                   : run->c->scenario == HETCL_BENCH_MULTI_STREAM ? run->b->opt.o.streams
-                                                                 : 1;
+                                                                 : per_device;
     if (want > HETCL_BENCH_MAX_STREAMS)
         want = HETCL_BENCH_MAX_STREAMS;
     for (; st == HETCL_OK && run->n_sess < want; run->n_sess++)
-        st = hetcl__bench_open_session(run, run->workers, run->n_workers, rows, steps,
-                                       &run->sess[run->n_sess]);
+        st = open_session(run, run->n_sess);
     if (run->c->scenario == HETCL_BENCH_MULTI_STREAM)
         run->r->streams = (int) run->n_sess;
     return st;
+}
+
+/* The timed requests device i ran: every one, but replicas' in turn (multi-stream: each query
+ * runs every session, so the device's sessions' count per query). */
+static double requests_on(const struct bench_run *run, size_t i)
+{
+    double n = (double) run->r->loop.n_timed;
+    if (!run->replicas || run->n_sess == 0)
+        return n;
+    size_t mine = 0;
+    for (size_t j = 0; j < run->n_sess; j++)
+        mine += j % run->n_workers == i;
+    return run->c->scenario == HETCL_BENCH_MULTI_STREAM ? n * (double) mine
+                                                        : n * (double) mine / (double) run->n_sess;
 }
 
 /* Per device: the buffers the session places on it (weights, input, activations, pool
@@ -180,7 +203,7 @@ static void device_figures(struct bench_run *run)
         }
         struct bench_device_result *d = &r->dev[i];
         d->allocated_bytes = (long long) bytes;
-        double busy_ns_total = d->busy_ms * 1e6, n = (double) r->loop.n_timed;
+        double busy_ns_total = d->busy_ms * 1e6, n = requests_on(run, i);
         d->achieved_gflops = busy_ns_total > 0 ? f * n / busy_ns_total : 0;
         d->achieved_gbps = busy_ns_total > 0 ? by * n / busy_ns_total : 0;
     }
@@ -242,7 +265,7 @@ bool hetcl__bench_run_config(hetcl_bench_model *b, const struct bench_config *c,
         close_run(&run);
         return true;
     }
-    if (!run.use_rows && !run.pipeline) {
+    if (!run.use_rows && !run.pipeline && !run.replicas) {
         run.n_workers = 1;
         run.rows[0] = c->batch;
     }

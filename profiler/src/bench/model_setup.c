@@ -51,6 +51,12 @@ hetcl_status hetcl__bench_load_models(hetcl_bench_model *b, enum hetcl_bench_opt
         }
         if (onnx)
             m->spec = m->onnx->spec;
+        /* a kernel machine's size is its training set's: its checkpoint's centers */
+        if (!onnx && from_ckpt &&
+            (s = hetcl_model_spec_set_centers_from(b->ctx, m->spec, m->checkpoint)) != HETCL_OK) {
+            *bad = HETCL_BENCH_OPT_WEIGHTS;
+            return s;
+        }
         m->own_weights = own;
         struct hetcl_infer_weights_options wo = {
                 .checkpoint = from_ckpt ? m->checkpoint : NULL,

@@ -138,6 +138,16 @@ void hetcl__sgemm_packed_cols(const struct hetcl_gemm_kernel *kern, int64_t m, i
                               const float *a, int64_t lda, const float *bp, int64_t u0, int64_t u1,
                               float *c, int64_t ldc, const float *bias, hetcl_act act, float *work);
 
+/* ---- kernel machines (kernel_matrix.c) ---------------------------------------------------- */
+
+/* out[i] = ||row i||^2 of x [rows][d], summed in double. */
+void hetcl__kernel_sqnorms(const float *x, int64_t rows, int64_t d, float *out);
+/* A block of K from the products p = -2 x_i.c_j in k [m][ldk] (n columns): k[i][j] becomes
+ * k(x_i, c_j) from the squared distance xn[i] + cn[j] + p (clamped at 0). The inference plan's
+ * blocks of centers and the operator share it. */
+void hetcl__kernel_block_finish(hetcl_kernel_kind kind, float bandwidth, int64_t m, int64_t n,
+                                const float *xn, const float *cn, float *k, int64_t ldk);
+
 /* ---- conv2d ------------------------------------------------------------------------------ */
 
 /* The general paths of conv2d.c, im2col + SGEMM (any stride; the operators' choice when the

@@ -12,7 +12,7 @@
  * vectorises: one running sum is a serial chain GCC may not reorder, and the centers' norms
  * (n d of them on every call) took 7% of a 10,000-point EigenPro run's profile that way. */
 HETCL_HOST_CLONES
-static void row_sqnorms(const float *x, int64_t rows, int64_t d, float *out)
+static void sqnorms(const float *x, int64_t rows, int64_t d, float *out)
 {
     for (int64_t i = 0; i < rows; i++) {
         const float *restrict r = x + i * d;
@@ -28,6 +28,11 @@ static void row_sqnorms(const float *x, int64_t rows, int64_t d, float *out)
             s += part[j];
         out[i] = (float) s;
     }
+}
+
+void hetcl__kernel_sqnorms(const float *x, int64_t rows, int64_t d, float *out)
+{
+    sqnorms(x, rows, d, out);
 }
 
 /* k[j] = exp(-max(0, xn + cn[j] + k[j]) * inv) (gaussian) or exp(-sqrt(...) * inv) (laplacian):
@@ -66,6 +71,15 @@ static void finish_row(hetcl_kernel_kind kind, float xn, const float *cn, float 
         finish_row_gaussian(xn, cn, k, n, inv);
     else
         finish_row_laplacian(xn, cn, k, n, inv);
+}
+
+void hetcl__kernel_block_finish(hetcl_kernel_kind kind, float bandwidth, int64_t m, int64_t n,
+                                const float *xn, const float *cn, float *k, int64_t ldk)
+{
+    const double bw = (double) bandwidth;
+    const float inv = (float) (kind == HETCL_KERNEL_GAUSSIAN ? 1.0 / (2.0 * bw * bw) : 1.0 / bw);
+    for (int64_t i = 0; i < m; i++)
+        finish_row(kind, xn[i], cn, k + i * ldk, n, inv);
 }
 
 hetcl_status hetcl__op_kernel_args_check(hetcl_context *ctx, const struct hetcl_op_kernel_args *a,
@@ -107,17 +121,12 @@ hetcl_status hetcl__op_kernel_matrix_host(const struct hetcl_host_call *call)
     if (!norms)
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: %lld norms", op,
                            (long long) (a->m + a->n));
-    row_sqnorms(x, a->m, a->d, norms);
-    row_sqnorms(c, a->n, a->d, norms + a->m);
+    hetcl__kernel_sqnorms(x, a->m, a->d, norms);
+    hetcl__kernel_sqnorms(c, a->n, a->d, norms + a->m);
     s = hetcl__sgemm(ctx, NULL, false, true, a->m, a->n, a->d, -2.0f, x, a->d, c, a->d, 0.0f, k,
                      a->n);
-    if (s == HETCL_OK) {
-        const double bw = (double) a->bandwidth;
-        const float inv =
-                (float) (a->kind == HETCL_KERNEL_GAUSSIAN ? 1.0 / (2.0 * bw * bw) : 1.0 / bw);
-        for (int64_t i = 0; i < a->m; i++)
-            finish_row(a->kind, norms[i], norms + a->m, k + i * a->n, a->n, inv);
-    }
+    if (s == HETCL_OK)
+        hetcl__kernel_block_finish(a->kind, a->bandwidth, a->m, a->n, norms, norms + a->m, k, a->n);
     free(norms);
     return s;
 }
