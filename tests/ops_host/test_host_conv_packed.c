@@ -179,6 +179,27 @@ static void test_kernel(const struct hetcl_gemm_kernel *kern)
              .k_w = 1,
              .stride = 2,
              .pad = 0},
+            /* depth 1350 (the AVX-512 stride-1 path's other loop order: its A panels over
+             * L1's 32 KiB), 18 channel blocks, the last partial; a wide grid of 2 tiles */
+            {.batch = 1,
+             .in_c = 150,
+             .in_h = 5,
+             .in_w = 6,
+             .out_c = 141,
+             .k_h = 3,
+             .k_w = 3,
+             .stride = 1,
+             .pad = 1},
+            /* 3x3 without padding: the wide grid's dropped columns at the plane's end */
+            {.batch = 2,
+             .in_c = 5,
+             .in_h = 13,
+             .in_w = 10,
+             .out_c = 9,
+             .k_h = 3,
+             .k_w = 2,
+             .stride = 1,
+             .pad = 0},
             /* more channels than positions: the parts split channels */
             {.batch = 1,
              .in_c = 20,

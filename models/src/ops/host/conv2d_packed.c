@@ -226,6 +226,8 @@ hetcl_status hetcl__conv2d_packed_fwd(hetcl_context *ctx, const struct hetcl_gem
                                       const float *wp, const float *bias, hetcl_act act, int part,
                                       int n_parts, float *y)
 {
+    if (hetcl__conv2d_wide_suits(kern, a))
+        return hetcl__conv2d_wide_fwd(ctx, a, x, wp, bias, act, part, n_parts, y);
     struct pgeom g;
     g.out_h = (a->in_h + 2 * a->pad - a->k_h) / a->stride + 1;
     g.out_w = (a->in_w + 2 * a->pad - a->k_w) / a->stride + 1;

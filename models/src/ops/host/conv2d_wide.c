@@ -1,0 +1,220 @@
+/*
+ * Stride-1 convolutions for inference without any packing of the input (hetcl__conv2d_packed_fwd
+ * hands them here on CPUs with AVX-512F): the weights are the AVX-512 SGEMM kernel's packed A
+ * panels (hetcl__conv2d_pack_w, 8 channels per panel), and the B operand is read straight from
+ * the input. Over the "wide grid" of the padded input (positions q = oy wp + ox, ox < wp, the
+ * padded width: the columns ox >= out_w are computed and dropped), the depth p = (c, i, j) of
+ * position q reads xpad[c][q + i wp + j]: 32 consecutive positions are 32 consecutive floats at
+ * every depth, two unaligned loads. A 1x1 convolution without padding reads x itself (no
+ * dropped columns); the others read a zero-padded copy of x, made once per call.
+ *
+ * Why: ResNet-18 at batch 1 (Xeon, AVX-512, one core) spent as long in pack_b (im2col of each
+ * block into B panels, a memcpy per run of positions) as in the micro-kernel on its 56x56 and
+ * 28x28 layers: a 3x3 layer with 64 output channels performs only 128 flops per copied float.
+ *
+ * Each tile (8 channels x 32 positions) runs the whole depth in registers (no depth blocking:
+ * the tile's A panel, 32 K bytes, streams from L2 while its B rows stay in L1 for the 3 taps of
+ * a row), is stored to a scratch tile, and its valid positions are copied to y with the bias and
+ * the activation.
+ */
+#include "host_ops.h"
+
+#include <string.h>
+
+#ifdef HETCL_GEMM_HAVE_X86
+#include <immintrin.h>
+
+#define MR      8
+#define NR      32
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+/* The geometry of the wide grid of one image. */
+struct wgeom {
+    int64_t out_h, out_w, hp, wp, plane; /* plane = hp wp, the padded channel's floats */
+    int64_t Q;                           /* out_h wp wide-grid positions */
+};
+
+/* c[r][e] = sum over (ch, i, j) of a[((ch kh + i) kw + j) 8 + r] xb[ch plane + i wp + j + e]
+ * for r < 8, e < cols (cols <= 32; the lanes past cols are neither read nor stored). */
+__attribute__((target("avx512f"))) static void wide_8x32(const float *a, const float *xb,
+                                                         int64_t in_c, int64_t kh, int64_t kw,
+                                                         const struct wgeom *g, int cols, float *c)
+{
+#define DECL(i) __m512 c##i##_0 = _mm512_setzero_ps(), c##i##_1 = _mm512_setzero_ps();
+    ROWS(DECL)
+#undef DECL
+    const __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16) ((1u << cols) - 1);
+    const __mmask16 m1 = cols >= 32  ? 0xffff
+                         : cols > 16 ? (__mmask16) ((1u << (cols - 16)) - 1)
+                                     : 0;
+    for (int64_t ch = 0; ch < in_c; ch++) {
+        const float *xc = xb + ch * g->plane;
+        for (int64_t i = 0; i < kh; i++) {
+            const float *row = xc + i * g->wp;
+            for (int64_t j = 0; j < kw; j++) {
+                const __m512 b0 = _mm512_maskz_loadu_ps(m0, row + j);
+                const __m512 b1 = _mm512_maskz_loadu_ps(m1, row + j + 16);
+#define STEP(i)                                       \
+    {                                                 \
+        const __m512 ai = _mm512_set1_ps(a[i]);       \
+        c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0); \
+        c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1); \
+    }
+                ROWS(STEP)
+#undef STEP
+                a += MR;
+            }
+        }
+    }
+#define STORE(i)                            \
+    _mm512_store_ps(c + (i) *NR, c##i##_0); \
+    _mm512_store_ps(c + (i) *NR + 16, c##i##_1);
+    ROWS(STORE)
+#undef STORE
+}
+
+bool hetcl__conv2d_wide_suits(const struct hetcl_gemm_kernel *kern,
+                              const struct hetcl_op_conv2d_args *a)
+{
+    return kern == &hetcl__gemm_kernel_avx512 && a->stride == 1 && a->groups <= 1;
+}
+
+/* y[r][e] = act(t[r][e] + bias[r]) for r < rows, e < len. */
+HETCL_HOST_CLONES static void put(int64_t rows, int64_t len, const float *t, const float *bias,
+                                  hetcl_act act, float *y, int64_t ld)
+{
+    const float hi = act == HETCL_ACT_RELU6 ? 6.0f : __builtin_inff();
+    const float lo = act == HETCL_ACT_NONE ? -__builtin_inff() : 0.0f;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *tr = t + r * NR;
+        float *yr = y + r * ld;
+        const float b = bias[r];
+        for (int64_t e = 0; e < len; e++) {
+            float v = tr[e] + b;
+            v = v > lo ? v : lo; /* NaN becomes 0 under ReLU, as in bias_act.c */
+            yr[e] = v < hi ? v : hi;
+        }
+    }
+}
+
+/* The tile of channel block blk at wide-grid position q0: computed, then its valid positions
+ * (ox < out_w) copied to y, a run per output row. */
+static void tile(const struct hetcl_op_conv2d_args *a, const struct wgeom *g, const float *xb,
+                 const float *wp, int64_t Kp, const float *bias, hetcl_act act, int64_t blk,
+                 int64_t q0, float *t, float *y)
+{
+    const int64_t o0 = blk * MR, rows = a->out_c - o0 < MR ? a->out_c - o0 : MR;
+    const int cols = (int) (g->Q - q0 < NR ? g->Q - q0 : NR);
+    wide_8x32(wp + blk * Kp * MR, xb + q0, a->in_c, a->k_h, a->k_w, g, cols, t);
+    const int64_t P = g->out_h * g->out_w;
+    for (int64_t q = q0; q < q0 + cols;) {
+        const int64_t oy = q / g->wp, ox = q % g->wp;
+        int64_t len = g->wp - ox < q0 + cols - q ? g->wp - ox : q0 + cols - q;
+        if (ox < g->out_w) {
+            const int64_t n = len < g->out_w - ox ? len : g->out_w - ox;
+            put(rows, n, t + (q - q0), bias + o0, act, y + o0 * P + oy * g->out_w + ox, P);
+        }
+        q += len;
+    }
+}
+
+/* dst[c][hp][wp] = x[c] zero-padded by pad on each side, then `slack` zeros. */
+static void pad_image(const struct hetcl_op_conv2d_args *a, const struct wgeom *g, const float *x,
+                      float *dst, int64_t slack)
+{
+    const int64_t pad = a->pad;
+    for (int64_t c = 0; c < a->in_c; c++) {
+        const float *xc = x + c * a->in_h * a->in_w;
+        float *d = dst + c * g->plane;
+        memset(d, 0, (size_t) (pad * g->wp + pad) * sizeof *d);
+        for (int64_t r = 0; r < a->in_h; r++) {
+            float *dr = d + (r + pad) * g->wp + pad;
+            memcpy(dr, xc + r * a->in_w, (size_t) a->in_w * sizeof *d);
+            /* this row's right padding and the next row's left padding */
+            memset(dr + a->in_w, 0, (size_t) (2 * pad) * sizeof *d);
+        }
+        const int64_t done = (a->in_h + pad) * g->wp + pad;
+        memset(d + done, 0, (size_t) (g->plane - done) * sizeof *d);
+    }
+    memset(dst + a->in_c * g->plane, 0, (size_t) slack * sizeof *dst);
+}
+
+hetcl_status hetcl__conv2d_wide_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
+                                    const float *x, const float *wp, const float *bias,
+                                    hetcl_act act, int part, int n_parts, float *y)
+{
+    struct wgeom g;
+    g.hp = a->in_h + 2 * a->pad;
+    g.wp = a->in_w + 2 * a->pad;
+    g.out_h = g.hp - a->k_h + 1;
+    g.out_w = g.wp - a->k_w + 1;
+    g.plane = g.hp * g.wp;
+    g.Q = g.out_h * g.wp;
+    const int64_t K = a->in_c * a->k_h * a->k_w, Kp = (K + 15) / 16 * 16;
+    const int64_t n_blk = (a->out_c + MR - 1) / MR, n_tiles = (g.Q + NR - 1) / NR;
+    /* split along positions unless the weights are the larger operand to share (as
+     * conv2d_packed.c) */
+    int64_t b_lo = 0, b_hi = n_blk, t_lo = 0, t_hi = n_tiles;
+    if (n_parts > 1) {
+        int64_t *lo = &t_lo, *hi = &t_hi, n = n_tiles;
+        if (g.out_h * g.out_w < a->out_c) {
+            lo = &b_lo;
+            hi = &b_hi;
+            n = n_blk;
+        }
+        *lo = n * part / n_parts;
+        *hi = n * (part + 1) / n_parts;
+    }
+    if (b_lo >= b_hi || t_lo >= t_hi)
+        return HETCL_OK;
+    /* a 1x1 convolution without padding reads x itself: no dropped column, no read past the
+     * plane (the masked loads stop at Q) */
+    const bool in_place = a->k_h == 1 && a->k_w == 1 && a->pad == 0;
+    const int64_t slack = a->k_w + NR; /* the last channel's dropped columns read past it */
+    const size_t x_len = in_place ? 0 : (size_t) (a->in_c * g.plane + slack);
+    float *mem = hetcl__malloc((x_len + MR * NR + 16) * sizeof *mem);
+    if (!mem)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "conv2d_fwd: %zu floats of padding scratch",
+                           x_len + MR * NR);
+    float *t = (float *) (((uintptr_t) mem + 63) & ~(uintptr_t) 63), *xpad = t + MR * NR;
+    const int64_t x_img = a->in_c * a->in_h * a->in_w, y_img = a->out_c * g.out_h * g.out_w;
+    for (int64_t img = 0; img < a->batch; img++) {
+        const float *xb = x + img * x_img;
+        if (!in_place) {
+            pad_image(a, &g, xb, xpad, slack);
+            xb = xpad;
+        }
+        float *yi = y + img * y_img;
+        /* A channel block's A panel (K 32 bytes) stays in L1 across the tiles when it fits
+         * (depths up to 1024: ResNet-18's 56x56 layers); else each tile's input rows stay in
+         * L1 and L2 across the channel blocks, whose panels stream from L2 or L3. */
+        if (K * MR * (int64_t) sizeof(float) <= 32 * 1024) {
+            for (int64_t blk = b_lo; blk < b_hi; blk++)
+                for (int64_t tt = t_lo; tt < t_hi; tt++)
+                    tile(a, &g, xb, wp, Kp, bias, act, blk, tt * NR, t, yi);
+        } else {
+            for (int64_t tt = t_lo; tt < t_hi; tt++)
+                for (int64_t blk = b_lo; blk < b_hi; blk++)
+                    tile(a, &g, xb, wp, Kp, bias, act, blk, tt * NR, t, yi);
+        }
+    }
+    hetcl__free(mem);
+    return HETCL_OK;
+}
+#else
+bool hetcl__conv2d_wide_suits(const struct hetcl_gemm_kernel *kern,
+                              const struct hetcl_op_conv2d_args *a)
+{
+    (void) kern;
+    (void) a;
+    return false;
+}
+
+hetcl_status hetcl__conv2d_wide_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
+                                    const float *x, const float *wp, const float *bias,
+                                    hetcl_act act, int part, int n_parts, float *y)
+{
+    (void) a, (void) x, (void) wp, (void) bias, (void) act, (void) part, (void) n_parts, (void) y;
+    return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED, "conv2d_fwd: no AVX-512 in this build");
+}
+#endif /* HETCL_GEMM_HAVE_X86 */
