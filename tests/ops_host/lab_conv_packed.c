@@ -11,7 +11,8 @@
  * Each figure is the median of -r runs (default 5) of >= 2 ms each, in the thread's CPU time
  * (it leaves out the slices other processes take from this core, not their cache pollution).
  * Shapes the session runs through the direct kernel instead (hetcl__conv2d_direct_suits) are
- * marked "direct" and timed through it too.
+ * marked "direct" and timed through it too; stride-1 shapes that take conv2d_wide.c's path are
+ * also timed through pack_b's B panels ("packed B"), the path they took before.
  */
 #include "host_test_util.h"
 #include "ops/host/host_ops.h"
@@ -184,6 +185,15 @@ static void lab_model(const char *model, const struct shape *sh, double peak, in
         struct job j = {.kern = kern, .a = a, .x = x.p, .wp = wpa, .w = w.p, .b = b.p, .y = y.p};
         const double gf = 2.0 * (double) ny * (double) (sh->c * sh->k * sh->k) / 1e9;
         const double t = time_s(run, &j, runs);
+        /* the same kernel through pack_b's B panels (a copy: not the one the wide path
+         * takes), timed in the same run as the baseline */
+        const struct hetcl_gemm_kernel copy = *kern;
+        double tp = t;
+        if (hetcl__conv2d_wide_suits(kern, &a)) {
+            j.kern = &copy;
+            tp = time_s(run, &j, runs);
+            j.kern = kern;
+        }
         const bool direct = hetcl__conv2d_direct_suits(&a) && hetcl__conv2d_direct_sizes_ok(&a);
         double td = 0.0;
         if (direct) {
@@ -196,6 +206,8 @@ static void lab_model(const char *model, const struct shape *sh, double peak, in
         printf("  %-12s %4d->%-4d %3dx%-3d k%d/%d x%d  %7.1f us %6.1f GFLOP/s %4.0f%% peak",
                sh->name, sh->c, sh->o, (int) oh, (int) oh, sh->k, sh->s, sh->n, t * 1e6, gf / t,
                100.0 * gf / t / peak);
+        if (tp != t)
+            printf("  (packed B %6.1f GFLOP/s)", gf / tp);
         if (direct)
             printf("  direct %7.1f us %6.1f GFLOP/s", td * 1e6, gf / td);
         printf("\n");

@@ -13,9 +13,10 @@
  * 28x28 layers: a 3x3 layer with 64 output channels performs only 128 flops per copied float.
  *
  * Each tile (8 channels x 32 positions) runs the whole depth in registers (no depth blocking:
- * the tile's A panel, 32 K bytes, streams from L2 while its B rows stay in L1 for the 3 taps of
- * a row), is stored to a scratch tile, and its valid positions are copied to y with the bias and
- * the activation.
+ * whichever of its A panel, 32 K bytes, and its input rows does not stay in L1 streams from
+ * L2), adds the bias and clamps to the activation there, and is stored straight into y when
+ * the grid has no dropped column (1x1 without padding), else into a scratch tile whose valid
+ * positions are copied to y.
  */
 #include "host_ops.h"
 
@@ -34,11 +35,22 @@ struct wgeom {
     int64_t Q;                           /* out_h wp wide-grid positions */
 };
 
-/* c[r][e] = sum over (ch, i, j) of a[((ch kh + i) kw + j) 8 + r] xb[ch plane + i wp + j + e]
- * for r < 8, e < cols (cols <= 32; the lanes past cols are neither read nor stored). */
+/* How a tile ends: the bias of its rows, the activation's bounds, where it goes. */
+struct tile_out {
+    const float *bias; /* rows floats */
+    float lo, hi;      /* the activation's clamp (-inf, +inf: none) */
+    int rows;          /* <= 8 */
+    float *c;          /* c[r ldc + e] for r < rows, e < cols */
+    int64_t ldc;
+};
+
+/* c[r][e] = clamp(bias[r] + sum over (ch, i, j) of a[((ch kh + i) kw + j) 8 + r]
+ * xb[ch plane + i wp + j + e]) for r < rows, e < cols (cols <= 32; the lanes past cols are
+ * neither read nor stored). */
 __attribute__((target("avx512f"))) static void wide_8x32(const float *a, const float *xb,
                                                          int64_t in_c, int64_t kh, int64_t kw,
-                                                         const struct wgeom *g, int cols, float *c)
+                                                         const struct wgeom *g, int cols,
+                                                         const struct tile_out *o)
 {
 #define DECL(i) __m512 c##i##_0 = _mm512_setzero_ps(), c##i##_1 = _mm512_setzero_ps();
     ROWS(DECL)
@@ -66,9 +78,17 @@ __attribute__((target("avx512f"))) static void wide_8x32(const float *a, const f
             }
         }
     }
-#define STORE(i)                            \
-    _mm512_store_ps(c + (i) *NR, c##i##_0); \
-    _mm512_store_ps(c + (i) *NR + 16, c##i##_1);
+    /* max then min, as conv2d_packed.c's epilogue: NaN becomes lo under ReLU */
+    const __m512 lo = _mm512_set1_ps(o->lo), hi = _mm512_set1_ps(o->hi);
+#define STORE(i)                                                                                 \
+    if ((i) < o->rows) {                                                                         \
+        const __m512 b = _mm512_set1_ps(o->bias[i]);                                             \
+        float *ci = o->c + (i) *o->ldc;                                                          \
+        _mm512_mask_storeu_ps(ci, m0,                                                            \
+                              _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(c##i##_0, b), lo), hi)); \
+        _mm512_mask_storeu_ps(ci + 16, m1,                                                       \
+                              _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(c##i##_1, b), lo), hi)); \
+    }
     ROWS(STORE)
 #undef STORE
 }
@@ -76,43 +96,40 @@ __attribute__((target("avx512f"))) static void wide_8x32(const float *a, const f
 bool hetcl__conv2d_wide_suits(const struct hetcl_gemm_kernel *kern,
                               const struct hetcl_op_conv2d_args *a)
 {
-    return kern == &hetcl__gemm_kernel_avx512 && a->stride == 1 && a->groups <= 1;
+    /* A 1x1 layer's packing is a plain copy of its input, paid back over its output channels:
+     * from about 96 channels up, pack_b's contiguous, depth-blocked B panels measured faster
+     * than reading x across its planes (MobileNetV2's and SqueezeNet's wide 1x1 layers,
+     * lab_conv_packed); a 3x3 layer's im2col copies each input 9 times. */
+    return kern == &hetcl__gemm_kernel_avx512 && a->stride == 1 && a->groups <= 1 &&
+           (a->k_h * a->k_w > 1 || a->out_c <= 64);
 }
 
-/* y[r][e] = act(t[r][e] + bias[r]) for r < rows, e < len. */
-HETCL_HOST_CLONES static void put(int64_t rows, int64_t len, const float *t, const float *bias,
-                                  hetcl_act act, float *y, int64_t ld)
-{
-    const float hi = act == HETCL_ACT_RELU6 ? 6.0f : __builtin_inff();
-    const float lo = act == HETCL_ACT_NONE ? -__builtin_inff() : 0.0f;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *tr = t + r * NR;
-        float *yr = y + r * ld;
-        const float b = bias[r];
-        for (int64_t e = 0; e < len; e++) {
-            float v = tr[e] + b;
-            v = v > lo ? v : lo; /* NaN becomes 0 under ReLU, as in bias_act.c */
-            yr[e] = v < hi ? v : hi;
-        }
-    }
-}
-
-/* The tile of channel block blk at wide-grid position q0: computed, then its valid positions
- * (ox < out_w) copied to y, a run per output row. */
+/* The tile of channel block blk at wide-grid position q0: straight into y when its positions
+ * are y's (no dropped column), else into the scratch tile t, whose valid positions (ox <
+ * out_w) are copied to y, a run per output row. */
 static void tile(const struct hetcl_op_conv2d_args *a, const struct wgeom *g, const float *xb,
                  const float *wp, int64_t Kp, const float *bias, hetcl_act act, int64_t blk,
                  int64_t q0, float *t, float *y)
 {
     const int64_t o0 = blk * MR, rows = a->out_c - o0 < MR ? a->out_c - o0 : MR;
     const int cols = (int) (g->Q - q0 < NR ? g->Q - q0 : NR);
-    wide_8x32(wp + blk * Kp * MR, xb + q0, a->in_c, a->k_h, a->k_w, g, cols, t);
     const int64_t P = g->out_h * g->out_w;
+    const bool direct = g->wp == g->out_w;
+    struct tile_out o = {.bias = bias + o0,
+                         .lo = act == HETCL_ACT_NONE ? -__builtin_inff() : 0.0f,
+                         .hi = act == HETCL_ACT_RELU6 ? 6.0f : __builtin_inff(),
+                         .rows = (int) rows,
+                         .c = direct ? y + o0 * P + q0 : t,
+                         .ldc = direct ? P : NR};
+    wide_8x32(wp + blk * Kp * MR, xb + q0, a->in_c, a->k_h, a->k_w, g, cols, &o);
+    if (direct)
+        return;
     for (int64_t q = q0; q < q0 + cols;) {
         const int64_t oy = q / g->wp, ox = q % g->wp;
-        int64_t len = g->wp - ox < q0 + cols - q ? g->wp - ox : q0 + cols - q;
+        const int64_t len = g->wp - ox < q0 + cols - q ? g->wp - ox : q0 + cols - q;
         if (ox < g->out_w) {
             const int64_t n = len < g->out_w - ox ? len : g->out_w - ox;
-            put(rows, n, t + (q - q0), bias + o0, act, y + o0 * P + oy * g->out_w + ox, P);
+            hetcl__conv_copy_rows(rows, n, t + (q - q0), NR, y + o0 * P + oy * g->out_w + ox, P);
         }
         q += len;
     }
@@ -185,10 +202,13 @@ hetcl_status hetcl__conv2d_wide_fwd(hetcl_context *ctx, const struct hetcl_op_co
             xb = xpad;
         }
         float *yi = y + img * y_img;
-        /* A channel block's A panel (K 32 bytes) stays in L1 across the tiles when it fits
-         * (depths up to 1024: ResNet-18's 56x56 layers); else each tile's input rows stay in
-         * L1 and L2 across the channel blocks, whose panels stream from L2 or L3. */
-        if (K * MR * (int64_t) sizeof(float) <= 32 * 1024) {
+        /* Each tile's input rows (in_c k_h rows of NR + k_w floats, shared by the k_w taps)
+         * stay in L1 across the channel blocks when they fit (1x1 up to 186 channels, 3x3 up
+         * to 58); else a channel block's A panel (K 32 bytes) across the tiles when it fits;
+         * else the tiles outside, their rows staying in L2. */
+        const int64_t b_bytes = a->in_c * a->k_h * (NR + a->k_w) * (int64_t) sizeof(float);
+        const int64_t a_bytes = K * MR * (int64_t) sizeof(float);
+        if (b_bytes > 24 * 1024 && a_bytes <= 24 * 1024) {
             for (int64_t blk = b_lo; blk < b_hi; blk++)
                 for (int64_t tt = t_lo; tt < t_hi; tt++)
                     tile(a, &g, xb, wp, Kp, bias, act, blk, tt * NR, t, yi);
