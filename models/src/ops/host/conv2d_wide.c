@@ -31,8 +31,10 @@
 
 /* The geometry of the wide grid of one image. */
 struct wgeom {
-    int64_t out_h, out_w, hp, wp, plane; /* plane = hp wp, the padded channel's floats */
-    int64_t Q;                           /* out_h wp wide-grid positions */
+    int64_t out_h, out_w, hp, wp;
+    int64_t plane; /* the padded channel's floats: (hp + 1) wp, its last row zeros that the
+                    * dropped columns of its last output row read */
+    int64_t Q;     /* out_h wp wide-grid positions */
 };
 
 /* How a tile ends: the bias of its rows, the activation's bounds, where it goes. */
@@ -135,25 +137,26 @@ static void tile(const struct hetcl_op_conv2d_args *a, const struct wgeom *g, co
     }
 }
 
-/* dst[c][hp][wp] = x[c] zero-padded by pad on each side, then `slack` zeros. */
-static void pad_image(const struct hetcl_op_conv2d_args *a, const struct wgeom *g, const float *x,
-                      float *dst, int64_t slack)
+/* Rows [r0, r1) of each channel of dst[c][hp + 1][wp]: x[c] zero-padded by pad on each
+ * side, and a zero row after the plane. A part pads only the rows its positions read. */
+static void pad_rows(const struct hetcl_op_conv2d_args *a, const struct wgeom *g, const float *x,
+                     int64_t r0, int64_t r1, float *dst)
 {
-    const int64_t pad = a->pad;
+    const int64_t pad = a->pad, wp = g->wp;
     for (int64_t c = 0; c < a->in_c; c++) {
         const float *xc = x + c * a->in_h * a->in_w;
         float *d = dst + c * g->plane;
-        memset(d, 0, (size_t) (pad * g->wp + pad) * sizeof *d);
-        for (int64_t r = 0; r < a->in_h; r++) {
-            float *dr = d + (r + pad) * g->wp + pad;
-            memcpy(dr, xc + r * a->in_w, (size_t) a->in_w * sizeof *d);
-            /* this row's right padding and the next row's left padding */
-            memset(dr + a->in_w, 0, (size_t) (2 * pad) * sizeof *d);
+        for (int64_t r = r0; r < r1; r++) {
+            float *dr = d + r * wp;
+            if (r < pad || r >= pad + a->in_h) {
+                memset(dr, 0, (size_t) wp * sizeof *dr);
+                continue;
+            }
+            memset(dr, 0, (size_t) pad * sizeof *dr);
+            memcpy(dr + pad, xc + (r - pad) * a->in_w, (size_t) a->in_w * sizeof *dr);
+            memset(dr + pad + a->in_w, 0, (size_t) pad * sizeof *dr);
         }
-        const int64_t done = (a->in_h + pad) * g->wp + pad;
-        memset(d + done, 0, (size_t) (g->plane - done) * sizeof *d);
     }
-    memset(dst + a->in_c * g->plane, 0, (size_t) slack * sizeof *dst);
 }
 
 hetcl_status hetcl__conv2d_wide_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
@@ -165,7 +168,7 @@ hetcl_status hetcl__conv2d_wide_fwd(hetcl_context *ctx, const struct hetcl_op_co
     g.wp = a->in_w + 2 * a->pad;
     g.out_h = g.hp - a->k_h + 1;
     g.out_w = g.wp - a->k_w + 1;
-    g.plane = g.hp * g.wp;
+    g.plane = (g.hp + 1) * g.wp;
     g.Q = g.out_h * g.wp;
     const int64_t K = a->in_c * a->k_h * a->k_w, Kp = (K + 15) / 16 * 16;
     const int64_t n_blk = (a->out_c + MR - 1) / MR, n_tiles = (g.Q + NR - 1) / NR;
@@ -187,18 +190,23 @@ hetcl_status hetcl__conv2d_wide_fwd(hetcl_context *ctx, const struct hetcl_op_co
     /* a 1x1 convolution without padding reads x itself: no dropped column, no read past the
      * plane (the masked loads stop at Q) */
     const bool in_place = a->k_h == 1 && a->k_w == 1 && a->pad == 0;
-    const int64_t slack = a->k_w + NR; /* the last channel's dropped columns read past it */
-    const size_t x_len = in_place ? 0 : (size_t) (a->in_c * g.plane + slack);
+    if (in_place)
+        g.plane = g.hp * g.wp;
+    const size_t x_len = in_place ? 0 : (size_t) (a->in_c * g.plane);
     float *mem = hetcl__malloc((x_len + MR * NR + 16) * sizeof *mem);
     if (!mem)
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "conv2d_fwd: %zu floats of padding scratch",
                            x_len + MR * NR);
     float *t = (float *) (((uintptr_t) mem + 63) & ~(uintptr_t) 63), *xpad = t + MR * NR;
+    /* the padded rows this part's positions read: the last one's taps reach k_h - 1 rows
+     * down, and its dropped columns k_w - 1 floats into the row after */
+    const int64_t q_hi = t_hi * NR < g.Q ? t_hi * NR : g.Q;
+    const int64_t r0 = t_lo * NR / g.wp, r1 = (q_hi - 1) / g.wp + a->k_h + 1;
     const int64_t x_img = a->in_c * a->in_h * a->in_w, y_img = a->out_c * g.out_h * g.out_w;
     for (int64_t img = 0; img < a->batch; img++) {
         const float *xb = x + img * x_img;
         if (!in_place) {
-            pad_image(a, &g, xb, xpad, slack);
+            pad_rows(a, &g, xb, r0, r1 < g.hp + 1 ? r1 : g.hp + 1, xpad);
             xb = xpad;
         }
         float *yi = y + img * y_img;
