@@ -11,7 +11,7 @@
  * Each figure is the median of -r runs (default 5) of >= 2 ms each, in the thread's CPU time
  * (it leaves out the slices other processes take from this core, not their cache pollution).
  * Shapes the session runs through the direct kernel instead (hetcl__conv2d_direct_suits) are
- * marked "direct" and timed through it too; stride-1 shapes that take conv2d_wide.c's path are
+ * marked "direct" and timed through it too; shapes that take conv2d_wide.c's path are
  * also timed through pack_b's B panels ("packed B"), the path they took before.
  */
 #include "host_test_util.h"

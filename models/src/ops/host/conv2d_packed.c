@@ -13,6 +13,9 @@
  * work splits into parts (hetcl__conv2d_packed_fwd's part / n_parts) along positions or
  * channels, whichever duplicates less, so that several workers can share one image.
  *
+ * On AVX-512 CPUs, most stride-1 and stride-2 shapes go to conv2d_wide.c instead, which reads
+ * the input where it lies rather than packing it (hetcl__conv2d_wide_suits).
+ *
  * Edge tiles (the last positions of a plane, the last channels when out_c is not a multiple of
  * mr) accumulate in a scratch tile and are copied to y when finished.
  */

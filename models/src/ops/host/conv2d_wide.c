@@ -1,16 +1,20 @@
 /*
- * Stride-1 convolutions for inference without any packing of the input (hetcl__conv2d_packed_fwd
- * hands them here on CPUs with AVX-512F): the weights are the AVX-512 SGEMM kernel's packed A
- * panels (hetcl__conv2d_pack_w, 8 channels per panel), and the B operand is read straight from
- * the input. Over the "wide grid" of the padded input (positions q = oy wp + ox, ox < wp, the
- * padded width: the columns ox >= out_w are computed and dropped), the depth p = (c, i, j) of
- * position q reads xpad[c][q + i wp + j]: 32 consecutive positions are 32 consecutive floats at
- * every depth, two unaligned loads. A 1x1 convolution without padding reads x itself (no
- * dropped columns); the others read a zero-padded copy of x, made once per call.
+ * Stride-1 and stride-2 convolutions for inference without any packing of the input
+ * (hetcl__conv2d_packed_fwd hands them here on CPUs with AVX-512F, hetcl__conv2d_wide_suits):
+ * the weights are the AVX-512 SGEMM kernel's packed A panels (hetcl__conv2d_pack_w, 8 channels
+ * per panel), and the B operand is read straight from the input. Over the "wide grid" of the
+ * padded input (positions q = oy wq + ox, ox < wq, the padded width: the columns ox >= out_w
+ * are computed and dropped), the depth p = (c, i, j) of position q reads xpad[c][q + i wq + j]
+ * at stride 1: 32 consecutive positions are 32 consecutive floats at every depth, two
+ * unaligned loads, at an offset per depth taken from a table. Stride 2 reads the padded input
+ * split into its four row and column parities (struct wgeom), which keeps that property. A
+ * 1x1 convolution without padding reads x itself (no dropped columns); the others read a
+ * padded (and split) copy of the rows of x their part needs, made once per call.
  *
- * Why: ResNet-18 at batch 1 (Xeon, AVX-512, one core) spent as long in pack_b (im2col of each
- * block into B panels, a memcpy per run of positions) as in the micro-kernel on its 56x56 and
- * 28x28 layers: a 3x3 layer with 64 output channels performs only 128 flops per copied float.
+ * Why: over ResNet-18's convolutions at batch 1 (lab_conv_packed under perf, Xeon with
+ * AVX-512, one core), pack_b and its copies (im2col of each block into B panels, a memcpy per
+ * run of positions) took about half as long as the micro-kernel: a 3x3 layer with 64 output
+ * channels performs only 128 flops per copied float.
  *
  * Each tile (8 channels x 32 positions) runs the whole depth in registers (no depth blocking:
  * whichever of its A panel, 32 K bytes, and its input rows does not stay in L1 streams from
