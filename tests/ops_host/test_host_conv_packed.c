@@ -169,6 +169,17 @@ static void test_kernel(const struct hetcl_gemm_kernel *kern)
              .k_w = 1,
              .stride = 1,
              .pad = 0},
+            /* pointwise with 70 output channels: the AVX-512 kernel's B panels too (the
+             * stride-1 path without packing takes 1x1 layers up to 64 channels) */
+            {.batch = 1,
+             .in_c = 13,
+             .in_h = 11,
+             .in_w = 7,
+             .out_c = 70,
+             .k_h = 1,
+             .k_w = 1,
+             .stride = 1,
+             .pad = 0},
             /* pointwise with stride 2 (ResNet's downsample) */
             {.batch = 1,
              .in_c = 9,
@@ -178,6 +189,38 @@ static void test_kernel(const struct hetcl_gemm_kernel *kern)
              .k_h = 1,
              .k_w = 1,
              .stride = 2,
+             .pad = 0},
+            /* depth 1350 (the AVX-512 stride-1 path's other loop order: its A panels over
+             * L1's 32 KiB), 18 channel blocks, the last partial; a wide grid of 2 tiles */
+            {.batch = 1,
+             .in_c = 150,
+             .in_h = 5,
+             .in_w = 6,
+             .out_c = 141,
+             .k_h = 3,
+             .k_w = 3,
+             .stride = 1,
+             .pad = 1},
+            /* 3x3 over 64 channels: the AVX-512 stride-1 path's channel blocks outside (a
+             * tile's input rows over 24 KiB, its A panels under) */
+            {.batch = 1,
+             .in_c = 64,
+             .in_h = 12,
+             .in_w = 9,
+             .out_c = 21,
+             .k_h = 3,
+             .k_w = 3,
+             .stride = 1,
+             .pad = 1},
+            /* 3x3 without padding: the wide grid's dropped columns at the plane's end */
+            {.batch = 2,
+             .in_c = 5,
+             .in_h = 13,
+             .in_w = 10,
+             .out_c = 9,
+             .k_h = 3,
+             .k_w = 2,
+             .stride = 1,
              .pad = 0},
             /* more channels than positions: the parts split channels */
             {.batch = 1,

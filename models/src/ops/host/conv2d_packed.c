@@ -13,6 +13,9 @@
  * work splits into parts (hetcl__conv2d_packed_fwd's part / n_parts) along positions or
  * channels, whichever duplicates less, so that several workers can share one image.
  *
+ * On AVX-512 CPUs, most stride-1 and stride-2 shapes go to conv2d_wide.c instead, which reads
+ * the input where it lies rather than packing it (hetcl__conv2d_wide_suits).
+ *
  * Edge tiles (the last positions of a plane, the last channels when out_c is not a multiple of
  * mr) accumulate in a scratch tile and are copied to y when finished.
  */
@@ -226,6 +229,8 @@ hetcl_status hetcl__conv2d_packed_fwd(hetcl_context *ctx, const struct hetcl_gem
                                       const float *wp, const float *bias, hetcl_act act, int part,
                                       int n_parts, float *y)
 {
+    if (hetcl__conv2d_wide_suits(kern, a))
+        return hetcl__conv2d_wide_fwd(ctx, a, x, wp, bias, act, part, n_parts, y);
     struct pgeom g;
     g.out_h = (a->in_h + 2 * a->pad - a->k_h) / a->stride + 1;
     g.out_w = (a->in_w + 2 * a->pad - a->k_w) / a->stride + 1;

@@ -192,6 +192,16 @@ hetcl_status hetcl__conv2d_packed_fwd(hetcl_context *ctx, const struct hetcl_gem
                                       const float *wp, const float *bias, hetcl_act act, int part,
                                       int n_parts, float *y);
 
+/* Stride-1 and stride-2 convolutions without packing the input (conv2d_wide.c, AVX-512 only):
+ * whether `kern` (the one w was packed for) and a's shape take that path;
+ * hetcl__conv2d_packed_fwd hands them to it. */
+bool hetcl__conv2d_wide_suits(const struct hetcl_gemm_kernel *kern,
+                              const struct hetcl_op_conv2d_args *a);
+/* hetcl__conv2d_packed_fwd's contract, for the shapes hetcl__conv2d_wide_suits takes. */
+hetcl_status hetcl__conv2d_wide_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
+                                    const float *x, const float *wp, const float *bias,
+                                    hetcl_act act, int part, int n_parts, float *y);
+
 /* ---- direct conv2d (stride 1) --------------------------------------------------------------- */
 
 /* Output channels per tile at most (tiles exist for every count 1 .. HETCL_CONV_OB_MAX). */
