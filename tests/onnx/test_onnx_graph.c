@@ -9,7 +9,8 @@
  * this file, through the plan's reference, a host session (fused: the activation buffers of a
  * graph), a host session with a task per operator, and an OpenCL session where a device exists.
  * Also a graph of two data inputs (slice layers) with a broadcast Mul, an Add, a Concat on the
- * width and a Transpose that moves nothing; and the refusals of what the importer cannot map.
+ * width and a Transpose that moves nothing; a Reshape between a Gemm and a Conv (a view); and the
+ * refusals of what the importer cannot map.
  */
 #include "harness.h"
 #include "onnx_fixture.h"
@@ -461,6 +462,55 @@ static void bn_naive(const float *x, double *out)
     }
 }
 
+/* A Reshape between two layers of compute (the batch kept, a view): x [N, 30] -> Gemm 24 ->
+ * Reshape [0, -1, 3, 4] -> Conv 3 k2 -> Relu -> Flatten [18]. */
+enum { RS_IN = 30, RS_MID = 24, RS_OUT = 3 * 2 * 3 };
+
+static struct fx *reshape_graph(void)
+{
+    struct fx *f = fx_new(14);
+    fx_input(f, "x", 2, (int64_t[]){0, RS_IN});
+    gemm_node(f, "x", "g", RS_IN, RS_MID, 21, 22);
+    fx_shape(f, "to", 4, (int64_t[]){0, -1, 3, 4});
+    fx_node(f, "Reshape", "view", "g,to", "r");
+    conv_node(f, "c", "r", "cv", 2, 3, 2, 1, 0, 23, 24);
+    fx_node(f, "Relu", "c_relu", "cv", "cr");
+    fx_node(f, "Flatten", "flat", "cr", "y");
+    fx_output(f, "y");
+    return f;
+}
+
+static void reshape_naive(const float *in, double *out)
+{
+    for (int r = 0; r < BATCH; r++) {
+        struct t3 x = input(in + r * RS_IN, RS_IN, 1, 1), g = t3_new(2, 3, 4);
+        gemm(x, RS_MID, 21, 22, g.v); /* its 24 values read as [2, 3, 4] */
+        struct t3 y = conv(g, 3, 2, 1, 0, 23, 24);
+        relu(&y);
+        memcpy(out + r * RS_OUT, y.v, RS_OUT * sizeof *y.v);
+        free(x.v), free(g.v), free(y.v);
+    }
+}
+
+/* A Reshape that would move values across examples is refused by name. */
+static void test_reshape_refused(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/reshape_batch.onnx", dir);
+    struct fx *f = fx_new(14);
+    fx_input(f, "x", 3, (int64_t[]){2, 3, 4});
+    fx_shape(f, "to", 3, (int64_t[]){4, 2, 3});
+    fx_node(f, "Reshape", "across", "x,to", "y");
+    fx_output(f, "y");
+    CHECK_EQ_INT(fx_write(f, path), 0);
+    fx_free(f);
+    hetcl_onnx_model *m = NULL;
+    CHECK_EQ_INT(hetcl_onnx_load(ctx, path, NULL, &m), HETCL_ERR_UNSUPPORTED);
+    CHECK(strstr(hetcl_context_last_error(ctx), "'across' (Reshape, opset 14)") &&
+          strstr(hetcl_context_last_error(ctx), "keep the batch first"));
+    hetcl_onnx_model_destroy(m);
+}
+
 /* The gate graph's layers: a slice for each data input, mul, add (the Relu folded), concat, mul
  * and add of constants (their weights). */
 static void test_inputs(void)
@@ -557,6 +607,8 @@ int main(void)
     CHECK_OK(ctx, hetcl_context_create(NULL, &ctx));
     check_graph(resnet(), "resnet_tiny.onnx", RES_C * RES_HW * RES_HW, RES_OUT, resnet_naive, 2, 0);
     check_graph(fire(), "fire_tiny.onnx", FIRE_C * FIRE_HW * FIRE_HW, FIRE_OUT, fire_naive, 0, 1);
+    check_graph(reshape_graph(), "reshape_view.onnx", RS_IN, RS_OUT, reshape_naive, 0, 0);
+    test_reshape_refused();
     test_inputs();
     test_errors();
     hetcl_context_destroy(ctx);

@@ -471,11 +471,12 @@ static const struct bad_case bad_cases[] = {
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
          "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, "
-         "mul, slice)",
+         "mul, slice, reshape)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
-         "maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, mul, slice)",
+         "maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, mul, slice, "
+         "reshape)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
         /* slide layers: the last one, under softmax_cross_entropy; bounded hashing */
@@ -570,6 +571,14 @@ static const struct bad_case bad_cases[] = {
          "layers[0]: slice of 8 values at offset 4: its input has 10 per example", 0},
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [10]}, 'layers': [{'type': "
          "'slice', 'offset': 4}]" SMCE,
+         "layers[0].shape: expected an array of 1 to 3 dimensions, got nothing", 1},
+        {IMG "'layers': [{'type': 'reshape', 'shape': [28, 27]}]" SMCE,
+         "layers[0].shape: [28, 27] holds 756 values, its input [1, 28, 28] 784 (a reshape keeps "
+         "every value)",
+         0},
+        {IMG "'layers': [{'type': 'reshape', 'shape': [28, 28], 'offset': 0}]" SMCE,
+         "layers[0].offset: unknown field (expected one of: type, shape)", 1},
+        {IMG "'layers': [{'type': 'reshape'}]" SMCE,
          "layers[0].shape: expected an array of 1 to 3 dimensions, got nothing", 1},
         {IMG "'layers': [{'type': 'dense', 'units': 3, 'inputs': [-1, 0]}]" SMCE,
          "layers[0].inputs: wrong size or not an array (expected an array of 1 earlier", 0},
@@ -738,6 +747,30 @@ static void test_pool_padding(hetcl_context *ctx)
     }
 }
 
+/* A reshape is its input's values in another shape of as many: a view, without parameters. */
+static void test_reshape(hetcl_context *ctx)
+{
+    static const char text[] =
+            "{\"schema_version\": 1, \"name\": \"t\", \"input\": {\"shape\": [1, 28, 28]}, "
+            "\"layers\": [{\"type\": \"reshape\", \"shape\": [4, 14, 14]}, {\"type\": "
+            "\"conv2d\", \"filters\": 2, \"kernel\": 3}, {\"type\": \"flatten\"}, {\"type\": "
+            "\"dense\", \"units\": 10}], \"loss\": \"softmax_cross_entropy\"}";
+    hetcl_model_spec *spec = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "reshape.json", text, sizeof text - 1, &spec));
+    if (!spec)
+        return;
+    const struct hetcl_model_layer *r = &spec->layers[0], *c = &spec->layers[1];
+    CHECK_EQ_INT(r->type, HETCL_MODEL_LAYER_RESHAPE);
+    CHECK_EQ_INT(r->out_shape.rank, 3);
+    CHECK_EQ_INT(r->out_shape.dims[0], 4);
+    CHECK_EQ_INT(r->out_shape.dims[2], 14);
+    CHECK_EQ_INT(r->n_parameters, 0);
+    CHECK_EQ_INT(c->in_shape.dims[0], 4);
+    CHECK_EQ_INT(c->out_shape.dims[1], 12);
+    CHECK_EQ_INT(spec->n_parameters, 2 * 4 * 3 * 3 + 2 + 10 * 2 * 12 * 12 + 10);
+    hetcl_model_spec_destroy(spec);
+}
+
 static void test_edges(hetcl_context *ctx)
 {
     hetcl_model_spec *spec = NULL;
@@ -884,6 +917,7 @@ int main(void)
     test_defaults(ctx);
     test_bad_specs(ctx);
     test_pool_padding(ctx);
+    test_reshape(ctx);
     test_edges(ctx);
     test_huge_fields(ctx);
     hetcl_context_destroy(ctx);

@@ -85,6 +85,8 @@ enum hetcl_model_layer_type {
     HETCL_MODEL_LAYER_SLICE,      /* "slice": the values [offset, offset + n) of each example
                                      of its input, as the shape "shape" of n values ("offset",
                                      default 0): one of a network's several inputs */
+    HETCL_MODEL_LAYER_RESHAPE,    /* "reshape": its input's values as the shape "shape" of as
+                                     many values (row-major, so no value moves: a view) */
 };
 
 /* The most inputs a layer names ("inputs"). */

@@ -209,6 +209,7 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
             op = HETCL_INFER_AVGPOOL;
             break;
         case HETCL_MODEL_LAYER_FLATTEN:
+        case HETCL_MODEL_LAYER_RESHAPE: /* a view too: the same bytes, another shape */
             op = HETCL_INFER_FLATTEN;
             break;
         case HETCL_MODEL_LAYER_ACTIVATION:

@@ -76,7 +76,7 @@ static bool dense_like(const struct hetcl_model_layer *L)
 
 static bool is_view(const struct hetcl_model_layer *L)
 {
-    return L->type == HETCL_MODEL_LAYER_FLATTEN;
+    return L->type == HETCL_MODEL_LAYER_FLATTEN || L->type == HETCL_MODEL_LAYER_RESHAPE;
 }
 
 bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer)
@@ -91,6 +91,7 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_RESHAPE:
     case HETCL_MODEL_LAYER_SLIDE:
     case HETCL_MODEL_LAYER_ACTIVATION:
     case HETCL_MODEL_LAYER_ADD:
@@ -446,6 +447,7 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, y, HETCL_W);
         return;
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_RESHAPE:
         return; /* a view: the layers above read its input's slot */
     case HETCL_MODEL_LAYER_KERNEL:
         /* K(input, centers) [rows, centers], then y = K alpha ([rows, centers] x [centers,
@@ -622,6 +624,7 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, dx, HETCL_W);
         return;
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_RESHAPE:
         return; /* a view: the layer above wrote its input's gradient directly */
     case HETCL_MODEL_LAYER_KERNEL:
         /* grad_w = K^T dact ([centers, rows] x [rows, units]); no input gradient */

@@ -1,7 +1,7 @@
 /*
  * ONNX import of the activations (Relu, Sigmoid, Tanh, LeakyRelu, Clip as ReLU6 or ReLU),
  * folded into the layer before them where they can be, and of the shape nodes: Flatten,
- * Reshape (flattening only) and Softmax (over an example's values, ending the graph).
+ * Reshape (keeping the batch first) and Softmax (over an example's values, ending the graph).
  */
 #ifdef HETCL_WITH_ONNX
 
@@ -97,23 +97,76 @@ hetcl_status hetcl__onnx_op_flatten(struct imp *m, const Onnx__NodeProto *n)
     return hetcl__onnx_flatten_to_1(m, n);
 }
 
+/* Reshape's target (t, k values) resolved against the data input [batch, dims...]: 0 copies the
+ * input's dimension (allowzero 0), -1 is inferred. The batch must stay first, so that each
+ * example keeps its values: the target's first value is 0, the batch, or -1 with the others
+ * holding one example's values. The per-example shape into out (*rank; 0: not of that form). */
+static void reshape_target(const struct imp *m, const struct hetcl_onnx_tensor *t, int *rank,
+                           int64_t out[HETCL_MODEL_SPEC_MAX_RANK])
+{
+    const int64_t k = t->n_elements, e = hetcl__onnx_elems(m);
+    *rank = 0;
+    if (k < 2 || k - 1 > HETCL_MODEL_SPEC_MAX_RANK || m->flat_view)
+        return;
+    const int64_t b = (int64_t) t->data[0];
+    if (!(b == 0 || b == -1 || (m->batch > 0 && b == m->batch)))
+        return;
+    int64_t known = 1, infer = -1;
+    for (int64_t i = 1; i < k; i++) {
+        int64_t d = (int64_t) t->data[i];
+        if (d == 0 && i - 1 < m->orank && i - 1 < m->rank)
+            d = m->dims[i - 1];
+        if (d == -1 && infer < 0 && b != -1) {
+            infer = i - 1;
+            continue;
+        }
+        if (d < 1)
+            return;
+        known *= d;
+        out[i - 1] = d;
+    }
+    if (infer >= 0) {
+        if (e % known)
+            return;
+        out[infer] = e / known;
+    } else if (known != e) {
+        return;
+    }
+    *rank = (int) (k - 1);
+}
+
+/* Reshape keeping the batch: flat targets flatten, others are a reshape layer (a view). */
 hetcl_status hetcl__onnx_op_reshape(struct imp *m, const Onnx__NodeProto *n)
 {
     hetcl_status s = HETCL_OK;
     const struct hetcl_onnx_tensor *sh = hetcl__onnx_const_input(m, n, 1, "shape", &s);
     if (!sh)
         return s;
-    const int64_t e = hetcl__onnx_elems(m);
-    if (sh->n_elements == 2) {
-        int64_t b = (int64_t) sh->data[0], f = (int64_t) sh->data[1];
-        bool batch_ok = b == 0 || (b == -1 && f != -1) || (m->batch > 0 && b == m->batch);
-        if (batch_ok && (f == -1 || f == e))
-            return hetcl__onnx_flatten_to_1(m, n);
-    }
-    return hetcl__onnx_unsupported(m, n,
-                                   "a target shape other than [batch, %lld] (only flattening is "
-                                   "supported)",
-                                   (long long) e);
+    bool zeros = false;
+    for (int64_t i = 0; i < sh->n_elements; i++)
+        zeros |= sh->data[i] == 0.0f;
+    if (zeros && hetcl__onnx_attr_int(n, "allowzero", 0))
+        return hetcl__onnx_unsupported(m, n, "allowzero 1 with a 0 in the shape (an empty tensor)");
+    int rank = 0;
+    int64_t dims[HETCL_MODEL_SPEC_MAX_RANK];
+    reshape_target(m, sh, &rank, dims);
+    if (rank == 1)
+        return hetcl__onnx_flatten_to_1(m, n);
+    if (rank == 0)
+        return hetcl__onnx_unsupported(m, n,
+                                       "a target shape that does not keep the batch first with "
+                                       "%lld values per example in 1 to %d dimensions",
+                                       (long long) hetcl__onnx_elems(m), HETCL_MODEL_SPEC_MAX_RANK);
+    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_RESHAPE, &s);
+    if (!l)
+        return s;
+    l->shape_rank = rank;
+    memcpy(l->shape, dims, (size_t) rank * sizeof *dims);
+    memcpy(m->dims, dims, (size_t) rank * sizeof *dims);
+    m->rank = m->orank = rank;
+    m->flat_view = false;
+    m->after_layer = false;
+    return HETCL_OK;
 }
 
 hetcl_status hetcl__onnx_op_softmax(struct imp *m, const Onnx__NodeProto *n)

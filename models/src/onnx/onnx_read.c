@@ -17,8 +17,9 @@ const char *hetcl_onnx_supported_ops(void)
            "BatchNormalization (inference; folded into a Conv, Gemm or MatMul before it, else a "
            "scale and shift per channel), Relu, Sigmoid, Tanh, LeakyRelu, Clip (as ReLU6: min 0, "
            "max 6), "
-           "MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Flatten, Reshape (to [batch, "
-           "n]), Transpose (a layout no-op), Softmax (last node), Dropout, Identity, Constant";
+           "MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Flatten, Reshape (keeping "
+           "the batch first), Transpose (a layout no-op), Softmax (last node), Dropout, Identity, "
+           "Constant";
 }
 
 void hetcl_onnx_tensor_destroy(struct hetcl_onnx_tensor *t)

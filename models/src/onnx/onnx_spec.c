@@ -79,6 +79,9 @@ static bool add_layer_json(cJSON *arr, const struct layer *l, int index)
         ok = ok && cJSON_AddNumberToObject(o, "offset", (double) l->offset) &&
              cJSON_AddItemToObject(o, "shape", ints_json(l->shape, l->shape_rank));
         break;
+    case HETCL_MODEL_LAYER_RESHAPE:
+        ok = ok && cJSON_AddItemToObject(o, "shape", ints_json(l->shape, l->shape_rank));
+        break;
     }
     ok = ok && add_inputs_json(o, l, index);
     if (l->type == HETCL_MODEL_LAYER_DENSE || l->type == HETCL_MODEL_LAYER_CONV2D)

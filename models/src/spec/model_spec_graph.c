@@ -99,6 +99,7 @@ hetcl_status hetcl__spec_parse_operand(const struct parser *p, const cJSON *x, c
     return get_shape(p, x, prefix, "operand", false, &l->operand);
 }
 static const char *const slice_fields[] = {"type", "offset", "shape"};
+static const char *const reshape_fields[] = {"type", "shape"};
 
 hetcl_status hetcl__spec_parse_join(const struct parser *p, const cJSON *x, const char *prefix,
                                     struct hetcl_model_layer *l)
@@ -112,6 +113,11 @@ hetcl_status hetcl__spec_parse_join(const struct parser *p, const cJSON *x, cons
             l->axis = (int) (v < HETCL_MODEL_SPEC_MAX_RANK ? v : HETCL_MODEL_SPEC_MAX_RANK);
         return s;
     }
+    if (l->type == HETCL_MODEL_LAYER_RESHAPE)
+        return (s = hetcl__spec_check_fields(p, x, prefix, reshape_fields,
+                                             N_OF(reshape_fields))) != HETCL_OK
+                       ? s
+                       : get_shape(p, x, prefix, "shape", true, &l->out_shape);
     if ((s = hetcl__spec_check_fields(p, x, prefix, slice_fields, N_OF(slice_fields))) !=
                 HETCL_OK ||
         (s = hetcl__spec_get_int(p, x, prefix, "offset", false, 0, 0, &l->offset)) != HETCL_OK)
@@ -144,6 +150,15 @@ static hetcl_status slice_shape(hetcl_context *ctx, const char *source, int inde
         n *= l->out_shape.dims[d];
     for (int d = 0; d < in->rank; d++)
         total *= in->dims[d];
+    if (l->type == HETCL_MODEL_LAYER_RESHAPE && n != total) {
+        char a[96], b[96];
+        shape_text(in, a, sizeof a);
+        shape_text(&l->out_shape, b, sizeof b);
+        return hetcl__fail(ctx, HETCL_ERR_FORMAT,
+                           "%s: layers[%d].shape: %s holds %lld values, its input %s %lld (a "
+                           "reshape keeps every value)",
+                           source, index, b, (long long) n, a, (long long) total);
+    }
     if (n > total || l->offset > total - n)
         return hetcl__fail(ctx, HETCL_ERR_FORMAT,
                            "%s: layers[%d]: slice of %lld values at offset %lld: its input has "
@@ -161,7 +176,7 @@ hetcl_status hetcl__spec_join_shape(hetcl_context *ctx, const char *source,
     const struct hetcl_model_layer *l = &layers[index];
     const bool add = l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_MUL;
     const int axis = l->axis;
-    if (l->type == HETCL_MODEL_LAYER_SLICE)
+    if (l->type == HETCL_MODEL_LAYER_SLICE || l->type == HETCL_MODEL_LAYER_RESHAPE)
         return slice_shape(ctx, source, index, l, hetcl__spec_input_shape(layers, index, input),
                            out);
     *out = *hetcl__spec_input_shape(layers, index, input);
