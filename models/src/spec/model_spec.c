@@ -26,10 +26,9 @@
 
 /* ---- names -------------------------------------------------------------------------------- */
 
-static const char *const layer_type_names[] = {"dense",   "conv2d", "maxpool2d", "avgpool2d",
-                                               "flatten", "kernel", "slide",     "activation",
-                                               "add",     "concat", "mul",       "slice",
-                                               "reshape"};
+static const char *const layer_type_names[] = {
+        "dense",      "conv2d", "maxpool2d", "avgpool2d", "flatten", "kernel", "slide",
+        "activation", "add",    "concat",    "mul",       "slice",   "reshape"};
 static const char *const activation_names[] = {"none", "relu",  "sigmoid",
                                                "tanh", "relu6", "leaky_relu"};
 static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
