@@ -114,8 +114,8 @@ hetcl_status hetcl__spec_parse_join(const struct parser *p, const cJSON *x, cons
         return s;
     }
     if (l->type == HETCL_MODEL_LAYER_RESHAPE)
-        return (s = hetcl__spec_check_fields(p, x, prefix, reshape_fields,
-                                             N_OF(reshape_fields))) != HETCL_OK
+        return (s = hetcl__spec_check_fields(p, x, prefix, reshape_fields, N_OF(reshape_fields))) !=
+                               HETCL_OK
                        ? s
                        : get_shape(p, x, prefix, "shape", true, &l->out_shape);
     if ((s = hetcl__spec_check_fields(p, x, prefix, slice_fields, N_OF(slice_fields))) !=
