@@ -9,8 +9,9 @@
  * this file, through the plan's reference, a host session (fused: the activation buffers of a
  * graph), a host session with a task per operator, and an OpenCL session where a device exists.
  * Also a graph of two data inputs (slice layers) with a broadcast Mul, an Add, a Concat on the
- * width and a Transpose that moves nothing; a Reshape between a Gemm and a Conv (a view); and the
- * refusals of what the importer cannot map.
+ * width and a Transpose that moves nothing; a Reshape between a Gemm and a Conv (a view); a
+ * Softmax along the last axis between a Conv and a Gemm; and the refusals of what the importer
+ * cannot map.
  */
 #include "harness.h"
 #include "onnx_fixture.h"
@@ -492,6 +493,39 @@ static void reshape_naive(const float *in, double *out)
     }
 }
 
+/* A Softmax along the last axis of a multi-dimensional value, the graph going on after it:
+ * x [N, 2, 3, 4] -> Conv 3 k2 [3, 2, 3] -> Softmax (axis -1) -> Flatten -> Gemm 4. */
+enum { SM_C = 2, SM_H = 3, SM_W = 4, SM_IN = SM_C * SM_H * SM_W, SM_MID = 3 * 2 * 3, SM_OUT = 4 };
+
+static struct fx *softmax_graph(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 4, (int64_t[]){0, SM_C, SM_H, SM_W});
+    conv_node(f, "c", "x", "cv", SM_C, 3, 2, 1, 0, 31, 32);
+    fx_attr_int(f, fx_node(f, "Softmax", "rows", "cv", "sm"), "axis", -1);
+    fx_node(f, "Flatten", "flat", "sm", "smf");
+    gemm_node(f, "smf", "y", SM_MID, SM_OUT, 33, 34);
+    fx_output(f, "y");
+    return f;
+}
+
+static void softmax_naive(const float *in, double *out)
+{
+    for (int r = 0; r < BATCH; r++) {
+        struct t3 x = input(in + r * SM_IN, SM_C, SM_H, SM_W);
+        struct t3 y = conv(x, 3, 2, 1, 0, 31, 32); /* [3, 2, 3]: rows of 3 */
+        for (int row = 0; row < y.c * y.h; row++) {
+            double *v = y.v + row * y.w, sum = 0;
+            for (int j = 0; j < y.w; j++)
+                sum += exp(v[j]);
+            for (int j = 0; j < y.w; j++)
+                v[j] = exp(v[j]) / sum;
+        }
+        gemm(y, SM_OUT, 33, 34, out + r * SM_OUT);
+        free(x.v), free(y.v);
+    }
+}
+
 /* A Reshape that would move values across examples is refused by name. */
 static void test_reshape_refused(void)
 {
@@ -608,6 +642,7 @@ int main(void)
     check_graph(resnet(), "resnet_tiny.onnx", RES_C * RES_HW * RES_HW, RES_OUT, resnet_naive, 2, 0);
     check_graph(fire(), "fire_tiny.onnx", FIRE_C * FIRE_HW * FIRE_HW, FIRE_OUT, fire_naive, 0, 1);
     check_graph(reshape_graph(), "reshape_view.onnx", RS_IN, RS_OUT, reshape_naive, 0, 0);
+    check_graph(softmax_graph(), "softmax_axis.onnx", SM_IN, SM_OUT, softmax_naive, 0, 0);
     test_reshape_refused();
     test_inputs();
     test_errors();

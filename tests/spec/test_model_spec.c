@@ -471,12 +471,12 @@ static const struct bad_case bad_cases[] = {
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
          "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, "
-         "mul, slice, reshape)",
+         "mul, slice, reshape, softmax)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
          "maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, mul, slice, "
-         "reshape)",
+         "reshape, softmax)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
         /* slide layers: the last one, under softmax_cross_entropy; bounded hashing */
@@ -578,6 +578,10 @@ static const struct bad_case bad_cases[] = {
          0},
         {IMG "'layers': [{'type': 'reshape', 'shape': [28, 28], 'offset': 0}]" SMCE,
          "layers[0].offset: unknown field (expected one of: type, shape)", 1},
+        {IMG "'layers': [{'type': 'softmax', 'axis': 3}]" SMCE,
+         "layers[0]: softmax axis 3 of an input of 3 dimensions [1, 28, 28] (expected 0 to 2)", 1},
+        {IMG "'layers': [{'type': 'softmax', 'activation': 'relu'}]" SMCE,
+         "layers[0].activation: unknown field (expected one of: type, axis)", 1},
         {IMG "'layers': [{'type': 'reshape'}]" SMCE,
          "layers[0].shape: expected an array of 1 to 3 dimensions, got nothing", 1},
         {IMG "'layers': [{'type': 'dense', 'units': 3, 'inputs': [-1, 0]}]" SMCE,

@@ -62,7 +62,8 @@ enum hetcl_infer_op {
     HETCL_INFER_MAXPOOL,   /* max pooling (an argmax scratch buffer per share) */
     HETCL_INFER_AVGPOOL,
     HETCL_INFER_FLATTEN,    /* a view of the previous output: no task, no copy */
-    HETCL_INFER_SOFTMAX,    /* row-wise softmax of the logits (the last step) */
+    HETCL_INFER_SOFTMAX,    /* row-wise softmax of the logits (the last step, layer -1), or a
+                               "softmax" layer's along its axis */
     HETCL_INFER_OUTPUT,     /* the last step of a spec whose loss is not softmax cross-entropy
                                (an imported graph without a Softmax): the last layer's values */
     HETCL_INFER_ACTIVATION, /* an "activation" layer: act(x) elementwise, into its own buffer */

@@ -87,6 +87,8 @@ enum hetcl_model_layer_type {
                                      default 0): one of a network's several inputs */
     HETCL_MODEL_LAYER_RESHAPE,    /* "reshape": its input's values as the shape "shape" of as
                                      many values (row-major, so no value moves: a view) */
+    HETCL_MODEL_LAYER_SOFTMAX,    /* "softmax": the softmax along dimension "axis" (default: the
+                                     last) of each example, same shape (inference only) */
 };
 
 /* The most inputs a layer names ("inputs"). */
@@ -211,7 +213,8 @@ struct hetcl_model_layer {
      * any other layer: 1. */
     int n_inputs;
     int inputs[HETCL_MODEL_SPEC_MAX_INPUTS];
-    int axis; /* concat: the dimension joined ("axis", 0 to rank - 1, default 0) */
+    int axis; /* concat: the dimension joined ("axis", 0 to rank - 1, default 0); softmax: the
+                 dimension it normalises ("axis"; -1 when absent: the last) */
     /* add, mul: the shape of a constant second operand ("operand"; rank 0: none, the layer
      * reads two inputs): the layer's weight tensor, broadcast as an input would be */
     struct hetcl_model_shape operand;

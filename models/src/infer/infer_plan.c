@@ -215,6 +215,9 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
         case HETCL_MODEL_LAYER_ACTIVATION:
             op = HETCL_INFER_ACTIVATION;
             break;
+        case HETCL_MODEL_LAYER_SOFTMAX: /* a layer's: along its axis */
+            op = HETCL_INFER_SOFTMAX;
+            break;
         case HETCL_MODEL_LAYER_ADD:
             op = HETCL_INFER_ADD;
             break;

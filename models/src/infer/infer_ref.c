@@ -122,6 +122,22 @@ static void softmax(int64_t b, int64_t k, const double *x, double *y)
     }
 }
 
+/* The softmax along the middle of [rows][n][inner] (values of one axis inner apart). */
+static void softmax_axis(int64_t rows, int64_t n, int64_t inner, const double *x, double *y)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < inner; i++) {
+            const double *xr = x + r * n * inner + i;
+            double *yr = y + r * n * inner + i, m = -HUGE_VAL, sum = 0;
+            for (int64_t j = 0; j < n; j++)
+                m = xr[j * inner] > m ? xr[j * inner] : m;
+            for (int64_t j = 0; j < n; j++)
+                sum += exp(xr[j * inner] - m);
+            for (int64_t j = 0; j < n; j++)
+                yr[j * inner] = exp(xr[j * inner] - m) / sum;
+        }
+}
+
 /* Layer `src`'s output (src -1: the input) among the steps' outputs: steps are the layers. */
 static const double *source(double *const *outs, const double *in, int src)
 {
@@ -247,7 +263,19 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
             pool(plan, s, batch, a, b);
             break;
         case HETCL_INFER_SOFTMAX:
-            softmax(batch, s->out_elems, a, b);
+            if (s->layer >= 0) { /* a softmax layer: along its axis */
+                const struct hetcl_model_shape *sh = &s->in_shape;
+                const int axis = plan->spec->layers[s->layer].axis;
+                const int ax = axis < 0 ? sh->rank - 1 : axis;
+                int64_t outer = 1, inner = 1;
+                for (int d = 0; d < ax; d++)
+                    outer *= sh->dims[d];
+                for (int d = ax + 1; d < sh->rank; d++)
+                    inner *= sh->dims[d];
+                softmax_axis(batch * outer, sh->dims[ax], inner, a, b);
+            } else {
+                softmax(batch, s->out_elems, a, b);
+            }
             break;
         case HETCL_INFER_ACTIVATION:
             for (int64_t k = 0; k < batch * s->out_elems; k++)

@@ -84,6 +84,17 @@ bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer)
     return is_view(&spec->layers[layer]);
 }
 
+void hetcl__lower_softmax_split(const struct hetcl_model_layer *L, int64_t *outer, int64_t *n,
+                                int64_t *inner)
+{
+    const struct hetcl_model_shape *sh = &L->in_shape;
+    const int axis = L->axis < 0 ? sh->rank - 1 : L->axis;
+    *outer = *inner = 1;
+    for (int d = 0; d < sh->rank; d++)
+        *(d < axis ? outer : inner) *= d == axis ? 1 : sh->dims[d];
+    *n = sh->dims[axis];
+}
+
 hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec, int layer)
 {
     const struct hetcl_model_layer *L = &spec->layers[layer];
@@ -120,6 +131,17 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
                                (long long) L->kernel[1], (long long) L->stride[0],
                                (long long) L->stride[1]);
         return HETCL_OK;
+    case HETCL_MODEL_LAYER_SOFTMAX: {
+        /* The softmax operator normalises contiguous rows: an axis with no values after it. */
+        int64_t outer, n, inner;
+        hetcl__lower_softmax_split(L, &outer, &n, &inner);
+        if (inner != 1)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: softmax along axis %d of [%lld values, then "
+                               "%lld after each]: the operator normalises the last axis only",
+                               spec->source, layer, L->axis, (long long) n, (long long) inner);
+        return HETCL_OK;
+    }
     case HETCL_MODEL_LAYER_KERNEL:
         if (L->centers < 1)
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
@@ -523,6 +545,17 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         }
         return;
     }
+    case HETCL_MODEL_LAYER_SOFTMAX: {
+        /* each example's [outer][n] values: outer rows of n, the last axis (lower_check) */
+        int64_t outer, n, inner;
+        hetcl__lower_softmax_split(L, &outer, &n, &inner);
+        op = add(e, &hetcl_op_softmax, "fwd_softmax");
+        SET_ARGS(op, xent,
+                 ((struct hetcl_op_xent_args){.rows = rows * outer, .classes = n, .scale = 1}));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, y, HETCL_W);
+        return;
+    }
     case HETCL_MODEL_LAYER_ACTIVATION:
         /* y = act(x + 0) into its own slot: the input may be read again by nothing else, but
          * an in-place form would make the layer a view of a slot it writes */
@@ -641,6 +674,7 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
     case HETCL_MODEL_LAYER_CONCAT:
     case HETCL_MODEL_LAYER_MUL:
     case HETCL_MODEL_LAYER_SLICE:
+    case HETCL_MODEL_LAYER_SOFTMAX:
         return; /* inference only: hetcl_net_create refuses to train them */
     }
 }

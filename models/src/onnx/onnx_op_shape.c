@@ -169,6 +169,28 @@ hetcl_status hetcl__onnx_op_reshape(struct imp *m, const Onnx__NodeProto *n)
     return HETCL_OK;
 }
 
+/* A Softmax along one axis after the batch of a multi-dimensional input (opset 13 on; before,
+ * Softmax normalises everything from its axis on, which is one axis only when it is the last):
+ * a softmax layer, the graph going on after it. */
+static hetcl_status softmax_layer(struct imp *m, const Onnx__NodeProto *n, int64_t axis)
+{
+    const int64_t r = m->orank + 1, a = axis < 0 ? axis + r : axis;
+    if (m->flat_view || a < 1 || a >= r || (m->opset < 13 && a != r - 1))
+        return hetcl__onnx_unsupported(
+                m, n, "axis %lld of a tensor of rank %lld (only an axis after the batch%s)",
+                (long long) axis, (long long) r,
+                m->flat_view    ? ", of a tensor of at most 4 dimensions"
+                : m->opset < 13 ? "; before opset 13, the last one or axis 1"
+                                : "");
+    hetcl_status s = HETCL_OK;
+    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_SOFTMAX, &s);
+    if (!l)
+        return s;
+    l->axis = (int) (a - 1);
+    m->after_layer = false;
+    return HETCL_OK;
+}
+
 hetcl_status hetcl__onnx_op_softmax(struct imp *m, const Onnx__NodeProto *n)
 {
     int64_t axis = hetcl__onnx_attr_int(n, "axis", m->opset >= 13 ? -1 : 1);
@@ -177,10 +199,7 @@ hetcl_status hetcl__onnx_op_softmax(struct imp *m, const Onnx__NodeProto *n)
      * softmax over all of an example's values, whatever its shape. */
     bool ok = (flat && (axis == 1 || axis == -1)) || (m->opset < 13 && axis == 1);
     if (!ok)
-        return hetcl__onnx_unsupported(m, n,
-                                       "axis %lld of a %s input (only the softmax over all of an "
-                                       "example's values)",
-                                       (long long) axis, flat ? "flat" : "multi-dimensional");
+        return softmax_layer(m, n, axis);
     if (m->rank != 1) {
         hetcl_status s = hetcl__onnx_flatten_to_1(m, n);
         if (s != HETCL_OK)

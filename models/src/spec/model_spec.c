@@ -27,8 +27,8 @@
 /* ---- names -------------------------------------------------------------------------------- */
 
 static const char *const layer_type_names[] = {
-        "dense",      "conv2d", "maxpool2d", "avgpool2d", "flatten", "kernel", "slide",
-        "activation", "add",    "concat",    "mul",       "slice",   "reshape"};
+        "dense",      "conv2d", "maxpool2d", "avgpool2d", "flatten", "kernel",  "slide",
+        "activation", "add",    "concat",    "mul",       "slice",   "reshape", "softmax"};
 static const char *const activation_names[] = {"none", "relu",  "sigmoid",
                                                "tanh", "relu6", "leaky_relu"};
 static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
@@ -71,6 +71,7 @@ static const char *const conv_fields[] = {"type",       "filters", "kernel", "st
                                           "activation", "bias",    "init",   "groups", "alpha"};
 static const char *const flatten_fields[] = {"type"};
 static const char *const activation_fields[] = {"type", "activation", "alpha"};
+static const char *const softmax_fields[] = {"type", "axis"};
 static const char *const add_fields[] = {"type", "activation", "alpha", "operand", "init"};
 
 /* "alpha": leaky_relu's slope, a finite number (default 0.01, PyTorch's and ONNX's); given
@@ -176,6 +177,16 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
         l->activation = (enum hetcl_model_activation) act;
         l->init = resolve_init(init, HETCL_MODEL_ACT_NONE);
         return get_alpha(p, x, prefix, l);
+    case HETCL_MODEL_LAYER_SOFTMAX: {
+        int64_t axis = -1; /* absent: the last dimension, whatever the input's rank */
+        if ((s = hetcl__spec_check_fields(p, x, prefix, softmax_fields, N_OF(softmax_fields))) !=
+                    HETCL_OK ||
+            (cJSON_GetObjectItemCaseSensitive(x, "axis") &&
+             (s = hetcl__spec_get_int(p, x, prefix, "axis", true, 0, 0, &axis)) != HETCL_OK))
+            return s;
+        l->axis = (int) (axis < HETCL_MODEL_SPEC_MAX_RANK ? axis : HETCL_MODEL_SPEC_MAX_RANK);
+        return HETCL_OK;
+    }
     case HETCL_MODEL_LAYER_ACTIVATION:
         if ((s = hetcl__spec_check_fields(p, x, prefix, activation_fields,
                                           N_OF(activation_fields))) != HETCL_OK ||
@@ -356,6 +367,14 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
         g->out.dims[0] = l->units;
         break;
     case HETCL_MODEL_LAYER_ACTIVATION:
+        g->out = *cur;
+        break;
+    case HETCL_MODEL_LAYER_SOFTMAX:
+        if (l->axis >= cur->rank)
+            return hetcl__spec_bad(p, where,
+                                   "softmax axis %d of an input of %d dimensions %s (expected 0 "
+                                   "to %d)",
+                                   l->axis, cur->rank, shape, cur->rank - 1);
         g->out = *cur;
         break;
     case HETCL_MODEL_LAYER_ADD: /* resolve_layer joins their inputs' shapes */
