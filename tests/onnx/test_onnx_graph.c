@@ -9,9 +9,9 @@
  * this file, through the plan's reference, a host session (fused: the activation buffers of a
  * graph), a host session with a task per operator, and an OpenCL session where a device exists.
  * Also a graph of two data inputs (slice layers) with a broadcast Mul, an Add, a Concat on the
- * width and a Transpose that moves nothing; a Reshape between a Gemm and a Conv (a view); a
- * Softmax along the last axis between a Conv and a Gemm; and the refusals of what the importer
- * cannot map.
+ * width and a Transpose that moves nothing; a Reshape between a Gemm and a Conv (a view) after a
+ * Clip; a Softmax along the last axis between a Conv and a Gemm; and the refusals of what the
+ * importer cannot map.
  */
 #include "harness.h"
 #include "onnx_fixture.h"
@@ -464,14 +464,18 @@ static void bn_naive(const float *x, double *out)
 }
 
 /* A Reshape between two layers of compute (the batch kept, a view): x [N, 30] -> Gemm 24 ->
- * Reshape [0, -1, 3, 4] -> Conv 3 k2 -> Relu -> Flatten [18]. */
+ * Clip [-0.2, 0.3] (a clip activation layer) -> Reshape [0, -1, 3, 4] -> Conv 3 k2 -> Relu ->
+ * Flatten [18]. */
 enum { RS_IN = 30, RS_MID = 24, RS_OUT = 3 * 2 * 3 };
 
 static struct fx *reshape_graph(void)
 {
     struct fx *f = fx_new(14);
     fx_input(f, "x", 2, (int64_t[]){0, RS_IN});
-    gemm_node(f, "x", "g", RS_IN, RS_MID, 21, 22);
+    gemm_node(f, "x", "g0", RS_IN, RS_MID, 21, 22);
+    fx_weight(f, "lo", 1, (int64_t[]){1}, (float[]){-0.2f});
+    fx_weight(f, "hi", 1, (int64_t[]){1}, (float[]){0.3f});
+    fx_node(f, "Clip", "bounds", "g0,lo,hi", "g");
     fx_shape(f, "to", 4, (int64_t[]){0, -1, 3, 4});
     fx_node(f, "Reshape", "view", "g,to", "r");
     conv_node(f, "c", "r", "cv", 2, 3, 2, 1, 0, 23, 24);
@@ -485,7 +489,10 @@ static void reshape_naive(const float *in, double *out)
 {
     for (int r = 0; r < BATCH; r++) {
         struct t3 x = input(in + r * RS_IN, RS_IN, 1, 1), g = t3_new(2, 3, 4);
-        gemm(x, RS_MID, 21, 22, g.v); /* its 24 values read as [2, 3, 4] */
+        gemm(x, RS_MID, 21, 22, g.v);                         /* its 24 values read as [2, 3, 4] */
+        const double lo = (double) -0.2f, hi = (double) 0.3f; /* the bounds as stored */
+        for (int i = 0; i < RS_MID; i++)
+            g.v[i] = g.v[i] < lo ? lo : g.v[i] > hi ? hi : g.v[i];
         struct t3 y = conv(g, 3, 2, 1, 0, 23, 24);
         relu(&y);
         memcpy(out + r * RS_OUT, y.v, RS_OUT * sizeof *y.v);

@@ -490,11 +490,11 @@ static const struct bad_case bad_cases[] = {
          "layers[0].activation: unknown field", 1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activation': 'softmax'}]" SMCE,
          "layers[0].activation: unknown activation \"softmax\" (expected one of: none, relu, "
-         "sigmoid, tanh, relu6, leaky_relu)",
+         "sigmoid, tanh, relu6, leaky_relu, clip)",
          1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activation': 1}]" SMCE,
          "layers[0].activation: expected a string, one of: none, relu, sigmoid, tanh, relu6, "
-         "leaky_relu; got 1",
+         "leaky_relu, clip; got 1",
          1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'init': 'glorot'}]" SMCE,
          "layers[0].init: unknown init \"glorot\" (expected one of: he_uniform, he_normal, "
@@ -578,6 +578,15 @@ static const struct bad_case bad_cases[] = {
          0},
         {IMG "'layers': [{'type': 'reshape', 'shape': [28, 28], 'offset': 0}]" SMCE,
          "layers[0].offset: unknown field (expected one of: type, shape)", 1},
+        {IMG "'layers': [{'type': 'flatten'}, {'type': 'dense', 'units': 10, 'activation': "
+             "'clip'}]" SMCE,
+         "layers[1].activation: clip is an activation layer's only", 0},
+        {IMG "'layers': [{'type': 'activation', 'activation': 'relu', 'min': 0}]" SMCE,
+         "layers[0].min: applies only to the activation clip, not relu", 0},
+        {IMG "'layers': [{'type': 'activation', 'activation': 'clip', 'min': 2, 'max': 1}]" SMCE,
+         "layers[0].max: expected max >= min (2), got 1", 0},
+        {IMG "'layers': [{'type': 'activation', 'activation': 'clip', 'max': 'a'}]" SMCE,
+         "layers[0].max: expected a finite number (at most 1e30 in size), got \"a\"", 1},
         {IMG "'layers': [{'type': 'softmax', 'axis': 3}]" SMCE,
          "layers[0]: softmax axis 3 of an input of 3 dimensions [1, 28, 28] (expected 0 to 2)", 1},
         {IMG "'layers': [{'type': 'softmax', 'activation': 'relu'}]" SMCE,
@@ -648,7 +657,7 @@ static const struct bad_case bad_cases[] = {
         /* activation layers and leaky_relu's alpha */
         {HEAD "'layers': [{'type': 'activation'}, " DENSE "]" SMCE,
          "layers[0].activation: missing (expected one of: none, relu, sigmoid, tanh, relu6, "
-         "leaky_relu)",
+         "leaky_relu, clip)",
          1},
         {HEAD "'layers': [{'type': 'dense', 'units': 4, 'activation': 'relu', 'alpha': 0.2}, "
               "" DENSE "]" SMCE,
@@ -658,7 +667,7 @@ static const struct bad_case bad_cases[] = {
          "layers[0].alpha: expected a finite number (at most 1e6 in size), got \"x\"", 1},
         {HEAD "'layers': [{'type': 'activation', 'activation': 'relu', 'units': 3}, " DENSE
               "]" SMCE,
-         "layers[0].units: unknown field (expected one of: type, activation, alpha)", 1},
+         "layers[0].units: unknown field (expected one of: type, activation, alpha, min, max)", 1},
         /* grouped convolutions: groups must divide the channels and the filters */
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [6, 8, 8]}, 'layers': "
          "[{'type': 'conv2d', 'filters': 6, 'kernel': 3, 'groups': 4}, {'type': 'flatten'}, " DENSE

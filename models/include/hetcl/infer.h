@@ -88,7 +88,8 @@ struct hetcl_infer_step {
     int weight, bias;            /* indices into plan->params (spec->params), or -1 */
     int64_t flops;               /* per example: the spec's figure (0 for flatten, softmax) */
     int n_tasks;                 /* runtime tasks per request and share (0 for flatten) */
-    float alpha;                 /* act LEAKY_RELU's slope for z < 0 */
+    float alpha;                 /* act LEAKY_RELU's slope for z < 0, CLIP's lower bound */
+    float beta;                  /* act CLIP's upper bound */
 };
 
 /* Where the weights come from. Zero: random, seed 0. */

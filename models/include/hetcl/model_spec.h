@@ -130,6 +130,8 @@ enum hetcl_model_activation {
     HETCL_MODEL_ACT_TANH,       /* "tanh" */
     HETCL_MODEL_ACT_RELU6,      /* "relu6": min(max(z, 0), 6) */
     HETCL_MODEL_ACT_LEAKY_RELU, /* "leaky_relu": z >= 0 ? z : alpha z (layer field "alpha") */
+    HETCL_MODEL_ACT_CLIP,       /* "clip": min(max(z, min), max) (layer fields "min", "max";
+                                   absent: no bound); activation layers only, inference only */
 };
 
 enum hetcl_model_loss {
@@ -207,6 +209,7 @@ struct hetcl_model_layer {
     struct hetcl_model_slide slide;      /* slide layers */
     int64_t groups; /* conv2d: channel groups (1: dense; in_channels: depthwise); else 0 */
     double alpha;   /* leaky_relu's slope for z < 0 ("alpha", default 0.01); else 0 */
+    double clip_min, clip_max; /* clip's bounds ("min", "max"; absent: -HUGE_VAL, HUGE_VAL) */
     /* Where its input comes from: the outputs of layers inputs[0 .. n_inputs), each earlier
      * than this one, -1 the network's input ("inputs", default [the previous layer]: a chain).
      * in_shape is inputs[0]'s output shape. add, mul: 2; concat: 2 .. HETCL_MODEL_SPEC_MAX_INPUTS;

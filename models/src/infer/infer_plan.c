@@ -120,7 +120,9 @@ static void add_step(hetcl_infer_plan *plan, enum hetcl_infer_op op, int layer,
     if (l) {
         snprintf(s->name, sizeof s->name, "layers.%d.%s", layer, hetcl_infer_op_name(op));
         s->act = hetcl__lower_act(l->activation);
-        s->alpha = (float) l->alpha;
+        const bool clip = l->activation == HETCL_MODEL_ACT_CLIP;
+        s->alpha = (float) (clip ? l->clip_min : l->alpha);
+        s->beta = clip ? (float) l->clip_max : 0.0f;
         s->in_shape = l->in_shape;
         s->out_shape = l->out_shape;
         s->flops = l->flops;

@@ -9,9 +9,11 @@
 #include <math.h>
 #include <string.h>
 
-static double act_alpha(hetcl_act a, double alpha, double z)
+static double act_alpha(hetcl_act a, double alpha, double beta, double z)
 {
     switch (a) {
+    case HETCL_ACT_CLIP:
+        return z < alpha ? (alpha < beta ? alpha : beta) : z > beta ? beta : z;
     case HETCL_ACT_RELU:
         return z > 0 ? z : 0;
     case HETCL_ACT_RELU6:
@@ -37,7 +39,7 @@ static void dense(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, i
             double acc = bias ? (double) bias[o] : 0;
             for (int64_t i = 0; i < s->in_elems; i++)
                 acc += (double) w[o * s->in_elems + i] * x[n * s->in_elems + i];
-            y[n * s->out_elems + o] = act_alpha(s->act, (double) s->alpha, acc);
+            y[n * s->out_elems + o] = act_alpha(s->act, (double) s->alpha, (double) s->beta, acc);
         }
 }
 
@@ -69,7 +71,7 @@ static void conv(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
                                        x[((n * C + c) * H + iy) * W + ix];
                             }
                     y[((n * F + f) * OH + oy) * OW + ox] =
-                            act_alpha(s->act, (double) s->alpha, acc);
+                            act_alpha(s->act, (double) s->alpha, (double) s->beta, acc);
                 }
 }
 
@@ -197,7 +199,7 @@ static void join(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
                 const double u = x0[n * n0 + bcast_index(o, s0, k)];
                 const double v = constant ? (double) w[bcast_index(o, s1, k)]
                                           : x1[n * n1 + bcast_index(o, s1, k)];
-                y[n * s->out_elems + k] = act_alpha(s->act, (double) s->alpha,
+                y[n * s->out_elems + k] = act_alpha(s->act, (double) s->alpha, (double) s->beta,
                                                     s->op == HETCL_INFER_MUL ? u * v : u + v);
             }
         return;
@@ -279,7 +281,7 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
             break;
         case HETCL_INFER_ACTIVATION:
             for (int64_t k = 0; k < batch * s->out_elems; k++)
-                b[k] = act_alpha(s->act, (double) s->alpha, a[k]);
+                b[k] = act_alpha(s->act, (double) s->alpha, (double) s->beta, a[k]);
             break;
         case HETCL_INFER_ADD:
         case HETCL_INFER_CONCAT:

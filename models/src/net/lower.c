@@ -61,6 +61,8 @@ hetcl_act hetcl__lower_act(enum hetcl_model_activation a)
         return HETCL_ACT_RELU6;
     case HETCL_MODEL_ACT_LEAKY_RELU:
         return HETCL_ACT_LEAKY_RELU;
+    case HETCL_MODEL_ACT_CLIP:
+        return HETCL_ACT_CLIP;
     case HETCL_MODEL_ACT_NONE:
         break;
     }
@@ -164,7 +166,8 @@ hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *
     for (int l = 0; l < spec->n_layers; l++) {
         const enum hetcl_model_layer_type t = spec->layers[l].type;
         const enum hetcl_model_activation a = spec->layers[l].activation;
-        if (a == HETCL_MODEL_ACT_RELU6 || a == HETCL_MODEL_ACT_LEAKY_RELU)
+        if (a == HETCL_MODEL_ACT_RELU6 || a == HETCL_MODEL_ACT_LEAKY_RELU ||
+            a == HETCL_MODEL_ACT_CLIP)
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
                                "%s: layers[%d]: activation %s has no half-precision (fp16) "
                                "operator; it runs in fp32",
@@ -562,7 +565,11 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         op = add(e, &hetcl_op_bias_act_fwd, "fwd_act");
         SET_ARGS(op, bias_act,
                  ((struct hetcl_op_bias_act_args){
-                         .rows = rows, .cols = out, .act = act, .alpha = (float) L->alpha}));
+                         .rows = rows,
+                         .cols = out,
+                         .act = act,
+                         .alpha = (float) (act == HETCL_ACT_CLIP ? L->clip_min : L->alpha),
+                         .beta = act == HETCL_ACT_CLIP ? (float) L->clip_max : 0.0f}));
         buf(e, op, in, HETCL_R);
         buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         buf(e, op, y, HETCL_W);

@@ -1,5 +1,5 @@
 /*
- * ONNX import of the activations (Relu, Sigmoid, Tanh, LeakyRelu, Clip as ReLU6 or ReLU),
+ * ONNX import of the activations (Relu, Sigmoid, Tanh, LeakyRelu, Clip),
  * folded into the layer before them where they can be, and of the shape nodes: Flatten,
  * Reshape (keeping the batch first) and Softmax (over an example's values, ending the graph).
  */
@@ -9,6 +9,7 @@
 
 #include <hetcl_internal/base.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -60,8 +61,9 @@ static hetcl_status clip_bound(struct imp *m, const Onnx__NodeProto *n, const ch
     return HETCL_OK;
 }
 
-/* Clip(0, 6) is ReLU6, Clip(0) ReLU and Clip() the identity; other bounds have no
- * activation. */
+/* Clip(0, 6) is ReLU6 and Clip(0) ReLU (folded into the layer before them where they can be),
+ * Clip() the identity; other bounds a clip activation layer of their own (its bounds have no
+ * fused operator). */
 hetcl_status hetcl__onnx_op_clip(struct imp *m, const Onnx__NodeProto *n)
 {
     bool has_lo, has_hi;
@@ -77,13 +79,19 @@ hetcl_status hetcl__onnx_op_clip(struct imp *m, const Onnx__NodeProto *n)
         return hetcl__onnx_op_act(m, n, "relu6", false, 0.0f);
     if (has_lo && lo == 0.0f && !has_hi)
         return hetcl__onnx_op_act(m, n, "relu", false, 0.0f);
-    char l[32] = "none", h[32] = "none";
-    if (has_lo)
-        snprintf(l, sizeof l, "%g", (double) lo);
-    if (has_hi)
-        snprintf(h, sizeof h, "%g", (double) hi);
-    return hetcl__onnx_unsupported(
-            m, n, "bounds min %s, max %s (only min 0 with max 6 (ReLU6) or none (ReLU))", l, h);
+    if (!(!has_lo || isfinite(lo)) || !(!has_hi || isfinite(hi)) || (has_lo && has_hi && lo > hi))
+        return hetcl__onnx_unsupported(m, n, "bounds min %g, max %g (expected finite, min <= max)",
+                                       (double) lo, (double) hi);
+    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_ACTIVATION, &s);
+    if (!l)
+        return s;
+    l->act = "clip";
+    l->clip_lo_set = has_lo;
+    l->clip_hi_set = has_hi;
+    l->clip_lo = lo;
+    l->clip_hi = hi;
+    m->after_layer = false;
+    return HETCL_OK;
 }
 
 hetcl_status hetcl__onnx_op_flatten(struct imp *m, const Onnx__NodeProto *n)

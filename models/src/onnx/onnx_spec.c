@@ -92,6 +92,10 @@ static bool add_layer_json(cJSON *arr, const struct layer *l, int index)
              cJSON_AddBoolToObject(o, "bias", l->bias);
     if (ok && l->alpha_set)
         ok = cJSON_AddNumberToObject(o, "alpha", (double) l->alpha) != NULL;
+    if (ok && l->clip_lo_set)
+        ok = cJSON_AddNumberToObject(o, "min", (double) l->clip_lo) != NULL;
+    if (ok && l->clip_hi_set)
+        ok = cJSON_AddNumberToObject(o, "max", (double) l->clip_hi) != NULL;
     return ok;
 }
 

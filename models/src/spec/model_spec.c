@@ -29,8 +29,8 @@
 static const char *const layer_type_names[] = {
         "dense",      "conv2d", "maxpool2d", "avgpool2d", "flatten", "kernel",  "slide",
         "activation", "add",    "concat",    "mul",       "slice",   "reshape", "softmax"};
-static const char *const activation_names[] = {"none", "relu",  "sigmoid",
-                                               "tanh", "relu6", "leaky_relu"};
+static const char *const activation_names[] = {"none",  "relu",       "sigmoid", "tanh",
+                                               "relu6", "leaky_relu", "clip"};
 static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
 /* Index INIT_AUTO is "auto", resolved at parse time (he_uniform after relu, else xavier). */
 static const char *const init_names[] = {
@@ -70,7 +70,7 @@ static const char *const dense_fields[] = {"type", "units", "activation", "bias"
 static const char *const conv_fields[] = {"type",       "filters", "kernel", "stride", "padding",
                                           "activation", "bias",    "init",   "groups", "alpha"};
 static const char *const flatten_fields[] = {"type"};
-static const char *const activation_fields[] = {"type", "activation", "alpha"};
+static const char *const activation_fields[] = {"type", "activation", "alpha", "min", "max"};
 static const char *const softmax_fields[] = {"type", "axis"};
 static const char *const add_fields[] = {"type", "activation", "alpha", "operand", "init"};
 
@@ -82,6 +82,13 @@ static hetcl_status get_alpha(const struct parser *p, const cJSON *x, const char
     char where[64], got[HETCL_QUOTE_CAP];
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(x, "alpha");
     l->alpha = l->activation == HETCL_MODEL_ACT_LEAKY_RELU ? 0.01 : 0.0;
+    if (l->activation == HETCL_MODEL_ACT_CLIP && l->type != HETCL_MODEL_LAYER_ACTIVATION) {
+        snprintf(where, sizeof where, "%s.activation", prefix);
+        return hetcl__spec_bad(p, where,
+                               "clip is an activation layer's only (its bounds have no fused "
+                               "operator): add {\"type\": \"activation\", \"activation\": "
+                               "\"clip\"} after the layer");
+    }
     if (!a)
         return HETCL_OK;
     snprintf(where, sizeof where, "%s.alpha", prefix);
@@ -93,6 +100,38 @@ static hetcl_status get_alpha(const struct parser *p, const cJSON *x, const char
         return hetcl__spec_bad(p, where, "expected a finite number (at most 1e6 in size), got %s",
                                got);
     l->alpha = a->valuedouble;
+    return HETCL_OK;
+}
+
+/* "min" and "max": clip's bounds, finite numbers with min <= max (absent: no bound); given with
+ * another activation they are an error. */
+static hetcl_status get_clip(const struct parser *p, const cJSON *x, const char *prefix,
+                             struct hetcl_model_layer *l)
+{
+    static const char *const keys[2] = {"min", "max"};
+    double *bound[2] = {&l->clip_min, &l->clip_max};
+    char where[64], got[HETCL_QUOTE_CAP];
+    l->clip_min = -HUGE_VAL;
+    l->clip_max = HUGE_VAL;
+    for (int i = 0; i < 2; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(x, keys[i]);
+        if (!v)
+            continue;
+        snprintf(where, sizeof where, "%s.%s", prefix, keys[i]);
+        hetcl__spec_describe(v, got, sizeof got);
+        if (l->activation != HETCL_MODEL_ACT_CLIP)
+            return hetcl__spec_bad(p, where, "applies only to the activation clip, not %s",
+                                   hetcl_model_activation_name(l->activation));
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > 1e30)
+            return hetcl__spec_bad(p, where,
+                                   "expected a finite number (at most 1e30 in size), got %s", got);
+        *bound[i] = v->valuedouble;
+    }
+    if (l->clip_min > l->clip_max) {
+        snprintf(where, sizeof where, "%s.max", prefix);
+        return hetcl__spec_bad(p, where, "expected max >= min (%g), got %g", l->clip_min,
+                               l->clip_max);
+    }
     return HETCL_OK;
 }
 
@@ -194,7 +233,7 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
                                       N_OF(activation_names), true, 0, &act)) != HETCL_OK)
             return s;
         l->activation = (enum hetcl_model_activation) act;
-        return get_alpha(p, x, prefix, l);
+        return (s = get_alpha(p, x, prefix, l)) != HETCL_OK ? s : get_clip(p, x, prefix, l);
     }
     /* dense, conv2d and slide */
     if ((s = hetcl__spec_get_enum(p, x, prefix, "activation", "activation", activation_names,
