@@ -10,8 +10,8 @@
  * graph), a host session with a task per operator, and an OpenCL session where a device exists.
  * Also a graph of two data inputs (slice layers) with a broadcast Mul, an Add, a Concat on the
  * width and a Transpose that moves nothing; a Reshape between a Gemm and a Conv (a view) after a
- * Clip; a Softmax along the last axis between a Conv and a Gemm; and the refusals of what the
- * importer cannot map.
+ * Clip; a Transpose (NCHW -> NHWC) and a Softmax along the last axis between a Conv and a Gemm; and
+ * the refusals of what the importer cannot map.
  */
 #include "harness.h"
 #include "onnx_fixture.h"
@@ -500,8 +500,9 @@ static void reshape_naive(const float *in, double *out)
     }
 }
 
-/* A Softmax along the last axis of a multi-dimensional value, the graph going on after it:
- * x [N, 2, 3, 4] -> Conv 3 k2 [3, 2, 3] -> Softmax (axis -1) -> Flatten -> Gemm 4. */
+/* A Transpose that moves values and a Softmax along the last axis of a multi-dimensional value,
+ * the graph going on after them: x [N, 2, 3, 4] -> Conv 3 k2 [3, 2, 3] -> Transpose (NCHW ->
+ * NHWC) [2, 3, 3] -> Softmax (axis -1: over the channels) -> Flatten -> Gemm 4. */
 enum { SM_C = 2, SM_H = 3, SM_W = 4, SM_IN = SM_C * SM_H * SM_W, SM_MID = 3 * 2 * 3, SM_OUT = 4 };
 
 static struct fx *softmax_graph(void)
@@ -509,7 +510,8 @@ static struct fx *softmax_graph(void)
     struct fx *f = fx_new(13);
     fx_input(f, "x", 4, (int64_t[]){0, SM_C, SM_H, SM_W});
     conv_node(f, "c", "x", "cv", SM_C, 3, 2, 1, 0, 31, 32);
-    fx_attr_int(f, fx_node(f, "Softmax", "rows", "cv", "sm"), "axis", -1);
+    fx_attr_ints(f, fx_node(f, "Transpose", "nhwc", "cv", "t"), "perm", 4, (int64_t[]){0, 2, 3, 1});
+    fx_attr_int(f, fx_node(f, "Softmax", "rows", "t", "sm"), "axis", -1);
     fx_node(f, "Flatten", "flat", "sm", "smf");
     gemm_node(f, "smf", "y", SM_MID, SM_OUT, 33, 34);
     fx_output(f, "y");
@@ -520,7 +522,11 @@ static void softmax_naive(const float *in, double *out)
 {
     for (int r = 0; r < BATCH; r++) {
         struct t3 x = input(in + r * SM_IN, SM_C, SM_H, SM_W);
-        struct t3 y = conv(x, 3, 2, 1, 0, 31, 32); /* [3, 2, 3]: rows of 3 */
+        struct t3 c = conv(x, 3, 2, 1, 0, 31, 32), y = t3_new(2, 3, 3); /* [h, w, c] */
+        for (int ch = 0; ch < 3; ch++)
+            for (int h = 0; h < 2; h++)
+                for (int w = 0; w < 3; w++)
+                    y.v[(h * 3 + w) * 3 + ch] = c.v[(ch * 2 + h) * 3 + w];
         for (int row = 0; row < y.c * y.h; row++) {
             double *v = y.v + row * y.w, sum = 0;
             for (int j = 0; j < y.w; j++)
@@ -529,7 +535,7 @@ static void softmax_naive(const float *in, double *out)
                 v[j] = exp(v[j]) / sum;
         }
         gemm(y, SM_OUT, 33, 34, out + r * SM_OUT);
-        free(x.v), free(y.v);
+        free(x.v), free(c.v), free(y.v);
     }
 }
 
@@ -614,16 +620,16 @@ static void test_errors(void)
     CHECK(strstr(hetcl_context_last_error(ctx), "'cat2' (Concat, opset 13)") &&
           strstr(hetcl_context_last_error(ctx), "axis 0 of a tensor of rank 4"));
     fx_free(f);
-    /* a Transpose that moves values (NCHW -> NHWC), and a Mul by a constant that varies along
-     * the batch */
+    /* a Transpose that moves the batch (CNHW), and a Mul by a constant that varies along the
+     * batch */
     f = fx_new(13);
     fx_input(f, "x", 4, (int64_t[]){0, 2, 6, 6});
-    fx_attr_ints(f, fx_node(f, "Transpose", "nhwc", "x", "z"), "perm", 4, (int64_t[]){0, 2, 3, 1});
+    fx_attr_ints(f, fx_node(f, "Transpose", "cnhw", "x", "z"), "perm", 4, (int64_t[]){1, 0, 2, 3});
     fx_output(f, "z");
     CHECK_EQ_INT(fx_write(f, path), 0);
     CHECK_EQ_INT(hetcl_onnx_load(ctx, path, NULL, &m), HETCL_ERR_UNSUPPORTED);
-    CHECK(strstr(hetcl_context_last_error(ctx), "'nhwc' (Transpose, opset 13)") &&
-          strstr(hetcl_context_last_error(ctx), "layout no-op"));
+    CHECK(strstr(hetcl_context_last_error(ctx), "'cnhw' (Transpose, opset 13)") &&
+          strstr(hetcl_context_last_error(ctx), "moves the batch dimension"));
     fx_free(f);
     f = fx_new(13);
     fx_input(f, "x", 2, (int64_t[]){0, 4});

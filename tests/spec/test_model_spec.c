@@ -471,12 +471,12 @@ static const struct bad_case bad_cases[] = {
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
          "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, "
-         "mul, slice, reshape, softmax)",
+         "mul, slice, reshape, softmax, transpose)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
          "maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, mul, slice, "
-         "reshape, softmax)",
+         "reshape, softmax, transpose)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
         /* slide layers: the last one, under softmax_cross_entropy; bounded hashing */
@@ -587,6 +587,10 @@ static const struct bad_case bad_cases[] = {
          "layers[0].max: expected max >= min (2), got 1", 0},
         {IMG "'layers': [{'type': 'activation', 'activation': 'clip', 'max': 'a'}]" SMCE,
          "layers[0].max: expected a finite number (at most 1e30 in size), got \"a\"", 1},
+        {IMG "'layers': [{'type': 'transpose', 'perm': [0, 0, 1]}]" SMCE,
+         "layers[0].perm: expected a permutation of 0 to 2 (its input is [1, 28, 28])", 0},
+        {IMG "'layers': [{'type': 'transpose'}]" SMCE,
+         "layers[0].perm: expected an array of 1 to 3 dimension indices, got nothing", 1},
         {IMG "'layers': [{'type': 'softmax', 'axis': 3}]" SMCE,
          "layers[0]: softmax axis 3 of an input of 3 dimensions [1, 28, 28] (expected 0 to 2)", 1},
         {IMG "'layers': [{'type': 'softmax', 'activation': 'relu'}]" SMCE,
@@ -760,7 +764,8 @@ static void test_pool_padding(hetcl_context *ctx)
     }
 }
 
-/* A reshape is its input's values in another shape of as many: a view, without parameters. */
+/* A reshape is its input's values in another shape of as many: a view, without parameters; a
+ * transpose reorders the dimensions. */
 static void test_reshape(hetcl_context *ctx)
 {
     static const char text[] =
@@ -781,6 +786,19 @@ static void test_reshape(hetcl_context *ctx)
     CHECK_EQ_INT(c->in_shape.dims[0], 4);
     CHECK_EQ_INT(c->out_shape.dims[1], 12);
     CHECK_EQ_INT(spec->n_parameters, 2 * 4 * 3 * 3 + 2 + 10 * 2 * 12 * 12 + 10);
+    hetcl_model_spec_destroy(spec);
+    /* a transpose: output dimension d is input dimension perm[d] */
+    static const char tr[] =
+            "{\"schema_version\": 1, \"name\": \"t\", \"input\": {\"shape\": [2, 3, 4]}, "
+            "\"layers\": [{\"type\": \"transpose\", \"perm\": [2, 0, 1]}, {\"type\": "
+            "\"flatten\"}], \"loss\": \"mse\"}";
+    spec = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "transpose.json", tr, sizeof tr - 1, &spec));
+    if (!spec)
+        return;
+    CHECK_EQ_INT(spec->layers[0].out_shape.dims[0], 4);
+    CHECK_EQ_INT(spec->layers[0].out_shape.dims[1], 2);
+    CHECK_EQ_INT(spec->layers[0].out_shape.dims[2], 3);
     hetcl_model_spec_destroy(spec);
 }
 

@@ -71,10 +71,11 @@ enum hetcl_infer_op {
     HETCL_INFER_CONCAT,     /* a "concat" layer: earlier outputs along an axis, one copy each */
     HETCL_INFER_MUL,        /* a "mul" layer: act(a * b) of two earlier outputs (broadcast) */
     HETCL_INFER_SLICE,      /* a "slice" layer: a range of each example's values (one copy) */
+    HETCL_INFER_TRANSPOSE,  /* a "transpose" layer: each example's dimensions reordered */
 };
 
 /* "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "softmax", "output", "activation",
- * "add", "concat", "mul", "slice"; "?" otherwise. */
+ * "add", "concat", "mul", "slice", "transpose"; "?" otherwise. */
 HETCL_API const char *hetcl_infer_op_name(enum hetcl_infer_op op);
 
 /* One step of the forward pass. Shapes are per example (no batch dimension). */

@@ -89,6 +89,8 @@ enum hetcl_model_layer_type {
                                      many values (row-major, so no value moves: a view) */
     HETCL_MODEL_LAYER_SOFTMAX,    /* "softmax": the softmax along dimension "axis" (default: the
                                      last) of each example, same shape (inference only) */
+    HETCL_MODEL_LAYER_TRANSPOSE,  /* "transpose": each example's dimensions in the order "perm"
+                                     (output dimension d is input dimension perm[d]) */
 };
 
 /* The most inputs a layer names ("inputs"). */
@@ -210,6 +212,7 @@ struct hetcl_model_layer {
     int64_t groups; /* conv2d: channel groups (1: dense; in_channels: depthwise); else 0 */
     double alpha;   /* leaky_relu's slope for z < 0 ("alpha", default 0.01); else 0 */
     double clip_min, clip_max; /* clip's bounds ("min", "max"; absent: -HUGE_VAL, HUGE_VAL) */
+    int n_perm, perm[HETCL_MODEL_SPEC_MAX_RANK]; /* transpose: "perm", one per input dimension */
     /* Where its input comes from: the outputs of layers inputs[0 .. n_inputs), each earlier
      * than this one, -1 the network's input ("inputs", default [the previous layer]: a chain).
      * in_shape is inputs[0]'s output shape. add, mul: 2; concat: 2 .. HETCL_MODEL_SPEC_MAX_INPUTS;

@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const op_names[] = {"dense",   "conv2d",  "maxpool2d", "avgpool2d",
-                                       "flatten", "softmax", "output",    "activation",
-                                       "add",     "concat",  "mul",       "slice"};
+static const char *const op_names[] = {"dense",   "conv2d", "maxpool2d",  "avgpool2d", "flatten",
+                                       "softmax", "output", "activation", "add",       "concat",
+                                       "mul",     "slice",  "transpose"};
 
 const char *hetcl_infer_op_name(enum hetcl_infer_op op)
 {
@@ -216,6 +216,9 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
             break;
         case HETCL_MODEL_LAYER_ACTIVATION:
             op = HETCL_INFER_ACTIVATION;
+            break;
+        case HETCL_MODEL_LAYER_TRANSPOSE:
+            op = HETCL_INFER_TRANSPOSE;
             break;
         case HETCL_MODEL_LAYER_SOFTMAX: /* a layer's: along its axis */
             op = HETCL_INFER_SOFTMAX;

@@ -140,6 +140,31 @@ static void softmax_axis(int64_t rows, int64_t n, int64_t inner, const double *x
         }
 }
 
+/* Each example's dimensions in the order perm: output index (o_0 .. o_r-1) holds input index i
+ * with i[perm[d]] = o_d, padded to 3 dimensions. */
+static void transpose(const struct hetcl_model_layer *L, int64_t batch, const double *x, double *y)
+{
+    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, o[3], i[3];
+    int perm[3] = {0, 1, 2};
+    const int pad = 3 - L->in_shape.rank;
+    for (int d = 0; d < L->in_shape.rank; d++) {
+        in[pad + d] = L->in_shape.dims[d];
+        perm[pad + d] = pad + L->perm[d];
+    }
+    for (int d = 0; d < 3; d++)
+        out[d] = in[perm[d]];
+    const int64_t n = in[0] * in[1] * in[2];
+    for (int64_t b = 0; b < batch; b++)
+        for (o[0] = 0; o[0] < out[0]; o[0]++)
+            for (o[1] = 0; o[1] < out[1]; o[1]++)
+                for (o[2] = 0; o[2] < out[2]; o[2]++) {
+                    for (int d = 0; d < 3; d++)
+                        i[perm[d]] = o[d];
+                    y[b * n + (o[0] * out[1] + o[1]) * out[2] + o[2]] =
+                            x[b * n + (i[0] * in[1] + i[1]) * in[2] + i[2]];
+                }
+}
+
 /* Layer `src`'s output (src -1: the input) among the steps' outputs: steps are the layers. */
 static const double *source(double *const *outs, const double *in, int src)
 {
@@ -288,6 +313,9 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
         case HETCL_INFER_MUL:
         case HETCL_INFER_SLICE:
             join(plan, s, batch, outs, in, b);
+            break;
+        case HETCL_INFER_TRANSPOSE:
+            transpose(&plan->spec->layers[s->layer], batch, a, b);
             break;
         case HETCL_INFER_FLATTEN: /* same bytes, another shape; the last layer's values */
         case HETCL_INFER_OUTPUT:

@@ -111,6 +111,7 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
     case HETCL_MODEL_LAYER_CONCAT:
     case HETCL_MODEL_LAYER_MUL:
     case HETCL_MODEL_LAYER_SLICE:
+    case HETCL_MODEL_LAYER_TRANSPOSE:
         return HETCL_OK;
     case HETCL_MODEL_LAYER_CONV2D:
         /* The conv operators take one stride and one padding for both axes. */
@@ -548,6 +549,27 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         }
         return;
     }
+    case HETCL_MODEL_LAYER_TRANSPOSE: {
+        /* y = x + 0, x read through its strides in perm's order (0 from the zero bias): the
+         * elementwise operator moves the values */
+        struct hetcl_op_eltwise_args a = {.rows = rows,
+                                          .rank = L->out_shape.rank,
+                                          .a_row = hetcl__shape_elems(&L->in_shape),
+                                          .kind = HETCL_ELTWISE_ADD};
+        int64_t stride[HETCL_MODEL_SPEC_MAX_RANK], step = 1;
+        for (int d = L->in_shape.rank - 1; d >= 0; step *= L->in_shape.dims[d--])
+            stride[d] = step;
+        for (int d = 0; d < L->out_shape.rank; d++) {
+            a.dims[d] = L->out_shape.dims[d];
+            a.a_stride[d] = stride[L->perm[d]];
+        }
+        op = add(e, &hetcl_op_eltwise, "fwd_transpose");
+        SET_ARGS(op, eltwise, a);
+        buf(e, op, in, HETCL_R);
+        buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+        buf(e, op, y, HETCL_W);
+        return;
+    }
     case HETCL_MODEL_LAYER_SOFTMAX: {
         /* each example's [outer][n] values: outer rows of n, the last axis (lower_check) */
         int64_t outer, n, inner;
@@ -682,6 +704,7 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
     case HETCL_MODEL_LAYER_MUL:
     case HETCL_MODEL_LAYER_SLICE:
     case HETCL_MODEL_LAYER_SOFTMAX:
+    case HETCL_MODEL_LAYER_TRANSPOSE:
         return; /* inference only: hetcl_net_create refuses to train them */
     }
 }

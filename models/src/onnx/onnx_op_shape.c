@@ -217,10 +217,9 @@ hetcl_status hetcl__onnx_op_softmax(struct imp *m, const Onnx__NodeProto *n)
     return HETCL_OK;
 }
 
-/* Transpose where it moves no value: the batch stays first and the dimensions of more than one
- * value keep their order, so that the bytes are the same; and the shape the same too (the spec
- * has no reshape other than flattening), which leaves the identity and permutations of
- * dimensions of 1 among themselves. */
+/* Transpose keeping the batch first: nothing where it moves no value and keeps the shape (the
+ * dimensions of more than one value keep their order, and the permuted dimensions are equal),
+ * else a transpose layer of each example's dimensions. */
 hetcl_status hetcl__onnx_op_transpose(struct imp *m, const Onnx__NodeProto *n)
 {
     const int r = m->orank + 1; /* the full rank */
@@ -243,10 +242,26 @@ hetcl_status hetcl__onnx_op_transpose(struct imp *m, const Onnx__NodeProto *n)
             last = p;
         }
     }
-    if (moves)
+    if (!moves)
+        return HETCL_OK;
+    /* a perm of 0 .. r - 1 with the batch first (a repeated index is caught by the spec) */
+    bool batch_first = a && a->ints[0] == 0 && m->orank == m->rank;
+    for (int d = 1; batch_first && d < r; d++)
+        batch_first = a->ints[d] >= 1 && a->ints[d] < r;
+    if (!batch_first)
         return hetcl__onnx_unsupported(m, n,
-                                       "a perm that moves values or changes the shape (only a "
-                                       "Transpose that is a layout no-op)");
+                                       "a perm that moves the batch dimension (only a Transpose "
+                                       "of each example's dimensions)");
+    hetcl_status s = HETCL_OK;
+    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_TRANSPOSE, &s);
+    if (!l)
+        return s;
+    l->shape_rank = r - 1;
+    for (int d = 1; d < r; d++) {
+        l->shape[d - 1] = a->ints[d] - 1;
+        m->dims[d - 1] = full[a->ints[d]];
+    }
+    m->after_layer = false;
     return HETCL_OK;
 }
 

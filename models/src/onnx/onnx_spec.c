@@ -82,6 +82,9 @@ static bool add_layer_json(cJSON *arr, const struct layer *l, int index)
     case HETCL_MODEL_LAYER_SOFTMAX:
         ok = ok && cJSON_AddNumberToObject(o, "axis", (double) l->axis);
         break;
+    case HETCL_MODEL_LAYER_TRANSPOSE: /* shape: its perm */
+        ok = ok && cJSON_AddItemToObject(o, "perm", ints_json(l->shape, l->shape_rank));
+        break;
     case HETCL_MODEL_LAYER_RESHAPE:
         ok = ok && cJSON_AddItemToObject(o, "shape", ints_json(l->shape, l->shape_rank));
         break;

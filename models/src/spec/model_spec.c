@@ -27,8 +27,8 @@
 /* ---- names -------------------------------------------------------------------------------- */
 
 static const char *const layer_type_names[] = {
-        "dense",      "conv2d", "maxpool2d", "avgpool2d", "flatten", "kernel",  "slide",
-        "activation", "add",    "concat",    "mul",       "slice",   "reshape", "softmax"};
+        "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "kernel",  "slide",    "activation",
+        "add",   "concat", "mul",       "slice",     "reshape", "softmax", "transpose"};
 static const char *const activation_names[] = {"none",  "relu",       "sigmoid", "tanh",
                                                "relu6", "leaky_relu", "clip"};
 static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
@@ -201,6 +201,7 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
     case HETCL_MODEL_LAYER_CONCAT:
     case HETCL_MODEL_LAYER_SLICE:
     case HETCL_MODEL_LAYER_RESHAPE:
+    case HETCL_MODEL_LAYER_TRANSPOSE:
         return hetcl__spec_parse_join(p, x, prefix, l);
     case HETCL_MODEL_LAYER_ADD:
     case HETCL_MODEL_LAYER_MUL:
@@ -429,6 +430,7 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
     case HETCL_MODEL_LAYER_CONCAT:
     case HETCL_MODEL_LAYER_SLICE:
     case HETCL_MODEL_LAYER_RESHAPE:
+    case HETCL_MODEL_LAYER_TRANSPOSE:
         break;
     }
     return HETCL_OK;
@@ -453,9 +455,10 @@ static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_mo
     struct layer_geom g = {0};
     bool ok = true;
     hetcl_status s = layer_geom(p, where, shape, l, cur, &g, &ok);
-    if (s == HETCL_OK && (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_CONCAT ||
-                          l->type == HETCL_MODEL_LAYER_MUL || l->type == HETCL_MODEL_LAYER_SLICE ||
-                          l->type == HETCL_MODEL_LAYER_RESHAPE))
+    if (s == HETCL_OK &&
+        (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_CONCAT ||
+         l->type == HETCL_MODEL_LAYER_MUL || l->type == HETCL_MODEL_LAYER_SLICE ||
+         l->type == HETCL_MODEL_LAYER_RESHAPE || l->type == HETCL_MODEL_LAYER_TRANSPOSE))
         s = hetcl__spec_join_shape(p->ctx, p->source, layers, i, input, &g.out);
     if (s != HETCL_OK)
         return s;

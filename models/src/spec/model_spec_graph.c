@@ -100,6 +100,34 @@ hetcl_status hetcl__spec_parse_operand(const struct parser *p, const cJSON *x, c
 }
 static const char *const slice_fields[] = {"type", "offset", "shape"};
 static const char *const reshape_fields[] = {"type", "shape"};
+static const char *const transpose_fields[] = {"type", "perm"};
+
+/* A transpose layer's "perm": 1 to HETCL_MODEL_SPEC_MAX_RANK dimension indices (checked against
+ * its input's rank when the shapes are resolved). */
+static hetcl_status parse_perm(const struct parser *p, const cJSON *x, const char *prefix,
+                               struct hetcl_model_layer *l)
+{
+    char where[64], got[HETCL_QUOTE_CAP];
+    hetcl__spec_join_path(where, sizeof where, prefix, "perm");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(x, "perm");
+    const int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+    if (n < 1 || n > HETCL_MODEL_SPEC_MAX_RANK) {
+        hetcl__spec_describe(a, got, sizeof got);
+        return hetcl__spec_bad(p, where, "expected an array of 1 to %d dimension indices, got %s",
+                               HETCL_MODEL_SPEC_MAX_RANK, a ? got : "nothing");
+    }
+    l->n_perm = n;
+    for (int i = 0; i < n; i++) {
+        int64_t v = 0;
+        char at[80];
+        snprintf(at, sizeof at, "%s[%d]", where, i);
+        hetcl_status s = hetcl__spec_to_int(p, cJSON_GetArrayItem(a, i), at, 0, &v);
+        if (s != HETCL_OK)
+            return s;
+        l->perm[i] = (int) (v < HETCL_MODEL_SPEC_MAX_RANK ? v : HETCL_MODEL_SPEC_MAX_RANK);
+    }
+    return HETCL_OK;
+}
 
 hetcl_status hetcl__spec_parse_join(const struct parser *p, const cJSON *x, const char *prefix,
                                     struct hetcl_model_layer *l)
@@ -113,6 +141,11 @@ hetcl_status hetcl__spec_parse_join(const struct parser *p, const cJSON *x, cons
             l->axis = (int) (v < HETCL_MODEL_SPEC_MAX_RANK ? v : HETCL_MODEL_SPEC_MAX_RANK);
         return s;
     }
+    if (l->type == HETCL_MODEL_LAYER_TRANSPOSE)
+        return (s = hetcl__spec_check_fields(p, x, prefix, transpose_fields,
+                                             N_OF(transpose_fields))) != HETCL_OK
+                       ? s
+                       : parse_perm(p, x, prefix, l);
     if (l->type == HETCL_MODEL_LAYER_RESHAPE)
         return (s = hetcl__spec_check_fields(p, x, prefix, reshape_fields, N_OF(reshape_fields))) !=
                                HETCL_OK
@@ -168,6 +201,33 @@ static hetcl_status slice_shape(hetcl_context *ctx, const char *source, int inde
     return HETCL_OK;
 }
 
+/* A transpose's output: input dimension perm[d] as dimension d, perm a permutation of them. */
+static hetcl_status transpose_shape(hetcl_context *ctx, const char *source, int index,
+                                    const struct hetcl_model_layer *l,
+                                    const struct hetcl_model_shape *in,
+                                    struct hetcl_model_shape *out)
+{
+    bool seen[HETCL_MODEL_SPEC_MAX_RANK] = {false};
+    bool ok = l->n_perm == in->rank;
+    for (int d = 0; ok && d < l->n_perm; d++) {
+        ok = l->perm[d] < in->rank && !seen[l->perm[d]];
+        if (ok)
+            seen[l->perm[d]] = true;
+    }
+    if (!ok) {
+        char a[96];
+        shape_text(in, a, sizeof a);
+        return hetcl__fail(ctx, HETCL_ERR_FORMAT,
+                           "%s: layers[%d].perm: expected a permutation of 0 to %d (its input is "
+                           "%s)",
+                           source, index, in->rank - 1, a);
+    }
+    out->rank = in->rank;
+    for (int d = 0; d < in->rank; d++)
+        out->dims[d] = in->dims[l->perm[d]];
+    return HETCL_OK;
+}
+
 hetcl_status hetcl__spec_join_shape(hetcl_context *ctx, const char *source,
                                     const struct hetcl_model_layer *layers, int index,
                                     const struct hetcl_model_shape *input,
@@ -176,6 +236,9 @@ hetcl_status hetcl__spec_join_shape(hetcl_context *ctx, const char *source,
     const struct hetcl_model_layer *l = &layers[index];
     const bool add = l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_MUL;
     const int axis = l->axis;
+    if (l->type == HETCL_MODEL_LAYER_TRANSPOSE)
+        return transpose_shape(ctx, source, index, l, hetcl__spec_input_shape(layers, index, input),
+                               out);
     if (l->type == HETCL_MODEL_LAYER_SLICE || l->type == HETCL_MODEL_LAYER_RESHAPE)
         return slice_shape(ctx, source, index, l, hetcl__spec_input_shape(layers, index, input),
                            out);
