@@ -402,6 +402,44 @@ static void convert_input(struct emit *e, const struct hetcl__lowering *lw)
     buf(e, op, global(HETCL__SLOT_INPUT_F16), HETCL_W);
 }
 
+/* A transpose: y = x + 0, x read through its strides in perm's order (0 from the zero bias):
+ * the elementwise operator moves the values. */
+static void forward_transpose(struct emit *e, const struct hetcl__lowering *lw, int l,
+                              struct hetcl__slot in, struct hetcl__slot y)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    struct hetcl_op_eltwise_args a = {.rows = lw->rows,
+                                      .rank = L->out_shape.rank,
+                                      .a_row = hetcl__shape_elems(&L->in_shape),
+                                      .kind = HETCL_ELTWISE_ADD};
+    int64_t stride[HETCL_MODEL_SPEC_MAX_RANK], step = 1;
+    for (int d = L->in_shape.rank - 1; d >= 0; step *= L->in_shape.dims[d--])
+        stride[d] = step;
+    for (int d = 0; d < L->out_shape.rank; d++) {
+        a.dims[d] = L->out_shape.dims[d];
+        a.a_stride[d] = stride[L->perm[d]];
+    }
+    struct hetcl__op *op = add(e, &hetcl_op_eltwise, "fwd_transpose");
+    SET_ARGS(op, eltwise, a);
+    buf(e, op, in, HETCL_R);
+    buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+    buf(e, op, y, HETCL_W);
+}
+
+/* A softmax layer: each example's [outer][n] values as outer rows of n, its axis the last
+ * (hetcl__lower_check). */
+static void forward_softmax(struct emit *e, const struct hetcl__lowering *lw, int l,
+                            struct hetcl__slot in, struct hetcl__slot y)
+{
+    int64_t outer, n, inner;
+    hetcl__lower_softmax_split(&lw->spec->layers[l], &outer, &n, &inner);
+    struct hetcl__op *op = add(e, &hetcl_op_softmax, "fwd_softmax");
+    SET_ARGS(op, xent,
+             ((struct hetcl_op_xent_args){.rows = lw->rows * outer, .classes = n, .scale = 1}));
+    buf(e, op, in, HETCL_R);
+    buf(e, op, y, HETCL_W);
+}
+
 static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
 {
     const struct hetcl_model_layer *L = &lw->spec->layers[l];
@@ -549,38 +587,12 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         }
         return;
     }
-    case HETCL_MODEL_LAYER_TRANSPOSE: {
-        /* y = x + 0, x read through its strides in perm's order (0 from the zero bias): the
-         * elementwise operator moves the values */
-        struct hetcl_op_eltwise_args a = {.rows = rows,
-                                          .rank = L->out_shape.rank,
-                                          .a_row = hetcl__shape_elems(&L->in_shape),
-                                          .kind = HETCL_ELTWISE_ADD};
-        int64_t stride[HETCL_MODEL_SPEC_MAX_RANK], step = 1;
-        for (int d = L->in_shape.rank - 1; d >= 0; step *= L->in_shape.dims[d--])
-            stride[d] = step;
-        for (int d = 0; d < L->out_shape.rank; d++) {
-            a.dims[d] = L->out_shape.dims[d];
-            a.a_stride[d] = stride[L->perm[d]];
-        }
-        op = add(e, &hetcl_op_eltwise, "fwd_transpose");
-        SET_ARGS(op, eltwise, a);
-        buf(e, op, in, HETCL_R);
-        buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
-        buf(e, op, y, HETCL_W);
+    case HETCL_MODEL_LAYER_TRANSPOSE:
+        forward_transpose(e, lw, l, in, y);
         return;
-    }
-    case HETCL_MODEL_LAYER_SOFTMAX: {
-        /* each example's [outer][n] values: outer rows of n, the last axis (lower_check) */
-        int64_t outer, n, inner;
-        hetcl__lower_softmax_split(L, &outer, &n, &inner);
-        op = add(e, &hetcl_op_softmax, "fwd_softmax");
-        SET_ARGS(op, xent,
-                 ((struct hetcl_op_xent_args){.rows = rows * outer, .classes = n, .scale = 1}));
-        buf(e, op, in, HETCL_R);
-        buf(e, op, y, HETCL_W);
+    case HETCL_MODEL_LAYER_SOFTMAX:
+        forward_softmax(e, lw, l, in, y);
         return;
-    }
     case HETCL_MODEL_LAYER_ACTIVATION:
         /* y = act(x + 0) into its own slot: the input may be read again by nothing else, but
          * an in-place form would make the layer a view of a slot it writes */
