@@ -3,8 +3,8 @@
  *     bias_act_f32_fwd   y[r][c] = act(x[r][c] + bias[c]); x and y may be the same buffer
  *     bias_act_f32_bwd   dz[r][c] = dy[r][c] * act'(y[r][c]), dbias[c] (+)= sum_r dz[r][c]
  *
- * act: 0 none, 1 ReLU, 2 sigmoid, 3 tanh, 4 ReLU6, 5 LeakyRelu of slope alpha (hetcl_act; the
- * last two forward only). The derivative is taken from the output y, so the backward pass needs
+ * act: 0 none, 1 ReLU, 2 sigmoid, 3 tanh, 4 ReLU6, 5 LeakyRelu of slope alpha, 6 Clip to
+ * [alpha, beta] (hetcl_act; the last three forward only). The derivative is taken from the output y, so the backward pass needs
  * neither x nor bias.
  *
  * Layout of the work, CPU first: the forward runs one work-item per element over a 2-D range
@@ -15,7 +15,7 @@
  * MLP and LeNet use; a GPU would prefer a tree, but this is not where GPU time goes.
  */
 
-inline float act_apply(float z, int act, float alpha)
+inline float act_apply(float z, int act, float alpha, float beta)
 {
     switch (act) {
     case 1:
@@ -28,6 +28,8 @@ inline float act_apply(float z, int act, float alpha)
         return fmin(fmax(z, 0.0f), 6.0f);
     case 5:
         return z >= 0.0f ? z : alpha * z;
+    case 6:
+        return fmin(fmax(z, alpha), beta);
     default:
         return z;
     }
@@ -50,14 +52,15 @@ inline float act_grad(float y, int act)
 
 /* Global size >= (cols, rows). No restrict: x and y may alias (in place). */
 __kernel void bias_act_f32_fwd(int rows, int cols, int act, const __global float *x,
-                               const __global float *bias, __global float *y, float alpha)
+                               const __global float *bias, __global float *y, float alpha,
+                               float beta)
 {
     const int c = get_global_id(0);
     const int r = get_global_id(1);
     if (c >= cols || r >= rows)
         return;
     const size_t at = (size_t) r * cols + c;
-    y[at] = act_apply(x[at] + bias[c], act, alpha);
+    y[at] = act_apply(x[at] + bias[c], act, alpha, beta);
 }
 
 inline float16 act_grad16(float16 y, int act)
@@ -149,5 +152,5 @@ __kernel void eltwise_f32(int rows, int cols, int4 dims, int4 sa, int4 sb, int a
     const int i0 = rest / dims.s1;
     const float x0 = a[(size_t) r * a_row + i0 * sa.s0 + i1 * sa.s1 + i2 * sa.s2 + i3 * sa.s3];
     const float x1 = b[(size_t) r * b_row + i0 * sb.s0 + i1 * sb.s1 + i2 * sb.s2 + i3 * sb.s3];
-    y[(size_t) r * cols + i] = act_apply(kind == 1 ? x0 * x1 : x0 + x1, act, alpha);
+    y[(size_t) r * cols + i] = act_apply(kind == 1 ? x0 * x1 : x0 + x1, act, alpha, 0.0f);
 }

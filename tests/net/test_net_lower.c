@@ -380,6 +380,63 @@ static void check_activation_layer(hetcl_context *ctx)
     hetcl_model_spec_destroy(spec);
 }
 
+/* The shape layers of ONNX import: reshape a view (no operator), transpose the elementwise
+ * operator over permuted strides, softmax the softmax operator over the rows of its last axis
+ * (another axis refused), clip bias_act with both bounds; training refuses them by name. */
+static void check_shape_layers(hetcl_context *ctx)
+{
+    static const char json[] =
+            "{\"schema_version\": 1, \"name\": \"shapes\", \"input\": {\"shape\": [24]}, "
+            "\"layers\": [{\"type\": \"reshape\", \"shape\": [2, 3, 4]}, {\"type\": "
+            "\"transpose\", \"perm\": [2, 0, 1]}, {\"type\": \"softmax\"}, {\"type\": "
+            "\"activation\", \"activation\": \"clip\", \"min\": -0.5, \"max\": 0.25}, "
+            "{\"type\": \"flatten\"}], \"loss\": \"mse\"}";
+    hetcl_model_spec *spec = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "shapes", json, strlen(json), &spec));
+    if (!spec)
+        return;
+    const struct hetcl__lowering lw = {.spec = spec, .rows = 5};
+    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+    CHECK_EQ_INT(hetcl__lower_layer(&lw, 0, HETCL__PASS_FORWARD, ops), 0);
+    CHECK(hetcl__lower_is_view(spec, 0));
+    /* transpose: out [4, 2, 3] reads in [2, 3, 4] at strides (1, 12, 4) */
+    CHECK_EQ_INT(hetcl__lower_layer(&lw, 1, HETCL__PASS_FORWARD, ops), 1);
+    CHECK(ops[0].codelet == &hetcl_op_eltwise);
+    const struct hetcl_op_eltwise_args *e = &ops[0].args.eltwise;
+    CHECK_EQ_INT(e->rows, 5);
+    CHECK_EQ_INT(e->dims[0], 4);
+    CHECK_EQ_INT(e->a_stride[0], 1);
+    CHECK_EQ_INT(e->a_stride[1], 12);
+    CHECK_EQ_INT(e->a_stride[2], 4);
+    CHECK_EQ_INT(e->a_row, 24);
+    CHECK_EQ_INT(e->b_row + e->b_stride[0] + e->b_stride[1] + e->b_stride[2], 0);
+    CHECK_EQ_INT(ops[0].slot[0].kind, HETCL__SLOT_INPUT); /* the reshape's input: a view */
+    /* softmax over the last axis (3 values) of [4, 2, 3]: 5 * 8 rows */
+    CHECK_EQ_INT(hetcl__lower_layer(&lw, 2, HETCL__PASS_FORWARD, ops), 1);
+    CHECK(ops[0].codelet == &hetcl_op_softmax);
+    CHECK_EQ_INT(ops[0].args.xent.rows, 40);
+    CHECK_EQ_INT(ops[0].args.xent.classes, 3);
+    CHECK_EQ_INT(hetcl__lower_layer(&lw, 3, HETCL__PASS_FORWARD, ops), 1);
+    CHECK_EQ_INT(ops[0].args.bias_act.act, HETCL_ACT_CLIP);
+    CHECK(ops[0].args.bias_act.alpha == -0.5f && ops[0].args.bias_act.beta == 0.25f);
+    for (int l = 0; l < spec->n_layers; l++)
+        CHECK_OK(ctx, hetcl__lower_check(ctx, spec, l));
+    spec->layers[2].axis = 1; /* 2 values, then 3 after each */
+    CHECK_EQ_INT(hetcl__lower_check(ctx, spec, 2), HETCL_ERR_UNSUPPORTED);
+    CHECK(strstr(hetcl_context_last_error(ctx), "layers[2]: softmax along axis 1") != NULL);
+    spec->layers[2].axis = -1;
+    spec->loss = HETCL_MODEL_LOSS_SOFTMAX_CE; /* past the net's loss check */
+    hetcl_net *net = NULL;
+    CHECK_EQ_INT(hetcl_net_create(ctx, spec, &net), HETCL_ERR_UNSUPPORTED);
+    CHECK(strstr(hetcl_context_last_error(ctx), "layers[0]: a reshape layer runs in inference") !=
+          NULL);
+    spec->layers[0].type = HETCL_MODEL_LAYER_FLATTEN; /* a view training takes */
+    CHECK_EQ_INT(hetcl_net_create(ctx, spec, &net), HETCL_ERR_UNSUPPORTED);
+    CHECK(strstr(hetcl_context_last_error(ctx), "layers[1]: a transpose layer") != NULL);
+    CHECK(net == NULL);
+    hetcl_model_spec_destroy(spec);
+}
+
 int main(void)
 {
     hetcl_context *ctx = NULL;
@@ -396,6 +453,7 @@ int main(void)
     }
     check_grouped(ctx);
     check_activation_layer(ctx);
+    check_shape_layers(ctx);
     hetcl_model_spec_destroy(spec);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_net_lower");

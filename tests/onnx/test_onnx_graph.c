@@ -9,7 +9,9 @@
  * this file, through the plan's reference, a host session (fused: the activation buffers of a
  * graph), a host session with a task per operator, and an OpenCL session where a device exists.
  * Also a graph of two data inputs (slice layers) with a broadcast Mul, an Add, a Concat on the
- * width and a Transpose that moves nothing; and the refusals of what the importer cannot map.
+ * width and a Transpose that moves nothing; a Reshape between a Gemm and a Conv (a view) after a
+ * Clip; a Transpose (NCHW -> NHWC) and a Softmax along the last axis between a Conv and a Gemm; and
+ * the refusals of what the importer cannot map.
  */
 #include "harness.h"
 #include "onnx_fixture.h"
@@ -461,6 +463,101 @@ static void bn_naive(const float *x, double *out)
     }
 }
 
+/* A Reshape between two layers of compute (the batch kept, a view): x [N, 30] -> Gemm 24 ->
+ * Clip [-0.2, 0.3] (a clip activation layer) -> Reshape [0, -1, 3, 4] -> Conv 3 k2 -> Relu ->
+ * Flatten [18]. */
+enum { RS_IN = 30, RS_MID = 24, RS_OUT = 3 * 2 * 3 };
+
+static struct fx *reshape_graph(void)
+{
+    struct fx *f = fx_new(14);
+    fx_input(f, "x", 2, (int64_t[]){0, RS_IN});
+    gemm_node(f, "x", "g0", RS_IN, RS_MID, 21, 22);
+    fx_weight(f, "lo", 1, (int64_t[]){1}, (float[]){-0.2f});
+    fx_weight(f, "hi", 1, (int64_t[]){1}, (float[]){0.3f});
+    fx_node(f, "Clip", "bounds", "g0,lo,hi", "g");
+    fx_shape(f, "to", 4, (int64_t[]){0, -1, 3, 4});
+    fx_node(f, "Reshape", "view", "g,to", "r");
+    conv_node(f, "c", "r", "cv", 2, 3, 2, 1, 0, 23, 24);
+    fx_node(f, "Relu", "c_relu", "cv", "cr");
+    fx_node(f, "Flatten", "flat", "cr", "y");
+    fx_output(f, "y");
+    return f;
+}
+
+static void reshape_naive(const float *in, double *out)
+{
+    for (int r = 0; r < BATCH; r++) {
+        struct t3 x = input(in + r * RS_IN, RS_IN, 1, 1), g = t3_new(2, 3, 4);
+        gemm(x, RS_MID, 21, 22, g.v);                         /* its 24 values read as [2, 3, 4] */
+        const double lo = (double) -0.2f, hi = (double) 0.3f; /* the bounds as stored */
+        for (int i = 0; i < RS_MID; i++)
+            g.v[i] = g.v[i] < lo ? lo : g.v[i] > hi ? hi : g.v[i];
+        struct t3 y = conv(g, 3, 2, 1, 0, 23, 24);
+        relu(&y);
+        memcpy(out + r * RS_OUT, y.v, RS_OUT * sizeof *y.v);
+        free(x.v), free(g.v), free(y.v);
+    }
+}
+
+/* A Transpose that moves values and a Softmax along the last axis of a multi-dimensional value,
+ * the graph going on after them: x [N, 2, 3, 4] -> Conv 3 k2 [3, 2, 3] -> Transpose (NCHW ->
+ * NHWC) [2, 3, 3] -> Softmax (axis -1: over the channels) -> Flatten -> Gemm 4. */
+enum { SM_C = 2, SM_H = 3, SM_W = 4, SM_IN = SM_C * SM_H * SM_W, SM_MID = 3 * 2 * 3, SM_OUT = 4 };
+
+static struct fx *softmax_graph(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 4, (int64_t[]){0, SM_C, SM_H, SM_W});
+    conv_node(f, "c", "x", "cv", SM_C, 3, 2, 1, 0, 31, 32);
+    fx_attr_ints(f, fx_node(f, "Transpose", "nhwc", "cv", "t"), "perm", 4, (int64_t[]){0, 2, 3, 1});
+    fx_attr_int(f, fx_node(f, "Softmax", "rows", "t", "sm"), "axis", -1);
+    fx_node(f, "Flatten", "flat", "sm", "smf");
+    gemm_node(f, "smf", "y", SM_MID, SM_OUT, 33, 34);
+    fx_output(f, "y");
+    return f;
+}
+
+static void softmax_naive(const float *in, double *out)
+{
+    for (int r = 0; r < BATCH; r++) {
+        struct t3 x = input(in + r * SM_IN, SM_C, SM_H, SM_W);
+        struct t3 c = conv(x, 3, 2, 1, 0, 31, 32), y = t3_new(2, 3, 3); /* [h, w, c] */
+        for (int ch = 0; ch < 3; ch++)
+            for (int h = 0; h < 2; h++)
+                for (int w = 0; w < 3; w++)
+                    y.v[(h * 3 + w) * 3 + ch] = c.v[(ch * 2 + h) * 3 + w];
+        for (int row = 0; row < y.c * y.h; row++) {
+            double *v = y.v + row * y.w, sum = 0;
+            for (int j = 0; j < y.w; j++)
+                sum += exp(v[j]);
+            for (int j = 0; j < y.w; j++)
+                v[j] = exp(v[j]) / sum;
+        }
+        gemm(y, SM_OUT, 33, 34, out + r * SM_OUT);
+        free(x.v), free(c.v), free(y.v);
+    }
+}
+
+/* A Reshape that would move values across examples is refused by name. */
+static void test_reshape_refused(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/reshape_batch.onnx", dir);
+    struct fx *f = fx_new(14);
+    fx_input(f, "x", 3, (int64_t[]){2, 3, 4});
+    fx_shape(f, "to", 3, (int64_t[]){4, 2, 3});
+    fx_node(f, "Reshape", "across", "x,to", "y");
+    fx_output(f, "y");
+    CHECK_EQ_INT(fx_write(f, path), 0);
+    fx_free(f);
+    hetcl_onnx_model *m = NULL;
+    CHECK_EQ_INT(hetcl_onnx_load(ctx, path, NULL, &m), HETCL_ERR_UNSUPPORTED);
+    CHECK(strstr(hetcl_context_last_error(ctx), "'across' (Reshape, opset 14)") &&
+          strstr(hetcl_context_last_error(ctx), "keep the batch first"));
+    hetcl_onnx_model_destroy(m);
+}
+
 /* The gate graph's layers: a slice for each data input, mul, add (the Relu folded), concat, mul
  * and add of constants (their weights). */
 static void test_inputs(void)
@@ -523,16 +620,16 @@ static void test_errors(void)
     CHECK(strstr(hetcl_context_last_error(ctx), "'cat2' (Concat, opset 13)") &&
           strstr(hetcl_context_last_error(ctx), "axis 0 of a tensor of rank 4"));
     fx_free(f);
-    /* a Transpose that moves values (NCHW -> NHWC), and a Mul by a constant that varies along
-     * the batch */
+    /* a Transpose that moves the batch (CNHW), and a Mul by a constant that varies along the
+     * batch */
     f = fx_new(13);
     fx_input(f, "x", 4, (int64_t[]){0, 2, 6, 6});
-    fx_attr_ints(f, fx_node(f, "Transpose", "nhwc", "x", "z"), "perm", 4, (int64_t[]){0, 2, 3, 1});
+    fx_attr_ints(f, fx_node(f, "Transpose", "cnhw", "x", "z"), "perm", 4, (int64_t[]){1, 0, 2, 3});
     fx_output(f, "z");
     CHECK_EQ_INT(fx_write(f, path), 0);
     CHECK_EQ_INT(hetcl_onnx_load(ctx, path, NULL, &m), HETCL_ERR_UNSUPPORTED);
-    CHECK(strstr(hetcl_context_last_error(ctx), "'nhwc' (Transpose, opset 13)") &&
-          strstr(hetcl_context_last_error(ctx), "layout no-op"));
+    CHECK(strstr(hetcl_context_last_error(ctx), "'cnhw' (Transpose, opset 13)") &&
+          strstr(hetcl_context_last_error(ctx), "moves the batch dimension"));
     fx_free(f);
     f = fx_new(13);
     fx_input(f, "x", 2, (int64_t[]){0, 4});
@@ -557,6 +654,9 @@ int main(void)
     CHECK_OK(ctx, hetcl_context_create(NULL, &ctx));
     check_graph(resnet(), "resnet_tiny.onnx", RES_C * RES_HW * RES_HW, RES_OUT, resnet_naive, 2, 0);
     check_graph(fire(), "fire_tiny.onnx", FIRE_C * FIRE_HW * FIRE_HW, FIRE_OUT, fire_naive, 0, 1);
+    check_graph(reshape_graph(), "reshape_view.onnx", RS_IN, RS_OUT, reshape_naive, 0, 0);
+    check_graph(softmax_graph(), "softmax_axis.onnx", SM_IN, SM_OUT, softmax_naive, 0, 0);
+    test_reshape_refused();
     test_inputs();
     test_errors();
     hetcl_context_destroy(ctx);

@@ -464,16 +464,17 @@ static void test_activations(void)
     free(x);
     hetcl_onnx_model_destroy(m);
 
-    /* Clip bounds other than (0, 6) and (0): refused by name */
+    /* Clip bounds with min > max (ONNX: every value max; the clip layer takes min <= max):
+     * refused by name */
     f = fx_new(13);
     fx_input(f, "x", 2, (int64_t[]){0, MLP_IN});
-    fx_weight(f, "lo", 0, NULL, (float[]){-1.0f});
-    fx_weight(f, "hi", 0, NULL, (float[]){1.0f});
+    fx_weight(f, "lo", 0, NULL, (float[]){1.0f});
+    fx_weight(f, "hi", 0, NULL, (float[]){-1.0f});
     fx_node(f, "Clip", "clip11", "x,lo,hi", "y");
     fx_output(f, "y");
     CHECK(!load(f, "clip.onnx", HETCL_ERR_UNSUPPORTED));
     CHECK(strstr(hetcl_context_last_error(ctx), "'clip11' (Clip, opset 13)") &&
-          strstr(hetcl_context_last_error(ctx), "bounds min -1, max 1"));
+          strstr(hetcl_context_last_error(ctx), "bounds min 1, max -1"));
     fx_free(f);
 }
 

@@ -308,10 +308,11 @@ static void bias_act_fd(hetcl_act act)
         ops_buf_free(&b[i]);
 }
 
-/* ReLU6 and LeakyRelu (forward only): inputs over [-10, 10] so that both of ReLU6's bounds
- * and both of LeakyRelu's sides are hit; the backward refuses them by name. */
+/* ReLU6, LeakyRelu and Clip (forward only): inputs over [-10, 10] so that both of ReLU6's and
+ * Clip's bounds and both of LeakyRelu's sides are hit; the backward refuses them by name.
+ * alpha: LeakyRelu's slope or Clip's lower bound, beta: Clip's upper bound. */
 static void bias_act_forward_only_case(int64_t rows, int64_t cols, hetcl_act act, float alpha,
-                                       bool inplace)
+                                       float beta, bool inplace)
 {
     const size_t n = (size_t) (rows * cols);
     struct ops_buf b[4];
@@ -323,14 +324,19 @@ static void bias_act_forward_only_case(int64_t rows, int64_t cols, hetcl_act act
     float *ref = malloc((n + 1) * 4);
     if (act == HETCL_ACT_RELU6)
         ref_bias_relu6_forward(rows, cols, F(&b[0]), F(&b[1]), ref);
+    else if (act == HETCL_ACT_CLIP)
+        ref_bias_clip_forward(alpha, beta, rows, cols, F(&b[0]), F(&b[1]), ref);
     else
         ref_bias_leaky_relu_forward(alpha, rows, cols, F(&b[0]), F(&b[1]), ref);
     const struct hetcl_op_bias_act_args a = {
-            .rows = rows, .cols = cols, .act = act, .alpha = alpha};
+            .rows = rows, .cols = cols, .act = act, .alpha = alpha, .beta = beta};
     char what[128];
-    snprintf(what, sizeof what, "bias_act_fwd%s %s alpha %g %lldx%lld", inplace ? "_inplace" : "",
-             act == HETCL_ACT_RELU6 ? "relu6" : "leaky_relu", (double) alpha, (long long) rows,
-             (long long) cols);
+    snprintf(what, sizeof what, "bias_act_fwd%s %s alpha %g beta %g %lldx%lld",
+             inplace ? "_inplace" : "",
+             act == HETCL_ACT_RELU6  ? "relu6"
+             : act == HETCL_ACT_CLIP ? "clip"
+                                     : "leaky_relu",
+             (double) alpha, (double) beta, (long long) rows, (long long) cols);
     const int out = inplace ? 0 : 2;
     CHECK_OK(E.ctx, ops_run(&E, inplace ? &hetcl_op_bias_act_fwd_inplace : &hetcl_op_bias_act_fwd,
                             b, inplace ? 2 : 3, &a, sizeof a));
@@ -351,11 +357,19 @@ static void bias_act_forward_only_case(int64_t rows, int64_t cols, hetcl_act act
 
 static void test_bias_act(void)
 {
-    static const int64_t few[][2] = {{1, 1}, {3, 17}, {64, 256}, {0, 5}};
+    static const int64_t few[][2] = {{1, 1}, {3, 17}, {64, 256}, {17, 1023}, {0, 5}};
+    /* Clip's bounds: both, one (the other infinite), equal, and min > max (max, as ONNX) */
+    static const float clip[][2] = {
+            {-1.0f, 1.0f}, {-INFINITY, 0.0f}, {2.5f, INFINITY}, {0.5f, 0.5f}, {3.0f, -3.0f}};
     for (size_t s = 0; s < sizeof few / sizeof few[0]; s++) {
-        bias_act_forward_only_case(few[s][0], few[s][1], HETCL_ACT_RELU6, 0.0f, s % 2 == 0);
-        bias_act_forward_only_case(few[s][0], few[s][1], HETCL_ACT_LEAKY_RELU, 0.1f, s % 2 == 1);
-        bias_act_forward_only_case(few[s][0], few[s][1], HETCL_ACT_LEAKY_RELU, -0.5f, s % 2 == 0);
+        bias_act_forward_only_case(few[s][0], few[s][1], HETCL_ACT_RELU6, 0.0f, 0.0f, s % 2 == 0);
+        bias_act_forward_only_case(few[s][0], few[s][1], HETCL_ACT_LEAKY_RELU, 0.1f, 0.0f,
+                                   s % 2 == 1);
+        bias_act_forward_only_case(few[s][0], few[s][1], HETCL_ACT_LEAKY_RELU, -0.5f, 0.0f,
+                                   s % 2 == 0);
+        for (size_t c = 0; c < sizeof clip / sizeof clip[0]; c++)
+            bias_act_forward_only_case(few[s][0], few[s][1], HETCL_ACT_CLIP, clip[c][0], clip[c][1],
+                                       (s + c) % 2 == 0);
     }
     static const int64_t shapes[][2] = {{1, 1}, {3, 17}, {64, 256}, {17, 1023}, {1000, 3}, {0, 5}};
     for (int act = 0; act < 4; act++) {

@@ -56,6 +56,7 @@ static double naive_act(hetcl_act act, double alpha, double z)
     case HETCL_ACT_LEAKY_RELU:
         return z >= 0 ? z : alpha * z;
     case HETCL_ACT_NONE:
+    case HETCL_ACT_CLIP: /* not an eltwise activation: its operator refuses it */
         break;
     }
     return z;
@@ -196,6 +197,9 @@ static void test_bad_args(void)
     a.kind = (hetcl_eltwise_kind) 2;
     CHECK(ops_run(&E, &hetcl_op_eltwise, b, 3, &a, sizeof a) == HETCL_ERR_INVALID_ARG);
     a.kind = HETCL_ELTWISE_ADD;
+    a.act = HETCL_ACT_CLIP; /* bias_act's only: eltwise has no upper bound to take */
+    CHECK(ops_run(&E, &hetcl_op_eltwise, b, 3, &a, sizeof a) == HETCL_ERR_INVALID_ARG);
+    a.act = HETCL_ACT_NONE;
     a.a_row = 5; /* a's second row would end at 9 of 8 floats */
     CHECK(ops_run(&E, &hetcl_op_eltwise, b, 3, &a, sizeof a) == HETCL_ERR_INVALID_ARG);
     a.a_row = 4;

@@ -79,7 +79,7 @@ int main(int argc, char **argv)
             double t0 = now_us();
             (void) hetcl__sgemm(NULL, kern, false, true, y->m, y->n, y->k, 1.0f, y->x, y->k, y->w,
                                 y->k, 0.0f, y->y, y->n);
-            hetcl__bias_act_rows(act, 0.0f, y->m, y->n, y->y, y->bias, y->y);
+            hetcl__bias_act_rows(act, 0.0f, 0.0f, y->m, y->n, y->y, y->bias, y->y);
             double t1 = now_us();
             if (r >= 0)
                 y->best_old = t1 - t0 < y->best_old ? t1 - t0 : y->best_old;

@@ -124,7 +124,7 @@ static double bias_act_objective(hetcl_act act, int64_t rows, int64_t cols, cons
 {
     size_t n = (size_t) (rows * cols);
     float *y = malloc(n * 4);
-    hetcl__bias_act_rows(act, 0.0f, rows, cols, x, bias, y);
+    hetcl__bias_act_rows(act, 0.0f, 0.0f, rows, cols, x, bias, y);
     double s = 0.0;
     for (size_t i = 0; i < n; i++) {
         s += (double) w[i] * (double) y[i];
@@ -145,7 +145,7 @@ static void test_finite_differences(void)
         ref_fill_normal(&rng, x, n, 0.0f, 1.0f);
         ref_fill_normal(&rng, bias, 7, 0.0f, 1.0f);
         ref_fill_normal(&rng, w, n, 0.0f, 1.0f);
-        hetcl__bias_act_rows(acts[ai], 0.0f, rows, cols, x, bias, y);
+        hetcl__bias_act_rows(acts[ai], 0.0f, 0.0f, rows, cols, x, bias, y);
         struct hetcl_op_bias_act_args args = {.rows = rows, .cols = cols, .act = acts[ai]};
         void *ptrs[4] = {y, w, dz, db};
         size_t szs[4] = {n * 4, n * 4, n * 4, 28};
@@ -516,7 +516,7 @@ static void test_activation_accuracy(void)
     }
     const hetcl_act acts[] = {HETCL_ACT_SIGMOID, HETCL_ACT_TANH};
     for (int a = 0; a < 2; a++) {
-        hetcl__bias_act_rows(acts[a], 0.0f, 1, (int64_t) n, x, zero, y);
+        hetcl__bias_act_rows(acts[a], 0.0f, 0.0f, 1, (int64_t) n, x, zero, y);
         double worst = 0.0;
         for (size_t i = 0; i < n; i++) {
             double z = (double) x[i];

@@ -219,6 +219,16 @@ void ref_bias_relu6_forward(int64_t rows, int64_t cols, const float *x, const fl
     }
 }
 
+void ref_bias_clip_forward(double lo, double hi, int64_t rows, int64_t cols, const float *x,
+                           const float *bias, float *y)
+{
+    for (int64_t i = 0; i < rows * cols; i++) {
+        double z = (double) x[i] + (bias ? (double) bias[i % cols] : 0.0);
+        z = z > lo ? z : lo;
+        y[i] = (float) (z < hi ? z : hi);
+    }
+}
+
 void ref_bias_leaky_relu_forward(double alpha, int64_t rows, int64_t cols, const float *x,
                                  const float *bias, float *y)
 {

@@ -99,6 +99,9 @@ void ref_bias_relu6_forward(int64_t rows, int64_t cols, const float *x, const fl
                             float *y);
 void ref_bias_leaky_relu_forward(double alpha, int64_t rows, int64_t cols, const float *x,
                                  const float *bias, float *y);
+/* Clip, min(max(z, lo), hi) as ONNX defines it (hi when lo > hi; infinite bounds: none). */
+void ref_bias_clip_forward(double lo, double hi, int64_t rows, int64_t cols, const float *x,
+                           const float *bias, float *y);
 
 /*
  * Backward from the forward OUTPUT y (not the input): every activation's derivative is a

@@ -471,11 +471,12 @@ static const struct bad_case bad_cases[] = {
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
          "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, "
-         "mul, slice)",
+         "mul, slice, reshape, softmax, transpose)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
-         "maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, mul, slice)",
+         "maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, mul, slice, "
+         "reshape, softmax, transpose)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
         /* slide layers: the last one, under softmax_cross_entropy; bounded hashing */
@@ -489,11 +490,11 @@ static const struct bad_case bad_cases[] = {
          "layers[0].activation: unknown field", 1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activation': 'softmax'}]" SMCE,
          "layers[0].activation: unknown activation \"softmax\" (expected one of: none, relu, "
-         "sigmoid, tanh, relu6, leaky_relu)",
+         "sigmoid, tanh, relu6, leaky_relu, clip)",
          1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'activation': 1}]" SMCE,
          "layers[0].activation: expected a string, one of: none, relu, sigmoid, tanh, relu6, "
-         "leaky_relu; got 1",
+         "leaky_relu, clip; got 1",
          1},
         {HEAD "'layers': [{'type': 'dense', 'units': 10, 'init': 'glorot'}]" SMCE,
          "layers[0].init: unknown init \"glorot\" (expected one of: he_uniform, he_normal, "
@@ -571,6 +572,31 @@ static const struct bad_case bad_cases[] = {
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [10]}, 'layers': [{'type': "
          "'slice', 'offset': 4}]" SMCE,
          "layers[0].shape: expected an array of 1 to 3 dimensions, got nothing", 1},
+        {IMG "'layers': [{'type': 'reshape', 'shape': [28, 27]}]" SMCE,
+         "layers[0].shape: [28, 27] holds 756 values, its input [1, 28, 28] 784 (a reshape keeps "
+         "every value)",
+         0},
+        {IMG "'layers': [{'type': 'reshape', 'shape': [28, 28], 'offset': 0}]" SMCE,
+         "layers[0].offset: unknown field (expected one of: type, shape)", 1},
+        {IMG "'layers': [{'type': 'flatten'}, {'type': 'dense', 'units': 10, 'activation': "
+             "'clip'}]" SMCE,
+         "layers[1].activation: clip is an activation layer's only", 0},
+        {IMG "'layers': [{'type': 'activation', 'activation': 'relu', 'min': 0}]" SMCE,
+         "layers[0].min: applies only to the activation clip, not relu", 0},
+        {IMG "'layers': [{'type': 'activation', 'activation': 'clip', 'min': 2, 'max': 1}]" SMCE,
+         "layers[0].max: expected max >= min (2), got 1", 0},
+        {IMG "'layers': [{'type': 'activation', 'activation': 'clip', 'max': 'a'}]" SMCE,
+         "layers[0].max: expected a finite number (at most 1e30 in size), got \"a\"", 1},
+        {IMG "'layers': [{'type': 'transpose', 'perm': [0, 0, 1]}]" SMCE,
+         "layers[0].perm: expected a permutation of 0 to 2 (its input is [1, 28, 28])", 0},
+        {IMG "'layers': [{'type': 'transpose'}]" SMCE,
+         "layers[0].perm: expected an array of 1 to 3 dimension indices, got nothing", 1},
+        {IMG "'layers': [{'type': 'softmax', 'axis': 3}]" SMCE,
+         "layers[0]: softmax axis 3 of an input of 3 dimensions [1, 28, 28] (expected 0 to 2)", 1},
+        {IMG "'layers': [{'type': 'softmax', 'activation': 'relu'}]" SMCE,
+         "layers[0].activation: unknown field (expected one of: type, axis)", 1},
+        {IMG "'layers': [{'type': 'reshape'}]" SMCE,
+         "layers[0].shape: expected an array of 1 to 3 dimensions, got nothing", 1},
         {IMG "'layers': [{'type': 'dense', 'units': 3, 'inputs': [-1, 0]}]" SMCE,
          "layers[0].inputs: wrong size or not an array (expected an array of 1 earlier", 0},
         {IMG "'layers': [{'type': 'concat', 'inputs': [-1, -1], 'activation': 'relu'}]" SMCE,
@@ -635,7 +661,7 @@ static const struct bad_case bad_cases[] = {
         /* activation layers and leaky_relu's alpha */
         {HEAD "'layers': [{'type': 'activation'}, " DENSE "]" SMCE,
          "layers[0].activation: missing (expected one of: none, relu, sigmoid, tanh, relu6, "
-         "leaky_relu)",
+         "leaky_relu, clip)",
          1},
         {HEAD "'layers': [{'type': 'dense', 'units': 4, 'activation': 'relu', 'alpha': 0.2}, "
               "" DENSE "]" SMCE,
@@ -645,7 +671,7 @@ static const struct bad_case bad_cases[] = {
          "layers[0].alpha: expected a finite number (at most 1e6 in size), got \"x\"", 1},
         {HEAD "'layers': [{'type': 'activation', 'activation': 'relu', 'units': 3}, " DENSE
               "]" SMCE,
-         "layers[0].units: unknown field (expected one of: type, activation, alpha)", 1},
+         "layers[0].units: unknown field (expected one of: type, activation, alpha, min, max)", 1},
         /* grouped convolutions: groups must divide the channels and the filters */
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [6, 8, 8]}, 'layers': "
          "[{'type': 'conv2d', 'filters': 6, 'kernel': 3, 'groups': 4}, {'type': 'flatten'}, " DENSE
@@ -736,6 +762,44 @@ static void test_pool_padding(hetcl_context *ctx)
         CHECK_EQ_INT(spec->layers[0].out_shape.dims[2], cases[i].out_w);
         hetcl_model_spec_destroy(spec);
     }
+}
+
+/* A reshape is its input's values in another shape of as many: a view, without parameters; a
+ * transpose reorders the dimensions. */
+static void test_reshape(hetcl_context *ctx)
+{
+    static const char text[] =
+            "{\"schema_version\": 1, \"name\": \"t\", \"input\": {\"shape\": [1, 28, 28]}, "
+            "\"layers\": [{\"type\": \"reshape\", \"shape\": [4, 14, 14]}, {\"type\": "
+            "\"conv2d\", \"filters\": 2, \"kernel\": 3}, {\"type\": \"flatten\"}, {\"type\": "
+            "\"dense\", \"units\": 10}], \"loss\": \"softmax_cross_entropy\"}";
+    hetcl_model_spec *spec = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "reshape.json", text, sizeof text - 1, &spec));
+    if (!spec)
+        return;
+    const struct hetcl_model_layer *r = &spec->layers[0], *c = &spec->layers[1];
+    CHECK_EQ_INT(r->type, HETCL_MODEL_LAYER_RESHAPE);
+    CHECK_EQ_INT(r->out_shape.rank, 3);
+    CHECK_EQ_INT(r->out_shape.dims[0], 4);
+    CHECK_EQ_INT(r->out_shape.dims[2], 14);
+    CHECK_EQ_INT(r->n_parameters, 0);
+    CHECK_EQ_INT(c->in_shape.dims[0], 4);
+    CHECK_EQ_INT(c->out_shape.dims[1], 12);
+    CHECK_EQ_INT(spec->n_parameters, 2 * 4 * 3 * 3 + 2 + 10 * 2 * 12 * 12 + 10);
+    hetcl_model_spec_destroy(spec);
+    /* a transpose: output dimension d is input dimension perm[d] */
+    static const char tr[] =
+            "{\"schema_version\": 1, \"name\": \"t\", \"input\": {\"shape\": [2, 3, 4]}, "
+            "\"layers\": [{\"type\": \"transpose\", \"perm\": [2, 0, 1]}, {\"type\": "
+            "\"flatten\"}], \"loss\": \"mse\"}";
+    spec = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "transpose.json", tr, sizeof tr - 1, &spec));
+    if (!spec)
+        return;
+    CHECK_EQ_INT(spec->layers[0].out_shape.dims[0], 4);
+    CHECK_EQ_INT(spec->layers[0].out_shape.dims[1], 2);
+    CHECK_EQ_INT(spec->layers[0].out_shape.dims[2], 3);
+    hetcl_model_spec_destroy(spec);
 }
 
 static void test_edges(hetcl_context *ctx)
@@ -884,6 +948,7 @@ int main(void)
     test_defaults(ctx);
     test_bad_specs(ctx);
     test_pool_padding(ctx);
+    test_reshape(ctx);
     test_edges(ctx);
     test_huge_fields(ctx);
     hetcl_context_destroy(ctx);

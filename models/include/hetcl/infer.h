@@ -62,7 +62,8 @@ enum hetcl_infer_op {
     HETCL_INFER_MAXPOOL,   /* max pooling (an argmax scratch buffer per share) */
     HETCL_INFER_AVGPOOL,
     HETCL_INFER_FLATTEN,    /* a view of the previous output: no task, no copy */
-    HETCL_INFER_SOFTMAX,    /* row-wise softmax of the logits (the last step) */
+    HETCL_INFER_SOFTMAX,    /* row-wise softmax of the logits (the last step, layer -1), or a
+                               "softmax" layer's along its axis */
     HETCL_INFER_OUTPUT,     /* the last step of a spec whose loss is not softmax cross-entropy
                                (an imported graph without a Softmax): the last layer's values */
     HETCL_INFER_ACTIVATION, /* an "activation" layer: act(x) elementwise, into its own buffer */
@@ -72,10 +73,11 @@ enum hetcl_infer_op {
     HETCL_INFER_SLICE,      /* a "slice" layer: a range of each example's values (one copy) */
     HETCL_INFER_KERNEL,     /* a "kernel" layer (a trained kernel machine): K(x, centers) alpha,
                                on the host by blocks of centers (a block of K at a time) */
+    HETCL_INFER_TRANSPOSE,  /* a "transpose" layer: each example's dimensions reordered */
 };
 
 /* "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "softmax", "output", "activation",
- * "add", "concat", "mul", "slice", "kernel"; "?" otherwise. */
+ * "add", "concat", "mul", "slice", "kernel", "transpose"; "?" otherwise. */
 HETCL_API const char *hetcl_infer_op_name(enum hetcl_infer_op op);
 
 /* One step of the forward pass. Shapes are per example (no batch dimension). */
@@ -89,7 +91,8 @@ struct hetcl_infer_step {
     int weight, bias;            /* indices into plan->params (spec->params), or -1 */
     int64_t flops;               /* per example: the spec's figure (0 for flatten, softmax) */
     int n_tasks;                 /* runtime tasks per request and share (0 for flatten) */
-    float alpha;                 /* act LEAKY_RELU's slope for z < 0 */
+    float alpha;                 /* act LEAKY_RELU's slope for z < 0, CLIP's lower bound */
+    float beta;                  /* act CLIP's upper bound */
 };
 
 /* Where the weights come from. Zero: random, seed 0. */

@@ -85,6 +85,12 @@ enum hetcl_model_layer_type {
     HETCL_MODEL_LAYER_SLICE,      /* "slice": the values [offset, offset + n) of each example
                                      of its input, as the shape "shape" of n values ("offset",
                                      default 0): one of a network's several inputs */
+    HETCL_MODEL_LAYER_RESHAPE,    /* "reshape": its input's values as the shape "shape" of as
+                                     many values (row-major, so no value moves: a view) */
+    HETCL_MODEL_LAYER_SOFTMAX,    /* "softmax": the softmax along dimension "axis" (default: the
+                                     last) of each example, same shape (inference only) */
+    HETCL_MODEL_LAYER_TRANSPOSE,  /* "transpose": each example's dimensions in the order "perm"
+                                     (output dimension d is input dimension perm[d]) */
 };
 
 /* The most inputs a layer names ("inputs"). */
@@ -126,6 +132,8 @@ enum hetcl_model_activation {
     HETCL_MODEL_ACT_TANH,       /* "tanh" */
     HETCL_MODEL_ACT_RELU6,      /* "relu6": min(max(z, 0), 6) */
     HETCL_MODEL_ACT_LEAKY_RELU, /* "leaky_relu": z >= 0 ? z : alpha z (layer field "alpha") */
+    HETCL_MODEL_ACT_CLIP,       /* "clip": min(max(z, min), max) (layer fields "min", "max";
+                                   absent: no bound); activation layers only, inference only */
 };
 
 enum hetcl_model_loss {
@@ -203,13 +211,16 @@ struct hetcl_model_layer {
     struct hetcl_model_slide slide;      /* slide layers */
     int64_t groups; /* conv2d: channel groups (1: dense; in_channels: depthwise); else 0 */
     double alpha;   /* leaky_relu's slope for z < 0 ("alpha", default 0.01); else 0 */
+    double clip_min, clip_max; /* clip's bounds ("min", "max"; absent: -HUGE_VAL, HUGE_VAL) */
+    int n_perm, perm[HETCL_MODEL_SPEC_MAX_RANK]; /* transpose: "perm", one per input dimension */
     /* Where its input comes from: the outputs of layers inputs[0 .. n_inputs), each earlier
      * than this one, -1 the network's input ("inputs", default [the previous layer]: a chain).
      * in_shape is inputs[0]'s output shape. add, mul: 2; concat: 2 .. HETCL_MODEL_SPEC_MAX_INPUTS;
      * any other layer: 1. */
     int n_inputs;
     int inputs[HETCL_MODEL_SPEC_MAX_INPUTS];
-    int axis; /* concat: the dimension joined ("axis", 0 to rank - 1, default 0) */
+    int axis; /* concat: the dimension joined ("axis", 0 to rank - 1, default 0); softmax: the
+                 dimension it normalises ("axis"; -1 when absent: the last) */
     /* add, mul: the shape of a constant second operand ("operand"; rank 0: none, the layer
      * reads two inputs): the layer's weight tensor, broadcast as an input would be */
     struct hetcl_model_shape operand;

@@ -31,6 +31,8 @@ typedef enum hetcl_act {
     HETCL_ACT_TANH = 3,
     HETCL_ACT_RELU6 = 4,      /* min(max(z, 0), 6): ONNX Clip(0, 6), MobileNetV2's */
     HETCL_ACT_LEAKY_RELU = 5, /* z >= 0 ? z : alpha z (hetcl_op_bias_act_args.alpha) */
+    HETCL_ACT_CLIP = 6,       /* min(max(z, alpha), beta): ONNX Clip (-INFINITY and INFINITY for
+                                 no bound; hetcl_op_bias_act_args.alpha, beta) */
 } hetcl_act;
 
 /* GEMM: C[m,n] = alpha * op(A) * op(B) + beta * C, row-major, packed (lda = row length).
@@ -43,14 +45,16 @@ struct hetcl_op_gemm_args {
 
 /* Fused bias + activation, forward: y[r][c] = act(x[r][c] + bias[c]).
  * Buffers: x (R), bias (R), y (W). x and y may be the same handle only with mode RW on one
- * buffer: use hetcl_op_bias_act_fwd_inplace (buffers: x (RW), bias (R)). RELU6 and LEAKY_RELU
- * are float forward only: the f16 forms and the backward refuse them (HETCL_ERR_UNSUPPORTED). */
+ * buffer: use hetcl_op_bias_act_fwd_inplace (buffers: x (RW), bias (R)). RELU6, LEAKY_RELU and
+ * CLIP are float forward only: the f16 forms and the backward refuse them (HETCL_ERR_UNSUPPORTED);
+ * hetcl_op_eltwise takes the activations up to LEAKY_RELU. */
 struct hetcl_op_bias_act_args {
     int64_t rows, cols;
     hetcl_act act;
     /* backward only: add into dbias instead of overwriting it (gradient accumulation) */
     bool accumulate;
-    float alpha; /* LEAKY_RELU's slope for z < 0; ignored by the other activations */
+    float alpha; /* LEAKY_RELU's slope for z < 0, CLIP's lower bound; else ignored */
+    float beta;  /* CLIP's upper bound; ignored by the other activations */
 };
 /* Backward, from the activation's output y: dz = dy * act'(y), dbias[c] (+)= sum_r dz[r][c].
  * Buffers: y (R), dy (R), dz (W), dbias (W, or RW when accumulate). */

@@ -16,7 +16,7 @@
 
 static const char *const op_names[] = {"dense",   "conv2d", "maxpool2d",  "avgpool2d", "flatten",
                                        "softmax", "output", "activation", "add",       "concat",
-                                       "mul",     "slice",  "kernel"};
+                                       "mul",     "slice",  "kernel",     "transpose"};
 
 const char *hetcl_infer_op_name(enum hetcl_infer_op op)
 {
@@ -165,7 +165,9 @@ static void add_step(hetcl_infer_plan *plan, enum hetcl_infer_op op, int layer,
     if (l) {
         snprintf(s->name, sizeof s->name, "layers.%d.%s", layer, hetcl_infer_op_name(op));
         s->act = hetcl__lower_act(l->activation);
-        s->alpha = (float) l->alpha;
+        const bool clip = l->activation == HETCL_MODEL_ACT_CLIP;
+        s->alpha = (float) (clip ? l->clip_min : l->alpha);
+        s->beta = clip ? (float) l->clip_max : 0.0f;
         s->in_shape = l->in_shape;
         s->out_shape = l->out_shape;
         s->flops = l->flops;
@@ -263,10 +265,17 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
             op = HETCL_INFER_AVGPOOL;
             break;
         case HETCL_MODEL_LAYER_FLATTEN:
+        case HETCL_MODEL_LAYER_RESHAPE: /* a view too: the same bytes, another shape */
             op = HETCL_INFER_FLATTEN;
             break;
         case HETCL_MODEL_LAYER_ACTIVATION:
             op = HETCL_INFER_ACTIVATION;
+            break;
+        case HETCL_MODEL_LAYER_TRANSPOSE:
+            op = HETCL_INFER_TRANSPOSE;
+            break;
+        case HETCL_MODEL_LAYER_SOFTMAX: /* a layer's: along its axis */
+            op = HETCL_INFER_SOFTMAX;
             break;
         case HETCL_MODEL_LAYER_ADD:
             op = HETCL_INFER_ADD;

@@ -9,9 +9,11 @@
 #include <math.h>
 #include <string.h>
 
-static double act_alpha(hetcl_act a, double alpha, double z)
+static double act_alpha(hetcl_act a, double alpha, double beta, double z)
 {
     switch (a) {
+    case HETCL_ACT_CLIP:
+        return z < alpha ? (alpha < beta ? alpha : beta) : z > beta ? beta : z;
     case HETCL_ACT_RELU:
         return z > 0 ? z : 0;
     case HETCL_ACT_RELU6:
@@ -37,7 +39,7 @@ static void dense(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, i
             double acc = bias ? (double) bias[o] : 0;
             for (int64_t i = 0; i < s->in_elems; i++)
                 acc += (double) w[o * s->in_elems + i] * x[n * s->in_elems + i];
-            y[n * s->out_elems + o] = act_alpha(s->act, (double) s->alpha, acc);
+            y[n * s->out_elems + o] = act_alpha(s->act, (double) s->alpha, (double) s->beta, acc);
         }
 }
 
@@ -69,7 +71,7 @@ static void conv(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
                                        x[((n * C + c) * H + iy) * W + ix];
                             }
                     y[((n * F + f) * OH + oy) * OW + ox] =
-                            act_alpha(s->act, (double) s->alpha, acc);
+                            act_alpha(s->act, (double) s->alpha, (double) s->beta, acc);
                 }
 }
 
@@ -120,6 +122,47 @@ static void softmax(int64_t b, int64_t k, const double *x, double *y)
         for (int64_t j = 0; j < k; j++)
             y[n * k + j] = exp(x[n * k + j] - m) / sum;
     }
+}
+
+/* The softmax along the middle of [rows][n][inner] (values of one axis inner apart). */
+static void softmax_axis(int64_t rows, int64_t n, int64_t inner, const double *x, double *y)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < inner; i++) {
+            const double *xr = x + r * n * inner + i;
+            double *yr = y + r * n * inner + i, m = -HUGE_VAL, sum = 0;
+            for (int64_t j = 0; j < n; j++)
+                m = xr[j * inner] > m ? xr[j * inner] : m;
+            for (int64_t j = 0; j < n; j++)
+                sum += exp(xr[j * inner] - m);
+            for (int64_t j = 0; j < n; j++)
+                yr[j * inner] = exp(xr[j * inner] - m) / sum;
+        }
+}
+
+/* Each example's dimensions in the order perm: output index (o_0 .. o_r-1) holds input index i
+ * with i[perm[d]] = o_d, padded to 3 dimensions. */
+static void transpose(const struct hetcl_model_layer *L, int64_t batch, const double *x, double *y)
+{
+    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, o[3], i[3];
+    int perm[3] = {0, 1, 2};
+    const int pad = 3 - L->in_shape.rank;
+    for (int d = 0; d < L->in_shape.rank; d++) {
+        in[pad + d] = L->in_shape.dims[d];
+        perm[pad + d] = pad + L->perm[d];
+    }
+    for (int d = 0; d < 3; d++)
+        out[d] = in[perm[d]];
+    const int64_t n = in[0] * in[1] * in[2];
+    for (int64_t b = 0; b < batch; b++)
+        for (o[0] = 0; o[0] < out[0]; o[0]++)
+            for (o[1] = 0; o[1] < out[1]; o[1]++)
+                for (o[2] = 0; o[2] < out[2]; o[2]++) {
+                    for (int d = 0; d < 3; d++)
+                        i[perm[d]] = o[d];
+                    y[b * n + (o[0] * out[1] + o[1]) * out[2] + o[2]] =
+                            x[b * n + (i[0] * in[1] + i[1]) * in[2] + i[2]];
+                }
 }
 
 /* Layer `src`'s output (src -1: the input) among the steps' outputs: steps are the layers. */
@@ -181,7 +224,7 @@ static void join(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
                 const double u = x0[n * n0 + bcast_index(o, s0, k)];
                 const double v = constant ? (double) w[bcast_index(o, s1, k)]
                                           : x1[n * n1 + bcast_index(o, s1, k)];
-                y[n * s->out_elems + k] = act_alpha(s->act, (double) s->alpha,
+                y[n * s->out_elems + k] = act_alpha(s->act, (double) s->alpha, (double) s->beta,
                                                     s->op == HETCL_INFER_MUL ? u * v : u + v);
             }
         return;
@@ -275,11 +318,23 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
             pool(plan, s, batch, a, b);
             break;
         case HETCL_INFER_SOFTMAX:
-            softmax(batch, s->out_elems, a, b);
+            if (s->layer >= 0) { /* a softmax layer: along its axis */
+                const struct hetcl_model_shape *sh = &s->in_shape;
+                const int axis = plan->spec->layers[s->layer].axis;
+                const int ax = axis < 0 ? sh->rank - 1 : axis;
+                int64_t outer = 1, inner = 1;
+                for (int d = 0; d < ax; d++)
+                    outer *= sh->dims[d];
+                for (int d = ax + 1; d < sh->rank; d++)
+                    inner *= sh->dims[d];
+                softmax_axis(batch * outer, sh->dims[ax], inner, a, b);
+            } else {
+                softmax(batch, s->out_elems, a, b);
+            }
             break;
         case HETCL_INFER_ACTIVATION:
             for (int64_t k = 0; k < batch * s->out_elems; k++)
-                b[k] = act_alpha(s->act, (double) s->alpha, a[k]);
+                b[k] = act_alpha(s->act, (double) s->alpha, (double) s->beta, a[k]);
             break;
         case HETCL_INFER_ADD:
         case HETCL_INFER_CONCAT:
@@ -289,6 +344,9 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
             break;
         case HETCL_INFER_KERNEL:
             kernel(plan, s, batch, a, b);
+            break;
+        case HETCL_INFER_TRANSPOSE:
+            transpose(&plan->spec->layers[s->layer], batch, a, b);
             break;
         case HETCL_INFER_FLATTEN: /* same bytes, another shape; the last layer's values */
         case HETCL_INFER_OUTPUT:

@@ -61,6 +61,8 @@ hetcl_act hetcl__lower_act(enum hetcl_model_activation a)
         return HETCL_ACT_RELU6;
     case HETCL_MODEL_ACT_LEAKY_RELU:
         return HETCL_ACT_LEAKY_RELU;
+    case HETCL_MODEL_ACT_CLIP:
+        return HETCL_ACT_CLIP;
     case HETCL_MODEL_ACT_NONE:
         break;
     }
@@ -76,12 +78,23 @@ static bool dense_like(const struct hetcl_model_layer *L)
 
 static bool is_view(const struct hetcl_model_layer *L)
 {
-    return L->type == HETCL_MODEL_LAYER_FLATTEN;
+    return L->type == HETCL_MODEL_LAYER_FLATTEN || L->type == HETCL_MODEL_LAYER_RESHAPE;
 }
 
 bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer)
 {
     return is_view(&spec->layers[layer]);
+}
+
+void hetcl__lower_softmax_split(const struct hetcl_model_layer *L, int64_t *outer, int64_t *n,
+                                int64_t *inner)
+{
+    const struct hetcl_model_shape *sh = &L->in_shape;
+    const int axis = L->axis < 0 ? sh->rank - 1 : L->axis;
+    *outer = *inner = 1;
+    for (int d = 0; d < sh->rank; d++)
+        *(d < axis ? outer : inner) *= d == axis ? 1 : sh->dims[d];
+    *n = sh->dims[axis];
 }
 
 hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec, int layer)
@@ -91,12 +104,14 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
     switch (L->type) {
     case HETCL_MODEL_LAYER_DENSE:
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_RESHAPE:
     case HETCL_MODEL_LAYER_SLIDE:
     case HETCL_MODEL_LAYER_ACTIVATION:
     case HETCL_MODEL_LAYER_ADD:
     case HETCL_MODEL_LAYER_CONCAT:
     case HETCL_MODEL_LAYER_MUL:
     case HETCL_MODEL_LAYER_SLICE:
+    case HETCL_MODEL_LAYER_TRANSPOSE:
         return HETCL_OK;
     case HETCL_MODEL_LAYER_CONV2D:
         /* The conv operators take one stride and one padding for both axes. */
@@ -119,6 +134,17 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
                                (long long) L->kernel[1], (long long) L->stride[0],
                                (long long) L->stride[1]);
         return HETCL_OK;
+    case HETCL_MODEL_LAYER_SOFTMAX: {
+        /* The softmax operator normalises contiguous rows: an axis with no values after it. */
+        int64_t outer, n, inner;
+        hetcl__lower_softmax_split(L, &outer, &n, &inner);
+        if (inner != 1)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: softmax along axis %d of [%lld values, then "
+                               "%lld after each]: the operator normalises the last axis only",
+                               spec->source, layer, L->axis, (long long) n, (long long) inner);
+        return HETCL_OK;
+    }
     case HETCL_MODEL_LAYER_KERNEL:
         if (L->centers < 1)
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
@@ -141,7 +167,8 @@ hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *
     for (int l = 0; l < spec->n_layers; l++) {
         const enum hetcl_model_layer_type t = spec->layers[l].type;
         const enum hetcl_model_activation a = spec->layers[l].activation;
-        if (a == HETCL_MODEL_ACT_RELU6 || a == HETCL_MODEL_ACT_LEAKY_RELU)
+        if (a == HETCL_MODEL_ACT_RELU6 || a == HETCL_MODEL_ACT_LEAKY_RELU ||
+            a == HETCL_MODEL_ACT_CLIP)
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
                                "%s: layers[%d]: activation %s has no half-precision (fp16) "
                                "operator; it runs in fp32",
@@ -375,6 +402,44 @@ static void convert_input(struct emit *e, const struct hetcl__lowering *lw)
     buf(e, op, global(HETCL__SLOT_INPUT_F16), HETCL_W);
 }
 
+/* A transpose: y = x + 0, x read through its strides in perm's order (0 from the zero bias):
+ * the elementwise operator moves the values. */
+static void forward_transpose(struct emit *e, const struct hetcl__lowering *lw, int l,
+                              struct hetcl__slot in, struct hetcl__slot y)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    struct hetcl_op_eltwise_args a = {.rows = lw->rows,
+                                      .rank = L->out_shape.rank,
+                                      .a_row = hetcl__shape_elems(&L->in_shape),
+                                      .kind = HETCL_ELTWISE_ADD};
+    int64_t stride[HETCL_MODEL_SPEC_MAX_RANK], step = 1;
+    for (int d = L->in_shape.rank - 1; d >= 0; step *= L->in_shape.dims[d--])
+        stride[d] = step;
+    for (int d = 0; d < L->out_shape.rank; d++) {
+        a.dims[d] = L->out_shape.dims[d];
+        a.a_stride[d] = stride[L->perm[d]];
+    }
+    struct hetcl__op *op = add(e, &hetcl_op_eltwise, "fwd_transpose");
+    SET_ARGS(op, eltwise, a);
+    buf(e, op, in, HETCL_R);
+    buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+    buf(e, op, y, HETCL_W);
+}
+
+/* A softmax layer: each example's [outer][n] values as outer rows of n, its axis the last
+ * (hetcl__lower_check). */
+static void forward_softmax(struct emit *e, const struct hetcl__lowering *lw, int l,
+                            struct hetcl__slot in, struct hetcl__slot y)
+{
+    int64_t outer, n, inner;
+    hetcl__lower_softmax_split(&lw->spec->layers[l], &outer, &n, &inner);
+    struct hetcl__op *op = add(e, &hetcl_op_softmax, "fwd_softmax");
+    SET_ARGS(op, xent,
+             ((struct hetcl_op_xent_args){.rows = lw->rows * outer, .classes = n, .scale = 1}));
+    buf(e, op, in, HETCL_R);
+    buf(e, op, y, HETCL_W);
+}
+
 static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
 {
     const struct hetcl_model_layer *L = &lw->spec->layers[l];
@@ -446,6 +511,7 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, y, HETCL_W);
         return;
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_RESHAPE:
         return; /* a view: the layers above read its input's slot */
     case HETCL_MODEL_LAYER_KERNEL:
         /* K(input, centers) [rows, centers], then y = K alpha ([rows, centers] x [centers,
@@ -521,13 +587,23 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         }
         return;
     }
+    case HETCL_MODEL_LAYER_TRANSPOSE:
+        forward_transpose(e, lw, l, in, y);
+        return;
+    case HETCL_MODEL_LAYER_SOFTMAX:
+        forward_softmax(e, lw, l, in, y);
+        return;
     case HETCL_MODEL_LAYER_ACTIVATION:
         /* y = act(x + 0) into its own slot: the input may be read again by nothing else, but
          * an in-place form would make the layer a view of a slot it writes */
         op = add(e, &hetcl_op_bias_act_fwd, "fwd_act");
         SET_ARGS(op, bias_act,
                  ((struct hetcl_op_bias_act_args){
-                         .rows = rows, .cols = out, .act = act, .alpha = (float) L->alpha}));
+                         .rows = rows,
+                         .cols = out,
+                         .act = act,
+                         .alpha = (float) (act == HETCL_ACT_CLIP ? L->clip_min : L->alpha),
+                         .beta = act == HETCL_ACT_CLIP ? (float) L->clip_max : 0.0f}));
         buf(e, op, in, HETCL_R);
         buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
         buf(e, op, y, HETCL_W);
@@ -622,6 +698,7 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, dx, HETCL_W);
         return;
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_RESHAPE:
         return; /* a view: the layer above wrote its input's gradient directly */
     case HETCL_MODEL_LAYER_KERNEL:
         /* grad_w = K^T dact ([centers, rows] x [rows, units]); no input gradient */
@@ -638,6 +715,8 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
     case HETCL_MODEL_LAYER_CONCAT:
     case HETCL_MODEL_LAYER_MUL:
     case HETCL_MODEL_LAYER_SLICE:
+    case HETCL_MODEL_LAYER_SOFTMAX:
+    case HETCL_MODEL_LAYER_TRANSPOSE:
         return; /* inference only: hetcl_net_create refuses to train them */
     }
 }

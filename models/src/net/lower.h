@@ -208,6 +208,9 @@ struct hetcl__slot hetcl__lower_input_k(const hetcl_model_spec *spec, int layer,
 
 /* Whether layer `layer` is a view (flatten): no operators and no storage of its own. */
 bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer);
+/* A softmax layer's input per example as [outer][n][inner], n along its axis. */
+void hetcl__lower_softmax_split(const struct hetcl_model_layer *L, int64_t *outer, int64_t *n,
+                                int64_t *inner);
 
 /* Elements of a slot for `rows` examples (floats, or int32 for labels and pool indices: 4
  * bytes each either way); 0 for a slot nothing stores (a view's activation, the pool index of

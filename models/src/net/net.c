@@ -42,6 +42,13 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
                                "only (bench "
                                "model); training takes chains of layers",
                                spec->source, i, hetcl_model_layer_type_name(G->type));
+        /* a reshape is a view like flatten, but no test holds its gradient yet */
+        if (G->type == HETCL_MODEL_LAYER_SOFTMAX || G->type == HETCL_MODEL_LAYER_TRANSPOSE ||
+            G->type == HETCL_MODEL_LAYER_RESHAPE)
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: a %s layer runs in inference only (to train a "
+                               "classifier, end it with the softmax_cross_entropy loss)",
+                               spec->source, i, hetcl_model_layer_type_name(G->type));
         if (spec->layers[i].type == HETCL_MODEL_LAYER_ACTIVATION)
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
                                "%s: layers[%d]: an activation layer (%s) runs in inference only; "

@@ -116,6 +116,7 @@ static void activate(hetcl_act act, float *z, size_t n)
     case HETCL_ACT_NONE:
     case HETCL_ACT_RELU6: /* inference only: hetcl_net_create refuses them */
     case HETCL_ACT_LEAKY_RELU:
+    case HETCL_ACT_CLIP:
         break;
     }
 }
@@ -139,6 +140,7 @@ static void activate_backward(hetcl_act act, const float *y, float *d, size_t n)
     case HETCL_ACT_NONE:
     case HETCL_ACT_RELU6: /* inference only: hetcl_net_create refuses them */
     case HETCL_ACT_LEAKY_RELU:
+    case HETCL_ACT_CLIP:
         break;
     }
 }

@@ -27,6 +27,8 @@ struct layer {
     int64_t groups;                    /* conv2d */
     float alpha;                       /* leaky_relu's slope */
     bool alpha_set;                    /* written to the spec (a leaky_relu) */
+    bool clip_lo_set, clip_hi_set;     /* clip: its bounds, when given */
+    float clip_lo, clip_hi;
     bool bias;
     float *w, *b; /* in the spec's layouts */
     int64_t w_n, b_n;

@@ -1,7 +1,7 @@
 /*
- * ONNX import of the activations (Relu, Sigmoid, Tanh, LeakyRelu, Clip as ReLU6 or ReLU),
+ * ONNX import of the activations (Relu, Sigmoid, Tanh, LeakyRelu, Clip),
  * folded into the layer before them where they can be, and of the shape nodes: Flatten,
- * Reshape (flattening only) and Softmax (over an example's values, ending the graph).
+ * Reshape (keeping the batch first) and Softmax (over an example's values, ending the graph).
  */
 #ifdef HETCL_WITH_ONNX
 
@@ -9,6 +9,7 @@
 
 #include <hetcl_internal/base.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -60,8 +61,9 @@ static hetcl_status clip_bound(struct imp *m, const Onnx__NodeProto *n, const ch
     return HETCL_OK;
 }
 
-/* Clip(0, 6) is ReLU6, Clip(0) ReLU and Clip() the identity; other bounds have no
- * activation. */
+/* Clip(0, 6) is ReLU6 and Clip(0) ReLU (folded into the layer before them where they can be),
+ * Clip() the identity; other bounds a clip activation layer of their own (its bounds have no
+ * fused operator). */
 hetcl_status hetcl__onnx_op_clip(struct imp *m, const Onnx__NodeProto *n)
 {
     bool has_lo, has_hi;
@@ -77,13 +79,19 @@ hetcl_status hetcl__onnx_op_clip(struct imp *m, const Onnx__NodeProto *n)
         return hetcl__onnx_op_act(m, n, "relu6", false, 0.0f);
     if (has_lo && lo == 0.0f && !has_hi)
         return hetcl__onnx_op_act(m, n, "relu", false, 0.0f);
-    char l[32] = "none", h[32] = "none";
-    if (has_lo)
-        snprintf(l, sizeof l, "%g", (double) lo);
-    if (has_hi)
-        snprintf(h, sizeof h, "%g", (double) hi);
-    return hetcl__onnx_unsupported(
-            m, n, "bounds min %s, max %s (only min 0 with max 6 (ReLU6) or none (ReLU))", l, h);
+    if (!(!has_lo || isfinite(lo)) || !(!has_hi || isfinite(hi)) || (has_lo && has_hi && lo > hi))
+        return hetcl__onnx_unsupported(m, n, "bounds min %g, max %g (expected finite, min <= max)",
+                                       (double) lo, (double) hi);
+    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_ACTIVATION, &s);
+    if (!l)
+        return s;
+    l->act = "clip";
+    l->clip_lo_set = has_lo;
+    l->clip_hi_set = has_hi;
+    l->clip_lo = lo;
+    l->clip_hi = hi;
+    m->after_layer = false;
+    return HETCL_OK;
 }
 
 hetcl_status hetcl__onnx_op_flatten(struct imp *m, const Onnx__NodeProto *n)
@@ -97,23 +105,98 @@ hetcl_status hetcl__onnx_op_flatten(struct imp *m, const Onnx__NodeProto *n)
     return hetcl__onnx_flatten_to_1(m, n);
 }
 
+/* Reshape's target (t, k values) resolved against the data input [batch, dims...]: 0 copies the
+ * input's dimension (allowzero 0), -1 is inferred. The batch must stay first, so that each
+ * example keeps its values: the target's first value is 0, the batch, or -1 with the others
+ * holding one example's values. The per-example shape into out (*rank; 0: not of that form). */
+static void reshape_target(const struct imp *m, const struct hetcl_onnx_tensor *t, int *rank,
+                           int64_t out[HETCL_MODEL_SPEC_MAX_RANK])
+{
+    const int64_t k = t->n_elements, e = hetcl__onnx_elems(m);
+    *rank = 0;
+    if (k < 2 || k - 1 > HETCL_MODEL_SPEC_MAX_RANK || m->flat_view)
+        return;
+    const int64_t b = (int64_t) t->data[0];
+    if (!(b == 0 || b == -1 || (m->batch > 0 && b == m->batch)))
+        return;
+    int64_t known = 1, infer = -1;
+    for (int64_t i = 1; i < k; i++) {
+        int64_t d = (int64_t) t->data[i];
+        if (d == 0 && i - 1 < m->orank && i - 1 < m->rank)
+            d = m->dims[i - 1];
+        if (d == -1 && infer < 0 && b != -1) {
+            infer = i - 1;
+            continue;
+        }
+        if (d < 1)
+            return;
+        known *= d;
+        out[i - 1] = d;
+    }
+    if (infer >= 0) {
+        if (e % known)
+            return;
+        out[infer] = e / known;
+    } else if (known != e) {
+        return;
+    }
+    *rank = (int) (k - 1);
+}
+
+/* Reshape keeping the batch: flat targets flatten, others are a reshape layer (a view). */
 hetcl_status hetcl__onnx_op_reshape(struct imp *m, const Onnx__NodeProto *n)
 {
     hetcl_status s = HETCL_OK;
     const struct hetcl_onnx_tensor *sh = hetcl__onnx_const_input(m, n, 1, "shape", &s);
     if (!sh)
         return s;
-    const int64_t e = hetcl__onnx_elems(m);
-    if (sh->n_elements == 2) {
-        int64_t b = (int64_t) sh->data[0], f = (int64_t) sh->data[1];
-        bool batch_ok = b == 0 || (b == -1 && f != -1) || (m->batch > 0 && b == m->batch);
-        if (batch_ok && (f == -1 || f == e))
-            return hetcl__onnx_flatten_to_1(m, n);
-    }
-    return hetcl__onnx_unsupported(m, n,
-                                   "a target shape other than [batch, %lld] (only flattening is "
-                                   "supported)",
-                                   (long long) e);
+    bool zeros = false;
+    for (int64_t i = 0; i < sh->n_elements; i++)
+        zeros |= sh->data[i] == 0.0f;
+    if (zeros && hetcl__onnx_attr_int(n, "allowzero", 0))
+        return hetcl__onnx_unsupported(m, n, "allowzero 1 with a 0 in the shape (an empty tensor)");
+    int rank = 0;
+    int64_t dims[HETCL_MODEL_SPEC_MAX_RANK];
+    reshape_target(m, sh, &rank, dims);
+    if (rank == 1)
+        return hetcl__onnx_flatten_to_1(m, n);
+    if (rank == 0)
+        return hetcl__onnx_unsupported(m, n,
+                                       "a target shape that does not keep the batch first with "
+                                       "%lld values per example in 1 to %d dimensions",
+                                       (long long) hetcl__onnx_elems(m), HETCL_MODEL_SPEC_MAX_RANK);
+    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_RESHAPE, &s);
+    if (!l)
+        return s;
+    l->shape_rank = rank;
+    memcpy(l->shape, dims, (size_t) rank * sizeof *dims);
+    memcpy(m->dims, dims, (size_t) rank * sizeof *dims);
+    m->rank = m->orank = rank;
+    m->flat_view = false;
+    m->after_layer = false;
+    return HETCL_OK;
+}
+
+/* A Softmax along one axis after the batch of a multi-dimensional input (opset 13 on; before,
+ * Softmax normalises everything from its axis on, which is one axis only when it is the last):
+ * a softmax layer, the graph going on after it. */
+static hetcl_status softmax_layer(struct imp *m, const Onnx__NodeProto *n, int64_t axis)
+{
+    const int64_t r = m->orank + 1, a = axis < 0 ? axis + r : axis;
+    if (m->flat_view || a < 1 || a >= r || (m->opset < 13 && a != r - 1))
+        return hetcl__onnx_unsupported(
+                m, n, "axis %lld of a tensor of rank %lld (only an axis after the batch%s)",
+                (long long) axis, (long long) r,
+                m->flat_view    ? ", of a tensor of at most 4 dimensions"
+                : m->opset < 13 ? "; before opset 13, the last one or axis 1"
+                                : "");
+    hetcl_status s = HETCL_OK;
+    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_SOFTMAX, &s);
+    if (!l)
+        return s;
+    l->axis = (int) (a - 1);
+    m->after_layer = false;
+    return HETCL_OK;
 }
 
 hetcl_status hetcl__onnx_op_softmax(struct imp *m, const Onnx__NodeProto *n)
@@ -124,10 +207,7 @@ hetcl_status hetcl__onnx_op_softmax(struct imp *m, const Onnx__NodeProto *n)
      * softmax over all of an example's values, whatever its shape. */
     bool ok = (flat && (axis == 1 || axis == -1)) || (m->opset < 13 && axis == 1);
     if (!ok)
-        return hetcl__onnx_unsupported(m, n,
-                                       "axis %lld of a %s input (only the softmax over all of an "
-                                       "example's values)",
-                                       (long long) axis, flat ? "flat" : "multi-dimensional");
+        return softmax_layer(m, n, axis);
     if (m->rank != 1) {
         hetcl_status s = hetcl__onnx_flatten_to_1(m, n);
         if (s != HETCL_OK)
@@ -137,10 +217,9 @@ hetcl_status hetcl__onnx_op_softmax(struct imp *m, const Onnx__NodeProto *n)
     return HETCL_OK;
 }
 
-/* Transpose where it moves no value: the batch stays first and the dimensions of more than one
- * value keep their order, so that the bytes are the same; and the shape the same too (the spec
- * has no reshape other than flattening), which leaves the identity and permutations of
- * dimensions of 1 among themselves. */
+/* Transpose keeping the batch first: nothing where it moves no value and keeps the shape (the
+ * dimensions of more than one value keep their order, and the permuted dimensions are equal),
+ * else a transpose layer of each example's dimensions. */
 hetcl_status hetcl__onnx_op_transpose(struct imp *m, const Onnx__NodeProto *n)
 {
     const int r = m->orank + 1; /* the full rank */
@@ -163,10 +242,26 @@ hetcl_status hetcl__onnx_op_transpose(struct imp *m, const Onnx__NodeProto *n)
             last = p;
         }
     }
-    if (moves)
+    if (!moves)
+        return HETCL_OK;
+    /* a perm of 0 .. r - 1 with the batch first (a repeated index is caught by the spec) */
+    bool batch_first = a && a->ints[0] == 0 && m->orank == m->rank;
+    for (int d = 1; batch_first && d < r; d++)
+        batch_first = a->ints[d] >= 1 && a->ints[d] < r;
+    if (!batch_first)
         return hetcl__onnx_unsupported(m, n,
-                                       "a perm that moves values or changes the shape (only a "
-                                       "Transpose that is a layout no-op)");
+                                       "a perm that moves the batch dimension (only a Transpose "
+                                       "of each example's dimensions)");
+    hetcl_status s = HETCL_OK;
+    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_TRANSPOSE, &s);
+    if (!l)
+        return s;
+    l->shape_rank = r - 1;
+    for (int d = 1; d < r; d++) {
+        l->shape[d - 1] = a->ints[d] - 1;
+        m->dims[d - 1] = full[a->ints[d]];
+    }
+    m->after_layer = false;
     return HETCL_OK;
 }
 

@@ -15,10 +15,10 @@ const char *hetcl_onnx_supported_ops(void)
     return "Conv, Gemm, MatMul, Add and Mul (of two computed tensors or of one and a constant, "
            "broadcasting; Add also as a MatMul's bias), Concat (an axis after the batch), "
            "BatchNormalization (inference; folded into a Conv, Gemm or MatMul before it, else a "
-           "scale and shift per channel), Relu, Sigmoid, Tanh, LeakyRelu, Clip (as ReLU6: min 0, "
-           "max 6), "
-           "MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Flatten, Reshape (to [batch, "
-           "n]), Transpose (a layout no-op), Softmax (last node), Dropout, Identity, Constant";
+           "scale and shift per channel), Relu, Sigmoid, Tanh, LeakyRelu, Clip, "
+           "MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Flatten, Reshape (keeping "
+           "the batch first), Transpose (a layout no-op), Softmax (last node), Dropout, Identity, "
+           "Constant";
 }
 
 void hetcl_onnx_tensor_destroy(struct hetcl_onnx_tensor *t)

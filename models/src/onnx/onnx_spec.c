@@ -79,6 +79,15 @@ static bool add_layer_json(cJSON *arr, const struct layer *l, int index)
         ok = ok && cJSON_AddNumberToObject(o, "offset", (double) l->offset) &&
              cJSON_AddItemToObject(o, "shape", ints_json(l->shape, l->shape_rank));
         break;
+    case HETCL_MODEL_LAYER_SOFTMAX:
+        ok = ok && cJSON_AddNumberToObject(o, "axis", (double) l->axis);
+        break;
+    case HETCL_MODEL_LAYER_TRANSPOSE: /* shape: its perm */
+        ok = ok && cJSON_AddItemToObject(o, "perm", ints_json(l->shape, l->shape_rank));
+        break;
+    case HETCL_MODEL_LAYER_RESHAPE:
+        ok = ok && cJSON_AddItemToObject(o, "shape", ints_json(l->shape, l->shape_rank));
+        break;
     }
     ok = ok && add_inputs_json(o, l, index);
     if (l->type == HETCL_MODEL_LAYER_DENSE || l->type == HETCL_MODEL_LAYER_CONV2D)
@@ -86,6 +95,10 @@ static bool add_layer_json(cJSON *arr, const struct layer *l, int index)
              cJSON_AddBoolToObject(o, "bias", l->bias);
     if (ok && l->alpha_set)
         ok = cJSON_AddNumberToObject(o, "alpha", (double) l->alpha) != NULL;
+    if (ok && l->clip_lo_set)
+        ok = cJSON_AddNumberToObject(o, "min", (double) l->clip_lo) != NULL;
+    if (ok && l->clip_hi_set)
+        ok = cJSON_AddNumberToObject(o, "max", (double) l->clip_hi) != NULL;
     return ok;
 }
 

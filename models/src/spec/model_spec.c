@@ -26,12 +26,11 @@
 
 /* ---- names -------------------------------------------------------------------------------- */
 
-static const char *const layer_type_names[] = {"dense",   "conv2d", "maxpool2d", "avgpool2d",
-                                               "flatten", "kernel", "slide",     "activation",
-                                               "add",     "concat", "mul",       "slice"};
-static const char *const kernel_names[] = {"gaussian", "laplacian"};
-static const char *const activation_names[] = {"none", "relu",  "sigmoid",
-                                               "tanh", "relu6", "leaky_relu"};
+static const char *const layer_type_names[] = {
+        "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "kernel",  "slide",    "activation",
+        "add",   "concat", "mul",       "slice",     "reshape", "softmax", "transpose"};
+static const char *const activation_names[] = {"none",  "relu",       "sigmoid", "tanh",
+                                               "relu6", "leaky_relu", "clip"};
 static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
 /* Index INIT_AUTO is "auto", resolved at parse time (he_uniform after relu, else xavier). */
 static const char *const init_names[] = {
@@ -59,11 +58,6 @@ const char *hetcl_model_loss_name(enum hetcl_model_loss l)
     return name_of(loss_names, N_OF(loss_names), (int) l);
 }
 
-const char *hetcl_model_kernel_name(enum hetcl_model_kernel k)
-{
-    return name_of(kernel_names, N_OF(kernel_names), (int) k);
-}
-
 const char *hetcl_model_init_name(enum hetcl_model_init i)
 {
     /* "auto" never survives parsing, so it is not a name of the public enum. */
@@ -76,97 +70,8 @@ static const char *const dense_fields[] = {"type", "units", "activation", "bias"
 static const char *const conv_fields[] = {"type",       "filters", "kernel", "stride", "padding",
                                           "activation", "bias",    "init",   "groups", "alpha"};
 static const char *const flatten_fields[] = {"type"};
-static const char *const kernel_fields[] = {"type", "kernel", "bandwidth", "units"};
-
-static hetcl_status parse_kernel_layer(const struct parser *p, const cJSON *x, const char *prefix,
-                                       struct hetcl_model_layer *l)
-{
-    int kind = 0;
-    hetcl_status s;
-    if ((s = hetcl__spec_check_fields(p, x, prefix, kernel_fields, N_OF(kernel_fields))) !=
-                HETCL_OK ||
-        (s = hetcl__spec_get_int(p, x, prefix, "units", true, 0, 1, &l->units)) != HETCL_OK ||
-        (s = hetcl__spec_get_enum(p, x, prefix, "kernel", "kernel", kernel_names,
-                                  N_OF(kernel_names), true, 0, &kind)) != HETCL_OK)
-        return s;
-    l->kernel_kind = (enum hetcl_model_kernel) kind;
-    char where[64];
-    hetcl__spec_join_path(where, sizeof where, prefix, "bandwidth");
-    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(x, "bandwidth");
-    if (!bw)
-        return hetcl__spec_bad(p, where, "missing (expected a number > 0)");
-    if (!cJSON_IsNumber(bw) || !isfinite(bw->valuedouble) || bw->valuedouble <= 0) {
-        char got[HETCL_QUOTE_CAP];
-        hetcl__spec_describe(bw, got, sizeof got);
-        return hetcl__spec_bad(p, where, "expected a number > 0, got %s", got);
-    }
-    l->bandwidth = bw->valuedouble;
-    return HETCL_OK;
-}
-
-static const char *const slide_fields[] = {
-        "type",        "units",      "bias",      "init",         "hash",          "k",     "l",
-        "bucket_size", "min_active", "threshold", "rehash_every", "rebuild_every", "random"};
-static const char *const slide_hash_names[] = {"dwta", "simhash"};
-
-/* A slide layer's hashing; its K * L codes fit the hash families' bounds (24 bits a bucket,
- * 4096 codes). */
-static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const char *prefix,
-                                struct hetcl_model_slide *h)
-{
-    int hash = 0;
-    int64_t k, l, bucket, thr, min_active, rehash, rebuild, random;
-    hetcl_status s;
-    if ((s = hetcl__spec_get_enum(p, x, prefix, "hash", "hash", slide_hash_names,
-                                  N_OF(slide_hash_names), false, HETCL_MODEL_SLIDE_DWTA, &hash)) !=
-        HETCL_OK)
-        return s;
-    const int64_t max_k = hash == HETCL_MODEL_SLIDE_DWTA ? 8 : 24;
-    char where[64];
-    if ((s = hetcl__spec_get_int(p, x, prefix, "k", false, 6, 1, &k)) != HETCL_OK)
-        return s;
-    if (k > max_k) {
-        hetcl__spec_join_path(where, sizeof where, prefix, "k");
-        return hetcl__spec_bad(p, where,
-                               "expected at most %lld for %s (a bucket index of 24 bits), got %lld",
-                               (long long) max_k, slide_hash_names[hash], (long long) k);
-    }
-    if ((s = hetcl__spec_get_int(p, x, prefix, "l", false, 50, 1, &l)) != HETCL_OK ||
-        (s = hetcl__spec_get_int(p, x, prefix, "bucket_size", false, 128, 1, &bucket)) !=
-                HETCL_OK ||
-        (s = hetcl__spec_get_int(p, x, prefix, "threshold", false, 0, 0, &thr)) != HETCL_OK ||
-        (s = hetcl__spec_get_int(p, x, prefix, "min_active", false, 1000, 0, &min_active)) !=
-                HETCL_OK ||
-        (s = hetcl__spec_get_int(p, x, prefix, "rehash_every", false, 50, 1, &rehash)) !=
-                HETCL_OK ||
-        (s = hetcl__spec_get_int(p, x, prefix, "rebuild_every", false, 1000, 1, &rebuild)) !=
-                HETCL_OK ||
-        (s = hetcl__spec_get_int(p, x, prefix, "random", false, 0, 0, &random)) != HETCL_OK)
-        return s;
-    if (k * l > 4096 || thr > l || bucket > 65536) {
-        hetcl__spec_join_path(where, sizeof where, prefix,
-                              k * l > 4096 ? "l"
-                              : thr > l    ? "threshold"
-                                           : "bucket_size");
-        return hetcl__spec_bad(
-                p, where,
-                "expected k * l <= 4096, threshold <= l and bucket_size <= 65536 (got k %lld, "
-                "l %lld, threshold %lld, bucket_size %lld)",
-                (long long) k, (long long) l, (long long) thr, (long long) bucket);
-    }
-    *h = (struct hetcl_model_slide){.hash = (enum hetcl_model_slide_hash) hash,
-                                    .k = (int) k,
-                                    .l = (int) l,
-                                    .bucket_size = (int) bucket,
-                                    .threshold = (int) thr,
-                                    .min_active = min_active,
-                                    .rehash_every = rehash,
-                                    .rebuild_every = rebuild,
-                                    .random = random};
-    return HETCL_OK;
-}
-
-static const char *const activation_fields[] = {"type", "activation", "alpha"};
+static const char *const activation_fields[] = {"type", "activation", "alpha", "min", "max"};
+static const char *const softmax_fields[] = {"type", "axis"};
 static const char *const add_fields[] = {"type", "activation", "alpha", "operand", "init"};
 
 /* "alpha": leaky_relu's slope, a finite number (default 0.01, PyTorch's and ONNX's); given
@@ -177,6 +82,13 @@ static hetcl_status get_alpha(const struct parser *p, const cJSON *x, const char
     char where[64], got[HETCL_QUOTE_CAP];
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(x, "alpha");
     l->alpha = l->activation == HETCL_MODEL_ACT_LEAKY_RELU ? 0.01 : 0.0;
+    if (l->activation == HETCL_MODEL_ACT_CLIP && l->type != HETCL_MODEL_LAYER_ACTIVATION) {
+        snprintf(where, sizeof where, "%s.activation", prefix);
+        return hetcl__spec_bad(p, where,
+                               "clip is an activation layer's only (its bounds have no fused "
+                               "operator): add {\"type\": \"activation\", \"activation\": "
+                               "\"clip\"} after the layer");
+    }
     if (!a)
         return HETCL_OK;
     snprintf(where, sizeof where, "%s.alpha", prefix);
@@ -188,6 +100,38 @@ static hetcl_status get_alpha(const struct parser *p, const cJSON *x, const char
         return hetcl__spec_bad(p, where, "expected a finite number (at most 1e6 in size), got %s",
                                got);
     l->alpha = a->valuedouble;
+    return HETCL_OK;
+}
+
+/* "min" and "max": clip's bounds, finite numbers with min <= max (absent: no bound); given with
+ * another activation they are an error. */
+static hetcl_status get_clip(const struct parser *p, const cJSON *x, const char *prefix,
+                             struct hetcl_model_layer *l)
+{
+    static const char *const keys[2] = {"min", "max"};
+    double *bound[2] = {&l->clip_min, &l->clip_max};
+    char where[64], got[HETCL_QUOTE_CAP];
+    l->clip_min = -HUGE_VAL;
+    l->clip_max = HUGE_VAL;
+    for (int i = 0; i < 2; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(x, keys[i]);
+        if (!v)
+            continue;
+        snprintf(where, sizeof where, "%s.%s", prefix, keys[i]);
+        hetcl__spec_describe(v, got, sizeof got);
+        if (l->activation != HETCL_MODEL_ACT_CLIP)
+            return hetcl__spec_bad(p, where, "applies only to the activation clip, not %s",
+                                   hetcl_model_activation_name(l->activation));
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > 1e30)
+            return hetcl__spec_bad(p, where,
+                                   "expected a finite number (at most 1e30 in size), got %s", got);
+        *bound[i] = v->valuedouble;
+    }
+    if (l->clip_min > l->clip_max) {
+        snprintf(where, sizeof where, "%s.max", prefix);
+        return hetcl__spec_bad(p, where, "expected max >= min (%g), got %g", l->clip_min,
+                               l->clip_max);
+    }
     return HETCL_OK;
 }
 
@@ -248,17 +192,16 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
     case HETCL_MODEL_LAYER_FLATTEN:
         return hetcl__spec_check_fields(p, x, prefix, flatten_fields, N_OF(flatten_fields));
     case HETCL_MODEL_LAYER_KERNEL:
-        return parse_kernel_layer(p, x, prefix, l);
+        return hetcl__spec_parse_kernel(p, x, prefix, l);
     case HETCL_MODEL_LAYER_SLIDE:
         /* logits: no "activation" (the loss applies the softmax over the active set) */
-        if ((s = hetcl__spec_check_fields(p, x, prefix, slide_fields, N_OF(slide_fields))) !=
-                    HETCL_OK ||
-            (s = hetcl__spec_get_int(p, x, prefix, "units", true, 0, 2, &l->units)) != HETCL_OK ||
-            (s = parse_slide(p, x, prefix, &l->slide)) != HETCL_OK)
+        if ((s = hetcl__spec_parse_slide(p, x, prefix, l)) != HETCL_OK)
             return s;
         break;
     case HETCL_MODEL_LAYER_CONCAT:
     case HETCL_MODEL_LAYER_SLICE:
+    case HETCL_MODEL_LAYER_RESHAPE:
+    case HETCL_MODEL_LAYER_TRANSPOSE:
         return hetcl__spec_parse_join(p, x, prefix, l);
     case HETCL_MODEL_LAYER_ADD:
     case HETCL_MODEL_LAYER_MUL:
@@ -274,6 +217,16 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
         l->activation = (enum hetcl_model_activation) act;
         l->init = resolve_init(init, HETCL_MODEL_ACT_NONE);
         return get_alpha(p, x, prefix, l);
+    case HETCL_MODEL_LAYER_SOFTMAX: {
+        int64_t axis = -1; /* absent: the last dimension, whatever the input's rank */
+        if ((s = hetcl__spec_check_fields(p, x, prefix, softmax_fields, N_OF(softmax_fields))) !=
+                    HETCL_OK ||
+            (cJSON_GetObjectItemCaseSensitive(x, "axis") &&
+             (s = hetcl__spec_get_int(p, x, prefix, "axis", true, 0, 0, &axis)) != HETCL_OK))
+            return s;
+        l->axis = (int) (axis < HETCL_MODEL_SPEC_MAX_RANK ? axis : HETCL_MODEL_SPEC_MAX_RANK);
+        return HETCL_OK;
+    }
     case HETCL_MODEL_LAYER_ACTIVATION:
         if ((s = hetcl__spec_check_fields(p, x, prefix, activation_fields,
                                           N_OF(activation_fields))) != HETCL_OK ||
@@ -281,7 +234,7 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
                                       N_OF(activation_names), true, 0, &act)) != HETCL_OK)
             return s;
         l->activation = (enum hetcl_model_activation) act;
-        return get_alpha(p, x, prefix, l);
+        return (s = get_alpha(p, x, prefix, l)) != HETCL_OK ? s : get_clip(p, x, prefix, l);
     }
     /* dense, conv2d and slide */
     if ((s = hetcl__spec_get_enum(p, x, prefix, "activation", "activation", activation_names,
@@ -456,6 +409,14 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
     case HETCL_MODEL_LAYER_ACTIVATION:
         g->out = *cur;
         break;
+    case HETCL_MODEL_LAYER_SOFTMAX:
+        if (l->axis >= cur->rank)
+            return hetcl__spec_bad(p, where,
+                                   "softmax axis %d of an input of %d dimensions %s (expected 0 "
+                                   "to %d)",
+                                   l->axis, cur->rank, shape, cur->rank - 1);
+        g->out = *cur;
+        break;
     case HETCL_MODEL_LAYER_ADD: /* resolve_layer joins their inputs' shapes */
     case HETCL_MODEL_LAYER_MUL:
         if (l->operand.rank) { /* the constant operand: a weight tensor of its shape */
@@ -468,6 +429,8 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
         break;
     case HETCL_MODEL_LAYER_CONCAT:
     case HETCL_MODEL_LAYER_SLICE:
+    case HETCL_MODEL_LAYER_RESHAPE:
+    case HETCL_MODEL_LAYER_TRANSPOSE:
         break;
     }
     return HETCL_OK;
@@ -492,8 +455,10 @@ static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_mo
     struct layer_geom g = {0};
     bool ok = true;
     hetcl_status s = layer_geom(p, where, shape, l, cur, &g, &ok);
-    if (s == HETCL_OK && (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_CONCAT ||
-                          l->type == HETCL_MODEL_LAYER_MUL || l->type == HETCL_MODEL_LAYER_SLICE))
+    if (s == HETCL_OK &&
+        (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_CONCAT ||
+         l->type == HETCL_MODEL_LAYER_MUL || l->type == HETCL_MODEL_LAYER_SLICE ||
+         l->type == HETCL_MODEL_LAYER_RESHAPE || l->type == HETCL_MODEL_LAYER_TRANSPOSE))
         s = hetcl__spec_join_shape(p->ctx, p->source, layers, i, input, &g.out);
     if (s != HETCL_OK)
         return s;

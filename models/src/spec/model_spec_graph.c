@@ -99,6 +99,35 @@ hetcl_status hetcl__spec_parse_operand(const struct parser *p, const cJSON *x, c
     return get_shape(p, x, prefix, "operand", false, &l->operand);
 }
 static const char *const slice_fields[] = {"type", "offset", "shape"};
+static const char *const reshape_fields[] = {"type", "shape"};
+static const char *const transpose_fields[] = {"type", "perm"};
+
+/* A transpose layer's "perm": 1 to HETCL_MODEL_SPEC_MAX_RANK dimension indices (checked against
+ * its input's rank when the shapes are resolved). */
+static hetcl_status parse_perm(const struct parser *p, const cJSON *x, const char *prefix,
+                               struct hetcl_model_layer *l)
+{
+    char where[64], got[HETCL_QUOTE_CAP];
+    hetcl__spec_join_path(where, sizeof where, prefix, "perm");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(x, "perm");
+    const int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+    if (n < 1 || n > HETCL_MODEL_SPEC_MAX_RANK) {
+        hetcl__spec_describe(a, got, sizeof got);
+        return hetcl__spec_bad(p, where, "expected an array of 1 to %d dimension indices, got %s",
+                               HETCL_MODEL_SPEC_MAX_RANK, a ? got : "nothing");
+    }
+    l->n_perm = n;
+    for (int i = 0; i < n; i++) {
+        int64_t v = 0;
+        char at[80];
+        snprintf(at, sizeof at, "%s[%d]", where, i);
+        hetcl_status s = hetcl__spec_to_int(p, cJSON_GetArrayItem(a, i), at, 0, &v);
+        if (s != HETCL_OK)
+            return s;
+        l->perm[i] = (int) (v < HETCL_MODEL_SPEC_MAX_RANK ? v : HETCL_MODEL_SPEC_MAX_RANK);
+    }
+    return HETCL_OK;
+}
 
 hetcl_status hetcl__spec_parse_join(const struct parser *p, const cJSON *x, const char *prefix,
                                     struct hetcl_model_layer *l)
@@ -112,6 +141,16 @@ hetcl_status hetcl__spec_parse_join(const struct parser *p, const cJSON *x, cons
             l->axis = (int) (v < HETCL_MODEL_SPEC_MAX_RANK ? v : HETCL_MODEL_SPEC_MAX_RANK);
         return s;
     }
+    if (l->type == HETCL_MODEL_LAYER_TRANSPOSE)
+        return (s = hetcl__spec_check_fields(p, x, prefix, transpose_fields,
+                                             N_OF(transpose_fields))) != HETCL_OK
+                       ? s
+                       : parse_perm(p, x, prefix, l);
+    if (l->type == HETCL_MODEL_LAYER_RESHAPE)
+        return (s = hetcl__spec_check_fields(p, x, prefix, reshape_fields, N_OF(reshape_fields))) !=
+                               HETCL_OK
+                       ? s
+                       : get_shape(p, x, prefix, "shape", true, &l->out_shape);
     if ((s = hetcl__spec_check_fields(p, x, prefix, slice_fields, N_OF(slice_fields))) !=
                 HETCL_OK ||
         (s = hetcl__spec_get_int(p, x, prefix, "offset", false, 0, 0, &l->offset)) != HETCL_OK)
@@ -144,12 +183,48 @@ static hetcl_status slice_shape(hetcl_context *ctx, const char *source, int inde
         n *= l->out_shape.dims[d];
     for (int d = 0; d < in->rank; d++)
         total *= in->dims[d];
+    if (l->type == HETCL_MODEL_LAYER_RESHAPE && n != total) {
+        char a[96], b[96];
+        shape_text(in, a, sizeof a);
+        shape_text(&l->out_shape, b, sizeof b);
+        return hetcl__fail(ctx, HETCL_ERR_FORMAT,
+                           "%s: layers[%d].shape: %s holds %lld values, its input %s %lld (a "
+                           "reshape keeps every value)",
+                           source, index, b, (long long) n, a, (long long) total);
+    }
     if (n > total || l->offset > total - n)
         return hetcl__fail(ctx, HETCL_ERR_FORMAT,
                            "%s: layers[%d]: slice of %lld values at offset %lld: its input has "
                            "%lld per example",
                            source, index, (long long) n, (long long) l->offset, (long long) total);
     *out = l->out_shape;
+    return HETCL_OK;
+}
+
+/* A transpose's output: input dimension perm[d] as dimension d, perm a permutation of them. */
+static hetcl_status transpose_shape(hetcl_context *ctx, const char *source, int index,
+                                    const struct hetcl_model_layer *l,
+                                    const struct hetcl_model_shape *in,
+                                    struct hetcl_model_shape *out)
+{
+    bool seen[HETCL_MODEL_SPEC_MAX_RANK] = {false};
+    bool ok = l->n_perm == in->rank;
+    for (int d = 0; ok && d < l->n_perm; d++) {
+        ok = l->perm[d] < in->rank && !seen[l->perm[d]];
+        if (ok)
+            seen[l->perm[d]] = true;
+    }
+    if (!ok) {
+        char a[96];
+        shape_text(in, a, sizeof a);
+        return hetcl__fail(ctx, HETCL_ERR_FORMAT,
+                           "%s: layers[%d].perm: expected a permutation of 0 to %d (its input is "
+                           "%s)",
+                           source, index, in->rank - 1, a);
+    }
+    out->rank = in->rank;
+    for (int d = 0; d < in->rank; d++)
+        out->dims[d] = in->dims[l->perm[d]];
     return HETCL_OK;
 }
 
@@ -161,7 +236,10 @@ hetcl_status hetcl__spec_join_shape(hetcl_context *ctx, const char *source,
     const struct hetcl_model_layer *l = &layers[index];
     const bool add = l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_MUL;
     const int axis = l->axis;
-    if (l->type == HETCL_MODEL_LAYER_SLICE)
+    if (l->type == HETCL_MODEL_LAYER_TRANSPOSE)
+        return transpose_shape(ctx, source, index, l, hetcl__spec_input_shape(layers, index, input),
+                               out);
+    if (l->type == HETCL_MODEL_LAYER_SLICE || l->type == HETCL_MODEL_LAYER_RESHAPE)
         return slice_shape(ctx, source, index, l, hetcl__spec_input_shape(layers, index, input),
                            out);
     *out = *hetcl__spec_input_shape(layers, index, input);

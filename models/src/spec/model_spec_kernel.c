@@ -1,11 +1,51 @@
-/* Kernel machines in model specs (<hetcl/model_spec.h>): a spec of one "kernel" layer, whose
- * size comes from the training set (or from a checkpoint of its trained state). */
+/* Kernel machines in model specs (<hetcl/model_spec.h>): the "kernel" layer's fields, and a spec
+ * of one kernel layer, whose size comes from the training set (or from a checkpoint of its
+ * trained state). */
 #include <hetcl/model_spec.h>
 #include <hetcl/safetensors.h>
 
 #include <hetcl_internal/base.h>
 
+#include "spec/spec_impl.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
+
+static const char *const kernel_names[] = {"gaussian", "laplacian"};
+
+const char *hetcl_model_kernel_name(enum hetcl_model_kernel k)
+{
+    return (unsigned) k < (unsigned) N_OF(kernel_names) ? kernel_names[k] : "?";
+}
+
+static const char *const kernel_fields[] = {"type", "kernel", "bandwidth", "units"};
+
+hetcl_status hetcl__spec_parse_kernel(const struct parser *p, const cJSON *x, const char *prefix,
+                                      struct hetcl_model_layer *l)
+{
+    int kind = 0;
+    hetcl_status s;
+    if ((s = hetcl__spec_check_fields(p, x, prefix, kernel_fields, N_OF(kernel_fields))) !=
+                HETCL_OK ||
+        (s = hetcl__spec_get_int(p, x, prefix, "units", true, 0, 1, &l->units)) != HETCL_OK ||
+        (s = hetcl__spec_get_enum(p, x, prefix, "kernel", "kernel", kernel_names,
+                                  N_OF(kernel_names), true, 0, &kind)) != HETCL_OK)
+        return s;
+    l->kernel_kind = (enum hetcl_model_kernel) kind;
+    char where[64];
+    hetcl__spec_join_path(where, sizeof where, prefix, "bandwidth");
+    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(x, "bandwidth");
+    if (!bw)
+        return hetcl__spec_bad(p, where, "missing (expected a number > 0)");
+    if (!cJSON_IsNumber(bw) || !isfinite(bw->valuedouble) || bw->valuedouble <= 0) {
+        char got[HETCL_QUOTE_CAP];
+        hetcl__spec_describe(bw, got, sizeof got);
+        return hetcl__spec_bad(p, where, "expected a number > 0, got %s", got);
+    }
+    l->bandwidth = bw->valuedouble;
+    return HETCL_OK;
+}
 
 bool hetcl_model_spec_is_kernel_machine(const hetcl_model_spec *spec)
 {

@@ -59,4 +59,12 @@ hetcl_status hetcl__spec_get_bool(const struct parser *p, const cJSON *obj, cons
 hetcl_status hetcl__spec_parse_pool(const struct parser *p, const cJSON *x, const char *prefix,
                                     struct hetcl_model_layer *l);
 
+/* A kernel layer's fields (kernel, bandwidth, units) into l (model_spec_kernel.c). */
+hetcl_status hetcl__spec_parse_kernel(const struct parser *p, const cJSON *x, const char *prefix,
+                                      struct hetcl_model_layer *l);
+/* A slide layer's units and hashing into l; its activation, bias and init are left to the
+ * caller (model_spec_slide.c). */
+hetcl_status hetcl__spec_parse_slide(const struct parser *p, const cJSON *x, const char *prefix,
+                                     struct hetcl_model_layer *l);
+
 #endif /* HETCL_SPEC_IMPL_H */

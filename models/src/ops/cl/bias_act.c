@@ -2,17 +2,19 @@
 #include "cl_op_util.h"
 
 /* The f32 forward takes every activation; the f16 forward and the backward only the first
- * four (limit: the last they take). */
+ * four (limit: the last they take). The f32 kernel takes alpha and beta, the f16 neither. */
 static hetcl_status check_act(const struct hetcl_cl_call *call, const char *op, hetcl_act act,
                               hetcl_act limit)
 {
-    if (act < HETCL_ACT_NONE || act > HETCL_ACT_LEAKY_RELU)
+    if (act < HETCL_ACT_NONE || act > HETCL_ACT_CLIP)
         return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_INVALID_ARG,
                            "%s: act = %d is not a hetcl_act", op, (int) act);
     if (act > limit)
         return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_UNSUPPORTED,
                            "%s: activation %s is only in the float forward (bias_act_fwd)", op,
-                           act == HETCL_ACT_RELU6 ? "relu6" : "leaky_relu");
+                           act == HETCL_ACT_RELU6        ? "relu6"
+                           : act == HETCL_ACT_LEAKY_RELU ? "leaky_relu"
+                                                         : "clip");
     return HETCL_OK;
 }
 
@@ -31,8 +33,7 @@ static hetcl_status forward(const struct hetcl_cl_call *call, cl_event *done, co
     const int64_t dims[2] = {a->rows, a->cols};
     if ((s = hetcl__clop_dim(call, op, "rows", a->rows, 0)) != HETCL_OK ||
         (s = hetcl__clop_dim(call, op, "cols", a->cols, 0)) != HETCL_OK ||
-        (s = check_act(call, op, a->act, f32 ? HETCL_ACT_LEAKY_RELU : HETCL_ACT_TANH)) !=
-                HETCL_OK ||
+        (s = check_act(call, op, a->act, f32 ? HETCL_ACT_CLIP : HETCL_ACT_TANH)) != HETCL_OK ||
         (s = hetcl__clop_count(call, op, "x", dims, 2, &n)) != HETCL_OK ||
         (s = hetcl__clop_need(call, op, 0, "x", n * elem)) != HETCL_OK ||
         (s = hetcl__clop_need(call, op, 1, "bias", (size_t) a->cols * elem)) != HETCL_OK ||
@@ -42,13 +43,13 @@ static hetcl_status forward(const struct hetcl_cl_call *call, cl_event *done, co
     if ((s = hetcl_cl_kernel(call, source, NULL, kname, &k)) != HETCL_OK)
         return s;
     const cl_int rows = (cl_int) a->rows, cols = (cl_int) a->cols, act = (cl_int) a->act;
-    const cl_float alpha = a->alpha;
+    const cl_float alpha = a->alpha, beta = a->beta;
     const struct clop_arg args[] = {CLOP_ARG(rows),          CLOP_ARG(cols),
                                     CLOP_ARG(act),           CLOP_ARG(call->mems[0]),
                                     CLOP_ARG(call->mems[1]), CLOP_ARG(call->mems[y_index]),
-                                    CLOP_ARG(alpha)};
+                                    CLOP_ARG(alpha),         CLOP_ARG(beta)};
     struct clop_chain ch = {.call = call};
-    s = hetcl__clop_set(call, k, kname, args, f32 ? 7 : 6);
+    s = hetcl__clop_set(call, k, kname, args, f32 ? 8 : 6);
     if (s == HETCL_OK) {
         const size_t global[2] = {(size_t) cols, (size_t) rows};
         s = hetcl__clop_chain_launch(&ch, k, kname, 2, global, NULL);

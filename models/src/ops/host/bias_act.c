@@ -24,6 +24,8 @@ static const char *act_name(hetcl_act act)
         return "relu6";
     case HETCL_ACT_LEAKY_RELU:
         return "leaky_relu";
+    case HETCL_ACT_CLIP:
+        return "clip";
     }
     return NULL;
 }
@@ -34,6 +36,15 @@ HETCL_HOST_CLONES static void bias_relu6_row(int64_t cols, const float *x, const
     for (int64_t c = 0; c < cols; c++) {
         const float z = x[c] + bias[c];
         y[c] = z > 0.0f ? (z < 6.0f ? z : 6.0f) : 0.0f;
+    }
+}
+
+HETCL_HOST_CLONES static void bias_clip_row(int64_t cols, float lo, float hi, const float *x,
+                                            const float *bias, float *y)
+{
+    for (int64_t c = 0; c < cols; c++) {
+        const float z = x[c] + bias[c], t = z > lo ? z : lo;
+        y[c] = t < hi ? t : hi;
     }
 }
 
@@ -89,8 +100,8 @@ HETCL_HOST_CLONES static void bias_tanh_row(int64_t cols, const float *x, const 
     }
 }
 
-void hetcl__bias_act_rows(hetcl_act act, float alpha, int64_t rows, int64_t cols, const float *x,
-                          const float *bias, float *y)
+void hetcl__bias_act_rows(hetcl_act act, float alpha, float beta, int64_t rows, int64_t cols,
+                          const float *x, const float *bias, float *y)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
@@ -113,6 +124,9 @@ void hetcl__bias_act_rows(hetcl_act act, float alpha, int64_t rows, int64_t cols
             break;
         case HETCL_ACT_LEAKY_RELU:
             bias_leaky_row(cols, alpha, xr, bias, yr);
+            break;
+        case HETCL_ACT_CLIP:
+            bias_clip_row(cols, alpha, beta, xr, bias, yr);
             break;
         }
     }
@@ -149,7 +163,7 @@ hetcl_status hetcl__op_bias_act_fwd_host(const struct hetcl_host_call *call)
         (s = hetcl__host_check_buf(call, op, 2, "y", n, 4)) != HETCL_OK) {
         return s;
     }
-    hetcl__bias_act_rows(a->act, a->alpha, a->rows, a->cols, call->ptrs[0], call->ptrs[1],
+    hetcl__bias_act_rows(a->act, a->alpha, a->beta, a->rows, a->cols, call->ptrs[0], call->ptrs[1],
                          call->ptrs[2]);
     return HETCL_OK;
 }
@@ -168,7 +182,7 @@ hetcl_status hetcl__op_bias_act_fwd_inplace_host(const struct hetcl_host_call *c
         (s = hetcl__host_check_buf(call, op, 1, "bias", a->cols, 4)) != HETCL_OK) {
         return s;
     }
-    hetcl__bias_act_rows(a->act, a->alpha, a->rows, a->cols, call->ptrs[0], call->ptrs[1],
+    hetcl__bias_act_rows(a->act, a->alpha, a->beta, a->rows, a->cols, call->ptrs[0], call->ptrs[1],
                          call->ptrs[0]);
     return HETCL_OK;
 }
@@ -199,6 +213,7 @@ HETCL_HOST_CLONES static void act_backward_row(hetcl_act act, int64_t cols, cons
         break;
     case HETCL_ACT_RELU6:
     case HETCL_ACT_LEAKY_RELU:
+    case HETCL_ACT_CLIP:
         break; /* refused by the operator */
     }
 }
@@ -226,7 +241,7 @@ hetcl_status hetcl__op_bias_act_bwd_host(const struct hetcl_host_call *call)
         (s = hetcl__host_check_buf(call, op, 3, "dbias", a->cols, 4)) != HETCL_OK) {
         return s;
     }
-    if (a->act == HETCL_ACT_RELU6 || a->act == HETCL_ACT_LEAKY_RELU) {
+    if (a->act == HETCL_ACT_RELU6 || a->act == HETCL_ACT_LEAKY_RELU || a->act == HETCL_ACT_CLIP) {
         return hetcl__fail(hetcl__host_ctx(call), HETCL_ERR_UNSUPPORTED,
                            "%s: activation %s has no backward (inference only)", op,
                            act_name(a->act));

@@ -18,6 +18,7 @@ static float act1(hetcl_act act, float alpha, float z)
     case HETCL_ACT_LEAKY_RELU:
         return z >= 0.0f ? z : alpha * z;
     case HETCL_ACT_NONE:
+    case HETCL_ACT_CLIP: /* refused by hetcl__eltwise_check */
         break;
     }
     return z;

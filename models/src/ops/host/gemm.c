@@ -238,7 +238,8 @@ static void apply_epilogue(const struct epilogue *ep, float *ct, int64_t ldc, in
                            int64_t n_r, int64_t n_c)
 {
     for (int64_t r = 0; r < n_r; r++)
-        hetcl__bias_act_rows(ep->act, 0.0f, 1, n_c, ct + r * ldc, ep->bias + j0, ct + r * ldc);
+        hetcl__bias_act_rows(ep->act, 0.0f, 0.0f, 1, n_c, ct + r * ldc, ep->bias + j0,
+                             ct + r * ldc);
 }
 
 /* One depth block of a column block: op(A)'s mc x kb blocks packed into ap in turn, each against

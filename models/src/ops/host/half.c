@@ -168,7 +168,7 @@ static hetcl_status bias_act_f16(const struct hetcl_host_call *call, const char 
     hetcl__f16_to_f32_n(call->ptrs[1], bias, a->cols);
     for (int64_t r = 0; r < a->rows; r++) {
         hetcl__f16_to_f32_n(x + r * a->cols, row, a->cols);
-        hetcl__bias_act_rows(a->act, 0.0f, 1, a->cols, row, bias, row);
+        hetcl__bias_act_rows(a->act, 0.0f, 0.0f, 1, a->cols, row, bias, row);
         hetcl__f32_to_f16_n(row, y + r * a->cols, a->cols);
     }
     hetcl__free(bias);

@@ -122,8 +122,8 @@ void hetcl__sgemm_pack_b(const struct hetcl_gemm_kernel *kern, bool trans_b, int
                          const float *b, int64_t ldb, float *dst);
 /* C = op(A) op(B) (m x n, alpha 1, beta 0) with op(B) packed by hetcl__sgemm_pack_b, then,
  * when bias is not NULL, C[i][j] = act(C[i][j] + bias[j]) applied to each tile as it is
- * finished (the same values as hetcl__bias_act_rows over C afterwards; act is not LEAKY_RELU,
- * whose slope it does not take). HETCL_ERR_NO_MEMORY. */
+ * finished (the same values as hetcl__bias_act_rows over C afterwards; act is not LEAKY_RELU
+ * or CLIP, whose slope and bounds it does not take). HETCL_ERR_NO_MEMORY. */
 hetcl_status hetcl__sgemm_packed(hetcl_context *ctx, const struct hetcl_gemm_kernel *kern,
                                  bool trans_a, int64_t m, int64_t n, int64_t k, const float *a,
                                  int64_t lda, const float *bp, float *c, int64_t ldc,
@@ -327,9 +327,10 @@ void hetcl__f16_to_f32_n(const uint16_t *src, float *dst, int64_t n);
 
 /* ---- activations ------------------------------------------------------------------------- */
 
-/* y[i] = act(x[i] + bias[i % cols]) over rows x cols (x may equal y). */
-void hetcl__bias_act_rows(hetcl_act act, float alpha, int64_t rows, int64_t cols, const float *x,
-                          const float *bias, float *y);
+/* y[i] = act(x[i] + bias[i % cols]) over rows x cols (x may equal y); alpha: LEAKY_RELU's slope
+ * or CLIP's lower bound, beta: CLIP's upper bound. */
+void hetcl__bias_act_rows(hetcl_act act, float alpha, float beta, int64_t rows, int64_t cols,
+                          const float *x, const float *bias, float *y);
 
 /* ---- vectorisable elementary functions ---------------------------------------------------- */
 
