@@ -50,4 +50,17 @@ int64_t hetcl__eigenpro_saturation(int n, const int64_t *m, const double *s_per_
  * eigenpro_setup.c says why). trace: of K_S. */
 double hetcl__eigenpro_q_threshold(double m_g, int64_t s, double trace);
 
+/* The kernel block K(rows, centers) on host workers with the centers packed and their norms
+ * computed once per run (eigenpro_kblock.c), instead of at every call as the kernel_matrix
+ * operator does. make: centers [n][d] (only read, for the run's life); free: NULL is a no-op.
+ * submit: a task pinned to host worker `worker` computing K [rows][n] (W) from X [rows][d] (R),
+ * the kernel_matrix operator's values up to the GEMM's order of sums. */
+struct hetcl__ep_kblock;
+hetcl_status hetcl__ep_kblock_make(hetcl_context *ctx, const float *centers, int64_t n, int64_t d,
+                                   hetcl_kernel_kind kind, float bandwidth,
+                                   struct hetcl__ep_kblock **out);
+void hetcl__ep_kblock_free(struct hetcl__ep_kblock *k);
+hetcl_status hetcl__ep_kblock_submit(hetcl_runtime *rt, const struct hetcl__ep_kblock *k,
+                                     int worker, hetcl_handle *x, int64_t rows, hetcl_handle *kb);
+
 #endif /* HETCL_EIGENPRO_IMPL_H */

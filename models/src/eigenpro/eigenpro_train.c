@@ -32,6 +32,7 @@ struct ep_dev {
     int64_t rows, off; /* this pass's block: rows off .. off + rows of the batch */
     double speed;      /* rows per second (smoothed); 0: not measured */
     uint64_t busy0;    /* its busy counter before this step's tasks */
+    bool host;         /* a host worker: its kernel blocks use the run's packed centers */
 };
 
 /* The shared handles (centers, alpha) and the devices' own. */
@@ -43,6 +44,7 @@ struct ep {
     hetcl_handle *centers, *alpha;
     int n_dev;
     struct ep_dev dev[HETCL_EIGENPRO_MAX_DEVICES];
+    struct hetcl__ep_kblock *kb; /* the centers packed once (host workers); NULL: none */
 };
 
 struct ep_bind {
@@ -84,11 +86,32 @@ static hetcl_status run_layer(const struct ep *e, const struct ep_dev *v, unsign
     const struct hetcl__task_exec x = {
             .rt = e->rt, .bind = bind, .binder = &b, .worker = v->worker};
     for (int i = 0; i < n; i++) {
-        const hetcl_status s = hetcl__exec_task(&x, &ops[i], NULL);
+        const hetcl_status s = e->kb && v->host && ops[i].codelet == &hetcl_op_kernel_matrix
+                                       ? hetcl__ep_kblock_submit(e->rt, e->kb, v->worker, v->xb,
+                                                                 ops[i].args.kernel.m, v->kblock)
+                                       : hetcl__exec_task(&x, &ops[i], NULL);
         if (s != HETCL_OK)
             return s;
     }
     return HETCL_OK;
+}
+
+/* Host workers' kernel blocks over the centers packed once for the run (eigenpro_kblock.c). */
+static hetcl_status pack_for_hosts(struct ep *e, const float *centers)
+{
+    bool any = false;
+    for (int i = 0; i < e->n_dev; i++) {
+        struct hetcl_worker_info wi;
+        hetcl_status s = hetcl_runtime_worker_info(e->rt, (size_t) e->dev[i].worker, &wi);
+        if (s != HETCL_OK)
+            return s;
+        any |= e->dev[i].host = wi.kind == HETCL_WORKER_HOST;
+    }
+    const struct hetcl_model_layer *L = &e->spec->layers[0];
+    return any ? hetcl__ep_kblock_make(e->ctx, centers, e->n, e->d,
+                                       (hetcl_kernel_kind) L->kernel_kind, (float) L->bandwidth,
+                                       &e->kb)
+               : HETCL_OK;
 }
 
 /* Cuts mb rows into the devices' blocks by their speeds (equal until measured). */
@@ -650,6 +673,8 @@ static hetcl_status train_run(struct ep *e, const hetcl_dataset *train, const he
     e->m = res->setup.m;
     if (s == HETCL_OK && (s = size_devices(e, res)) == HETCL_OK)
         s = register_all(e, train->x);
+    if (s == HETCL_OK)
+        s = pack_for_hosts(e, train->x);
     struct hetcl_worker_info w0[HETCL_EIGENPRO_MAX_DEVICES];
     for (int i = 0; i < e->n_dev && s == HETCL_OK; i++)
         s = hetcl_runtime_worker_info(e->rt, (size_t) e->dev[i].worker, &w0[i]);
@@ -665,6 +690,8 @@ static hetcl_status train_run(struct ep *e, const hetcl_dataset *train, const he
             s = hetcl__fail(e->ctx, HETCL_ERR_NO_MEMORY, "eigenpro: alpha");
     }
     unregister_all(e);
+    hetcl__ep_kblock_free(e->kb);
+    e->kb = NULL;
     hetcl_eigenpro_precond_destroy(pc);
     return s;
 }
