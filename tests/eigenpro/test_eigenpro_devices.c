@@ -12,6 +12,7 @@
  */
 #include "eigenpro/eigenpro_impl.h"
 #include "harness.h"
+#include "ref_ops.h"
 
 #include <hetcl/data.h>
 #include <hetcl/eigenpro.h>
@@ -224,11 +225,62 @@ static void test_two_workers(void)
     free_spirals(ds);
 }
 
+/* The host workers' kernel block over the centers packed once (eigenpro_kblock.c) against the
+ * naive double kernel matrix, at awkward sizes, both kernels. */
+static void test_packed_kblock(void)
+{
+    enum { N = 1037, D = 37, M = 19 };
+    hetcl_runtime *rt = NULL;
+    const struct hetcl_runtime_options ro = {
+            .devices = "host", .host_workers = 1, .perfmodel_dir = ""};
+    CHECK_OK(ctx, hetcl_runtime_create(ctx, &ro, &rt));
+    float *c = malloc(N * D * sizeof *c), *x = malloc(M * D * sizeof *x);
+    double *cd = malloc(N * D * sizeof *cd), *xd = malloc(M * D * sizeof *xd),
+           *want = malloc((size_t) M * N * sizeof *want);
+    uint64_t s = 7;
+    for (int i = 0; i < N * D; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        cd[i] = c[i] = (float) ((double) (s >> 40) / 16777216.0);
+    }
+    for (int i = 0; i < M * D; i++)
+        xd[i] = x[i] = c[(i * 7) % (N * D)] + 0.01f * (float) (i % 5);
+    for (int lap = 0; rt && lap < 2; lap++) {
+        const float bw = lap ? 2.5f : 0.9f;
+        struct hetcl__ep_kblock *kb = NULL;
+        hetcl_handle *hx = NULL, *hk = NULL;
+        CHECK_OK(ctx, hetcl__ep_kblock_make(ctx, c, N, D,
+                                            lap ? HETCL_KERNEL_LAPLACIAN : HETCL_KERNEL_GAUSSIAN,
+                                            bw, &kb));
+        CHECK_OK(ctx, hetcl_handle_register(rt, x, M * D * sizeof(float), &hx));
+        CHECK_OK(ctx, hetcl_handle_register(rt, NULL, (size_t) M * N * sizeof(float), &hk));
+        CHECK_OK(ctx, hetcl__ep_kblock_submit(rt, kb, 0, hx, M, hk));
+        CHECK_OK(ctx, hetcl_handle_sync_host(rt, hk, HETCL_R));
+        ref_kernel_matrix_f64(lap, bw, M, N, D, xd, cd, want);
+        const float *got = hetcl_handle_host_ptr(hk);
+        double worst = 0;
+        for (int i = 0; got && i < M * N; i++)
+            worst = fmax(worst, fabs((double) got[i] - want[i]));
+        printf("packed kernel block (%s): largest difference %.3g\n",
+               lap ? "laplacian" : "gaussian", worst);
+        CHECK(got && worst < 2e-5);
+        (void) hetcl_handle_unregister(rt, hx);
+        (void) hetcl_handle_unregister(rt, hk);
+        hetcl__ep_kblock_free(kb);
+    }
+    free(c);
+    free(x);
+    free(cd);
+    free(xd);
+    free(want);
+    hetcl_runtime_destroy(rt);
+}
+
 int main(void)
 {
     CHECK_OK(NULL, hetcl_context_create(NULL, &ctx));
     test_split();
     test_two_workers();
+    test_packed_kblock();
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_eigenpro_devices");
 }
