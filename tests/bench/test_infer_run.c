@@ -92,6 +92,26 @@ static void shared_packing(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_in
                "ref| = %.3g\n",
                name, (long long) batch, wk, d);
         CHECK(d <= PROB_TOL);
+        /* borrow_input: two requests in flight, each read where its x lies; the same
+         * probabilities, bit for bit, as b's copied input gave */
+        struct hetcl_infer_session_options ob = o;
+        ob.borrow_input = true;
+        hetcl_infer_session *c = NULL, *e = NULL;
+        float *got3 = calloc(ny, sizeof *got3), *got4 = calloc(ny, sizeof *got4);
+        CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &ob, &c));
+        CHECK_OK(ctx, hetcl_infer_session_create(ctx, rt, plan, &ob, &e));
+        if (c && e && got3 && got4) {
+            CHECK_OK(ctx, hetcl_infer_session_submit(c, x));
+            CHECK_OK(ctx, hetcl_infer_session_submit(e, x2));
+            CHECK_OK(ctx, hetcl_infer_session_wait(c, got3));
+            CHECK_OK(ctx, hetcl_infer_session_wait(e, got4));
+            CHECK(memcmp(got3, got, ny * sizeof *got) == 0);
+            CHECK(max_diff(got4, want2, ny) <= PROB_TOL);
+        }
+        hetcl_infer_session_destroy(c);
+        hetcl_infer_session_destroy(e);
+        free(got3);
+        free(got4);
     }
     hetcl_infer_session_destroy(a);
     hetcl_infer_session_destroy(b);

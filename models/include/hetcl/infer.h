@@ -261,6 +261,13 @@ struct hetcl_infer_session_options {
      * not apply), and the session converts the weights to half once, at creation, on its first
      * worker (with one task per tensor, waited for). */
     enum hetcl_infer_precision precision;
+    /* Fused host shares read the request's x where the caller keeps it, with no copy into the
+     * session's inputs: x must then stay valid and unchanged until hetcl_infer_session_wait (or
+     * _run) returns. As ONNX Runtime's CPU provider reads a caller's input tensor. Copying
+     * 200 KB (an MLP batch of 64) cost the calling thread 60-120 us per request on a 2-vCPU VM,
+     * about the core that two host workers running requests side by side needed. Other shares
+     * (OpenCL workers, a task per operator) still copy. Default false: x is copied. */
+    bool borrow_input;
 };
 
 /*
@@ -284,7 +291,8 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_infer_session_run(hetcl_infer_sessi
 
 /* The two halves of hetcl_infer_session_run, so that requests on two sessions overlap
  * (offline scenario): submit copies x into the inputs (waiting for the session's previous
- * request to have read its inputs) and submits the tasks; wait waits for them and copies the
+ * request to have read its inputs; borrow_input: fused host shares read x in place) and
+ * submits the tasks; wait waits for them and copies the
  * softmax into probs (may be NULL). A session has at most one request in flight. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_infer_session_submit(hetcl_infer_session *s,
                                                                   const float *x);

@@ -59,7 +59,8 @@ static int param_of(const hetcl_infer_session *s, struct hetcl__slot slot)
 struct fused_args {
     hetcl_infer_session *s;
     size_t share;
-    uint64_t req; /* the request's number (teams) */
+    uint64_t req;   /* the request's number (teams) */
+    const float *x; /* the share's rows of the caller's x (borrow_input), else NULL */
 };
 
 /* The whole forward pass of a share as one task on its worker (the fused executors). */
@@ -275,8 +276,10 @@ static hetcl_status fused_host(const struct hetcl_host_call *call)
     const struct fused_args *fa = call->args;
     hetcl_infer_session *s = fa->s;
     struct hetcl__infer_share *sh = &s->shares[fa->share];
-    const struct host_binding b = {
-            .s = s, .sh = sh, .input = call->ptrs[0], .output = call->ptrs[1]};
+    const struct host_binding b = {.s = s,
+                                   .sh = sh,
+                                   .input = fa->x ? (void *) (uintptr_t) fa->x : call->ptrs[0],
+                                   .output = call->ptrs[1]};
     hetcl_status st = HETCL_OK;
     for (int i = 0; i < sh->n_ops && st == HETCL_OK;) {
         const int step = sh->ops[i].layer;
@@ -296,7 +299,10 @@ static const struct hetcl_codelet fused_codelet = {.name = "infer_forward", .hos
 
 static hetcl_status submit_fused_host(hetcl_infer_session *s, struct hetcl__infer_share *sh)
 {
-    struct fused_args a = {.s = s, .share = (size_t) (sh - s->shares), .req = ++sh->req};
+    struct fused_args a = {.s = s,
+                           .share = (size_t) (sh - s->shares),
+                           .req = ++sh->req,
+                           .x = s->borrow_input ? s->x + sh->row0 * s->plan->in_elems : NULL};
     struct hetcl_task_desc d = fused_desc(s, sh, &fused_codelet, &a);
     d.n_buffers = 2;
     d.handles[0] = sh->input;

@@ -277,7 +277,9 @@ struct hetcl_infer_session {
     int n_act;
     size_t n_shares;
     struct hetcl__infer_share *shares;
-    int *step_worker;                       /* pipeline: the worker of each step; NULL otherwise */
+    int *step_worker;  /* pipeline: the worker of each step; NULL otherwise */
+    bool borrow_input; /* fused host shares read the request's x in place (options) */
+    const float *x;    /* the request being submitted (fused host tasks' input when borrowed) */
     struct hetcl_infer_request_times times; /* of the last request waited for */
     bool have_times;
 };

@@ -525,6 +525,7 @@ hetcl_status hetcl_infer_session_create(hetcl_context *ctx, hetcl_runtime *rt,
     s->rt = rt;
     s->plan = plan;
     s->batch = o->batch;
+    s->borrow_input = o->borrow_input;
     s->f16 = o->precision == HETCL_INFER_FP16;
     const hetcl_model_spec *spec = plan->spec;
     s->weights =
@@ -661,8 +662,11 @@ hetcl_status hetcl_infer_session_submit(hetcl_infer_session *s, const float *x)
         s->shares[i].have_step_ns = false;
     }
     /* Inputs first, then every share's tasks, so that the shares run side by side. */
+    s->x = x;
     for (size_t i = 0; i < s->n_shares && st == HETCL_OK; i++) {
         struct hetcl__infer_share *sh = &s->shares[i];
+        if (s->borrow_input && sh->fused)
+            continue; /* its task reads x in place */
         st = hetcl_handle_sync_host(s->rt, sh->input, HETCL_W);
         if (st == HETCL_OK)
             memcpy(hetcl_handle_host_ptr(sh->input), x + sh->row0 * p->in_elems,

@@ -56,7 +56,9 @@ hetcl_status hetcl__bench_open_session(struct bench_run *run, const int *workers
                                             .helpers = helpers,
                                             .n_helpers = n_helpers,
                                             .caller_helps = team,
-                                            .precision = run->b->opt.o.precision};
+                                            .precision = run->b->opt.o.precision,
+                                            /* the inputs stay put until their request ends */
+                                            .borrow_input = true};
     return hetcl_infer_session_create(run->b->ctx, run->b->rt, run->m->plan, &o, out);
 }
 
