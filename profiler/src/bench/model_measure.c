@@ -111,8 +111,8 @@ static hetcl_status one_request(struct measure *M, double *a, double *b)
     M->bd_sess = sess;
     M->bd_n = 1;
     if (M->offline) {
-        /* Every session but cur's successor's last has a request in flight: fill that one,
-         * then wait for cur's (two sessions: submit on the other, wait for this one). */
+        /* Every session of the ring but the one before cur has a request in flight: fill that
+         * one, then wait for cur's (two sessions: submit on the other, wait for this one). */
         size_t n = run->n_sess, last = (M->cur + n - 1) % n;
         M->t_submit[last] = hetcl__bench_now_ms();
         st = hetcl_infer_session_submit(sess[last], next_input(M));

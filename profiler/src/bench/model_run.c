@@ -155,6 +155,8 @@ static hetcl_status open_sessions(struct bench_run *run)
     size_t want = run->c->scenario == HETCL_BENCH_OFFLINE        ? 2 * per_device
                   : run->c->scenario == HETCL_BENCH_MULTI_STREAM ? run->b->opt.o.streams
                                                                  : per_device;
+    if (want < per_device) /* replicas: every device has a session (multi-stream: a stream) */
+        want = per_device;
     if (want > HETCL_BENCH_MAX_STREAMS)
         want = HETCL_BENCH_MAX_STREAMS;
     for (; st == HETCL_OK && run->n_sess < want; run->n_sess++)
