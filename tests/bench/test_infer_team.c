@@ -24,15 +24,19 @@
  * (47 s for this test), and AddressSanitizer's build doubled it too (40 s): fewer requests
  * there, the larger batches at 64 only (the same protocol, a partial tile aside), and each
  * model with one of the two worker modes (the MLP sleeping, the CNN spinning), so that every
- * team shape still runs. */
+ * team shape still runs. The CNN's batch of 64 (its 72-channel layer made this test 47 s under
+ * ThreadSanitizer) runs once there, with a busy helper, not in the three team shapes of the
+ * larger batches, which the MLP covers. */
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define REQUESTS      10
 #define BIG_FIRST     64
 #define ONE_SPIN_EACH 1
+#define CNN_BIG_LOOP  0
 #else
 #define REQUESTS      40
 #define BIG_FIRST     37
 #define ONE_SPIN_EACH 0
+#define CNN_BIG_LOOP  1
 #endif
 
 static uint64_t now_ns(void)
@@ -216,7 +220,7 @@ int main(void)
             check_team(ctx, rt, plan, sl[m], 1, 1, true, true);
             /* more rows: the GEMM over packed weights, its panels shared (37: a partial
              * tile), the convolutions by parts */
-            for (int64_t batch = BIG_FIRST; batch <= 64; batch += 27) {
+            for (int64_t batch = BIG_FIRST; batch <= 64 && (m == 0 || CNN_BIG_LOOP); batch += 27) {
                 check_team(ctx, rt, plan, sl[m], batch, 1, false, false);
                 check_team(ctx, rt, plan, sl[m], batch, 0, true, false);
                 check_team(ctx, rt, plan, sl[m], batch, 2, true, false);
