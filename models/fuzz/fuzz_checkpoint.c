@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!write_input(data, size))
         return 0;
     struct hetcl__ckpt_state st;
-    hetcl_status s = hetcl__ckpt_load(ctx, path, net, FUZZ_EXAMPLES, params, velocity, &st);
+    hetcl_status s = hetcl__ckpt_load(ctx, path, net, FUZZ_EXAMPLES, 0, 1, params, velocity, &st);
     if (s != HETCL_OK) {
         if ((s != HETCL_ERR_IO && s != HETCL_ERR_FORMAT && s != HETCL_ERR_NO_MEMORY) || st.hist)
             __builtin_trap();

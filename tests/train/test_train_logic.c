@@ -355,7 +355,7 @@ static void test_ckpt(hetcl_context *ctx)
     snprintf(path, sizeof path, "%s/c.safetensors", dir);
     CHECK_OK(ctx, hetcl__ckpt_save(ctx, path, net, p, v, &st));
     struct hetcl__ckpt_state r;
-    CHECK_OK(ctx, hetcl__ckpt_load(ctx, path, net, 1000, p2, v2, &r));
+    CHECK_OK(ctx, hetcl__ckpt_load(ctx, path, net, 1000, 0, 1, p2, v2, &r));
     for (int i = 0; i < spec->n_params; i++) { /* the tensors, not the padding between them */
         const size_t off = net->param_off[i], bytes = (size_t) spec->params[i].n_elements * 4;
         CHECK(memcmp(p + off, p2 + off, bytes) == 0);
@@ -384,11 +384,11 @@ static void test_ckpt(hetcl_context *ctx)
     if (other)
         CHECK_OK(ctx, hetcl_net_create(ctx, other, &other_net));
     CHECK(other_net &&
-          hetcl__ckpt_load(ctx, path, other_net, 1000, p2, v2, &r) == HETCL_ERR_FORMAT);
+          hetcl__ckpt_load(ctx, path, other_net, 1000, 0, 1, p2, v2, &r) == HETCL_ERR_FORMAT);
     CHECK(strstr(hetcl_context_last_error(ctx), path) != NULL);
     /* A missing file is an I/O error. */
     snprintf(path, sizeof path, "%s/none.safetensors", dir);
-    CHECK(hetcl__ckpt_load(ctx, path, net, 1000, p2, v2, &r) == HETCL_ERR_IO);
+    CHECK(hetcl__ckpt_load(ctx, path, net, 1000, 0, 1, p2, v2, &r) == HETCL_ERR_IO);
     snprintf(path, sizeof path, "%s/c.safetensors", dir);
     unlink(path);
     rmdir(dir);

@@ -450,9 +450,29 @@ static hetcl_status load_tensor(const struct meta *m, const char *name,
     return s;
 }
 
+/* Rank `rank`'s own momentum tensors into velocity, when the file has them (rank > 0). */
+static hetcl_status load_own_momentum(const struct meta *m, const hetcl_net *net, int rank,
+                                      float *velocity)
+{
+    const hetcl_model_spec *spec = net->spec;
+    char name[CKPT_NAME_MAX];
+    if (rank <= 0 || spec->n_params == 0)
+        return HETCL_OK;
+    snprintf(name, sizeof name, "momentum.rank%d.%s", rank, spec->params[0].name);
+    if (!hetcl_st_find(m->f, name))
+        return HETCL_OK; /* one process or an older version wrote it: rank 0's stays */
+    hetcl_status s = HETCL_OK;
+    for (int i = 0; i < spec->n_params && s == HETCL_OK; i++) {
+        const struct hetcl_model_param *p = &spec->params[i];
+        snprintf(name, sizeof name, "momentum.rank%d.%s", rank, p->name);
+        s = load_tensor(m, name, p, velocity + net->param_off[i]);
+    }
+    return s;
+}
+
 hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_net *net,
-                              int64_t n_examples, float *params, float *velocity,
-                              struct hetcl__ckpt_state *st)
+                              int64_t n_examples, int rank, int64_t ranks, float *params,
+                              float *velocity, struct hetcl__ckpt_state *st)
 {
     const hetcl_model_spec *spec = net->spec;
     hetcl_st_file *f = NULL;
@@ -472,6 +492,8 @@ hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_
     }
     if (s == HETCL_OK)
         s = meta_run(&m, n_examples, st);
+    if (s == HETCL_OK && st->ranks == ranks)
+        s = load_own_momentum(&m, net, rank, velocity);
     if (s == HETCL_OK)
         s = meta_position(&m, n_examples, st);
     if (s == HETCL_OK)
@@ -481,29 +503,6 @@ hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_
     if (s != HETCL_OK) {
         hetcl__free(st->hist);
         st->hist = NULL;
-    }
-    hetcl_st_close(f);
-    return s;
-}
-
-hetcl_status hetcl__ckpt_load_rank_momentum(hetcl_context *ctx, const char *path,
-                                            const hetcl_net *net, int rank, float *velocity,
-                                            bool *found)
-{
-    const hetcl_model_spec *spec = net->spec;
-    hetcl_st_file *f = NULL;
-    char name[CKPT_NAME_MAX];
-    *found = false;
-    hetcl_status s = hetcl_st_open(ctx, path, &f);
-    if (s != HETCL_OK)
-        return s;
-    struct meta m = {.ctx = ctx, .f = f, .path = path};
-    snprintf(name, sizeof name, "momentum.rank%d.%s", rank, spec->params[0].name);
-    *found = spec->n_params > 0 && hetcl_st_find(f, name) != NULL;
-    for (int i = 0; *found && i < spec->n_params && s == HETCL_OK; i++) {
-        const struct hetcl_model_param *p = &spec->params[i];
-        snprintf(name, sizeof name, "momentum.rank%d.%s", rank, p->name);
-        s = load_tensor(&m, name, p, velocity + net->param_off[i]);
     }
     hetcl_st_close(f);
     return s;

@@ -161,16 +161,12 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
  * the history has one entry per completed epoch, the cursor lies inside the data) and every weight
  * and momentum value must be finite. HETCL_ERR_IO (missing), HETCL_ERR_FORMAT (another model, a bad
  * field:
- * "<path>: metadata.cursor: expected an integer from 0 to 599 ..., got "1000000000000""). */
+ * "<path>: metadata.cursor: expected an integer from 0 to 599 ..., got "1000000000000"").
+ * This process is rank `rank` of `ranks` (0 of 1 alone): when as many ranks wrote the file and
+ * it holds this rank's own momentum ("momentum.rank<rank>.<param>"), velocity gets that instead
+ * of rank 0's (another rank count, or an older file: rank 0's). */
 hetcl_status hetcl__ckpt_load(hetcl_context *ctx, const char *path, const hetcl_net *net,
-                              int64_t n_examples, float *params, float *velocity,
-                              struct hetcl__ckpt_state *st);
-/* Rank `rank`'s own momentum from a checkpoint that a run of as many ranks wrote (the tensors
- * "momentum.rank<rank>.<param>") into velocity; *found false (velocity untouched) when the file
- * has none (one process wrote it, or an older version: every rank then resumes with rank 0's).
- * Errors as hetcl__ckpt_load's. */
-hetcl_status hetcl__ckpt_load_rank_momentum(hetcl_context *ctx, const char *path,
-                                            const hetcl_net *net, int rank, float *velocity,
-                                            bool *found);
+                              int64_t n_examples, int rank, int64_t ranks, float *params,
+                              float *velocity, struct hetcl__ckpt_state *st);
 
 #endif /* HETCL_TRAIN_IMPL_H */

@@ -348,8 +348,11 @@ static hetcl_status resume(struct tr_run *r)
         return HETCL_OK;
     fclose(f);
     struct hetcl__ckpt_state *ck = &r->ck;
-    hetcl_status s = hetcl__ckpt_load(t->ctx, t->o.checkpoint_path, t->net, t->train->n, t->params,
-                                      t->velocity, ck);
+    /* across ranks, each rank's own momentum when the file has as many ranks' */
+    const int rank = t->o.comm ? hetcl_comm_rank(t->o.comm) : 0,
+              ranks = t->o.comm ? hetcl_comm_size(t->o.comm) : 1;
+    hetcl_status s = hetcl__ckpt_load(t->ctx, t->o.checkpoint_path, t->net, t->train->n, rank,
+                                      ranks, t->params, t->velocity, ck);
     if (s == HETCL_OK && ck->train_n > 0 && ck->train_hash != hetcl__tr_data_hash(t->train))
         s = hetcl__fail(t->ctx, HETCL_ERR_INVALID_ARG,
                         "%s: checkpoint of another training set (its labels differ from this "
@@ -359,12 +362,6 @@ static hetcl_status resume(struct tr_run *r)
         s = hetcl__fail(t->ctx, HETCL_ERR_INVALID_ARG,
                         "%s: checkpoint of seed %llu, this run has seed %llu", t->o.checkpoint_path,
                         (unsigned long long) ck->seed, (unsigned long long) t->o.seed);
-    /* Across as many ranks as wrote it: each rank's own momentum (else rank 0's, loaded above). */
-    bool own = false;
-    if (s == HETCL_OK && t->o.comm && hetcl_comm_rank(t->o.comm) > 0 &&
-        ck->ranks == hetcl_comm_size(t->o.comm))
-        s = hetcl__ckpt_load_rank_momentum(t->ctx, t->o.checkpoint_path, t->net,
-                                           hetcl_comm_rank(t->o.comm), t->velocity, &own);
     if (s != HETCL_OK)
         return s;
     r->first_epoch = ck->epoch;
