@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The install check (a stage of tools/test.sh; runs alone too):
-#   1. a Release build (build-release, the README's build) of what is installed: the CLI,
-#      libhetcl.so and libhetcl.a; `cmake --install` into a temporary prefix;
+#   tools/check_install.sh            # a Release build (build-release, the README's build)
+#   tools/check_install.sh BUILD_DIR  # an already configured build tree (tools/test.sh: build,
+#                                     # the -Werror build it has just built and tested: the
+#                                     # install rules are the same, a third build of the
+#                                     # library would cost CI a minute)
+#   1. a build of what is installed: the CLI, libhetcl.so and libhetcl.a; `cmake --install`
+#      into a temporary prefix;
 #   2. the installed bin/hetcl --version names this checkout's commit;
 #   3. every installed header compiles on its own with pkg-config's flags;
 #   4. both examples, from the installed share/doc/hetcl/examples, built four ways and run:
@@ -17,10 +22,17 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/hetcl-install.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
 
-echo "-- Release build and install into $prefix"
-cmake --preset release >/dev/null
-cmake --build build-release -j "$jobs" --target hetcl_cli hetcl_shared hetcl_static
-cmake --install build-release --prefix "$prefix" >/dev/null
+build_dir=${1:-}
+if [ -z "$build_dir" ]; then
+  build_dir=build-release
+  cmake --preset release >/dev/null
+elif [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  echo "check_install: $build_dir: expected a configured build tree (its CMakeCache.txt)" >&2
+  exit 2
+fi
+echo "-- $build_dir: build and install into $prefix"
+cmake --build "$build_dir" -j "$jobs" --target hetcl_cli hetcl_shared hetcl_static
+cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 
 commit=""
 if git rev-parse --git-dir >/dev/null 2>&1; then

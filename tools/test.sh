@@ -2,7 +2,7 @@
 # The whole test suite, as CI runs it (README, command 2):
 #   1. the format check of every C source and header (clang-format);
 #   2. a build with warnings as errors, and every test (unit, lint, kernel, opencl);
-#   2b. the install check (tools/check_install.sh): a Release build installed into a temporary
+#   2b. the install check (tools/check_install.sh build): that build installed into a temporary
 #      prefix, the examples built against it with find_package and pkg-config, shared and
 #      static, and run; the installed CLI's and a `git archive` tarball's commit;
 #   3. the same build under AddressSanitizer + UBSan, and the unit and OpenCL tests again;
@@ -27,7 +27,7 @@ cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs" -LE perf  # perf: figures, run by hand
 
 echo "== install: the libraries, pkg-config, find_package(hetcl) and the examples"
-tools/check_install.sh
+tools/check_install.sh build
 
 echo "== AddressSanitizer + UBSan build and test"
 cmake --preset asan-ubsan >/dev/null
