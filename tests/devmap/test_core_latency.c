@@ -2,14 +2,25 @@
  * hetcl_core_round_trip on this machine: a pair of PUs gives a positive round trip with
  * min <= median <= max over 5 runs and leaves the caller's binding as it was, and bad pairs
  * are refused with INVALID_ARG. The value is printed, not checked against a bound: it depends
- * on where the OS (or a hypervisor) puts the two PUs. Skipped on a machine where the process
+ * on where the OS (or a hypervisor) puts the two PUs. A run stops at its time budget however
+ * many trips were asked for. Skipped on a machine where the process
  * may run on one PU only.
  */
 #include "harness.h"
 
 #include <hetcl/core_latency.h>
 
+#include <stdint.h>
+#include <time.h>
+
 static hetcl_context *ctx;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
 
 int main(void)
 {
@@ -43,6 +54,15 @@ int main(void)
     /* From the other side. */
     CHECK_OK(ctx, hetcl_core_round_trip(ctx, topo, b, a, 500, &rt));
     CHECK(rt.median > 0);
+    /* The most trips a run may ask for stop at the run's time budget (5 ms): the six runs would
+     * take 6 x 10 million x about 200 ns = 12 s otherwise (far more on a busy machine or under
+     * ThreadSanitizer), against 30 ms; 8 s leaves room for a loaded scheduler (1.2 s seen at
+     * load 13). */
+    uint64_t t0 = now_ns();
+    CHECK_OK(ctx, hetcl_core_round_trip(ctx, topo, a, b, 10000000u, &rt));
+    double budget_s = (double) (now_ns() - t0) * 1e-9;
+    printf("10 million trips a run: %.3f s, round trip %.0f ns\n", budget_s, rt.median);
+    CHECK(budget_s < 8.0 && rt.median > 0);
     /* Refused: the same PU twice, a negative one, one past the machine. */
     CHECK_EQ_INT(hetcl_core_round_trip(ctx, topo, a, a, 0, &rt), HETCL_ERR_INVALID_ARG);
     CHECK_EQ_INT(hetcl_core_round_trip(ctx, topo, -1, b, 0, &rt), HETCL_ERR_INVALID_ARG);

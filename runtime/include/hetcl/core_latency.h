@@ -30,7 +30,8 @@ extern "C" {
 HETCL_API bool hetcl_core_pair_default(const hetcl_topology *topo, int *pu_a, int *pu_b);
 
 /* Median, min and max over 5 timed runs (after one warm-up run) of the mean round trip in ns,
- * each run `trips` round trips (0: 4000; the 6 runs take 1-11 ms on the development VM). The
+ * each run `trips` round trips (0: 4000; the 6 runs take 1-11 ms on the development VM), or
+ * fewer where a run reaches 5 ms (a PU shared with other work, a sanitizer build). The
  * calling thread is pinned to pu_a for the measurement and its binding restored afterwards.
  * HETCL_ERR_INVALID_ARG for equal or unknown PUs, or more than 10 million trips;
  * HETCL_ERR_UNSUPPORTED when the OS refuses the binding. */

@@ -3,6 +3,7 @@
 
 #include <hetcl/core_latency.h>
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -12,15 +13,22 @@
 #define DEFAULT_TRIPS 4000
 #define TIMED_RUNS    5
 #define MAX_TRIPS     10000000u
+/* A run stops after this long even with trips left: 4000 trips take about 1 ms on an idle
+ * machine, but a ponger that must share its PU, or a ThreadSanitizer build (every atomic is a
+ * call), made them take seconds around every training run and benchmark. */
+#define RUN_BUDGET_NS 5000000u
+/* seq's value that tells the ponger to stop: odd like a request, never one (requests are at
+ * most 2 * 6 * MAX_TRIPS + 1) */
+#define SEQ_STOP UINT_MAX
 
-/* The line both threads write: the pinger stores 2k+1 to ask round k, the ponger answers 2k+2.
- * Alone on its cache line, so that nothing else moves with it. */
+/* The line both threads write: the pinger stores 2k+1 to ask round k, the ponger answers 2k+2,
+ * until the pinger stores SEQ_STOP. Alone on its cache line, so that nothing else moves with
+ * it. */
 struct pingpong {
     _Alignas(64) atomic_uint seq;
     char pad[64 - sizeof(atomic_uint)];
     hwloc_topology_t topo;
     int pu;            /* the ponger's PU */
-    unsigned rounds;   /* warm-up and timed runs together */
     atomic_int pinned; /* ponger: 0 starting, 1 pinned, -1 refused */
 };
 
@@ -45,12 +53,15 @@ static void *ponger(void *arg)
         return NULL;
     }
     atomic_store(&p->pinned, 1);
-    for (unsigned k = 0; k < p->rounds; k++) {
-        while (atomic_load_explicit(&p->seq, memory_order_acquire) != 2 * k + 1)
+    for (unsigned answered = 0;;) {
+        unsigned v;
+        while ((v = atomic_load_explicit(&p->seq, memory_order_acquire)) == answered)
             hetcl__cpu_relax();
-        atomic_store_explicit(&p->seq, 2 * k + 2, memory_order_release);
+        if (v == SEQ_STOP)
+            return NULL;
+        answered = v + 1;
+        atomic_store_explicit(&p->seq, answered, memory_order_release);
     }
-    return NULL;
 }
 
 static bool pu_allowed(hwloc_topology_t topo, int pu)
@@ -107,7 +118,6 @@ hetcl_status hetcl_core_round_trip(hetcl_context *ctx, const hetcl_topology *top
     atomic_init(&p->pinned, 0);
     p->topo = h;
     p->pu = pu_b;
-    p->rounds = (1 + TIMED_RUNS) * trips;
     hetcl_status s = HETCL_OK;
     pthread_t th;
     if (bind_to(h, pu_a) != 0) {
@@ -125,14 +135,18 @@ hetcl_status hetcl_core_round_trip(hetcl_context *ctx, const hetcl_topology *top
             unsigned k = 0;
             for (int run = -1; run < TIMED_RUNS; run++) { /* run -1: warm-up */
                 uint64_t t0 = hetcl__now_ns();
-                for (unsigned i = 0; i < trips; i++, k++) {
+                unsigned i = 0;
+                /* the clock read every 16 trips: its 20-odd ns stay out of the round trip */
+                while (i < trips && (i % 16 || hetcl__now_ns() - t0 < RUN_BUDGET_NS)) {
                     atomic_store_explicit(&p->seq, 2 * k + 1, memory_order_release);
                     while (atomic_load_explicit(&p->seq, memory_order_acquire) != 2 * k + 2)
                         hetcl__cpu_relax();
+                    i++, k++;
                 }
                 if (run >= 0)
-                    ns[run] = (double) (hetcl__now_ns() - t0) / trips;
+                    ns[run] = (double) (hetcl__now_ns() - t0) / i;
             }
+            atomic_store_explicit(&p->seq, SEQ_STOP, memory_order_release);
             qsort(ns, TIMED_RUNS, sizeof *ns, cmp_double);
             out->median = ns[TIMED_RUNS / 2];
             out->min = ns[0];
