@@ -39,6 +39,11 @@ struct bench_model_entry {
     hetcl_model_spec *spec;
     hetcl_infer_plan *plan;
     double load_ms; /* spec parse + plan (weights) */
+    /* The host reference's probabilities of the first ref_rows input rows (owned), which every
+     * configuration of the model compares with (model_accuracy.c): they all feed the same rows,
+     * and the naive reference takes seconds a row on a CNN. */
+    float *ref_probs;
+    int64_t ref_rows;
 };
 
 /* A device of the run: a runtime worker. */

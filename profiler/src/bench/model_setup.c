@@ -465,6 +465,7 @@ void hetcl_bench_model_destroy(hetcl_bench_model *b)
             hetcl_model_spec_destroy(b->models[i].spec);
         hetcl__free(b->models[i].spec_path);
         hetcl__free(b->models[i].checkpoint);
+        hetcl__free(b->models[i].ref_probs);
     }
     hetcl__bench_options_free(&b->opt);
     hetcl__free(b);
