@@ -318,7 +318,13 @@ static void check_mixed(void)
         printf("mixed: %s %.3f of the rows at %.3g s per row, %s %.3f at %.3g\n", str(a, "device"),
                num(a, "share"), num(a, "s_per_row"), str(b, "device"), num(b, "share"),
                num(b, "s_per_row"));
-        CHECK((num(a, "s_per_row") < num(b, "s_per_row")) == (num(a, "share") > num(b, "share")));
+        /* The faster device took more of the rows, where their speeds clearly differ: the share
+         * is the whole run's, the time per row the last steps' (smoothed), and on a loaded
+         * machine two close speeds swap places between them (seen under ASan at load 10-16). */
+        const double ra = num(a, "s_per_row"), rb = num(b, "s_per_row");
+        if (ra > 0 && rb > 0 && (ra > 2 * rb || rb > 2 * ra))
+            CHECK((ra < rb) == (num(a, "share") > num(b, "share")));
+        CHECK(num(a, "share") > 0 && num(b, "share") > 0);
     }
     CHECK(num(cJSON_GetObjectItem(doc, "final"), "test_acc") >= 0.95);
     cJSON_Delete(doc);
