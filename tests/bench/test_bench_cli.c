@@ -186,6 +186,49 @@ static int check_breakdown(const char *path)
     return n_checked;
 }
 
+/* A model of more steps than the 64 a report held (MobileNetV2's ONNX graph has about 100):
+ * every one of its layers has per-layer figures. */
+static void check_deep_layers(void)
+{
+    enum { DEPTH = 70 };
+    char spec[1200], rep[1200], cmd[4096];
+    snprintf(spec, sizeof spec, "%s/deep.json", dir);
+    snprintf(rep, sizeof rep, "%s/deep-report.json", dir);
+    FILE *f = fopen(spec, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fprintf(f, "{\"schema_version\": 1, \"name\": \"deep\", \"input\": {\"shape\": [8]}, "
+               "\"layers\": [");
+    for (int i = 0; i < DEPTH; i++)
+        fprintf(f, "%s{\"type\": \"dense\", \"units\": %d, \"activation\": \"%s\"}", i ? ", " : "",
+                i + 1 < DEPTH ? 8 : 3, i + 1 < DEPTH ? "relu" : "none");
+    fprintf(f, "], \"loss\": \"softmax_cross_entropy\"}\n");
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "'%s' bench model --model '%s' --devices host0 --quick --quiet --batches 1 "
+             "--report '%s'",
+             bin, spec, rep);
+    int rc = run(cmd);
+    if (rc != 0) {
+        char *err = slurp("err");
+        fprintf(stderr, "deep model: exit %d: %s", rc, err);
+        free(err);
+    }
+    CHECK_EQ_INT(rc, 0);
+    char *text = slurp("deep-report.json");
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    const cJSON *c = cJSON_GetArrayItem(at(root, "configurations", NULL, NULL), 0);
+    const int n = cJSON_GetArraySize(at(c, "layers", NULL, NULL));
+    if (n < DEPTH)
+        fprintf(stderr, "deep model: %d layers reported, %d expected\n", n, DEPTH);
+    CHECK(n >= DEPTH);
+    if (c && n > 0)
+        check_layers(c);
+    cJSON_Delete(root);
+}
+
 /* Exit 2 and exactly one line on stderr starting "hetcl: " and containing `what`. */
 static void expect_usage(const char *args, const char *what)
 {
@@ -462,6 +505,7 @@ int main(void)
 
     check_progress_and_blas();
     check_opencl_layers();
+    check_deep_layers();
 
     /* A batch-1 split over two host workers: the waiting caller helps the one with the row
      * (intra-op), the one without rows too where there is a CPU for it, and the report says so

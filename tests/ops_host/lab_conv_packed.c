@@ -1,12 +1,12 @@
 /*
  * Lab for the inference convolution through the packed SGEMM micro-kernel
  * (models/src/ops/host/conv2d_packed.c): every convolution of ResNet-18, SqueezeNet 1.1 and
- * MobileNetV2's pointwise layers at batch 1 (224 x 224 inputs), on the calling thread only, in
- * GFLOP/s and as a fraction of this core's FMA peak, measured in the same run by a loop of
+ * MobileNetV2's pointwise and depthwise layers at batch 1 (224 x 224 inputs), on the calling thread
+ * only, in GFLOP/s and as a fraction of this core's FMA peak, measured in the same run by a loop of
  * independent AVX-512 (else AVX2) FMAs. Not a CTest (test_host_conv_packed checks
  * correctness); run by hand:
  *
- *     lab_conv_packed [-m resnet18|squeezenet|mobilenet|all] [-r RUNS]
+ *     lab_conv_packed [-m resnet18|squeezenet|mobilenet|depthwise|all] [-r RUNS]
  *
  * Each figure is the median of -r runs (default 5) of >= 2 ms each, in the thread's CPU time
  * (it leaves out the slices other processes take from this core, not their cache pollution).
@@ -155,6 +155,71 @@ static const struct shape mobilenet[] = {{"stem 3x3/2", 3, 224, 32, 3, 2, 1, 1},
                                          {"head", 320, 7, 1280, 1, 1, 0, 1},
                                          {NULL, 0, 0, 0, 0, 0, 0, 0}};
 
+/* MobileNetV2's 3x3 depthwise layers (channels, input size, stride, count), with their ReLU6,
+ * through hetcl__conv2d_depthwise_fwd on the calling thread. */
+struct dw_shape {
+    int c, h, s, n;
+};
+
+static const struct dw_shape mobilenet_dw[] = {{32, 112, 1, 1}, {96, 112, 2, 1}, {144, 56, 1, 1},
+                                               {144, 56, 2, 1}, {192, 28, 1, 2}, {192, 28, 2, 1},
+                                               {384, 14, 1, 4}, {576, 14, 1, 2}, {576, 14, 2, 1},
+                                               {960, 7, 1, 3},  {0, 0, 0, 0}};
+
+struct dw_job {
+    struct hetcl_op_conv2d_args a;
+    const float *x, *w, *b;
+    float *y;
+};
+
+static void run_dw(void *p)
+{
+    struct dw_job *j = p;
+    if (hetcl__conv2d_depthwise_fwd(NULL, &j->a, j->x, j->w, j->b, HETCL_ACT_RELU6, 0, 1, j->y) !=
+        HETCL_OK) {
+        fprintf(stderr, "lab_conv_packed: depthwise conv failed\n");
+        exit(1);
+    }
+}
+
+static void lab_depthwise(double peak, int runs, ref_rng *rng)
+{
+    double total_s = 0.0, total_gf = 0.0;
+    printf("mobilenet_v2 (depthwise 3x3, ReLU6)\n");
+    for (const struct dw_shape *sh = mobilenet_dw; sh->c; sh++) {
+        struct hetcl_op_conv2d_args a = {.batch = 1,
+                                         .in_c = sh->c,
+                                         .in_h = sh->h,
+                                         .in_w = sh->h,
+                                         .out_c = sh->c,
+                                         .k_h = 3,
+                                         .k_w = 3,
+                                         .stride = sh->s,
+                                         .pad = 1,
+                                         .groups = sh->c};
+        const int64_t oh = (sh->h + 2 - 3) / sh->s + 1;
+        const size_t nx = (size_t) sh->c * sh->h * sh->h, ny = (size_t) (sh->c * oh * oh);
+        struct ht_buf x = ht_alloc(nx), w = ht_alloc((size_t) sh->c * 9),
+                      b = ht_alloc((size_t) sh->c), y = ht_alloc(ny);
+        ref_fill_normal(rng, x.p, nx, 0.0f, 1.0f);
+        ref_fill_normal(rng, w.p, (size_t) sh->c * 9, 0.0f, 0.5f);
+        ref_fill_normal(rng, b.p, (size_t) sh->c, 0.0f, 1.0f);
+        struct dw_job j = {.a = a, .x = x.p, .w = w.p, .b = b.p, .y = y.p};
+        const double gf = 2.0 * (double) ny * 9 / 1e9, t = time_s(run_dw, &j, runs);
+        total_s += t * sh->n;
+        total_gf += gf * sh->n;
+        printf("  dw %4d %3dx%-3d s%d x%d  %7.1f us %6.1f GFLOP/s %4.0f%% peak  %5.1f GB/s\n",
+               sh->c, (int) oh, (int) oh, sh->s, sh->n, t * 1e6, gf / t, 100.0 * gf / t / peak,
+               (double) (nx + ny) * 4 / t / 1e9);
+        ht_free(&x);
+        ht_free(&w);
+        ht_free(&b);
+        ht_free(&y);
+    }
+    printf("  all depthwise: %.2f ms, %.1f GFLOP/s, %.0f%% of peak\n", total_s * 1e3,
+           total_gf / total_s, 100.0 * total_gf / total_s / peak);
+}
+
 static void lab_model(const char *model, const struct shape *sh, double peak, int runs,
                       ref_rng *rng)
 {
@@ -248,5 +313,7 @@ int main(int argc, char **argv)
         lab_model("squeezenet1_1", squeezenet, peak, runs, &rng);
     if (!strcmp(model, "all") || !strcmp(model, "mobilenet"))
         lab_model("mobilenet_v2 (pointwise)", mobilenet, peak, runs, &rng);
+    if (!strcmp(model, "all") || !strcmp(model, "mobilenet") || !strcmp(model, "depthwise"))
+        lab_depthwise(peak, runs, &rng);
     return 0;
 }

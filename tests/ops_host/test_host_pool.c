@@ -2,7 +2,8 @@
  * Max pooling forward (models/src/ops/host/pool.c, pool_max_avx512.c): each kernel this CPU has
  * (portable C, AVX-512) forced in turn, and the operator, against tests/ref's scan: values bit
  * for bit and winner indices exactly, on LeNet's shapes and on random ones (odd sizes, windows
- * 1..4, strides 1..3, overlapping windows, rows shorter and longer than a vector, batch 1..9),
+ * 1..4, strides 1..3, overlapping windows, rows shorter and longer than a vector, batch 1..9,
+ * 2x2 and 3x3 stride 2 at every row width up to 70),
  * over inputs full of ties, -0.0 next to +0.0 (the bit pattern says which one won), +-inf, and
  * NaNs with distinct payloads (the payload says which NaN won: it must be the window's first).
  */
@@ -130,6 +131,12 @@ static void test_kernel(hetcl_maxpool_fn fn, const char *name)
         check_pool(fn, name, between(1, 3), between(1, 3), between(2, 9), between(2, 70), 2, 2,
                    i % 4);
     }
+    for (int i = 0; i < 40; i++) { /* 3 x 3 stride 2 (ResNet's, SqueezeNet's: its own path) */
+        check_pool(fn, name, between(1, 3), between(1, 3), between(3, 9), between(3, 70), 3, 2,
+                   i % 4);
+    }
+    for (int mode = 0; mode < 4; mode++) /* SqueezeNet's first pool's width: 55 outputs */
+        check_pool(fn, name, 1, 2, 7, 111, 3, 2, mode);
 }
 
 int main(void)

@@ -7,7 +7,9 @@
  * `stride` column phases (struct dw_geom), so that each output row is k_h k_w vector
  * multiply-adds of contiguous runs, with no test per element, at stride 2 too (MobileNetV2's
  * downsampling layers read every other element before); the inference executor fuses the
- * layer's ReLU6 and splits the channels among a team (hetcl__conv2d_depthwise_fwd).
+ * layer's ReLU6 and splits the channels among a team (hetcl__conv2d_depthwise_fwd). CPUs with
+ * AVX-512F run stride 1 and 2 through conv2d_depthwise_avx512.c instead (same phases, masked
+ * vectors: the compiler's loops below leave rows under 16 outputs to scalar code).
  *
  * Other groupings (ResNeXt-style, a few channels per group) have GEMMs worth packing: each
  * group of each image is an ordinary convolution of in_c / groups channels into
@@ -140,6 +142,8 @@ hetcl_status hetcl__conv2d_depthwise_fwd(hetcl_context *ctx, const struct hetcl_
     const int64_t c_lo = a->in_c * part / n_parts, c_hi = a->in_c * (part + 1) / n_parts;
     if (c_lo >= c_hi)
         return HETCL_OK;
+    if (hetcl__conv2d_depthwise_avx512_suits(a))
+        return hetcl__conv2d_depthwise_avx512(ctx, a, x, w, bias, act, c_lo, c_hi, y);
     float *ph = hetcl__malloc((size_t) (a->stride * g.hp * g.wq) * sizeof *ph);
     if (!ph)
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "conv2d_fwd: depthwise scratch");

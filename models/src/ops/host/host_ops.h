@@ -171,6 +171,14 @@ hetcl_status hetcl__conv2d_grouped_fwd(hetcl_context *ctx, const struct hetcl_op
 hetcl_status hetcl__conv2d_depthwise_fwd(hetcl_context *ctx, const struct hetcl_op_conv2d_args *a,
                                          const float *x, const float *w, const float *bias,
                                          hetcl_act act, int part, int n_parts, float *y);
+/* Its AVX-512F kernel (conv2d_depthwise_avx512.c): whether it takes a (stride 1 or 2, at most
+ * 25 taps, a CPU with AVX-512F), and input channels [c_lo, c_hi) of y = act(conv + bias).
+ * HETCL_ERR_NO_MEMORY. */
+bool hetcl__conv2d_depthwise_avx512_suits(const struct hetcl_op_conv2d_args *a);
+hetcl_status hetcl__conv2d_depthwise_avx512(hetcl_context *ctx,
+                                            const struct hetcl_op_conv2d_args *a, const float *x,
+                                            const float *w, const float *bias, hetcl_act act,
+                                            int64_t c_lo, int64_t c_hi, float *y);
 
 /* ---- conv2d through the packed SGEMM micro-kernel (conv2d_packed.c), inference ---------- */
 
