@@ -1,6 +1,6 @@
 /*
  * Times SLIDE's rehash of every output neuron, host against OpenCL device, at the shapes of
- * models/slide-xc.json (DWTA K 3, L 25) and models/slide-xc-simhash.json (SimHash K 9, L 50):
+ * models/slide-xc.json (DWTA K 3, L 25) and SimHash K 9, L 50 (slide-xc-simhash's former setting):
  * 50k neurons by 128 hidden units (change with argv[1], argv[2]). Not a test: run by hand.
  *
  *     build/tests/slide/lab_slide_rehash [neurons] [threads]

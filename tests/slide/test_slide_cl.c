@@ -160,7 +160,7 @@ int main(void)
         /* 2000 bins of which one non-zero fills at most 8: most empty bins miss with all 100
          * probes and take the cyclic scan's code. */
         check_family(cl, ctx, HETCL__LSH_DWTA, 8, 250, 2000, seed + 6);
-        check_family(cl, ctx, HETCL__LSH_SIMHASH, 9, 50, 128, seed); /* slide-xc-simhash's */
+        check_family(cl, ctx, HETCL__LSH_SIMHASH, 9, 50, 128, seed); /* the paper's Delicious */
         check_family(cl, ctx, HETCL__LSH_SIMHASH, 24, 3, 300, seed + 4);
         check_family(cl, ctx, HETCL__LSH_SIMHASH, 1, 1, 2, seed + 5);
         test_refill(cl, ctx, seed, "dwta");

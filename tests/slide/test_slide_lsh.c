@@ -4,7 +4,9 @@
  * reference, deterministic for a seed and never leaving a bin empty for a non-zero vector (even
  * one non-zero among 100k coordinates); bucket indices in range with every bucket reachable
  * (log2 packing); the FIFO tables against naive ring buffers; the active sets (union, threshold,
- * labels first, padding, the sampled baseline) against a naive union.
+ * labels first, padding, the sampled baseline) against a naive union, and the top mode against
+ * naive counts; the MIPS transform keeping the inner product's ranking, in the cosine and in
+ * SimHash's collision rates.
  */
 #include "harness.h"
 #include "slide/slide_lsh.h"
@@ -353,6 +355,185 @@ static void test_active(uint64_t seed)
     hetcl__lsh_tables_destroy(t);
 }
 
+/* The MIPS transform: over rows of norms spread 100x, the row of the largest inner product with
+ * a query has the largest cosine once transformed (while the plain cosine often picks another
+ * row), and SimHash over the transformed rows collides most often with that row. A projection
+ * reads a share p of w's coordinates and the norm coordinate: the vector it sees is about
+ * (sqrt(p) w, norm coordinate), which is the one compared. */
+static void test_mips(uint64_t seed)
+{
+    enum { D = 32, N = 40, TRIALS = 200 };
+    struct hetcl__rng r;
+    hetcl__rng_seed(&r, seed + 11);
+    static float w[N * D], tw[N * (D + 1)];
+    float q[D + 1];
+    int plain_differs = 0;
+    struct hetcl__lsh *fam = NULL;
+    CHECK(hetcl__lsh_create_mips(4, 4, D, seed + 10, &fam) == HETCL_OK);
+    if (!fam)
+        return;
+    CHECK_EQ_INT(fam->dim, D + 1);
+    CHECK_EQ_INT(fam->proj_len, (D + 2) / 3 + 1);
+    for (int p = 0; p < 16; p++)
+        CHECK_EQ_INT(fam->proj_idx[p * fam->proj_len + fam->proj_len - 1], D);
+    const double share = (double) (fam->proj_len - 1) / D;
+    for (int trial = 0; trial < TRIALS; trial++) {
+        for (int i = 0; i < N; i++) {
+            normal_vec(&r, w + i * D, D);
+            float scale = (float) pow(10.0, 2.0 * hetcl__rng_uniform(&r) - 1.0);
+            for (int j = 0; j < D; j++)
+                w[i * D + j] *= scale;
+        }
+        normal_vec(&r, q, D);
+        q[D] = 0.0f;
+        const float m = hetcl__lsh_mips_max_norm(w, N, D);
+        int best_ip = 0, best_tcos = 0, best_cos = 0;
+        double ip_max = -INFINITY, tcos_max = -INFINITY, cos_max = -INFINITY;
+        for (int i = 0; i < N; i++) {
+            float *t = tw + i * (D + 1);
+            hetcl__lsh_mips_row(fam, w + i * D, m, t);
+            for (int j = 0; j < D; j++)
+                t[j] *= (float) sqrt(share);
+            CHECK(fabs(sqrt(dot(t, t, D + 1)) - (double) m * sqrt(share)) <= 1e-4 * (double) m);
+            double ip = dot(w + i * D, q, D), nw = sqrt(dot(w + i * D, w + i * D, D));
+            double tcos = dot(t, q, D + 1) / (sqrt(dot(t, t, D + 1)) * sqrt(dot(q, q, D)));
+            if (ip > ip_max)
+                ip_max = ip, best_ip = i;
+            if (tcos > tcos_max)
+                tcos_max = tcos, best_tcos = i;
+            if (ip / nw > cos_max)
+                cos_max = ip / nw, best_cos = i;
+        }
+        CHECK_EQ_INT(best_tcos, best_ip);
+        plain_differs += best_cos != best_ip;
+    }
+    CHECK(plain_differs >= TRIALS / 4); /* the norms matter in these data */
+    hetcl__lsh_destroy(fam);
+
+    /* Two rows: a long one at 45 degrees from the query (inner product 7.1) and a short one at
+     * 10 degrees (0.98). Plain SimHash collides more with the short one (about 0.75 against
+     * 0.94 of the bits); over the transformed rows, with the long one (0.75 against 0.53).
+     * 1000 one-bit tables: each rate within about 0.03, the gaps about 190 and 220 bits. */
+    enum { L2 = 1000 };
+    float x[D + 1], a[D + 1], b[D + 1], ta[D + 1], tb[D + 1];
+    normal_vec(&r, x, D);
+    at_angle(&r, x, pi / 4, a, D);
+    at_angle(&r, x, pi / 18, b, D);
+    const double nx = sqrt(dot(x, x, D));
+    for (int j = 0; j < D; j++) {
+        a[j] *= 10.0f;
+        x[j] = (float) ((double) x[j] / nx);
+    }
+    x[D] = 0.0f;
+    CHECK(dot(a, x, D) > 5.0 * dot(b, x, D));
+    float two[2 * D];
+    memcpy(two, a, sizeof(float) * D);
+    memcpy(two + D, b, sizeof(float) * D);
+    const float m = hetcl__lsh_mips_max_norm(two, 2, D);
+    struct hetcl__lsh *plain = NULL, *mips = NULL;
+    CHECK(hetcl__lsh_create(HETCL__LSH_SIMHASH, 1, L2, D, seed + 12, &plain) == HETCL_OK);
+    CHECK(hetcl__lsh_create_mips(1, L2, D, seed + 13, &mips) == HETCL_OK);
+    if (!plain || !mips) {
+        hetcl__lsh_destroy(plain);
+        hetcl__lsh_destroy(mips);
+        return;
+    }
+    static uint32_t bq[L2], ba[L2], bb[L2];
+    int plain_a = 0, plain_b = 0, mips_a = 0, mips_b = 0;
+    hetcl__lsh_hash_dense(plain, x, bq);
+    hetcl__lsh_hash_dense(plain, a, ba);
+    hetcl__lsh_hash_dense(plain, b, bb);
+    for (int t = 0; t < L2; t++) {
+        plain_a += ba[t] == bq[t];
+        plain_b += bb[t] == bq[t];
+    }
+    hetcl__lsh_mips_row(mips, a, m, ta);
+    hetcl__lsh_mips_row(mips, b, m, tb);
+    hetcl__lsh_hash_dense(mips, x, bq); /* (x, 0): x has D + 1 entries, the last 0 */
+    hetcl__lsh_hash_dense(mips, ta, ba);
+    hetcl__lsh_hash_dense(mips, tb, bb);
+    for (int t = 0; t < L2; t++) {
+        mips_a += ba[t] == bq[t];
+        mips_b += bb[t] == bq[t];
+    }
+    CHECK(plain_b > plain_a + 100);
+    CHECK(mips_a > mips_b + 100);
+    hetcl__lsh_destroy(plain);
+    hetcl__lsh_destroy(mips);
+}
+
+/* Top mode: the labels, then exactly the `top` neurons seen in the most buckets (at least
+ * threshold), against naive counts. */
+static void test_active_top(uint64_t seed)
+{
+    enum { N = 3000, L = 8, RP = 3, CAP = 200 };
+    struct hetcl__lsh_tables *t = NULL;
+    CHECK(hetcl__lsh_tables_create(L, RP, CAP, N, &t) == HETCL_OK);
+    struct hetcl__lsh_scratch s;
+    CHECK(hetcl__lsh_scratch_init(&s, N) == HETCL_OK);
+    if (!t || !s.stamp) {
+        hetcl__lsh_tables_destroy(t);
+        hetcl__lsh_scratch_deinit(&s);
+        return;
+    }
+    struct hetcl__rng r;
+    hetcl__rng_seed(&r, seed + 21);
+    static uint32_t nb[N * L];
+    static uint32_t scratch[1 << RP];
+    /* skewed buckets, so that counts spread */
+    for (int i = 0; i < N * L; i++)
+        nb[i] = (uint32_t) (hetcl__rng_below(&r, 1 << RP) & hetcl__rng_below(&r, 1 << RP));
+    for (int table = 0; table < L; table++)
+        hetcl__lsh_tables_fill(t, table, nb, L, N, NULL, scratch);
+    static int32_t out[N];
+    static int count[N];
+    static char in[N];
+    for (int trial = 0; trial < 60; trial++) {
+        uint32_t q[L];
+        for (int i = 0; i < L; i++)
+            q[i] = (uint32_t) (hetcl__rng_below(&r, 1 << RP) & hetcl__rng_below(&r, 1 << RP));
+        int32_t lab[2] = {(int32_t) hetcl__rng_below(&r, N), 5};
+        const int n_lab = lab[0] == lab[1] ? 1 : 2;
+        struct hetcl__active_rule rule = {.min_active = 0,
+                                          .threshold = trial % 4 == 3 ? 2 : 0,
+                                          .top = 1 + (int64_t) hetcl__rng_below(&r, 600)};
+        memset(count, 0, sizeof count);
+        for (int table = 0; table < L; table++) {
+            uint32_t n;
+            const int32_t *ids = hetcl__lsh_tables_bucket(t, table, q[table], &n);
+            for (uint32_t e = 0; e < n; e++)
+                count[ids[e]]++;
+        }
+        const int min_count = rule.threshold > 1 ? rule.threshold : 1;
+        int64_t eligible = 0;
+        for (int i = 0; i < N; i++)
+            eligible += i != lab[0] && i != lab[1] && count[i] >= min_count;
+        int64_t n_ret = -1;
+        int64_t m = hetcl__lsh_active(t, q, lab, 2, &rule, &s, &r, out, &n_ret);
+        const int64_t want = eligible < rule.top ? eligible : rule.top;
+        CHECK_EQ_INT(n_ret, want);
+        CHECK_EQ_INT(m, n_lab + want);
+        CHECK(m <= hetcl__lsh_active_cap(N, L, CAP, 2, &rule));
+        CHECK(out[0] == lab[0]);
+        memset(in, 0, sizeof in);
+        int min_in = L + 1;
+        for (int64_t e = 0; e < m; e++) {
+            CHECK(out[e] >= 0 && out[e] < N && !in[out[e]]);
+            in[out[e]] = 1;
+            if (e >= n_lab) {
+                CHECK(count[out[e]] >= min_count);
+                min_in = count[out[e]] < min_in ? count[out[e]] : min_in;
+            }
+        }
+        /* nothing left out was seen in more buckets than a neuron taken */
+        for (int i = 0; i < N; i++)
+            if (!in[i] && count[i] > min_in)
+                CHECK(!"a neuron seen more often was left out");
+    }
+    hetcl__lsh_scratch_deinit(&s);
+    hetcl__lsh_tables_destroy(t);
+}
+
 int main(void)
 {
     uint64_t seed = hetcl_test_seed();
@@ -361,5 +542,7 @@ int main(void)
     test_buckets(seed);
     test_tables(seed);
     test_active(seed);
+    test_active_top(seed);
+    test_mips(seed);
     return hetcl_test_finish("test_slide_lsh");
 }

@@ -213,6 +213,73 @@ static void test_refill(hetcl_context *ctx, uint64_t seed)
     hetcl_model_spec_destroy(spec);
 }
 
+/* "mips" and "top": the refilled tables hold each neuron's transformed row's buckets (the norm
+ * taken at the refill); a run keeps every label and at most top retrieved neurons a set (beyond
+ * the padding); "mips" without simhash is refused, naming the field. */
+static void test_mips_top(hetcl_context *ctx, uint64_t seed)
+{
+    enum { D = 2000, C = 2000 };
+    hetcl_model_spec *spec = make_spec(ctx, D, C,
+                                       ", \"hash\": \"simhash\", \"mips\": true, \"top\": 60,"
+                                       " \"k\": 4, \"l\": 16, \"bucket_size\": 256,"
+                                       " \"min_active\": 20, \"rehash_every\": 5");
+    hetcl_dataset *train = make_xc(ctx, 2000, D, C, seed);
+    if (!spec || !train)
+        return;
+    struct slide sl = {.o = {.threads = 2, .seed = seed}};
+    CHECK_OK(ctx, hetcl__slide_setup(ctx, &sl, spec, train, train));
+    if (sl.w2) {
+        CHECK(sl.lsh->mips && sl.lsh->dim == sl.hid + 1);
+        struct hetcl__rng rng;
+        hetcl__rng_seed(&rng, seed);
+        for (int64_t q = 0; q < sl.c * sl.hid; q++) /* rows of different norms */
+            sl.w2[q] *= (float) (1 + (q / sl.hid) % 5);
+        CHECK_OK(ctx, hetcl__slide_refill(&sl, true, &rng));
+        const float m = hetcl__lsh_mips_max_norm(sl.w2, sl.c, sl.hid);
+        CHECK(sl.mips_norm == m);
+        float row[17];
+        uint32_t b[16];
+        int bad = 0;
+        for (int64_t a = 0; a < sl.c; a++) {
+            hetcl__lsh_mips_row(sl.lsh, sl.w2 + a * sl.hid, m, row);
+            hetcl__lsh_hash_dense(sl.lsh, row, b);
+            for (int t = 0; t < sl.hp->l; t++) {
+                uint32_t n;
+                const int32_t *in = hetcl__lsh_tables_bucket(sl.tables[sl.live], t, b[t], &n);
+                bool found = false;
+                for (uint32_t e = 0; e < n; e++)
+                    found = found || in[e] == a;
+                bad += !found && n < (uint32_t) sl.hp->bucket_size;
+            }
+        }
+        CHECK_EQ_INT(bad, 0);
+    }
+    hetcl__slide_teardown(&sl);
+    struct hetcl_slide_result *r = NULL;
+    struct hetcl_slide_options o = {
+            .epochs = 2, .batch = 64, .lr = 2e-3, .threads = 2, .seed = seed, .max_test = 200};
+    CHECK_OK(ctx, hetcl_slide_train(ctx, spec, train, train, &o, &r));
+    if (r) {
+        CHECK(r->label_recall == 1.0);
+        CHECK(r->active_p95 <= 3 + 60 && r->active_mean >= 20);
+        CHECK(r->candidate_recall > 2 * r->random_recall);
+        CHECK(r->epochs[1].loss < r->epochs[0].loss);
+        printf("mips top 60: P@1 %.3f active %.1f recall %.3f (random %.3f)\n", r->p_at_1,
+               r->active_mean, r->candidate_recall, r->random_recall);
+    }
+    hetcl_slide_result_destroy(r);
+    hetcl_dataset_destroy(train);
+    hetcl_model_spec_destroy(spec);
+    const char *bad_json =
+            "{\"schema_version\": 1, \"name\": \"m\", \"input\": {\"shape\": [10]}, \"layers\":"
+            " [{\"type\": \"slide\", \"units\": 20, \"mips\": true}],"
+            " \"loss\": \"softmax_cross_entropy\"}";
+    hetcl_model_spec *no = NULL;
+    CHECK(hetcl_model_spec_parse(ctx, "m", bad_json, strlen(bad_json), &no) != HETCL_OK);
+    CHECK(no == NULL && strstr(hetcl_context_last_error(ctx), "mips") &&
+          strstr(hetcl_context_last_error(ctx), "simhash"));
+}
+
 static void test_runs(hetcl_context *ctx, uint64_t seed)
 {
     enum { D = 2000, C = 2000 };
@@ -307,6 +374,7 @@ int main(void)
     test_full_step(ctx, seed);
     test_refill(ctx, seed);
     test_runs(ctx, seed);
+    test_mips_top(ctx, seed);
     hetcl_context_destroy(ctx);
     return hetcl_test_finish("test_slide_train");
 }

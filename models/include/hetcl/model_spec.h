@@ -123,6 +123,12 @@ struct hetcl_model_slide {
                               1000 */
     int64_t random;        /* "random": uniform random neurons added to every active set beyond the
                               buckets' (default 0, as the paper: padding only up to min_active) */
+    int64_t top; /* "top": 0 (default) every neuron the buckets give (threshold admits); n >= 1
+                    the n found in the most buckets (SLIDE's top-k by frequency) */
+    bool mips;   /* "mips": simhash only; hash the weight rows with the asymmetric MIPS transform
+                    (w, sqrt(M^2 - |w|^2)) and the queries as (x, 0), M the largest row norm, so
+                    that collisions rank neurons by inner product rather than cosine (default
+                    false) */
 };
 
 enum hetcl_model_activation {

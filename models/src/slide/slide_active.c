@@ -35,7 +35,10 @@ void hetcl__lsh_scratch_deinit(struct hetcl__lsh_scratch *s)
 int64_t hetcl__lsh_active_cap(int64_t n, int l, int bucket_size, int n_lab,
                               const struct hetcl__active_rule *rule)
 {
-    int64_t cap = (int64_t) n_lab + (int64_t) l * bucket_size + rule->random;
+    int64_t found = (int64_t) l * bucket_size;
+    if (rule->top > 0 && rule->top < found)
+        found = rule->top;
+    int64_t cap = (int64_t) n_lab + found + rule->random;
     if (cap < rule->min_active)
         cap = rule->min_active;
     return cap < n ? cap : n;
@@ -80,6 +83,49 @@ static int64_t retrieve(const struct hetcl__lsh_tables *t, const uint32_t *bucke
     return m;
 }
 
+/* Top mode: every neuron of the L buckets counted, then the rule->top seen in the most buckets
+ * (at least threshold of them) in the set: all those above the count the top-th one has, then
+ * those at that count in the order they were first seen (so that the set does not depend on
+ * anything but the tables and the query). */
+static int64_t retrieve_top(const struct hetcl__lsh_tables *t, const uint32_t *buckets,
+                            const struct hetcl__active_rule *rule, struct hetcl__lsh_scratch *s,
+                            int32_t *out, int64_t m)
+{
+    int64_t n_seen = 0;
+    for (int table = 0; table < t->l; table++) {
+        uint32_t nb;
+        const int32_t *ids = hetcl__lsh_tables_bucket(t, table, buckets[table], &nb);
+        for (uint32_t e = 0; e < nb; e++) {
+            int32_t id = ids[e];
+            if (s->stamp[id] == s->epoch) /* a label */
+                continue;
+            if (s->count[id]++ == 0)
+                s->seen[n_seen++] = id;
+        }
+    }
+    /* by_count[c]: neurons seen in exactly c buckets (c <= L <= 4096) */
+    uint32_t by_count[4097] = {0};
+    for (int64_t e = 0; e < n_seen; e++)
+        by_count[s->count[s->seen[e]]]++;
+    const int min_count = rule->threshold > 1 ? rule->threshold : 1;
+    int cut = t->l;
+    int64_t above = 0; /* neurons with a count above cut */
+    while (cut > min_count && above + by_count[cut] < rule->top)
+        above += by_count[cut--];
+    int64_t at_cut = rule->top - above; /* how many of count cut still fit */
+    for (int64_t e = 0; e < n_seen; e++) {
+        int32_t id = s->seen[e];
+        int c = s->count[id];
+        if (c > cut || (c == cut && at_cut-- > 0)) {
+            s->stamp[id] = s->epoch;
+            out[m++] = id;
+        }
+    }
+    for (int64_t e = 0; e < n_seen; e++)
+        s->count[s->seen[e]] = 0;
+    return m;
+}
+
 int64_t hetcl__lsh_active(const struct hetcl__lsh_tables *t, const uint32_t *buckets,
                           const int32_t *lab, int n_lab, const struct hetcl__active_rule *rule,
                           struct hetcl__lsh_scratch *s, struct hetcl__rng *rng, int32_t *out,
@@ -93,7 +139,9 @@ int64_t hetcl__lsh_active(const struct hetcl__lsh_tables *t, const uint32_t *buc
             out[m++] = lab[i];
         }
     const int64_t m_lab = m;
-    if (t)
+    if (t && rule->top > 0)
+        m = retrieve_top(t, buckets, rule, s, out, m);
+    else if (t)
         m = retrieve(t, buckets, rule, s, out, m);
     if (n_retrieved)
         *n_retrieved = m - m_lab;

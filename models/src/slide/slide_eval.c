@@ -88,6 +88,19 @@ void hetcl__slide_hidden(const struct slide *sl, const hetcl_dataset *ds, int64_
             h[j] = h[j] > 0.0f ? h[j] : 0.0f;
 }
 
+void hetcl__slide_hash_query(const struct slide *sl, const float *x, uint32_t *buckets)
+{
+    if (!sl->hp->mips) {
+        hetcl__lsh_hash_dense(sl->lsh, x, buckets);
+        return;
+    }
+    float q[4097]; /* hid <= 4096 */
+    for (int64_t j = 0; j < sl->hid; j++)
+        q[j] = x[j];
+    q[sl->hid] = 0.0f;
+    hetcl__lsh_hash_dense(sl->lsh, q, buckets);
+}
+
 float hetcl__slide_dot(const float *a, const float *b, int64_t n)
 {
     /* Eight partial sums: a single one is a dependency chain the compiler may not reorder. */
@@ -148,7 +161,7 @@ static void eval_part(struct slide_thread *t)
                 }
         t->eval_hits5 += hits / 5.0;
         if (sl->o.select == HETCL_SLIDE_LSH) {
-            hetcl__lsh_hash_dense(sl->lsh, h, buckets);
+            hetcl__slide_hash_query(sl, h, buckets);
             struct hetcl__rng rng;
             hetcl__rng_seed(&rng, sl->o.seed ^ (uint64_t) i);
             int64_t m = hetcl__lsh_active(sl->tables[sl->live], buckets, NULL, 0, &sl->rule,

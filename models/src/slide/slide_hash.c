@@ -7,6 +7,7 @@
 #include <hetcl_internal/base.h>
 #include <hetcl_internal/prng.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,8 +23,13 @@ static int cmp_i32(const void *a, const void *b)
  * (sorted, for the sparse merge) with uniform signs. */
 static hetcl_status simhash_init(struct hetcl__lsh *h, struct hetcl__rng *rng)
 {
-    const int64_t dim = h->dim, n_hash = (int64_t) h->k * h->l;
-    h->proj_len = (int32_t) ((dim + HETCL__LSH_SIMHASH_RATIO - 1) / HETCL__LSH_SIMHASH_RATIO);
+    /* MIPS: the last coordinate (the norm's) is in every projection, after a third of the
+     * others: a projection that missed it would see a short row as it is, not as the
+     * transform's near-orthogonal vector. */
+    const int64_t dim = h->dim - h->mips, n_hash = (int64_t) h->k * h->l;
+    const int32_t drawn =
+            (int32_t) ((dim + HETCL__LSH_SIMHASH_RATIO - 1) / HETCL__LSH_SIMHASH_RATIO);
+    h->proj_len = drawn + h->mips;
     size_t total = (size_t) n_hash * (size_t) h->proj_len;
     int32_t *all = hetcl__malloc((size_t) dim * sizeof *all);
     h->proj_idx = hetcl__malloc(total * sizeof *h->proj_idx);
@@ -38,14 +44,16 @@ static hetcl_status simhash_init(struct hetcl__lsh *h, struct hetcl__rng *rng)
         /* A partial Fisher-Yates shuffle: its first proj_len entries are a uniform subset
          * whatever order the array was left in by the previous projection. */
         int32_t *idx = h->proj_idx + q * h->proj_len;
-        for (int32_t i = 0; i < h->proj_len; i++) {
+        for (int32_t i = 0; i < drawn; i++) {
             int64_t r = i + (int64_t) hetcl__rng_below(rng, (uint64_t) (dim - i));
             int32_t tmp = all[i];
             all[i] = all[r];
             all[r] = tmp;
             idx[i] = all[i];
         }
-        qsort(idx, (size_t) h->proj_len, sizeof *idx, cmp_i32);
+        qsort(idx, (size_t) drawn, sizeof *idx, cmp_i32);
+        if (h->mips)
+            idx[drawn] = (int32_t) dim; /* the largest index: still sorted */
         for (int32_t i = 0; i < h->proj_len; i++)
             h->proj_sign[q * h->proj_len + i] = (hetcl__rng_next(rng) >> 63) ? 1 : -1;
     }
@@ -81,8 +89,8 @@ static hetcl_status dwta_init(struct hetcl__lsh *h, struct hetcl__rng *rng)
     return HETCL_OK;
 }
 
-hetcl_status hetcl__lsh_create(enum hetcl__lsh_kind kind, int k, int l, int64_t dim, uint64_t seed,
-                               struct hetcl__lsh **out)
+static hetcl_status create(enum hetcl__lsh_kind kind, int k, int l, int64_t dim, bool mips,
+                           uint64_t seed, struct hetcl__lsh **out)
 {
     *out = NULL;
     int bits = kind == HETCL__LSH_DWTA ? HETCL__LSH_DWTA_BITS : 1;
@@ -98,7 +106,8 @@ hetcl_status hetcl__lsh_create(enum hetcl__lsh_kind kind, int k, int l, int64_t 
                              .dim = dim,
                              .bits_per_code = bits,
                              .range_pow = k * bits,
-                             .seed = seed};
+                             .seed = seed,
+                             .mips = mips};
     struct hetcl__rng rng;
     hetcl__rng_seed(&rng, seed);
     hetcl_status s = kind == HETCL__LSH_DWTA ? dwta_init(h, &rng) : simhash_init(h, &rng);
@@ -108,6 +117,21 @@ hetcl_status hetcl__lsh_create(enum hetcl__lsh_kind kind, int k, int l, int64_t 
     }
     *out = h;
     return HETCL_OK;
+}
+
+hetcl_status hetcl__lsh_create(enum hetcl__lsh_kind kind, int k, int l, int64_t dim, uint64_t seed,
+                               struct hetcl__lsh **out)
+{
+    return create(kind, k, l, dim, false, seed, out);
+}
+
+hetcl_status hetcl__lsh_create_mips(int k, int l, int64_t dim, uint64_t seed,
+                                    struct hetcl__lsh **out)
+{
+    *out = NULL;
+    if (dim < 1 || dim >= INT32_MAX / 64)
+        return HETCL_ERR_INVALID_ARG;
+    return create(HETCL__LSH_SIMHASH, k, l, dim + 1, true, seed, out);
 }
 
 void hetcl__lsh_destroy(struct hetcl__lsh *h)
@@ -237,6 +261,36 @@ static void dwta_sparse(const struct hetcl__lsh *h, const int32_t *xi, const flo
         if (xv[e] != 0.0f)
             dwta_add(h, xi[e], xv[e], best, codes, filled);
     dwta_densify(h, codes, filled);
+}
+
+/* ---- the MIPS transform ------------------------------------------------------------------- */
+
+void hetcl__lsh_mips_row(const struct hetcl__lsh *h, const float *w, float max_norm, float *out)
+{
+    const int64_t dim = h->dim - 1;
+    double sq = 0.0;
+    for (int64_t j = 0; j < dim; j++) {
+        out[j] = w[j];
+        sq += (double) w[j] * (double) w[j];
+    }
+    /* A projection reads drawn = proj_len - 1 of the dim coordinates, which hold about
+     * drawn / dim of |w|^2: the norm coordinate gets the same share of M^2 - |w|^2, so that
+     * every row's projected length is about the same, as the transform's are. */
+    double rest = ((double) max_norm * (double) max_norm - sq) * (double) (h->proj_len - 1) /
+                  (double) dim;
+    out[dim] = rest > 0.0 ? (float) sqrt(rest) : 0.0f;
+}
+
+float hetcl__lsh_mips_max_norm(const float *rows, int64_t n, int64_t dim)
+{
+    double best = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double sq = 0.0;
+        for (int64_t j = 0; j < dim; j++)
+            sq += (double) rows[i * dim + j] * (double) rows[i * dim + j];
+        best = sq > best ? sq : best;
+    }
+    return (float) sqrt(best);
 }
 
 /* ---- public --------------------------------------------------------------------------------- */

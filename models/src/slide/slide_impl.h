@@ -64,7 +64,8 @@ struct slide {
     uint8_t *hot_out, *hot_in; /* touched in this batch (each byte written by its owner) */
     int64_t step;              /* updates applied (Adam's t) */
     /* Hashing: the family, and two table sets (queries read live while spare is refilled). */
-    struct hetcl__lsh *lsh;
+    struct hetcl__lsh *lsh; /* over hid coordinates, hid + 1 with the MIPS transform */
+    float mips_norm;        /* with hp->mips: the largest w2 row norm at the last refill */
     struct hetcl__lsh_tables *tables[2];
     int live;
     uint32_t *neuron_buckets; /* [c][L] */
@@ -116,6 +117,9 @@ int hetcl__slide_labels(const hetcl_dataset *ds, int64_t i, const int32_t **lab)
 void hetcl__slide_hidden(const struct slide *sl, const hetcl_dataset *ds, int64_t i, float *h,
                          int32_t *idx_buf, float *val_buf);
 
+/* The L buckets of a query x[hid] (padded with a zero coordinate under the MIPS transform). */
+void hetcl__slide_hash_query(const struct slide *sl, const float *x, uint32_t *buckets);
+
 /* The dot product of a[n] and b[n] (eight partial sums, so that it vectorises). */
 float hetcl__slide_dot(const float *a, const float *b, int64_t n);
 
@@ -125,6 +129,9 @@ float hetcl__slide_dot(const float *a, const float *b, int64_t n);
 hetcl_status hetcl__slide_setup(hetcl_context *ctx, struct slide *sl, const hetcl_model_spec *spec,
                                 const hetcl_dataset *train, const hetcl_dataset *test);
 void hetcl__slide_teardown(struct slide *sl);
+/* A hash family of the layer's kind over its hidden units (the MIPS family with hp->mips). */
+hetcl_status hetcl__slide_lsh_create(const struct slide *sl, uint64_t seed,
+                                     struct hetcl__lsh **out);
 
 /* Refills the spare table set from the neurons' current weights (with new functions when
  * rebuild), in a fresh random order from rng, then makes it the live one: queries, which run

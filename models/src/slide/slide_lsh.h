@@ -48,6 +48,7 @@ struct hetcl__lsh {
     int bits_per_code; /* 1 (SimHash) or 3 (DWTA) */
     int range_pow;     /* K * bits_per_code: a table has 2^range_pow buckets */
     uint64_t seed;
+    bool mips; /* SimHash for the MIPS transform: coordinate dim - 1 is the norm's */
     /* SimHash: hash h reads coordinates proj_idx[h * proj_len ..) with signs proj_sign[..]. */
     int32_t proj_len;
     int32_t *proj_idx;
@@ -66,6 +67,11 @@ struct hetcl__lsh {
  * dim is < 1 or K * bits_per_code > HETCL__LSH_MAX_RANGE_POW; HETCL_ERR_NO_MEMORY. */
 hetcl_status hetcl__lsh_create(enum hetcl__lsh_kind kind, int k, int l, int64_t dim, uint64_t seed,
                                struct hetcl__lsh **out);
+/* A SimHash family for the asymmetric MIPS transform (hetcl__lsh_mips_row) of vectors of dim
+ * coordinates: its vectors have dim + 1 (h->dim), and every projection reads the last one, the
+ * norm coordinate, besides its third of the others. */
+hetcl_status hetcl__lsh_create_mips(int k, int l, int64_t dim, uint64_t seed,
+                                    struct hetcl__lsh **out);
 void hetcl__lsh_destroy(struct hetcl__lsh *h);
 
 /* The K * L codes of a dense vector x[dim] (codes[K * L]; SimHash 0/1, DWTA 0..7). DWTA reads
@@ -81,6 +87,19 @@ void hetcl__lsh_buckets(const struct hetcl__lsh *h, const uint8_t *codes, uint32
 /* Both steps for a dense vector (a scratch of K * L codes on the stack up to 4096 codes, which
  * hetcl__lsh_create guarantees). */
 void hetcl__lsh_hash_dense(const struct hetcl__lsh *h, const float *x, uint32_t *buckets);
+
+/* The asymmetric MIPS transform for SimHash (Neyshabur and Srebro, "On symmetric and
+ * asymmetric LSHs for inner product search", 2015): a neuron's row w[dim] becomes
+ * out[dim + 1] = (w, sqrt(M^2 - |w|^2)), every one of norm M, and a query x is hashed as (x, 0).
+ * Then cos(T(w), (x, 0)) = w.x / (M |x|): the collision rate rises with the inner product, which
+ * decides the arg-max logit, rather than with the cosine, which ignores the rows' norms. h: a
+ * family from hetcl__lsh_create_mips (dim = h->dim - 1): since its projections read a third of
+ * w's coordinates but always the norm coordinate, that one is scaled by sqrt(share read).
+ * max_norm: M, at least every row's norm (hetcl__lsh_mips_max_norm); a row longer than M (by
+ * rounding) gets 0. */
+void hetcl__lsh_mips_row(const struct hetcl__lsh *h, const float *w, float max_norm, float *out);
+/* The largest Euclidean norm of the n rows rows[n][dim]. */
+float hetcl__lsh_mips_max_norm(const float *rows, int64_t n, int64_t dim);
 
 /* ---- tables -------------------------------------------------------------------------------- */
 
@@ -137,6 +156,8 @@ struct hetcl__active_rule {
                            of them */
     int64_t random;     /* uniform random neurons added beyond the labels and the retrieved
                            ones (0: none), then the padding to min_active */
+    int64_t top;        /* 0: every neuron threshold admits; n >= 1: only the n of them seen in
+                           the most buckets (SLIDE's "top-k by frequency") */
 };
 
 /* The active set of a query into out: first the labels (lab[0 .. n_lab), always in, in that

@@ -88,7 +88,8 @@ static hetcl_status resolve(hetcl_context *ctx, struct slide *sl)
     case HETCL_SLIDE_LSH:
         sl->rule = (struct hetcl__active_rule){.min_active = sl->hp->min_active,
                                                .threshold = sl->hp->threshold,
-                                               .random = sl->hp->random};
+                                               .random = sl->hp->random,
+                                               .top = sl->hp->top};
         break;
     case HETCL_SLIDE_SAMPLED:
         sl->rule = (struct hetcl__active_rule){.min_active = o->sampled_size};
@@ -144,6 +145,15 @@ static bool alloc_threads(struct slide *sl)
     return true;
 }
 
+hetcl_status hetcl__slide_lsh_create(const struct slide *sl, uint64_t seed, struct hetcl__lsh **out)
+{
+    if (sl->hp->mips)
+        return hetcl__lsh_create_mips(sl->hp->k, sl->hp->l, sl->hid, seed, out);
+    return hetcl__lsh_create(sl->hp->hash == HETCL_MODEL_SLIDE_DWTA ? HETCL__LSH_DWTA
+                                                                    : HETCL__LSH_SIMHASH,
+                             sl->hp->k, sl->hp->l, sl->hid, seed, out);
+}
+
 hetcl_status hetcl__slide_setup(hetcl_context *ctx, struct slide *sl, const hetcl_model_spec *spec,
                                 const hetcl_dataset *train, const hetcl_dataset *test)
 {
@@ -170,9 +180,7 @@ hetcl_status hetcl__slide_setup(hetcl_context *ctx, struct slide *sl, const hetc
         sl->cap = sl->rule.min_active < sl->c ? sl->rule.min_active : sl->c;
     struct hetcl__rng rng;
     hetcl__rng_seed(&rng, sl->o.seed);
-    s = hetcl__lsh_create(sl->hp->hash == HETCL_MODEL_SLIDE_DWTA ? HETCL__LSH_DWTA
-                                                                 : HETCL__LSH_SIMHASH,
-                          sl->hp->k, sl->hp->l, sl->hid, hetcl__rng_next(&rng), &sl->lsh);
+    s = hetcl__slide_lsh_create(sl, hetcl__rng_next(&rng), &sl->lsh);
     if (s == HETCL_OK)
         s = hetcl__lsh_tables_create(sl->hp->l, sl->lsh->range_pow, sl->hp->bucket_size, sl->c,
                                      &sl->tables[0]);

@@ -54,8 +54,15 @@ static void hash_neurons(struct slide_thread *t)
 {
     struct slide *sl = t->sl;
     const int L = sl->hp->l;
-    for (int64_t a = t->index; a < sl->c; a += sl->n_threads)
-        hetcl__lsh_hash_dense(sl->lsh, sl->w2 + a * sl->hid, sl->neuron_buckets + a * L);
+    float row[4097]; /* hid <= 4096, plus the MIPS coordinate */
+    for (int64_t a = t->index; a < sl->c; a += sl->n_threads) {
+        const float *w = sl->w2 + a * sl->hid;
+        if (sl->hp->mips) {
+            hetcl__lsh_mips_row(sl->lsh, w, sl->mips_norm, row);
+            w = row;
+        }
+        hetcl__lsh_hash_dense(sl->lsh, w, sl->neuron_buckets + a * L);
+    }
 }
 
 static void fill_tables(struct slide_thread *t)
@@ -71,9 +78,7 @@ hetcl_status hetcl__slide_refill(struct slide *sl, bool rebuild, struct hetcl__r
 {
     if (rebuild) {
         struct hetcl__lsh *fresh = NULL;
-        hetcl_status s = hetcl__lsh_create(
-                sl->hp->hash == HETCL_MODEL_SLIDE_DWTA ? HETCL__LSH_DWTA : HETCL__LSH_SIMHASH,
-                sl->hp->k, sl->hp->l, sl->hid, hetcl__rng_next(rng), &fresh);
+        hetcl_status s = hetcl__slide_lsh_create(sl, hetcl__rng_next(rng), &fresh);
         if (s != HETCL_OK)
             return s;
         hetcl__lsh_destroy(sl->lsh);
@@ -86,6 +91,8 @@ hetcl_status hetcl__slide_refill(struct slide *sl, bool rebuild, struct hetcl__r
         sl->order[i] = sl->order[j];
         sl->order[j] = tmp;
     }
+    if (sl->hp->mips)
+        sl->mips_norm = hetcl__lsh_mips_max_norm(sl->w2, sl->c, sl->hid);
     /* A device that fails is dropped for the rest of the run: the host computes the same
      * buckets, only slower. */
     if (sl->cl &&
@@ -120,7 +127,7 @@ static void run_example(struct slide_thread *t, int64_t k)
     uint32_t buckets[4096];
     uint64_t t1 = now_ns();
     if (sl->o.select == HETCL_SLIDE_LSH)
-        hetcl__lsh_hash_dense(sl->lsh, ex->h, buckets);
+        hetcl__slide_hash_query(sl, ex->h, buckets);
     uint64_t t2 = now_ns();
     if (sl->o.select == HETCL_SLIDE_FULL) {
         /* every neuron, the labels first as the loss expects */
@@ -456,10 +463,11 @@ hetcl_status hetcl_slide_train(hetcl_context *ctx, const hetcl_model_spec *spec,
     hetcl__rng_seed(&rng, sl.o.seed ^ UINT64_C(0x5eed51de));
     /* Opt-in, not automatic: on a machine whose only OpenCL device is a CPU driver (PoCL) the
      * device would take the cores the training threads use, and finding one costs an isolated
-     * enumeration. Without a device the host hashes (the same buckets). */
+     * enumeration. Without a device the host hashes (the same buckets); under the MIPS
+     * transform always (the kernel hashes w2's rows as they are). */
     const char *where = getenv("HETCL_SLIDE_REHASH");
-    if (s == HETCL_OK && sl.o.select == HETCL_SLIDE_LSH && where && !strcmp(where, "opencl") &&
-        hetcl__slide_cl_create(ctx, &sl.cl) != HETCL_OK)
+    if (s == HETCL_OK && sl.o.select == HETCL_SLIDE_LSH && !sl.hp->mips && where &&
+        !strcmp(where, "opencl") && hetcl__slide_cl_create(ctx, &sl.cl) != HETCL_OK)
         sl.cl = NULL;
     if (s == HETCL_OK && sl.o.select == HETCL_SLIDE_LSH &&
         (s = hetcl__slide_refill(&sl, false, &rng)) != HETCL_OK)

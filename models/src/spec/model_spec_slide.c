@@ -9,8 +9,9 @@
 #include <cjson/cJSON.h>
 
 static const char *const slide_fields[] = {
-        "type",        "units",      "bias",      "init",         "hash",          "k",     "l",
-        "bucket_size", "min_active", "threshold", "rehash_every", "rebuild_every", "random"};
+        "type",   "units",       "bias",       "init",      "hash",         "k",
+        "l",      "bucket_size", "min_active", "threshold", "rehash_every", "rebuild_every",
+        "random", "top",         "mips"};
 static const char *const slide_hash_names[] = {"dwta", "simhash"};
 
 /* A slide layer's hashing; its K * L codes fit the hash families' bounds (24 bits a bucket,
@@ -19,7 +20,8 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
                                 struct hetcl_model_slide *h)
 {
     int hash = 0;
-    int64_t k, l, bucket, thr, min_active, rehash, rebuild, random;
+    int64_t k, l, bucket, thr, min_active, rehash, rebuild, random, top;
+    bool mips = false;
     hetcl_status s;
     if ((s = hetcl__spec_get_enum(p, x, prefix, "hash", "hash", slide_hash_names,
                                   N_OF(slide_hash_names), false, HETCL_MODEL_SLIDE_DWTA, &hash)) !=
@@ -45,8 +47,15 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
                 HETCL_OK ||
         (s = hetcl__spec_get_int(p, x, prefix, "rebuild_every", false, 1000, 1, &rebuild)) !=
                 HETCL_OK ||
-        (s = hetcl__spec_get_int(p, x, prefix, "random", false, 0, 0, &random)) != HETCL_OK)
+        (s = hetcl__spec_get_int(p, x, prefix, "random", false, 0, 0, &random)) != HETCL_OK ||
+        (s = hetcl__spec_get_int(p, x, prefix, "top", false, 0, 0, &top)) != HETCL_OK ||
+        (s = hetcl__spec_get_bool(p, x, prefix, "mips", false, &mips)) != HETCL_OK)
         return s;
+    if (mips && hash != HETCL_MODEL_SLIDE_SIMHASH) {
+        /* DWTA ranks coordinates: the appended norm coordinate would win most bins */
+        hetcl__spec_join_path(where, sizeof where, prefix, "mips");
+        return hetcl__spec_bad(p, where, "expected \"hash\": \"simhash\" with mips");
+    }
     if (k * l > 4096 || thr > l || bucket > 65536) {
         hetcl__spec_join_path(where, sizeof where, prefix,
                               k * l > 4096 ? "l"
@@ -66,7 +75,9 @@ static hetcl_status parse_slide(const struct parser *p, const cJSON *x, const ch
                                     .min_active = min_active,
                                     .rehash_every = rehash,
                                     .rebuild_every = rebuild,
-                                    .random = random};
+                                    .random = random,
+                                    .top = top,
+                                    .mips = mips};
     return HETCL_OK;
 }
 
