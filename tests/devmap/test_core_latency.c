@@ -3,8 +3,7 @@
  * min <= median <= max over 5 runs and leaves the caller's binding as it was, and bad pairs
  * are refused with INVALID_ARG. The value is printed, not checked against a bound: it depends
  * on where the OS (or a hypervisor) puts the two PUs. A run stops at its time budget however
- * many trips were asked for. Skipped on a machine where the process
- * may run on one PU only.
+ * many trips were asked for. Skipped on a machine where the process may run on one PU only.
  */
 #include "harness.h"
 

@@ -136,7 +136,7 @@ hetcl_status hetcl_core_round_trip(hetcl_context *ctx, const hetcl_topology *top
             for (int run = -1; run < TIMED_RUNS; run++) { /* run -1: warm-up */
                 uint64_t t0 = hetcl__now_ns();
                 unsigned i = 0;
-                /* the clock read every 16 trips: its 20-odd ns stay out of the round trip */
+                /* the clock read every 16 trips: its 20-odd ns add about 1 ns to a trip */
                 while (i < trips && (i % 16 || hetcl__now_ns() - t0 < RUN_BUDGET_NS)) {
                     atomic_store_explicit(&p->seq, 2 * k + 1, memory_order_release);
                     while (atomic_load_explicit(&p->seq, memory_order_acquire) != 2 * k + 2)
