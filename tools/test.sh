@@ -53,9 +53,9 @@ TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp second_deadlock_stack=1 atexit_s
   ctest --test-dir build-tsan --output-on-failure -j "$tsan_jobs" \
   -R '^test_(rt_|sched_|perfmodel$|trace$|dmda_public$|infer_team$|infer_kernel$|train_faults$|train_memory$|train_eigenpro$|eigenpro_devices$|allreduce$|train_dist_stop$|slide_train$|slide_cli$|slide_cl$)'
 
-# 5 s a target here (9 targets), to keep the suite within 15 minutes on 2 cores; longer
+# 3 s a target here (9 targets), to keep the suite within 15 minutes on 2 cores; longer
 # runs by hand: HETCL_FUZZ_SECONDS=600 tools/fuzz.sh NAME
-export HETCL_FUZZ_SECONDS=${HETCL_FUZZ_SECONDS:-5}
+export HETCL_FUZZ_SECONDS=${HETCL_FUZZ_SECONDS:-3}
 echo "== fuzzing the parsers (${HETCL_FUZZ_SECONDS} s each)"
 tools/fuzz.sh
 
