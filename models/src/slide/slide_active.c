@@ -103,8 +103,10 @@ static int64_t retrieve_top(const struct hetcl__lsh_tables *t, const uint32_t *b
                 s->seen[n_seen++] = id;
         }
     }
-    /* by_count[c]: neurons seen in exactly c buckets (c <= L <= 4096) */
-    uint32_t by_count[4097] = {0};
+    /* by_count[c]: neurons seen in exactly c buckets (c <= L <= 4096); only its first L + 1
+     * entries are cleared, once per query */
+    uint32_t by_count[4097];
+    memset(by_count, 0, (size_t) (t->l + 1) * sizeof *by_count);
     for (int64_t e = 0; e < n_seen; e++)
         by_count[s->count[s->seen[e]]]++;
     const int min_count = rule->threshold > 1 ? rule->threshold : 1;
