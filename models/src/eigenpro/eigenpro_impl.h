@@ -19,13 +19,17 @@ struct hetcl_eigenpro_precond {
     int64_t *ids;  /* the subsample's rows of the training set, ascending */
     int k;         /* directions flattened: q - 1 */
     double *v;     /* [s][k]: eigenvectors of K_S / s, divided by sqrt(s) */
+    double *vt;    /* [k][s]: v transposed, so that both products of the correction run along
+                    * contiguous rows */
     double *dvals; /* [k]: (1 - (lambda_q / lambda_i)^alpha) / lambda_i */
 };
 
-/* correction[s][l] = V diag(D) V^T h_s, for h_s = K(X_S, X_B) g [s][l] (double scratch of k l
- * from the caller: tmp). */
+/* The correction V diag(D) V^T h_s, for h_s = K(X_S, X_B) g [s][l], transposed: corr_t[l][s]
+ * (double scratch of k l from the caller: tmp). It runs on the host between a step's
+ * backward and its update, once a step, so it is written to vectorize: every sum is still
+ * taken in the order of the plain triple loops (over the subsample, then over the directions). */
 void hetcl__eigenpro_correction(const hetcl_eigenpro_precond *pc, int64_t l, const double *h_s,
-                                double *tmp, double *correction);
+                                double *tmp, double *corr_t);
 
 /* The several-devices rule: cuts mb rows into n blocks rows[0 .. n) in proportion to speed[i]
  * (rows per second, > 0), each within cap[i] (the rows a cap refuses go to the others, again by

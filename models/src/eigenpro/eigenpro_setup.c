@@ -1,6 +1,7 @@
 /* EigenPro's setup (<hetcl/eigenpro.h>): the digest's section 4.3 steps 1-6, in order. */
 #include "eigenpro/eigen.h"
 #include "eigenpro/eigenpro_impl.h"
+#include "ops/host/host_ops.h"
 
 #include <hetcl_internal/base.h>
 #include <hetcl_internal/prng.h>
@@ -177,9 +178,10 @@ static hetcl_status build_precond(hetcl_context *ctx, const double *vals, const 
         pc->k = k;
         pc->ids = ids;
         pc->v = hetcl__malloc((size_t) (r->s * (k > 0 ? k : 1)) * sizeof(double));
+        pc->vt = hetcl__malloc((size_t) (r->s * (k > 0 ? k : 1)) * sizeof(double));
         pc->dvals = hetcl__malloc((size_t) (k > 0 ? k : 1) * sizeof(double));
     }
-    if (!pc || !pc->v || !pc->dvals) {
+    if (!pc || !pc->v || !pc->vt || !pc->dvals) {
         if (pc)
             pc->ids = NULL; /* the caller frees ids on failure */
         hetcl_eigenpro_precond_destroy(pc);
@@ -188,7 +190,7 @@ static hetcl_status build_precond(hetcl_context *ctx, const double *vals, const 
     const double sq = sqrt((double) r->s);
     for (int64_t i = 0; i < r->s; i++)
         for (int j = 0; j < k; j++)
-            pc->v[i * k + j] = vecs[i * ldv + j] / sq;
+            pc->vt[j * r->s + i] = pc->v[i * k + j] = vecs[i * ldv + j] / sq;
     for (int j = 0; j < k; j++)
         pc->dvals[j] = (1.0 - pow(r->lambda_q / vals[j], HETCL_EIGENPRO_ALPHA)) / vals[j];
     *out = pc;
@@ -303,33 +305,43 @@ void hetcl_eigenpro_precond_destroy(hetcl_eigenpro_precond *pc)
         return;
     hetcl__free(pc->ids);
     hetcl__free(pc->v);
+    hetcl__free(pc->vt);
     hetcl__free(pc->dvals);
     hetcl__free(pc);
 }
 
-void hetcl__eigenpro_correction(const hetcl_eigenpro_precond *pc, int64_t l, const double *h_s,
-                                double *tmp, double *correction)
+HETCL_HOST_CLONES void hetcl__eigenpro_correction(const hetcl_eigenpro_precond *pc, int64_t l,
+                                                  const double *h_s, double *tmp, double *corr_t)
 {
     const int k = pc->k;
-    for (int j = 0; j < k; j++)
-        for (int64_t c = 0; c < l; c++)
-            tmp[j * l + c] = 0.0;
-    for (int64_t i = 0; i < pc->s; i++)
-        for (int j = 0; j < k; j++) {
-            const double v = pc->v[i * k + j];
-            for (int64_t c = 0; c < l; c++)
-                tmp[j * l + c] += v * h_s[i * l + c];
-        }
-    for (int j = 0; j < k; j++)
-        for (int64_t c = 0; c < l; c++)
-            tmp[j * l + c] *= pc->dvals[j];
-    for (int64_t i = 0; i < pc->s; i++)
+    const int64_t s = pc->s;
+    /* tmp[c][j] = sum over i of h_s[i][c] v[i][j], then times D_j */
+    for (int64_t t = 0; t < l * k; t++)
+        tmp[t] = 0.0;
+    for (int64_t i = 0; i < s; i++) {
+        const double *restrict vi = pc->v + i * k;
         for (int64_t c = 0; c < l; c++) {
-            double acc = 0.0;
+            const double h = h_s[i * l + c];
+            double *restrict tc = tmp + c * k;
             for (int j = 0; j < k; j++)
-                acc += pc->v[i * k + j] * tmp[j * l + c];
-            correction[i * l + c] = acc;
+                tc[j] += h * vi[j];
         }
+    }
+    for (int64_t c = 0; c < l; c++)
+        for (int j = 0; j < k; j++)
+            tmp[c * k + j] *= pc->dvals[j];
+    /* corr_t[c][i] = sum over j of v[i][j] tmp[c][j] */
+    for (int64_t c = 0; c < l; c++) {
+        double *restrict out = corr_t + c * s;
+        for (int64_t i = 0; i < s; i++)
+            out[i] = 0.0;
+        for (int j = 0; j < k; j++) {
+            const double t = tmp[c * k + j];
+            const double *restrict vj = pc->vt + (int64_t) j * s;
+            for (int64_t i = 0; i < s; i++)
+                out[i] += t * vj[i];
+        }
+    }
 }
 
 bool hetcl__eigenpro_split(int n, const double *speed, const int64_t *cap, int64_t mb,

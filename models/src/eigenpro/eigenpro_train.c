@@ -300,7 +300,7 @@ static hetcl_status step(struct ep *e, const hetcl_dataset *tr, const hetcl_eige
     }
     for (int64_t i = 0; i < pc->s; i++)
         for (int64_t c = 0; c < l; c++)
-            alpha[pc->ids[i] * l + c] += (float) (eta_u * b->corr[i * l + c]);
+            alpha[pc->ids[i] * l + c] += (float) (eta_u * b->corr[c * pc->s + i]);
     return HETCL_OK;
 }
 
