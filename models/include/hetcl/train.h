@@ -244,7 +244,7 @@ struct hetcl_train_epoch {
     int64_t epoch; /* 1-based */
     double loss;   /* mean training loss over the epoch's batches */
     double test_loss, test_acc, wall_s;
-    uint64_t examples;
+    uint64_t examples;     /* this epoch's (across ranks, the ranks' together) */
     double examples_per_s; /* this epoch's training throughput (evaluation excluded) */
     double lr;             /* learning rate at the epoch's end, for a batch of lr_batch */
 };
@@ -281,8 +281,16 @@ struct hetcl_train_result {
     int64_t n_evals;
     struct hetcl_train_eval *evals;
     double final_test_acc, final_test_loss;
+    /* examples: trained on since the first run's start (a resumed run's earlier ones
+     * included); across ranks, the examples every rank took together, the same count on every
+     * rank and in the checkpoint (each example of an epoch once). examples_per_s: this run's
+     * (across ranks, the ranks' together). */
     uint64_t examples, updates;
     double examples_per_s;
+    /* With comm: this rank's own examples in this run (its shards) and their rate over this
+     * run's training time; 0 without. */
+    uint64_t rank_examples;
+    double rank_examples_per_s;
     int64_t resumed_from_epoch; /* -1 when not resumed */
     /* When resumed: the rank count of the run that wrote the checkpoint (1: one process, and
      * checkpoints older than the field), and the global position in its epoch at which this
