@@ -188,6 +188,14 @@ struct hetcl_train_options {
     hetcl_comm *comm;
     int64_t sync_every;
     struct hetcl_allreduce_options allreduce;
+    /* How an OpenCL replica's change is merged into the shared model after each batch. false
+     * (the default): block-sparse, OmniReduce's format between the devices of one machine:
+     * the replica is cut into blocks of 256 values per tensor and only the blocks the batch
+     * changed (any value's bits differ from the snapshot the batch started from) are added,
+     * the others being zero in the dense merge; the same model bit for bit (x + +0 is x for
+     * every x but -0, which no update makes). true: every value added (for comparison). The
+     * result counts both (merge_bytes, merge_bytes_dense). */
+    bool merge_dense;
 };
 
 /* One device of a run. */
@@ -205,6 +213,11 @@ struct hetcl_train_device {
     /* Bytes copied to the device (replica, batches: the runtime's transfers into its memory
      * node) and back; 0 for host workers, which update the shared model in place. */
     uint64_t bytes_in, bytes_out;
+    /* OpenCL devices: the bytes of their replica merges in the block-sparse format (for each
+     * changed block of 256 values: its values and a 4-byte block index, as OmniReduce sends
+     * them) and in the dense one (every value); their ratio is the merges' density. 0 for
+     * host workers. */
+    uint64_t merge_bytes, merge_bytes_dense;
     double staleness_mean; /* updates by others between its model read and its update */
     uint64_t staleness_max;
     int64_t batch_min_bound, batch_max_bound; /* the bounds it was kept within */

@@ -223,6 +223,8 @@ static void result_device(struct tr_run *r, int i, uint64_t tot_updates, double 
             hetcl__strlcpy(rd->type, hetcl_device_type_name(wi.desc->type), sizeof rd->type);
         }
     }
+    rd->merge_bytes = d->merge_bytes;
+    rd->merge_bytes_dense = d->merge_bytes_dense;
     rd->batch_min_bound = t->o.algo == HETCL_TRAIN_ADAPTIVE ? d->b_min : d->b_init;
     rd->batch_max_bound = t->o.algo == HETCL_TRAIN_ADAPTIVE ? d->b_max : d->b_init;
     rd->batch_mem_bound = d->mem_bound;
