@@ -213,10 +213,10 @@ struct hetcl_train_device {
     /* Bytes copied to the device (replica, batches: the runtime's transfers into its memory
      * node) and back; 0 for host workers, which update the shared model in place. */
     uint64_t bytes_in, bytes_out;
-    /* OpenCL devices: the bytes of their replica merges in the block-sparse format (for each
-     * changed block of 256 values: its values and a 4-byte block index, as OmniReduce sends
-     * them) and in the dense one (every value); their ratio is the merges' density. 0 for
-     * host workers. */
+    /* OpenCL devices: the bytes of their replica merges, each tensor of each merge in the
+     * format that pays (block-sparse: for each changed block of 256 values its values and a
+     * 4-byte block index, as OmniReduce sends them; or dense when that is smaller), and all
+     * dense; their ratio is what the block-sparse format saves. 0 for host workers. */
     uint64_t merge_bytes, merge_bytes_dense;
     double staleness_mean; /* updates by others between its model read and its update */
     uint64_t staleness_max;

@@ -86,15 +86,19 @@ static hetcl_status copy_in_host(const struct hetcl_host_call *call)
 static void merge_tensor(const struct tr *t, struct tr_dev *d, float *shared, const float *w,
                          const float *snap, size_t n)
 {
-    d->merge_bytes_dense += n * sizeof(float);
+    uint64_t bytes = 0;
     for (size_t at = 0; at < n; at += MERGE_BLOCK) {
         size_t len = n - at < MERGE_BLOCK ? n - at : MERGE_BLOCK;
         if (!t->o.merge_dense && memcmp(w + at, snap + at, len * sizeof *w) == 0)
             continue;
-        d->merge_bytes += len * sizeof(float) + sizeof(uint32_t);
+        bytes += len * sizeof(float) + sizeof(uint32_t);
         for (size_t i = at; i < at + len; i++)
             shared[i] += w[i] - snap[i];
     }
+    /* counted in the format that pays for this tensor: its changed blocks with their indexes,
+     * or dense when nearly every block changed (the indexes then cost more than they save) */
+    d->merge_bytes += bytes < n * sizeof(float) ? bytes : n * sizeof(float);
+    d->merge_bytes_dense += n * sizeof(float);
 }
 
 /* Buffers: shared (RW_CONCURRENT), loss (R), then each spec tensor's replica handle (R). */
