@@ -130,6 +130,10 @@ static int parse_args(int argc, char **argv, struct ar_flags *f)
              .help = "omnireduce: the last --aggregators ranks only aggregate"},
             {"--columns", CLI_INT, &o->allreduce.columns_per_aggregator, .min = 1, .max = 65536,
              .metavar = "N", .help = "omnireduce: look-ahead chains per aggregator (default 16)"},
+            {"--slots", CLI_INT, &o->allreduce.slots_per_aggregator, .min = 1, .max = 1024,
+             .metavar = "N",
+             .help = "omnireduce: independent slots per aggregator, each its columns' rounds "
+                     "(default 4; 1: every column in step)"},
             {"--threshold", CLI_DOUBLE, &o->allreduce.threshold, .min = 0, .max = 1e30,
              .metavar = "X", .help = "values with |x| <= X count as zero (default 0: exact)"},
             CLI_SECTION("run:"),

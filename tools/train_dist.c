@@ -83,15 +83,9 @@ cJSON *train_dist_gather(struct train_cli *c, hetcl_context *ctx,
 {
     if (!c->comm)
         return NULL;
-    struct rank_summary mine = {r->examples_per_s,
-                                r->sync_s,
-                                r->wall_s,
-                                r->examples,
-                                r->n_syncs,
-                                r->sync_bytes_sent,
-                                r->sync_bytes_received,
-                                r->n_devices,
-                                ""};
+    struct rank_summary mine = {r->rank_examples_per_s, r->sync_s,    r->wall_s,
+                                r->rank_examples,       r->n_syncs,   r->sync_bytes_sent,
+                                r->sync_bytes_received, r->n_devices, ""};
     for (int i = 0; i < r->n_devices; i++) {
         size_t len = strlen(mine.devices);
         snprintf(mine.devices + len, sizeof mine.devices - len, "%s%s", i ? "," : "",

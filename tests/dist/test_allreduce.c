@@ -9,7 +9,8 @@
  *   rank order (their order); ring and mpi are within 1e-6 relative of it (their order
  *   differs; the values are positive, so reordering moves the sum by a few ulps at most);
  * - omnireduce: each worker's uploaded and downloaded bytes equal the model's prediction from
- *   the bitmaps; ring: each rank sent 2(N-1) chunks.
+ *   the bitmaps, with 1, 3 and 4 slots per aggregator (the sums bit for bit the same); ring:
+ *   each rank sent 2(N-1) chunks.
  * Every rank regenerates every rank's tensor from the seed, so each checks its own result.
  */
 #include "harness.h"
@@ -68,6 +69,7 @@ struct job {
     enum mode mode;
     double density;
     bool dedicated;
+    int slots; /* omnireduce's slots per aggregator */
     int failures;
 };
 
@@ -75,6 +77,32 @@ static bool exact(const struct job *j)
 {
     return j->type == HETCL_REDUCE_I32 || j->method == HETCL_ALLREDUCE_OMNIREDUCE ||
            j->method == HETCL_ALLREDUCE_SPARSE_ALLGATHER;
+}
+
+/* OmniReduce's rounds on aggregator a of A (P columns in all, S slots each): a column takes
+ * one round for its head and one for each later block non-zero in some worker, and a slot
+ * runs until its longest column ends, independently of the other slots. */
+static uint64_t omni_rounds(uint8_t *const *bm, int n_workers, size_t nb, int a, int A, int S)
+{
+    size_t P = (size_t) 4 * (size_t) A < nb ? (size_t) 4 * (size_t) A : nb;
+    size_t n_cols = (size_t) a < P ? (P - (size_t) a + (size_t) A - 1) / (size_t) A : 0;
+    size_t slots = n_cols < (size_t) S ? n_cols : (size_t) S;
+    uint64_t total = 0;
+    for (size_t s = 0; s < slots; s++) {
+        uint64_t longest = 0;
+        for (size_t k = s; k < n_cols; k += slots) {
+            uint64_t len = 1;
+            for (size_t b = (size_t) a + k * (size_t) A + P; b < nb; b += P) {
+                bool any = false;
+                for (int w = 0; w < n_workers; w++)
+                    any = any || bm[w][b];
+                len += any;
+            }
+            longest = len > longest ? len : longest;
+        }
+        total += longest;
+    }
+    return total;
 }
 
 /* One rank's part: reduce, then compare with the reference and the model. */
@@ -107,7 +135,8 @@ static void run_rank(struct job *j)
     struct hetcl_allreduce_options o = {.method = j->method,
                                         .n_aggregators = A,
                                         .dedicated_aggregators = j->dedicated,
-                                        .columns_per_aggregator = 4};
+                                        .columns_per_aggregator = 4,
+                                        .slots_per_aggregator = j->slots};
     struct hetcl_allreduce_stats st;
     hetcl_status s = hetcl_allreduce(j->comm, works ? v : NULL, COUNT, j->type, &o, &st);
     int fails = 0;
@@ -139,6 +168,15 @@ static void run_rank(struct job *j)
         }
         free(up);
     }
+    int me_agg = j->dedicated ? (r == n - 1 ? 0 : -1) : r;
+    if (s == HETCL_OK && j->method == HETCL_ALLREDUCE_OMNIREDUCE && me_agg >= 0) {
+        uint64_t want = omni_rounds(bm, n_workers, nb, me_agg, A ? A : n, j->slots);
+        if (st.rounds != want) {
+            fprintf(stderr, "rank %d: %llu rounds as an aggregator, expected %llu\n", r,
+                    (unsigned long long) st.rounds, (unsigned long long) want);
+            fails++;
+        }
+    }
     if (s == HETCL_OK && j->method == HETCL_ALLREDUCE_RING && n > 1) {
         /* 2(N-1) chunks of COUNT/N values, each within a value of the mean */
         double want = 2.0 * (n - 1) * COUNT * 4 / n;
@@ -167,12 +205,22 @@ static void *thread_main(void *arg)
 static const double densities[] = {1.0, 0.4, 0.1, 0.04, 0.01, 0.0};
 #define N_DENS (sizeof densities / sizeof densities[0])
 
+/* OmniReduce runs with one slot per aggregator (its 4 columns advancing together), 3 (slots
+ * of 2, 1 and 1 columns, running independently) and 4 (one column each); the other methods
+ * once (their slot count is ignored). */
+static const int slot_counts[] = {1, 3, 4};
+static int n_slots(int method)
+{
+    return method == HETCL_ALLREDUCE_OMNIREDUCE ? (int) (sizeof slot_counts / sizeof *slot_counts)
+                                                : 1;
+}
+
 static void sweep_local(hetcl_context *ctx)
 {
     for (int n = 1; n <= 4; n++) {
         for (int m = HETCL_ALLREDUCE_RING; m < HETCL_ALLREDUCE_METHOD_COUNT; m++) {
             for (int ded = 0; ded <= (m == HETCL_ALLREDUCE_OMNIREDUCE && n > 1); ded++) {
-                for (int t = 0; t < 2; t++) {
+                for (int t = 0; t < 2 * n_slots(m); t++) {
                     for (int mode = 0; mode < 3; mode++) {
                         for (size_t d = 0; d < N_DENS; d++) {
                             hetcl_comm *comms[4];
@@ -183,10 +231,11 @@ static void sweep_local(hetcl_context *ctx)
                                 hetcl_comm_set_timeout(comms[r], 5000000000ull);
                                 jobs[r] = (struct job){comms[r],
                                                        (hetcl_allreduce_method) m,
-                                                       (hetcl_reduce_type) t,
+                                                       (hetcl_reduce_type) (t % 2),
                                                        (enum mode) mode,
                                                        densities[d],
                                                        ded,
+                                                       slot_counts[t / 2],
                                                        0};
                                 pthread_create(&th[r], NULL, thread_main, &jobs[r]);
                             }
@@ -197,9 +246,11 @@ static void sweep_local(hetcl_context *ctx)
                                 hetcl_comm_destroy(comms[r]);
                             }
                             if (fails) {
-                                fprintf(stderr, "FAILED: %d ranks, %s%s, %s, %s, density %g\n", n,
+                                fprintf(stderr,
+                                        "FAILED: %d ranks, %s%s, %d slots, %s, %s, density %g\n", n,
                                         hetcl_allreduce_method_name(m), ded ? " (dedicated)" : "",
-                                        t ? "int32" : "float32", mode_names[mode], densities[d]);
+                                        slot_counts[t / 2], t % 2 ? "int32" : "float32",
+                                        mode_names[mode], densities[d]);
                                 hetcl_test_failures++;
                             }
                         }
@@ -225,22 +276,24 @@ static void sweep_mpi(hetcl_context *ctx)
     int n = hetcl_comm_size(comm);
     for (int m = 0; m < HETCL_ALLREDUCE_METHOD_COUNT; m++)
         for (int ded = 0; ded <= (m == HETCL_ALLREDUCE_OMNIREDUCE && n > 1); ded++)
-            for (int t = 0; t < 2; t++)
+            for (int t = 0; t < 2 * n_slots(m); t++)
                 for (int mode = 0; mode < 3; mode++)
                     for (size_t d = 0; d < N_DENS; d++) {
                         struct job j = {comm,
                                         (hetcl_allreduce_method) m,
-                                        (hetcl_reduce_type) t,
+                                        (hetcl_reduce_type) (t % 2),
                                         (enum mode) mode,
                                         densities[d],
                                         ded,
+                                        slot_counts[t / 2],
                                         0};
                         run_rank(&j);
                         if (j.failures) {
-                            fprintf(stderr, "FAILED: rank %d of %d, %s%s, %s, %s, density %g\n",
+                            fprintf(stderr,
+                                    "FAILED: rank %d of %d, %s%s, %d slots, %s, %s, density %g\n",
                                     hetcl_comm_rank(comm), n, hetcl_allreduce_method_name(m),
-                                    ded ? " (dedicated)" : "", t ? "int32" : "float32",
-                                    mode_names[mode], densities[d]);
+                                    ded ? " (dedicated)" : "", slot_counts[t / 2],
+                                    t % 2 ? "int32" : "float32", mode_names[mode], densities[d]);
                             hetcl_test_failures++;
                         }
                     }

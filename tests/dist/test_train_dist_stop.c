@@ -7,7 +7,9 @@
  *     reason and rank 0 naming rank 1, and rank 0's checkpoint (momentum 0.9: every rank's
  *     own momentum saved) resumes to the model of a run never stopped, bit for bit;
  *   - a time budget that only rank 1 runs out of: both end by the time budget after the same
- *     syncs.
+ *     syncs;
+ *   - every count of examples is global (the ranks' together, as one process counts them),
+ *     after the stop and after resuming on 2, 3 and 1 ranks.
  * Before the vote, the rank that stopped left the other waiting at its next sync until the
  * communicator's timeout (here 20 s), which then failed its run.
  */
@@ -28,7 +30,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define RANKS 2
+#define RANKS     2
+#define MAX_RANKS 3
+#define N_TRAIN   4000
+#define EPOCHS    3
 
 static const char *spec_json =
         "{\"schema_version\": 1, \"name\": \"small\", \"input\": {\"shape\": [32]},"
@@ -64,7 +69,7 @@ static void *rank_main(void *arg)
     hetcl_dataset *train = NULL;
     j->status = hetcl_context_create(NULL, &ctx);
     struct hetcl_runtime_options ro = {.devices = "host", .host_workers = 1, .perfmodel_dir = ""};
-    struct hetcl_blobs_options bo = {.n = 4000, .n_features = 32, .n_classes = 4, .seed = 7};
+    struct hetcl_blobs_options bo = {.n = N_TRAIN, .n_features = 32, .n_classes = 4, .seed = 7};
     /* One runtime at a time: their hwloc topology loads race inside libudev (a global of
      * its random seed, as ThreadSanitizer reports), which separate processes never share. */
     static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -77,7 +82,7 @@ static void *rank_main(void *arg)
     if (j->status == HETCL_OK)
         j->status = hetcl_dataset_generate_blobs(ctx, &bo, &train);
     struct hetcl_train_options o = {.algo = HETCL_TRAIN_SINGLE,
-                                    .epochs = 3,
+                                    .epochs = EPOCHS,
                                     .seed = 5,
                                     .momentum = 0.9,
                                     .host_batch = {.batch = 16},
@@ -100,35 +105,68 @@ static void *rank_main(void *arg)
     return NULL;
 }
 
-/* Runs the two ranks to their end; false when they could not be started. */
-static bool run_ranks(struct rank_job jobs[RANKS])
+/* Runs n ranks to their end; false when they could not be started. */
+static bool run_n_ranks(struct rank_job *jobs, int n)
 {
     hetcl_context *ctx = NULL;
-    hetcl_comm *comm[RANKS] = {NULL};
+    hetcl_comm *comm[MAX_RANKS] = {NULL};
     if (hetcl_context_create(NULL, &ctx) != HETCL_OK ||
-        hetcl_comm_create_local(ctx, RANKS, comm) != HETCL_OK) {
+        hetcl_comm_create_local(ctx, n, comm) != HETCL_OK) {
         hetcl_context_destroy(ctx);
         return false;
     }
-    pthread_t th[RANKS];
-    for (int r = 0; r < RANKS; r++) {
+    pthread_t th[MAX_RANKS];
+    for (int r = 0; r < n; r++) {
         hetcl_comm_set_timeout(comm[r], 20ull * 1000000000ull);
         jobs[r].comm = comm[r];
         jobs[r].rank = r;
         CHECK_EQ_INT(pthread_create(&th[r], NULL, rank_main, &jobs[r]), 0);
     }
-    for (int r = 0; r < RANKS; r++)
+    for (int r = 0; r < n; r++)
         pthread_join(th[r], NULL);
-    for (int r = 0; r < RANKS; r++)
+    for (int r = 0; r < n; r++)
         hetcl_comm_destroy(comm[r]);
     hetcl_context_destroy(ctx);
     return true;
 }
 
+static bool run_ranks(struct rank_job jobs[RANKS])
+{
+    return run_n_ranks(jobs, RANKS);
+}
+
+static void release_n(struct rank_job *jobs, int n)
+{
+    for (int r = 0; r < n; r++)
+        hetcl_train_result_destroy(jobs[r].result);
+}
+
 static void release(struct rank_job jobs[RANKS])
 {
-    for (int r = 0; r < RANKS; r++)
-        hetcl_train_result_destroy(jobs[r].result);
+    release_n(jobs, RANKS);
+}
+
+/* Every rank's result counts the examples as one process would: the ranks' together, each
+ * example of an epoch once, a resumed run's earlier ones included (before, a resumed rank added
+ * its own shard to the checkpoint's global count). The epochs' entries alike, the resumed
+ * partial epoch's included; each rank's own share is rank_examples (this run's shards). */
+static void check_global_examples(const struct rank_job *jobs, int n, uint64_t want_total,
+                                  uint64_t want_own)
+{
+    uint64_t own = 0;
+    for (int r = 0; r < n; r++) {
+        const struct hetcl_train_result *x = jobs[r].result;
+        if (!x)
+            continue;
+        CHECK_EQ_INT(x->examples, want_total);
+        CHECK_EQ_INT(x->n_epochs, EPOCHS);
+        for (int64_t e = 0; e < x->n_epochs; e++)
+            CHECK_EQ_INT(x->epochs[e].examples, N_TRAIN);
+        own += x->rank_examples;
+        printf("  %d ranks, rank %d: %llu examples, %llu its own\n", n, r,
+               (unsigned long long) x->examples, (unsigned long long) x->rank_examples);
+    }
+    CHECK_EQ_INT(own, want_own); /* the ranks' own, together: this run's examples */
 }
 
 /* Both ranks ended OK, after the same syncs, with the same model. */
@@ -151,6 +189,21 @@ static bool same_end(const struct rank_job jobs[RANKS])
     return a->n_syncs == b->n_syncs;
 }
 
+/* dst := src (each resumed run writes its own checkpoints over the file it resumed from) */
+static bool copy_file(const char *src, const char *dst)
+{
+    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+    bool ok = in && out;
+    char buf[1 << 16];
+    for (size_t n; ok && (n = fread(buf, 1, sizeof buf, in)) > 0;)
+        ok = fwrite(buf, 1, n, out) == n;
+    if (in)
+        fclose(in);
+    if (out)
+        ok = fclose(out) == 0 && ok;
+    return ok;
+}
+
 static void test_stop_on_one_rank(const char *dir)
 {
     char ckpt[300];
@@ -167,13 +220,20 @@ static void test_stop_on_one_rank(const char *dir)
         CHECK_EQ_INT(a->stopped_by, HETCL_TRAIN_STOP_INTERRUPTED);
         CHECK_EQ_STR(b->interrupted_by, "test stop");
         CHECK_EQ_STR(a->interrupted_by, "stopped on rank 1");
-        /* inside the first epoch (2000 examples a rank, 3 epochs), after a sync */
-        CHECK(a->n_syncs >= 1 && a->examples < 2 * 4000);
+        /* inside the first epoch (2000 examples a rank, 3 epochs), right after a sync: the
+         * examples both ranks took, 64 each a sync */
+        CHECK(a->n_syncs >= 1 && a->n_syncs < 2000 / 64);
+        CHECK_EQ_INT(a->examples, a->n_syncs * 64 * RANKS);
+        CHECK_EQ_INT(b->examples, a->examples);
+        CHECK_EQ_INT(a->rank_examples, a->n_syncs * 64);
         CHECK(access(ckpt, F_OK) == 0);
         /* rank 0 was never asked: its callback kept being polled until the vote */
         CHECK(atomic_load(&jobs[0].polls) > 0);
     }
     release(jobs);
+    char stopped[300];
+    snprintf(stopped, sizeof stopped, "%s/stopped.safetensors", dir);
+    CHECK(copy_file(ckpt, stopped));
     /* The checkpoint written after the agreed sync resumes on both ranks to the end, with the
      * model of a run never stopped. */
     struct rank_job rest[RANKS] = {{.ckpt = ckpt, .resume = true}, {.ckpt = ckpt, .resume = true}};
@@ -182,9 +242,34 @@ static void test_stop_on_one_rank(const char *dir)
         CHECK_EQ_INT(rest[0].result->stopped_by, HETCL_TRAIN_STOP_EPOCHS);
         CHECK(rest[0].result->model_hash == whole[0].result->model_hash);
         CHECK_EQ_INT(syncs_before + rest[0].result->n_syncs, whole[0].result->n_syncs);
+        check_global_examples(rest, RANKS, (uint64_t) EPOCHS * N_TRAIN,
+                              (uint64_t) EPOCHS * N_TRAIN - syncs_before * 64 * RANKS);
+        check_global_examples(whole, RANKS, (uint64_t) EPOCHS * N_TRAIN,
+                              (uint64_t) EPOCHS * N_TRAIN);
     }
     release(rest);
     release(whole);
+    /* On another rank count (3, then one process on a communicator of 1) the same checkpoint
+     * resumes to the same global count. */
+    for (int n = 3; n >= 1; n -= 2) {
+        struct rank_job other[MAX_RANKS] = {{.ckpt = ckpt, .resume = true},
+                                            {.ckpt = ckpt, .resume = true},
+                                            {.ckpt = ckpt, .resume = true}};
+        CHECK(copy_file(stopped, ckpt));
+        if (run_n_ranks(other, n)) {
+            for (int r = 0; r < n; r++) {
+                CHECK_EQ_INT(other[r].status, HETCL_OK);
+                if (other[r].status != HETCL_OK)
+                    fprintf(stderr, "%d ranks, rank %d: %s\n", n, r, other[r].error);
+            }
+            check_global_examples(other, n, (uint64_t) EPOCHS * N_TRAIN,
+                                  (uint64_t) EPOCHS * N_TRAIN - syncs_before * 64 * RANKS);
+        } else {
+            CHECK(0);
+        }
+        release_n(other, n);
+    }
+    unlink(stopped);
     unlink(ckpt);
 }
 
@@ -198,7 +283,8 @@ static void test_time_on_one_rank(void)
     }
     if (same_end(jobs)) {
         CHECK_EQ_INT(jobs[0].result->stopped_by, HETCL_TRAIN_STOP_TIME);
-        CHECK(jobs[0].result->n_syncs >= 1 && jobs[0].result->examples < 4000);
+        CHECK(jobs[0].result->n_syncs >= 1 && jobs[0].result->examples < N_TRAIN);
+        CHECK_EQ_INT(jobs[0].result->examples, jobs[0].result->n_syncs * 64 * RANKS);
     }
     release(jobs);
 }

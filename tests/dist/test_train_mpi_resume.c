@@ -195,17 +195,36 @@ static double final_acc(const cJSON *doc)
     return cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "final"), "test_acc"));
 }
 
-/* Sum over the report's ranks of their examples, less `before` counted in each. */
-static long long ranks_examples(const cJSON *doc, long long before)
+/* Sum over the report's ranks of the examples each trained in this run. */
+static long long ranks_examples(const cJSON *doc)
 {
     long long sum = 0;
     const cJSON *r;
     cJSON_ArrayForEach(r, cJSON_GetObjectItem(doc, "ranks"))
     {
         sum += (long long) cJSON_GetNumberValue(cJSON_GetObjectItem(r, "examples"));
-        sum -= before;
     }
     return sum;
+}
+
+/* The report counts the examples as one process does, whatever the rank counts: at every
+ * epoch's end, its evaluation says epoch x the training set (a resumed epoch's prefix, trained
+ * by the ranks that wrote the checkpoint, included). Before, a resumed run's count added this
+ * rank's share to the checkpoint's global one, and a run not resumed held this rank's alone. */
+static void check_epoch_examples(const cJSON *doc)
+{
+    const cJSON *e;
+    int n = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(doc, "evaluations"))
+    {
+        double epoch = cJSON_GetNumberValue(cJSON_GetObjectItem(e, "epoch"));
+        if (epoch != floor(epoch))
+            continue;
+        CHECK_EQ_INT((int) cJSON_GetNumberValue(cJSON_GetObjectItem(e, "examples")),
+                     (int) epoch * N_TRAIN);
+        n++;
+    }
+    CHECK(n >= 1);
 }
 
 static void resume_on(int ranks, double base_acc)
@@ -244,13 +263,14 @@ static void resume_on(int ranks, double base_acc)
     /* Every example of every epoch once: those before the checkpoint and those after it. */
     long long after = 0;
     if (ranks > 1) {
-        after = ranks_examples(doc, before);
+        after = ranks_examples(doc);
     } else {
         const cJSON *d;
         cJSON_ArrayForEach(d, cJSON_GetObjectItem(doc, "devices")) after +=
                 (long long) cJSON_GetNumberValue(cJSON_GetObjectItem(d, "examples"));
     }
     CHECK_EQ_INT((int) (before + after), EPOCHS * N_TRAIN);
+    check_epoch_examples(doc);
     double acc = final_acc(doc);
     if (!(fabs(acc - base_acc) <= 0.01)) {
         fprintf(stderr, "resume on %d ranks: accuracy %.4f, uninterrupted %.4f\n", ranks, acc,
@@ -315,7 +335,8 @@ int main(int argc, char **argv)
     cJSON *base = hetcl_test_load_json(path);
     double base_acc = final_acc(base);
     /* The uninterrupted run: every example once an epoch across the two ranks. */
-    CHECK_EQ_INT((int) ranks_examples(base, 0), EPOCHS * N_TRAIN);
+    CHECK_EQ_INT((int) ranks_examples(base), EPOCHS * N_TRAIN);
+    check_epoch_examples(base);
     cJSON_Delete(base);
     resume_on(1, base_acc);
     resume_on(2, base_acc);

@@ -188,6 +188,14 @@ struct hetcl_train_options {
     hetcl_comm *comm;
     int64_t sync_every;
     struct hetcl_allreduce_options allreduce;
+    /* How an OpenCL replica's change is merged into the shared model after each batch. false
+     * (the default): block-sparse, OmniReduce's format between the devices of one machine:
+     * the replica is cut into blocks of 256 values per tensor and only the blocks the batch
+     * changed (any value's bits differ from the snapshot the batch started from) are added,
+     * the others being zero in the dense merge; the same model bit for bit (x + +0 is x for
+     * every x but -0, which no update makes). true: every value added (for comparison). The
+     * result counts both (merge_bytes, merge_bytes_dense). */
+    bool merge_dense;
 };
 
 /* One device of a run. */
@@ -205,6 +213,11 @@ struct hetcl_train_device {
     /* Bytes copied to the device (replica, batches: the runtime's transfers into its memory
      * node) and back; 0 for host workers, which update the shared model in place. */
     uint64_t bytes_in, bytes_out;
+    /* OpenCL devices: the bytes of their replica merges, each tensor of each merge in the
+     * format that pays (block-sparse: for each changed block of 256 values its values and a
+     * 4-byte block index, as OmniReduce sends them; or dense when that is smaller), and all
+     * dense; their ratio is what the block-sparse format saves. 0 for host workers. */
+    uint64_t merge_bytes, merge_bytes_dense;
     double staleness_mean; /* updates by others between its model read and its update */
     uint64_t staleness_max;
     int64_t batch_min_bound, batch_max_bound; /* the bounds it was kept within */
@@ -244,7 +257,7 @@ struct hetcl_train_epoch {
     int64_t epoch; /* 1-based */
     double loss;   /* mean training loss over the epoch's batches */
     double test_loss, test_acc, wall_s;
-    uint64_t examples;
+    uint64_t examples;     /* this epoch's (across ranks, the ranks' together) */
     double examples_per_s; /* this epoch's training throughput (evaluation excluded) */
     double lr;             /* learning rate at the epoch's end, for a batch of lr_batch */
 };
@@ -281,8 +294,16 @@ struct hetcl_train_result {
     int64_t n_evals;
     struct hetcl_train_eval *evals;
     double final_test_acc, final_test_loss;
+    /* examples: trained on since the first run's start (a resumed run's earlier ones
+     * included); across ranks, the examples every rank took together, the same count on every
+     * rank and in the checkpoint (each example of an epoch once). examples_per_s: this run's
+     * (across ranks, the ranks' together). */
     uint64_t examples, updates;
     double examples_per_s;
+    /* With comm: this rank's own examples in this run (its shards) and their rate over this
+     * run's training time; 0 without. */
+    uint64_t rank_examples;
+    double rank_examples_per_s;
     int64_t resumed_from_epoch; /* -1 when not resumed */
     /* When resumed: the rank count of the run that wrote the checkpoint (1: one process, and
      * checkpoints older than the field), and the global position in its epoch at which this

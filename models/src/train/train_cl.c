@@ -8,7 +8,8 @@
  *      (kept on the device between batches). This file only binds the program's slots to the
  *      replica's handles; which operators a layer needs is the lowering's;
  *   3. merge (host task): shared += replica - snapshot, without locks (HETCL_RW_CONCURRENT,
- *      like the host workers' Hogwild steps), then reports the batch as done.
+ *      like the host workers' Hogwild steps), block-sparse: only the 256-value blocks the
+ *      batch changed (merge_tensor), then reports the batch as done.
  * The runtime orders the steps through the handles: the next batch's copy-in writes the
  * replica, so it waits for this batch's merge to have read it.
  */
@@ -74,6 +75,32 @@ static hetcl_status copy_in_host(const struct hetcl_host_call *call)
     return HETCL_OK;
 }
 
+/* OmniReduce's block of the merge: 256 values, and a 4-byte index per block sent. */
+#define MERGE_BLOCK 256
+
+/* shared += w - snap over one tensor of n values. Block-sparse (the default): a block whose
+ * values all kept their bits since the snapshot adds +0 everywhere in the dense merge, which
+ * changes no value (x + +0 is x except for x = -0, which no update produces from +0 starts),
+ * so it is skipped: the same model, without writing shared's cache lines that the host
+ * workers are updating. The other blocks are added in the same order as the dense loop. */
+static void merge_tensor(const struct tr *t, struct tr_dev *d, float *shared, const float *w,
+                         const float *snap, size_t n)
+{
+    uint64_t bytes = 0;
+    for (size_t at = 0; at < n; at += MERGE_BLOCK) {
+        size_t len = n - at < MERGE_BLOCK ? n - at : MERGE_BLOCK;
+        if (!t->o.merge_dense && memcmp(w + at, snap + at, len * sizeof *w) == 0)
+            continue;
+        bytes += len * sizeof(float) + sizeof(uint32_t);
+        for (size_t i = at; i < at + len; i++)
+            shared[i] += w[i] - snap[i];
+    }
+    /* counted in the format that pays for this tensor: its changed blocks with their indexes,
+     * or dense when nearly every block changed (the indexes then cost more than they save) */
+    d->merge_bytes += bytes < n * sizeof(float) ? bytes : n * sizeof(float);
+    d->merge_bytes_dense += n * sizeof(float);
+}
+
 /* Buffers: shared (RW_CONCURRENT), loss (R), then each spec tensor's replica handle (R). */
 static hetcl_status merge_host(const struct hetcl_host_call *call)
 {
@@ -87,12 +114,9 @@ static hetcl_status merge_host(const struct hetcl_host_call *call)
     double l = 0;
     for (int64_t i = 0; i < s->n; i++)
         l += (double) loss[i];
-    for (int p = 0; p < c->spec->n_params; p++) {
-        const float *w = call->ptrs[2 + p];
-        const size_t off = net->param_off[p], n = (size_t) c->spec->params[p].n_elements;
-        for (size_t i = 0; i < n; i++)
-            shared[off + i] += w[i] - c->snapshot[off + i];
-    }
+    for (int p = 0; p < c->spec->n_params; p++)
+        merge_tensor(t, s->dev, shared + net->param_off[p], call->ptrs[2 + p],
+                     c->snapshot + net->param_off[p], (size_t) c->spec->params[p].n_elements);
     s->loss = l;
     s->status = HETCL_OK;
     uint64_t v = atomic_fetch_add_explicit(&t->version, 1, memory_order_relaxed);

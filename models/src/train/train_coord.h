@@ -31,7 +31,11 @@ struct tr_run {
     int64_t max_epochs;             /* options' epochs, or INT32_MAX with a time or target */
     int64_t cap_epochs;
     uint64_t examples_before; /* examples of the runs this one resumes */
-    uint64_t examples;        /* so far, those before included */
+    /* So far, those before included. Across ranks, the examples every rank took together
+     * (global, as one process counts them): at a sync and at an epoch's end they are a prefix
+     * of the epoch's permutation, so the count is the cursor's global position. */
+    uint64_t examples;
+    uint64_t rank_examples; /* this rank's own in this run (across ranks, its shards) */
     /* The checkpoint resumed from (all zero when none); its history is moved into res at
      * setup (ck.hist NULL afterwards). */
     struct hetcl__ckpt_state ck;

@@ -136,7 +136,10 @@ bool hetcl__tr_eval_due(const struct tr *t)
 hetcl_status hetcl__tr_eval_mid_epoch(struct tr *t, const struct tr_epoch_acc *acc)
 {
     double loss, a;
-    hetcl_status s = hetcl__tr_eval_point(t, t->examples_done + acc->examples, &loss, &a);
+    /* across ranks, the ranks' examples together: this rank's position times the ranks (they
+     * move in step; exact at a sync) */
+    uint64_t ex = t->o.comm ? (uint64_t) hetcl__cursor_global(&t->cursor) : acc->examples;
+    hetcl_status s = hetcl__tr_eval_point(t, t->examples_done + ex, &loss, &a);
     hetcl__tr_set_next_eval(t);
     return s;
 }

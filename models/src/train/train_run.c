@@ -106,6 +106,9 @@ static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
     t->examples_done = r->examples;
     uint64_t ep0 = hetcl__now_ns();
     uint64_t ex0 = acc.examples;
+    /* the epoch's global position at its (re)start: across ranks, the examples counted are
+     * the ranks' together (a resumed epoch's prefix trained by however many ranks wrote it) */
+    const uint64_t g0 = t->o.comm ? (uint64_t) t->cursor.start : ex0;
     double ev0 = t->eval_s;
     hetcl__tr_set_next_eval(t);
     hetcl_status s = HETCL_OK;
@@ -145,7 +148,11 @@ static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
         if ((s = hetcl__tr_save_ckpt(t, &acc)) != HETCL_OK)
             return s;
     }
-    r->examples += acc.examples;
+    /* Across ranks the loop ended after a sync or at the epoch's end, where every rank took
+     * the same prefix of the epoch's permutation: the cursor's global position counts it. */
+    const uint64_t g = t->o.comm ? (uint64_t) hetcl__cursor_global(&t->cursor) : acc.examples;
+    r->examples += g;
+    r->rank_examples += acc.examples - ex0;
     if (interrupted && acc.examples == ex0) {
         /* Nothing trained in this epoch since the (re)start: no epoch entry to add. */
         r->res->stopped_by = HETCL_TRAIN_STOP_INTERRUPTED;
@@ -163,8 +170,8 @@ static hetcl_status run_epoch(struct tr_run *r, int64_t epoch, bool *stop)
     e->test_loss = tl;
     e->test_acc = ta;
     e->wall_s = hetcl__tr_elapsed_s(t);
-    e->examples = acc.examples;
-    e->examples_per_s = (double) (acc.examples - ex0) / fmax(1e-9, epoch_train_s);
+    e->examples = g;
+    e->examples_per_s = (double) (g - g0) / fmax(1e-9, epoch_train_s);
     e->lr = hetcl__lr_at(&t->o, t->o.lr_batch, hetcl__tr_progress(t), t->total_epochs);
     t->hist = res->epochs;
     t->n_hist = res->n_epochs;
@@ -216,6 +223,8 @@ static void result_device(struct tr_run *r, int i, uint64_t tot_updates, double 
             hetcl__strlcpy(rd->type, hetcl_device_type_name(wi.desc->type), sizeof rd->type);
         }
     }
+    rd->merge_bytes = d->merge_bytes;
+    rd->merge_bytes_dense = d->merge_bytes_dense;
     rd->batch_min_bound = t->o.algo == HETCL_TRAIN_ADAPTIVE ? d->b_min : d->b_init;
     rd->batch_max_bound = t->o.algo == HETCL_TRAIN_ADAPTIVE ? d->b_max : d->b_init;
     rd->batch_mem_bound = d->mem_bound;
@@ -253,6 +262,10 @@ static hetcl_status result_fill(struct tr_run *r)
     res->evals = t->evals;
     t->evals = NULL;
     res->examples_per_s = (double) (r->examples - r->examples_before) / fmax(1e-9, train_s);
+    if (t->o.comm) {
+        res->rank_examples = r->rank_examples;
+        res->rank_examples_per_s = (double) r->rank_examples / fmax(1e-9, train_s);
+    }
     if (res->stopped_by == HETCL_TRAIN_STOP_INTERRUPTED)
         hetcl__strlcpy(res->interrupted_by, t->stop_reason, sizeof res->interrupted_by);
     if (res->n_epochs) {

@@ -57,6 +57,9 @@ struct tr_dev {
      * device: two cores writing one velocity too doubled the cache lines they fight over. */
     float *velocity;
     struct tr_cl *cl;
+    /* OpenCL: its merges' bytes, block-sparse and dense (train_cl.c; a device's merges run
+     * one at a time, ordered by its replica's handles) */
+    uint64_t merge_bytes, merge_bytes_dense;
     int inflight;
     /* Left out of the run after a failure (coordinator only): no batch is handed to it. */
     bool excluded;

@@ -461,8 +461,8 @@ static hetcl_status start_clocks(struct tr_run *r)
             s = hetcl__tr_traj_push(t, d, d->b_init);
     }
     r->examples = r->examples_before;
-    if (ck->pos > 0)
-        r->examples -= ck->epoch_examples; /* counted again with the epoch */
+    if (ck->pos > 0) /* counted again with the epoch (across ranks, from its global position) */
+        r->examples -= t->o.comm ? (uint64_t) ck->pos : ck->epoch_examples;
     t->last_ckpt_ns = t->win_start_ns = hetcl__now_ns();
     return s;
 }

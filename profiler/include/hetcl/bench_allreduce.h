@@ -62,7 +62,7 @@ struct hetcl_bench_allreduce_options {
     unsigned methods;   /* bit (1 << method) per method (default all; mpi on MPI ranks only) */
     unsigned long reps; /* timed runs per case after one warm-up, 1 to 100 (default 3) */
     uint64_t seed;      /* of the generator (default 1) */
-    /* block size, threshold, aggregators, columns; its method is ignored */
+    /* block size, threshold, aggregators, columns, slots; its method is ignored */
     struct hetcl_allreduce_options allreduce;
     /* The command line, for the report's provenance. */
     int argc;

@@ -49,6 +49,7 @@ cJSON *hetcl_bench_allreduce_report(const hetcl_bench_allreduce *b)
     cJSON_AddNumberToObject(cfg, "aggregators", b->ar.n_aggregators);
     cJSON_AddBoolToObject(cfg, "dedicated_aggregators", b->ar.dedicated_aggregators);
     cJSON_AddNumberToObject(cfg, "columns_per_aggregator", b->ar.columns_per_aggregator);
+    cJSON_AddNumberToObject(cfg, "slots_per_aggregator", b->ar.slots_per_aggregator);
     cJSON_AddNumberToObject(cfg, "reps", (double) b->reps);
     cJSON_AddNumberToObject(cfg, "seed", (double) b->seed);
     cJSON *arr = cJSON_AddArrayToObject(root, "results");
@@ -64,10 +65,11 @@ hetcl_status hetcl_bench_allreduce_table(hetcl_context *ctx, const hetcl_bench_a
     struct sbuf t = {0};
     hetcl__sb_printf(&t,
                      "allreduce of %zu float32 values (%.1f MiB), %d %s ranks, %d workers, "
-                     "block %zu, %d aggregator(s)%s\n",
+                     "block %zu, %d aggregator(s)%s of %d columns in %d slots\n",
                      b->count, (double) b->count * 4 / 1048576.0, b->n_ranks, b->comm_kind,
                      b->n_workers, b->ar.block_size, b->ar.n_aggregators,
-                     b->ar.dedicated_aggregators ? " (dedicated)" : " (colocated)");
+                     b->ar.dedicated_aggregators ? " (dedicated)" : " (colocated)",
+                     b->ar.columns_per_aggregator, b->ar.slots_per_aggregator);
     hetcl__sb_puts(&t, "bytes: the busiest rank's payload, counted exactly; predicted: max(sent, "
                        "received) x 8 / link speed;\nwall: measured here (ranks sharing cores: "
                        "CPU time, not a network)\n\n");

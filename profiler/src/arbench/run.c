@@ -297,6 +297,9 @@ static hetcl_status check_options(hetcl_context *ctx, hetcl_comm *comm,
     b->ar = o->allreduce;
     b->ar.block_size = b->ar.block_size ? b->ar.block_size : 256;
     b->ar.columns_per_aggregator = b->ar.columns_per_aggregator ? b->ar.columns_per_aggregator : 16;
+    b->ar.slots_per_aggregator = b->ar.slots_per_aggregator ? b->ar.slots_per_aggregator : 4;
+    if (b->ar.slots_per_aggregator > b->ar.columns_per_aggregator)
+        b->ar.slots_per_aggregator = b->ar.columns_per_aggregator; /* as hetcl_allreduce does */
     b->ar.n_aggregators = b->ar.n_aggregators ? b->ar.n_aggregators : b->n_ranks;
     b->n_workers = b->ar.dedicated_aggregators ? b->n_ranks - b->ar.n_aggregators : b->n_ranks;
     if (b->count > ((size_t) 1 << 30) || b->reps > 100 || b->n_ranks > 1024 ||

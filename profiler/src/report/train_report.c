@@ -481,6 +481,10 @@ static cJSON *device_json(const struct hetcl_train_device *d)
     hetcl__json_add(o, "utilisation", cJSON_CreateNumber(d->utilization));
     hetcl__json_add(o, "bytes_in", cJSON_CreateNumber((double) d->bytes_in));
     hetcl__json_add(o, "bytes_out", cJSON_CreateNumber((double) d->bytes_out));
+    if (!d->is_host) {
+        hetcl__json_add(o, "merge_bytes", cJSON_CreateNumber((double) d->merge_bytes));
+        hetcl__json_add(o, "merge_bytes_dense", cJSON_CreateNumber((double) d->merge_bytes_dense));
+    }
     return o;
 }
 

@@ -131,9 +131,15 @@ struct hetcl_allreduce_options {
     bool dedicated_aggregators;
     /* Independent look-ahead chains (columns) per aggregator; block b belongs to column
      * b mod (columns * aggregators). Every column's first block is sent even when zero, and
-     * each round advances every column of an aggregator by one non-zero block of the union.
-     * 0: 16. */
+     * each round of a slot advances every column of the slot by one non-zero block of the
+     * union. 0: 16. */
     int columns_per_aggregator;
+    /* OmniReduce's slots per aggregator (at most its columns; 1 to 1024): an aggregator's k-th
+     * column belongs to slot k mod slots, and the slots run independently, each with its own
+     * messages: a worker sends a slot's next blocks as soon as that slot's sums come back, so
+     * up to this many rounds per aggregator are in flight. 1: every column advances together
+     * (one round in flight). The bytes and the sums (bit for bit) do not depend on it. 0: 4. */
+    int slots_per_aggregator;
 };
 
 struct hetcl_allreduce_stats {
@@ -144,7 +150,7 @@ struct hetcl_allreduce_stats {
     /* omnireduce: this rank's traffic as a worker (its messages to a colocated aggregator on
      * the same rank included), what hetcl_omnireduce_model predicts; 0 elsewhere. */
     uint64_t worker_up_bytes, worker_down_bytes;
-    /* omnireduce: rounds of the busiest aggregator; ring: steps; else 0. */
+    /* omnireduce: this rank's rounds as an aggregator (all its slots'); ring: steps; else 0. */
     uint64_t rounds;
     uint64_t time_ns;
 };

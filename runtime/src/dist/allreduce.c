@@ -182,6 +182,14 @@ hetcl_status hetcl_allreduce(hetcl_comm *comm, void *data, size_t count, hetcl_r
         o.columns_per_aggregator = 16;
     if (!o.n_aggregators)
         o.n_aggregators = comm->size;
+    if (!o.slots_per_aggregator)
+        o.slots_per_aggregator = 4;
+    if (o.slots_per_aggregator < 0 || o.slots_per_aggregator > HETCL__OMNI_MAX_SLOTS)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "allreduce: %d slots per aggregator (expected 1 to %d)",
+                           o.slots_per_aggregator, HETCL__OMNI_MAX_SLOTS);
+    if (o.slots_per_aggregator > o.columns_per_aggregator)
+        o.slots_per_aggregator = o.columns_per_aggregator; /* a slot holds a column at least */
     if (o.n_aggregators < 0 || o.n_aggregators > comm->size || o.columns_per_aggregator < 0 ||
         (o.dedicated_aggregators && o.n_aggregators >= comm->size) || !(o.threshold >= 0))
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,

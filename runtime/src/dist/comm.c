@@ -31,6 +31,16 @@ hetcl_status hetcl__comm_recv(hetcl_comm *c, int src, int tag, void *buf, size_t
     return s;
 }
 
+bool hetcl__comm_probe(hetcl_comm *c, int src, int tag)
+{
+    return c->ops->probe(c, src, tag);
+}
+
+void hetcl__comm_wait(hetcl_comm *c)
+{
+    c->ops->wait(c);
+}
+
 int hetcl_comm_launcher_size(void)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"};
@@ -239,6 +249,34 @@ static hetcl_status local_recv(hetcl_comm *c, int src, int tag, void *buf, size_
     return s;
 }
 
+static bool local_probe(hetcl_comm *c, int src, int tag)
+{
+    struct local_shared *sh = ((struct local_comm *) c)->sh;
+    struct local_box *b = &sh->boxes[c->rank];
+    bool found = false;
+    pthread_mutex_lock(&sh->lock);
+    for (struct local_msg *m = b->head; m && !found; m = m->next)
+        found = m->src == src && m->tag == tag;
+    pthread_mutex_unlock(&sh->lock);
+    return found;
+}
+
+/* Until the next message to this rank, or 1 ms: a message that came between the caller's
+ * probe and this wait was signalled before it, and costs that millisecond at most. */
+static void local_wait(hetcl_comm *c)
+{
+    struct local_shared *sh = ((struct local_comm *) c)->sh;
+    struct local_box *b = &sh->boxes[c->rank];
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    uint64_t ns = (uint64_t) deadline.tv_nsec + 1000000u;
+    deadline.tv_sec += (time_t) (ns / 1000000000u);
+    deadline.tv_nsec = (long) (ns % 1000000000u);
+    pthread_mutex_lock(&sh->lock);
+    pthread_cond_timedwait(&b->arrived, &sh->lock, &deadline);
+    pthread_mutex_unlock(&sh->lock);
+}
+
 static void local_destroy(hetcl_comm *c)
 {
     struct local_shared *sh = ((struct local_comm *) c)->sh;
@@ -261,8 +299,12 @@ static void local_destroy(hetcl_comm *c)
     hetcl__free(sh);
 }
 
-static const struct hetcl_comm_ops local_ops = {
-        .kind = "local", .send = local_send, .recv = local_recv, .destroy = local_destroy};
+static const struct hetcl_comm_ops local_ops = {.kind = "local",
+                                                .send = local_send,
+                                                .recv = local_recv,
+                                                .probe = local_probe,
+                                                .wait = local_wait,
+                                                .destroy = local_destroy};
 
 hetcl_status hetcl_comm_create_local(hetcl_context *ctx, int n_ranks, hetcl_comm **out)
 {

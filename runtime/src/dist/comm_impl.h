@@ -17,6 +17,11 @@ struct hetcl_comm_ops {
     hetcl_status (*send)(hetcl_comm *c, int dst, int tag, const void *buf, size_t n);
     /* Waits until the timeout (c->timeout_ns, 0: forever) for exactly n bytes. */
     hetcl_status (*recv)(hetcl_comm *c, int src, int tag, void *buf, size_t n);
+    /* Whether a message from src with tag has arrived (recv would not wait). */
+    bool (*probe)(hetcl_comm *c, int src, int tag);
+    /* Waits a little for some message to this rank to arrive (or gives the core away): what a
+     * rank that probes several sources does when none has anything for it. */
+    void (*wait)(hetcl_comm *c);
     /* Optional: the transport's own dense sum (MPI_Allreduce). */
     hetcl_status (*allreduce)(hetcl_comm *c, void *data, size_t count, hetcl_reduce_type type);
     void (*destroy)(hetcl_comm *c);
@@ -42,10 +47,16 @@ enum {
     HETCL__TAG_OMNI_DOWN,
     HETCL__TAG_SPARSE_COUNT,
     HETCL__TAG_SPARSE_PAIRS,
+    /* OmniReduce's slot s: up HETCL__TAG_OMNI_SLOTS + 2s, down + 2s + 1 (s < 1024; MPI
+     * guarantees tags up to 32767) */
+    HETCL__TAG_OMNI_SLOTS = 16,
 };
+#define HETCL__OMNI_MAX_SLOTS 1024
 
 hetcl_status hetcl__comm_send(hetcl_comm *c, int dst, int tag, const void *buf, size_t n);
 hetcl_status hetcl__comm_recv(hetcl_comm *c, int src, int tag, void *buf, size_t n);
+bool hetcl__comm_probe(hetcl_comm *c, int src, int tag);
+void hetcl__comm_wait(hetcl_comm *c);
 
 /* The methods, behind hetcl_allreduce (which checks the arguments). */
 hetcl_status hetcl__allreduce_ring(hetcl_comm *c, void *data, size_t count, hetcl_reduce_type type,

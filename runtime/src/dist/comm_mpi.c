@@ -122,6 +122,22 @@ static hetcl_status mpi_recv(hetcl_comm *c, int src, int tag, void *buf, size_t 
     }
 }
 
+static bool mpi_probe(hetcl_comm *c, int src, int tag)
+{
+    struct mpi_comm *m = (struct mpi_comm *) c;
+    int flag = 0;
+    /* an error here shows again, with its detail, in the receive that follows */
+    return MPI_Iprobe(src, tag, m->world, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || flag;
+}
+
+/* MPI has no wait for "any message" short of a blocking probe, which could not time out:
+ * give the core away (ranks may outnumber cores) and let the sends progress. */
+static void mpi_wait(hetcl_comm *c)
+{
+    reap((struct mpi_comm *) c);
+    sched_yield();
+}
+
 static hetcl_status mpi_allreduce(hetcl_comm *c, void *data, size_t count, hetcl_reduce_type type)
 {
     struct mpi_comm *m = (struct mpi_comm *) c;
@@ -162,6 +178,8 @@ static void mpi_destroy(hetcl_comm *c)
 static const struct hetcl_comm_ops mpi_ops = {.kind = "mpi",
                                               .send = mpi_send,
                                               .recv = mpi_recv,
+                                              .probe = mpi_probe,
+                                              .wait = mpi_wait,
                                               .allreduce = mpi_allreduce,
                                               .destroy = mpi_destroy};
 
