@@ -212,6 +212,10 @@ typedef struct ref_pool2d_shape {
      * count_include_pad by those inside the padded image. */
     int64_t pad_t, pad_l, pad_b, pad_r;
     bool ceil_mode, count_include_pad;
+    /* The distance between a window's taps (0: 1, adjacent): tap (i, j) of the window of
+     * output (p, q) is input (p * stride_h - pad_t + i * dilation_h, q * stride_w - pad_l +
+     * j * dilation_w); a window side above is then its extent (size - 1) * dilation + 1. */
+    int64_t dilation_h, dilation_w;
 } ref_pool2d_shape;
 
 /* out_h = floor((h + pad_t + pad_b - size_h) / stride_h) + 1 (a partial window at the edge is

@@ -95,12 +95,19 @@ struct hetcl_op_conv2d_args {
  * ceil_mode, less one where the last window would start in the end padding (PyTorch's and ONNX's
  * rule). Windows are clipped to the input: a padded max ignores what lies outside (ONNX pads with
  * -inf); a padded average divides by the elements inside the input, or with count_include_pad by
- * the window's part inside the padded input. All zero: the unpadded floor of the first forms. */
+ * the window's part inside the padded input. All zero: the unpadded floor of the first forms.
+ * Windows of k x k_w with strides stride, stride_w (0: k, stride) and dilations (0: 1) read the
+ * taps i * dilation[0], j * dilation[1] of the window's (k - 1) * dilation + 1 rows and columns
+ * (ONNX's MaxPool dilations; a 1-D pool is a 2-D one of height 1): in all the rules above, a
+ * window side is that extent, and the padding and the divisor count taps. The OpenCL backward
+ * and half-precision forms take square, undilated windows of one stride. */
 struct hetcl_op_pool2d_args {
     int64_t batch, channels, in_h, in_w, k, stride;
     int64_t pad[4];         /* top, left, bottom, right */
     bool ceil_mode;         /* round the output size up */
     bool count_include_pad; /* average: the padding counts in the divisor */
+    int64_t k_w, stride_w;  /* the window's width and the stride along it (0: k, stride) */
+    int64_t dilation[2];    /* [h, w]: the distance between taps (0: 1) */
 };
 
 /* SGD with momentum and weight decay, in place:
