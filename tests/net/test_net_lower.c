@@ -303,11 +303,57 @@ static void check_refusals(hetcl_context *ctx, hetcl_model_spec *spec)
     CHECK(plan == NULL);
     CHECK(strstr(hetcl_context_last_error(ctx), "layers[1]") != NULL);
     spec->layers[1].type = saved;
-    /* a shape the operators do not take: a pool window that is not square */
-    spec->layers[1].kernel[1] = 3;
-    CHECK_EQ_INT(hetcl__lower_check(ctx, spec, 1), HETCL_ERR_UNSUPPORTED);
-    CHECK(strstr(hetcl_context_last_error(ctx), "layers[1]: maxpool2d") != NULL);
-    spec->layers[1].kernel[1] = spec->layers[1].kernel[0];
+}
+
+/* Pools other than square, undilated and of one stride (ONNX's 1-D pools, MaxPool dilations):
+ * lowered with both windows, strides and dilations for inference; refused by training and fp16
+ * (no OpenCL backward and no f16 form) with an error naming the layer. */
+static void check_pool_general(hetcl_context *ctx)
+{
+    static const char json[] =
+            "{\"schema_version\": 1, \"name\": \"pg\", \"input\": {\"shape\": [2, 9, 10]}, "
+            "\"layers\": [{\"type\": \"maxpool2d\", \"size\": [1, 3], \"stride\": [1, 2], "
+            "\"dilation\": [1, 2], \"padding\": [0, 1], \"padding_end\": 0}, {\"type\": "
+            "\"avgpool2d\", \"size\": [3, 1], \"stride\": [2, 1]}, {\"type\": \"flatten\"}, "
+            "{\"type\": \"dense\", \"units\": 3}], \"loss\": \"softmax_cross_entropy\"}";
+    hetcl_model_spec *spec = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "pg", json, strlen(json), &spec));
+    if (!spec)
+        return;
+    /* width: extent (3 - 1) * 2 + 1 = 5 over 10 + 1: (11 - 5) / 2 + 1 = 4; then height 4 */
+    CHECK_EQ_INT(spec->layers[0].out_shape.dims[1], 9);
+    CHECK_EQ_INT(spec->layers[0].out_shape.dims[2], 4);
+    CHECK_EQ_INT(spec->layers[1].out_shape.dims[1], 4);
+    const struct hetcl__lowering lw = {.spec = spec, .rows = 2};
+    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+    for (int l = 0; l < spec->n_layers; l++)
+        CHECK_OK(ctx, hetcl__lower_check(ctx, spec, l));
+    CHECK_EQ_INT(hetcl__lower_layer(&lw, 0, HETCL__PASS_FORWARD, ops), 1);
+    CHECK(ops[0].codelet == &hetcl_op_maxpool_fwd);
+    const struct hetcl_op_pool2d_args *a = &ops[0].args.pool2d;
+    CHECK_EQ_INT(a->k, 1);
+    CHECK_EQ_INT(a->k_w, 3);
+    CHECK_EQ_INT(a->stride, 1);
+    CHECK_EQ_INT(a->stride_w, 2);
+    CHECK_EQ_INT(a->dilation[0], 1);
+    CHECK_EQ_INT(a->dilation[1], 2);
+    CHECK_EQ_INT(a->pad[1], 1);
+    CHECK_EQ_INT(a->pad[3], 0);
+    CHECK_EQ_INT(hetcl__lower_layer(&lw, 1, HETCL__PASS_FORWARD, ops), 1);
+    CHECK_EQ_INT(ops[0].args.pool2d.k_w, 1);
+    CHECK_EQ_INT(ops[0].args.pool2d.stride, 2);
+    hetcl_net *net = NULL;
+    CHECK_EQ_INT(hetcl_net_create(ctx, spec, &net), HETCL_ERR_UNSUPPORTED);
+    CHECK(net == NULL);
+    printf("general pool, training: %s\n", hetcl_context_last_error(ctx));
+    CHECK(strstr(hetcl_context_last_error(ctx), "layers[0]: maxpool2d with size [1, 3]") != NULL);
+    CHECK(strstr(hetcl_context_last_error(ctx), "cannot be trained") != NULL);
+    CHECK_EQ_INT(hetcl__lower_check_f16(ctx, spec), HETCL_ERR_UNSUPPORTED);
+    CHECK(strstr(hetcl_context_last_error(ctx), "layers[0]: maxpool2d") != NULL);
+    hetcl_infer_plan *plan = NULL;
+    CHECK_OK(ctx, hetcl_infer_plan_create(ctx, spec, NULL, &plan));
+    hetcl_infer_plan_destroy(plan);
+    hetcl_model_spec_destroy(spec);
 }
 
 /* A depthwise layer: lowered with its groups for inference, refused by training and fp16
@@ -452,6 +498,7 @@ int main(void)
         check_refusals(ctx, spec);
     }
     check_grouped(ctx);
+    check_pool_general(ctx);
     check_activation_layer(ctx);
     check_shape_layers(ctx);
     hetcl_model_spec_destroy(spec);

@@ -521,14 +521,25 @@ static const struct bad_case bad_cases[] = {
         {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'pad': 1}, {'type': 'flatten'}, "
              "" DENSE "]" SMCE,
          "layers[0].pad: unknown field (expected one of: type, size, stride, padding, "
-         "padding_end, ceil_mode, count_include_pad)",
+         "padding_end, ceil_mode, dilation, count_include_pad)",
          1},
         {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'padding': 2}, {'type': 'flatten'}, "
              "" DENSE "]" SMCE,
-         "layers[0].padding: expected each pad < the window's size [2, 2]", 0},
+         "layers[0].padding: expected each pad < the window's extent [2, 2] (its size, dilated)",
+         0},
+        /* dilated: a pad may reach the window's extent, not past it */
+        {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'dilation': [1, 3], 'padding': [0, 4]}, "
+             "{'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[0].padding: expected each pad < the window's extent [2, 4] (its size, dilated)",
+         0},
+        {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'dilation': 0}, "
+             "{'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[0].dilation", 1},
         {IMG "'layers': [{'type': 'maxpool2d', 'size': 3, 'padding_end': [0, 3]}, "
              "{'type': 'flatten'}, " DENSE "]" SMCE,
-         "layers[0].padding_end: expected each pad < the window's size [3, 3]", 0},
+         "layers[0].padding_end: expected each pad < the window's extent [3, 3] (its size, "
+         "dilated)",
+         0},
         {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'count_include_pad': true}, "
              "{'type': 'flatten'}, " DENSE "]" SMCE,
          "layers[0].count_include_pad: applies only to avgpool2d", 0},
@@ -635,7 +646,8 @@ static const struct bad_case bad_cases[] = {
          "layers[0]: conv2d needs a [channels, height, width] input, got [784]", 0},
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [3, 1, 9]}, 'layers': [{'type': "
          "'maxpool2d', 'size': 2}, {'type': 'flatten'}, " DENSE "]" SMCE,
-         "layers[0]: maxpool2d output height would be < 1: input height 1 + padding 0 + 0 < size 2",
+         "layers[0]: maxpool2d output height would be < 1: input height 1 + padding 0 + 0 < the "
+         "window's extent 2",
          0},
         {IMG "'layers': [{'type': 'conv2d', 'filters': 6, 'kernel': 5, 'padding': 2}, " DENSE
              "]" SMCE,
@@ -745,6 +757,11 @@ static void test_pool_padding(hetcl_context *ctx)
              "'padding_end': [1, 2], 'count_include_pad': true",
              7, 7, 7},
             {"'type': 'avgpool2d', 'size': 2, 'padding': 1, 'ceil_mode': true", 5, 3, 3},
+            /* dilation 2: windows of extent 3; 1 x 3 windows of strides 1 and 2 */
+            {"'type': 'maxpool2d', 'size': 2, 'stride': 2, 'dilation': 2, 'padding_end': 1", 12, 6,
+             6},
+            {"'type': 'maxpool2d', 'size': 2, 'stride': 1, 'dilation': [2, 3]", 8, 6, 5},
+            {"'type': 'avgpool2d', 'size': [1, 3], 'stride': [1, 2], 'padding': [0, 1]", 9, 9, 5},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[512];

@@ -204,6 +204,8 @@ struct hetcl_model_layer {
                                    floor), less a window that would start in the end padding */
     bool count_include_pad;     /* avgpool2d: the padding counts in the divisor (default false:
                                    the mean of the elements inside the input) */
+    int64_t dilation[2];        /* pools: the distance between a window's taps, [h, w]
+                                   ("dilation", default 1); else 0 */
     bool bias;                  /* dense, conv2d: has a bias tensor */
     enum hetcl_model_init init; /* dense, conv2d: resolved weight init */
     struct hetcl_model_shape in_shape, out_shape;

@@ -81,6 +81,13 @@ static bool is_view(const struct hetcl_model_layer *L)
     return L->type == HETCL_MODEL_LAYER_FLATTEN || L->type == HETCL_MODEL_LAYER_RESHAPE;
 }
 
+bool hetcl__lower_pool_general(const struct hetcl_model_layer *L)
+{
+    return (L->type == HETCL_MODEL_LAYER_MAXPOOL2D || L->type == HETCL_MODEL_LAYER_AVGPOOL2D) &&
+           (L->kernel[0] != L->kernel[1] || L->stride[0] != L->stride[1] || L->dilation[0] > 1 ||
+            L->dilation[1] > 1);
+}
+
 bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer)
 {
     return is_view(&spec->layers[layer]);
@@ -125,14 +132,8 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
         return HETCL_OK;
     case HETCL_MODEL_LAYER_MAXPOOL2D:
     case HETCL_MODEL_LAYER_AVGPOOL2D:
-        /* The pool operators take one square window and one stride. */
-        if (L->kernel[0] != L->kernel[1] || L->stride[0] != L->stride[1])
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: %s with size [%lld, %lld] and stride [%lld, "
-                               "%lld]: the operators need square windows and equal strides",
-                               spec->source, layer, type, (long long) L->kernel[0],
-                               (long long) L->kernel[1], (long long) L->stride[0],
-                               (long long) L->stride[1]);
+        /* the pool operators' forward takes any window (hetcl_lower_pool_general: not their
+         * OpenCL backward nor their fp16 forms) */
         return HETCL_OK;
     case HETCL_MODEL_LAYER_SOFTMAX: {
         /* The softmax operator normalises contiguous rows: an axis with no values after it. */
@@ -186,10 +187,11 @@ hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *
                                spec->source, l);
         if ((t == HETCL_MODEL_LAYER_MAXPOOL2D || t == HETCL_MODEL_LAYER_AVGPOOL2D) &&
             (P->padding[0] || P->padding[1] || P->padding_end[0] || P->padding_end[1] ||
-             P->ceil_mode))
+             P->ceil_mode || hetcl__lower_pool_general(P)))
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: %s with padding or ceil_mode has no "
-                               "half-precision (fp16) operator; it runs in fp32",
+                               "%s: layers[%d]: %s with padding, ceil_mode, a dilation or a window "
+                               "other than square of one stride has no half-precision (fp16) "
+                               "operator; it runs in fp32",
                                spec->source, l, hetcl_model_layer_type_name(t));
         if (t != HETCL_MODEL_LAYER_DENSE && t != HETCL_MODEL_LAYER_FLATTEN &&
             t != HETCL_MODEL_LAYER_CONV2D && t != HETCL_MODEL_LAYER_MAXPOOL2D &&
@@ -354,7 +356,10 @@ static struct hetcl_op_pool2d_args pool_args(const struct hetcl_model_layer *L, 
             .stride = L->stride[0],
             .pad = {L->padding[0], L->padding[1], L->padding_end[0], L->padding_end[1]},
             .ceil_mode = L->ceil_mode,
-            .count_include_pad = L->count_include_pad};
+            .count_include_pad = L->count_include_pad,
+            .k_w = L->kernel[1],
+            .stride_w = L->stride[1],
+            .dilation = {L->dilation[0], L->dilation[1]}};
 }
 
 /* A conv2d's activation runs as bias_act over [rows * channels][plane] with a zero bias of one

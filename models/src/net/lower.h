@@ -206,6 +206,10 @@ struct hetcl__slot hetcl__lower_input_of(const hetcl_model_spec *spec, int layer
 /* The slot of a layer's input k (inputs[k], through views): add's second, concat's others. */
 struct hetcl__slot hetcl__lower_input_k(const hetcl_model_spec *spec, int layer, int k);
 
+/* Whether L is a pool whose window is other than square, undilated and of one stride: its
+ * operators have no OpenCL backward nor fp16 form, so training and fp16 refuse it. */
+bool hetcl__lower_pool_general(const struct hetcl_model_layer *L);
+
 /* Whether layer `layer` is a view (flatten): no operators and no storage of its own. */
 bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer);
 /* A softmax layer's input per example as [outer][n][inner], n along its axis. */

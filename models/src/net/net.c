@@ -60,6 +60,16 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
                                "%s: layers[%d]: activation %s has no backward operator yet, so it "
                                "runs in inference (bench model) but cannot be trained",
                                spec->source, i, hetcl_model_activation_name(act));
+        if (hetcl__lower_pool_general(G))
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: %s with size [%lld, %lld], stride [%lld, %lld] "
+                               "and dilation [%lld, %lld]: pools other than square, undilated "
+                               "and of one stride run in inference (bench model) but cannot be "
+                               "trained (no OpenCL backward operator)",
+                               spec->source, i, hetcl_model_layer_type_name(G->type),
+                               (long long) G->kernel[0], (long long) G->kernel[1],
+                               (long long) G->stride[0], (long long) G->stride[1],
+                               (long long) G->dilation[0], (long long) G->dilation[1]);
         if (spec->layers[i].type == HETCL_MODEL_LAYER_CONV2D && spec->layers[i].groups > 1)
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
                                "%s: layers[%d]: conv2d with groups %lld: grouped and depthwise "

@@ -354,7 +354,9 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
         for (int a = 0; a < 2; a++) {
             const int64_t pad_e = conv ? l->padding[a] : l->padding_end[a];
             int64_t span = cur->dims[1 + a] + l->padding[a] + pad_e;
-            g->out.dims[1 + a] = window_out(span, l->kernel[a], l->stride[a], l->ceil_mode, pad_e);
+            /* a pool's window spans its taps and the dilation's gaps between them */
+            const int64_t extent = conv ? l->kernel[a] : (l->kernel[a] - 1) * l->dilation[a] + 1;
+            g->out.dims[1 + a] = window_out(span, extent, l->stride[a], l->ceil_mode, pad_e);
             if (g->out.dims[1 + a] >= 1)
                 continue;
             if (conv)
@@ -365,11 +367,11 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
                                        (long long) l->padding[a], (long long) l->kernel[a], shape);
             return hetcl__spec_bad(
                     p, where,
-                    "%s output %s would be < 1: input %s %lld + padding %lld + %lld < size "
-                    "%lld (input %s)",
+                    "%s output %s would be < 1: input %s %lld + padding %lld + %lld < the "
+                    "window's extent %lld (input %s)",
                     tname, axis[a], axis[a], (long long) cur->dims[1 + a],
                     (long long) l->padding[a], (long long) l->padding_end[a],
-                    (long long) l->kernel[a], shape);
+                    (long long) ((l->kernel[a] - 1) * l->dilation[a] + 1), shape);
         }
         if (conv) {
             /* A grouped convolution: group k maps input channels [k C/g, (k+1) C/g) to
