@@ -427,8 +427,9 @@ static void check_activation_layer(hetcl_context *ctx)
 }
 
 /* The shape layers of ONNX import: reshape a view (no operator), transpose the elementwise
- * operator over permuted strides, softmax the softmax operator over the rows of its last axis
- * (another axis refused), clip bias_act with both bounds; training refuses them by name. */
+ * operator over permuted strides, softmax the softmax operator over the rows of its axis (the
+ * values after it its inner columns), clip bias_act with both bounds; training refuses them by
+ * name. */
 static void check_shape_layers(hetcl_context *ctx)
 {
     static const char json[] =
@@ -467,9 +468,20 @@ static void check_shape_layers(hetcl_context *ctx)
     CHECK(ops[0].args.bias_act.alpha == -0.5f && ops[0].args.bias_act.beta == 0.25f);
     for (int l = 0; l < spec->n_layers; l++)
         CHECK_OK(ctx, hetcl__lower_check(ctx, spec, l));
-    spec->layers[2].axis = 1; /* 2 values, then 3 after each */
-    CHECK_EQ_INT(hetcl__lower_check(ctx, spec, 2), HETCL_ERR_UNSUPPORTED);
-    CHECK(strstr(hetcl_context_last_error(ctx), "layers[2]: softmax along axis 1") != NULL);
+    /* along axis 1 of [4, 2, 3] (2 values, then 3 after each): 5 * 4 rows of [2][3]; axis 0
+     * (4 values, 6 after each) 5 rows of [4][6] */
+    spec->layers[2].axis = 1;
+    CHECK_OK(ctx, hetcl__lower_check(ctx, spec, 2));
+    CHECK_EQ_INT(hetcl__lower_layer(&lw, 2, HETCL__PASS_FORWARD, ops), 1);
+    CHECK(ops[0].codelet == &hetcl_op_softmax);
+    CHECK_EQ_INT(ops[0].args.xent.rows, 20);
+    CHECK_EQ_INT(ops[0].args.xent.classes, 2);
+    CHECK_EQ_INT(ops[0].args.xent.inner, 3);
+    spec->layers[2].axis = 0;
+    CHECK_EQ_INT(hetcl__lower_layer(&lw, 2, HETCL__PASS_FORWARD, ops), 1);
+    CHECK_EQ_INT(ops[0].args.xent.rows, 5);
+    CHECK_EQ_INT(ops[0].args.xent.classes, 4);
+    CHECK_EQ_INT(ops[0].args.xent.inner, 6);
     spec->layers[2].axis = -1;
     spec->loss = HETCL_MODEL_LOSS_SOFTMAX_CE; /* past the net's loss check */
     hetcl_net *net = NULL;

@@ -341,6 +341,38 @@ void ref_softmax_forward(int64_t n, int64_t classes, const float *x, float *y)
     free(wy);
 }
 
+void ref_softmax_inner_forward_f64(int64_t n, int64_t classes, int64_t inner, const double *x,
+                                   double *y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t k = 0; k < inner; k++) {
+            const double *xr = &x[i * classes * inner + k];
+            double *yr = &y[i * classes * inner + k];
+            double max = xr[0];
+            for (int64_t j = 1; j < classes; j++) {
+                max = xr[j * inner] > max ? xr[j * inner] : max;
+            }
+            double sum = 0.0;
+            for (int64_t j = 0; j < classes; j++) {
+                sum += exp(xr[j * inner] - max);
+            }
+            for (int64_t j = 0; j < classes; j++) {
+                yr[j * inner] = exp(xr[j * inner] - max) / sum;
+            }
+        }
+    }
+}
+
+void ref_softmax_inner_forward(int64_t n, int64_t classes, int64_t inner, const float *x, float *y)
+{
+    const int64_t m = n * classes * inner;
+    double *wx = widen(x, m), *wy = scratch(y, m);
+    ref_softmax_inner_forward_f64(n, classes, inner, wx, wy);
+    narrow(y, wy, m);
+    free(wx);
+    free(wy);
+}
+
 /* log(sum_j exp(row[j])) computed as max + log(sum_j exp(row[j] - max)). */
 static double logsumexp(const double *row, int64_t classes)
 {

@@ -122,6 +122,11 @@ void ref_bias_act_backward(ref_act act, int64_t rows, int64_t cols, const float 
 /* Row-wise softmax of x [n, classes] into y, with max subtraction. y may be x. */
 void ref_softmax_forward_f64(int64_t n, int64_t classes, const double *x, double *y);
 void ref_softmax_forward(int64_t n, int64_t classes, const float *x, float *y);
+/* Softmax along the middle axis of x [n, classes, inner] (ONNX's Softmax on an axis with
+ * dimensions after it): for each (i, k), y[i, :, k] = softmax(x[i, :, k]). inner 1: the above. */
+void ref_softmax_inner_forward_f64(int64_t n, int64_t classes, int64_t inner, const double *x,
+                                   double *y);
+void ref_softmax_inner_forward(int64_t n, int64_t classes, int64_t inner, const float *x, float *y);
 
 /*
  * Softmax + cross-entropy, fused. logits [n, classes], labels[i] in [0, classes) (int32, as

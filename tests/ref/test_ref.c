@@ -475,6 +475,12 @@ static void hand_losses(void)
     ref_softmax_forward_f64(1, 2, x1, y);
     const double want_sm[2] = {1.0 / 3, 2.0 / 3};
     expect_array("softmax", "1x2", want_sm, y, 2, HAND_TOL_F64);
+    /* along the middle of [1, 2, 2]: columns {0, ln 2} and {ln 2, ln 2} normalised apart,
+     * interleaved as x is */
+    const double xi[4] = {0, ln2, ln2, ln2};
+    ref_softmax_inner_forward_f64(1, 2, 2, xi, y);
+    const double want_in[4] = {1.0 / 3, 0.5, 2.0 / 3, 0.5};
+    expect_array("softmax inner", "1x2x2", want_in, y, 4, HAND_TOL_F64);
 
     /* Two rows [0, ln 2], labels {1, 0}: loss = (ln 1.5 + ln 3) / 2. */
     const double x2[4] = {0, ln2, 0, ln2};
@@ -814,8 +820,16 @@ static void hand_pool(void)
     float xd[16], yd[4];
     for (int i = 0; i < 16; i++)
         xd[i] = (float) (i + 1);
-    ref_pool2d_shape shd = {.n = 1, .c = 1, .h = 4, .w = 4, .size_h = 2, .size_w = 2,
-                            .stride_h = 1, .stride_w = 1, .dilation_h = 2, .dilation_w = 2};
+    ref_pool2d_shape shd = {.n = 1,
+                            .c = 1,
+                            .h = 4,
+                            .w = 4,
+                            .size_h = 2,
+                            .size_w = 2,
+                            .stride_h = 1,
+                            .stride_w = 1,
+                            .dilation_h = 2,
+                            .dilation_w = 2};
     CHECK_EQ_INT(ref_pool2d_out_h(&shd), 2);
     ref_maxpool2d_forward(&shd, xd, yd, argmax);
     const double want_dil[4] = {11, 12, 15, 16};

@@ -66,6 +66,10 @@ struct hetcl_op_bias_act_args {
 struct hetcl_op_xent_args {
     int64_t rows, classes;
     float scale;
+    /* softmax only: each row is [classes][inner], its inner columns each normalised apart
+     * (ONNX's Softmax on an axis with dimensions after it); 0 or 1: contiguous classes. The
+     * losses and softmax_f16 take 0 or 1 only. */
+    int64_t inner;
 };
 /* Sigmoid cross-entropy, multi-label: targets are floats in [0,1] ([rows][classes]).
  * Buffers: logits (R), targets (R), dlogits (W), loss (W: rows floats, summed over classes). */

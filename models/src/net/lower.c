@@ -119,6 +119,7 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
     case HETCL_MODEL_LAYER_MUL:
     case HETCL_MODEL_LAYER_SLICE:
     case HETCL_MODEL_LAYER_TRANSPOSE:
+    case HETCL_MODEL_LAYER_SOFTMAX: /* along any axis: its operator takes inner columns */
         return HETCL_OK;
     case HETCL_MODEL_LAYER_CONV2D:
         /* The conv operators take one stride and one padding for both axes. */
@@ -135,17 +136,6 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
         /* the pool operators' forward takes any window (hetcl_lower_pool_general: not their
          * OpenCL backward nor their fp16 forms) */
         return HETCL_OK;
-    case HETCL_MODEL_LAYER_SOFTMAX: {
-        /* The softmax operator normalises contiguous rows: an axis with no values after it. */
-        int64_t outer, n, inner;
-        hetcl__lower_softmax_split(L, &outer, &n, &inner);
-        if (inner != 1)
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: softmax along axis %d of [%lld values, then "
-                               "%lld after each]: the operator normalises the last axis only",
-                               spec->source, layer, L->axis, (long long) n, (long long) inner);
-        return HETCL_OK;
-    }
     case HETCL_MODEL_LAYER_KERNEL:
         if (L->centers < 1)
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
@@ -431,8 +421,8 @@ static void forward_transpose(struct emit *e, const struct hetcl__lowering *lw, 
     buf(e, op, y, HETCL_W);
 }
 
-/* A softmax layer: each example's [outer][n] values as outer rows of n, its axis the last
- * (hetcl__lower_check). */
+/* A softmax layer: each example's [outer][n][inner] values as outer rows of [n][inner], each
+ * of the inner columns normalised apart (inner 1 when its axis is the last). */
 static void forward_softmax(struct emit *e, const struct hetcl__lowering *lw, int l,
                             struct hetcl__slot in, struct hetcl__slot y)
 {
@@ -440,7 +430,8 @@ static void forward_softmax(struct emit *e, const struct hetcl__lowering *lw, in
     hetcl__lower_softmax_split(&lw->spec->layers[l], &outer, &n, &inner);
     struct hetcl__op *op = add(e, &hetcl_op_softmax, "fwd_softmax");
     SET_ARGS(op, xent,
-             ((struct hetcl_op_xent_args){.rows = lw->rows * outer, .classes = n, .scale = 1}));
+             ((struct hetcl_op_xent_args){
+                     .rows = lw->rows * outer, .classes = n, .scale = 1, .inner = inner}));
     buf(e, op, in, HETCL_R);
     buf(e, op, y, HETCL_W);
 }
