@@ -10,8 +10,9 @@
  * graph), a host session with a task per operator, and an OpenCL session where a device exists.
  * Also a graph of two data inputs (slice layers) with a broadcast Mul, an Add, a Concat on the
  * width and a Transpose that moves nothing; a Reshape between a Gemm and a Conv (a view) after a
- * Clip; a Transpose (NCHW -> NHWC) and a Softmax along the last axis between a Conv and a Gemm; and
- * the refusals of what the importer cannot map.
+ * Clip; a Transpose (NCHW -> NHWC) and a Softmax along the last axis between a Conv and a Gemm; a
+ * Gemm with a bias per example, a dilated 1-D MaxPool and a Softmax with values after its axis;
+ * and the refusals of what the importer cannot map.
  */
 #include "harness.h"
 #include "onnx_fixture.h"
@@ -539,6 +540,55 @@ static void softmax_naive(const float *in, double *out)
     }
 }
 
+/* Operators that ONNX's own node tests needed (conform3): a Gemm whose C is a data input, one
+ * bias per example; a 1-D MaxPool with a dilation (a height-1 pool between two views); a Softmax
+ * along an axis with values after it. x [N, 6], c [N, 8] -> Gemm (W [8, 6], transB, C = c) ->
+ * Relu -> Reshape [N, 2, 4] -> MaxPool k2 dilation 2 [N, 2, 2] -> Softmax axis 1 (over the 2
+ * channels, per column). The spec's input is each example's x then its c. */
+enum { IB_X = 6, IB_H = 8, IB_IN = IB_X + IB_H, IB_OUT = 4 };
+
+static struct fx *inner_graph(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 2, (int64_t[]){0, IB_X});
+    fx_input(f, "c", 2, (int64_t[]){0, IB_H});
+    float *wv = values(IB_H * IB_X, 41);
+    fx_weight(f, "w", 2, (int64_t[]){IB_H, IB_X}, wv);
+    free(wv);
+    fx_attr_int(f, fx_node(f, "Gemm", "fc", "x,w,c", "h"), "transB", 1);
+    fx_node(f, "Relu", "fc_relu", "h", "hr");
+    fx_shape(f, "to", 3, (int64_t[]){0, 2, 4});
+    fx_node(f, "Reshape", "rows", "hr,to", "r");
+    Onnx__NodeProto *pool = fx_node(f, "MaxPool", "pool1d", "r", "p");
+    fx_attr_ints(f, pool, "kernel_shape", 1, (int64_t[]){2});
+    fx_attr_ints(f, pool, "dilations", 1, (int64_t[]){2});
+    fx_attr_int(f, fx_node(f, "Softmax", "per_column", "p", "y"), "axis", 1);
+    fx_output(f, "y");
+    return f;
+}
+
+static void inner_naive(const float *in, double *out)
+{
+    for (int r = 0; r < BATCH; r++) {
+        const float *x = in + r * IB_IN, *c = x + IB_X;
+        double h[IB_H], p[2][2];
+        for (int o = 0; o < IB_H; o++) {
+            h[o] = (double) c[o];
+            for (int i = 0; i < IB_X; i++)
+                h[o] += (double) wgt(o * IB_X + i, 41) * (double) x[i];
+            h[o] = h[o] > 0 ? h[o] : 0;
+        }
+        for (int ch = 0; ch < 2; ch++) /* [2, 4] rows, taps w and w + 2 */
+            for (int w = 0; w < 2; w++)
+                p[ch][w] = fmax(h[ch * 4 + w], h[ch * 4 + w + 2]);
+        for (int w = 0; w < 2; w++) {
+            const double sum = exp(p[0][w]) + exp(p[1][w]);
+            for (int ch = 0; ch < 2; ch++)
+                out[r * IB_OUT + ch * 2 + w] = exp(p[ch][w]) / sum;
+        }
+    }
+}
+
 /* A Reshape that would move values across examples is refused by name. */
 static void test_reshape_refused(void)
 {
@@ -656,6 +706,7 @@ int main(void)
     check_graph(fire(), "fire_tiny.onnx", FIRE_C * FIRE_HW * FIRE_HW, FIRE_OUT, fire_naive, 0, 1);
     check_graph(reshape_graph(), "reshape_view.onnx", RS_IN, RS_OUT, reshape_naive, 0, 0);
     check_graph(softmax_graph(), "softmax_axis.onnx", SM_IN, SM_OUT, softmax_naive, 0, 0);
+    check_graph(inner_graph(), "inner_axes.onnx", IB_IN, IB_OUT, inner_naive, 1, 0);
     test_reshape_refused();
     test_inputs();
     test_errors();
