@@ -387,6 +387,59 @@ static void check_grouped(hetcl_context *ctx)
     hetcl_model_spec_destroy(spec);
 }
 
+/* A matmul layer (ONNX's MatMul of two computed tensors): one matmul operator over every
+ * example's batch of products, reading both inputs' slots; training refuses it by name. */
+static void check_matmul(hetcl_context *ctx)
+{
+    static const char json[] =
+            "{\"schema_version\": 1, \"name\": \"mm\", \"input\": {\"shape\": [2, 3, 4]}, "
+            "\"layers\": [{\"type\": \"transpose\", \"perm\": [0, 2, 1]}, {\"type\": \"matmul\", "
+            "\"inputs\": [-1, 0]}, {\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 3}], "
+            "\"loss\": \"softmax_cross_entropy\"}";
+    hetcl_model_spec *spec = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "mm", json, strlen(json), &spec));
+    if (!spec)
+        return;
+    CHECK_EQ_INT(spec->layers[1].out_shape.rank, 3);
+    CHECK_EQ_INT(spec->layers[1].out_shape.dims[1], 3);
+    CHECK_EQ_INT(spec->layers[1].out_shape.dims[2], 3);
+    CHECK_OK(ctx, hetcl__lower_check(ctx, spec, 1));
+    const struct hetcl__lowering lw = {.spec = spec, .rows = 5};
+    struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
+    CHECK_EQ_INT(hetcl__lower_layer(&lw, 1, HETCL__PASS_FORWARD, ops), 1);
+    CHECK(ops[0].codelet == &hetcl_op_matmul);
+    CHECK_EQ_INT(ops[0].args.matmul.batch, 10); /* 5 examples of 2 products */
+    CHECK_EQ_INT(ops[0].args.matmul.m, 3);
+    CHECK_EQ_INT(ops[0].args.matmul.n, 3);
+    CHECK_EQ_INT(ops[0].args.matmul.k, 4);
+    CHECK_EQ_INT(ops[0].slot[0].kind, HETCL__SLOT_INPUT);
+    CHECK_EQ_INT(ops[0].slot[1].kind, HETCL__SLOT_ACT);
+    CHECK_EQ_INT(ops[0].slot[1].layer, 0);
+    CHECK_EQ_INT(ops[0].slot[2].kind, HETCL__SLOT_ACT);
+    CHECK_EQ_INT(ops[0].slot[2].layer, 1);
+    CHECK_EQ_INT(hetcl__lower_layer(&lw, 1, HETCL__PASS_BACKWARD, ops), 0);
+    hetcl_infer_plan *plan = NULL;
+    CHECK_OK(ctx, hetcl_infer_plan_create(ctx, spec, NULL, &plan));
+    if (plan)
+        CHECK_EQ_STR(hetcl_infer_op_name(plan->steps[1].op), "matmul");
+    hetcl_infer_plan_destroy(plan);
+    hetcl_model_spec_destroy(spec);
+    /* x x of square matrices, the first layer: training refuses the matmul by name */
+    static const char square[] =
+            "{\"schema_version\": 1, \"name\": \"mm2\", \"input\": {\"shape\": [2, 3, 3]}, "
+            "\"layers\": [{\"type\": \"matmul\", \"inputs\": [-1, -1]}, {\"type\": "
+            "\"flatten\"}, {\"type\": \"dense\", \"units\": 3}], \"loss\": "
+            "\"softmax_cross_entropy\"}";
+    spec = NULL;
+    CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "mm2", square, strlen(square), &spec));
+    hetcl_net *net = NULL;
+    if (spec)
+        CHECK_EQ_INT(hetcl_net_create(ctx, spec, &net), HETCL_ERR_UNSUPPORTED);
+    CHECK(net == NULL);
+    CHECK(strstr(hetcl_context_last_error(ctx), "layers[0]: matmul") != NULL);
+    hetcl_model_spec_destroy(spec);
+}
+
 /* An activation layer: one bias_act_fwd from its input's slot into its own, with the zero bias
  * (sized for it) and the slope; training refuses it and relu6 / leaky_relu by name. */
 static void check_activation_layer(hetcl_context *ctx)
@@ -511,6 +564,7 @@ int main(void)
     }
     check_grouped(ctx);
     check_pool_general(ctx);
+    check_matmul(ctx);
     check_activation_layer(ctx);
     check_shape_layers(ctx);
     hetcl_model_spec_destroy(spec);

@@ -12,7 +12,8 @@
  * width and a Transpose that moves nothing; a Reshape between a Gemm and a Conv (a view) after a
  * Clip; a Transpose (NCHW -> NHWC) and a Softmax along the last axis between a Conv and a Gemm; a
  * Gemm with a bias per example, a dilated 1-D MaxPool and a Softmax with values after its axis;
- * and the refusals of what the importer cannot map.
+ * a MatMul of a tensor and its Transpose (a matmul layer); and the refusals of what the importer
+ * cannot map.
  */
 #include "harness.h"
 #include "onnx_fixture.h"
@@ -589,6 +590,46 @@ static void inner_naive(const float *in, double *out)
     }
 }
 
+/* A MatMul of two computed tensors (attention's scores): x [N, 2, 3, 4] and its Transpose
+ * [N, 2, 4, 3] -> MatMul [N, 2, 3, 3] (a matmul layer, a batch of 2 products per example) ->
+ * Softmax axis 2 (over the rows, per column). */
+enum { AT_C = 2, AT_M = 3, AT_K = 4, AT_IN = AT_C * AT_M * AT_K, AT_OUT = AT_C * AT_M * AT_M };
+
+static struct fx *scores_graph(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 4, (int64_t[]){0, AT_C, AT_M, AT_K});
+    fx_attr_ints(f, fx_node(f, "Transpose", "kT", "x", "t"), "perm", 4, (int64_t[]){0, 1, 3, 2});
+    fx_node(f, "MatMul", "scores", "x,t", "s");
+    fx_attr_int(f, fx_node(f, "Softmax", "per_column", "s", "y"), "axis", 2);
+    fx_output(f, "y");
+    return f;
+}
+
+static void scores_naive(const float *in, double *out)
+{
+    for (int r = 0; r < BATCH; r++) {
+        const float *x = in + r * AT_IN;
+        double sc[AT_C][AT_M][AT_M];
+        for (int c = 0; c < AT_C; c++)
+            for (int i = 0; i < AT_M; i++)
+                for (int j = 0; j < AT_M; j++) {
+                    sc[c][i][j] = 0;
+                    for (int p = 0; p < AT_K; p++)
+                        sc[c][i][j] += (double) x[(c * AT_M + i) * AT_K + p] *
+                                       (double) x[(c * AT_M + j) * AT_K + p];
+                }
+        for (int c = 0; c < AT_C; c++)
+            for (int j = 0; j < AT_M; j++) {
+                double sum = 0;
+                for (int i = 0; i < AT_M; i++)
+                    sum += exp(sc[c][i][j]);
+                for (int i = 0; i < AT_M; i++)
+                    out[r * AT_OUT + (c * AT_M + i) * AT_M + j] = exp(sc[c][i][j]) / sum;
+            }
+    }
+}
+
 /* A Reshape that would move values across examples is refused by name. */
 static void test_reshape_refused(void)
 {
@@ -707,6 +748,7 @@ int main(void)
     check_graph(reshape_graph(), "reshape_view.onnx", RS_IN, RS_OUT, reshape_naive, 0, 0);
     check_graph(softmax_graph(), "softmax_axis.onnx", SM_IN, SM_OUT, softmax_naive, 0, 0);
     check_graph(inner_graph(), "inner_axes.onnx", IB_IN, IB_OUT, inner_naive, 1, 0);
+    check_graph(scores_graph(), "scores.onnx", AT_IN, AT_OUT, scores_naive, 0, 0);
     test_reshape_refused();
     test_inputs();
     test_errors();

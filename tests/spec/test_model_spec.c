@@ -471,12 +471,12 @@ static const struct bad_case bad_cases[] = {
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
          "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, "
-         "mul, slice, reshape, softmax, transpose)",
+         "mul, slice, reshape, softmax, transpose, matmul)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
          "maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, mul, slice, "
-         "reshape, softmax, transpose)",
+         "reshape, softmax, transpose, matmul)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
         /* slide layers: the last one, under softmax_cross_entropy; bounded hashing */
@@ -543,6 +543,21 @@ static const struct bad_case bad_cases[] = {
         {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'count_include_pad': true}, "
              "{'type': 'flatten'}, " DENSE "]" SMCE,
          "layers[0].count_include_pad: applies only to avgpool2d", 0},
+        /* matmul: two inputs [..., m, k] and [..., k, n] */
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [2, 3, 4]}, "
+         "'layers': [{'type': 'matmul', 'inputs': [-1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[0].inputs: wrong size or not an array (expected an array of 2 earlier layers' "
+         "indices, -1 for the network's input)",
+         0},
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [2, 3, 4]}, "
+         "'layers': [{'type': 'matmul', 'inputs': [-1, -1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[0]: matmul of [2, 3, 4] (inputs[0]) and [2, 3, 4] (inputs[1]): expected "
+         "[..., m, k] and [..., k, n] of one rank >= 2 with equal leading dimensions",
+         0},
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [2, 3, 4]}, "
+         "'layers': [{'type': 'matmul', 'inputs': [-1, -1], 'axis': 1}, {'type': 'flatten'}, "
+         "" DENSE "]" SMCE,
+         "layers[0].axis: unknown field (expected one of: type)", 1},
         /* graphs: inputs name earlier layers; add joins equal shapes, concat channels */
         {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, 'padding': 1}, "
              "{'type': 'add', 'inputs': [0, 1]}]" SMCE,

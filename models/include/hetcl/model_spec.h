@@ -91,6 +91,11 @@ enum hetcl_model_layer_type {
                                      last) of each example, same shape (inference only) */
     HETCL_MODEL_LAYER_TRANSPOSE,  /* "transpose": each example's dimensions in the order "perm"
                                      (output dimension d is input dimension perm[d]) */
+    HETCL_MODEL_LAYER_MATMUL,     /* "matmul": the matrix product a b of two earlier outputs
+                                     ("inputs": 2) of one rank >= 2, [..., m, k] and [..., k, n]
+                                     with equal leading dimensions (a batch of products):
+                                     [..., m, n] (ONNX's MatMul of two computed tensors;
+                                     inference only) */
 };
 
 /* The most inputs a layer names ("inputs"). */

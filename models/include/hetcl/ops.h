@@ -43,6 +43,14 @@ struct hetcl_op_gemm_args {
     float alpha, beta;
 };
 
+/* Batched matrix product of two computed tensors (ONNX's MatMul with batch dimensions leading,
+ * each example holding its own A and B): y[g] = a[g] b[g] for g < batch, a[g] [m, k], b[g]
+ * [k, n], y[g] [m, n], each matrix row-major and the batch's matrices one after the other.
+ * Buffers: a (R), b (R), y (W). k 0 gives zeros. */
+struct hetcl_op_matmul_args {
+    int64_t batch, m, n, k;
+};
+
 /* Fused bias + activation, forward: y[r][c] = act(x[r][c] + bias[c]).
  * Buffers: x (R), bias (R), y (W). x and y may be the same handle only with mode RW on one
  * buffer: use hetcl_op_bias_act_fwd_inplace (buffers: x (RW), bias (R)). RELU6, LEAKY_RELU and
@@ -215,6 +223,7 @@ HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_fwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_bwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_concat;
 HETCL_API extern const struct hetcl_codelet hetcl_op_eltwise;
+HETCL_API extern const struct hetcl_codelet hetcl_op_matmul;
 HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_fwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_bwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_avgpool_fwd;

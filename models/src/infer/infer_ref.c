@@ -113,6 +113,26 @@ static void pool(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
                 }
 }
 
+/* Each example's [..., m, k] x [..., k, n] (the leading dimensions a batch of products). */
+static void matmul(const struct hetcl_model_layer *l, int64_t batch, const double *a,
+                   const double *b, double *y)
+{
+    const struct hetcl_model_shape *sh = &l->in_shape;
+    const int r = sh->rank;
+    const int64_t M = sh->dims[r - 2], K = sh->dims[r - 1], N = l->out_shape.dims[r - 1];
+    int64_t groups = batch;
+    for (int d = 0; d < r - 2; d++)
+        groups *= sh->dims[d];
+    for (int64_t g = 0; g < groups; g++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = 0;
+                for (int64_t p = 0; p < K; p++)
+                    acc += a[(g * M + i) * K + p] * b[(g * K + p) * N + j];
+                y[(g * M + i) * N + j] = acc;
+            }
+}
+
 static void softmax(int64_t b, int64_t k, const double *x, double *y)
 {
     for (int64_t n = 0; n < b; n++) {
@@ -349,6 +369,10 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
             break;
         case HETCL_INFER_TRANSPOSE:
             transpose(&plan->spec->layers[s->layer], batch, a, b);
+            break;
+        case HETCL_INFER_MATMUL:
+            matmul(&plan->spec->layers[s->layer], batch, a,
+                   source(outs, in, plan->spec->layers[s->layer].inputs[1]), b);
             break;
         case HETCL_INFER_FLATTEN: /* same bytes, another shape; the last layer's values */
         case HETCL_INFER_OUTPUT:

@@ -120,6 +120,7 @@ hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec
     case HETCL_MODEL_LAYER_SLICE:
     case HETCL_MODEL_LAYER_TRANSPOSE:
     case HETCL_MODEL_LAYER_SOFTMAX: /* along any axis: its operator takes inner columns */
+    case HETCL_MODEL_LAYER_MATMUL:
         return HETCL_OK;
     case HETCL_MODEL_LAYER_CONV2D:
         /* The conv operators take one stride and one padding for both axes. */
@@ -589,6 +590,23 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
     case HETCL_MODEL_LAYER_SOFTMAX:
         forward_softmax(e, lw, l, in, y);
         return;
+    case HETCL_MODEL_LAYER_MATMUL: {
+        /* every example's [..., m, k] x [..., k, n]: rows times the leading dimensions' products */
+        const struct hetcl_model_shape *a = &L->in_shape;
+        int64_t batch = rows;
+        for (int d = 0; d < a->rank - 2; d++)
+            batch *= a->dims[d];
+        op = add(e, &hetcl_op_matmul, "fwd_matmul");
+        SET_ARGS(op, matmul,
+                 ((struct hetcl_op_matmul_args){.batch = batch,
+                                                .m = a->dims[a->rank - 2],
+                                                .n = L->out_shape.dims[a->rank - 1],
+                                                .k = a->dims[a->rank - 1]}));
+        buf(e, op, in, HETCL_R);
+        buf(e, op, hetcl__lower_input_k(lw->spec, l, 1), HETCL_R);
+        buf(e, op, y, HETCL_W);
+        return;
+    }
     case HETCL_MODEL_LAYER_ACTIVATION:
         /* y = act(x + 0) into its own slot: the input may be read again by nothing else, but
          * an in-place form would make the layer a view of a slot it writes */
@@ -713,6 +731,7 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
     case HETCL_MODEL_LAYER_SLICE:
     case HETCL_MODEL_LAYER_SOFTMAX:
     case HETCL_MODEL_LAYER_TRANSPOSE:
+    case HETCL_MODEL_LAYER_MATMUL:
         return; /* inference only: hetcl_net_create refuses to train them */
     }
 }

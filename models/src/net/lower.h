@@ -116,6 +116,7 @@ union hetcl__op_args {
     struct hetcl_op_kernel_args kernel;
     struct hetcl_op_concat_args concat;
     struct hetcl_op_eltwise_args eltwise;
+    struct hetcl_op_matmul_args matmul;
 };
 
 #define HETCL__OP_MAX_BUFFERS 6 /* conv2d_bwd's */

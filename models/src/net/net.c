@@ -35,10 +35,11 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
         const struct hetcl_model_layer *G = &spec->layers[i];
         if (G->type == HETCL_MODEL_LAYER_ADD || G->type == HETCL_MODEL_LAYER_CONCAT ||
             G->type == HETCL_MODEL_LAYER_MUL || G->type == HETCL_MODEL_LAYER_SLICE ||
-            G->n_inputs != 1 || G->inputs[0] != i - 1)
+            G->type == HETCL_MODEL_LAYER_MATMUL || G->n_inputs != 1 || G->inputs[0] != i - 1)
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
                                "%s: layers[%d]: %s: layers that name their inputs (add, mul, "
-                               "concat, slice, residual and branching graphs) run in inference "
+                               "concat, slice, matmul, residual and branching graphs) run in "
+                               "inference "
                                "only (bench "
                                "model); training takes chains of layers",
                                spec->source, i, hetcl_model_layer_type_name(G->type));

@@ -12,9 +12,42 @@
 
 #include "onnx/onnx_import_impl.h"
 
+/* MatMul of two computed values (each example's own A and B: attention's scores, a batch of
+ * products): a matmul layer over [..., m, k] x [..., k, n] with equal leading dimensions. */
+static hetcl_status matmul_values(struct imp *m, const Onnx__NodeProto *n, const struct value *a,
+                                  const struct value *b)
+{
+    const int r = a->rank;
+    bool ok = !a->flat_view && !b->flat_view && a->orank == r && b->orank == r && r >= 2 &&
+              b->rank == r && a->dims[r - 1] == b->dims[r - 2];
+    for (int d = 0; ok && d < r - 2; d++)
+        ok = a->dims[d] == b->dims[d];
+    if (!ok)
+        return hetcl__onnx_unsupported(m, n,
+                                       "a product of two computed tensors other than [batch, ..., "
+                                       "m, k] x [batch, ..., k, n] of one rank, 3 or 4, with equal "
+                                       "leading dimensions (no broadcasting)");
+    hetcl_status s = HETCL_OK;
+    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_MATMUL, &s);
+    if (!l)
+        return s;
+    l->n_inputs = 2;
+    l->inputs[0] = a->layer;
+    l->inputs[1] = b->layer;
+    memcpy(m->dims, a->dims, sizeof m->dims);
+    m->dims[r - 1] = b->dims[r - 1];
+    return HETCL_OK;
+}
+
 /* Gemm and MatMul: B [K, N] (or [N, K] with trans_b) into a dense layer of N units. */
 hetcl_status hetcl__onnx_op_dense(struct imp *m, const Onnx__NodeProto *n, bool gemm)
 {
+    if (!gemm && n->n_input == 2 && !hetcl__onnx_const_find(m, n->input[1])) {
+        const struct value *a = hetcl__onnx_value_find(m, n->input[0]),
+                           *b = hetcl__onnx_value_find(m, n->input[1]);
+        if (a && b)
+            return matmul_values(m, n, a, b);
+    }
     hetcl_status s = hetcl__onnx_need_rank(m, n, 1);
     const struct hetcl_onnx_tensor *w =
             s == HETCL_OK ? hetcl__onnx_const_input(m, n, 1, "B", &s) : NULL;

@@ -63,6 +63,7 @@ static bool add_layer_json(cJSON *arr, const struct layer *l, int index)
             ok = ok && cJSON_AddItemToObject(o, "dilation", ints_json(l->dilation, 2));
         break;
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_MATMUL:
     case HETCL_MODEL_LAYER_KERNEL: /* kernel machines and slide layers: never mapped */
     case HETCL_MODEL_LAYER_SLIDE:
         break;

@@ -48,7 +48,8 @@
     X(avgpool_fwd_f16)          \
     X(kernel_matrix)            \
     X(concat)                   \
-    X(eltwise)
+    X(eltwise)                  \
+    X(matmul)
 
 #define X(name)                                                               \
     hetcl_status hetcl__op_##name##_host(const struct hetcl_host_call *call); \
@@ -90,9 +91,8 @@ static inline struct hetcl__pool_axis hetcl__pool_axis(const struct hetcl_op_poo
                                  .stride = axis && a->stride_w ? a->stride_w : a->stride,
                                  .dil = a->dilation[axis] ? a->dilation[axis] : 1};
     /* a negative k or dilation stays negative, so that hetcl__pool_out refuses it */
-    x.extent = x.k < 1 || x.dil < 1 || x.k > INT32_MAX || x.dil > INT32_MAX
-                       ? -1
-                       : (x.k - 1) * x.dil + 1;
+    x.extent = x.k < 1 || x.dil < 1 || x.k > INT32_MAX || x.dil > INT32_MAX ? -1
+                                                                            : (x.k - 1) * x.dil + 1;
     return x;
 }
 

@@ -26,9 +26,10 @@
 
 /* ---- names -------------------------------------------------------------------------------- */
 
-static const char *const layer_type_names[] = {
-        "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "kernel",  "slide",    "activation",
-        "add",   "concat", "mul",       "slice",     "reshape", "softmax", "transpose"};
+static const char *const layer_type_names[] = {"dense",   "conv2d",  "maxpool2d", "avgpool2d",
+                                               "flatten", "kernel",  "slide",     "activation",
+                                               "add",     "concat",  "mul",       "slice",
+                                               "reshape", "softmax", "transpose", "matmul"};
 static const char *const activation_names[] = {"none",  "relu",       "sigmoid", "tanh",
                                                "relu6", "leaky_relu", "clip"};
 static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
@@ -202,6 +203,7 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
     case HETCL_MODEL_LAYER_SLICE:
     case HETCL_MODEL_LAYER_RESHAPE:
     case HETCL_MODEL_LAYER_TRANSPOSE:
+    case HETCL_MODEL_LAYER_MATMUL:
         return hetcl__spec_parse_join(p, x, prefix, l);
     case HETCL_MODEL_LAYER_ADD:
     case HETCL_MODEL_LAYER_MUL:
@@ -433,6 +435,7 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
     case HETCL_MODEL_LAYER_SLICE:
     case HETCL_MODEL_LAYER_RESHAPE:
     case HETCL_MODEL_LAYER_TRANSPOSE:
+    case HETCL_MODEL_LAYER_MATMUL:
         break;
     }
     return HETCL_OK;
@@ -460,7 +463,8 @@ static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_mo
     if (s == HETCL_OK &&
         (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_CONCAT ||
          l->type == HETCL_MODEL_LAYER_MUL || l->type == HETCL_MODEL_LAYER_SLICE ||
-         l->type == HETCL_MODEL_LAYER_RESHAPE || l->type == HETCL_MODEL_LAYER_TRANSPOSE))
+         l->type == HETCL_MODEL_LAYER_RESHAPE || l->type == HETCL_MODEL_LAYER_TRANSPOSE ||
+         l->type == HETCL_MODEL_LAYER_MATMUL))
         s = hetcl__spec_join_shape(p->ctx, p->source, layers, i, input, &g.out);
     if (s != HETCL_OK)
         return s;
