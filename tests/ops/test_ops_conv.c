@@ -405,8 +405,7 @@ static void pool_case_pad(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
         ops_check(what, dxref, F(&b[2]), nx, 1e-12, 1e-6 * (double) (k * k_w));
         ops_buf_guard_ok(&b[2], what);
     } else { /* refused by name, not computed wrongly */
-        CHECK_EQ_INT(ops_run(&E, &hetcl_op_maxpool_bwd, b, 3, &a, sizeof a),
-                     HETCL_ERR_UNSUPPORTED);
+        CHECK_EQ_INT(ops_run(&E, &hetcl_op_maxpool_bwd, b, 3, &a, sizeof a), HETCL_ERR_UNSUPPORTED);
     }
     if (!ties) {
         /* average forward and backward */
@@ -453,7 +452,8 @@ static void pool_case_pad(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
 static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride,
                       bool ties)
 {
-    pool_case_pad(n, c, h, w, k, stride, ties, (struct pool_pad){.pad = {0, 0, 0, 0}, .ceil = false, .cip = false});
+    pool_case_pad(n, c, h, w, k, stride, ties,
+                  (struct pool_pad){.pad = {0, 0, 0, 0}, .ceil = false, .cip = false});
 }
 
 /* L = sum dy * pool(x) from the device's forward; its central differences against the device's
@@ -541,21 +541,34 @@ static void test_pool(void)
     pool_case(0, 3, 8, 8, 2, 2, false);
     /* ONNX's padded pools: ResNet's stem (3, 2, pads 1), SqueezeNet's ceil_mode, asymmetric
      * pads (auto_pad SAME_*), count_include_pad, a ceil window that would start in the pad */
-    pool_case_pad(2, 3, 12, 12, 3, 2, false, (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = false});
-    pool_case_pad(2, 3, 12, 12, 3, 2, true, (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = false});
-    pool_case_pad(1, 2, 13, 13, 3, 2, false, (struct pool_pad){.pad = {0, 0, 0, 0}, .ceil = true, .cip = false});
-    pool_case_pad(1, 2, 14, 10, 3, 2, true, (struct pool_pad){.pad = {0, 0, 0, 0}, .ceil = true, .cip = false});
-    pool_case_pad(2, 2, 7, 9, 3, 1, false, (struct pool_pad){.pad = {1, 0, 1, 2}, .ceil = false, .cip = false});
-    pool_case_pad(2, 2, 7, 9, 3, 2, false, (struct pool_pad){.pad = {2, 1, 2, 1}, .ceil = false, .cip = true});
-    pool_case_pad(1, 3, 6, 6, 3, 2, false, (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = true, .cip = true});
-    pool_case_pad(1, 3, 5, 5, 2, 2, false, (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = true, .cip = false});
-    pool_case_pad(1, 1, 1, 1, 2, 2, false, (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = true});
+    pool_case_pad(2, 3, 12, 12, 3, 2, false,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = false});
+    pool_case_pad(2, 3, 12, 12, 3, 2, true,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = false});
+    pool_case_pad(1, 2, 13, 13, 3, 2, false,
+                  (struct pool_pad){.pad = {0, 0, 0, 0}, .ceil = true, .cip = false});
+    pool_case_pad(1, 2, 14, 10, 3, 2, true,
+                  (struct pool_pad){.pad = {0, 0, 0, 0}, .ceil = true, .cip = false});
+    pool_case_pad(2, 2, 7, 9, 3, 1, false,
+                  (struct pool_pad){.pad = {1, 0, 1, 2}, .ceil = false, .cip = false});
+    pool_case_pad(2, 2, 7, 9, 3, 2, false,
+                  (struct pool_pad){.pad = {2, 1, 2, 1}, .ceil = false, .cip = true});
+    pool_case_pad(1, 3, 6, 6, 3, 2, false,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = true, .cip = true});
+    pool_case_pad(1, 3, 5, 5, 2, 2, false,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = true, .cip = false});
+    pool_case_pad(1, 1, 1, 1, 2, 2, false,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = true});
     /* rows of more than a vector of windows inside the input (ResNet's 3x3 stride 2 pad 1 and
      * SqueezeNet's ceil_mode pool): the unpadded kernel on the inside, the border clipped */
-    pool_case_pad(1, 3, 37, 41, 3, 2, true, (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = false});
-    pool_case_pad(2, 2, 40, 39, 3, 2, false, (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = false});
-    pool_case_pad(1, 2, 55, 54, 3, 2, true, (struct pool_pad){.pad = {0, 0, 0, 0}, .ceil = true, .cip = false});
-    pool_case_pad(1, 2, 35, 36, 2, 2, true, (struct pool_pad){.pad = {1, 0, 1, 1}, .ceil = false, .cip = false});
+    pool_case_pad(1, 3, 37, 41, 3, 2, true,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = false});
+    pool_case_pad(2, 2, 40, 39, 3, 2, false,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = false});
+    pool_case_pad(1, 2, 55, 54, 3, 2, true,
+                  (struct pool_pad){.pad = {0, 0, 0, 0}, .ceil = true, .cip = false});
+    pool_case_pad(1, 2, 35, 36, 2, 2, true,
+                  (struct pool_pad){.pad = {1, 0, 1, 1}, .ceil = false, .cip = false});
     /* Windows other than square, undilated and of one stride (ONNX's 1-D pools as height 1,
      * MaxPool dilations): 1-D with and without a pad on one side only, a tall window, unequal
      * strides, dilation 2 with stride 2 (and a pad at the end only, so that taps fall in it),
@@ -572,9 +585,10 @@ static void test_pool(void)
                   (struct pool_pad){.pad = {0, 0, 1, 1}, .cip = true, .dil = {2, 2}});
     pool_case_pad(1, 2, 13, 9, 3, 2, true,
                   (struct pool_pad){.pad = {1, 0, 2, 0}, .ceil = true, .dil = {2, 1}});
-    pool_case_pad(2, 1, 9, 14, 2, 1, false,
-                  (struct pool_pad){.pad = {0, 1, 0, 1}, .cip = true, .k_w = 3,
-                                    .stride_w = 3, .dil = {3, 2}});
+    pool_case_pad(
+            2, 1, 9, 14, 2, 1, false,
+            (struct pool_pad){
+                    .pad = {0, 1, 0, 1}, .cip = true, .k_w = 3, .stride_w = 3, .dil = {3, 2}});
     pool_fd(true);
     pool_fd(false);
 }

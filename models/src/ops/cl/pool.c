@@ -6,8 +6,8 @@
 /* Shape checks and sizes shared by the four operators. */
 struct pool_shape {
     cl_int planes, in_h, in_w, k, stride, out_h, out_w;
-    cl_int k_w, s_w, d_h, d_w; /* the forward float kernels' general windows (ops.h) */
-    bool general;              /* other than square, undilated and of one stride */
+    cl_int k_w, s_w, d_h, d_w;        /* the forward float kernels' general windows (ops.h) */
+    bool general;                     /* other than square, undilated and of one stride */
     cl_int pad[4], count_include_pad; /* the float kernels' padding (ops.h) */
     bool padded;
     size_t n_in, n_out; /* elements */

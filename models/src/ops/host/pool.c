@@ -277,9 +277,8 @@ hetcl_status hetcl__op_maxpool_fwd_host(const struct hetcl_host_call *call)
     if (g.n_out > 0 && hetcl__pool_general(a)) {
         for (int64_t pl = 0; pl < g.planes; pl++)
             for (int64_t o = 0; o < g.out_plane; o++)
-                maxpool_clipped(a, (const float *) call->ptrs[0] + pl * g.in_plane,
-                                o / g.out_w, o % g.out_w,
-                                (float *) call->ptrs[1] + pl * g.out_plane + o,
+                maxpool_clipped(a, (const float *) call->ptrs[0] + pl * g.in_plane, o / g.out_w,
+                                o % g.out_w, (float *) call->ptrs[1] + pl * g.out_plane + o,
                                 (int32_t *) call->ptrs[2] + pl * g.out_plane + o);
     } else if (g.n_out > 0 && hetcl__pool_padded(a)) {
         maxpool_padded(hetcl__maxpool_kernel(HETCL_GEMM_AUTO), a, &g, call->ptrs[0], call->ptrs[1],
