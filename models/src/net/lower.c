@@ -328,6 +328,27 @@ static void forward_softmax(struct emit *e, const struct hetcl__lowering *lw, in
     buf(e, op, y, HETCL_W);
 }
 
+/* A matmul layer: every example's [..., m, k] x [..., k, n], the batch of products being the
+ * rows times the leading dimensions' product. */
+static void forward_matmul(struct emit *e, const struct hetcl__lowering *lw, int l,
+                           struct hetcl__slot in, struct hetcl__slot y)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    const struct hetcl_model_shape *a = &L->in_shape;
+    int64_t batch = lw->rows;
+    for (int d = 0; d < a->rank - 2; d++)
+        batch *= a->dims[d];
+    struct hetcl__op *op = add(e, &hetcl_op_matmul, "fwd_matmul");
+    SET_ARGS(op, matmul,
+             ((struct hetcl_op_matmul_args){.batch = batch,
+                                            .m = a->dims[a->rank - 2],
+                                            .n = L->out_shape.dims[a->rank - 1],
+                                            .k = a->dims[a->rank - 1]}));
+    buf(e, op, in, HETCL_R);
+    buf(e, op, hetcl__lower_input_k(lw->spec, l, 1), HETCL_R);
+    buf(e, op, y, HETCL_W);
+}
+
 static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
 {
     const struct hetcl_model_layer *L = &lw->spec->layers[l];
@@ -481,23 +502,9 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
     case HETCL_MODEL_LAYER_SOFTMAX:
         forward_softmax(e, lw, l, in, y);
         return;
-    case HETCL_MODEL_LAYER_MATMUL: {
-        /* every example's [..., m, k] x [..., k, n]: rows times the leading dimensions' products */
-        const struct hetcl_model_shape *a = &L->in_shape;
-        int64_t batch = rows;
-        for (int d = 0; d < a->rank - 2; d++)
-            batch *= a->dims[d];
-        op = add(e, &hetcl_op_matmul, "fwd_matmul");
-        SET_ARGS(op, matmul,
-                 ((struct hetcl_op_matmul_args){.batch = batch,
-                                                .m = a->dims[a->rank - 2],
-                                                .n = L->out_shape.dims[a->rank - 1],
-                                                .k = a->dims[a->rank - 1]}));
-        buf(e, op, in, HETCL_R);
-        buf(e, op, hetcl__lower_input_k(lw->spec, l, 1), HETCL_R);
-        buf(e, op, y, HETCL_W);
+    case HETCL_MODEL_LAYER_MATMUL:
+        forward_matmul(e, lw, l, in, y);
         return;
-    }
     case HETCL_MODEL_LAYER_ACTIVATION:
         /* y = act(x + 0) into its own slot: the input may be read again by nothing else, but
          * an in-place form would make the layer a view of a slot it writes */
