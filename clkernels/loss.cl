@@ -7,6 +7,8 @@
  *                       dx = (sigmoid(x) - t) * scale
  *     mse_f32           loss[r] = sum_c (p - t)^2 / classes, dp = 2 (p - t) * scale / classes
  *     softmax_f32       y[r] = softmax(x[r])
+ *     softmax_inner_f32 rows of [classes][inner]: each column its own softmax, one work-item
+ *                       per (column, row), range (inner, rows)
  *
  * Softmax subtracts the row's maximum first (no overflow for large logits). A label outside
  * [0, classes) gives loss NaN for its row and no one-hot term in the gradient, so that a bad
@@ -101,4 +103,27 @@ __kernel void softmax_f32(int rows, int classes, const __global float *restrict 
     const float inv = 1.0f / sum;
     for (int c = 0; c < classes; c++)
         y[c] *= inv;
+}
+
+__kernel void softmax_inner_f32(int rows, int classes, int inner,
+                                const __global float *restrict logits,
+                                __global float *restrict probs)
+{
+    const int k = get_global_id(0), r = get_global_id(1);
+    if (k >= inner || r >= rows)
+        return;
+    const __global float *x = logits + (size_t) r * classes * inner + k;
+    __global float *y = probs + (size_t) r * classes * inner + k;
+    float m = x[0];
+    for (int c = 1; c < classes; c++)
+        m = fmax(m, x[(size_t) c * inner]);
+    float sum = 0.0f;
+    for (int c = 0; c < classes; c++) {
+        const float e = exp(x[(size_t) c * inner] - m);
+        y[(size_t) c * inner] = e;
+        sum += e;
+    }
+    const float inv = 1.0f / sum;
+    for (int c = 0; c < classes; c++)
+        y[(size_t) c * inner] *= inv;
 }

@@ -1,11 +1,13 @@
-/* Max and average pooling over NCHW planes, square windows of k x k with a stride (ops.h:
+/* Max and average pooling over NCHW planes, windows of k x k with a stride (ops.h:
  * hetcl_op_maxpool_*, hetcl_op_avgpool_*), padding pad_t, pad_l, pad_b, pad_r: the windows are
  * clipped to the input (the host computes out_h, out_w, with ceil_mode or not); a padded average
  * divides by the elements inside the input, or with cip (count_include_pad) by the window's
  * part inside the padded input. The forward kernels take a 3-D range (width,
  * height, planes) of the output, the backward ones a 2-D range (rows, planes) of the input: no
  * integer division per element to split a flat index, which CPUs do slowly and PoCL cannot
- * vectorise.
+ * vectorise. The forward kernels also take windows of k x k_w taps, strides stride x s_w and
+ * taps d_h, d_w apart (1-D pools as height 1, MaxPool dilations); the backward ones square,
+ * undilated windows of one stride (the host refuses the others for them).
  *
  *     maxpool_f32_fwd  one work-item per output: y, and argmax = the winner's index inside its
  *                      input plane (h * in_w + w); the first NaN wins, else the first maximum
@@ -20,6 +22,16 @@
  * windows need no atomics and the result is deterministic.
  */
 
+/* The taps [lo, hi) of a window of k taps d apart starting at coordinate start that lie in
+ * [0, n) (start >= -pad_begin, so passing n + pad_end counts the taps inside the padded input
+ * from 0); hi <= lo when none does. */
+inline int2 pool_taps(int start, int n, int k, int d)
+{
+    const int lo = start < 0 ? (-start + d - 1) / d : 0;
+    const int hi = start > n - 1 ? 0 : (n - 1 - start) / d + 1;
+    return (int2) (min(lo, k), min(hi, k));
+}
+
 /* The range of outputs [lo, hi] along one axis whose window [o * stride, o * stride + k)
  * contains input coordinate h; empty when lo > hi. */
 inline int2 pool_outputs_over(int h, int k, int stride, int out_n)
@@ -32,6 +44,7 @@ inline int2 pool_outputs_over(int h, int k, int stride, int out_n)
 
 __kernel void maxpool_f32_fwd(int planes, int in_h, int in_w, int k, int stride, int out_h,
                               int out_w, int pad_t, int pad_l, int pad_b, int pad_r, int cip,
+                              int k_w, int s_w, int d_h, int d_w,
                               const __global float *restrict x, __global float *restrict y,
                               __global int *restrict argmax)
 {
@@ -40,13 +53,18 @@ __kernel void maxpool_f32_fwd(int planes, int in_h, int in_w, int k, int stride,
         return;
     const size_t o = ((size_t) plane * out_h + p) * out_w + q;
     const __global float *xp = x + (size_t) plane * in_h * in_w;
-    const int y0 = p * stride - pad_t, x0 = q * stride - pad_l;
-    const int i0 = max(y0, 0), i1 = min(y0 + k, in_h), j0 = max(x0, 0), j1 = min(x0 + k, in_w);
-    int best_at = i0 * in_w + j0;
+    const int y0 = p * stride - pad_t, x0 = q * s_w - pad_l;
+    const int2 ti = pool_taps(y0, in_h, k, d_h), tj = pool_taps(x0, in_w, k_w, d_w);
+    if (ti.x >= ti.y || tj.x >= tj.y) { /* every tap in the padding: no winner */
+        y[o] = -INFINITY;
+        argmax[o] = -1;
+        return;
+    }
+    int best_at = (y0 + ti.x * d_h) * in_w + x0 + tj.x * d_w;
     float best = xp[best_at];
-    for (int i = i0; i < i1 && !isnan(best); i++) {
-        for (int j = j0; j < j1; j++) {
-            const int at = i * in_w + j;
+    for (int i = ti.x; i < ti.y && !isnan(best); i++) {
+        for (int j = tj.x; j < tj.y; j++) {
+            const int at = (y0 + i * d_h) * in_w + x0 + j * d_w;
             const float v = xp[at];
             if (isnan(v) || v > best) {
                 best = v;
@@ -155,6 +173,7 @@ inline float avg_inv(int p, int q, int in_h, int in_w, int k, int stride, int pa
 
 __kernel void avgpool_f32_fwd(int planes, int in_h, int in_w, int k, int stride, int out_h,
                               int out_w, int pad_t, int pad_l, int pad_b, int pad_r, int cip,
+                              int k_w, int s_w, int d_h, int d_w,
                               const __global float *restrict x, __global float *restrict y)
 {
     const int q = get_global_id(0), p = get_global_id(1), plane = get_global_id(2);
@@ -162,13 +181,17 @@ __kernel void avgpool_f32_fwd(int planes, int in_h, int in_w, int k, int stride,
         return;
     const size_t o = ((size_t) plane * out_h + p) * out_w + q;
     const __global float *xp = x + (size_t) plane * in_h * in_w;
-    const int y0 = p * stride - pad_t, x0 = q * stride - pad_l;
-    const int i0 = max(y0, 0), i1 = min(y0 + k, in_h), j0 = max(x0, 0), j1 = min(x0 + k, in_w);
+    const int y0 = p * stride - pad_t, x0 = q * s_w - pad_l;
+    const int2 ti = pool_taps(y0, in_h, k, d_h), tj = pool_taps(x0, in_w, k_w, d_w);
     float s = 0.0f;
-    for (int i = i0; i < i1; i++)
-        for (int j = j0; j < j1; j++)
-            s += xp[i * in_w + j];
-    y[o] = s * avg_inv(p, q, in_h, in_w, k, stride, pad_t, pad_l, pad_b, pad_r, cip);
+    for (int i = ti.x; i < ti.y; i++)
+        for (int j = tj.x; j < tj.y; j++)
+            s += xp[(y0 + i * d_h) * in_w + x0 + j * d_w];
+    /* the divisor: the taps inside the input, or (cip) inside the padded input */
+    const int count = cip ? pool_taps(y0, in_h + pad_b, k, d_h).y *
+                                    pool_taps(x0, in_w + pad_r, k_w, d_w).y
+                          : (ti.y - ti.x) * (tj.y - tj.x);
+    y[o] = count ? s / (float) count : 0.0f;
 }
 
 /* One work-item per input row (h, plane), range (in_h, planes): zero the row, then spread

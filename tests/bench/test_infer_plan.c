@@ -234,7 +234,9 @@ static void ref_forward(const hetcl_infer_plan *p, int64_t b, const float *x, fl
                                    l->padding_end[0],
                                    l->padding_end[1],
                                    l->ceil_mode,
-                                   l->count_include_pad};
+                                   l->count_include_pad,
+                                   l->dilation[0],
+                                   l->dilation[1]};
             if (s->op == HETCL_INFER_MAXPOOL)
                 ref_maxpool2d_forward(&sh, a, y, am);
             else

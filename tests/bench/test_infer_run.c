@@ -1,6 +1,8 @@
 /*
  * Inference plans on the runtime (models/src/infer/infer_run.c): the forward pass of mlp.json,
- * lenet.json and tests/bench/graph_tiny.json (a residual block and a Fire module), with seeded
+ * lenet.json, tests/bench/graph_tiny.json (a residual block and a Fire module) and
+ * tests/bench/pools_general.json (pools of any window, stride and dilation, a softmax with values
+ * after its axis), with seeded
  * weights and inputs, on every worker alone and split across all workers, equals the host reference
  * (hetcl_infer_forward_ref, itself checked against tests/ref in test_infer_plan) within float
  * tolerance; the offline halves (submit/wait) on two sessions give the same outputs, split and
@@ -342,6 +344,9 @@ int main(void)
             /* a graph (add, concat, inputs; padded pools): the fused host task's activation
              * buffers by liveness, the per-operator tasks' handles */
             run_model(ctx, rt, "../tests/bench/graph_tiny.json", seed, b);
+            /* pools of 1 x k and k x 1 windows, two strides, a dilation (ONNX's 1-D pools and
+             * MaxPool dilations); a softmax along the channels of [c, h, w] */
+            run_model(ctx, rt, "../tests/bench/pools_general.json", seed, b);
         }
     }
     hetcl_runtime_destroy(rt);

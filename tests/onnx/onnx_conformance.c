@@ -96,9 +96,10 @@ static bool close_enough(const float *got, const struct hetcl_onnx_tensor *want,
     return true;
 }
 
-/* One data set of a test on rt's worker 0; joins: the operator joins tensors (Add, Mul, Concat). */
+/* One data set of a test on rt's worker 0; joins: the operator joins tensors (Add, Mul, Concat);
+ * own: the input that may be one per example (a Gemm's C: 2, a MatMul's B: 1; 0: none). */
 static enum verdict run_set(hetcl_runtime *rt, const char *model, const char *set, bool joins,
-                            char *why, size_t cap)
+                            int own, char *why, size_t cap)
 {
     struct hetcl_onnx_tensor *in[16] = {0}, *out[4] = {0};
     int n_in = load_tensors(set, "input", in, 16), n_out = load_tensors(set, "output", out, 4);
@@ -114,14 +115,16 @@ static enum verdict run_set(hetcl_runtime *rt, const char *model, const char *se
         goto done;
     }
     /* The first input is data. The others (weights, shapes) are bound as constants, but for
-     * the operators that join tensors (joins): there an input of the first one's rank and batch
-     * is data too, and each example holds the data inputs' values one after the other. */
+     * the operators that join tensors (joins), a Gemm's C (its bias) and a MatMul's B (own):
+     * there an input of the first one's rank and batch is data too (each example's own bias or
+     * matrices), and each example holds the data inputs' values one after the other. */
     struct hetcl_onnx_tensor bound[16];
     bool data[16] = {true};
     int n_bound = 0;
     int64_t batch = in[0]->rank ? in[0]->dims[0] : 0, in_elems = in[0]->n_elements;
     for (int i = 1; i < n_in; i++) {
-        data[i] = joins && in[i]->rank == in[0]->rank && in[i]->rank && in[i]->dims[0] == batch;
+        data[i] = (joins || i == own) && in[i]->rank == in[0]->rank && in[i]->rank &&
+                  in[i]->dims[0] == batch;
         if (data[i])
             in_elems += in[i]->n_elements;
         else
@@ -193,7 +196,8 @@ done:
 }
 
 /* Every data set of test directory dir: PASS only when all pass. */
-static enum verdict run_test(hetcl_runtime *rt, const char *dir, bool joins, char *why, size_t cap)
+static enum verdict run_test(hetcl_runtime *rt, const char *dir, bool joins, int own, char *why,
+                             size_t cap)
 {
     char model[4096];
     snprintf(model, sizeof model, "%s/model.onnx", dir);
@@ -208,7 +212,7 @@ static enum verdict run_test(hetcl_runtime *rt, const char *dir, bool joins, cha
             }
             break;
         }
-        v = run_set(rt, model, set, joins, why, cap);
+        v = run_set(rt, model, set, joins, own, why, cap);
     }
     return v;
 }
@@ -331,7 +335,8 @@ int main(int argc, char **argv)
         char why[1024] = "";
         const bool joins =
                 !strcmp(types, "Add") || !strcmp(types, "Mul") || !strcmp(types, "Concat");
-        enum verdict v = run_test(rt, dir, joins, why, sizeof why);
+        const int own = !strcmp(types, "Gemm") ? 2 : !strcmp(types, "MatMul") ? 1 : 0;
+        enum verdict v = run_test(rt, dir, joins, own, why, sizeof why);
         per_op[op].n[v]++;
         static const char *const word[] = {"pass", "FAIL", "unsupported"};
         if (verbose || v == FAIL)

@@ -10,8 +10,10 @@
  * graph), a host session with a task per operator, and an OpenCL session where a device exists.
  * Also a graph of two data inputs (slice layers) with a broadcast Mul, an Add, a Concat on the
  * width and a Transpose that moves nothing; a Reshape between a Gemm and a Conv (a view) after a
- * Clip; a Transpose (NCHW -> NHWC) and a Softmax along the last axis between a Conv and a Gemm; and
- * the refusals of what the importer cannot map.
+ * Clip; a Transpose (NCHW -> NHWC) and a Softmax along the last axis between a Conv and a Gemm; a
+ * Gemm with a bias per example, a dilated 1-D MaxPool and a Softmax with values after its axis;
+ * a MatMul of a tensor and its Transpose (a matmul layer); and the refusals of what the importer
+ * cannot map.
  */
 #include "harness.h"
 #include "onnx_fixture.h"
@@ -539,6 +541,95 @@ static void softmax_naive(const float *in, double *out)
     }
 }
 
+/* Operators that ONNX's own node tests needed (conform3): a Gemm whose C is a data input, one
+ * bias per example; a 1-D MaxPool with a dilation (a height-1 pool between two views); a Softmax
+ * along an axis with values after it. x [N, 6], c [N, 8] -> Gemm (W [8, 6], transB, C = c) ->
+ * Relu -> Reshape [N, 2, 4] -> MaxPool k2 dilation 2 [N, 2, 2] -> Softmax axis 1 (over the 2
+ * channels, per column). The spec's input is each example's x then its c. */
+enum { IB_X = 6, IB_H = 8, IB_IN = IB_X + IB_H, IB_OUT = 4 };
+
+static struct fx *inner_graph(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 2, (int64_t[]){0, IB_X});
+    fx_input(f, "c", 2, (int64_t[]){0, IB_H});
+    float *wv = values(IB_H * IB_X, 41);
+    fx_weight(f, "w", 2, (int64_t[]){IB_H, IB_X}, wv);
+    free(wv);
+    fx_attr_int(f, fx_node(f, "Gemm", "fc", "x,w,c", "h"), "transB", 1);
+    fx_node(f, "Relu", "fc_relu", "h", "hr");
+    fx_shape(f, "to", 3, (int64_t[]){0, 2, 4});
+    fx_node(f, "Reshape", "rows", "hr,to", "r");
+    Onnx__NodeProto *pool = fx_node(f, "MaxPool", "pool1d", "r", "p");
+    fx_attr_ints(f, pool, "kernel_shape", 1, (int64_t[]){2});
+    fx_attr_ints(f, pool, "dilations", 1, (int64_t[]){2});
+    fx_attr_int(f, fx_node(f, "Softmax", "per_column", "p", "y"), "axis", 1);
+    fx_output(f, "y");
+    return f;
+}
+
+static void inner_naive(const float *in, double *out)
+{
+    for (int r = 0; r < BATCH; r++) {
+        const float *x = in + r * IB_IN, *c = x + IB_X;
+        double h[IB_H], p[2][2];
+        for (int o = 0; o < IB_H; o++) {
+            h[o] = (double) c[o];
+            for (int i = 0; i < IB_X; i++)
+                h[o] += (double) wgt(o * IB_X + i, 41) * (double) x[i];
+            h[o] = h[o] > 0 ? h[o] : 0;
+        }
+        for (int ch = 0; ch < 2; ch++) /* [2, 4] rows, taps w and w + 2 */
+            for (int w = 0; w < 2; w++)
+                p[ch][w] = fmax(h[ch * 4 + w], h[ch * 4 + w + 2]);
+        for (int w = 0; w < 2; w++) {
+            const double sum = exp(p[0][w]) + exp(p[1][w]);
+            for (int ch = 0; ch < 2; ch++)
+                out[r * IB_OUT + ch * 2 + w] = exp(p[ch][w]) / sum;
+        }
+    }
+}
+
+/* A MatMul of two computed tensors (attention's scores): x [N, 2, 3, 4] and its Transpose
+ * [N, 2, 4, 3] -> MatMul [N, 2, 3, 3] (a matmul layer, a batch of 2 products per example) ->
+ * Softmax axis 2 (over the rows, per column). */
+enum { AT_C = 2, AT_M = 3, AT_K = 4, AT_IN = AT_C * AT_M * AT_K, AT_OUT = AT_C * AT_M * AT_M };
+
+static struct fx *scores_graph(void)
+{
+    struct fx *f = fx_new(13);
+    fx_input(f, "x", 4, (int64_t[]){0, AT_C, AT_M, AT_K});
+    fx_attr_ints(f, fx_node(f, "Transpose", "kT", "x", "t"), "perm", 4, (int64_t[]){0, 1, 3, 2});
+    fx_node(f, "MatMul", "scores", "x,t", "s");
+    fx_attr_int(f, fx_node(f, "Softmax", "per_column", "s", "y"), "axis", 2);
+    fx_output(f, "y");
+    return f;
+}
+
+static void scores_naive(const float *in, double *out)
+{
+    for (int r = 0; r < BATCH; r++) {
+        const float *x = in + r * AT_IN;
+        double sc[AT_C][AT_M][AT_M];
+        for (int c = 0; c < AT_C; c++)
+            for (int i = 0; i < AT_M; i++)
+                for (int j = 0; j < AT_M; j++) {
+                    sc[c][i][j] = 0;
+                    for (int p = 0; p < AT_K; p++)
+                        sc[c][i][j] += (double) x[(c * AT_M + i) * AT_K + p] *
+                                       (double) x[(c * AT_M + j) * AT_K + p];
+                }
+        for (int c = 0; c < AT_C; c++)
+            for (int j = 0; j < AT_M; j++) {
+                double sum = 0;
+                for (int i = 0; i < AT_M; i++)
+                    sum += exp(sc[c][i][j]);
+                for (int i = 0; i < AT_M; i++)
+                    out[r * AT_OUT + (c * AT_M + i) * AT_M + j] = exp(sc[c][i][j]) / sum;
+            }
+    }
+}
+
 /* A Reshape that would move values across examples is refused by name. */
 static void test_reshape_refused(void)
 {
@@ -656,6 +747,8 @@ int main(void)
     check_graph(fire(), "fire_tiny.onnx", FIRE_C * FIRE_HW * FIRE_HW, FIRE_OUT, fire_naive, 0, 1);
     check_graph(reshape_graph(), "reshape_view.onnx", RS_IN, RS_OUT, reshape_naive, 0, 0);
     check_graph(softmax_graph(), "softmax_axis.onnx", SM_IN, SM_OUT, softmax_naive, 0, 0);
+    check_graph(inner_graph(), "inner_axes.onnx", IB_IN, IB_OUT, inner_naive, 1, 0);
+    check_graph(scores_graph(), "scores.onnx", AT_IN, AT_OUT, scores_naive, 0, 0);
     test_reshape_refused();
     test_inputs();
     test_errors();

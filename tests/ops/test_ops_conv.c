@@ -303,29 +303,35 @@ static void test_grouped(void)
 
 /* ------------------------------------------------------------------ pooling */
 
-/* ONNX's padding of a pool case: pads {top, left, bottom, right}, ceil_mode, count_include_pad. */
+/* ONNX's padding of a pool case: pads {top, left, bottom, right}, ceil_mode, count_include_pad;
+ * and a window other than square and undilated: k_w, stride_w (0: as the height's) and the
+ * dilations [h, w] (0: 1). */
 struct pool_pad {
     int64_t pad[4];
     bool ceil, cip;
+    int64_t k_w, stride_w, dil[2];
 };
 
 static void pool_case_pad(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride,
                           bool ties, struct pool_pad pp)
 {
+    const int64_t k_w = pp.k_w ? pp.k_w : k, stride_w = pp.stride_w ? pp.stride_w : stride;
     const ref_pool2d_shape sh = {.n = n,
                                  .c = c,
                                  .h = h,
                                  .w = w,
                                  .size_h = k,
-                                 .size_w = k,
+                                 .size_w = k_w,
                                  .stride_h = stride,
-                                 .stride_w = stride,
+                                 .stride_w = stride_w,
                                  .pad_t = pp.pad[0],
                                  .pad_l = pp.pad[1],
                                  .pad_b = pp.pad[2],
                                  .pad_r = pp.pad[3],
                                  .ceil_mode = pp.ceil,
-                                 .count_include_pad = pp.cip};
+                                 .count_include_pad = pp.cip,
+                                 .dilation_h = pp.dil[0],
+                                 .dilation_w = pp.dil[1]};
     const int64_t P = ref_pool2d_out_h(&sh), Q = ref_pool2d_out_w(&sh);
     const size_t nx = (size_t) (n * c * h * w), ny = (size_t) (n * c * P * Q);
     const struct hetcl_op_pool2d_args a = {.batch = n,
@@ -336,14 +342,23 @@ static void pool_case_pad(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
                                            .stride = stride,
                                            .pad = {pp.pad[0], pp.pad[1], pp.pad[2], pp.pad[3]},
                                            .ceil_mode = pp.ceil,
-                                           .count_include_pad = pp.cip};
-    char what[192];
+                                           .count_include_pad = pp.cip,
+                                           .k_w = pp.k_w,
+                                           .stride_w = pp.stride_w,
+                                           .dilation = {pp.dil[0], pp.dil[1]}};
+    /* The general windows have no OpenCL backward (training refuses them): forward there. */
+    const bool general = k_w != k || stride_w != stride || pp.dil[0] > 1 || pp.dil[1] > 1;
+    const bool backward = !general || E.info.kind == HETCL_WORKER_HOST;
+    char what[256];
     snprintf(what, sizeof what,
-             "pool %lldx%lldx%lldx%lld k=%lld stride %lld pads [%lld %lld %lld %lld]%s%s%s",
+             "pool %lldx%lldx%lldx%lld k=%lldx%lld stride %lldx%lld dilation %lldx%lld pads "
+             "[%lld %lld %lld %lld]%s%s%s",
              (long long) n, (long long) c, (long long) h, (long long) w, (long long) k,
-             (long long) stride, (long long) pp.pad[0], (long long) pp.pad[1],
-             (long long) pp.pad[2], (long long) pp.pad[3], pp.ceil ? " ceil" : "",
-             pp.cip ? " count_include_pad" : "", ties ? " ties+NaN" : "");
+             (long long) k_w, (long long) stride, (long long) stride_w,
+             (long long) (pp.dil[0] ? pp.dil[0] : 1), (long long) (pp.dil[1] ? pp.dil[1] : 1),
+             (long long) pp.pad[0], (long long) pp.pad[1], (long long) pp.pad[2],
+             (long long) pp.pad[3], pp.ceil ? " ceil" : "", pp.cip ? " count_include_pad" : "",
+             ties ? " ties+NaN" : "");
     float *x = malloc((nx + 1) * 4), *dy = malloc((ny + 1) * 4);
     if (ties) {
         for (size_t i = 0; i < nx; i++)
@@ -385,9 +400,13 @@ static void pool_case_pad(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
     ops_buf_alloc(&b[2], nx * 4, HETCL_W);
     memcpy(b[0].host, dy, ny * 4);
     memcpy(b[1].host, f[2].host, ny * 4);
-    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_maxpool_bwd, b, 3, &a, sizeof a));
-    ops_check(what, dxref, F(&b[2]), nx, 1e-12, 1e-6 * (double) (k * k));
-    ops_buf_guard_ok(&b[2], what);
+    if (backward) {
+        CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_maxpool_bwd, b, 3, &a, sizeof a));
+        ops_check(what, dxref, F(&b[2]), nx, 1e-12, 1e-6 * (double) (k * k_w));
+        ops_buf_guard_ok(&b[2], what);
+    } else { /* refused by name, not computed wrongly */
+        CHECK_EQ_INT(ops_run(&E, &hetcl_op_maxpool_bwd, b, 3, &a, sizeof a), HETCL_ERR_UNSUPPORTED);
+    }
     if (!ties) {
         /* average forward and backward */
         ref_avgpool2d_forward(&sh, x, yref);
@@ -407,9 +426,14 @@ static void pool_case_pad(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
         ops_buf_alloc(&gb[0], ny * 4, HETCL_R);
         memcpy(gb[0].host, dy, ny * 4);
         gb[1] = g[1];
-        CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_avgpool_bwd, gb, 2, &a, sizeof a));
-        ops_check(what, dxref, F(&gb[1]), nx, 1e-12, 1e-6);
-        ops_buf_guard_ok(&gb[1], what);
+        if (backward) {
+            CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_avgpool_bwd, gb, 2, &a, sizeof a));
+            ops_check(what, dxref, F(&gb[1]), nx, 1e-12, 1e-6);
+            ops_buf_guard_ok(&gb[1], what);
+        } else {
+            CHECK_EQ_INT(ops_run(&E, &hetcl_op_avgpool_bwd, gb, 2, &a, sizeof a),
+                         HETCL_ERR_UNSUPPORTED);
+        }
         ops_buf_free(&gb[0]);
         ops_buf_free(&gb[1]);
         ops_buf_free(&g[0]);
@@ -428,7 +452,8 @@ static void pool_case_pad(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
 static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride,
                       bool ties)
 {
-    pool_case_pad(n, c, h, w, k, stride, ties, (struct pool_pad){{0, 0, 0, 0}, false, false});
+    pool_case_pad(n, c, h, w, k, stride, ties,
+                  (struct pool_pad){.pad = {0, 0, 0, 0}, .ceil = false, .cip = false});
 }
 
 /* L = sum dy * pool(x) from the device's forward; its central differences against the device's
@@ -516,21 +541,54 @@ static void test_pool(void)
     pool_case(0, 3, 8, 8, 2, 2, false);
     /* ONNX's padded pools: ResNet's stem (3, 2, pads 1), SqueezeNet's ceil_mode, asymmetric
      * pads (auto_pad SAME_*), count_include_pad, a ceil window that would start in the pad */
-    pool_case_pad(2, 3, 12, 12, 3, 2, false, (struct pool_pad){{1, 1, 1, 1}, false, false});
-    pool_case_pad(2, 3, 12, 12, 3, 2, true, (struct pool_pad){{1, 1, 1, 1}, false, false});
-    pool_case_pad(1, 2, 13, 13, 3, 2, false, (struct pool_pad){{0, 0, 0, 0}, true, false});
-    pool_case_pad(1, 2, 14, 10, 3, 2, true, (struct pool_pad){{0, 0, 0, 0}, true, false});
-    pool_case_pad(2, 2, 7, 9, 3, 1, false, (struct pool_pad){{1, 0, 1, 2}, false, false});
-    pool_case_pad(2, 2, 7, 9, 3, 2, false, (struct pool_pad){{2, 1, 2, 1}, false, true});
-    pool_case_pad(1, 3, 6, 6, 3, 2, false, (struct pool_pad){{1, 1, 1, 1}, true, true});
-    pool_case_pad(1, 3, 5, 5, 2, 2, false, (struct pool_pad){{1, 1, 1, 1}, true, false});
-    pool_case_pad(1, 1, 1, 1, 2, 2, false, (struct pool_pad){{1, 1, 1, 1}, false, true});
+    pool_case_pad(2, 3, 12, 12, 3, 2, false,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = false});
+    pool_case_pad(2, 3, 12, 12, 3, 2, true,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = false});
+    pool_case_pad(1, 2, 13, 13, 3, 2, false,
+                  (struct pool_pad){.pad = {0, 0, 0, 0}, .ceil = true, .cip = false});
+    pool_case_pad(1, 2, 14, 10, 3, 2, true,
+                  (struct pool_pad){.pad = {0, 0, 0, 0}, .ceil = true, .cip = false});
+    pool_case_pad(2, 2, 7, 9, 3, 1, false,
+                  (struct pool_pad){.pad = {1, 0, 1, 2}, .ceil = false, .cip = false});
+    pool_case_pad(2, 2, 7, 9, 3, 2, false,
+                  (struct pool_pad){.pad = {2, 1, 2, 1}, .ceil = false, .cip = true});
+    pool_case_pad(1, 3, 6, 6, 3, 2, false,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = true, .cip = true});
+    pool_case_pad(1, 3, 5, 5, 2, 2, false,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = true, .cip = false});
+    pool_case_pad(1, 1, 1, 1, 2, 2, false,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = true});
     /* rows of more than a vector of windows inside the input (ResNet's 3x3 stride 2 pad 1 and
      * SqueezeNet's ceil_mode pool): the unpadded kernel on the inside, the border clipped */
-    pool_case_pad(1, 3, 37, 41, 3, 2, true, (struct pool_pad){{1, 1, 1, 1}, false, false});
-    pool_case_pad(2, 2, 40, 39, 3, 2, false, (struct pool_pad){{1, 1, 1, 1}, false, false});
-    pool_case_pad(1, 2, 55, 54, 3, 2, true, (struct pool_pad){{0, 0, 0, 0}, true, false});
-    pool_case_pad(1, 2, 35, 36, 2, 2, true, (struct pool_pad){{1, 0, 1, 1}, false, false});
+    pool_case_pad(1, 3, 37, 41, 3, 2, true,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = false});
+    pool_case_pad(2, 2, 40, 39, 3, 2, false,
+                  (struct pool_pad){.pad = {1, 1, 1, 1}, .ceil = false, .cip = false});
+    pool_case_pad(1, 2, 55, 54, 3, 2, true,
+                  (struct pool_pad){.pad = {0, 0, 0, 0}, .ceil = true, .cip = false});
+    pool_case_pad(1, 2, 35, 36, 2, 2, true,
+                  (struct pool_pad){.pad = {1, 0, 1, 1}, .ceil = false, .cip = false});
+    /* Windows other than square, undilated and of one stride (ONNX's 1-D pools as height 1,
+     * MaxPool dilations): 1-D with and without a pad on one side only, a tall window, unequal
+     * strides, dilation 2 with stride 2 (and a pad at the end only, so that taps fall in it),
+     * dilations unequal between the axes, and ceil_mode and count_include_pad over taps. */
+    pool_case_pad(2, 3, 1, 32, 1, 1, false, (struct pool_pad){.k_w = 2});
+    pool_case_pad(1, 3, 1, 31, 1, 1, true, (struct pool_pad){.k_w = 3, .stride_w = 2});
+    pool_case_pad(2, 2, 1, 17, 1, 1, false,
+                  (struct pool_pad){.pad = {0, 2, 0, 0}, .k_w = 3, .stride_w = 2});
+    pool_case_pad(1, 2, 9, 5, 3, 1, false, (struct pool_pad){.k_w = 1, .stride_w = 2});
+    pool_case_pad(1, 1, 4, 4, 2, 1, false, (struct pool_pad){.dil = {2, 2}});
+    pool_case_pad(2, 3, 11, 12, 2, 2, false, (struct pool_pad){.dil = {2, 2}});
+    pool_case_pad(2, 3, 11, 12, 2, 2, true, (struct pool_pad){.dil = {2, 2}});
+    pool_case_pad(1, 2, 10, 10, 2, 2, false,
+                  (struct pool_pad){.pad = {0, 0, 1, 1}, .cip = true, .dil = {2, 2}});
+    pool_case_pad(1, 2, 13, 9, 3, 2, true,
+                  (struct pool_pad){.pad = {1, 0, 2, 0}, .ceil = true, .dil = {2, 1}});
+    pool_case_pad(
+            2, 1, 9, 14, 2, 1, false,
+            (struct pool_pad){
+                    .pad = {0, 1, 0, 1}, .cip = true, .k_w = 3, .stride_w = 3, .dil = {3, 2}});
     pool_fd(true);
     pool_fd(false);
 }

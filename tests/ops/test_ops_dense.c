@@ -460,18 +460,22 @@ static void float_loss_case(const char *name, const struct hetcl_codelet *fn, in
         ops_buf_free(&b[i]);
 }
 
-static void softmax_case(int64_t rows, int64_t classes)
+/* inner 0: rows of contiguous classes; inner >= 1: rows of [classes][inner], each of the inner
+ * columns its own softmax (ONNX's Softmax on an axis with dimensions after it). */
+static void softmax_case(int64_t rows, int64_t classes, int64_t inner)
 {
-    const size_t n = (size_t) (rows * classes);
+    const int64_t in = inner ? inner : 1;
+    const size_t n = (size_t) (rows * classes * in);
     struct ops_buf b[2];
     ops_buf_alloc(&b[0], n * 4, HETCL_R);
     ops_buf_alloc(&b[1], n * 4, HETCL_W);
     ref_fill_uniform(&rng, F(&b[0]), n, -50, 50);
     float *ref = malloc((n + 1) * 4);
-    ref_softmax_forward(rows, classes, F(&b[0]), ref);
-    const struct hetcl_op_xent_args a = {.rows = rows, .classes = classes};
+    ref_softmax_inner_forward(rows, classes, in, F(&b[0]), ref);
+    const struct hetcl_op_xent_args a = {.rows = rows, .classes = classes, .inner = inner};
     char what[64];
-    snprintf(what, sizeof what, "softmax %lldx%lld", (long long) rows, (long long) classes);
+    snprintf(what, sizeof what, "softmax %lldx%lldx%lld", (long long) rows, (long long) classes,
+             (long long) inner);
     CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_softmax, b, 2, &a, sizeof a));
     ops_check(what, ref, F(&b[1]), n, 1e-10, 1e-6);
     ops_buf_guard_ok(&b[1], what);
@@ -527,7 +531,27 @@ static void test_losses(void)
         softmax_xent_case(shapes[s][0], shapes[s][1], 5.0f);
         float_loss_case("sigmoid_xent", &hetcl_op_sigmoid_xent, shapes[s][0], shapes[s][1]);
         float_loss_case("mse", &hetcl_op_mse, shapes[s][0], shapes[s][1]);
-        softmax_case(shapes[s][0], shapes[s][1]);
+        softmax_case(shapes[s][0], shapes[s][1], 0);
+    }
+    /* along an axis with values after it: trailing dimensions of 1 and more, one class, a
+     * column count past a work-group */
+    softmax_case(3, 4, 1);
+    softmax_case(3, 4, 5);
+    softmax_case(2, 1, 7);
+    softmax_case(1, 17, 300);
+    softmax_case(5, 3, 2);
+    softmax_case(0, 3, 2);
+    /* the losses take contiguous rows only: inner > 1 is refused, never misread */
+    {
+        struct ops_buf b[4];
+        ops_buf_alloc(&b[0], 3 * 4 * 2 * 4, HETCL_R);
+        ops_buf_alloc(&b[1], 3 * 4 * 2 * 4, HETCL_R);
+        ops_buf_alloc(&b[2], 3 * 4 * 2 * 4, HETCL_W);
+        ops_buf_alloc(&b[3], 3 * 4, HETCL_W);
+        const struct hetcl_op_xent_args a = {.rows = 3, .classes = 4, .scale = 1, .inner = 2};
+        CHECK_EQ_INT(ops_run(&E, &hetcl_op_mse, b, 4, &a, sizeof a), HETCL_ERR_INVALID_ARG);
+        for (int i = 0; i < 4; i++)
+            ops_buf_free(&b[i]);
     }
     softmax_xent_case(64, 10, 1000.0f); /* large logits: the max must be subtracted */
     loss_fd(&hetcl_op_softmax_xent, "softmax_xent", true);

@@ -1,7 +1,8 @@
 /*
  * The elementwise operator with broadcasting (hetcl_op_eltwise: ONNX's Add and Mul) and the row
  * copy with an input offset (hetcl_op_concat's in_cols / in_offset: the slice of one network
- * input among several) on every worker (host and OpenCL), against a naive double-precision
+ * input among several) and the batched product of two computed tensors (hetcl_op_matmul: ONNX's
+ * MatMul with batch dimensions) on every worker (host and OpenCL), against a naive double-precision
  * reference written from the operands' shapes (numpy's rule: a dimension of 1 repeats), with a
  * guard after the output, and bad arguments rejected.
  */
@@ -216,6 +217,57 @@ static void test_bad_args(void)
         ops_buf_free(&b[i]);
 }
 
+/* The batched product of two computed tensors (hetcl_op_matmul): each of the batch's matrices
+ * against tests/ref's GEMM, a guard after y; k 0 gives zeros; bad sizes rejected. */
+static void matmul_case(int64_t batch, int64_t m, int64_t n, int64_t k)
+{
+    const size_t na = (size_t) (batch * m * k), nb = (size_t) (batch * k * n),
+                 ny = (size_t) (batch * m * n);
+    struct ops_buf b[3];
+    ops_buf_alloc(&b[0], na * 4, HETCL_R);
+    ops_buf_alloc(&b[1], nb * 4, HETCL_R);
+    ops_buf_alloc(&b[2], ny * 4, HETCL_W);
+    ref_fill_uniform(&rng, F(&b[0]), na, -1, 1);
+    ref_fill_uniform(&rng, F(&b[1]), nb, -1, 1);
+    for (size_t i = 0; i < ny; i++)
+        F(&b[2])[i] = NAN; /* every output written */
+    float *want = calloc(ny + 1, sizeof *want);
+    for (int64_t g = 0; g < batch; g++)
+        ref_gemm(false, false, m, n, k, 1.0f, F(&b[0]) + g * m * k, k, F(&b[1]) + g * k * n, n,
+                 0.0f, want + g * m * n, n);
+    const struct hetcl_op_matmul_args a = {.batch = batch, .m = m, .n = n, .k = k};
+    char what[96];
+    snprintf(what, sizeof what, "matmul %lld x [%lld, %lld] x [%lld, %lld]", (long long) batch,
+             (long long) m, (long long) k, (long long) k, (long long) n);
+    CHECK_OK(E.ctx, ops_run(&E, &hetcl_op_matmul, b, 3, &a, sizeof a));
+    ops_check(what, want, F(&b[2]), ny, 1e-12, 1e-5 * (double) (k + 1));
+    ops_buf_guard_ok(&b[2], what);
+    free(want);
+    for (int i = 0; i < 3; i++)
+        ops_buf_free(&b[i]);
+}
+
+static void test_matmul(void)
+{
+    matmul_case(2, 3, 3, 4); /* ONNX's test_matmul_3d */
+    matmul_case(2, 3, 3, 4);
+    matmul_case(5, 1, 7, 1);
+    matmul_case(3, 17, 9, 33);
+    matmul_case(1, 64, 65, 63);
+    matmul_case(2, 4, 5, 0);
+    matmul_case(0, 4, 5, 6);
+    struct ops_buf b[3];
+    ops_buf_alloc(&b[0], 2 * 3 * 4 * 4, HETCL_R);
+    ops_buf_alloc(&b[1], 2 * 4 * 3 * 4, HETCL_R);
+    ops_buf_alloc(&b[2], 2 * 3 * 3 * 4, HETCL_W);
+    const struct hetcl_op_matmul_args big = {.batch = 2, .m = 3, .n = 3, .k = 5}; /* a, b short */
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_matmul, b, 3, &big, sizeof big), HETCL_ERR_INVALID_ARG);
+    const struct hetcl_op_matmul_args neg = {.batch = 2, .m = -3, .n = 3, .k = 4};
+    CHECK_EQ_INT(ops_run(&E, &hetcl_op_matmul, b, 3, &neg, sizeof neg), HETCL_ERR_INVALID_ARG);
+    for (int i = 0; i < 3; i++)
+        ops_buf_free(&b[i]);
+}
+
 int main(void)
 {
     ref_rng_init(&rng, hetcl_test_seed());
@@ -230,6 +282,8 @@ int main(void)
         slice_case(5, 7, 0, 7, 7, 0);
         slice_case(4, 9, 2, 3, 8, 5);
         slice_case(1, 1, 0, 1, 1, 0);
+        printf("matmul\n");
+        test_matmul();
         printf("bad arguments\n");
         test_bad_args();
     }

@@ -341,6 +341,38 @@ void ref_softmax_forward(int64_t n, int64_t classes, const float *x, float *y)
     free(wy);
 }
 
+void ref_softmax_inner_forward_f64(int64_t n, int64_t classes, int64_t inner, const double *x,
+                                   double *y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t k = 0; k < inner; k++) {
+            const double *xr = &x[i * classes * inner + k];
+            double *yr = &y[i * classes * inner + k];
+            double max = xr[0];
+            for (int64_t j = 1; j < classes; j++) {
+                max = xr[j * inner] > max ? xr[j * inner] : max;
+            }
+            double sum = 0.0;
+            for (int64_t j = 0; j < classes; j++) {
+                sum += exp(xr[j * inner] - max);
+            }
+            for (int64_t j = 0; j < classes; j++) {
+                yr[j * inner] = exp(xr[j * inner] - max) / sum;
+            }
+        }
+    }
+}
+
+void ref_softmax_inner_forward(int64_t n, int64_t classes, int64_t inner, const float *x, float *y)
+{
+    const int64_t m = n * classes * inner;
+    double *wx = widen(x, m), *wy = scratch(y, m);
+    ref_softmax_inner_forward_f64(n, classes, inner, wx, wy);
+    narrow(y, wy, m);
+    free(wx);
+    free(wy);
+}
+
 /* log(sum_j exp(row[j])) computed as max + log(sum_j exp(row[j] - max)). */
 static double logsumexp(const double *row, int64_t classes)
 {
@@ -617,14 +649,21 @@ static int64_t pool_out(int64_t n, int64_t size, int64_t stride, int64_t pb, int
     return out;
 }
 
+static int64_t dil(int64_t d)
+{
+    return d > 0 ? d : 1;
+}
+
 int64_t ref_pool2d_out_h(const ref_pool2d_shape *sh)
 {
-    return pool_out(sh->h, sh->size_h, sh->stride_h, sh->pad_t, sh->pad_b, sh->ceil_mode);
+    return pool_out(sh->h, (sh->size_h - 1) * dil(sh->dilation_h) + 1, sh->stride_h, sh->pad_t,
+                    sh->pad_b, sh->ceil_mode);
 }
 
 int64_t ref_pool2d_out_w(const ref_pool2d_shape *sh)
 {
-    return pool_out(sh->w, sh->size_w, sh->stride_w, sh->pad_l, sh->pad_r, sh->ceil_mode);
+    return pool_out(sh->w, (sh->size_w - 1) * dil(sh->dilation_w) + 1, sh->stride_w, sh->pad_l,
+                    sh->pad_r, sh->ceil_mode);
 }
 
 /* True when v should replace the current best (first NaN wins, then the first maximum). */
@@ -641,7 +680,8 @@ static bool beats(double v, double best)
 static int64_t window_at(const ref_pool2d_shape *sh, int64_t plane, int64_t p, int64_t q, int64_t i,
                          int64_t j)
 {
-    int64_t r = p * sh->stride_h - sh->pad_t + i, c = q * sh->stride_w - sh->pad_l + j;
+    int64_t r = p * sh->stride_h - sh->pad_t + i * dil(sh->dilation_h);
+    int64_t c = q * sh->stride_w - sh->pad_l + j * dil(sh->dilation_w);
     if (r < 0 || r >= sh->h || c < 0 || c >= sh->w) {
         return -1;
     }
@@ -655,7 +695,8 @@ static double window_count(const ref_pool2d_shape *sh, int64_t p, int64_t q)
     double count = 0;
     for (int64_t i = 0; i < sh->size_h; i++) {
         for (int64_t j = 0; j < sh->size_w; j++) {
-            int64_t r = p * sh->stride_h - sh->pad_t + i, c = q * sh->stride_w - sh->pad_l + j;
+            int64_t r = p * sh->stride_h - sh->pad_t + i * dil(sh->dilation_h);
+            int64_t c = q * sh->stride_w - sh->pad_l + j * dil(sh->dilation_w);
             bool in = r >= 0 && r < sh->h && c >= 0 && c < sh->w;
             bool in_padded = r >= -sh->pad_t && r < sh->h + sh->pad_b && c >= -sh->pad_l &&
                              c < sh->w + sh->pad_r;

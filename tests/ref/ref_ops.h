@@ -122,6 +122,11 @@ void ref_bias_act_backward(ref_act act, int64_t rows, int64_t cols, const float 
 /* Row-wise softmax of x [n, classes] into y, with max subtraction. y may be x. */
 void ref_softmax_forward_f64(int64_t n, int64_t classes, const double *x, double *y);
 void ref_softmax_forward(int64_t n, int64_t classes, const float *x, float *y);
+/* Softmax along the middle axis of x [n, classes, inner] (ONNX's Softmax on an axis with
+ * dimensions after it): for each (i, k), y[i, :, k] = softmax(x[i, :, k]). inner 1: the above. */
+void ref_softmax_inner_forward_f64(int64_t n, int64_t classes, int64_t inner, const double *x,
+                                   double *y);
+void ref_softmax_inner_forward(int64_t n, int64_t classes, int64_t inner, const float *x, float *y);
 
 /*
  * Softmax + cross-entropy, fused. logits [n, classes], labels[i] in [0, classes) (int32, as
@@ -212,6 +217,10 @@ typedef struct ref_pool2d_shape {
      * count_include_pad by those inside the padded image. */
     int64_t pad_t, pad_l, pad_b, pad_r;
     bool ceil_mode, count_include_pad;
+    /* The distance between a window's taps (0: 1, adjacent): tap (i, j) of the window of
+     * output (p, q) is input (p * stride_h - pad_t + i * dilation_h, q * stride_w - pad_l +
+     * j * dilation_w); a window side above is then its extent (size - 1) * dilation + 1. */
+    int64_t dilation_h, dilation_w;
 } ref_pool2d_shape;
 
 /* out_h = floor((h + pad_t + pad_b - size_h) / stride_h) + 1 (a partial window at the edge is

@@ -475,6 +475,12 @@ static void hand_losses(void)
     ref_softmax_forward_f64(1, 2, x1, y);
     const double want_sm[2] = {1.0 / 3, 2.0 / 3};
     expect_array("softmax", "1x2", want_sm, y, 2, HAND_TOL_F64);
+    /* along the middle of [1, 2, 2]: columns {0, ln 2} and {ln 2, ln 2} normalised apart,
+     * interleaved as x is */
+    const double xi[4] = {0, ln2, ln2, ln2};
+    ref_softmax_inner_forward_f64(1, 2, 2, xi, y);
+    const double want_in[4] = {1.0 / 3, 0.5, 2.0 / 3, 0.5};
+    expect_array("softmax inner", "1x2x2", want_in, y, 4, HAND_TOL_F64);
 
     /* Two rows [0, ln 2], labels {1, 0}: loss = (ln 1.5 + ln 3) / 2. */
     const double x2[4] = {0, ln2, 0, ln2};
@@ -805,6 +811,41 @@ static void hand_pool(void)
     CHECK_EQ_INT(ref_pool2d_out_w(&shs), 2);
     shs.stride_h = 2;
     CHECK_EQ_INT(ref_pool2d_out_h(&shs), 2);
+
+    /* Dilation 2 (ONNX's MaxPool dilations example): 4x4 of 1..16, size 2, stride 1: each
+     * window's taps are rows and columns {p, p + 2} x {q, q + 2}, its maximum the bottom right
+     * one. With stride 2 the window of extent 3 fits once; with a pad of 1 at the end of each
+     * axis (the taps reaching past the input are padding), twice: an average divides by the
+     * taps inside the input (4, 2, 2, 1). */
+    float xd[16], yd[4];
+    for (int i = 0; i < 16; i++)
+        xd[i] = (float) (i + 1);
+    ref_pool2d_shape shd = {.n = 1,
+                            .c = 1,
+                            .h = 4,
+                            .w = 4,
+                            .size_h = 2,
+                            .size_w = 2,
+                            .stride_h = 1,
+                            .stride_w = 1,
+                            .dilation_h = 2,
+                            .dilation_w = 2};
+    CHECK_EQ_INT(ref_pool2d_out_h(&shd), 2);
+    ref_maxpool2d_forward(&shd, xd, yd, argmax);
+    const double want_dil[4] = {11, 12, 15, 16};
+    expect_array_f32("maxpool2d dilation 2", "1x1x4x4 k2 s1 d2", want_dil, yd, 4);
+    CHECK_EQ_INT(argmax[3], 15);
+    shd.stride_h = shd.stride_w = 2;
+    CHECK_EQ_INT(ref_pool2d_out_h(&shd), 1);
+    shd.pad_b = shd.pad_r = 1;
+    CHECK_EQ_INT(ref_pool2d_out_h(&shd), 2);
+    ref_maxpool2d_forward(&shd, xd, yd, argmax);
+    /* windows at rows and columns 0 and 2: every one holds the tap (2, 2), 11, the largest */
+    const double want_dil_pad[4] = {11, 11, 11, 11};
+    expect_array_f32("maxpool2d dilation 2 stride 2 pad_end 1", "1x1x4x4", want_dil_pad, yd, 4);
+    ref_avgpool2d_forward(&shd, xd, yd);
+    const double want_dil_avg[4] = {(1 + 3 + 9 + 11) / 4.0, (3 + 11) / 2.0, (9 + 11) / 2.0, 11};
+    expect_array_f32("avgpool2d dilation 2 stride 2 pad_end 1", "1x1x4x4", want_dil_avg, yd, 4);
 }
 
 /* x = a random permutation of 0, 1, ..., n-1 scaled by POOL_SPACING: no ties, and every

@@ -471,12 +471,12 @@ static const struct bad_case bad_cases[] = {
         {HEAD "'layers': [{'units': 10}]" SMCE,
          "layers[0].type: missing (expected one of: "
          "dense, conv2d, maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, "
-         "mul, slice, reshape, softmax, transpose)",
+         "mul, slice, reshape, softmax, transpose, matmul)",
          1},
         {HEAD "'layers': [{'type': 'lstm', 'units': 10}]" SMCE,
          "layers[0].type: unknown layer type \"lstm\" (expected one of: dense, conv2d, "
          "maxpool2d, avgpool2d, flatten, kernel, slide, activation, add, concat, mul, slice, "
-         "reshape, softmax, transpose)",
+         "reshape, softmax, transpose, matmul)",
          1},
         {HEAD "'layers': [10]" SMCE, "layers[0]: expected an object with a \"type\", got 10", 1},
         /* slide layers: the last one, under softmax_cross_entropy; bounded hashing */
@@ -521,17 +521,43 @@ static const struct bad_case bad_cases[] = {
         {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'pad': 1}, {'type': 'flatten'}, "
              "" DENSE "]" SMCE,
          "layers[0].pad: unknown field (expected one of: type, size, stride, padding, "
-         "padding_end, ceil_mode, count_include_pad)",
+         "padding_end, ceil_mode, dilation, count_include_pad)",
          1},
         {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'padding': 2}, {'type': 'flatten'}, "
              "" DENSE "]" SMCE,
-         "layers[0].padding: expected each pad < the window's size [2, 2]", 0},
+         "layers[0].padding: expected each pad < the window's extent [2, 2] (its size, dilated)",
+         0},
+        /* dilated: a pad may reach the window's extent, not past it */
+        {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'dilation': [1, 3], 'padding': [0, 4]}, "
+             "{'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[0].padding: expected each pad < the window's extent [2, 4] (its size, dilated)",
+         0},
+        {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'dilation': 0}, "
+             "{'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[0].dilation", 1},
         {IMG "'layers': [{'type': 'maxpool2d', 'size': 3, 'padding_end': [0, 3]}, "
              "{'type': 'flatten'}, " DENSE "]" SMCE,
-         "layers[0].padding_end: expected each pad < the window's size [3, 3]", 0},
+         "layers[0].padding_end: expected each pad < the window's extent [3, 3] (its size, "
+         "dilated)",
+         0},
         {IMG "'layers': [{'type': 'maxpool2d', 'size': 2, 'count_include_pad': true}, "
              "{'type': 'flatten'}, " DENSE "]" SMCE,
          "layers[0].count_include_pad: applies only to avgpool2d", 0},
+        /* matmul: two inputs [..., m, k] and [..., k, n] */
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [2, 3, 4]}, "
+         "'layers': [{'type': 'matmul', 'inputs': [-1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[0].inputs: wrong size or not an array (expected an array of 2 earlier layers' "
+         "indices, -1 for the network's input)",
+         0},
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [2, 3, 4]}, "
+         "'layers': [{'type': 'matmul', 'inputs': [-1, -1]}, {'type': 'flatten'}, " DENSE "]" SMCE,
+         "layers[0]: matmul of [2, 3, 4] (inputs[0]) and [2, 3, 4] (inputs[1]): expected "
+         "[..., m, k] and [..., k, n] of one rank >= 2 with equal leading dimensions",
+         0},
+        {"{'schema_version': 1, 'name': 't', 'input': {'shape': [2, 3, 4]}, "
+         "'layers': [{'type': 'matmul', 'inputs': [-1, -1], 'axis': 1}, {'type': 'flatten'}, "
+         "" DENSE "]" SMCE,
+         "layers[0].axis: unknown field (expected one of: type)", 1},
         /* graphs: inputs name earlier layers; add joins equal shapes, concat channels */
         {IMG "'layers': [{'type': 'conv2d', 'filters': 2, 'kernel': 3, 'padding': 1}, "
              "{'type': 'add', 'inputs': [0, 1]}]" SMCE,
@@ -635,7 +661,8 @@ static const struct bad_case bad_cases[] = {
          "layers[0]: conv2d needs a [channels, height, width] input, got [784]", 0},
         {"{'schema_version': 1, 'name': 't', 'input': {'shape': [3, 1, 9]}, 'layers': [{'type': "
          "'maxpool2d', 'size': 2}, {'type': 'flatten'}, " DENSE "]" SMCE,
-         "layers[0]: maxpool2d output height would be < 1: input height 1 + padding 0 + 0 < size 2",
+         "layers[0]: maxpool2d output height would be < 1: input height 1 + padding 0 + 0 < the "
+         "window's extent 2",
          0},
         {IMG "'layers': [{'type': 'conv2d', 'filters': 6, 'kernel': 5, 'padding': 2}, " DENSE
              "]" SMCE,
@@ -745,6 +772,11 @@ static void test_pool_padding(hetcl_context *ctx)
              "'padding_end': [1, 2], 'count_include_pad': true",
              7, 7, 7},
             {"'type': 'avgpool2d', 'size': 2, 'padding': 1, 'ceil_mode': true", 5, 3, 3},
+            /* dilation 2: windows of extent 3; 1 x 3 windows of strides 1 and 2 */
+            {"'type': 'maxpool2d', 'size': 2, 'stride': 2, 'dilation': 2, 'padding_end': 1", 12, 6,
+             6},
+            {"'type': 'maxpool2d', 'size': 2, 'stride': 1, 'dilation': [2, 3]", 8, 6, 5},
+            {"'type': 'avgpool2d', 'size': [1, 3], 'stride': [1, 2], 'padding': [0, 1]", 9, 9, 5},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[512];

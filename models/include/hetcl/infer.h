@@ -74,10 +74,11 @@ enum hetcl_infer_op {
     HETCL_INFER_KERNEL,     /* a "kernel" layer (a trained kernel machine): K(x, centers) alpha,
                                on the host by blocks of centers (a block of K at a time) */
     HETCL_INFER_TRANSPOSE,  /* a "transpose" layer: each example's dimensions reordered */
+    HETCL_INFER_MATMUL,     /* a "matmul" layer: the products of two earlier outputs */
 };
 
 /* "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "softmax", "output", "activation",
- * "add", "concat", "mul", "slice", "kernel", "transpose"; "?" otherwise. */
+ * "add", "concat", "mul", "slice", "kernel", "transpose", "matmul"; "?" otherwise. */
 HETCL_API const char *hetcl_infer_op_name(enum hetcl_infer_op op);
 
 /* One step of the forward pass. Shapes are per example (no batch dimension). */

@@ -91,6 +91,11 @@ enum hetcl_model_layer_type {
                                      last) of each example, same shape (inference only) */
     HETCL_MODEL_LAYER_TRANSPOSE,  /* "transpose": each example's dimensions in the order "perm"
                                      (output dimension d is input dimension perm[d]) */
+    HETCL_MODEL_LAYER_MATMUL,     /* "matmul": the matrix product a b of two earlier outputs
+                                     ("inputs": 2) of one rank >= 2, [..., m, k] and [..., k, n]
+                                     with equal leading dimensions (a batch of products):
+                                     [..., m, n] (ONNX's MatMul of two computed tensors;
+                                     inference only) */
 };
 
 /* The most inputs a layer names ("inputs"). */
@@ -204,6 +209,8 @@ struct hetcl_model_layer {
                                    floor), less a window that would start in the end padding */
     bool count_include_pad;     /* avgpool2d: the padding counts in the divisor (default false:
                                    the mean of the elements inside the input) */
+    int64_t dilation[2];        /* pools: the distance between a window's taps, [h, w]
+                                   ("dilation", default 1); else 0 */
     bool bias;                  /* dense, conv2d: has a bias tensor */
     enum hetcl_model_init init; /* dense, conv2d: resolved weight init */
     struct hetcl_model_shape in_shape, out_shape;

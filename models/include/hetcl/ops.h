@@ -43,6 +43,14 @@ struct hetcl_op_gemm_args {
     float alpha, beta;
 };
 
+/* Batched matrix product of two computed tensors (ONNX's MatMul with batch dimensions leading,
+ * each example holding its own A and B): y[g] = a[g] b[g] for g < batch, a[g] [m, k], b[g]
+ * [k, n], y[g] [m, n], each matrix row-major and the batch's matrices one after the other.
+ * Buffers: a (R), b (R), y (W). k 0 gives zeros. */
+struct hetcl_op_matmul_args {
+    int64_t batch, m, n, k;
+};
+
 /* Fused bias + activation, forward: y[r][c] = act(x[r][c] + bias[c]).
  * Buffers: x (R), bias (R), y (W). x and y may be the same handle only with mode RW on one
  * buffer: use hetcl_op_bias_act_fwd_inplace (buffers: x (RW), bias (R)). RELU6, LEAKY_RELU and
@@ -66,6 +74,10 @@ struct hetcl_op_bias_act_args {
 struct hetcl_op_xent_args {
     int64_t rows, classes;
     float scale;
+    /* softmax only: each row is [classes][inner], its inner columns each normalised apart
+     * (ONNX's Softmax on an axis with dimensions after it); 0 or 1: contiguous classes. The
+     * losses and softmax_f16 take 0 or 1 only. */
+    int64_t inner;
 };
 /* Sigmoid cross-entropy, multi-label: targets are floats in [0,1] ([rows][classes]).
  * Buffers: logits (R), targets (R), dlogits (W), loss (W: rows floats, summed over classes). */
@@ -95,12 +107,19 @@ struct hetcl_op_conv2d_args {
  * ceil_mode, less one where the last window would start in the end padding (PyTorch's and ONNX's
  * rule). Windows are clipped to the input: a padded max ignores what lies outside (ONNX pads with
  * -inf); a padded average divides by the elements inside the input, or with count_include_pad by
- * the window's part inside the padded input. All zero: the unpadded floor of the first forms. */
+ * the window's part inside the padded input. All zero: the unpadded floor of the first forms.
+ * Windows of k x k_w with strides stride, stride_w (0: k, stride) and dilations (0: 1) read the
+ * taps i * dilation[0], j * dilation[1] of the window's (k - 1) * dilation + 1 rows and columns
+ * (ONNX's MaxPool dilations; a 1-D pool is a 2-D one of height 1): in all the rules above, a
+ * window side is that extent, and the padding and the divisor count taps. The OpenCL backward
+ * and half-precision forms take square, undilated windows of one stride. */
 struct hetcl_op_pool2d_args {
     int64_t batch, channels, in_h, in_w, k, stride;
     int64_t pad[4];         /* top, left, bottom, right */
     bool ceil_mode;         /* round the output size up */
     bool count_include_pad; /* average: the padding counts in the divisor */
+    int64_t k_w, stride_w;  /* the window's width and the stride along it (0: k, stride) */
+    int64_t dilation[2];    /* [h, w]: the distance between taps (0: 1) */
 };
 
 /* SGD with momentum and weight decay, in place:
@@ -204,6 +223,7 @@ HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_fwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_conv2d_bwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_concat;
 HETCL_API extern const struct hetcl_codelet hetcl_op_eltwise;
+HETCL_API extern const struct hetcl_codelet hetcl_op_matmul;
 HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_fwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_maxpool_bwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_avgpool_fwd;

@@ -16,7 +16,7 @@
 
 static const char *const op_names[] = {"dense",   "conv2d", "maxpool2d",  "avgpool2d", "flatten",
                                        "softmax", "output", "activation", "add",       "concat",
-                                       "mul",     "slice",  "kernel",     "transpose"};
+                                       "mul",     "slice",  "kernel",     "transpose", "matmul"};
 
 const char *hetcl_infer_op_name(enum hetcl_infer_op op)
 {
@@ -273,6 +273,9 @@ hetcl_status hetcl_infer_plan_create(hetcl_context *ctx, const hetcl_model_spec 
             break;
         case HETCL_MODEL_LAYER_TRANSPOSE:
             op = HETCL_INFER_TRANSPOSE;
+            break;
+        case HETCL_MODEL_LAYER_MATMUL:
+            op = HETCL_INFER_MATMUL;
             break;
         case HETCL_MODEL_LAYER_SOFTMAX: /* a layer's: along its axis */
             op = HETCL_INFER_SOFTMAX;

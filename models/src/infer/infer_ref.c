@@ -76,14 +76,16 @@ static void conv(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
 }
 
 /* Windows clipped to the input (padding and ceil_mode): a max over the elements inside, a mean
- * over them or, with count_include_pad, over the window's part inside the padded input. */
+ * over them or, with count_include_pad, over the window's part inside the padded input; a
+ * window's taps lie dilation apart. */
 static void pool(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, int64_t b,
                  const double *x, double *y)
 {
     const struct hetcl_model_layer *l = &p->spec->layers[s->layer];
     int64_t C = s->in_shape.dims[0], H = s->in_shape.dims[1], W = s->in_shape.dims[2];
     int64_t OH = s->out_shape.dims[1], OW = s->out_shape.dims[2];
-    int64_t K = l->kernel[0], S = l->stride[0];
+    const int64_t KH = l->kernel[0], KW = l->kernel[1], SH = l->stride[0], SW = l->stride[1];
+    const int64_t DH = l->dilation[0], DW = l->dilation[1];
     bool is_max = s->op == HETCL_INFER_MAXPOOL;
     for (int64_t n = 0; n < b; n++)
         for (int64_t c = 0; c < C; c++)
@@ -91,10 +93,10 @@ static void pool(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
                 for (int64_t ox = 0; ox < OW; ox++) {
                     const double *plane = x + (n * C + c) * H * W;
                     double acc = is_max ? -HUGE_VAL : 0, count = 0;
-                    for (int64_t ky = 0; ky < K; ky++)
-                        for (int64_t kx = 0; kx < K; kx++) {
-                            int64_t iy = oy * S - l->padding[0] + ky;
-                            int64_t ix = ox * S - l->padding[1] + kx;
+                    for (int64_t ky = 0; ky < KH; ky++)
+                        for (int64_t kx = 0; kx < KW; kx++) {
+                            int64_t iy = oy * SH - l->padding[0] + ky * DH;
+                            int64_t ix = ox * SW - l->padding[1] + kx * DW;
                             bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
                             bool in_padded =
                                     iy < H + l->padding_end[0] && ix < W + l->padding_end[1];
@@ -109,6 +111,26 @@ static void pool(const hetcl_infer_plan *p, const struct hetcl_infer_step *s, in
                         }
                     y[((n * C + c) * OH + oy) * OW + ox] = is_max ? acc : acc / count;
                 }
+}
+
+/* Each example's [..., m, k] x [..., k, n] (the leading dimensions a batch of products). */
+static void matmul(const struct hetcl_model_layer *l, int64_t batch, const double *a,
+                   const double *b, double *y)
+{
+    const struct hetcl_model_shape *sh = &l->in_shape;
+    const int r = sh->rank;
+    const int64_t M = sh->dims[r - 2], K = sh->dims[r - 1], N = l->out_shape.dims[r - 1];
+    int64_t groups = batch;
+    for (int d = 0; d < r - 2; d++)
+        groups *= sh->dims[d];
+    for (int64_t g = 0; g < groups; g++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = 0;
+                for (int64_t p = 0; p < K; p++)
+                    acc += a[(g * M + i) * K + p] * b[(g * K + p) * N + j];
+                y[(g * M + i) * N + j] = acc;
+            }
 }
 
 static void softmax(int64_t b, int64_t k, const double *x, double *y)
@@ -347,6 +369,10 @@ hetcl_status hetcl_infer_forward_ref(hetcl_context *ctx, const hetcl_infer_plan 
             break;
         case HETCL_INFER_TRANSPOSE:
             transpose(&plan->spec->layers[s->layer], batch, a, b);
+            break;
+        case HETCL_INFER_MATMUL:
+            matmul(&plan->spec->layers[s->layer], batch, a,
+                   source(outs, in, plan->spec->layers[s->layer].inputs[1]), b);
             break;
         case HETCL_INFER_FLATTEN: /* same bytes, another shape; the last layer's values */
         case HETCL_INFER_OUTPUT:

@@ -86,122 +86,6 @@ bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer)
     return is_view(&spec->layers[layer]);
 }
 
-void hetcl__lower_softmax_split(const struct hetcl_model_layer *L, int64_t *outer, int64_t *n,
-                                int64_t *inner)
-{
-    const struct hetcl_model_shape *sh = &L->in_shape;
-    const int axis = L->axis < 0 ? sh->rank - 1 : L->axis;
-    *outer = *inner = 1;
-    for (int d = 0; d < sh->rank; d++)
-        *(d < axis ? outer : inner) *= d == axis ? 1 : sh->dims[d];
-    *n = sh->dims[axis];
-}
-
-hetcl_status hetcl__lower_check(hetcl_context *ctx, const hetcl_model_spec *spec, int layer)
-{
-    const struct hetcl_model_layer *L = &spec->layers[layer];
-    const char *type = hetcl_model_layer_type_name(L->type);
-    switch (L->type) {
-    case HETCL_MODEL_LAYER_DENSE:
-    case HETCL_MODEL_LAYER_FLATTEN:
-    case HETCL_MODEL_LAYER_RESHAPE:
-    case HETCL_MODEL_LAYER_SLIDE:
-    case HETCL_MODEL_LAYER_ACTIVATION:
-    case HETCL_MODEL_LAYER_ADD:
-    case HETCL_MODEL_LAYER_CONCAT:
-    case HETCL_MODEL_LAYER_MUL:
-    case HETCL_MODEL_LAYER_SLICE:
-    case HETCL_MODEL_LAYER_TRANSPOSE:
-        return HETCL_OK;
-    case HETCL_MODEL_LAYER_CONV2D:
-        /* The conv operators take one stride and one padding for both axes. */
-        if (L->stride[0] != L->stride[1] || L->padding[0] != L->padding[1])
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: conv2d with stride [%lld, %lld] and padding "
-                               "[%lld, %lld]: the operators need equal values on both axes",
-                               spec->source, layer, (long long) L->stride[0],
-                               (long long) L->stride[1], (long long) L->padding[0],
-                               (long long) L->padding[1]);
-        return HETCL_OK;
-    case HETCL_MODEL_LAYER_MAXPOOL2D:
-    case HETCL_MODEL_LAYER_AVGPOOL2D:
-        /* The pool operators take one square window and one stride. */
-        if (L->kernel[0] != L->kernel[1] || L->stride[0] != L->stride[1])
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: %s with size [%lld, %lld] and stride [%lld, "
-                               "%lld]: the operators need square windows and equal strides",
-                               spec->source, layer, type, (long long) L->kernel[0],
-                               (long long) L->kernel[1], (long long) L->stride[0],
-                               (long long) L->stride[1]);
-        return HETCL_OK;
-    case HETCL_MODEL_LAYER_SOFTMAX: {
-        /* The softmax operator normalises contiguous rows: an axis with no values after it. */
-        int64_t outer, n, inner;
-        hetcl__lower_softmax_split(L, &outer, &n, &inner);
-        if (inner != 1)
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: softmax along axis %d of [%lld values, then "
-                               "%lld after each]: the operator normalises the last axis only",
-                               spec->source, layer, L->axis, (long long) n, (long long) inner);
-        return HETCL_OK;
-    }
-    case HETCL_MODEL_LAYER_KERNEL:
-        if (L->centers < 1)
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: a kernel layer without centers: train it with "
-                               "EigenPro (hetcl train --model <kernel machine spec>) first",
-                               spec->source, layer);
-        return HETCL_OK;
-    }
-    return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                       "%s: layers[%d]: layer type %s (%d) has no lowering into operators",
-                       spec->source, layer, type, (int) L->type);
-}
-
-hetcl_status hetcl__lower_check_f16(hetcl_context *ctx, const hetcl_model_spec *spec)
-{
-    if (spec->loss != HETCL_MODEL_LOSS_SOFTMAX_CE)
-        return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                           "%s: loss %s: only a model that ends with a softmax runs in fp16",
-                           spec->source, hetcl_model_loss_name(spec->loss));
-    for (int l = 0; l < spec->n_layers; l++) {
-        const enum hetcl_model_layer_type t = spec->layers[l].type;
-        const enum hetcl_model_activation a = spec->layers[l].activation;
-        if (a == HETCL_MODEL_ACT_RELU6 || a == HETCL_MODEL_ACT_LEAKY_RELU ||
-            a == HETCL_MODEL_ACT_CLIP)
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: activation %s has no half-precision (fp16) "
-                               "operator; it runs in fp32",
-                               spec->source, l, hetcl_model_activation_name(a));
-        if (t == HETCL_MODEL_LAYER_CONV2D && spec->layers[l].groups > 1)
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: conv2d with groups %lld has no half-precision "
-                               "(fp16) operator; grouped and depthwise convolutions run in fp32",
-                               spec->source, l, (long long) spec->layers[l].groups);
-        const struct hetcl_model_layer *P = &spec->layers[l];
-        if (P->n_inputs != 1 || P->inputs[0] != l - 1)
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: a layer that names its inputs (a graph) has no "
-                               "half-precision (fp16) lowering; graphs run in fp32",
-                               spec->source, l);
-        if ((t == HETCL_MODEL_LAYER_MAXPOOL2D || t == HETCL_MODEL_LAYER_AVGPOOL2D) &&
-            (P->padding[0] || P->padding[1] || P->padding_end[0] || P->padding_end[1] ||
-             P->ceil_mode))
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: %s with padding or ceil_mode has no "
-                               "half-precision (fp16) operator; it runs in fp32",
-                               spec->source, l, hetcl_model_layer_type_name(t));
-        if (t != HETCL_MODEL_LAYER_DENSE && t != HETCL_MODEL_LAYER_FLATTEN &&
-            t != HETCL_MODEL_LAYER_CONV2D && t != HETCL_MODEL_LAYER_MAXPOOL2D &&
-            t != HETCL_MODEL_LAYER_AVGPOOL2D)
-            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
-                               "%s: layers[%d]: %s has no half-precision (fp16) operators; dense, "
-                               "conv2d, maxpool2d, avgpool2d and flatten layers run in fp16",
-                               spec->source, l, hetcl_model_layer_type_name(t));
-    }
-    return HETCL_OK;
-}
-
 /* The slot that holds layer p's output (p -1: the network's input), through views. */
 static struct hetcl__slot output_of(const hetcl_model_spec *spec, int p)
 {
@@ -354,7 +238,10 @@ static struct hetcl_op_pool2d_args pool_args(const struct hetcl_model_layer *L, 
             .stride = L->stride[0],
             .pad = {L->padding[0], L->padding[1], L->padding_end[0], L->padding_end[1]},
             .ceil_mode = L->ceil_mode,
-            .count_include_pad = L->count_include_pad};
+            .count_include_pad = L->count_include_pad,
+            .k_w = L->kernel[1],
+            .stride_w = L->stride[1],
+            .dilation = {L->dilation[0], L->dilation[1]}};
 }
 
 /* A conv2d's activation runs as bias_act over [rows * channels][plane] with a zero bias of one
@@ -426,8 +313,8 @@ static void forward_transpose(struct emit *e, const struct hetcl__lowering *lw, 
     buf(e, op, y, HETCL_W);
 }
 
-/* A softmax layer: each example's [outer][n] values as outer rows of n, its axis the last
- * (hetcl__lower_check). */
+/* A softmax layer: each example's [outer][n][inner] values as outer rows of [n][inner], each
+ * of the inner columns normalised apart (inner 1 when its axis is the last). */
 static void forward_softmax(struct emit *e, const struct hetcl__lowering *lw, int l,
                             struct hetcl__slot in, struct hetcl__slot y)
 {
@@ -435,8 +322,30 @@ static void forward_softmax(struct emit *e, const struct hetcl__lowering *lw, in
     hetcl__lower_softmax_split(&lw->spec->layers[l], &outer, &n, &inner);
     struct hetcl__op *op = add(e, &hetcl_op_softmax, "fwd_softmax");
     SET_ARGS(op, xent,
-             ((struct hetcl_op_xent_args){.rows = lw->rows * outer, .classes = n, .scale = 1}));
+             ((struct hetcl_op_xent_args){
+                     .rows = lw->rows * outer, .classes = n, .scale = 1, .inner = inner}));
     buf(e, op, in, HETCL_R);
+    buf(e, op, y, HETCL_W);
+}
+
+/* A matmul layer: every example's [..., m, k] x [..., k, n], the batch of products being the
+ * rows times the leading dimensions' product. */
+static void forward_matmul(struct emit *e, const struct hetcl__lowering *lw, int l,
+                           struct hetcl__slot in, struct hetcl__slot y)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    const struct hetcl_model_shape *a = &L->in_shape;
+    int64_t batch = lw->rows;
+    for (int d = 0; d < a->rank - 2; d++)
+        batch *= a->dims[d];
+    struct hetcl__op *op = add(e, &hetcl_op_matmul, "fwd_matmul");
+    SET_ARGS(op, matmul,
+             ((struct hetcl_op_matmul_args){.batch = batch,
+                                            .m = a->dims[a->rank - 2],
+                                            .n = L->out_shape.dims[a->rank - 1],
+                                            .k = a->dims[a->rank - 1]}));
+    buf(e, op, in, HETCL_R);
+    buf(e, op, hetcl__lower_input_k(lw->spec, l, 1), HETCL_R);
     buf(e, op, y, HETCL_W);
 }
 
@@ -593,6 +502,9 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
     case HETCL_MODEL_LAYER_SOFTMAX:
         forward_softmax(e, lw, l, in, y);
         return;
+    case HETCL_MODEL_LAYER_MATMUL:
+        forward_matmul(e, lw, l, in, y);
+        return;
     case HETCL_MODEL_LAYER_ACTIVATION:
         /* y = act(x + 0) into its own slot: the input may be read again by nothing else, but
          * an in-place form would make the layer a view of a slot it writes */
@@ -717,6 +629,7 @@ static void backward(struct emit *e, const struct hetcl__lowering *lw, int l)
     case HETCL_MODEL_LAYER_SLICE:
     case HETCL_MODEL_LAYER_SOFTMAX:
     case HETCL_MODEL_LAYER_TRANSPOSE:
+    case HETCL_MODEL_LAYER_MATMUL:
         return; /* inference only: hetcl_net_create refuses to train them */
     }
 }

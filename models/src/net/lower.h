@@ -116,6 +116,7 @@ union hetcl__op_args {
     struct hetcl_op_kernel_args kernel;
     struct hetcl_op_concat_args concat;
     struct hetcl_op_eltwise_args eltwise;
+    struct hetcl_op_matmul_args matmul;
 };
 
 #define HETCL__OP_MAX_BUFFERS 6 /* conv2d_bwd's */
@@ -205,6 +206,10 @@ hetcl_status hetcl__lower_inference(const struct hetcl__lowering *lw, hetcl__ops
 struct hetcl__slot hetcl__lower_input_of(const hetcl_model_spec *spec, int layer);
 /* The slot of a layer's input k (inputs[k], through views): add's second, concat's others. */
 struct hetcl__slot hetcl__lower_input_k(const hetcl_model_spec *spec, int layer, int k);
+
+/* Whether L is a pool whose window is other than square, undilated and of one stride: its
+ * operators have no OpenCL backward nor fp16 form, so training and fp16 refuse it. */
+bool hetcl__lower_pool_general(const struct hetcl_model_layer *L);
 
 /* Whether layer `layer` is a view (flatten): no operators and no storage of its own. */
 bool hetcl__lower_is_view(const hetcl_model_spec *spec, int layer);

@@ -35,10 +35,11 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
         const struct hetcl_model_layer *G = &spec->layers[i];
         if (G->type == HETCL_MODEL_LAYER_ADD || G->type == HETCL_MODEL_LAYER_CONCAT ||
             G->type == HETCL_MODEL_LAYER_MUL || G->type == HETCL_MODEL_LAYER_SLICE ||
-            G->n_inputs != 1 || G->inputs[0] != i - 1)
+            G->type == HETCL_MODEL_LAYER_MATMUL || G->n_inputs != 1 || G->inputs[0] != i - 1)
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
                                "%s: layers[%d]: %s: layers that name their inputs (add, mul, "
-                               "concat, slice, residual and branching graphs) run in inference "
+                               "concat, slice, matmul, residual and branching graphs) run in "
+                               "inference "
                                "only (bench "
                                "model); training takes chains of layers",
                                spec->source, i, hetcl_model_layer_type_name(G->type));
@@ -60,6 +61,16 @@ hetcl_status hetcl_net_create(hetcl_context *ctx, const hetcl_model_spec *spec, 
                                "%s: layers[%d]: activation %s has no backward operator yet, so it "
                                "runs in inference (bench model) but cannot be trained",
                                spec->source, i, hetcl_model_activation_name(act));
+        if (hetcl__lower_pool_general(G))
+            return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
+                               "%s: layers[%d]: %s with size [%lld, %lld], stride [%lld, %lld] "
+                               "and dilation [%lld, %lld]: pools other than square, undilated "
+                               "and of one stride run in inference (bench model) but cannot be "
+                               "trained (no OpenCL backward operator)",
+                               spec->source, i, hetcl_model_layer_type_name(G->type),
+                               (long long) G->kernel[0], (long long) G->kernel[1],
+                               (long long) G->stride[0], (long long) G->stride[1],
+                               (long long) G->dilation[0], (long long) G->dilation[1]);
         if (spec->layers[i].type == HETCL_MODEL_LAYER_CONV2D && spec->layers[i].groups > 1)
             return hetcl__fail(ctx, HETCL_ERR_UNSUPPORTED,
                                "%s: layers[%d]: conv2d with groups %lld: grouped and depthwise "

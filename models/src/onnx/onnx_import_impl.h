@@ -24,6 +24,7 @@ struct layer {
     int64_t kernel[2], stride[2], pad[2];
     int64_t pad_end[2];                /* pools: bottom, right */
     bool ceil_mode, count_include_pad; /* pools */
+    int64_t dilation[2];               /* pools: [h, w] (0 or 1: adjacent taps) */
     int64_t groups;                    /* conv2d */
     float alpha;                       /* leaky_relu's slope */
     bool alpha_set;                    /* written to the spec (a leaky_relu) */

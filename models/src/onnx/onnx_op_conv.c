@@ -106,42 +106,89 @@ static void same_pads(const struct imp *m, const int64_t *k, const int64_t *st, 
     }
 }
 
+/* A pool's attributes as 2-D ones: a 1-D pool's (one_d) are the width's, its height a window
+ * of 1 (k, st, dil: [h, w]; pads: top, left, bottom, right). False when one has another
+ * number of values than the pool's dimensions. */
+static bool pool_attrs(const Onnx__NodeProto *n, bool one_d, int64_t k[2], int64_t st[2],
+                       int64_t dil[2], int64_t pads[4])
+{
+    if (!one_d)
+        return hetcl__onnx_attr_ints(n, "kernel_shape", 2, 0, k) &&
+               hetcl__onnx_attr_ints(n, "strides", 2, 1, st) &&
+               hetcl__onnx_attr_ints(n, "dilations", 2, 1, dil) &&
+               hetcl__onnx_attr_ints(n, "pads", 4, 0, pads);
+    int64_t p[2];
+    k[0] = st[0] = dil[0] = 1;
+    pads[0] = pads[2] = 0;
+    const bool ok = hetcl__onnx_attr_ints(n, "kernel_shape", 1, 0, &k[1]) &&
+                    hetcl__onnx_attr_ints(n, "strides", 1, 1, &st[1]) &&
+                    hetcl__onnx_attr_ints(n, "dilations", 1, 1, &dil[1]) &&
+                    hetcl__onnx_attr_ints(n, "pads", 2, 0, p);
+    pads[1] = p[0];
+    pads[3] = p[1];
+    return ok;
+}
+
+/* A view of the data input as `rank` dimensions dims (a reshape layer, no copy). */
+static hetcl_status reshape_view(struct imp *m, const Onnx__NodeProto *n, int rank,
+                                 const int64_t *dims)
+{
+    hetcl_status s = HETCL_OK;
+    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_RESHAPE, &s);
+    if (!l)
+        return s;
+    l->shape_rank = rank;
+    memcpy(l->shape, dims, (size_t) rank * sizeof *dims);
+    memcpy(m->dims, dims, (size_t) rank * sizeof *dims);
+    m->rank = m->orank = rank;
+    m->src = m->n_layers - 1;
+    return HETCL_OK;
+}
+
 hetcl_status hetcl__onnx_op_pool(struct imp *m, const Onnx__NodeProto *n, bool max)
 {
-    hetcl_status s = hetcl__onnx_need_rank(m, n, 3);
+    /* A 1-D pool ([channels, width] per example) is a 2-D one of height 1, exactly: a view as
+     * [channels, 1, width] before it, and one as [channels, width'] after. */
+    const bool one_d = m->rank == 2 && !m->flat_view;
+    hetcl_status s = one_d ? HETCL_OK : hetcl__onnx_need_rank(m, n, 3);
     if (s != HETCL_OK)
         return s;
     int64_t k[2], st[2], dil[2], pads[4];
-    if (!hetcl__onnx_attr_ints(n, "kernel_shape", 2, 0, k))
-        return hetcl__onnx_unsupported(m, n, "a kernel_shape of other than 2 dimensions");
-    if (!hetcl__onnx_attr_ints(n, "strides", 2, 1, st) ||
-        !hetcl__onnx_attr_ints(n, "dilations", 2, 1, dil) ||
-        !hetcl__onnx_attr_ints(n, "pads", 4, 0, pads))
-        return hetcl__onnx_unsupported(m, n, "strides, dilations or pads not of a 2-D pool");
-    if (k[0] != k[1] || st[0] != st[1] || k[0] < 1 || st[0] < 1)
-        return hetcl__onnx_unsupported(m, n,
-                                       "kernel_shape [%lld, %lld] strides [%lld, %lld] (the pool "
-                                       "operators take square windows and one stride)",
-                                       (long long) k[0], (long long) k[1], (long long) st[0],
-                                       (long long) st[1]);
-    if (dil[0] != 1 || dil[1] != 1)
-        return hetcl__onnx_unsupported(m, n, "dilations [%lld, %lld]", (long long) dil[0],
-                                       (long long) dil[1]);
+    if (!pool_attrs(n, one_d, k, st, dil, pads))
+        return hetcl__onnx_unsupported(
+                m, n, "kernel_shape, strides, dilations or pads not of a %s pool (its input's)",
+                one_d ? "1-D" : "2-D");
+    for (int a = 0; a < 2; a++)
+        if (k[a] < 1 || st[a] < 1 || dil[a] < 1 || k[a] > INT32_MAX || dil[a] > INT32_MAX)
+            return hetcl__onnx_unsupported(
+                    m, n, "kernel_shape [%lld, %lld] strides [%lld, %lld] dilations [%lld, %lld]",
+                    (long long) k[0], (long long) k[1], (long long) st[0], (long long) st[1],
+                    (long long) dil[0], (long long) dil[1]);
+    if (!max && (dil[0] != 1 || dil[1] != 1))
+        return hetcl__onnx_unsupported(m, n, "dilations [%lld, %lld] of an average pool",
+                                       (long long) dil[0], (long long) dil[1]);
+    if (hetcl__onnx_attr_int(n, "storage_order", 0) != 0 || (n->n_output > 1 && *n->output[1]))
+        return hetcl__onnx_unsupported(m, n, "its Indices output or storage_order");
+    if (one_d) {
+        const int64_t dims[3] = {m->dims[0], 1, m->dims[1]};
+        if ((s = reshape_view(m, n, 3, dims)) != HETCL_OK)
+            return s;
+    }
+    /* the window's extent: its taps and the dilation's gaps */
+    const int64_t ext[2] = {(k[0] - 1) * dil[0] + 1, (k[1] - 1) * dil[1] + 1};
     const bool upper = hetcl__onnx_attr_str_is(n, "auto_pad", "NOTSET", "SAME_UPPER");
     if (upper || hetcl__onnx_attr_str_is(n, "auto_pad", "NOTSET", "SAME_LOWER"))
-        same_pads(m, k, st, upper, pads);
+        same_pads(m, ext, st, upper, pads);
     else if (!hetcl__onnx_attr_str_is(n, "auto_pad", "NOTSET", "NOTSET") &&
              !hetcl__onnx_attr_str_is(n, "auto_pad", "NOTSET", "VALID"))
         return hetcl__onnx_unsupported(
                 m, n, "an auto_pad other than NOTSET, VALID, SAME_UPPER, SAME_LOWER");
     for (int i = 0; i < 4; i++)
-        if (pads[i] < 0 || pads[i] >= k[i % 2])
+        if (pads[i] < 0 || pads[i] >= ext[i % 2])
             return hetcl__onnx_unsupported(
                     m, n, "pads [%lld, %lld, %lld, %lld] (each must be in [0, %lld))",
                     (long long) pads[0], (long long) pads[1], (long long) pads[2],
-                    (long long) pads[3], (long long) k[0]);
-    if (hetcl__onnx_attr_int(n, "storage_order", 0) != 0 || (n->n_output > 1 && *n->output[1]))
-        return hetcl__onnx_unsupported(m, n, "its Indices output or storage_order");
+                    (long long) pads[3], (long long) ext[i % 2]);
     struct layer *l = hetcl__onnx_add_layer(
             m, n, max ? HETCL_MODEL_LAYER_MAXPOOL2D : HETCL_MODEL_LAYER_AVGPOOL2D, &s);
     if (!l)
@@ -151,11 +198,12 @@ hetcl_status hetcl__onnx_op_pool(struct imp *m, const Onnx__NodeProto *n, bool m
     for (int a = 0; a < 2; a++) {
         l->kernel[a] = k[a];
         l->stride[a] = st[a];
+        l->dilation[a] = dil[a];
         l->pad[a] = pads[a];
         l->pad_end[a] = pads[a + 2];
         /* the spec's rule (models/README.md): floor or ceiling, less a window that would start
          * in the end padding */
-        const int64_t span = m->dims[1 + a] + pads[a] + pads[a + 2] - k[a];
+        const int64_t span = m->dims[1 + a] + pads[a] + pads[a + 2] - ext[a];
         int64_t out = span < 0 ? 0 : (l->ceil_mode ? span + st[a] - 1 : span) / st[a] + 1;
         if (l->ceil_mode && out > 0 && (out - 1) * st[a] >= m->dims[1 + a] + pads[a])
             out--;
@@ -163,7 +211,11 @@ hetcl_status hetcl__onnx_op_pool(struct imp *m, const Onnx__NodeProto *n, bool m
             return hetcl__onnx_unsupported(m, n, "kernel_shape or strides leave no output");
         m->dims[1 + a] = out;
     }
-    return HETCL_OK;
+    if (!one_d)
+        return HETCL_OK;
+    m->src = m->n_layers - 1;
+    const int64_t dims[2] = {m->dims[0], m->dims[2]};
+    return reshape_view(m, n, 2, dims);
 }
 
 /* GlobalAveragePool / GlobalMaxPool: a pool whose window is the whole [h, w] plane. */

@@ -12,9 +12,42 @@
 
 #include "onnx/onnx_import_impl.h"
 
+/* MatMul of two computed values (each example's own A and B: attention's scores, a batch of
+ * products): a matmul layer over [..., m, k] x [..., k, n] with equal leading dimensions. */
+static hetcl_status matmul_values(struct imp *m, const Onnx__NodeProto *n, const struct value *a,
+                                  const struct value *b)
+{
+    const int r = a->rank;
+    bool ok = !a->flat_view && !b->flat_view && a->orank == r && b->orank == r && r >= 2 &&
+              b->rank == r && a->dims[r - 1] == b->dims[r - 2];
+    for (int d = 0; ok && d < r - 2; d++)
+        ok = a->dims[d] == b->dims[d];
+    if (!ok)
+        return hetcl__onnx_unsupported(m, n,
+                                       "a product of two computed tensors other than [batch, ..., "
+                                       "m, k] x [batch, ..., k, n] of one rank, 3 or 4, with equal "
+                                       "leading dimensions (no broadcasting)");
+    hetcl_status s = HETCL_OK;
+    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_MATMUL, &s);
+    if (!l)
+        return s;
+    l->n_inputs = 2;
+    l->inputs[0] = a->layer;
+    l->inputs[1] = b->layer;
+    memcpy(m->dims, a->dims, sizeof m->dims);
+    m->dims[r - 1] = b->dims[r - 1];
+    return HETCL_OK;
+}
+
 /* Gemm and MatMul: B [K, N] (or [N, K] with trans_b) into a dense layer of N units. */
 hetcl_status hetcl__onnx_op_dense(struct imp *m, const Onnx__NodeProto *n, bool gemm)
 {
+    if (!gemm && n->n_input == 2 && !hetcl__onnx_const_find(m, n->input[1])) {
+        const struct value *a = hetcl__onnx_value_find(m, n->input[0]),
+                           *b = hetcl__onnx_value_find(m, n->input[1]);
+        if (a && b)
+            return matmul_values(m, n, a, b);
+    }
     hetcl_status s = hetcl__onnx_need_rank(m, n, 1);
     const struct hetcl_onnx_tensor *w =
             s == HETCL_OK ? hetcl__onnx_const_input(m, n, 1, "B", &s) : NULL;
@@ -22,17 +55,29 @@ hetcl_status hetcl__onnx_op_dense(struct imp *m, const Onnx__NodeProto *n, bool 
         return s;
     const bool tb = gemm && hetcl__onnx_attr_int(n, "transB", 0);
     if (gemm && hetcl__onnx_attr_int(n, "transA", 0))
-        return hetcl__onnx_unsupported(m, n, "transA 1 (the input is batch-major)");
+        return hetcl__onnx_unsupported(m, n,
+                                       "transA 1 (A's columns are the batch: each output row "
+                                       "would read every example)");
     if (w->rank != 2 || w->dims[tb ? 1 : 0] != m->dims[0])
         return hetcl__onnx_unsupported(m, n, "a B of rank %d or of other than %lld inputs", w->rank,
                                        (long long) m->dims[0]);
     const float alpha = gemm ? hetcl__onnx_attr_float(n, "alpha", 1.0f) : 1.0f;
     const float beta = gemm ? hetcl__onnx_attr_float(n, "beta", 1.0f) : 1.0f;
-    const struct hetcl_onnx_tensor *c = gemm && n->n_input > 2 && *n->input[2]
-                                                ? hetcl__onnx_const_input(m, n, 2, "C", &s)
-                                                : NULL;
+    /* a C that the graph computes (or takes as data), one per example: an add layer after */
+    const bool has_c = gemm && n->n_input > 2 && *n->input[2];
+    const struct value *cv = has_c && !hetcl__onnx_const_find(m, n->input[2])
+                                     ? hetcl__onnx_value_find(m, n->input[2])
+                                     : NULL;
+    const struct hetcl_onnx_tensor *c =
+            has_c && !cv ? hetcl__onnx_const_input(m, n, 2, "C", &s) : NULL;
     if (s != HETCL_OK)
         return s;
+    const int64_t units = w->dims[tb ? 0 : 1];
+    if (cv && (beta != 1.0f || cv->flat_view || cv->orank != 1 || cv->dims[0] != units))
+        return hetcl__onnx_unsupported(m, n,
+                                       "a C computed per example other than [batch, %lld] with "
+                                       "beta 1 (beta %g)",
+                                       (long long) units, (double) beta);
     struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_DENSE, &s);
     if (!l)
         return s;
@@ -47,7 +92,17 @@ hetcl_status hetcl__onnx_op_dense(struct imp *m, const Onnx__NodeProto *n, bool 
             l->w[o * K + i] = alpha * (tb ? w->data[o * K + i] : w->data[i * N + o]);
     l->matmul = !gemm;
     m->dims[0] = N;
-    return c ? hetcl__onnx_set_bias(m, n, l, c, N, beta) : HETCL_OK;
+    if (!cv)
+        return c ? hetcl__onnx_set_bias(m, n, l, c, N, beta) : HETCL_OK;
+    /* y = A B + C with C [batch, N]: each example's own bias, the add of two values */
+    struct layer *add = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_ADD, &s);
+    if (!add)
+        return s;
+    add->n_inputs = 2;
+    add->inputs[0] = m->n_layers - 2;
+    add->inputs[1] = cv->layer;
+    m->after_layer = true;
+    return HETCL_OK;
 }
 
 /* Add or Mul of two computed values (a residual connection, a gate): numpy's broadcasting of

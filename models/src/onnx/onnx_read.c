@@ -12,13 +12,14 @@
 
 const char *hetcl_onnx_supported_ops(void)
 {
-    return "Conv, Gemm, MatMul, Add and Mul (of two computed tensors or of one and a constant, "
-           "broadcasting; Add also as a MatMul's bias), Concat (an axis after the batch), "
-           "BatchNormalization (inference; folded into a Conv, Gemm or MatMul before it, else a "
-           "scale and shift per channel), Relu, Sigmoid, Tanh, LeakyRelu, Clip, "
-           "MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Flatten, Reshape (keeping "
-           "the batch first), Transpose (a layout no-op), Softmax (last node), Dropout, Identity, "
-           "Constant";
+    return "Conv, Gemm (C a constant or one per example), MatMul, Add and Mul (of two computed "
+           "tensors or of one and a constant, broadcasting; Add also as a MatMul's bias), Concat "
+           "(an axis after the batch), BatchNormalization (inference; folded into a Conv, Gemm or "
+           "MatMul before it, else a scale and shift per channel), Relu, Sigmoid, Tanh, "
+           "LeakyRelu, Clip, MaxPool (dilations too), AveragePool (1-D and 2-D), "
+           "GlobalAveragePool, GlobalMaxPool, Flatten, Reshape (keeping the batch first), "
+           "Transpose (of each example's dimensions), Softmax (along an axis after the batch), "
+           "Dropout, Identity, Constant";
 }
 
 void hetcl_onnx_tensor_destroy(struct hetcl_onnx_tensor *t)

@@ -59,8 +59,11 @@ static bool add_layer_json(cJSON *arr, const struct layer *l, int index)
              cJSON_AddBoolToObject(o, "ceil_mode", l->ceil_mode);
         if (l->type == HETCL_MODEL_LAYER_AVGPOOL2D)
             ok = ok && cJSON_AddBoolToObject(o, "count_include_pad", l->count_include_pad);
+        if (l->dilation[0] > 1 || l->dilation[1] > 1)
+            ok = ok && cJSON_AddItemToObject(o, "dilation", ints_json(l->dilation, 2));
         break;
     case HETCL_MODEL_LAYER_FLATTEN:
+    case HETCL_MODEL_LAYER_MATMUL:
     case HETCL_MODEL_LAYER_KERNEL: /* kernel machines and slide layers: never mapped */
     case HETCL_MODEL_LAYER_SLIDE:
         break;

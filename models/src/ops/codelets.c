@@ -43,6 +43,14 @@ static double kernel_flops(const void *args, size_t size)
     return 2.0 * (double) a->m * (double) a->n * (double) a->d;
 }
 
+static double matmul_flops(const void *args, size_t size)
+{
+    if (size != sizeof(struct hetcl_op_matmul_args))
+        return 0.0;
+    const struct hetcl_op_matmul_args *a = args;
+    return 2.0 * (double) a->batch * (double) a->m * (double) a->n * (double) a->k;
+}
+
 #define CODELET(op, fl)                                                        \
     const struct hetcl_codelet hetcl_op_##op = {.name = #op,                   \
                                                 .host = hetcl__op_##op##_host, \
@@ -80,3 +88,4 @@ CODELET(avgpool_fwd_f16, NULL)
 CODELET(kernel_matrix, kernel_flops)
 CODELET(concat, NULL)
 CODELET(eltwise, NULL)
+CODELET(matmul, matmul_flops)

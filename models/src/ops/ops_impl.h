@@ -48,7 +48,8 @@
     X(avgpool_fwd_f16)          \
     X(kernel_matrix)            \
     X(concat)                   \
-    X(eltwise)
+    X(eltwise)                  \
+    X(matmul)
 
 #define X(name)                                                               \
     hetcl_status hetcl__op_##name##_host(const struct hetcl_host_call *call); \
@@ -75,6 +76,46 @@ static inline int64_t hetcl__pool_out(int64_t in, int64_t k, int64_t stride, int
 static inline bool hetcl__pool_padded(const struct hetcl_op_pool2d_args *a)
 {
     return a->pad[0] || a->pad[1] || a->pad[2] || a->pad[3] || a->ceil_mode;
+}
+
+/* A pool's window along axis 0 (height) or 1 (width): taps, stride and the distance between
+ * taps (struct hetcl_op_pool2d_args' defaults resolved), and the extent the taps span. */
+struct hetcl__pool_axis {
+    int64_t k, stride, dil, extent;
+};
+
+static inline struct hetcl__pool_axis hetcl__pool_axis(const struct hetcl_op_pool2d_args *a,
+                                                       int axis)
+{
+    struct hetcl__pool_axis x = {.k = axis && a->k_w ? a->k_w : a->k,
+                                 .stride = axis && a->stride_w ? a->stride_w : a->stride,
+                                 .dil = a->dilation[axis] ? a->dilation[axis] : 1};
+    /* a negative k or dilation stays negative, so that hetcl__pool_out refuses it */
+    x.extent = x.k < 1 || x.dil < 1 || x.k > INT32_MAX || x.dil > INT32_MAX ? -1
+                                                                            : (x.k - 1) * x.dil + 1;
+    return x;
+}
+
+/* Whether a pool's windows are other than square, undilated and of one stride (the forms that
+ * only the general kernels take). */
+static inline bool hetcl__pool_general(const struct hetcl_op_pool2d_args *a)
+{
+    const struct hetcl__pool_axis h = hetcl__pool_axis(a, 0), w = hetcl__pool_axis(a, 1);
+    return w.k != h.k || w.stride != h.stride || h.dil != 1 || w.dil != 1;
+}
+
+/* The taps [*t0, *t1) of a window starting at input coordinate start that lie inside [0, in),
+ * and (cip) how many lie inside the padded input [-pad_b, in + pad_e). */
+static inline void hetcl__pool_taps(const struct hetcl__pool_axis *x, int64_t start, int64_t in,
+                                    int64_t pad_e, int64_t *t0, int64_t *t1, int64_t *cip)
+{
+    int64_t lo = start < 0 ? (-start + x->dil - 1) / x->dil : 0;
+    int64_t hi = start > in - 1 ? 0 : (in - 1 - start) / x->dil + 1;
+    int64_t hp = start > in + pad_e - 1 ? 0 : (in + pad_e - 1 - start) / x->dil + 1;
+    *t0 = lo < x->k ? lo : x->k;
+    *t1 = hi < x->k ? hi : x->k;
+    *t1 = *t1 > *t0 ? *t1 : *t0;
+    *cip = hp < x->k ? hp : x->k;
 }
 
 /* kernel_matrix's kind and bandwidth, checked alike by the host and OpenCL implementations

@@ -26,9 +26,10 @@
 
 /* ---- names -------------------------------------------------------------------------------- */
 
-static const char *const layer_type_names[] = {
-        "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "kernel",  "slide",    "activation",
-        "add",   "concat", "mul",       "slice",     "reshape", "softmax", "transpose"};
+static const char *const layer_type_names[] = {"dense",   "conv2d",  "maxpool2d", "avgpool2d",
+                                               "flatten", "kernel",  "slide",     "activation",
+                                               "add",     "concat",  "mul",       "slice",
+                                               "reshape", "softmax", "transpose", "matmul"};
 static const char *const activation_names[] = {"none",  "relu",       "sigmoid", "tanh",
                                                "relu6", "leaky_relu", "clip"};
 static const char *const loss_names[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse"};
@@ -202,6 +203,7 @@ static hetcl_status parse_layer(const struct parser *p, const cJSON *x, int inde
     case HETCL_MODEL_LAYER_SLICE:
     case HETCL_MODEL_LAYER_RESHAPE:
     case HETCL_MODEL_LAYER_TRANSPOSE:
+    case HETCL_MODEL_LAYER_MATMUL:
         return hetcl__spec_parse_join(p, x, prefix, l);
     case HETCL_MODEL_LAYER_ADD:
     case HETCL_MODEL_LAYER_MUL:
@@ -354,7 +356,9 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
         for (int a = 0; a < 2; a++) {
             const int64_t pad_e = conv ? l->padding[a] : l->padding_end[a];
             int64_t span = cur->dims[1 + a] + l->padding[a] + pad_e;
-            g->out.dims[1 + a] = window_out(span, l->kernel[a], l->stride[a], l->ceil_mode, pad_e);
+            /* a pool's window spans its taps and the dilation's gaps between them */
+            const int64_t extent = conv ? l->kernel[a] : (l->kernel[a] - 1) * l->dilation[a] + 1;
+            g->out.dims[1 + a] = window_out(span, extent, l->stride[a], l->ceil_mode, pad_e);
             if (g->out.dims[1 + a] >= 1)
                 continue;
             if (conv)
@@ -365,11 +369,11 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
                                        (long long) l->padding[a], (long long) l->kernel[a], shape);
             return hetcl__spec_bad(
                     p, where,
-                    "%s output %s would be < 1: input %s %lld + padding %lld + %lld < size "
-                    "%lld (input %s)",
+                    "%s output %s would be < 1: input %s %lld + padding %lld + %lld < the "
+                    "window's extent %lld (input %s)",
                     tname, axis[a], axis[a], (long long) cur->dims[1 + a],
                     (long long) l->padding[a], (long long) l->padding_end[a],
-                    (long long) l->kernel[a], shape);
+                    (long long) ((l->kernel[a] - 1) * l->dilation[a] + 1), shape);
         }
         if (conv) {
             /* A grouped convolution: group k maps input channels [k C/g, (k+1) C/g) to
@@ -431,6 +435,7 @@ static hetcl_status layer_geom(const struct parser *p, const char *where, const 
     case HETCL_MODEL_LAYER_SLICE:
     case HETCL_MODEL_LAYER_RESHAPE:
     case HETCL_MODEL_LAYER_TRANSPOSE:
+    case HETCL_MODEL_LAYER_MATMUL:
         break;
     }
     return HETCL_OK;
@@ -458,7 +463,8 @@ static hetcl_status resolve_layer(const struct parser *p, int i, struct hetcl_mo
     if (s == HETCL_OK &&
         (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_CONCAT ||
          l->type == HETCL_MODEL_LAYER_MUL || l->type == HETCL_MODEL_LAYER_SLICE ||
-         l->type == HETCL_MODEL_LAYER_RESHAPE || l->type == HETCL_MODEL_LAYER_TRANSPOSE))
+         l->type == HETCL_MODEL_LAYER_RESHAPE || l->type == HETCL_MODEL_LAYER_TRANSPOSE ||
+         l->type == HETCL_MODEL_LAYER_MATMUL))
         s = hetcl__spec_join_shape(p->ctx, p->source, layers, i, input, &g.out);
     if (s != HETCL_OK)
         return s;

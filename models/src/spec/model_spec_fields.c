@@ -223,8 +223,9 @@ hetcl_status hetcl__spec_get_bool(const struct parser *p, const cJSON *obj, cons
 
 /* ---- pools -------------------------------------------------------------------------------- */
 
-static const char *const pool_fields[] = {"type",        "size",      "stride",           "padding",
-                                          "padding_end", "ceil_mode", "count_include_pad"};
+static const char *const pool_fields[] = {
+        "type",        "size",      "stride",   "padding",
+        "padding_end", "ceil_mode", "dilation", "count_include_pad"};
 
 hetcl_status hetcl__spec_parse_pool(const struct parser *p, const cJSON *x, const char *prefix,
                                     struct hetcl_model_layer *l)
@@ -240,7 +241,9 @@ hetcl_status hetcl__spec_parse_pool(const struct parser *p, const cJSON *x, cons
                 HETCL_OK ||
         (s = hetcl__spec_get_pair(p, x, prefix, "padding_end", false, l->padding, 0,
                                   l->padding_end)) != HETCL_OK ||
-        (s = hetcl__spec_get_bool(p, x, prefix, "ceil_mode", false, &l->ceil_mode)) != HETCL_OK)
+        (s = hetcl__spec_get_bool(p, x, prefix, "ceil_mode", false, &l->ceil_mode)) != HETCL_OK ||
+        (s = hetcl__spec_get_pair(p, x, prefix, "dilation", false, one, 1, l->dilation)) !=
+                HETCL_OK)
         return s;
     if (l->type == HETCL_MODEL_LAYER_AVGPOOL2D &&
         (s = hetcl__spec_get_bool(p, x, prefix, "count_include_pad", false,
@@ -252,13 +255,24 @@ hetcl_status hetcl__spec_parse_pool(const struct parser *p, const cJSON *x, cons
         snprintf(where, sizeof where, "%s.count_include_pad", prefix);
         return hetcl__spec_bad(p, where, "applies only to avgpool2d");
     }
+    /* a window's extent: its taps with the dilation's gaps between them */
+    int64_t extent[2];
+    for (int a = 0; a < 2; a++) {
+        char where[64];
+        snprintf(where, sizeof where, "%s.dilation", prefix);
+        if (l->dilation[a] > INT32_MAX || l->kernel[a] > INT32_MAX)
+            return hetcl__spec_bad(p, where, "expected sizes and dilations below 2^31");
+        extent[a] = (l->kernel[a] - 1) * l->dilation[a] + 1;
+    }
     for (int a = 0; a < 2; a++)
-        if (l->padding[a] >= l->kernel[a] || l->padding_end[a] >= l->kernel[a]) {
+        if (l->padding[a] >= extent[a] || l->padding_end[a] >= extent[a]) {
             char where[64];
             snprintf(where, sizeof where, "%s.%s", prefix,
-                     l->padding[a] >= l->kernel[a] ? "padding" : "padding_end");
-            return hetcl__spec_bad(p, where, "expected each pad < the window's size [%lld, %lld]",
-                                   (long long) l->kernel[0], (long long) l->kernel[1]);
+                     l->padding[a] >= extent[a] ? "padding" : "padding_end");
+            return hetcl__spec_bad(p, where,
+                                   "expected each pad < the window's extent [%lld, %lld] (its "
+                                   "size, dilated)",
+                                   (long long) extent[0], (long long) extent[1]);
         }
     return HETCL_OK;
 }

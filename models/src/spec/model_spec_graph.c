@@ -24,11 +24,12 @@ hetcl_status hetcl__spec_parse_inputs(hetcl_context *ctx, const char *source, co
     const bool add = (l->type == HETCL_MODEL_LAYER_ADD || l->type == HETCL_MODEL_LAYER_MUL) &&
                      !cJSON_HasObjectItem(x, "operand"),
                cat = l->type == HETCL_MODEL_LAYER_CONCAT;
-    const int lo = add || cat ? 2 : 1, hi = add ? 2 : cat ? HETCL_MODEL_SPEC_MAX_INPUTS : 1;
+    const bool two = add || l->type == HETCL_MODEL_LAYER_MATMUL; /* matmul: a and b */
+    const int lo = two || cat ? 2 : 1, hi = two ? 2 : cat ? HETCL_MODEL_SPEC_MAX_INPUTS : 1;
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(x, "inputs");
     l->n_inputs = 1;
     l->inputs[0] = index - 1;
-    if (!in && !add && !cat)
+    if (!in && !two && !cat)
         return HETCL_OK;
     const int n = cJSON_IsArray(in) ? cJSON_GetArraySize(in) : -1;
     if (n < lo || n > hi) {
@@ -101,6 +102,7 @@ hetcl_status hetcl__spec_parse_operand(const struct parser *p, const cJSON *x, c
 static const char *const slice_fields[] = {"type", "offset", "shape"};
 static const char *const reshape_fields[] = {"type", "shape"};
 static const char *const transpose_fields[] = {"type", "perm"};
+static const char *const matmul_fields[] = {"type"};
 
 /* A transpose layer's "perm": 1 to HETCL_MODEL_SPEC_MAX_RANK dimension indices (checked against
  * its input's rank when the shapes are resolved). */
@@ -141,6 +143,8 @@ hetcl_status hetcl__spec_parse_join(const struct parser *p, const cJSON *x, cons
             l->axis = (int) (v < HETCL_MODEL_SPEC_MAX_RANK ? v : HETCL_MODEL_SPEC_MAX_RANK);
         return s;
     }
+    if (l->type == HETCL_MODEL_LAYER_MATMUL)
+        return hetcl__spec_check_fields(p, x, prefix, matmul_fields, N_OF(matmul_fields));
     if (l->type == HETCL_MODEL_LAYER_TRANSPOSE)
         return (s = hetcl__spec_check_fields(p, x, prefix, transpose_fields,
                                              N_OF(transpose_fields))) != HETCL_OK
@@ -228,6 +232,30 @@ static hetcl_status transpose_shape(hetcl_context *ctx, const char *source, int 
     return HETCL_OK;
 }
 
+/* A matmul's output: [..., m, k] x [..., k, n] -> [..., m, n], the leading dimensions equal. */
+static hetcl_status matmul_shape(hetcl_context *ctx, const char *source, int index,
+                                 const struct hetcl_model_shape *a,
+                                 const struct hetcl_model_shape *b, struct hetcl_model_shape *out)
+{
+    const int r = a->rank;
+    bool ok = r >= 2 && b->rank == r && a->dims[r - 1] == b->dims[r - 2];
+    for (int d = 0; ok && d < r - 2; d++)
+        ok = a->dims[d] == b->dims[d];
+    if (!ok) {
+        char sa[96], sb[96];
+        shape_text(a, sa, sizeof sa);
+        shape_text(b, sb, sizeof sb);
+        return hetcl__fail(ctx, HETCL_ERR_FORMAT,
+                           "%s: layers[%d]: matmul of %s (inputs[0]) and %s (inputs[1]): expected "
+                           "[..., m, k] and [..., k, n] of one rank >= 2 with equal leading "
+                           "dimensions",
+                           source, index, sa, sb);
+    }
+    *out = *a;
+    out->dims[r - 1] = b->dims[r - 1];
+    return HETCL_OK;
+}
+
 hetcl_status hetcl__spec_join_shape(hetcl_context *ctx, const char *source,
                                     const struct hetcl_model_layer *layers, int index,
                                     const struct hetcl_model_shape *input,
@@ -239,6 +267,9 @@ hetcl_status hetcl__spec_join_shape(hetcl_context *ctx, const char *source,
     if (l->type == HETCL_MODEL_LAYER_TRANSPOSE)
         return transpose_shape(ctx, source, index, l, hetcl__spec_input_shape(layers, index, input),
                                out);
+    if (l->type == HETCL_MODEL_LAYER_MATMUL)
+        return matmul_shape(ctx, source, index, hetcl__spec_input_shape(layers, index, input),
+                            l->inputs[1] < 0 ? input : &layers[l->inputs[1]].out_shape, out);
     if (l->type == HETCL_MODEL_LAYER_SLICE || l->type == HETCL_MODEL_LAYER_RESHAPE)
         return slice_shape(ctx, source, index, l, hetcl__spec_input_shape(layers, index, input),
                            out);

@@ -6,6 +6,8 @@
 /* Shape checks and sizes shared by the four operators. */
 struct pool_shape {
     cl_int planes, in_h, in_w, k, stride, out_h, out_w;
+    cl_int k_w, s_w, d_h, d_w;        /* the forward float kernels' general windows (ops.h) */
+    bool general;                     /* other than square, undilated and of one stride */
     cl_int pad[4], count_include_pad; /* the float kernels' padding (ops.h) */
     bool padded;
     size_t n_in, n_out; /* elements */
@@ -24,21 +26,39 @@ static hetcl_status check(const struct hetcl_cl_call *call, const char *op, stru
         (s = hetcl__clop_dim(call, op, "stride", a->stride, 1)) != HETCL_OK ||
         (s = hetcl__clop_dim(call, op, "k", a->k, 1)) != HETCL_OK)
         return s;
-    const int64_t out_h = hetcl__pool_out(a->in_h, a->k, a->stride, a->pad[0], a->pad[2],
+    const struct hetcl__pool_axis ah = hetcl__pool_axis(a, 0), aw = hetcl__pool_axis(a, 1);
+    const int64_t out_h = hetcl__pool_out(a->in_h, ah.extent, ah.stride, a->pad[0], a->pad[2],
                                           a->ceil_mode),
-                  out_w = hetcl__pool_out(a->in_w, a->k, a->stride, a->pad[1], a->pad[3],
+                  out_w = hetcl__pool_out(a->in_w, aw.extent, aw.stride, a->pad[1], a->pad[3],
                                           a->ceil_mode);
-    if (out_h < 1 || out_w < 1)
+    if (out_h < 1 || out_w < 1 || aw.extent > INT32_MAX || ah.extent > INT32_MAX ||
+        aw.stride > INT32_MAX)
         return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_INVALID_ARG,
-                           "%s: the %lldx%lld window with pads [%lld, %lld, %lld, %lld] does not "
-                           "fit the %lldx%lld input (pads must be in [0, k))",
-                           op, (long long) a->k, (long long) a->k, (long long) a->pad[0],
-                           (long long) a->pad[1], (long long) a->pad[2], (long long) a->pad[3],
-                           (long long) a->in_h, (long long) a->in_w);
+                           "%s: the %lldx%lld window (stride %lldx%lld, dilation %lldx%lld) with "
+                           "pads [%lld, %lld, %lld, %lld] does not fit the %lldx%lld input (pads "
+                           "must be in [0, the window's extent))",
+                           op, (long long) ah.k, (long long) aw.k, (long long) ah.stride,
+                           (long long) aw.stride, (long long) ah.dil, (long long) aw.dil,
+                           (long long) a->pad[0], (long long) a->pad[1], (long long) a->pad[2],
+                           (long long) a->pad[3], (long long) a->in_h, (long long) a->in_w);
     p->padded = hetcl__pool_padded(a);
-    if (p->padded && strstr(op, "_f16"))
+    p->general = hetcl__pool_general(a);
+    if ((p->padded || p->general) && strstr(op, "_f16"))
         return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_UNSUPPORTED,
-                           "%s: padding and ceil_mode have no half-precision kernel", op);
+                           "%s: padding, ceil_mode and windows other than square, undilated and "
+                           "of one stride have no half-precision kernel",
+                           op);
+    if (p->general && strstr(op, "_bwd"))
+        return hetcl__fail(hetcl__clop_ctx(call), HETCL_ERR_UNSUPPORTED,
+                           "%s: windows other than square, undilated and of one stride (here "
+                           "%lldx%lld, stride %lldx%lld, dilation %lldx%lld) have no OpenCL "
+                           "backward kernel",
+                           op, (long long) ah.k, (long long) aw.k, (long long) ah.stride,
+                           (long long) aw.stride, (long long) ah.dil, (long long) aw.dil);
+    p->k_w = (cl_int) aw.k;
+    p->s_w = (cl_int) aw.stride;
+    p->d_h = (cl_int) ah.dil;
+    p->d_w = (cl_int) aw.dil;
     for (int i = 0; i < 4; i++)
         p->pad[i] = (cl_int) a->pad[i];
     p->count_include_pad = a->count_include_pad ? 1 : 0;
@@ -69,7 +89,7 @@ static hetcl_status run(const struct hetcl_cl_call *call, const char *kname,
     hetcl_status s = hetcl_cl_kernel(call, source, NULL, kname, &k);
     if (s != HETCL_OK)
         return s;
-    struct clop_arg args[15] = {CLOP_ARG(p->planes), CLOP_ARG(p->in_h),   CLOP_ARG(p->in_w),
+    struct clop_arg args[19] = {CLOP_ARG(p->planes), CLOP_ARG(p->in_h),   CLOP_ARG(p->in_w),
                                 CLOP_ARG(p->k),      CLOP_ARG(p->stride), CLOP_ARG(p->out_h),
                                 CLOP_ARG(p->out_w)};
     unsigned n = 7;
@@ -77,6 +97,12 @@ static hetcl_status run(const struct hetcl_cl_call *call, const char *kname,
         for (int i = 0; i < 4; i++)
             args[n++] = CLOP_ARG(p->pad[i]);
         args[n++] = CLOP_ARG(p->count_include_pad);
+        if (!over_input) { /* and the forward ones the general windows */
+            args[n++] = CLOP_ARG(p->k_w);
+            args[n++] = CLOP_ARG(p->s_w);
+            args[n++] = CLOP_ARG(p->d_h);
+            args[n++] = CLOP_ARG(p->d_w);
+        }
     }
     for (unsigned i = 0; i < n_mems; i++)
         args[n + i] = CLOP_ARG(call->mems[i]);
@@ -126,7 +152,7 @@ hetcl_status hetcl__op_maxpool_fwd_cl(const struct hetcl_cl_call *call, cl_event
         (s = hetcl__clop_need(call, op, 1, "y", p.n_out * sizeof(float))) == HETCL_OK &&
         (s = hetcl__clop_need(call, op, 2, "argmax", p.n_out * sizeof(cl_int))) == HETCL_OK)
         /* the vector path needs rows of at least 8 outputs to pay for itself */
-        s = p.k == 2 && p.stride == 2 && p.out_w >= 8 && !p.padded
+        s = p.k == 2 && p.stride == 2 && p.out_w >= 8 && !p.padded && !p.general
                     ? run_k2s2(call, &p, done)
                     : run(call, "maxpool_f32_fwd", &p, 3, false, done);
     return s;

@@ -9,6 +9,7 @@
 #include "host_ops.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Checks the args of a loss and *n = rows * classes. */
 static hetcl_status check_xent(const struct hetcl_host_call *call, const char *op, int64_t *n)
@@ -18,8 +19,14 @@ static hetcl_status check_xent(const struct hetcl_host_call *call, const char *o
         return s;
     }
     const struct hetcl_op_xent_args *a = call->args;
-    const int64_t dims[2] = {a->rows, a->classes};
-    if ((s = hetcl__host_count(call, op, "logits", 2, dims, n)) != HETCL_OK) {
+    /* only softmax takes rows of [classes][inner] */
+    if (a->inner < 0 || (a->inner > 1 && strcmp(op, "softmax") != 0)) {
+        return hetcl__fail(hetcl__host_ctx(call), HETCL_ERR_INVALID_ARG,
+                           "%s: inner %" PRId64 ": expected 0 or 1 (contiguous rows)%s", op,
+                           a->inner, a->inner < 0 ? "" : "; only softmax takes more");
+    }
+    const int64_t dims[3] = {a->rows, a->classes, a->inner > 1 ? a->inner : 1};
+    if ((s = hetcl__host_count(call, op, "logits", 3, dims, n)) != HETCL_OK) {
         return s;
     }
     if (a->rows > 0 && a->classes < 1) {
@@ -124,6 +131,40 @@ hetcl_status hetcl__op_softmax_xent_host(const struct hetcl_host_call *call)
     return HETCL_OK;
 }
 
+/* Rows of [classes][inner], each of the inner columns normalised apart: the columns of a row
+ * are walked together, a pass over the classes for the maxima, one for the exponentials and
+ * their sums (in double, as softmax_row's), one to scale; sums is one row's column scratch. */
+static void softmax_inner(const struct hetcl_op_xent_args *a, const float *logits, float *probs)
+{
+    const int64_t C = a->classes, K = a->inner;
+    enum { CHUNK = 256 }; /* columns at a time: the maxima and sums stay on the stack */
+    for (int64_t r = 0; r < a->rows; r++) {
+        for (int64_t k0 = 0; k0 < K; k0 += CHUNK) {
+            const int64_t nk = K - k0 < CHUNK ? K - k0 : CHUNK;
+            const float *x = logits + r * C * K + k0;
+            float *y = probs + r * C * K + k0, max[CHUNK];
+            double sum[CHUNK];
+            for (int64_t k = 0; k < nk; k++) {
+                max[k] = x[k];
+                sum[k] = 0.0;
+            }
+            for (int64_t c = 1; c < C; c++)
+                for (int64_t k = 0; k < nk; k++)
+                    max[k] = x[c * K + k] > max[k] ? x[c * K + k] : max[k];
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t k = 0; k < nk; k++) {
+                    y[c * K + k] = expf(x[c * K + k] - max[k]);
+                    sum[k] += (double) y[c * K + k];
+                }
+            for (int64_t k = 0; k < nk; k++)
+                max[k] = (float) (1.0 / sum[k]); /* now the scale */
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t k = 0; k < nk; k++)
+                    y[c * K + k] *= max[k];
+        }
+    }
+}
+
 /* Buffers: logits (R), probs (W). */
 hetcl_status hetcl__op_softmax_host(const struct hetcl_host_call *call)
 {
@@ -140,6 +181,10 @@ hetcl_status hetcl__op_softmax_host(const struct hetcl_host_call *call)
     }
     const float *logits = call->ptrs[0];
     float *probs = call->ptrs[1];
+    if (a->inner > 1) {
+        softmax_inner(a, logits, probs);
+        return HETCL_OK;
+    }
     for (int64_t r = 0; r < a->rows; r++) {
         float max;
         (void) softmax_row(a->classes, logits + r * a->classes, probs + r * a->classes, &max);

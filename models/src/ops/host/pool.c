@@ -1,6 +1,8 @@
 /*
- * Max and average pooling, forward and backward, on the host (NCHW, square windows of k with a
- * stride; windows may overlap; padding and ceil_mode clip the windows to the input, ops.h). Max
+ * Max and average pooling, forward and backward, on the host (NCHW, windows of k x k_w taps with
+ * strides and dilations; windows may overlap; padding and ceil_mode clip the windows to the
+ * input, ops.h). Square undilated windows of one stride take the fast paths below; the others
+ * (1-D pools, MaxPool dilations) the clipped scan of every window's taps. Max
  * pooling keeps, per output, the index of its winner in the input plane (int32): the first NaN of
  * the window, else its first maximum in row-major scan order (the reference's rule). Its forward
  * runs the AVX-512 kernel of pool_max_avx512.c where the CPU has it, else the portable C below. The
@@ -9,6 +11,7 @@
  */
 #include "host_ops.h"
 
+#include <math.h>
 #include <string.h>
 
 struct pool_geom {
@@ -23,16 +26,18 @@ static hetcl_status check_pool(const struct hetcl_host_call *call, const char *o
         return s;
     }
     const struct hetcl_op_pool2d_args *a = call->args;
-    g->out_h = hetcl__pool_out(a->in_h, a->k, a->stride, a->pad[0], a->pad[2], a->ceil_mode);
-    g->out_w = hetcl__pool_out(a->in_w, a->k, a->stride, a->pad[1], a->pad[3], a->ceil_mode);
+    const struct hetcl__pool_axis ah = hetcl__pool_axis(a, 0), aw = hetcl__pool_axis(a, 1);
+    g->out_h = hetcl__pool_out(a->in_h, ah.extent, ah.stride, a->pad[0], a->pad[2], a->ceil_mode);
+    g->out_w = hetcl__pool_out(a->in_w, aw.extent, aw.stride, a->pad[1], a->pad[3], a->ceil_mode);
     if (a->batch < 0 || a->channels < 0 || g->out_h < 1 || g->out_w < 1) {
         return hetcl__fail(hetcl__host_ctx(call), HETCL_ERR_INVALID_ARG,
-                           "%s: window %" PRId64 " stride %" PRId64 " pads [%" PRId64 ", %" PRId64
+                           "%s: window %" PRId64 "x%" PRId64 " stride %" PRId64 "x%" PRId64
+                           " dilation %" PRId64 "x%" PRId64 " pads [%" PRId64 ", %" PRId64
                            ", %" PRId64 ", %" PRId64 "] on %" PRId64 "x%" PRId64
-                           ": expected k >= 1, stride >= 1, pads in [0, k) and a window that "
-                           "fits the padded input",
-                           op, a->k, a->stride, a->pad[0], a->pad[1], a->pad[2], a->pad[3], a->in_h,
-                           a->in_w);
+                           ": expected k >= 1, stride >= 1, dilation >= 1, pads in [0, the "
+                           "window's extent) and a window that fits the padded input",
+                           op, ah.k, aw.k, ah.stride, aw.stride, ah.dil, aw.dil, a->pad[0],
+                           a->pad[1], a->pad[2], a->pad[3], a->in_h, a->in_w);
     }
     const int64_t dp[2] = {a->batch, a->channels}, di[2] = {a->in_h, a->in_w};
     const int64_t dout[2] = {g->out_h, g->out_w};
@@ -134,20 +139,30 @@ HETCL_HOST_CLONES static void maxpool_any(int64_t planes, int64_t in_w, int64_t 
     }
 }
 
-/* One output of a padded or rounded-up window, clipped to the input: the part of its window
- * inside the plane scanned in row-major order (the same winner rule; padding never wins). */
+/* One output of a padded, rounded-up or general window, clipped to the input: the window's taps
+ * inside the plane scanned in row-major order (the same winner rule; padding never wins). A
+ * dilated window whose taps all fall in the padding has no winner: -inf, and an index that the
+ * backward refuses. */
 static void maxpool_clipped(const struct hetcl_op_pool2d_args *a, const float *xp, int64_t oy,
                             int64_t ox, float *y, int32_t *arg)
 {
-    const int64_t y0 = oy * a->stride - a->pad[0];
-    const int64_t i0 = y0 < 0 ? 0 : y0, i1 = y0 + a->k < a->in_h ? y0 + a->k : a->in_h;
-    const int64_t x0 = ox * a->stride - a->pad[1];
-    const int64_t j0 = x0 < 0 ? 0 : x0, j1 = x0 + a->k < a->in_w ? x0 + a->k : a->in_w;
-    int64_t best = i0 * a->in_w + j0;
+    const struct hetcl__pool_axis ah = hetcl__pool_axis(a, 0), aw = hetcl__pool_axis(a, 1);
+    const int64_t y0 = oy * ah.stride - a->pad[0], x0 = ox * aw.stride - a->pad[1];
+    int64_t i0, i1, j0, j1, unused;
+    hetcl__pool_taps(&ah, y0, a->in_h, a->pad[2], &i0, &i1, &unused);
+    hetcl__pool_taps(&aw, x0, a->in_w, a->pad[3], &j0, &j1, &unused);
+    if (i0 == i1 || j0 == j1) {
+        *y = -INFINITY;
+        *arg = -1;
+        return;
+    }
+    int64_t best = (y0 + i0 * ah.dil) * a->in_w + x0 + j0 * aw.dil;
     for (int64_t i = i0; i < i1; i++)
-        for (int64_t j = j0; j < j1; j++)
-            if (max_takes(xp[i * a->in_w + j], xp[best]))
-                best = i * a->in_w + j;
+        for (int64_t j = j0; j < j1; j++) {
+            const int64_t at = (y0 + i * ah.dil) * a->in_w + x0 + j * aw.dil;
+            if (max_takes(xp[at], xp[best]))
+                best = at;
+        }
     *y = xp[best];
     *arg = (int32_t) best;
 }
@@ -196,27 +211,26 @@ static void maxpool_padded(hetcl_maxpool_fn kernel, const struct hetcl_op_pool2d
     }
 }
 
-/* The divisor of an average window starting at (y0, x0) in input coordinates, and its part
- * inside the input [i0, i1) x [j0, j1). */
+/* An average window of output (oy, ox): its first tap (y0, x0) in input coordinates, the
+ * distances between taps, the taps inside the input [i0, i1) x [j0, j1) and the divisor. */
 struct avg_window {
-    int64_t i0, i1, j0, j1;
+    int64_t y0, x0, dy, dx, i0, i1, j0, j1;
     float inv;
 };
 
 static struct avg_window avg_window(const struct hetcl_op_pool2d_args *a, int64_t oy, int64_t ox)
 {
-    const int64_t y0 = oy * a->stride - a->pad[0], x0 = ox * a->stride - a->pad[1];
-    struct avg_window w = {.i0 = y0 < 0 ? 0 : y0,
-                           .i1 = y0 + a->k < a->in_h ? y0 + a->k : a->in_h,
-                           .j0 = x0 < 0 ? 0 : x0,
-                           .j1 = x0 + a->k < a->in_w ? x0 + a->k : a->in_w};
-    int64_t count = (w.i1 - w.i0) * (w.j1 - w.j0);
-    if (a->count_include_pad) { /* the window inside the padded input */
-        const int64_t ye = y0 + a->k < a->in_h + a->pad[2] ? y0 + a->k : a->in_h + a->pad[2];
-        const int64_t xe = x0 + a->k < a->in_w + a->pad[3] ? x0 + a->k : a->in_w + a->pad[3];
-        count = (ye - y0) * (xe - x0);
-    }
-    w.inv = 1.0f / (float) count;
+    const struct hetcl__pool_axis ah = hetcl__pool_axis(a, 0), aw = hetcl__pool_axis(a, 1);
+    struct avg_window w = {.y0 = oy * ah.stride - a->pad[0],
+                           .x0 = ox * aw.stride - a->pad[1],
+                           .dy = ah.dil,
+                           .dx = aw.dil};
+    int64_t cip_h, cip_w;
+    hetcl__pool_taps(&ah, w.y0, a->in_h, a->pad[2], &w.i0, &w.i1, &cip_h);
+    hetcl__pool_taps(&aw, w.x0, a->in_w, a->pad[3], &w.j0, &w.j1, &cip_w);
+    /* count_include_pad: the taps inside the padded input */
+    const int64_t count = a->count_include_pad ? cip_h * cip_w : (w.i1 - w.i0) * (w.j1 - w.j0);
+    w.inv = count ? 1.0f / (float) count : 0.0f;
     return w;
 }
 
@@ -260,7 +274,13 @@ hetcl_status hetcl__op_maxpool_fwd_host(const struct hetcl_host_call *call)
         (s = hetcl__host_check_buf(call, op, 2, "argmax", g.n_out, 4)) != HETCL_OK) {
         return s;
     }
-    if (g.n_out > 0 && hetcl__pool_padded(a)) {
+    if (g.n_out > 0 && hetcl__pool_general(a)) {
+        for (int64_t pl = 0; pl < g.planes; pl++)
+            for (int64_t o = 0; o < g.out_plane; o++)
+                maxpool_clipped(a, (const float *) call->ptrs[0] + pl * g.in_plane, o / g.out_w,
+                                o % g.out_w, (float *) call->ptrs[1] + pl * g.out_plane + o,
+                                (int32_t *) call->ptrs[2] + pl * g.out_plane + o);
+    } else if (g.n_out > 0 && hetcl__pool_padded(a)) {
         maxpool_padded(hetcl__maxpool_kernel(HETCL_GEMM_AUTO), a, &g, call->ptrs[0], call->ptrs[1],
                        call->ptrs[2]);
     } else if (g.n_out > 0) {
@@ -332,7 +352,7 @@ hetcl_status hetcl__op_avgpool_fwd_host(const struct hetcl_host_call *call)
                 float sum = 0.0f;
                 for (int64_t i = w.i0; i < w.i1; i++) {
                     for (int64_t j = w.j0; j < w.j1; j++) {
-                        sum += xp[i * a->in_w + j];
+                        sum += xp[(w.y0 + i * w.dy) * a->in_w + w.x0 + j * w.dx];
                     }
                 }
                 y[pl * g.out_plane + oy * g.out_w + ox] = sum * w.inv;
@@ -369,7 +389,7 @@ hetcl_status hetcl__op_avgpool_bwd_host(const struct hetcl_host_call *call)
                 const float d = dy[pl * g.out_plane + oy * g.out_w + ox] * w.inv;
                 for (int64_t i = w.i0; i < w.i1; i++) {
                     for (int64_t j = w.j0; j < w.j1; j++) {
-                        dxp[i * a->in_w + j] += d;
+                        dxp[(w.y0 + i * w.dy) * a->in_w + w.x0 + j * w.dx] += d;
                     }
                 }
             }
