@@ -310,8 +310,9 @@ void hetcl_eigenpro_precond_destroy(hetcl_eigenpro_precond *pc)
     hetcl__free(pc);
 }
 
-HETCL_HOST_CLONES void hetcl__eigenpro_correction(const hetcl_eigenpro_precond *pc, int64_t l,
-                                                  const double *h_s, double *tmp, double *corr_t)
+/* The clones stay static: an exported target_clones function exports its resolver too. */
+HETCL_HOST_CLONES static void correction(const hetcl_eigenpro_precond *pc, int64_t l,
+                                         const double *h_s, double *tmp, double *corr_t)
 {
     const int k = pc->k;
     const int64_t s = pc->s;
@@ -342,6 +343,12 @@ HETCL_HOST_CLONES void hetcl__eigenpro_correction(const hetcl_eigenpro_precond *
                 out[i] += t * vj[i];
         }
     }
+}
+
+void hetcl__eigenpro_correction(const hetcl_eigenpro_precond *pc, int64_t l, const double *h_s,
+                                double *tmp, double *corr_t)
+{
+    correction(pc, l, h_s, tmp, corr_t);
 }
 
 bool hetcl__eigenpro_split(int n, const double *speed, const int64_t *cap, int64_t mb,
