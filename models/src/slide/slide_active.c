@@ -94,7 +94,7 @@ static int64_t retrieve(const struct hetcl__lsh_tables *t, const uint32_t *bucke
  * first sighting and they never enter seen; every id is written to seen and the end moves on
  * only for a count that was 0. The array pointers are held in locals, since the stores through
  * them could otherwise alias s's fields and force a reload per id. */
-#define LABEL_BASE 0x8000u /* + L <= 4096 stays below 2^16 */
+#define LABEL_BASE 1u /* any count but 0; + L <= 4096 stays below 2^16 */
 
 static int64_t retrieve_top(const struct hetcl__lsh_tables *t, const uint32_t *buckets,
                             const struct hetcl__active_rule *rule, struct hetcl__lsh_scratch *s,
