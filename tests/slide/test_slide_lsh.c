@@ -534,6 +534,54 @@ static void test_active_top(uint64_t seed)
     hetcl__lsh_tables_destroy(t);
 }
 
+/* SimHash's dense codes against one projection at a time, each summed in index order (the
+ * host sums HETCL__LSH_SIMHASH_LANES projections side by side and must give the same bits):
+ * K * L below, at and past a multiple of the lanes (the tail one at a time), the MIPS family,
+ * rows with exact zeros and sums that cancel. */
+static void test_simhash_lanes(uint64_t seed)
+{
+    static const struct {
+        int k, l, dim;
+        bool mips;
+    } fam[] = {{1, 1, 2, false},  {4, 100, 128, false}, {9, 50, 128, false},
+               {3, 5, 17, false}, {6, 7, 64, true},     {4, 2, 1, false}};
+    struct hetcl__rng r;
+    hetcl__rng_seed(&r, seed + 41);
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        struct hetcl__lsh *h = NULL;
+        hetcl_status st = fam[f].mips
+                                  ? hetcl__lsh_create_mips(fam[f].k, fam[f].l, fam[f].dim, seed, &h)
+                                  : hetcl__lsh_create(HETCL__LSH_SIMHASH, fam[f].k, fam[f].l,
+                                                      fam[f].dim, seed, &h);
+        CHECK(st == HETCL_OK);
+        if (!h)
+            continue;
+        float x[130];
+        uint8_t codes[900];
+        int bad = 0;
+        for (int trial = 0; trial < 50; trial++) {
+            for (int64_t j = 0; j < h->dim; j++) { /* small integers: many sums exactly 0 */
+                const int kind = trial % 3;
+                x[j] = kind == 0 ? (float) hetcl__rng_normal(&r)
+                                 : (float) ((int) hetcl__rng_below(&r, 5) - 2) * 0.5f;
+            }
+            hetcl__lsh_codes_dense(h, x, codes);
+            for (int q = 0; q < h->k * h->l; q++) {
+                float sum = 0.0f;
+                for (int32_t i = 0; i < h->proj_len; i++)
+                    sum += (float) h->proj_sign[q * h->proj_len + i] *
+                           x[h->proj_idx[q * h->proj_len + i]];
+                bad += codes[q] != (sum >= 0.0f ? 0 : 1);
+            }
+        }
+        if (bad)
+            fprintf(stderr, "simhash lanes: K %d L %d dim %d: %d codes differ\n", fam[f].k,
+                    fam[f].l, fam[f].dim, bad);
+        CHECK(bad == 0);
+        hetcl__lsh_destroy(h);
+    }
+}
+
 /* The naive top mode, order included: the neurons of the buckets other than the labels, in the
  * order first seen (table by table, each bucket from its start), their counts; of those seen
  * at least min_count times the `top` with the highest counts, a tie going to the one seen
@@ -648,6 +696,7 @@ int main(void)
 {
     uint64_t seed = hetcl_test_seed();
     test_simhash_collisions(seed);
+    test_simhash_lanes(seed);
     test_dwta(seed);
     test_buckets(seed);
     test_tables(seed);
