@@ -534,15 +534,175 @@ static void test_active_top(uint64_t seed)
     hetcl__lsh_tables_destroy(t);
 }
 
+/* SimHash's dense codes against one projection at a time, each summed in index order (the
+ * host sums HETCL__LSH_SIMHASH_LANES projections side by side and must give the same bits):
+ * K * L below, at and past a multiple of the lanes (the tail one at a time), the MIPS family,
+ * rows with exact zeros and sums that cancel. */
+static void test_simhash_lanes(uint64_t seed)
+{
+    static const struct {
+        int k, l, dim;
+        bool mips;
+    } fam[] = {{1, 1, 2, false},  {4, 100, 128, false}, {9, 50, 128, false},
+               {3, 5, 17, false}, {6, 7, 64, true},     {4, 2, 1, false}};
+    struct hetcl__rng r;
+    hetcl__rng_seed(&r, seed + 41);
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        struct hetcl__lsh *h = NULL;
+        hetcl_status st = fam[f].mips
+                                  ? hetcl__lsh_create_mips(fam[f].k, fam[f].l, fam[f].dim, seed, &h)
+                                  : hetcl__lsh_create(HETCL__LSH_SIMHASH, fam[f].k, fam[f].l,
+                                                      fam[f].dim, seed, &h);
+        CHECK(st == HETCL_OK);
+        if (!h)
+            continue;
+        float x[130];
+        uint8_t codes[900];
+        int bad = 0;
+        for (int trial = 0; trial < 50; trial++) {
+            for (int64_t j = 0; j < h->dim; j++) { /* small integers: many sums exactly 0 */
+                const int kind = trial % 3;
+                x[j] = kind == 0 ? (float) hetcl__rng_normal(&r)
+                                 : (float) ((int) hetcl__rng_below(&r, 5) - 2) * 0.5f;
+            }
+            hetcl__lsh_codes_dense(h, x, codes);
+            for (int q = 0; q < h->k * h->l; q++) {
+                float sum = 0.0f;
+                for (int32_t i = 0; i < h->proj_len; i++)
+                    sum += (float) h->proj_sign[q * h->proj_len + i] *
+                           x[h->proj_idx[q * h->proj_len + i]];
+                bad += codes[q] != (sum >= 0.0f ? 0 : 1);
+            }
+        }
+        if (bad)
+            fprintf(stderr, "simhash lanes: K %d L %d dim %d: %d codes differ\n", fam[f].k,
+                    fam[f].l, fam[f].dim, bad);
+        CHECK(bad == 0);
+        hetcl__lsh_destroy(h);
+    }
+}
+
+/* The naive top mode, order included: the neurons of the buckets other than the labels, in the
+ * order first seen (table by table, each bucket from its start), their counts; of those seen
+ * at least min_count times the `top` with the highest counts, a tie going to the one seen
+ * first; written in first-seen order after the labels. Returns the set's size. */
+static int64_t naive_top(const struct hetcl__lsh_tables *t, const uint32_t *q, const int32_t *lab,
+                         int n_lab, const struct hetcl__active_rule *rule, int *count,
+                         int32_t *first, int32_t *out)
+{
+    const int64_t n = t->n_neurons;
+    int64_t m = 0, n_first = 0;
+    for (int i = 0; i < n_lab; i++) {
+        bool dup = false;
+        for (int64_t e = 0; e < m; e++)
+            dup |= out[e] == lab[i];
+        if (!dup)
+            out[m++] = lab[i];
+    }
+    const int64_t m_lab = m;
+    memset(count, 0, (size_t) n * sizeof *count);
+    for (int table = 0; table < t->l; table++) {
+        uint32_t nb;
+        const int32_t *ids = hetcl__lsh_tables_bucket(t, table, q[table], &nb);
+        for (uint32_t e = 0; e < nb; e++) {
+            bool is_lab = false;
+            for (int64_t i = 0; i < m_lab; i++)
+                is_lab |= out[i] == ids[e];
+            if (!is_lab && count[ids[e]]++ == 0)
+                first[n_first++] = ids[e];
+        }
+    }
+    const int min_count = rule->threshold > 1 ? rule->threshold : 1;
+    /* pick greedily: the highest count left, the earliest seen among equals */
+    static char taken[1 << 16];
+    memset(taken, 0, sizeof taken);
+    for (int64_t k = 0; k < rule->top; k++) {
+        int64_t best = -1;
+        for (int64_t e = 0; e < n_first; e++)
+            if (!taken[e] && count[first[e]] >= min_count &&
+                (best < 0 || count[first[e]] > count[first[best]]))
+                best = e;
+        if (best < 0)
+            break;
+        taken[best] = 1;
+    }
+    for (int64_t e = 0; e < n_first; e++)
+        if (taken[e])
+            out[m++] = first[e];
+    return m;
+}
+
+/* Top mode against naive_top id by id, order included (the set and its order are part of the
+ * result: they decide the softmax's sums), at shapes from a few buckets of many ids each (K 1,
+ * 2: many equal counts, so ties decide) to slide-xc-simhash's kind (K 4, L 100). */
+static void test_active_top_exact(uint64_t seed)
+{
+    enum { N = 4000 };
+    static const struct {
+        int l, range_pow, bucket_size;
+    } shapes[] = {{8, 3, 200}, {40, 1, 4000}, {100, 4, 16384}, {33, 2, 700}, {300, 2, 4000}};
+    static int32_t out[N + 8], want[N + 8], first[N];
+    static int count[N];
+    struct hetcl__rng r;
+    hetcl__rng_seed(&r, seed + 33);
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        const int l = shapes[sh].l, rp = shapes[sh].range_pow;
+        struct hetcl__lsh_tables *t = NULL;
+        struct hetcl__lsh_scratch s;
+        uint32_t *nb = malloc((size_t) N * (size_t) l * sizeof *nb);
+        uint32_t *scratch = malloc(((size_t) 1 << rp) * sizeof *scratch);
+        CHECK(hetcl__lsh_tables_create(l, rp, shapes[sh].bucket_size, N, &t) == HETCL_OK);
+        CHECK(hetcl__lsh_scratch_init(&s, N) == HETCL_OK);
+        CHECK(nb && scratch);
+        if (!t || !s.stamp || !nb || !scratch) {
+            free(nb), free(scratch);
+            hetcl__lsh_tables_destroy(t);
+            hetcl__lsh_scratch_deinit(&s);
+            return;
+        }
+        /* skewed buckets, so that counts spread */
+        for (int64_t i = 0; i < (int64_t) N * l; i++)
+            nb[i] = (uint32_t) (hetcl__rng_below(&r, 1u << rp) & hetcl__rng_below(&r, 1u << rp));
+        for (int table = 0; table < l; table++)
+            hetcl__lsh_tables_fill(t, table, nb, l, N, NULL, scratch);
+        for (int trial = 0; trial < 12; trial++) {
+            uint32_t q[300];
+            for (int i = 0; i < l; i++)
+                q[i] = (uint32_t) hetcl__rng_below(&r, 1u << rp);
+            int32_t lab[3] = {(int32_t) hetcl__rng_below(&r, N), 7, 7}; /* a repeat */
+            struct hetcl__active_rule rule = {
+                    .threshold = trial % 3 == 2 ? 1 + (int) hetcl__rng_below(&r, (uint64_t) l) : 0,
+                    .top = 1 + (int64_t) hetcl__rng_below(&r, trial % 2 ? 3000 : 300)};
+            int64_t n_ret = -1;
+            int64_t m = hetcl__lsh_active(t, q, lab, 3, &rule, &s, &r, out, &n_ret);
+            int64_t w = naive_top(t, q, lab, 3, &rule, count, first, want);
+            CHECK_EQ_INT(m, w);
+            int64_t same = 0;
+            while (same < m && same < w && out[same] == want[same])
+                same++;
+            if (same < m || same < w) {
+                fprintf(stderr, "top exact: shape %zu trial %d: first difference at %lld of %lld\n",
+                        sh, trial, (long long) same, (long long) w);
+                CHECK(!"the top set or its order differs from the naive one");
+            }
+        }
+        free(nb), free(scratch);
+        hetcl__lsh_scratch_deinit(&s);
+        hetcl__lsh_tables_destroy(t);
+    }
+}
+
 int main(void)
 {
     uint64_t seed = hetcl_test_seed();
     test_simhash_collisions(seed);
+    test_simhash_lanes(seed);
     test_dwta(seed);
     test_buckets(seed);
     test_tables(seed);
     test_active(seed);
     test_active_top(seed);
+    test_active_top_exact(seed);
     test_mips(seed);
     return hetcl_test_finish("test_slide_lsh");
 }

@@ -58,6 +58,21 @@ static hetcl_status simhash_init(struct hetcl__lsh *h, struct hetcl__rng *rng)
             h->proj_sign[q * h->proj_len + i] = (hetcl__rng_next(rng) >> 63) ? 1 : -1;
     }
     hetcl__free(all);
+    /* the interleaved copy of the whole groups of lanes (simhash_dense) */
+    const int64_t groups = n_hash / HETCL__LSH_SIMHASH_LANES, len = h->proj_len;
+    const size_t n_lane = (size_t) (groups * len * HETCL__LSH_SIMHASH_LANES) + 1;
+    h->lane_idx = hetcl__malloc(n_lane * sizeof *h->lane_idx);
+    h->lane_sign = hetcl__malloc(n_lane * sizeof *h->lane_sign);
+    if (!h->lane_idx || !h->lane_sign)
+        return HETCL_ERR_NO_MEMORY;
+    for (int64_t g = 0; g < groups; g++)
+        for (int64_t i = 0; i < len; i++)
+            for (int64_t j = 0; j < HETCL__LSH_SIMHASH_LANES; j++) {
+                const int64_t from = (g * HETCL__LSH_SIMHASH_LANES + j) * len + i;
+                const int64_t to = (g * len + i) * HETCL__LSH_SIMHASH_LANES + j;
+                h->lane_idx[to] = h->proj_idx[from];
+                h->lane_sign[to] = (float) h->proj_sign[from];
+            }
     return HETCL_OK;
 }
 
@@ -140,24 +155,56 @@ void hetcl__lsh_destroy(struct hetcl__lsh *h)
         return;
     hetcl__free(h->proj_idx);
     hetcl__free(h->proj_sign);
+    hetcl__free(h->lane_idx);
+    hetcl__free(h->lane_sign);
     hetcl__free(h->pos);
     hetcl__free(h);
 }
 
 /* ---- SimHash -------------------------------------------------------------------------------- */
 
+/* HETCL__LSH_SIMHASH_LANES projections at once: each still sums its terms one by one in index
+ * order (so the codes are the same bit for bit as one projection at a time, and as
+ * clkernels/slide.cl's), but the lanes' sums are independent chains, where one projection's 43
+ * dependent adds waited on each other's latency: the rehash of every neuron at K * L = 400
+ * hashes was most of a refill's time. The lanes' terms are interleaved (h->lane_idx), so that
+ * the loop reads one stream, and written out: an array of sums indexed by lane was kept in
+ * memory, a store and a reload per term. */
 static void simhash_dense(const struct hetcl__lsh *h, const float *x, uint8_t *codes)
 {
+    enum { W = HETCL__LSH_SIMHASH_LANES };
     const int n_hash = h->k * h->l;
-    for (int q = 0; q < n_hash; q++) {
-        const int32_t *idx = h->proj_idx + (int64_t) q * h->proj_len;
-        const int8_t *sign = h->proj_sign + (int64_t) q * h->proj_len;
+    const int32_t len = h->proj_len;
+    int q = 0;
+    for (; q + W <= n_hash; q += W) {
+        const int32_t *idx = h->lane_idx + (int64_t) q * len;
+        const float *sign = h->lane_sign + (int64_t) q * len;
+        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f, s4 = 0.0f, s5 = 0.0f, s6 = 0.0f,
+              s7 = 0.0f;
+        for (int32_t i = 0; i < len; i++, idx += W, sign += W) {
+            s0 += sign[0] * x[idx[0]];
+            s1 += sign[1] * x[idx[1]];
+            s2 += sign[2] * x[idx[2]];
+            s3 += sign[3] * x[idx[3]];
+            s4 += sign[4] * x[idx[4]];
+            s5 += sign[5] * x[idx[5]];
+            s6 += sign[6] * x[idx[6]];
+            s7 += sign[7] * x[idx[7]];
+        }
+        const float sum[W] = {s0, s1, s2, s3, s4, s5, s6, s7};
+        for (int j = 0; j < W; j++)
+            codes[q + j] = sum[j] >= 0.0f ? 0 : 1;
+    }
+    for (; q < n_hash; q++) {
+        const int32_t *idx = h->proj_idx + (int64_t) q * len;
+        const int8_t *sign = h->proj_sign + (int64_t) q * len;
         float sum = 0.0f;
-        for (int32_t i = 0; i < h->proj_len; i++)
+        for (int32_t i = 0; i < len; i++)
             sum += (float) sign[i] * x[idx[i]];
         codes[q] = sum >= 0.0f ? 0 : 1;
     }
 }
+_Static_assert(HETCL__LSH_SIMHASH_LANES == 8, "simhash_dense writes out 8 lanes");
 
 static void simhash_sparse(const struct hetcl__lsh *h, const int32_t *xi, const float *xv,
                            int64_t n, uint8_t *codes)

@@ -38,6 +38,7 @@ enum hetcl__lsh_kind {
 #define HETCL__LSH_DWTA_BIN      8 /* coordinates per DWTA bin */
 #define HETCL__LSH_DWTA_BITS     3 /* log2(HETCL__LSH_DWTA_BIN) */
 #define HETCL__LSH_SIMHASH_RATIO 3 /* a SimHash projection reads ceil(dim / 3) coordinates */
+#define HETCL__LSH_SIMHASH_LANES 8 /* SimHash projections summed side by side on the host */
 #define HETCL__LSH_MAX_RANGE_POW 24
 #define HETCL__LSH_DWTA_PROBES   100 /* densification attempts before a linear scan */
 
@@ -53,6 +54,11 @@ struct hetcl__lsh {
     int32_t proj_len;
     int32_t *proj_idx;
     int8_t *proj_sign;
+    /* The same, the whole groups of HETCL__LSH_SIMHASH_LANES hashes interleaved for the host's
+     * dense hash: group g's term i of lane j at [(g * proj_len + i) * LANES + j], the sign as
+     * a float. */
+    int32_t *lane_idx;
+    float *lane_sign;
     /* DWTA: n_perm permutations of the coordinates laid end to end; position q of the whole
      * sequence falls in bin (q / 8) mod (K * L) at place q % 8. pos[p * dim + j] is the position
      * of coordinate j in permutation p. Folding the positions beyond K * L bins back onto the

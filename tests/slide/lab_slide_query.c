@@ -1,0 +1,125 @@
+/*
+ * Times SLIDE's active-set query (hetcl__lsh_active) at the shapes of
+ * models/slide-xc-simhash.json: 50k neurons of 128 hidden units, SimHash K 4, L 100, buckets of
+ * up to 16384, the top 1900 plus 500 random (change with the arguments). Not a test: run by hand.
+ *
+ *     build/tests/slide/lab_slide_query [neurons] [k] [l] [top] [queries]
+ *
+ * Rows and queries are Gaussian (the queries through a ReLU, as the hidden layer's are); the
+ * tables are filled once, then every query runs on one thread. Prints the median time of a
+ * query over 5 rounds, the mean retrieved, and a checksum of every active set (ids and order),
+ * so that two builds can be compared bit for bit, and the times the rows' hashing and the
+ * tables' fill in a random order took (one thread; the checksum covers the buckets too, through
+ * the tables).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "slide/slide_lsh.h"
+
+#include <hetcl_internal/prng.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { HID = 128, REPS = 5 };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    const int64_t n = argc > 1 ? atoll(argv[1]) : 50000;
+    const int k = argc > 2 ? atoi(argv[2]) : 4, l = argc > 3 ? atoi(argv[3]) : 100;
+    const int64_t top = argc > 4 ? atoll(argv[4]) : 1900;
+    const int nq = argc > 5 ? atoi(argv[5]) : 200;
+    struct hetcl__lsh *h = NULL;
+    struct hetcl__lsh_tables *t = NULL;
+    struct hetcl__lsh_scratch s = {0};
+    if (n < 1 || n > INT32_MAX || k < 1 || l < 1 || l > 4096 || top < 0 || nq < 1 ||
+        hetcl__lsh_create(HETCL__LSH_SIMHASH, k, l, HID, 42, &h) != HETCL_OK ||
+        hetcl__lsh_tables_create(l, h->range_pow, 16384, n, &t) != HETCL_OK ||
+        hetcl__lsh_scratch_init(&s, n) != HETCL_OK) {
+        fprintf(stderr, "usage: lab_slide_query [neurons] [k 1..24] [l 1..4096] [top] "
+                        "[queries] (or out of memory)\n");
+        return 2;
+    }
+    float *w = malloc((size_t) n * HID * sizeof *w), *q = malloc((size_t) nq * HID * sizeof *q);
+    uint32_t *nb = malloc((size_t) n * (size_t) l * sizeof *nb);
+    uint32_t *qb = malloc((size_t) nq * (size_t) l * sizeof *qb);
+    uint32_t *scratch = malloc(((size_t) 1 << h->range_pow) * sizeof *scratch);
+    int32_t *order = malloc((size_t) n * sizeof *order);
+    const struct hetcl__active_rule rule = {.min_active = 1000, .random = 500, .top = top};
+    const int64_t cap = hetcl__lsh_active_cap(n, l, 16384, 1, &rule);
+    int32_t *out = malloc((size_t) cap * sizeof *out);
+    if (!w || !q || !nb || !qb || !scratch || !order || !out) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    struct hetcl__rng rng;
+    hetcl__rng_seed(&rng, 7);
+    for (int64_t i = 0; i < n * HID; i++)
+        w[i] = (float) hetcl__rng_normal(&rng) * 0.05f;
+    for (int64_t i = 0; i < (int64_t) nq * HID; i++) {
+        float v = (float) hetcl__rng_normal(&rng);
+        q[i] = v > 0.0f ? v : 0.0f;
+    }
+    const double t_hash = now_s();
+    for (int64_t i = 0; i < n; i++) {
+        hetcl__lsh_hash_dense(h, w + i * HID, nb + i * l);
+        order[i] = (int32_t) i;
+    }
+    const double rehash_s = now_s() - t_hash;
+    for (int64_t i = n - 1; i > 0; i--) { /* a random insertion order, as the trainer's */
+        int64_t j = (int64_t) hetcl__rng_below(&rng, (uint64_t) i + 1);
+        int32_t x = order[i];
+        order[i] = order[j];
+        order[j] = x;
+    }
+    const double t_fill = now_s();
+    for (int table = 0; table < l; table++)
+        hetcl__lsh_tables_fill(t, table, nb, l, n, order, scratch);
+    const double fill_s = now_s() - t_fill;
+    for (int i = 0; i < nq; i++)
+        hetcl__lsh_hash_dense(h, q + (int64_t) i * HID, qb + (int64_t) i * l);
+    double times[REPS], retrieved = 0;
+    uint64_t sum = 1469598103934665603ull; /* FNV-1a over every set */
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < nq; i++) {
+            int32_t lab = (int32_t) ((int64_t) i * 7919 % n);
+            struct hetcl__rng pad;
+            hetcl__rng_seed(&pad, (uint64_t) i);
+            int64_t n_ret = 0;
+            int64_t m = hetcl__lsh_active(t, qb + (int64_t) i * l, &lab, 1, &rule, &s, &pad, out,
+                                          &n_ret);
+            if (r == 0) {
+                retrieved += (double) n_ret;
+                for (int64_t e = 0; e < m; e++)
+                    sum = (sum ^ (uint32_t) out[e]) * 1099511628211ull;
+            }
+        }
+        times[r] = (now_s() - t0) / nq;
+    }
+    qsort(times, REPS, sizeof *times, cmp_d);
+    printf("%lld neurons, SimHash K %d L %d, top %lld: %.1f us a query (median of %d rounds of "
+           "%d), %.0f retrieved, checksum %016llx; the rows hashed in %.1f ms, the tables filled "
+           "in %.1f ms\n",
+           (long long) n, k, l, (long long) top, times[REPS / 2] * 1e6, REPS, nq, retrieved / nq,
+           (unsigned long long) sum, rehash_s * 1e3, fill_s * 1e3);
+    free(w), free(q), free(nb), free(qb), free(scratch), free(order), free(out);
+    hetcl__lsh_scratch_deinit(&s);
+    hetcl__lsh_tables_destroy(t);
+    hetcl__lsh_destroy(h);
+    return 0;
+}
