@@ -37,16 +37,22 @@
 #ifndef PK_M_FASTEST
 #define PK_M_FASTEST 1
 #endif
+#ifndef PK_KC
+#define PK_KC 64
+#endif
+#if PK_KC % 16 != 0
+#error "PK_KC must be a multiple of 16"
+#endif
 
-/* B stored [K,N]: work-item (k block kb of 16 rows, panel p) copies rows 16 kb .. 16 kb + 15
- * of columns 32 p .. 32 p + 31, zeros past N. Global size ceil(K / 16) x ceil(N / 32). */
+/* B stored [K,N]: work-item (k chunk c, panel p) copies rows PK_KC c .. PK_KC (c + 1) - 1 of
+ * columns 32 p .. 32 p + 31, zeros past N. Global size ceil(K / PK_KC) x ceil(N / 32). */
 __kernel void gemm_f32_pack_bn(int N, int K, const __global float *restrict B, int ldb,
                                __global float *restrict Bp)
 {
-    const int k0 = get_global_id(0) * 16, p = get_global_id(1), n0 = p * PK_NR;
+    const int k0 = get_global_id(0) * PK_KC, p = get_global_id(1), n0 = p * PK_NR;
     if (k0 >= K || n0 >= N)
         return;
-    const int k_end = min(k0 + 16, K);
+    const int k_end = min(k0 + PK_KC, K);
     __global float *dst = Bp + ((size_t) p * K + k0) * PK_NR;
     const __global float *src = B + (size_t) k0 * ldb + n0;
     if (n0 + PK_NR <= N) {
@@ -78,31 +84,17 @@ __kernel void gemm_f32_pack_bn(int N, int K, const __global float *restrict B, i
 #define PK_LO1 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
 #define PK_HI1 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
 
-/* B stored [N,K]: work-item (k block kb, half panel h) transposes the 16 x 16 block of rows
- * n0 .. n0 + 15 (n0 = 16 h) and columns k0 .. k0 + 15 of B into Bp: 16 row loads, four
- * butterfly stages of shuffle2 (each output lane gathers, by the bits of its index, one lane of
- * each input row), 16 stores. 16 float16 live at a time: the 32 x 16 block of a whole panel
- * kept 32 and spilled. Rows past N load zeros; the last k block, when K % 16 != 0, is copied
- * scalar by scalar. Global size ceil(K / 16) x 2 ceil(N / 32). */
-__kernel void gemm_f32_pack_bt(int N, int K, const __global float *restrict B, int ldb,
-                               __global float *restrict Bp)
+/* The 16 x 16 block at src (rows strided by ldb; rows from nrows on read as zeros),
+ * transposed into dst (rows strided by PK_NR): 16 row loads, four butterfly stages of shuffle2
+ * (each output lane gathers, by the bits of its index, one lane of each input row), 16 stores.
+ * 16 float16 live at a time: the 32 x 16 block of a whole panel kept 32 and spilled. */
+inline void pk_t16(const __global float *restrict src, int ldb, int nrows,
+                   __global float *restrict dst)
 {
-    const int k0 = get_global_id(0) * 16, h = get_global_id(1), n0 = h * 16;
-    const int p = h / 2, hi = h % 2;
-    if (k0 >= K || p * PK_NR >= N)
-        return;
-    __global float *dst = Bp + ((size_t) p * K + k0) * PK_NR + 16 * hi;
-    const __global float *src = B + (size_t) n0 * ldb + k0;
-    if (k0 + 16 > K) {
-        for (int k = 0; k < K - k0; k++)
-            for (int r = 0; r < 16; r++)
-                dst[k * PK_NR + r] = n0 + r < N ? src[(size_t) r * ldb + k] : 0.0f;
-        return;
-    }
     float16 r[16];
 #pragma unroll
     for (int i = 0; i < 16; i++)
-        r[i] = n0 + i < N ? vload16(0, src + (size_t) i * ldb) : (float16) (0.0f);
+        r[i] = i < nrows ? vload16(0, src + (size_t) i * ldb) : (float16) (0.0f);
 #pragma unroll
     for (int i = 0; i < 8; i++)
         PK_TPAIR(i, i + 8, PK_LO8, PK_HI8);
@@ -122,6 +114,28 @@ __kernel void gemm_f32_pack_bt(int N, int K, const __global float *restrict B, i
 #pragma unroll
     for (int k = 0; k < 16; k++)
         vstore16(r[k], 0, dst + k * PK_NR);
+}
+
+/* B stored [N,K]: work-item (k chunk c, half panel h) packs rows n0 .. n0 + 15 (n0 = 16 h) and
+ * columns PK_KC c .. PK_KC (c + 1) - 1 of B, one 16 x 16 block at a time (pk_t16); rows past N
+ * are zeros; a last block of fewer than 16 k is copied scalar by scalar. Global size
+ * ceil(K / PK_KC) x 2 ceil(N / 32). */
+__kernel void gemm_f32_pack_bt(int N, int K, const __global float *restrict B, int ldb,
+                               __global float *restrict Bp)
+{
+    const int k0 = get_global_id(0) * PK_KC, h = get_global_id(1), n0 = h * 16;
+    const int p = h / 2, hi = h % 2;
+    if (k0 >= K || p * PK_NR >= N)
+        return;
+    const int k_end = min(k0 + PK_KC, K), nrows = min(16, N - n0);
+    __global float *dst = Bp + ((size_t) p * K + k0) * PK_NR + 16 * hi;
+    const __global float *src = B + (size_t) n0 * ldb + k0;
+    int k = k0;
+    for (; k + 16 <= k_end; k += 16, src += 16, dst += 16 * PK_NR)
+        pk_t16(src, ldb, nrows, dst);
+    for (int kk = 0; kk < k_end - k; kk++)
+        for (int r = 0; r < 16; r++)
+            dst[kk * PK_NR + r] = r < nrows ? src[(size_t) r * ldb + kk] : 0.0f;
 }
 
 /* The origin of this work-item's tile (see PK_M_FASTEST): (m0, panel). */

@@ -175,7 +175,7 @@ cl_int gemm_packed_enqueue(cl_command_queue q, const struct gemm_packed_kernels 
     static const size_t local[2] = {1, 1};
     const size_t panels = ((size_t) N + 31) / 32, tiles = ((size_t) M + k->mr - 1) / k->mr;
     if (K > 0) {
-        const size_t gp[2] = {((size_t) K + 15) / 16, tb ? 2 * panels : panels};
+        const size_t gp[2] = {((size_t) K + k->kc - 1) / k->kc, tb ? 2 * panels : panels};
         if ((err = clEnqueueNDRangeKernel(q, pk, 2, NULL, gp, local, 0, NULL, NULL)) != CL_SUCCESS)
             return err;
     }

@@ -63,10 +63,11 @@ cl_int gemm_enqueue(cl_command_queue q, cl_kernel k, bool naive, const struct ge
                     const struct gemm_problem *p, cl_mem a, cl_mem b, cl_mem c, const size_t *local,
                     cl_event *ev);
 
-/* The kernels of clkernels/gemm_packed.cl, built with -DPK_MR=mr -DPK_M_FASTEST=m_fastest. */
+/* The kernels of clkernels/gemm_packed.cl, built with -DPK_MR=mr -DPK_M_FASTEST=m_fastest
+ * -DPK_KC=kc. */
 struct gemm_packed_kernels {
     cl_kernel pack_bn, pack_bt, an, at;
-    int mr;
+    int mr, kc;
     bool m_fastest;
 };
 /* Floats of the packed op(B) of p: ceil(N / 32) panels of K x 32 (at least 1). */

@@ -6,7 +6,8 @@
  * after C (and in the padding between its rows) filled with a NaN pattern that must come back
  * bit for bit untouched (catches out-of-bounds writes). Built with the default tiles and with
  * small odd ones. The same for clkernels/gemm_packed.cl (packing of op(B), then the
- * micro-kernel), with 8-row tiles along M first and 12-row tiles along N first.
+ * micro-kernel), with 8-row tiles along M first (64 k per packing work-item, as the operator)
+ * and 12-row tiles along N first (16 k).
  */
 #include "gemm_util.h"
 #include "harness.h"
@@ -237,11 +238,13 @@ static void run_all(const struct env *E, const struct gemm_tiles *t, uint64_t *r
     clReleaseProgram(prog);
 }
 
-/* The packed kernels over the size list, with mr-row tiles in either order. */
-static void run_packed(const struct env *E, int mr, bool m_fastest, uint64_t *rng)
+/* The packed kernels over the size list, with mr-row tiles in either order and kc values of k
+ * per packing work-item. */
+static void run_packed(const struct env *E, int mr, bool m_fastest, int kc, uint64_t *rng)
 {
     char opts[128];
-    snprintf(opts, sizeof opts, "-DPK_MR=%d -DPK_M_FASTEST=%d", mr, m_fastest ? 1 : 0);
+    snprintf(opts, sizeof opts, "-DPK_MR=%d -DPK_M_FASTEST=%d -DPK_KC=%d", mr, m_fastest ? 1 : 0,
+             kc);
     printf("packed: %s\n", opts);
     cl_program prog = NULL;
     if (hetcl_program_build(E->ctx, E->clctx, E->dev, "gemm_packed.cl", opts, &prog, NULL) !=
@@ -250,7 +253,7 @@ static void run_packed(const struct env *E, int mr, bool m_fastest, uint64_t *rn
         hetcl_test_failures++;
         return;
     }
-    struct gemm_packed_kernels pk = {.mr = mr, .m_fastest = m_fastest};
+    struct gemm_packed_kernels pk = {.mr = mr, .kc = kc, .m_fastest = m_fastest};
     cl_int e[4];
     pk.pack_bn = clCreateKernel(prog, "gemm_f32_pack_bn", &e[0]);
     pk.pack_bt = clCreateKernel(prog, "gemm_f32_pack_bt", &e[1]);
@@ -293,8 +296,8 @@ int main(void)
     /* small, odd tiles: many partial tiles, every unrolled loop at another length */
     const struct gemm_tiles odd = {.tm = {3, 3, 5, 16}, .tn = {16, 5, 32, 3}};
     run_all(&E, &odd, &rng);
-    run_packed(&E, 8, true, &rng);
-    run_packed(&E, 12, false, &rng);
+    run_packed(&E, 8, true, 64, &rng);
+    run_packed(&E, 12, false, 16, &rng);
 
     clReleaseCommandQueue(E.q);
     clReleaseContext(E.clctx);

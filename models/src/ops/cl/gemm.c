@@ -17,10 +17,12 @@ static const char opts_mfast[] = "-DNN_TM=8 -DNN_TN=32 -DNT_TM=8 -DNT_TN=3 -DTN_
                                  "-DTT_TM=16 -DTT_TN=8 -DNN_M_FASTEST=1 -DNT_M_FASTEST=1 "
                                  "-DTN_M_FASTEST=1 -DTT_M_FASTEST=1";
 
-/* gemm_packed.cl's tiles: PK_MR rows x PK_NR columns (one panel) per work-item. */
+/* gemm_packed.cl's tiles: PK_MR rows x PK_NR columns (one panel) per work-item; PK_KC values
+ * of k per packing work-item. */
 #define PK_MR 8
 #define PK_NR 32
-static const char opts_packed[] = "-DPK_MR=8 -DPK_M_FASTEST=1";
+#define PK_KC 64
+static const char opts_packed[] = "-DPK_MR=8 -DPK_M_FASTEST=1 -DPK_KC=64";
 
 /* A gemm.cl kernel with its arguments set, ready to enqueue; for the packed variant, its
  * packing kernel too. */
@@ -70,7 +72,7 @@ static hetcl_status prepare_packed(const struct hetcl_cl_call *call, const struc
         (s = hetcl__clop_set(call, pk->k, pk->kname, ma, 10)) != HETCL_OK)
         return s;
     /* pack_bt transposes 16 x 16 blocks: two work-items per panel */
-    pk->pack_global[0] = ((size_t) g->k + 15) / 16;
+    pk->pack_global[0] = ((size_t) g->k + PK_KC - 1) / PK_KC;
     pk->pack_global[1] = g->trans_b ? 2 * panels : panels;
     pk->global[0] = ((size_t) g->m + PK_MR - 1) / PK_MR;
     pk->global[1] = panels;
