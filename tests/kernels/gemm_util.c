@@ -138,6 +138,51 @@ cl_int gemm_enqueue(cl_command_queue q, cl_kernel k, bool naive, const struct ge
     return clEnqueueNDRangeKernel(q, k, 2, NULL, global, local, 0, NULL, ev);
 }
 
+size_t gemm_packed_bp_elems(const struct gemm_problem *p)
+{
+    const size_t n = ((size_t) p->N + 31) / 32 * 32 * (size_t) p->K;
+    return n ? n : 1;
+}
+
+cl_int gemm_packed_enqueue(cl_command_queue q, const struct gemm_packed_kernels *k,
+                           const struct gemm_problem *p, cl_mem a, cl_mem b, cl_mem c, cl_mem bp,
+                           cl_event *ev)
+{
+    const cl_int M = p->M, N = p->N, K = p->K, lda = p->lda, ldb = p->ldb, ldc = p->ldc;
+    const bool tb = gemm_trans_b(p->layout);
+    cl_kernel pk = tb ? k->pack_bt : k->pack_bn, mk = gemm_trans_a(p->layout) ? k->at : k->an;
+    cl_int err = CL_SUCCESS;
+    err |= clSetKernelArg(pk, 0, sizeof N, &N);
+    err |= clSetKernelArg(pk, 1, sizeof K, &K);
+    err |= clSetKernelArg(pk, 2, sizeof b, &b);
+    err |= clSetKernelArg(pk, 3, sizeof ldb, &ldb);
+    err |= clSetKernelArg(pk, 4, sizeof bp, &bp);
+    cl_uint n = 0;
+    err |= clSetKernelArg(mk, n++, sizeof M, &M);
+    err |= clSetKernelArg(mk, n++, sizeof N, &N);
+    err |= clSetKernelArg(mk, n++, sizeof K, &K);
+    err |= clSetKernelArg(mk, n++, sizeof p->alpha, &p->alpha);
+    err |= clSetKernelArg(mk, n++, sizeof a, &a);
+    err |= clSetKernelArg(mk, n++, sizeof lda, &lda);
+    err |= clSetKernelArg(mk, n++, sizeof bp, &bp);
+    err |= clSetKernelArg(mk, n++, sizeof p->beta, &p->beta);
+    err |= clSetKernelArg(mk, n++, sizeof c, &c);
+    err |= clSetKernelArg(mk, n++, sizeof ldc, &ldc);
+    if (err != CL_SUCCESS)
+        return CL_INVALID_KERNEL_ARGS;
+    if (M == 0 || N == 0)
+        return CL_SUCCESS;
+    static const size_t local[2] = {1, 1};
+    const size_t panels = ((size_t) N + 31) / 32, tiles = ((size_t) M + k->mr - 1) / k->mr;
+    if (K > 0) {
+        const size_t gp[2] = {((size_t) K + k->kc - 1) / k->kc, tb ? 2 * panels : panels};
+        if ((err = clEnqueueNDRangeKernel(q, pk, 2, NULL, gp, local, 0, NULL, NULL)) != CL_SUCCESS)
+            return err;
+    }
+    const size_t gm[2] = {k->m_fastest ? tiles : panels, k->m_fastest ? panels : tiles};
+    return clEnqueueNDRangeKernel(q, mk, 2, NULL, gm, local, 0, NULL, ev);
+}
+
 float gemm_rand(uint64_t *state)
 {
     uint64_t x = *state;

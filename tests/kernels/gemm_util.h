@@ -63,6 +63,22 @@ cl_int gemm_enqueue(cl_command_queue q, cl_kernel k, bool naive, const struct ge
                     const struct gemm_problem *p, cl_mem a, cl_mem b, cl_mem c, const size_t *local,
                     cl_event *ev);
 
+/* The kernels of clkernels/gemm_packed.cl, built with -DPK_MR=mr -DPK_M_FASTEST=m_fastest
+ * -DPK_KC=kc. */
+struct gemm_packed_kernels {
+    cl_kernel pack_bn, pack_bt, an, at;
+    int mr, kc;
+    bool m_fastest;
+};
+/* Floats of the packed op(B) of p: ceil(N / 32) panels of K x 32 (at least 1). */
+size_t gemm_packed_bp_elems(const struct gemm_problem *p);
+/* Enqueues the packing of op(B) into bp, then the micro-kernel, for p on a, b, c, with
+ * work-groups of 1 x 1 (as the operator on CPU devices). ev: optional event of the second.
+ * Returns the OpenCL status. */
+cl_int gemm_packed_enqueue(cl_command_queue q, const struct gemm_packed_kernels *k,
+                           const struct gemm_problem *p, cl_mem a, cl_mem b, cl_mem c, cl_mem bp,
+                           cl_event *ev);
+
 /* A small seeded generator (xorshift64*): uniform floats in [-1, 1). */
 float gemm_rand(uint64_t *state);
 

@@ -104,8 +104,8 @@ static double gemm(int64_t m, int64_t n, int64_t k, bool ta, bool tb, const char
 
 static void mlp(int64_t b)
 {
-    static const char *const variants[] = {"tiled", "tiled_mfast", "clblast",
-                                           "naive", "tiled_wg",    NULL};
+    static const char *const variants[] = {"tiled",    "tiled_mfast", "clblast", "naive",
+                                           "tiled_wg", "packed",      NULL};
     static const int64_t dims[] = {784, 256, 128, 10};
     printf("\n== MLP 784-256-128-10, batch %lld ==\n", (long long) b);
     double total_ns = 0, total_flops = 0;

@@ -58,7 +58,7 @@ static bool choice(const struct ops_env *env, const char *key, struct hetcl_gemm
 /* The cache file under subdir of HETCL_CACHE_DIR. */
 static void file_path(const char *subdir, char *path, size_t cap)
 {
-    snprintf(path, cap, "%s/%s/gemm/choices-v2.json", getenv("HETCL_CACHE_DIR"), subdir);
+    snprintf(path, cap, "%s/%s/gemm/choices-v3.json", getenv("HETCL_CACHE_DIR"), subdir);
 }
 
 /* Whether the cache file under subdir holds the M x N x K choice, with that variant. */

@@ -65,17 +65,21 @@ static void gemm_case(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float a
 
 static void test_gemm_variants(void)
 {
-    static const char *const variants[] = {"tiled", "tiled_mfast", "tiled_wg", "naive", "clblast"};
+    static const char *const variants[] = {"tiled",  "tiled_mfast", "tiled_wg",
+                                           "packed", "naive",       "clblast"};
     /* host workers have one GEMM: run the sizes once */
-    const int n_variants = ops_env_is_cl(&E) ? 5 : 1;
+    const int n_variants = ops_env_is_cl(&E) ? 6 : 1;
+    /* partial tiles and panels on every border (packed: 8 x 32 tiles, panels of 32 columns,
+     * op(B) packed in blocks of 16 k), N below, at and just above one panel, K = 1 and 0 */
     static const int64_t sizes[][3] = {{1, 1, 1},    {3, 17, 1},    {17, 3, 33},    {1, 1000, 17},
-                                       {1023, 3, 5}, {64, 10, 128}, {64, 256, 784}, {5, 7, 0}};
+                                       {1023, 3, 5}, {64, 10, 128}, {64, 256, 784}, {5, 7, 0},
+                                       {3, 17, 5},   {9, 33, 20},   {127, 255, 129}};
     for (int v = 0; v < n_variants; v++) {
         setenv("HETCL_GEMM_VARIANT", variants[v], 1);
         for (int l = 0; l < 4; l++) {
             for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
                 /* the big shape with the slow variants only once */
-                if (s == 6 && v >= 3 && l != 1)
+                if (s == 6 && v >= 4 && l != 1)
                     continue;
                 const float alpha = s % 2 ? 1.5f : 1.0f, beta = s % 3 == 1 ? -0.5f : 0.0f;
                 gemm_case(sizes[s][0], sizes[s][1], sizes[s][2], l & 2, l & 1, alpha, beta,
@@ -97,7 +101,7 @@ static void test_gemm_choice(void)
         return;
     }
     char path[1200];
-    snprintf(path, sizeof path, "%s/gemm/choices-v2.json", hetcl_context_cache_dir(E.ctx));
+    snprintf(path, sizeof path, "%s/gemm/choices-v3.json", hetcl_context_cache_dir(E.ctx));
     char key[256];
     hetcl_ops_gemm_desc_key(E.info.desc, key, sizeof key);
     /* A file from an "earlier process": one choice for 7x9x11 (naive, which measurement would
@@ -107,7 +111,7 @@ static void test_gemm_choice(void)
     snprintf(dir, sizeof dir, "%s/gemm", hetcl_context_cache_dir(E.ctx));
     CHECK_OK(E.ctx, hetcl_dir_check_writable(E.ctx, dir, "test"));
     snprintf(file, sizeof file,
-             "{\"format_version\": 2, \"choices\": [{\"device\": \"%s\", \"m\": 7, \"n\": 9, "
+             "{\"format_version\": 3, \"choices\": [{\"device\": \"%s\", \"m\": 7, \"n\": 9, "
              "\"k\": 11, \"trans_a\": false, \"trans_b\": false, \"variant\": \"naive\", "
              "\"best_ns\": {\"naive\": 1000}}, {\"device\": 5}]}",
              key);

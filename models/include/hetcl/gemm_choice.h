@@ -13,27 +13,32 @@
  * The GEMM operator (hetcl_op_gemm, and the GEMMs inside conv2d) knows several ways to compute
  * C = alpha op(A) op(B) + beta C on an OpenCL device: the register-blocked kernels of
  * clkernels/gemm.cl (two orders of their tiles over the work-items, and the first in larger
- * work-groups), CLBlast, and the naive kernel. No fixed rule picks well across devices
- * (CLBlast has no tuning for PoCL's CPU device and is ~15x slower there than gemm.cl; on GPUs
- * it knows, CLBlast wins), so the operator measures: the first calls of each (device model,
- * shape) are spread over the variants, each timed without blocking (an event callback records
- * it): a single-kernel variant by that kernel's own profiling start and end, CLBlast (several
- * kernels) from a marker enqueued right before it, without a wait list; the first run of each
- * variant is a warm-up (the driver's lazy compilation, cold caches) and not counted. Once every
- * variant has HETCL_GEMM_SAMPLES samples (or was dropped: unavailable, over 16x slower than the
- * best after one sample, or over 4x after two) the fastest sample wins for that key. Every call
- * computes the right result whatever variant runs it.
+ * work-groups), the packed kernels of clkernels/gemm_packed.cl (op(B) packed into panels of 32
+ * columns, then a register-blocked micro-kernel), CLBlast, and the naive kernel. No fixed rule
+ * picks well across devices (CLBlast has no tuning for PoCL's CPU device and is ~15x slower there
+ * than gemm.cl; on GPUs it knows, CLBlast wins), so the operator measures: the first calls of each
+ * (device model, shape) are spread over the variants, each timed without blocking (an event
+ * callback records it): a single-kernel variant by that kernel's own profiling start and end,
+ * packed from its packing kernel's start to its micro-kernel's end, CLBlast (several kernels) from
+ * a marker enqueued right before it, without a wait list; the first run of each variant is a
+ * warm-up (the driver's lazy compilation, cold caches) and not counted. Once every variant has
+ * HETCL_GEMM_SAMPLES samples (or was dropped: unavailable, over 16x slower than the best after one
+ * sample, or over 4x after two) the fastest sample wins for that key. Every call computes the right
+ * result whatever variant runs it.
  *
  * Choices are kept in memory on the context (hetcl_context: every runtime created with it
  * shares them; another context measures again, or reads what an earlier one wrote to the same
- * cache directory) and in <cache_dir>/gemm/choices-v2.json (read at the context's first
+ * cache directory) and in <cache_dir>/gemm/choices-v3.json (read at the context's first
  * measured GEMM, rewritten atomically at the GEMM call after each new decision and when the
  * context is destroyed), so later contexts and processes skip the measurement. The key is the
  * device model (hetcl_ops_gemm_device_key or hetcl_ops_gemm_desc_key: name, compute units, driver
  * version) and the shape (m, n, k, trans_a, trans_b).
  *
- * HETCL_GEMM_VARIANT=tiled|tiled_mfast|tiled_wg|clblast|naive in the environment forces one variant
- * and skips measurement (for comparisons and tests).
+ * HETCL_GEMM_VARIANT=tiled|tiled_mfast|tiled_wg|packed|clblast|naive in the environment forces
+ * one variant and skips measurement (for comparisons and tests); a forced variant that cannot
+ * run on a device (a build failure, CLBlast refusing it, no worker scratch for packed) fails
+ * the call with the reason, where a measured one would be dropped and the call computed by the
+ * tiled kernel.
  *
  * Thread-safety: every function may be called from any thread.
  */
@@ -61,13 +66,17 @@ typedef enum hetcl_gemm_variant {
      * each (CPU devices) or the driver's choice (others): on PoCL's CPU device a work-group is
      * one scheduled unit, so this trades scheduling overhead per tile for coarser balance. */
     HETCL_GEMM_TILED_WG = 4,
-    HETCL_GEMM_N_VARIANTS = 5,
+    /* gemm_packed.cl: op(B) packed into panels of 32 columns in a scratch buffer of the worker,
+     * then 8 x 32 tiles of C per work-item over one panel (two kernels per call). */
+    HETCL_GEMM_PACKED = 5,
+    HETCL_GEMM_N_VARIANTS = 6,
 } hetcl_gemm_variant;
 
 /* Samples per variant before a choice is made (after one warm-up run each). */
 #define HETCL_GEMM_SAMPLES 3
 
-/* "tiled", "tiled_mfast", "clblast", "naive", "tiled_wg"; "?" otherwise. Static strings. */
+/* "tiled", "tiled_mfast", "clblast", "naive", "tiled_wg", "packed"; "?" otherwise. Static
+ * strings. */
 HETCL_API const char *hetcl_gemm_variant_name(hetcl_gemm_variant v);
 
 /* One (device model, shape) and what was measured for it. Plain data. */

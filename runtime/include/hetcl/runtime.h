@@ -127,14 +127,15 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_cl_kernel(const struct hetcl_cl_cal
                                                        const char *kernel_name, cl_kernel *out);
 
 /* For OpenCL implementations: a scratch buffer of at least `bytes` bytes on the calling
- * worker's device (im2col columns, partial sums), from one of HETCL_CL_SCRATCH_SLOTS slots per
+ * worker's device (im2col columns, partial sums, packed GEMM panels), from one of
+ * HETCL_CL_SCRATCH_SLOTS slots per
  * worker. A slot's buffer is reused by every later task of the worker that asks for the same
  * slot: safe because a worker's commands run in order on one queue, so a task's commands finish
  * before the next task's start. Contents are undefined on entry. The buffer belongs to the
  * worker (do not release it); it grows when a larger size is asked and is freed at destroy.
  * Errors: HETCL_ERR_INVALID_ARG (slot out of range), HETCL_ERR_NO_DEVICE (allocation failed on
  * the device: like any device allocation failure, the worker may then be excluded). */
-#define HETCL_CL_SCRATCH_SLOTS 4
+#define HETCL_CL_SCRATCH_SLOTS 5
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_cl_scratch(const struct hetcl_cl_call *call,
                                                         unsigned slot, size_t bytes, cl_mem *out);
 

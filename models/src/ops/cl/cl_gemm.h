@@ -20,6 +20,11 @@ struct clop_gemm {
     cl_mem a, b, c;
 };
 
+/* The worker's scratch slot (hetcl_cl_scratch) of the packed variant's panels of op(B). The
+ * operators that call hetcl__clop_gemm keep their own data in the other slots. */
+#define CLOP_GEMM_SCRATCH_SLOT 4
+_Static_assert(CLOP_GEMM_SCRATCH_SLOT < HETCL_CL_SCRATCH_SLOTS, "no scratch slot for GEMM");
+
 /* Enqueues g in chain ch with the variant chosen for (device, shape) (see gemm_choice.h),
  * timing it when it is a measurement. */
 hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g);
@@ -34,16 +39,20 @@ struct gemm_pick {
     hetcl_gemm_variant variant;
     struct gemm_table *table;
     int entry;
+    bool forced; /* by HETCL_GEMM_VARIANT: no fallback to the tiled kernel */
 };
 /* Picks the variant for g on the device with model key `key` from ctx's choice table (created
  * on first use; without one, as with a NULL ctx, the tiled kernel, unmeasured); loads the
  * file of ctx's cache directory on first use and saves decisions made since the last call. */
 struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const struct clop_gemm *g);
 /* The measurement's commands are enqueued and `end` is the last one's event; `start` (may be
- * NULL) a marker enqueued right before them, without a wait list, for a variant of several
- * commands. The sample runs from start's end (else end's own start) to end's end. Both are
- * retained here and released once the sample is recorded (from an event callback). */
-void hetcl__gemm_watch(struct gemm_pick p, cl_event start, cl_event end);
+ * NULL), for a variant of several commands, either a marker enqueued right before them without
+ * a wait list (start_info CL_PROFILING_COMMAND_END: the sample starts at the marker's end) or
+ * the variant's own first kernel (CL_PROFILING_COMMAND_START: at that kernel's start). Without
+ * start the sample is end's own start to end. It runs to end's end. Both events are retained
+ * here and released once the sample is recorded (from an event callback). */
+void hetcl__gemm_watch(struct gemm_pick p, cl_event start, cl_profiling_info start_info,
+                       cl_event end);
 /* The variant could not be enqueued for this entry: drop it from the measurement. */
 void hetcl__gemm_unavailable(struct gemm_pick p);
 

@@ -5,6 +5,7 @@
 #include <clblast_c.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 /* gemm.cl's tiles, passed explicitly so that the host's global sizes cannot drift from the
  * kernel's defaults: {NN, NT, TN, TT}. */
@@ -16,19 +17,67 @@ static const char opts_mfast[] = "-DNN_TM=8 -DNN_TN=32 -DNT_TM=8 -DNT_TN=3 -DTN_
                                  "-DTT_TM=16 -DTT_TN=8 -DNN_M_FASTEST=1 -DNT_M_FASTEST=1 "
                                  "-DTN_M_FASTEST=1 -DTT_M_FASTEST=1";
 
-/* A gemm.cl kernel with its arguments set, ready to enqueue. */
+/* gemm_packed.cl's tiles: PK_MR rows x PK_NR columns (one panel) per work-item; PK_KC values
+ * of k per packing work-item. */
+#define PK_MR 8
+#define PK_NR 32
+#define PK_KC 64
+static const char opts_packed[] = "-DPK_MR=8 -DPK_M_FASTEST=1 -DPK_KC=64";
+
+/* A gemm.cl kernel with its arguments set, ready to enqueue; for the packed variant, its
+ * packing kernel too. */
 struct prepared {
     cl_kernel k;
     const char *kname;
     size_t global[2];
     bool naive;
-    bool wg; /* HETCL_GEMM_TILED_WG: work-groups of WG_TILES x 1 */
+    bool wg;        /* HETCL_GEMM_TILED_WG: work-groups of WG_TILES x 1 */
+    cl_kernel pack; /* HETCL_GEMM_PACKED: gemm_f32_pack_b*, enqueued before k (when K > 0) */
+    const char *pack_name;
+    size_t pack_global[2];
 };
 
 /* The work-group of HETCL_GEMM_TILED_WG: 16 tiles along N (dimension 0), whatever the shape, so
  * that PoCL compiles one variant per kernel; the global size is rounded up to it, and the
  * work-items past the last tile return at once. */
 #define WG_TILES 16
+
+/* The packed variant: the packing kernel for op(B)'s layout into the worker's GEMM scratch
+ * slot, and the micro-kernel for op(A)'s. Fails (and the caller falls back to the tiled
+ * kernel) outside a runtime worker, which has no scratch, or when the panels do not fit. */
+static hetcl_status prepare_packed(const struct hetcl_cl_call *call, const struct clop_gemm *g,
+                                   struct prepared *pk)
+{
+    pk->pack_name = g->trans_b ? "gemm_f32_pack_bt" : "gemm_f32_pack_bn";
+    pk->kname = g->trans_a ? "gemm_f32_packed_at" : "gemm_f32_packed_an";
+    const size_t panels = ((size_t) g->n + PK_NR - 1) / PK_NR;
+    cl_mem bp = NULL;
+    hetcl_status s;
+    if ((s = hetcl_cl_kernel(call, "gemm_packed.cl", opts_packed, pk->pack_name, &pk->pack)) !=
+                HETCL_OK ||
+        (s = hetcl_cl_kernel(call, "gemm_packed.cl", opts_packed, pk->kname, &pk->k)) != HETCL_OK ||
+        (s = hetcl_cl_scratch(call, CLOP_GEMM_SCRATCH_SLOT,
+                              panels * PK_NR * (size_t) g->k * sizeof(float), &bp)) != HETCL_OK)
+        return s;
+    const cl_int M = (cl_int) g->m, N = (cl_int) g->n, K = (cl_int) g->k;
+    const cl_int lda = (cl_int) (g->trans_a ? g->m : g->k);
+    const cl_int ldb = (cl_int) (g->trans_b ? g->k : g->n);
+    const cl_int ldc = N;
+    const struct clop_arg pa[] = {CLOP_ARG(N), CLOP_ARG(K), CLOP_ARG(g->b), CLOP_ARG(ldb),
+                                  CLOP_ARG(bp)};
+    const struct clop_arg ma[] = {CLOP_ARG(M),    CLOP_ARG(N),   CLOP_ARG(K),  CLOP_ARG(g->alpha),
+                                  CLOP_ARG(g->a), CLOP_ARG(lda), CLOP_ARG(bp), CLOP_ARG(g->beta),
+                                  CLOP_ARG(g->c), CLOP_ARG(ldc)};
+    if ((s = hetcl__clop_set(call, pk->pack, pk->pack_name, pa, 5)) != HETCL_OK ||
+        (s = hetcl__clop_set(call, pk->k, pk->kname, ma, 10)) != HETCL_OK)
+        return s;
+    /* pack_bt transposes 16 x 16 blocks: two work-items per panel */
+    pk->pack_global[0] = ((size_t) g->k + PK_KC - 1) / PK_KC;
+    pk->pack_global[1] = g->trans_b ? 2 * panels : panels;
+    pk->global[0] = ((size_t) g->m + PK_MR - 1) / PK_MR;
+    pk->global[1] = panels;
+    return HETCL_OK;
+}
 
 /* Fetches the variant's kernel and sets its arguments: everything but the enqueue. */
 static hetcl_status prepare_kernel(const struct hetcl_cl_call *call, const struct clop_gemm *g,
@@ -37,6 +86,9 @@ static hetcl_status prepare_kernel(const struct hetcl_cl_call *call, const struc
     static const char *const layout_kernels[4] = {"gemm_f32_nn", "gemm_f32_nt", "gemm_f32_tn",
                                                   "gemm_f32_tt"};
     const int layout = (g->trans_a ? 2 : 0) + (g->trans_b ? 1 : 0);
+    memset(pk, 0, sizeof *pk);
+    if (v == HETCL_GEMM_PACKED)
+        return prepare_packed(call, g, pk);
     pk->naive = v == HETCL_GEMM_NAIVE;
     pk->wg = v == HETCL_GEMM_TILED_WG;
     pk->kname = pk->naive ? "gemm_f32_naive" : layout_kernels[layout];
@@ -76,7 +128,10 @@ static hetcl_status prepare_kernel(const struct hetcl_cl_call *call, const struc
     return HETCL_OK;
 }
 
-static hetcl_status launch_prepared(struct clop_chain *ch, const struct prepared *pk)
+/* Enqueues pk in the chain. *start (when not NULL) receives the event of a packed variant's
+ * packing kernel (retained: the caller releases it), the start of its measurement. */
+static hetcl_status launch_prepared(struct clop_chain *ch, const struct prepared *pk,
+                                    cl_event *start)
 {
     /* The layout kernels take one tile per work-item; on CPUs a fixed 1 x 1 work-group (one
      * compiled variant on PoCL), on GPUs the driver's choice (a work-group of one would idle all
@@ -84,6 +139,15 @@ static hetcl_status launch_prepared(struct clop_chain *ch, const struct prepared
      * against them. The naive kernel lets clop pick. */
     static const size_t wg[3] = {WG_TILES, 1, 1};
     const size_t *local = pk->naive ? NULL : pk->wg ? wg : hetcl__clop_local_few(ch->call);
+    if (pk->pack && pk->pack_global[0] > 0) {
+        /* K = 0: no panel to pack; the micro-kernel gives C = beta C alone */
+        hetcl_status s = hetcl__clop_chain_launch(ch, pk->pack, pk->pack_name, 2, pk->pack_global,
+                                                  hetcl__clop_local_few(ch->call));
+        if (s != HETCL_OK)
+            return s;
+        if (start && clRetainEvent(ch->last) == CL_SUCCESS)
+            *start = ch->last;
+    }
     return hetcl__clop_chain_launch(ch, pk->k, pk->kname, 2, pk->global, local);
 }
 
@@ -149,12 +213,14 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
         p.entry = -1;
     }
     /* A variant that cannot run here (CLBlast without support for the device, a build
-     * failure) is dropped from the measurement and the call computed by the tiled kernel. */
+     * failure, no scratch for the packed panels) is dropped from the measurement and the call
+     * computed by the tiled kernel; a forced one fails the call instead, so that a comparison
+     * never times the tiled kernel under another variant's name. */
     struct prepared pk;
     hetcl_status s = HETCL_OK;
     if (p.variant != HETCL_GEMM_CLBLAST) {
         s = prepare_kernel(call, g, p.variant, &pk);
-        if (s != HETCL_OK && p.variant != HETCL_GEMM_TILED) {
+        if (s != HETCL_OK && p.variant != HETCL_GEMM_TILED && !p.forced) {
             hetcl__gemm_unavailable(p);
             p.entry = -1;
             p.variant = HETCL_GEMM_TILED;
@@ -183,18 +249,21 @@ hetcl_status hetcl__clop_gemm(struct clop_chain *ch, const struct clop_gemm *g)
     }
     if (p.variant == HETCL_GEMM_CLBLAST) {
         s = launch_clblast(ch, g);
-        if (s != HETCL_OK) {
+        if (s != HETCL_OK && !p.forced) {
             hetcl__gemm_unavailable(p);
             p.entry = -1;
             s = prepare_kernel(call, g, HETCL_GEMM_TILED, &pk);
             if (s == HETCL_OK)
-                s = launch_prepared(ch, &pk);
+                s = launch_prepared(ch, &pk, NULL);
         }
     } else {
-        s = launch_prepared(ch, &pk);
+        s = launch_prepared(ch, &pk, p.entry >= 0 ? &start : NULL);
     }
     if (s == HETCL_OK && p.entry >= 0)
-        hetcl__gemm_watch(p, start, ch->last);
+        hetcl__gemm_watch(p, start,
+                          p.variant == HETCL_GEMM_CLBLAST ? CL_PROFILING_COMMAND_END
+                                                          : CL_PROFILING_COMMAND_START,
+                          ch->last);
     if (start)
         clReleaseEvent(start);
     return s;

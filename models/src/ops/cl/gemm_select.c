@@ -26,9 +26,11 @@
 #define TABLE_CAP       512
 #define DROP_FACTOR     4.0  /* slower than the best by this after two samples: dropped */
 #define DROP_FACTOR_ONE 16.0 /* ... or by this after one */
-/* v2: tiled_wg added; a v1 file's decisions never measured it, so they are not read. */
-#define FILE_NAME     "choices-v2.json"
-#define FORMAT_VERSON 2
+/* v2: tiled_wg added; v3: packed added. An older file's decisions never measured the newer
+ * variants, so they are not read (the version is in the name: an older file is not even
+ * opened). */
+#define FILE_NAME     "choices-v3.json"
+#define FORMAT_VERSON 3
 
 struct entry {
     struct hetcl_gemm_choice c;
@@ -50,7 +52,8 @@ struct gemm_table {
 
 const char *hetcl_gemm_variant_name(hetcl_gemm_variant v)
 {
-    static const char *const names[] = {"tiled", "tiled_mfast", "clblast", "naive", "tiled_wg"};
+    static const char *const names[] = {"tiled", "tiled_mfast", "clblast",
+                                        "naive", "tiled_wg",    "packed"};
     return (unsigned) v < HETCL_GEMM_N_VARIANTS ? names[v] : "?";
 }
 
@@ -347,6 +350,7 @@ struct gemm_pick hetcl__gemm_pick(hetcl_context *ctx, const char *key, const str
     const int forced = variant_from_name(getenv("HETCL_GEMM_VARIANT"));
     if (forced >= 0) {
         p.variant = (hetcl_gemm_variant) forced;
+        p.forced = true;
         return p;
     }
     /* Without a table (no context, out of memory) the tiled kernel runs, unmeasured. */
@@ -397,7 +401,8 @@ void hetcl__gemm_unavailable(struct gemm_pick p)
 /* One measurement in flight; holds a reference on p.table. */
 struct watch {
     struct gemm_pick p;
-    cl_event start; /* a marker right before a multi-command variant (CLBlast), or NULL */
+    cl_event start; /* the start of a multi-command variant (see hetcl__gemm_watch), or NULL */
+    cl_profiling_info start_info;
 };
 
 /* Records a sample (or its failure) of what completed: the warm-up, a time, or nothing. Lock
@@ -436,7 +441,9 @@ static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *user)
      * ran naive at 3.8 TFLOP/s where CLBlast gives 31.7. CLBlast runs several kernels and hands
      * back the last one's event (an unpadding copy, where it pads), so it is still timed from a
      * marker enqueued right before it, without a wait list: timed by its last kernel alone it
-     * looked fast on PoCL and was chosen at 7-13 GFLOP/s where gemm.cl gives 100+. */
+     * looked fast on PoCL and was chosen at 7-13 GFLOP/s where gemm.cl gives 100+. The packed
+     * variant's two kernels are ours: from the packing kernel's own start, so that the packing
+     * counts against it. */
     bool ok = status == CL_COMPLETE &&
               clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
                       CL_SUCCESS &&
@@ -445,8 +452,7 @@ static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *user)
               t0 <= t1;
     cl_ulong mark = 0;
     if (ok && w->start &&
-        clGetEventProfilingInfo(w->start, CL_PROFILING_COMMAND_END, sizeof mark, &mark, NULL) ==
-                CL_SUCCESS &&
+        clGetEventProfilingInfo(w->start, w->start_info, sizeof mark, &mark, NULL) == CL_SUCCESS &&
         mark != 0 && mark <= t0)
         t0 = mark;
     struct gemm_table *t = w->p.table;
@@ -460,7 +466,8 @@ static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *user)
     free(w);
 }
 
-void hetcl__gemm_watch(struct gemm_pick p, cl_event start, cl_event end)
+void hetcl__gemm_watch(struct gemm_pick p, cl_event start, cl_profiling_info start_info,
+                       cl_event end)
 {
     if (p.entry < 0)
         return;
@@ -473,6 +480,7 @@ void hetcl__gemm_watch(struct gemm_pick p, cl_event start, cl_event end)
     }
     w->p = p;
     w->start = start && clRetainEvent(start) == CL_SUCCESS ? start : NULL;
+    w->start_info = start_info;
     /* the callback's reference, taken before the callback can run */
     pthread_mutex_lock(&p.table->lock);
     p.table->refs++;

@@ -6,7 +6,8 @@
 
 #include <math.h>
 
-/* Scratch slots for the norms of X's and C's rows (the GEMM variants use none): two slots
+/* Scratch slots for the norms of X's and C's rows (the GEMM variants use only
+ * CLOP_GEMM_SCRATCH_SLOT): two slots
  * rather than one buffer, so that each starts at offset 0. */
 #define XN_SLOT 2
 #define CN_SLOT 3
