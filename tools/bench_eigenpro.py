@@ -27,7 +27,11 @@ setup + epochs, evaluations excluded; SVC: fit) and the ratios. SVC runs single-
 kernel blocks shared between them in proportion to their measured speed). --epochs is the
 user's choice, given before the run and printed; nothing here looks at the test set to pick it.
 
-Debian's python3-sklearn, with /usr/bin/python3 (apt-get install -y python3-sklearn).
+Debian's python3-sklearn, with /usr/bin/python3 (apt-get install -y python3-sklearn). sklearn's
+libsvm computes the kernel's rows through the system BLAS (libblas.so.3): with Debian's reference
+BLAS, SVC's fit took 23.1 s here, with OpenBLAS (apt-get install -y libopenblas0-pthread) 11.6-12.3
+s. The BLAS SVC loaded is printed, and a warning when it is the reference one: that baseline is
+not at its best.
 """
 import argparse
 import gzip
@@ -170,6 +174,7 @@ def cmd_svc(args):
     t0 = time.monotonic()
     clf.fit(xtr_s, ytr)
     svc_s = time.monotonic() - t0
+    blas = loaded_blas()
     t0 = time.monotonic()
     svc_acc = sum(int(p == y) for p, y in zip(clf.predict(xte_s), yte)) / len(yte)
     pred_s = time.monotonic() - t0
@@ -186,10 +191,27 @@ def cmd_svc(args):
               % (x["device"], x["m_g"], 100 * x.get("share", 1.0), x.get("rows_per_step", d["m"]),
                  d["m"], "%.1f" % (1e6 * x["s_per_row"]) if x.get("s_per_row") else "-"))
     print("sklearn SVC(kernel=\"rbf\", C=1, gamma=\"scale\"): test accuracy %.2f%%, fit %.1f s "
-          "(predict %.1f s)" % (100 * svc_acc, svc_s, pred_s))
+          "(predict %.1f s); BLAS %s" % (100 * svc_acc, svc_s, pred_s, blas or "unknown"))
+    if blas and "/blas/" in blas:
+        print("warning: SVC ran on the reference BLAS (about 2x slower than OpenBLAS here); "
+              "apt-get install libopenblas0-pthread for its best")
     print("accuracy difference %+.2f points; training time ratio SVC / EigenPro %.1fx"
           % (100 * (ep_acc - svc_acc), svc_s / train_s))
     print("CPU: %s; load average before: %s" % (cpu_model(), os.getloadavg()))
+
+
+def loaded_blas():
+    """The BLAS library mapped into this process (sklearn's libsvm calls it), from /proc/self/maps;
+    None when none is."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1]
+                if "libblas" in path or "libopenblas" in path:
+                    return os.path.realpath(path)
+    except OSError:
+        pass
+    return None
 
 
 def cpu_model():
