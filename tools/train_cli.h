@@ -53,8 +53,12 @@ struct train_cli {
     uint64_t data_checksum;
     struct hetcl_train_machine machine; /* the machine before and after training */
     /* Across ranks (train_dist.c): the flags, and the communicator under mpirun. */
-    uint64_t sync_every;   /* --sync-every K: local updates of --lr-batch examples */
-    int allreduce_method;  /* --allreduce: index into hetcl_allreduce_method */
+    uint64_t sync_every;  /* --sync-every K: local updates of --lr-batch examples */
+    int allreduce_method; /* --allreduce: index into hetcl_allreduce_method */
+    /* OmniReduce's shape (0: the library's defaults): --block, --aggregators, --columns,
+     * --slots */
+    size_t omni_block;
+    int omni_aggregators, omni_columns, omni_slots;
     double sync_timeout_s; /* --sync-timeout */
     hetcl_comm *comm;      /* NULL: this node alone */
     int rank;              /* 0 without comm */

@@ -28,6 +28,16 @@ size_t train_dist_options(struct cli_option *rows, size_t n, struct train_cli *c
                      "examples, and at every epoch's end (default 0: epoch ends only)"},
             {"--allreduce", CLI_CHOICE, &c->allreduce_method, .choices = method_names,
              .metavar = "NAME", .help = "mpi, ring, omnireduce (default), sparse-allgather"},
+            {"--block", CLI_SIZE, &c->omni_block, .min = 1, .max = 1 << 20, .metavar = "N",
+             .help = "omnireduce: values per block (default 256)"},
+            {"--aggregators", CLI_INT, &c->omni_aggregators, .min = 1, .max = 1024, .metavar = "N",
+             .help = "omnireduce: ranks 0..N-1 aggregate beside training\n"
+                     "(default: every rank)"},
+            {"--columns", CLI_INT, &c->omni_columns, .min = 1, .max = 65536, .metavar = "N",
+             .help = "omnireduce: look-ahead chains per aggregator (default 16)"},
+            {"--slots", CLI_INT, &c->omni_slots, .min = 1, .max = 1024, .metavar = "N",
+             .help = "omnireduce: rounds in flight per aggregator, at most\n"
+                     "--columns (default 4)"},
             {"--sync-timeout", CLI_DOUBLE, &c->sync_timeout_s, .min = 0.1, .max = 1e6,
              .metavar = "S", .help = "a rank silent this long fails the run (default 120)"},
     };
@@ -54,8 +64,18 @@ int train_dist_start(struct train_cli *c, hetcl_context *ctx)
     struct hetcl_train_options *o = &c->opts;
     o->comm = c->comm;
     o->sync_every = (int64_t) c->sync_every * (o->lr_batch ? o->lr_batch : 64);
-    o->allreduce = (struct hetcl_allreduce_options){
-            .method = (hetcl_allreduce_method) c->allreduce_method};
+    o->allreduce =
+            (struct hetcl_allreduce_options){.method = (hetcl_allreduce_method) c->allreduce_method,
+                                             .block_size = c->omni_block,
+                                             .n_aggregators = c->omni_aggregators,
+                                             .columns_per_aggregator = c->omni_columns,
+                                             .slots_per_aggregator = c->omni_slots};
+    if (c->omni_aggregators > hetcl_comm_size(c->comm)) {
+        if (c->rank == 0) /* every rank stops; one says why */
+            cli_error("train: --aggregators %d: expected at most the %d ranks", c->omni_aggregators,
+                      hetcl_comm_size(c->comm));
+        return CLI_EXIT_USAGE;
+    }
     if (c->rank != 0) {
         /* One writer: rank 0 (the library writes checkpoints on rank 0 alone: every rank reads
          * the one given to --resume). The others print only their errors. */
