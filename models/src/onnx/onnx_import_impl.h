@@ -114,6 +114,10 @@ const struct hetcl_onnx_tensor *hetcl__onnx_const_input(const struct imp *m,
 /* A new layer reading layer m->src (NULL, *s the refusal, past MAX_LAYERS). */
 struct layer *hetcl__onnx_add_layer(struct imp *m, const Onnx__NodeProto *n,
                                     enum hetcl_model_layer_type type, hetcl_status *s);
+/* A reshape layer (a view, no copy) of the data input as `rank` dimensions dims per example,
+ * which become the data input's shape (NULL, *s the refusal, past MAX_LAYERS). */
+struct layer *hetcl__onnx_add_reshape(struct imp *m, const Onnx__NodeProto *n, int rank,
+                                      const int64_t *dims, hetcl_status *s);
 /* How many nodes (and graph outputs) read value `name`. */
 size_t hetcl__onnx_uses(const struct imp *m, const char *name);
 /* The layer computing the data input, before its activation, that only this node reads: where

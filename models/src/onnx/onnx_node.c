@@ -121,6 +121,19 @@ struct layer *hetcl__onnx_add_layer(struct imp *m, const Onnx__NodeProto *n,
     return l;
 }
 
+struct layer *hetcl__onnx_add_reshape(struct imp *m, const Onnx__NodeProto *n, int rank,
+                                      const int64_t *dims, hetcl_status *s)
+{
+    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_RESHAPE, s);
+    if (!l)
+        return NULL;
+    l->shape_rank = rank;
+    memcpy(l->shape, dims, (size_t) rank * sizeof *dims);
+    memcpy(m->dims, dims, (size_t) rank * sizeof *dims);
+    m->rank = m->orank = rank;
+    return l;
+}
+
 /* How many nodes read value `name` (a value read more than once cannot have an activation or
  * a BatchNormalization folded into the layer that computes it). */
 size_t hetcl__onnx_uses(const struct imp *m, const char *name)

@@ -134,14 +134,9 @@ static hetcl_status reshape_view(struct imp *m, const Onnx__NodeProto *n, int ra
                                  const int64_t *dims)
 {
     hetcl_status s = HETCL_OK;
-    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_RESHAPE, &s);
-    if (!l)
+    if (!hetcl__onnx_add_reshape(m, n, rank, dims, &s))
         return s;
-    l->shape_rank = rank;
-    memcpy(l->shape, dims, (size_t) rank * sizeof *dims);
-    memcpy(m->dims, dims, (size_t) rank * sizeof *dims);
-    m->rank = m->orank = rank;
-    m->src = m->n_layers - 1;
+    m->src = m->n_layers - 1; /* the next layer of this node reads it */
     return HETCL_OK;
 }
 

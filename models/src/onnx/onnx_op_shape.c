@@ -165,15 +165,9 @@ hetcl_status hetcl__onnx_op_reshape(struct imp *m, const Onnx__NodeProto *n)
                                        "a target shape that does not keep the batch first with "
                                        "%lld values per example in 1 to %d dimensions",
                                        (long long) hetcl__onnx_elems(m), HETCL_MODEL_SPEC_MAX_RANK);
-    struct layer *l = hetcl__onnx_add_layer(m, n, HETCL_MODEL_LAYER_RESHAPE, &s);
-    if (!l)
+    if (!hetcl__onnx_add_reshape(m, n, rank, dims, &s))
         return s;
-    l->shape_rank = rank;
-    memcpy(l->shape, dims, (size_t) rank * sizeof *dims);
-    memcpy(m->dims, dims, (size_t) rank * sizeof *dims);
-    m->rank = m->orank = rank;
     m->flat_view = false;
-    m->after_layer = false;
     return HETCL_OK;
 }
 
