@@ -349,6 +349,102 @@ static void forward_matmul(struct emit *e, const struct hetcl__lowering *lw, int
     buf(e, op, y, HETCL_W);
 }
 
+/* A kernel layer: K(input, centers) [rows, centers], then y = K alpha ([rows, centers] x
+ * [centers, units]). */
+static void forward_kernel(struct emit *e, const struct hetcl__lowering *lw, int l,
+                           struct hetcl__slot in, struct hetcl__slot y)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    const int64_t rows = lw->rows, out = hetcl__shape_elems(&L->out_shape);
+    struct hetcl__op *op = add(e, &hetcl_op_kernel_matrix, "fwd_kernel");
+    SET_ARGS(op, kernel,
+             ((struct hetcl_op_kernel_args){.m = rows,
+                                            .n = L->centers,
+                                            .d = hetcl__shape_elems(&L->in_shape),
+                                            .kind = (hetcl_kernel_kind) L->kernel_kind,
+                                            .bandwidth = (float) L->bandwidth}));
+    buf(e, op, in, HETCL_R);
+    buf(e, op, slot(HETCL__SLOT_CENTERS, l), HETCL_R);
+    buf(e, op, slot(HETCL__SLOT_KBLOCK, l), HETCL_W);
+    op = add(e, &hetcl_op_gemm, "fwd_gemm");
+    SET_ARGS(op, gemm,
+             ((struct hetcl_op_gemm_args){.m = rows, .n = out, .k = L->centers, .alpha = 1}));
+    buf(e, op, slot(HETCL__SLOT_KBLOCK, l), HETCL_R);
+    buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
+    buf(e, op, y, HETCL_W);
+}
+
+/* An add layer: y = act(a + b). */
+static void forward_add(struct emit *e, const struct hetcl__lowering *lw, int l,
+                        struct hetcl__slot in, struct hetcl__slot y)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    const int64_t rows = lw->rows, out = hetcl__shape_elems(&L->out_shape);
+    const hetcl_act act = hetcl__lower_act(L->activation);
+    struct hetcl__op *op;
+    if (!same_shape(lw->spec, l)) {
+        eltwise(e, lw, l, HETCL_ELTWISE_ADD, act);
+        return;
+    }
+    /* bias_act over one row of every element, b as its "bias"; a constant b of one example's
+     * shape is a bias of every row */
+    op = add(e, &hetcl_op_bias_act_fwd, "fwd_add");
+    SET_ARGS(op, bias_act,
+             ((struct hetcl_op_bias_act_args){.rows = L->operand.rank ? rows : 1,
+                                              .cols = L->operand.rank ? out : rows * out,
+                                              .act = act,
+                                              .alpha = (float) L->alpha}));
+    buf(e, op, in, HETCL_R);
+    buf(e, op, L->operand.rank ? slot(HETCL__SLOT_WEIGHT, l) : hetcl__lower_input_k(lw->spec, l, 1),
+        HETCL_R);
+    buf(e, op, y, HETCL_W);
+}
+
+/* A concat layer: each input into its columns of every row of y, a row being the dimensions
+ * from the axis on (the ones before it multiply the rows). */
+static void forward_concat(struct emit *e, const struct hetcl__lowering *lw, int l,
+                           struct hetcl__slot y)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    const int64_t rows = lw->rows, out = hetcl__shape_elems(&L->out_shape);
+    int64_t offset = 0, outer = 1;
+    for (int d = 0; d < L->axis; d++)
+        outer *= L->out_shape.dims[d];
+    for (int k = 0; k < L->n_inputs; k++) {
+        const int64_t cols = hetcl__shape_elems(shape_of(lw->spec, L->inputs[k])) / outer;
+        struct hetcl__op *op = add(e, &hetcl_op_concat, "fwd_concat");
+        SET_ARGS(op, concat,
+                 ((struct hetcl_op_concat_args){.rows = rows * outer,
+                                                .cols = cols,
+                                                .out_cols = out / outer,
+                                                .offset = offset}));
+        buf(e, op, hetcl__lower_input_k(lw->spec, l, k), HETCL_R);
+        buf(e, op, y, k == 0 ? HETCL_W : HETCL_RW);
+        offset += cols;
+    }
+}
+
+/* An activation layer: y = act(x + 0) into its own slot: the input may be read again by
+ * nothing else, but an in-place form would make the layer a view of a slot it writes. */
+static void forward_activation(struct emit *e, const struct hetcl__lowering *lw, int l,
+                               struct hetcl__slot in, struct hetcl__slot y)
+{
+    const struct hetcl_model_layer *L = &lw->spec->layers[l];
+    const int64_t rows = lw->rows, out = hetcl__shape_elems(&L->out_shape);
+    const hetcl_act act = hetcl__lower_act(L->activation);
+    struct hetcl__op *op = add(e, &hetcl_op_bias_act_fwd, "fwd_act");
+    SET_ARGS(op, bias_act,
+             ((struct hetcl_op_bias_act_args){
+                     .rows = rows,
+                     .cols = out,
+                     .act = act,
+                     .alpha = (float) (act == HETCL_ACT_CLIP ? L->clip_min : L->alpha),
+                     .beta = act == HETCL_ACT_CLIP ? (float) L->clip_max : 0.0f}));
+    buf(e, op, in, HETCL_R);
+    buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
+    buf(e, op, y, HETCL_W);
+}
+
 static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
 {
     const struct hetcl_model_layer *L = &lw->spec->layers[l];
@@ -423,24 +519,7 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
     case HETCL_MODEL_LAYER_RESHAPE:
         return; /* a view: the layers above read its input's slot */
     case HETCL_MODEL_LAYER_KERNEL:
-        /* K(input, centers) [rows, centers], then y = K alpha ([rows, centers] x [centers,
-         * units]) */
-        op = add(e, &hetcl_op_kernel_matrix, "fwd_kernel");
-        SET_ARGS(op, kernel,
-                 ((struct hetcl_op_kernel_args){.m = rows,
-                                                .n = L->centers,
-                                                .d = hetcl__shape_elems(&L->in_shape),
-                                                .kind = (hetcl_kernel_kind) L->kernel_kind,
-                                                .bandwidth = (float) L->bandwidth}));
-        buf(e, op, in, HETCL_R);
-        buf(e, op, slot(HETCL__SLOT_CENTERS, l), HETCL_R);
-        buf(e, op, slot(HETCL__SLOT_KBLOCK, l), HETCL_W);
-        op = add(e, &hetcl_op_gemm, "fwd_gemm");
-        SET_ARGS(op, gemm,
-                 ((struct hetcl_op_gemm_args){.m = rows, .n = out, .k = L->centers, .alpha = 1}));
-        buf(e, op, slot(HETCL__SLOT_KBLOCK, l), HETCL_R);
-        buf(e, op, slot(HETCL__SLOT_WEIGHT, l), HETCL_R);
-        buf(e, op, y, HETCL_W);
+        forward_kernel(e, lw, l, in, y);
         return;
     case HETCL_MODEL_LAYER_MUL:
         eltwise(e, lw, l, HETCL_ELTWISE_MUL, act);
@@ -458,44 +537,11 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         buf(e, op, y, HETCL_W);
         return;
     case HETCL_MODEL_LAYER_ADD:
-        if (!same_shape(lw->spec, l)) {
-            eltwise(e, lw, l, HETCL_ELTWISE_ADD, act);
-            return;
-        }
-        /* y = act(a + b): bias_act over one row of every element, b as its "bias"; a constant
-         * b of one example's shape is a bias of every row */
-        op = add(e, &hetcl_op_bias_act_fwd, "fwd_add");
-        SET_ARGS(op, bias_act,
-                 ((struct hetcl_op_bias_act_args){.rows = L->operand.rank ? rows : 1,
-                                                  .cols = L->operand.rank ? out : rows * out,
-                                                  .act = act,
-                                                  .alpha = (float) L->alpha}));
-        buf(e, op, in, HETCL_R);
-        buf(e, op,
-            L->operand.rank ? slot(HETCL__SLOT_WEIGHT, l) : hetcl__lower_input_k(lw->spec, l, 1),
-            HETCL_R);
-        buf(e, op, y, HETCL_W);
+        forward_add(e, lw, l, in, y);
         return;
-    case HETCL_MODEL_LAYER_CONCAT: {
-        /* each input into its columns of every row of y, a row being the dimensions from the
-         * axis on (the ones before it multiply the rows) */
-        int64_t offset = 0, outer = 1;
-        for (int d = 0; d < L->axis; d++)
-            outer *= L->out_shape.dims[d];
-        for (int k = 0; k < L->n_inputs; k++) {
-            const int64_t cols = hetcl__shape_elems(shape_of(lw->spec, L->inputs[k])) / outer;
-            op = add(e, &hetcl_op_concat, "fwd_concat");
-            SET_ARGS(op, concat,
-                     ((struct hetcl_op_concat_args){.rows = rows * outer,
-                                                    .cols = cols,
-                                                    .out_cols = out / outer,
-                                                    .offset = offset}));
-            buf(e, op, hetcl__lower_input_k(lw->spec, l, k), HETCL_R);
-            buf(e, op, y, k == 0 ? HETCL_W : HETCL_RW);
-            offset += cols;
-        }
+    case HETCL_MODEL_LAYER_CONCAT:
+        forward_concat(e, lw, l, y);
         return;
-    }
     case HETCL_MODEL_LAYER_TRANSPOSE:
         forward_transpose(e, lw, l, in, y);
         return;
@@ -506,19 +552,7 @@ static void forward(struct emit *e, const struct hetcl__lowering *lw, int l)
         forward_matmul(e, lw, l, in, y);
         return;
     case HETCL_MODEL_LAYER_ACTIVATION:
-        /* y = act(x + 0) into its own slot: the input may be read again by nothing else, but
-         * an in-place form would make the layer a view of a slot it writes */
-        op = add(e, &hetcl_op_bias_act_fwd, "fwd_act");
-        SET_ARGS(op, bias_act,
-                 ((struct hetcl_op_bias_act_args){
-                         .rows = rows,
-                         .cols = out,
-                         .act = act,
-                         .alpha = (float) (act == HETCL_ACT_CLIP ? L->clip_min : L->alpha),
-                         .beta = act == HETCL_ACT_CLIP ? (float) L->clip_max : 0.0f}));
-        buf(e, op, in, HETCL_R);
-        buf(e, op, global(HETCL__SLOT_ZERO_BIAS), HETCL_R);
-        buf(e, op, y, HETCL_W);
+        forward_activation(e, lw, l, in, y);
         return;
     }
 }
