@@ -138,6 +138,13 @@ void hetcl__sgemm_packed_cols(const struct hetcl_gemm_kernel *kern, int64_t m, i
                               const float *a, int64_t lda, const float *bp, int64_t u0, int64_t u1,
                               float *c, int64_t ldc, const float *bias, hetcl_act act, float *work);
 
+/* ---- reductions (reduce.c) ---------------------------------------------------------------- */
+
+/* The sum of n floats in eight independent double lanes: it vectorises without reassociating
+ * (no -ffast-math), stays accurate over a million values, and gives the same bits on every ISA.
+ * The reductions and the losses share it. */
+double hetcl__sum_floats(int64_t n, const float *x);
+
 /* ---- kernel machines (kernel_matrix.c) ---------------------------------------------------- */
 
 /* out[i] = ||row i||^2 of x [rows][d], summed in double. */

@@ -55,26 +55,6 @@ HETCL_HOST_CLONES static void scale_row(int64_t n, float k, float *x)
     }
 }
 
-/* Sum in eight independent double lanes (vectorises without reassociation). */
-HETCL_HOST_CLONES static double sum_lanes(int64_t n, const float *x)
-{
-    double lane[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        for (int j = 0; j < 8; j++) {
-            lane[j] += (double) x[i + j];
-        }
-    }
-    double total = 0.0;
-    for (; i < n; i++) {
-        total += (double) x[i];
-    }
-    for (int j = 0; j < 8; j++) {
-        total += lane[j];
-    }
-    return total;
-}
-
 /* probs = softmax(x) over one row; returns log(sum exp(x - max)) and *max. A NaN anywhere in
  * the row makes every probability NaN. */
 static double softmax_row(int64_t classes, const float *x, float *probs, float *max_out)
@@ -84,7 +64,7 @@ static double softmax_row(int64_t classes, const float *x, float *probs, float *
         max = x[c] > max ? x[c] : max;
     }
     exp_shifted(classes, x, max, probs);
-    const double sum = sum_lanes(classes, probs);
+    const double sum = hetcl__sum_floats(classes, probs);
     scale_row(classes, (float) (1.0 / sum), probs);
     *max_out = max;
     return log(sum);
@@ -235,7 +215,7 @@ hetcl_status hetcl__op_sigmoid_xent_host(const struct hetcl_host_call *call)
         const float *x = logits + r * a->classes, *t = targets + r * a->classes;
         float *d = dlogits + r * a->classes;
         sigmoid_xent_terms(a->classes, x, t, d);
-        loss[r] = (float) sum_lanes(a->classes, d);
+        loss[r] = (float) hetcl__sum_floats(a->classes, d);
         sigmoid_xent_grad(a->classes, x, t, a->scale, d);
     }
     return HETCL_OK;

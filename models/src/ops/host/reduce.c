@@ -22,6 +22,12 @@ HETCL_HOST_CLONES static double sum_floats(int64_t n, const float *x)
     return total;
 }
 
+/* The clones stay static: an exported target_clones function exports its resolver too. */
+double hetcl__sum_floats(int64_t n, const float *x)
+{
+    return sum_floats(n, x);
+}
+
 /* The first NaN, else the first maximum (numpy, PyTorch); cols >= 1. */
 static int32_t argmax_row(int64_t cols, const float *x)
 {
