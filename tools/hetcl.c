@@ -34,7 +34,8 @@ static const struct command commands[] = {
          cli_report},
         {"bench",
          "measure: 'bench model' (inference latency and throughput per device and across"
-         " devices), 'bench ops' (operators per device), 'bench runtime' (per-task overhead)",
+         " devices), 'bench ops' (operators per device), 'bench runtime' (per-task overhead),"
+         " 'bench allreduce' (allreduce methods across ranks)",
          cli_bench},
 };
 
