@@ -59,6 +59,7 @@ static void check_help(void)
     const char *model = strstr(out, "'bench model'");
     CHECK(model != NULL);
     CHECK(strstr(out, "'bench ops'") > model && strstr(out, "'bench runtime'") > model);
+    CHECK(strstr(out, "'bench allreduce'") > model);
 }
 
 static void check_bad_input(void)
@@ -75,6 +76,8 @@ static void check_bad_input(void)
             {"bench runtime --workers 1,x", "--workers"},
             {"bench ops --batch x", "--batch"},
             {"bench ops --reps", "--reps"},
+            /* nothing selected: an error, not an empty table and exit 0 */
+            {"bench ops --devices host --only nope", "--only \"nope\" matches no case"},
     };
     char err[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -205,12 +205,18 @@ static struct op_row *new_row(hetcl_bench_ops *b)
     return r;
 }
 
+/* --only: a case runs when its label or its operator's name contains the text. */
+static bool case_selected(const struct op_case *c, const char *only)
+{
+    return !only || strstr(c->label, only) || strstr(c->codelet->name, only);
+}
+
 static hetcl_status run_worker(hetcl_bench_ops *b, const struct hetcl_bench_ops_options *o,
                                hetcl_runtime *rt, struct worker_ctx *wc)
 {
     for (size_t ci = 0; ci < b->n_cases; ci++) {
         const struct op_case *c = &b->cases[ci];
-        if (o->only && !strstr(c->label, o->only) && !strstr(c->codelet->name, o->only))
+        if (!case_selected(c, o->only))
             continue;
         struct op_row *r = new_row(b);
         if (!r)
@@ -325,6 +331,17 @@ hetcl_status hetcl_bench_ops_run(hetcl_context *ctx, const struct hetcl_bench_op
     b->reps = o->reps ? o->reps : 10;
     hetcl__opbench_cases(b, o->n_batches ? o->batches : default_batches,
                          o->n_batches ? o->n_batches : 2, o->square, o->n_square);
+    size_t selected = 0;
+    for (size_t ci = 0; ci < b->n_cases; ci++)
+        selected += case_selected(&b->cases[ci], o->only);
+    if (selected == 0) { /* an empty table and exit 0 would read as success */
+        char q[64];
+        hetcl_bench_ops_destroy(b);
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "--only %s matches no case (part of a label such as fc1 or"
+                           " conv, or an operator such as gemm)",
+                           hetcl_quote(q, sizeof q, o->only));
+    }
     struct hetcl_runtime_options ro = {.devices = o->devices ? o->devices : "all",
                                        .split_cpu = o->split_cpu,
                                        .perfmodel_dir = ""};
