@@ -104,14 +104,8 @@ static bool parse_batches(const char *flag, const char *v, void *target)
         return false;
     for (size_t i = 0; i < l.n; i++) {
         unsigned long b = 0;
-        if (!cli_parse_uint(flag, l.items[i], 1 << 20, &b))
+        if (!cli_parse_range(flag, l.items[i], 1, 1 << 20, &b))
             return false;
-        if (b < 1) {
-            char q[CLI_QUOTE_CAP];
-            cli_error("%s expects batch sizes >= 1, got %s", flag,
-                      hetcl_quote(q, sizeof q, l.items[i]));
-            return false;
-        }
         s->batches[i] = (int64_t) b;
     }
     s->o.batches = s->batches;

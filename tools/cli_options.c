@@ -14,7 +14,8 @@
 /* Help lines start at this column; a longer flag and metavar push the help to the next line. */
 #define HELP_COLUMN 27
 
-bool cli_parse_uint(const char *flag, const char *value, unsigned long max, unsigned long *out)
+bool cli_parse_range(const char *flag, const char *value, unsigned long min, unsigned long max,
+                     unsigned long *out)
 {
     char *end = NULL;
     errno = 0;
@@ -25,8 +26,8 @@ bool cli_parse_uint(const char *flag, const char *value, unsigned long max, unsi
         return false;
     }
     unsigned long v = strtoul(value, &end, 10);
-    if (errno || *end || v > max) {
-        cli_error("%s expects an integer from 0 to %lu, got %s", flag, max,
+    if (errno || *end || v < min || v > max) {
+        cli_error("%s expects an integer from %lu to %lu, got %s", flag, min, max,
                   hetcl_quote(q, sizeof q, value));
         return false;
     }
@@ -34,20 +35,9 @@ bool cli_parse_uint(const char *flag, const char *value, unsigned long max, unsi
     return true;
 }
 
-bool cli_parse_range(const char *flag, const char *value, unsigned long min, unsigned long max,
-                     unsigned long *out)
+bool cli_parse_uint(const char *flag, const char *value, unsigned long max, unsigned long *out)
 {
-    unsigned long v = 0;
-    if (!cli_parse_uint(flag, value, max, &v))
-        return false;
-    if (v < min) {
-        char q[CLI_QUOTE_CAP];
-        cli_error("%s expects an integer from %lu to %lu, got %s", flag, min, max,
-                  hetcl_quote(q, sizeof q, value));
-        return false;
-    }
-    *out = v;
-    return true;
+    return cli_parse_range(flag, value, 0, max, out);
 }
 
 bool cli_parse_ulong_list(const char *flag, const char *value, unsigned long min, unsigned long max,
