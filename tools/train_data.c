@@ -47,7 +47,7 @@ static hetcl_status load_fashion_mnist(struct train_cli *c, hetcl_context *ctx)
 static int load_synthetic(struct train_cli *c, hetcl_context *ctx, hetcl_status *s)
 {
     unsigned long n = 4000;
-    if (c->data[9] == ':' && !cli_parse_uint("--data synthetic:N", c->data + 10, 1UL << 24, &n))
+    if (c->data[9] == ':' && !cli_parse_range("--data synthetic:N", c->data + 10, 1, 1UL << 24, &n))
         return CLI_EXIT_USAGE;
     if (c->spec->input_shape.rank != 1) {
         cli_error("--data synthetic: the model's input must be flat");
@@ -58,11 +58,8 @@ static int load_synthetic(struct train_cli *c, hetcl_context *ctx, hetcl_status 
         cli_error("--data synthetic: at most 256 classes, the model has %lld", (long long) k);
         return CLI_EXIT_USAGE;
     }
-    struct hetcl_blobs_options bo = {.n = (int64_t) (n ? n : 1),
-                                     .n_features = d,
-                                     .n_classes = k,
-                                     .seed = c->opts.seed,
-                                     .stream = 1};
+    struct hetcl_blobs_options bo = {
+            .n = (int64_t) n, .n_features = d, .n_classes = k, .seed = c->opts.seed, .stream = 1};
     *s = hetcl_dataset_generate_blobs(ctx, &bo, &c->train);
     bo.n = (int64_t) (n / 4 ? n / 4 : 1);
     bo.stream = 2;

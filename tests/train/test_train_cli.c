@@ -70,6 +70,7 @@ static void check_bad_input(void)
             {"--model models/mlp.json --resume", "--resume"},
             {"--model models/mlp.json --checkpoint /nonexistent/c.st", "/nonexistent"},
             {"--model models/mlp.json --data nosuch", "--data"},
+            {"--model models/mlp.json --data synthetic:0", "from 1 to"},
             {"--model models/mlp.json --data synthetic:100 --devices host --batch gpu7=4", "gpu7"},
             {"--model models/mlp.json --data synthetic:100 --devices nosuchdevice", "--devices"},
             {"--model models/lenet.json --data synthetic:100 --devices host", "flat"},
