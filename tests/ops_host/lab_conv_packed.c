@@ -6,10 +6,13 @@
  * independent AVX-512 (else AVX2) FMAs. Not a CTest (test_host_conv_packed checks
  * correctness); run by hand:
  *
- *     lab_conv_packed [-m resnet18|squeezenet|mobilenet|depthwise|all] [-r RUNS]
+ *     lab_conv_packed [-m resnet18|squeezenet|mobilenet|depthwise|all] [-r RUNS] [-b BATCH] [-min
+ * 1]
  *
  * Each figure is the median of -r runs (default 5) of >= 2 ms each, in the thread's CPU time
- * (it leaves out the slices other processes take from this core, not their cache pollution).
+ * (it leaves out the slices other processes take from this core, not their cache pollution);
+ * with -min 1, the fastest of them instead (on a machine others load: their cache pollution
+ * only ever slows a run down). -b sets the images per call (default 1).
  * Shapes the session runs through the direct kernel instead (hetcl__conv2d_direct_suits) are
  * marked "direct" and timed through it too; shapes that take conv2d_wide.c's path are
  * also timed through pack_b's B panels ("packed B"), the path they took before.
@@ -37,7 +40,10 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median seconds per call of fn(ctx). */
+/* -min 1: time_s gives the fastest run instead of the median. */
+static int lab_min;
+
+/* Median (or with lab_min, the least) seconds per call of fn(ctx). */
 static double time_s(void (*fn)(void *), void *ctx, int runs)
 {
     double *t = malloc((size_t) runs * sizeof *t);
@@ -53,7 +59,7 @@ static double time_s(void (*fn)(void *), void *ctx, int runs)
         t[r] = (double) (c1 - c0) / 1e9 / calls;
     }
     qsort(t, (size_t) runs, sizeof *t, cmp_double);
-    const double m = t[runs / 2];
+    const double m = t[lab_min ? 0 : runs / 2];
     free(t);
     return m;
 }
@@ -220,14 +226,18 @@ static void lab_depthwise(double peak, int runs, ref_rng *rng)
            total_gf / total_s, 100.0 * total_gf / total_s / peak);
 }
 
+/* Images per call of the (non-depthwise) convolutions: -b (1 by default). */
+static int64_t lab_batch = 1;
+
 static void lab_model(const char *model, const struct shape *sh, double peak, int runs,
                       ref_rng *rng)
 {
     const struct hetcl_gemm_kernel *kern = hetcl__gemm_kernel(HETCL_GEMM_AUTO);
     double total_s = 0.0, total_gf = 0.0;
-    printf("%s (kernel %s %dx%d)\n", model, kern->name, (int) kern->mr, (int) kern->nr);
+    printf("%s (kernel %s %dx%d, batch %d)\n", model, kern->name, (int) kern->mr, (int) kern->nr,
+           (int) lab_batch);
     for (; sh->name; sh++) {
-        struct hetcl_op_conv2d_args a = {.batch = 1,
+        struct hetcl_op_conv2d_args a = {.batch = lab_batch,
                                          .in_c = sh->c,
                                          .in_h = sh->h,
                                          .in_w = sh->h,
@@ -237,7 +247,8 @@ static void lab_model(const char *model, const struct shape *sh, double peak, in
                                          .stride = sh->s,
                                          .pad = sh->p};
         const int64_t oh = (sh->h + 2 * sh->p - sh->k) / sh->s + 1;
-        const size_t nx = (size_t) sh->c * sh->h * sh->h, ny = (size_t) (sh->o * oh * oh);
+        const size_t nx = (size_t) (lab_batch * sh->c * sh->h * sh->h);
+        const size_t ny = (size_t) (lab_batch * sh->o * oh * oh);
         const size_t nw = (size_t) sh->o * sh->c * sh->k * sh->k;
         const size_t wl = hetcl__conv2d_packed_w_len(kern, &a);
         struct ht_buf x = ht_alloc(nx), w = ht_alloc(nw), b = ht_alloc((size_t) sh->o),
@@ -295,6 +306,10 @@ int main(int argc, char **argv)
             model = argv[i + 1];
         else if (!strcmp(argv[i], "-r"))
             runs = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-min"))
+            lab_min = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-b"))
+            lab_batch = atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : 1;
     }
     runs = runs > 0 ? runs : 1;
     double peak = 0.0;

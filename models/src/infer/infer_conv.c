@@ -1,6 +1,7 @@
 /*
  * The fused host task's convolutions: an ungrouped convolution that the direct kernel does not
- * take runs through hetcl__conv2d_packed_fwd (ops/host/conv2d_packed.c) with its weights
+ * take (or that the AVX-512 path takes too, but for small non-pointwise ones: runs_direct) runs
+ * through hetcl__conv2d_packed_fwd (ops/host/conv2d_packed.c) with its weights
  * packed once per session, its ReLU or ReLU6 applied to each tile as it is finished, and, for a
  * share with a team (a request of a few rows with idle host workers), its positions or
  * channels split among the team. A depthwise convolution likewise fuses its activation and
@@ -17,12 +18,38 @@
 
 #include <string.h>
 
-/* Whether ops[i] is a convolution this file runs. */
-static bool packable(const struct hetcl__op *op)
+/* Below this many multiply-adds per image, a convolution that both the direct kernel and the
+ * AVX-512 path without packing (conv2d_wide.c) take stays with the direct kernel: LeNet's
+ * 5x5 layers (118k and 240k) ran 1.3-1.5x faster there on one core. */
+#define DIRECT_MAX_MACS (1 << 20)
+
+/* Whether the fused task runs convolution a with the direct kernel (conv2d_direct.c) rather
+ * than through the packed weights (kern's). Where the wide path takes the shape (AVX-512), the
+ * packed path is preferred but for small non-pointwise layers: the direct kernel runs on the
+ * lead alone, while the packed path splits across a team; and on one core it was slower on
+ * every pointwise layer it takes (SqueezeNet's 16 -> 64 at 55x55: 124 against 65 us, its
+ * 13x13 squeezes and MobileNetV2's 192 -> 64 at 14x14: 1.15-1.35x), and only 1.08-1.13x
+ * faster on SqueezeNet's 16 -> 64 3x3 at 55x55 (tests/ops_host/lab_conv_packed's shapes, one
+ * core, batches 1 and 4). The choice does not depend on the team: a share gives the same
+ * values with or without one. */
+static bool runs_direct(const struct hetcl_gemm_kernel *kern, const struct hetcl_op_conv2d_args *a)
+{
+    if (!hetcl__conv2d_direct_suits(a) || !hetcl__conv2d_direct_sizes_ok(a))
+        return false;
+    if (!kern || !hetcl__conv2d_wide_suits(kern, a))
+        return true;
+    const int64_t out_h = (a->in_h + 2 * a->pad - a->k_h) / a->stride + 1;
+    const int64_t out_w = (a->in_w + 2 * a->pad - a->k_w) / a->stride + 1;
+    const double macs = (double) (out_h * out_w) * (double) a->out_c * (double) a->in_c *
+                        (double) (a->k_h * a->k_w);
+    return a->k_h * a->k_w > 1 && macs < DIRECT_MAX_MACS;
+}
+
+/* Whether ops[i] is a convolution this file runs (kern: the packed weights' kernel). */
+static bool packable(const struct hetcl_gemm_kernel *kern, const struct hetcl__op *op)
 {
     const struct hetcl_op_conv2d_args *a = &op->args.conv2d;
-    return op->codelet == &hetcl_op_conv2d_fwd && a->groups <= 1 &&
-           !(hetcl__conv2d_direct_suits(a) && hetcl__conv2d_direct_sizes_ok(a));
+    return op->codelet == &hetcl_op_conv2d_fwd && a->groups <= 1 && !runs_direct(kern, a);
 }
 
 /* Whether ops[i] is a depthwise convolution (hetcl__conv2d_depthwise_fwd). */
@@ -49,7 +76,7 @@ hetcl_status hetcl__infer_conv_pack(hetcl_infer_session *s)
     /* every fused share runs the same layers (only their rows differ): one share names them */
     for (int i = 0; i < sh->n_ops; i++) {
         const struct hetcl__op *op = &sh->ops[i];
-        if (!packable(op))
+        if (!packable(s->conv_kern, op))
             continue;
         const int p = hetcl__slot_param(spec, op->slot[1]);
         if (p < 0 || s->conv_mem[p])
@@ -111,7 +138,7 @@ hetcl_status hetcl__infer_conv_run(hetcl_context *ctx, const hetcl_infer_session
                                           y);
         return hetcl__conv2d_depthwise_fwd(ctx, &op->args.conv2d, x, w, bias, act, 0, 1, y);
     }
-    if (!s->conv_packed || !packable(op))
+    if (!s->conv_packed || !packable(s->conv_kern, op))
         return HETCL_OK;
     const int p = hetcl__slot_param(s->plan->spec, op->slot[1]);
     const float *wp = p >= 0 ? s->conv_packed[p] : NULL;
