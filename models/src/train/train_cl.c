@@ -10,6 +10,12 @@
  *   3. merge (host task): shared += replica - snapshot, without locks (HETCL_RW_CONCURRENT,
  *      like the host workers' Hogwild steps), block-sparse: only the 256-value blocks the
  *      batch changed (merge_tensor), then reports the batch as done.
+ * On a device with memory of its own (not zero copy), the block-sparse merge packs on the
+ * device first, so that only the changed blocks cross the bus: after the copy-in each tensor
+ * is copied on the device into its base (concat), and after the batch hetcl_op_block_pack
+ * compares the replica with it and packs the changed blocks at the base's front with a head
+ * (bitmap, count); the merge reads the head and the packed prefix alone (HETCL_R_RANGE), or
+ * the tensor whole where the pack said dense. Same blocks, same order, same arithmetic.
  * The runtime orders the steps through the handles: the next batch's copy-in writes the
  * replica, so it waits for this batch's merge to have read it.
  */
@@ -29,6 +35,12 @@ struct tr_cl {
      * layer) at [kind * (n_layers + 1) + layer + 1]. NULL where the program names nothing. */
     hetcl_handle **handle;
     float *snapshot;
+    /* Packing on the device (see above): each tensor's base and head, and where the merge
+     * reads them back (the largest tensor's values and head). NULL: merged from the whole
+     * replica. */
+    hetcl_handle **base;
+    float *readback;
+    uint32_t *head;
 };
 
 struct cl_args {
@@ -78,6 +90,15 @@ static hetcl_status copy_in_host(const struct hetcl_host_call *call)
 /* OmniReduce's block of the merge: 256 values, and a 4-byte index per block sent. */
 #define MERGE_BLOCK 256
 
+/* Counts one tensor's merge of n values whose changed blocks, with a 4-byte index each, are
+ * `bytes`: in the format that pays for this tensor, its changed blocks with their indexes, or
+ * dense when nearly every block changed (the indexes then cost more than they save). */
+static void count_merge(struct tr_dev *d, uint64_t bytes, size_t n)
+{
+    d->merge_bytes += bytes < n * sizeof(float) ? bytes : n * sizeof(float);
+    d->merge_bytes_dense += n * sizeof(float);
+}
+
 /* shared += w - snap over one tensor of n values. Block-sparse (the default): a block whose
  * values all kept their bits since the snapshot adds +0 everywhere in the dense merge, which
  * changes no value (x + +0 is x except for x = -0, which no update produces from +0 starts),
@@ -95,13 +116,55 @@ static void merge_tensor(const struct tr *t, struct tr_dev *d, float *shared, co
         for (size_t i = at; i < at + len; i++)
             shared[i] += w[i] - snap[i];
     }
-    /* counted in the format that pays for this tensor: its changed blocks with their indexes,
-     * or dense when nearly every block changed (the indexes then cost more than they save) */
-    d->merge_bytes += bytes < n * sizeof(float) ? bytes : n * sizeof(float);
-    d->merge_bytes_dense += n * sizeof(float);
+    count_merge(d, bytes, n);
 }
 
-/* Buffers: shared (RW_CONCURRENT), loss (R), then each spec tensor's replica handle (R). */
+/* merge_tensor from the device's pack (hetcl_op_block_pack) of tensor p: buffer `base` holds
+ * its packed blocks and head, buffer `replica` the tensor (read only where the pack said
+ * dense). The blocks the head's bitmap names, in order, with the same sums as merge_tensor:
+ * the bitmap is its memcmp, made on the device. */
+static hetcl_status merge_packed(const struct hetcl_host_call *call, const struct tr *t,
+                                 struct tr_dev *d, float *shared, const float *snap, size_t n,
+                                 unsigned base, unsigned replica)
+{
+    struct tr_cl *c = d->cl;
+    const size_t words = (size_t) hetcl_op_block_pack_head_words((int64_t) n, MERGE_BLOCK);
+    const uint32_t *head = c->head;
+    hetcl_status st =
+            hetcl_host_read_range(call, base, n * sizeof(float), words * sizeof *head, c->head);
+    if (st != HETCL_OK)
+        return st;
+    const size_t n_words = words - 3;
+    const bool dense = head[n_words + 2] != 0;
+    const size_t values = dense ? n : head[n_words + 1];
+    if (values > n)
+        return hetcl__fail(t->ctx, HETCL_ERR_INTERNAL,
+                           "merge of %s: the pack's head says %zu values of %zu", d->name, values,
+                           n);
+    st = hetcl_host_read_range(call, dense ? replica : base, 0, values * sizeof(float),
+                               c->readback);
+    if (st != HETCL_OK)
+        return st;
+    d->read_out += words * sizeof *head + values * sizeof(float);
+    const float *w = c->readback;
+    uint64_t bytes = 0;
+    size_t k = 0;
+    for (size_t at = 0, j = 0; at < n; at += MERGE_BLOCK, j++) {
+        size_t len = n - at < MERGE_BLOCK ? n - at : MERGE_BLOCK;
+        if (!(head[j / 32] >> (j % 32) & 1u))
+            continue;
+        const float *src = dense ? w + at : w + k;
+        k += len;
+        bytes += len * sizeof(float) + sizeof(uint32_t);
+        for (size_t i = 0; i < len; i++)
+            shared[at + i] += src[i] - snap[at + i];
+    }
+    count_merge(d, bytes, n);
+    return HETCL_OK;
+}
+
+/* Buffers: shared (RW_CONCURRENT), loss (R), then each spec tensor's replica handle (R); when
+ * packing on the device, each tensor's base (R_RANGE), then its replica handle (R_RANGE). */
 static hetcl_status merge_host(const struct hetcl_host_call *call)
 {
     const struct cl_args *a = call->args;
@@ -114,9 +177,19 @@ static hetcl_status merge_host(const struct hetcl_host_call *call)
     double l = 0;
     for (int64_t i = 0; i < s->n; i++)
         l += (double) loss[i];
-    for (int p = 0; p < c->spec->n_params; p++)
-        merge_tensor(t, s->dev, shared + net->param_off[p], call->ptrs[2 + p],
-                     c->snapshot + net->param_off[p], (size_t) c->spec->params[p].n_elements);
+    const unsigned n_p = (unsigned) c->spec->n_params;
+    for (unsigned p = 0; p < n_p; p++) {
+        float *sh = shared + net->param_off[p];
+        const float *snap = c->snapshot + net->param_off[p];
+        const size_t n = (size_t) c->spec->params[p].n_elements;
+        if (!c->base) {
+            merge_tensor(t, s->dev, sh, call->ptrs[2 + p], snap, n);
+            continue;
+        }
+        hetcl_status st = merge_packed(call, t, s->dev, sh, snap, n, 2 + p, 2 + n_p + p);
+        if (st != HETCL_OK)
+            return st; /* the batch fails (the coordinator sees its last task's status) */
+    }
     s->loss = l;
     s->status = HETCL_OK;
     uint64_t v = atomic_fetch_add_explicit(&t->version, 1, memory_order_relaxed);
@@ -186,6 +259,40 @@ static hetcl_status register_slots(void *user, const struct hetcl__op *ops, int 
     return st;
 }
 
+/* Packing on the device pays where the replica crosses a bus: a device with memory of its own
+ * (a zero-copy one merges from host memory, nothing to save), the block-sparse merge, and a
+ * model whose bases and replicas fit the merge task's buffers. */
+static hetcl_status prepare_pack(struct tr *t, struct tr_dev *d)
+{
+    struct tr_cl *c = d->cl;
+    const hetcl_model_spec *spec = c->spec;
+    struct hetcl_worker_info wi;
+    if (t->o.merge_dense || 2 + 2 * spec->n_params > HETCL_TASK_MAX_BUFFERS ||
+        hetcl_runtime_worker_info(t->rt, (size_t) d->worker, &wi) != HETCL_OK ||
+        wi.memory_node == 0)
+        return HETCL_OK;
+    int64_t most = 1;
+    for (int p = 0; p < spec->n_params; p++)
+        if (spec->params[p].n_elements > most)
+            most = spec->params[p].n_elements;
+    c->base = hetcl__calloc((size_t) spec->n_params, sizeof *c->base);
+    c->readback = hetcl__malloc((size_t) most * sizeof *c->readback);
+    c->head = hetcl__malloc((size_t) hetcl_op_block_pack_head_words(most, MERGE_BLOCK) *
+                            sizeof *c->head);
+    if (!c->base || !c->readback || !c->head)
+        return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "replica");
+    d->packed = true;
+    hetcl_status st = HETCL_OK;
+    for (int p = 0; p < spec->n_params && st == HETCL_OK; p++) {
+        const int64_t n = spec->params[p].n_elements;
+        st = hetcl_handle_register(t->rt, NULL,
+                                   (size_t) (n + hetcl_op_block_pack_head_words(n, MERGE_BLOCK)) *
+                                           sizeof(float),
+                                   &c->base[p]);
+    }
+    return st;
+}
+
 hetcl_status hetcl__tr_cl_prepare(struct tr *t, struct tr_dev *d)
 {
     const hetcl_net *net = t->net;
@@ -219,7 +326,7 @@ hetcl_status hetcl__tr_cl_prepare(struct tr *t, struct tr_dev *d)
     if (st == HETCL_OK && !*labels)
         st = hetcl_handle_register(t->rt, NULL, hetcl__slot_bytes(spec, labels_slot, d->b_max),
                                    labels);
-    return st;
+    return st == HETCL_OK ? prepare_pack(t, d) : st;
 }
 
 void hetcl__tr_cl_release(struct tr *t, struct tr_dev *d)
@@ -231,6 +338,12 @@ void hetcl__tr_cl_release(struct tr *t, struct tr_dev *d)
          i++)
         if (c->handle[i])
             (void) hetcl_handle_unregister(t->rt, c->handle[i]);
+    for (int p = 0; c->base && p < c->spec->n_params; p++)
+        if (c->base[p])
+            (void) hetcl_handle_unregister(t->rt, c->base[p]);
+    hetcl__free(c->base);
+    hetcl__free(c->readback);
+    hetcl__free(c->head);
     hetcl__free(c->handle);
     hetcl__free(c->snapshot);
     hetcl__free(c);
@@ -276,6 +389,32 @@ static hetcl_status submit_ops(void *user, const struct hetcl__op *ops, int n)
     return st;
 }
 
+/* Device tasks of the packing, one per tensor: before the batch (pack false), the replica's
+ * tensor copied into its base; after it, the changed blocks packed against that base. */
+static hetcl_status submit_pack(struct tr *t, struct tr_slot *s, bool pack)
+{
+    struct tr_cl *c = s->dev->cl;
+    hetcl_status st = HETCL_OK;
+    for (int p = 0; p < c->spec->n_params && st == HETCL_OK; p++) {
+        const int64_t n = c->spec->params[p].n_elements;
+        const struct hetcl_op_concat_args copy = {.rows = 1, .cols = n, .out_cols = n};
+        const struct hetcl_op_block_pack_args pk = {.n = n, .block = MERGE_BLOCK};
+        struct hetcl_task_desc d = {
+                .codelet = pack ? &hetcl_op_block_pack : &hetcl_op_concat,
+                .n_buffers = 2,
+                .handles = {*handle_of(c, hetcl__param_slot(c->spec, p, HETCL__SLOT_WEIGHT)),
+                            c->base[p]},
+                .modes = {HETCL_R, pack ? HETCL_RW : HETCL_W},
+                .args = pack ? (const void *) &pk : (const void *) &copy,
+                .args_size = pack ? sizeof pk : sizeof copy,
+                .worker = s->dev->worker,
+                .pin_worker = true,
+                .label = pack ? "replica_pack" : "replica_base"};
+        st = hetcl_task_submit(t->rt, &d, NULL);
+    }
+    return st;
+}
+
 static hetcl_status submit(struct tr *t, struct tr_slot *s, bool sync)
 {
     struct tr_dev *d = s->dev;
@@ -291,6 +430,8 @@ static hetcl_status submit(struct tr *t, struct tr_slot *s, bool sync)
     if (*handle_of(c, targets_slot))
         add_buffer(&in, c, targets_slot, HETCL_W);
     hetcl_status st = hetcl_task_submit(t->rt, &in, NULL);
+    if (st == HETCL_OK && !sync && c->base)
+        st = submit_pack(t, s, false);
     /* 2. The batch on the device: the lowered program, every task pinned to its worker. */
     struct hetcl__lowering lw = {.spec = c->spec,
                                  .rows = s->n,
@@ -312,12 +453,19 @@ static hetcl_status submit(struct tr *t, struct tr_slot *s, bool sync)
         add_tensors(&go, c, HETCL__SLOT_GRAD_W, HETCL_R);
         return hetcl_task_submit(t->rt, &go, &s->task);
     }
-    /* 3. Merge on a host worker: the batch's last task. */
+    /* 3. Merge on a host worker: the batch's last task (after the pack on the device). */
+    if (c->base && (st = submit_pack(t, s, true)) != HETCL_OK)
+        return st;
     struct hetcl_task_desc mg = service_desc(t, &merge_codelet, &ca, "replica_merge");
     mg.handles[mg.n_buffers] = t->h_params;
     mg.modes[mg.n_buffers++] = HETCL_RW_CONCURRENT;
     add_buffer(&mg, c, loss_slot, HETCL_R);
-    add_tensors(&mg, c, HETCL__SLOT_WEIGHT, HETCL_R);
+    if (c->base)
+        for (int p = 0; p < c->spec->n_params; p++) {
+            mg.handles[mg.n_buffers] = c->base[p];
+            mg.modes[mg.n_buffers++] = HETCL_R_RANGE;
+        }
+    add_tensors(&mg, c, HETCL__SLOT_WEIGHT, c->base ? HETCL_R_RANGE : HETCL_R);
     return hetcl_task_submit(t->rt, &mg, &s->task);
 }
 

@@ -60,6 +60,10 @@ struct tr_dev {
     /* OpenCL: its merges' bytes, block-sparse and dense (train_cl.c; a device's merges run
      * one at a time, ordered by its replica's handles) */
     uint64_t merge_bytes, merge_bytes_dense;
+    /* OpenCL, packing on the device: the bytes its merges read back (heads, packed blocks,
+     * tensors the pack found dense); packed: it packs (train_cl.c) */
+    uint64_t read_out;
+    bool packed;
     int inflight;
     /* Left out of the run after a failure (coordinator only): no batch is handed to it. */
     bool excluded;
