@@ -5,7 +5,8 @@
  *     block_flags   work-item j: flags[j] = 1 when a value of block j differs bitwise, else 0
  *     block_scan    one work-item: flags become offsets (the changed blocks before j, or
  *                   0xffffffff for an unchanged block); writes the head after base's n values
- *     block_pack    work-item i: x[i] to its packed place, unless the head says dense
+ *     block_pack    work-item (c, j): 8 values of block j to their packed place, unless the
+ *                   head says dense
  *
  * The order of the packed blocks is the blocks' order whatever the device's scheduling: each
  * block's place comes from the one sequential prefix count. The scan is a single work-item: a
@@ -20,11 +21,16 @@ __kernel void block_flags(int n, int block, int n_blocks, const __global uint *r
     const int j = get_global_id(0);
     if (j >= n_blocks)
         return;
-    const int at = j * block;
-    const int end = min(n - at, block) + at;
-    uint diff = 0;
-    for (int i = at; i < end && !diff; i++)
-        diff = x[i] ^ base[i]; /* the bits, as memcmp compares them */
+    const int at = j * block, len = min(n - at, block);
+    const __global uint *a = x + at, *b = base + at;
+    /* the bits, as memcmp compares them; no early exit, so that the loop vectorizes */
+    uint8 acc = (uint8) (0);
+    int i = 0;
+    for (; i + 8 <= len; i += 8)
+        acc |= vload8(0, a + i) ^ vload8(0, b + i);
+    uint diff = acc.s0 | acc.s1 | acc.s2 | acc.s3 | acc.s4 | acc.s5 | acc.s6 | acc.s7;
+    for (; i < len; i++)
+        diff |= a[i] ^ b[i];
     flags[j] = diff != 0;
 }
 
@@ -56,18 +62,26 @@ __kernel void block_scan(int n, int block, int n_blocks, __global uint *restrict
     head[n_words + 2] = (ulong) values + count >= (ulong) n;
 }
 
-/* Reads x and the head, writes base below n: packed place o * block + r <= i, never read here. */
+/* Work-item (c, j): values [8c, 8c + 8) of block j to its packed place o * block + 8c, which
+ * is at or below the block's own (o <= j) and never read here (x is the source). Reads the
+ * head's dense flag, above base's n values. */
 __kernel void block_pack(int n, int block, int n_words, const __global float *restrict x,
                          __global float *base, const __global uint *restrict offsets)
 {
-    const int i = get_global_id(0);
-    if (i >= n)
+    const int c = get_global_id(0) * 8, j = get_global_id(1);
+    const int at = j * block;
+    if (at >= n || c >= block)
         return;
     const __global uint *head = (const __global uint *) (base + n);
-    if (head[n_words + 2])
-        return;
-    const int j = i / block;
     const uint o = offsets[j];
-    if (o != UNCHANGED)
-        base[(int) o * block + (i - j * block)] = x[i];
+    const int len = min(n - at, block);
+    if (head[n_words + 2] || o == UNCHANGED || c >= len)
+        return;
+    const __global float *src = x + at + c;
+    __global float *dst = base + (int) o * block + c;
+    if (c + 8 <= len)
+        vstore8(vload8(0, src), 0, dst);
+    else
+        for (int i = 0; i < len - c; i++)
+            dst[i] = src[i];
 }

@@ -174,6 +174,7 @@ static hetcl_status merge_host(const struct hetcl_host_call *call)
     const hetcl_net *net = t->net;
     float *shared = call->ptrs[0];
     const float *loss = call->ptrs[1];
+    const uint64_t t0 = hetcl__now_ns();
     double l = 0;
     for (int64_t i = 0; i < s->n; i++)
         l += (double) loss[i];
@@ -192,6 +193,7 @@ static hetcl_status merge_host(const struct hetcl_host_call *call)
     }
     s->loss = l;
     s->status = HETCL_OK;
+    s->dev->merge_ns += hetcl__now_ns() - t0;
     uint64_t v = atomic_fetch_add_explicit(&t->version, 1, memory_order_relaxed);
     s->stale = v - s->v_start;
     s->t_end_ns = hetcl__now_ns();
@@ -267,7 +269,8 @@ static hetcl_status prepare_pack(struct tr *t, struct tr_dev *d)
     struct tr_cl *c = d->cl;
     const hetcl_model_spec *spec = c->spec;
     struct hetcl_worker_info wi;
-    if (t->o.merge_dense || 2 + 2 * spec->n_params > HETCL_TASK_MAX_BUFFERS ||
+    if (t->o.merge_dense || t->o.merge_unpacked ||
+        2 + 2 * spec->n_params > HETCL_TASK_MAX_BUFFERS ||
         hetcl_runtime_worker_info(t->rt, (size_t) d->worker, &wi) != HETCL_OK ||
         wi.memory_node == 0)
         return HETCL_OK;

@@ -225,6 +225,7 @@ static void result_device(struct tr_run *r, int i, uint64_t tot_updates, double 
     }
     rd->merge_bytes = d->merge_bytes;
     rd->merge_bytes_dense = d->merge_bytes_dense;
+    rd->merge_ns = d->merge_ns;
     rd->batch_min_bound = t->o.algo == HETCL_TRAIN_ADAPTIVE ? d->b_min : d->b_init;
     rd->batch_max_bound = t->o.algo == HETCL_TRAIN_ADAPTIVE ? d->b_max : d->b_init;
     rd->batch_mem_bound = d->mem_bound;

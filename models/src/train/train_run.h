@@ -62,7 +62,7 @@ struct tr_dev {
     uint64_t merge_bytes, merge_bytes_dense;
     /* OpenCL, packing on the device: the bytes its merges read back (heads, packed blocks,
      * tensors the pack found dense); packed: it packs (train_cl.c) */
-    uint64_t read_out;
+    uint64_t read_out, merge_ns;
     bool packed;
     int inflight;
     /* Left out of the run after a failure (coordinator only): no batch is handed to it. */

@@ -46,13 +46,14 @@ hetcl_status hetcl__op_block_pack_cl(const struct hetcl_cl_call *call, cl_event 
                                   CLOP_ARG(call->mems[1]),
                                   CLOP_ARG(offsets)};
     struct clop_chain ch = {.call = call};
-    const size_t g_blocks[1] = {(size_t) n_blocks}, g_one[1] = {1}, g_n[1] = {(size_t) n};
+    const size_t g_blocks[1] = {(size_t) n_blocks}, g_one[1] = {1};
+    const size_t g_chunks[2] = {(size_t) (block + 7) / 8, (size_t) n_blocks};
     const size_t one[1] = {1};
     if ((s = hetcl__clop_set(call, kf, "block_flags", af, 6)) == HETCL_OK)
         s = hetcl__clop_chain_launch(&ch, kf, "block_flags", 1, g_blocks, NULL);
     if (s == HETCL_OK && (s = hetcl__clop_set(call, ks, "block_scan", as, 5)) == HETCL_OK)
         s = hetcl__clop_chain_launch(&ch, ks, "block_scan", 1, g_one, one);
     if (s == HETCL_OK && (s = hetcl__clop_set(call, kp, "block_pack", ap, 6)) == HETCL_OK)
-        s = hetcl__clop_chain_launch(&ch, kp, "block_pack", 1, g_n, NULL);
+        s = hetcl__clop_chain_launch(&ch, kp, "block_pack", 2, g_chunks, NULL);
     return hetcl__clop_chain_end(&ch, s, done);
 }
