@@ -220,7 +220,8 @@ struct hetcl_train_device {
      * blocks and dense tensors its merges read); 0 for host workers, which update the shared
      * model in place, and for zero-copy devices. */
     uint64_t bytes_in, bytes_out;
-    /* OpenCL devices: the time their merges took on the host, reading back included. */
+    /* OpenCL devices: the time their merges took on the host, reading back included (each
+     * merge task's own time: copy-ins and device work are not in it). */
     uint64_t merge_ns;
     /* OpenCL devices: the bytes of their replica merges, each tensor of each merge in the
      * format that pays (block-sparse: for each changed block of 256 values its values and a

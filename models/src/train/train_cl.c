@@ -41,6 +41,7 @@ struct tr_cl {
     hetcl_handle **base;
     float *readback;
     uint32_t *head;
+    bool read_whole; /* its own memory, not packing: each tensor read whole in the merge */
 };
 
 struct cl_args {
@@ -184,7 +185,15 @@ static hetcl_status merge_host(const struct hetcl_host_call *call)
         const float *snap = c->snapshot + net->param_off[p];
         const size_t n = (size_t) c->spec->params[p].n_elements;
         if (!c->base) {
-            merge_tensor(t, s->dev, sh, call->ptrs[2 + p], snap, n);
+            const float *w = call->ptrs[2 + p];
+            if (c->read_whole) {
+                hetcl_status st =
+                        hetcl_host_read_range(call, 2 + p, 0, n * sizeof(float), c->readback);
+                if (st != HETCL_OK)
+                    return st;
+                w = c->readback;
+            }
+            merge_tensor(t, s->dev, sh, w, snap, n);
             continue;
         }
         hetcl_status st = merge_packed(call, t, s->dev, sh, snap, n, 2 + p, 2 + n_p + p);
@@ -263,26 +272,33 @@ static hetcl_status register_slots(void *user, const struct hetcl__op *ops, int 
 
 /* Packing on the device pays where the replica crosses a bus: a device with memory of its own
  * (a zero-copy one merges from host memory, nothing to save), the block-sparse merge, and a
- * model whose bases and replicas fit the merge task's buffers. */
+ * model whose bases and replicas fit the merge task's buffers. A device with memory of its own
+ * that does not pack has its merges read each tensor whole, inside the task too, so that
+ * merge_s counts the reads either way. */
 static hetcl_status prepare_pack(struct tr *t, struct tr_dev *d)
 {
     struct tr_cl *c = d->cl;
     const hetcl_model_spec *spec = c->spec;
     struct hetcl_worker_info wi;
-    if (t->o.merge_dense || t->o.merge_unpacked ||
-        2 + 2 * spec->n_params > HETCL_TASK_MAX_BUFFERS ||
-        hetcl_runtime_worker_info(t->rt, (size_t) d->worker, &wi) != HETCL_OK ||
+    if (hetcl_runtime_worker_info(t->rt, (size_t) d->worker, &wi) != HETCL_OK ||
         wi.memory_node == 0)
         return HETCL_OK;
     int64_t most = 1;
     for (int p = 0; p < spec->n_params; p++)
         if (spec->params[p].n_elements > most)
             most = spec->params[p].n_elements;
-    c->base = hetcl__calloc((size_t) spec->n_params, sizeof *c->base);
     c->readback = hetcl__malloc((size_t) most * sizeof *c->readback);
+    if (!c->readback)
+        return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "replica");
+    if (t->o.merge_dense || t->o.merge_unpacked ||
+        2 + 2 * spec->n_params > HETCL_TASK_MAX_BUFFERS) {
+        c->read_whole = true;
+        return HETCL_OK;
+    }
+    c->base = hetcl__calloc((size_t) spec->n_params, sizeof *c->base);
     c->head = hetcl__malloc((size_t) hetcl_op_block_pack_head_words(most, MERGE_BLOCK) *
                             sizeof *c->head);
-    if (!c->base || !c->readback || !c->head)
+    if (!c->base || !c->head)
         return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "replica");
     d->packed = true;
     hetcl_status st = HETCL_OK;
@@ -468,7 +484,7 @@ static hetcl_status submit(struct tr *t, struct tr_slot *s, bool sync)
             mg.handles[mg.n_buffers] = c->base[p];
             mg.modes[mg.n_buffers++] = HETCL_R_RANGE;
         }
-    add_tensors(&mg, c, HETCL__SLOT_WEIGHT, c->base ? HETCL_R_RANGE : HETCL_R);
+    add_tensors(&mg, c, HETCL__SLOT_WEIGHT, c->base || c->read_whole ? HETCL_R_RANGE : HETCL_R);
     return hetcl_task_submit(t->rt, &mg, &s->task);
 }
 
