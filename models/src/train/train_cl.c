@@ -191,6 +191,7 @@ static hetcl_status merge_host(const struct hetcl_host_call *call)
                         hetcl_host_read_range(call, 2 + p, 0, n * sizeof(float), c->readback);
                 if (st != HETCL_OK)
                     return st;
+                s->dev->read_out += n * sizeof(float);
                 w = c->readback;
             }
             merge_tensor(t, s->dev, sh, w, snap, n);
@@ -280,7 +281,8 @@ static hetcl_status prepare_pack(struct tr *t, struct tr_dev *d)
     struct tr_cl *c = d->cl;
     const hetcl_model_spec *spec = c->spec;
     struct hetcl_worker_info wi;
-    if (hetcl_runtime_worker_info(t->rt, (size_t) d->worker, &wi) != HETCL_OK ||
+    if (t->o.algo == HETCL_TRAIN_SYNC || /* no merge: the gradient goes back whole */
+        hetcl_runtime_worker_info(t->rt, (size_t) d->worker, &wi) != HETCL_OK ||
         wi.memory_node == 0)
         return HETCL_OK;
     int64_t most = 1;
@@ -292,7 +294,7 @@ static hetcl_status prepare_pack(struct tr *t, struct tr_dev *d)
         return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "replica");
     if (t->o.merge_dense || t->o.merge_unpacked ||
         2 + 2 * spec->n_params > HETCL_TASK_MAX_BUFFERS) {
-        c->read_whole = true;
+        c->read_whole = d->reads_counted = true;
         return HETCL_OK;
     }
     c->base = hetcl__calloc((size_t) spec->n_params, sizeof *c->base);
@@ -300,7 +302,7 @@ static hetcl_status prepare_pack(struct tr *t, struct tr_dev *d)
                             sizeof *c->head);
     if (!c->base || !c->head)
         return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "replica");
-    d->packed = true;
+    d->reads_counted = true;
     hetcl_status st = HETCL_OK;
     for (int p = 0; p < spec->n_params && st == HETCL_OK; p++) {
         const int64_t n = spec->params[p].n_elements;

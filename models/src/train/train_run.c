@@ -214,10 +214,11 @@ static void result_device(struct tr_run *r, int i, uint64_t tot_updates, double 
     if (hetcl_runtime_worker_info(t->rt, (size_t) d->worker, &wi) == HETCL_OK) {
         rd->bytes_in = d->is_host ? 0 : wi.bytes_in + d->bytes;
         /* Replicas are read back after each batch unless the device works in host memory
-         * (memory node 0: zero copy); packed on the device, only what the merges read. */
+         * (memory node 0: zero copy): what the merges read where they count it (packed on the
+         * device: only the changed blocks), else the replicas whole (sync: the gradients). */
         rd->bytes_out = d->is_host || wi.memory_node == 0 ? 0
-                        : d->packed                       ? d->read_out
-                                    : d->updates * t->net->n_params * sizeof(float);
+                        : d->reads_counted                ? d->read_out
+                                           : d->updates * t->net->n_params * sizeof(float);
         if (wi.desc) {
             hetcl__strlcpy(rd->long_name, wi.desc->name, sizeof rd->long_name);
             hetcl__strlcpy(rd->type, hetcl_device_type_name(wi.desc->type), sizeof rd->type);
