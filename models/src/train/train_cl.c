@@ -35,9 +35,9 @@ struct tr_cl {
      * layer) at [kind * (n_layers + 1) + layer + 1]. NULL where the program names nothing. */
     hetcl_handle **handle;
     float *snapshot;
-    /* Packing on the device (see above): each tensor's base and head, and where the merge
-     * reads them back (the largest tensor's values and head). NULL: merged from the whole
-     * replica. */
+    /* Packing on the device (see above): each tensor's base; where the merge reads back every
+     * tensor's values (at its offset in the net's layout) and head, in spec order. base NULL:
+     * not packing; readback NULL: zero copy, merged from the replica's host copy. */
     hetcl_handle **base;
     float *readback;
     uint32_t *head;
@@ -120,34 +120,46 @@ static void merge_tensor(const struct tr *t, struct tr_dev *d, float *shared, co
     count_merge(d, bytes, n);
 }
 
-/* merge_tensor from the device's pack (hetcl_op_block_pack) of tensor p: buffer `base` holds
- * its packed blocks and head, buffer `replica` the tensor (read only where the pack said
- * dense). The blocks the head's bitmap names, in order, with the same sums as merge_tensor:
- * the bitmap is its memcmp, made on the device. */
-static hetcl_status merge_packed(const struct hetcl_host_call *call, const struct tr *t,
-                                 struct tr_dev *d, float *shared, const float *snap, size_t n,
-                                 unsigned base, unsigned replica)
+/* Reads tensor p back from a device with memory of its own, before any of the merge touches the
+ * shared model (a read that fails, as on a device that stopped, then fails the batch with the
+ * model untouched): into c->readback at the tensor's offset, either the tensor whole (buffer
+ * `replica`) or, packed, its head into `head` and its changed blocks' values (buffer `base`,
+ * or `replica` whole where the pack said dense). */
+static hetcl_status read_tensor(const struct hetcl_host_call *call, const struct tr *t,
+                                struct tr_dev *d, int p, uint32_t *head, unsigned base,
+                                unsigned replica)
 {
     struct tr_cl *c = d->cl;
-    const size_t words = (size_t) hetcl_op_block_pack_head_words((int64_t) n, MERGE_BLOCK);
-    const uint32_t *head = c->head;
-    hetcl_status st =
-            hetcl_host_read_range(call, base, n * sizeof(float), words * sizeof *head, c->head);
-    if (st != HETCL_OK)
-        return st;
-    const size_t n_words = words - 3;
+    const size_t n = (size_t) c->spec->params[p].n_elements;
+    float *dst = c->readback + t->net->param_off[p];
+    size_t values = n;
+    if (c->base) {
+        const size_t words = (size_t) hetcl_op_block_pack_head_words((int64_t) n, MERGE_BLOCK);
+        hetcl_status st =
+                hetcl_host_read_range(call, base, n * sizeof(float), words * sizeof *head, head);
+        if (st != HETCL_OK)
+            return st;
+        d->read_out += words * sizeof *head;
+        if (!head[words - 1]) /* not dense */
+            values = head[words - 2];
+        if (values > n)
+            return hetcl__fail(t->ctx, HETCL_ERR_INTERNAL,
+                               "merge of %s: the pack's head says %zu values of %zu", d->name,
+                               values, n);
+    }
+    d->read_out += values * sizeof(float);
+    return hetcl_host_read_range(call, c->base && values < n ? base : replica, 0,
+                                 values * sizeof(float), dst);
+}
+
+/* merge_tensor from the device's pack (hetcl_op_block_pack), read back by read_tensor: the
+ * blocks the head's bitmap names, in order, with the same sums as merge_tensor (the bitmap is
+ * its memcmp, made on the device); w holds their values packed, or the tensor where dense. */
+static void merge_packed(struct tr_dev *d, float *shared, const float *snap, size_t n,
+                         const uint32_t *head, const float *w)
+{
+    const size_t n_words = (size_t) hetcl_op_block_pack_head_words((int64_t) n, MERGE_BLOCK) - 3;
     const bool dense = head[n_words + 2] != 0;
-    const size_t values = dense ? n : head[n_words + 1];
-    if (values > n)
-        return hetcl__fail(t->ctx, HETCL_ERR_INTERNAL,
-                           "merge of %s: the pack's head says %zu values of %zu", d->name, values,
-                           n);
-    st = hetcl_host_read_range(call, dense ? replica : base, 0, values * sizeof(float),
-                               c->readback);
-    if (st != HETCL_OK)
-        return st;
-    d->read_out += words * sizeof *head + values * sizeof(float);
-    const float *w = c->readback;
     uint64_t bytes = 0;
     size_t k = 0;
     for (size_t at = 0, j = 0; at < n; at += MERGE_BLOCK, j++) {
@@ -161,11 +173,11 @@ static hetcl_status merge_packed(const struct hetcl_host_call *call, const struc
             shared[at + i] += src[i] - snap[at + i];
     }
     count_merge(d, bytes, n);
-    return HETCL_OK;
 }
 
-/* Buffers: shared (RW_CONCURRENT), loss (R), then each spec tensor's replica handle (R); when
- * packing on the device, each tensor's base (R_RANGE), then its replica handle (R_RANGE). */
+/* Buffers: shared (RW_CONCURRENT), loss (R), then each spec tensor's replica handle (R; on a
+ * device with memory of its own, R_RANGE); when packing, each tensor's base (R_RANGE) comes
+ * before them. */
 static hetcl_status merge_host(const struct hetcl_host_call *call)
 {
     const struct cl_args *a = call->args;
@@ -180,26 +192,29 @@ static hetcl_status merge_host(const struct hetcl_host_call *call)
     for (int64_t i = 0; i < s->n; i++)
         l += (double) loss[i];
     const unsigned n_p = (unsigned) c->spec->n_params;
-    for (unsigned p = 0; p < n_p; p++) {
-        float *sh = shared + net->param_off[p];
-        const float *snap = c->snapshot + net->param_off[p];
-        const size_t n = (size_t) c->spec->params[p].n_elements;
-        if (!c->base) {
-            const float *w = call->ptrs[2 + p];
-            if (c->read_whole) {
-                hetcl_status st =
-                        hetcl_host_read_range(call, 2 + p, 0, n * sizeof(float), c->readback);
-                if (st != HETCL_OK)
-                    return st;
-                s->dev->read_out += n * sizeof(float);
-                w = c->readback;
-            }
-            merge_tensor(t, s->dev, sh, w, snap, n);
-            continue;
-        }
-        hetcl_status st = merge_packed(call, t, s->dev, sh, snap, n, 2 + p, 2 + n_p + p);
+    const bool ranges = c->base || c->read_whole;
+    uint32_t *head = c->head;
+    for (unsigned p = 0; ranges && p < n_p; p++) {
+        const int64_t n = c->spec->params[p].n_elements;
+        hetcl_status st =
+                read_tensor(call, t, s->dev, (int) p, head, 2 + p, c->base ? 2 + n_p + p : 2 + p);
         if (st != HETCL_OK)
             return st; /* the batch fails (the coordinator sees its last task's status) */
+        if (c->base)
+            head += hetcl_op_block_pack_head_words(n, MERGE_BLOCK);
+    }
+    head = c->head;
+    for (unsigned p = 0; p < n_p; p++) {
+        const size_t n = (size_t) c->spec->params[p].n_elements;
+        const size_t off = net->param_off[p];
+        if (c->base) {
+            merge_packed(s->dev, shared + off, c->snapshot + off, n, head, c->readback + off);
+            head += hetcl_op_block_pack_head_words((int64_t) n, MERGE_BLOCK);
+        } else {
+            merge_tensor(t, s->dev, shared + off,
+                         c->read_whole ? c->readback + off : call->ptrs[2 + p], c->snapshot + off,
+                         n);
+        }
     }
     s->loss = l;
     s->status = HETCL_OK;
@@ -285,11 +300,8 @@ static hetcl_status prepare_pack(struct tr *t, struct tr_dev *d)
         hetcl_runtime_worker_info(t->rt, (size_t) d->worker, &wi) != HETCL_OK ||
         wi.memory_node == 0)
         return HETCL_OK;
-    int64_t most = 1;
-    for (int p = 0; p < spec->n_params; p++)
-        if (spec->params[p].n_elements > most)
-            most = spec->params[p].n_elements;
-    c->readback = hetcl__malloc((size_t) most * sizeof *c->readback);
+    /* every tensor read back before the merge adds any (read_tensor) */
+    c->readback = hetcl__malloc(t->net->n_params * sizeof *c->readback);
     if (!c->readback)
         return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "replica");
     if (t->o.merge_dense || t->o.merge_unpacked ||
@@ -298,8 +310,10 @@ static hetcl_status prepare_pack(struct tr *t, struct tr_dev *d)
         return HETCL_OK;
     }
     c->base = hetcl__calloc((size_t) spec->n_params, sizeof *c->base);
-    c->head = hetcl__malloc((size_t) hetcl_op_block_pack_head_words(most, MERGE_BLOCK) *
-                            sizeof *c->head);
+    size_t words = 0;
+    for (int p = 0; p < spec->n_params; p++)
+        words += (size_t) hetcl_op_block_pack_head_words(spec->params[p].n_elements, MERGE_BLOCK);
+    c->head = hetcl__malloc(words * sizeof *c->head);
     if (!c->base || !c->head)
         return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "replica");
     d->reads_counted = true;
