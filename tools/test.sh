@@ -51,7 +51,7 @@ cmake --build build-tsan -j "$jobs" --target hetcl_rt_tests test_allreduce
 # driver probes, and the CLI tests start hetcl dozens of times): about a third of the stage.
 TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp second_deadlock_stack=1 atexit_sleep_ms=0" \
   ctest --test-dir build-tsan --output-on-failure -j "$tsan_jobs" \
-  -R '^test_(rt_|sched_|perfmodel$|trace$|dmda_public$|infer_team$|infer_kernel$|train_faults$|train_memory$|train_eigenpro$|eigenpro_devices$|allreduce$|train_dist_stop$|slide_train$|slide_cli$|slide_cl$)'
+  -R '^test_(rt_|sched_|perfmodel$|trace$|dmda_public$|infer_team$|infer_kernel$|train_faults$|train_memory$|train_merge$|train_eigenpro$|eigenpro_devices$|allreduce$|train_dist_stop$|slide_train$|slide_cli$|slide_cl$)'
 
 # 3 s a target here (9 targets), to keep the suite within 15 minutes on 2 cores; longer
 # runs by hand: HETCL_FUZZ_SECONDS=600 tools/fuzz.sh NAME

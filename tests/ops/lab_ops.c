@@ -160,6 +160,16 @@ static void mlp(int64_t b)
     const struct hetcl_op_reduce_args sr = {.rows = 1, .cols = params};
     const size_t sumb[2] = {(size_t) params * 4, 4};
     report("sum", shape, "", time_op(&hetcl_op_sum, sumb, 2, &sr, sizeof sr), 0, (double) sumb[0]);
+    /* the replica merge's pack (no block changed: every value compared), and the copy of the
+     * replica into its base before the batch (concat of one row) */
+    const struct hetcl_op_block_pack_args pk = {.n = params, .block = 256};
+    const size_t pb[2] = {(size_t) params * 4,
+                          (size_t) (params + hetcl_op_block_pack_head_words(params, 256)) * 4};
+    report("block_pack", shape, "unchanged", time_op(&hetcl_op_block_pack, pb, 2, &pk, sizeof pk),
+           0, 2.0 * (double) sb[0]);
+    const struct hetcl_op_concat_args cp = {.rows = 1, .cols = params, .out_cols = params};
+    report("concat", shape, "base copy", time_op(&hetcl_op_concat, pb, 2, &cp, sizeof cp), 0,
+           2.0 * (double) sb[0]);
 }
 
 static void lenet(int64_t b)

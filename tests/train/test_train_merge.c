@@ -11,6 +11,14 @@
  *     4-byte indexes, or dense): at most the changed blocks' bytes (64 rows' first block, the
  *     two biases and the output layer) a merge, under 55% of the dense bytes; the dense merge
  *     counts the dense bytes.
+ *   - without zero copy (the device's memory is its own, as a GPU's), the replica is packed on
+ *     the device (hetcl_op_block_pack) and the merge reads back the heads and packed blocks
+ *     only: the same model bit for bit again, the same merge_bytes as the block-sparse merge
+ *     from host memory, and bytes_out (what was read back) at most each merge's heads plus its
+ *     changed blocks (the small tensors the pack finds dense, whole), under 55% of the whole
+ *     replica a merge that the reads took before; read whole instead (merge_unpacked), the
+ *     runtime's own counters of the bytes moved into host memory grow by exactly the
+ *     difference in bytes_out.
  * Exits 77 without an OpenCL device.
  */
 #include "harness.h"
@@ -60,12 +68,15 @@ static hetcl_dataset *half_zero(hetcl_context *ctx, int64_t n)
     return ds;
 }
 
-/* One run of `single`; NULL when its device is a host worker (no OpenCL device). */
+/* One run of `single`; NULL when its device is a host worker (no OpenCL device). host_in
+ * (optional): the bytes the runtime moved into host memory (its host workers' counters). */
 static struct hetcl_train_result *run(hetcl_context *ctx, const hetcl_model_spec *spec,
-                                      const hetcl_dataset *ds, bool dense)
+                                      const hetcl_dataset *ds, bool dense, bool no_zero_copy,
+                                      bool unpacked, uint64_t *host_in)
 {
     hetcl_runtime *rt = NULL;
-    struct hetcl_runtime_options ro = {.devices = "all", .perfmodel_dir = ""};
+    struct hetcl_runtime_options ro = {
+            .devices = "all", .perfmodel_dir = "", .no_zero_copy = no_zero_copy};
     if (hetcl_runtime_create(ctx, &ro, &rt) != HETCL_OK)
         return NULL;
     struct hetcl_train_result *r = NULL;
@@ -75,8 +86,14 @@ static struct hetcl_train_result *run(hetcl_context *ctx, const hetcl_model_spec
                                     .momentum = 0.9,
                                     .lr = 0.05,
                                     .cl_batch = {.batch = 50},
-                                    .merge_dense = dense};
+                                    .merge_dense = dense,
+                                    .merge_unpacked = unpacked};
     CHECK_OK(ctx, hetcl_train_run(ctx, rt, spec, ds, NULL, &o, &r));
+    for (size_t i = 0; host_in && i < hetcl_runtime_n_workers(rt); i++) {
+        struct hetcl_worker_info wi;
+        if (hetcl_runtime_worker_info(rt, i, &wi) == HETCL_OK && wi.kind == HETCL_WORKER_HOST)
+            *host_in += wi.bytes_in;
+    }
     hetcl_runtime_destroy(rt);
     if (r && r->devices[0].is_host) {
         hetcl_train_result_destroy(r);
@@ -97,8 +114,13 @@ int main(void)
         return 1;
     CHECK_OK(ctx, hetcl_model_spec_parse(ctx, "half", spec_json, strlen(spec_json), &spec));
     hetcl_dataset *ds = half_zero(ctx, 400);
-    struct hetcl_train_result *sparse = run(ctx, spec, ds, false);
-    struct hetcl_train_result *dense = sparse ? run(ctx, spec, ds, true) : NULL;
+    uint64_t in_packed = 0, in_whole = 0;
+    struct hetcl_train_result *sparse = run(ctx, spec, ds, false, false, false, NULL);
+    struct hetcl_train_result *dense = sparse ? run(ctx, spec, ds, true, false, false, NULL) : NULL;
+    struct hetcl_train_result *packed =
+            sparse ? run(ctx, spec, ds, false, true, false, &in_packed) : NULL;
+    struct hetcl_train_result *whole =
+            sparse ? run(ctx, spec, ds, false, true, true, &in_whole) : NULL;
     if (!sparse) {
         printf("SKIPPED: single picked a host worker (no OpenCL device)\n");
         hetcl_dataset_destroy(ds);
@@ -129,6 +151,41 @@ int main(void)
         /* the dense merge adds every block: it counts the dense bytes */
         CHECK_EQ_INT(b->merge_bytes, b->merge_bytes_dense);
     }
+    CHECK(packed != NULL);
+    if (dense && packed) {
+        const struct hetcl_train_device *a = &sparse->devices[0], *p = &packed->devices[0];
+        const uint64_t all = (uint64_t) (UNITS * D + UNITS + K * UNITS + K) * 4;
+        /* a merge's most: the heads (bitmap words, count, values, dense flag) of the four
+         * tensors, the 64 first blocks of the hidden weights, and the three small tensors
+         * whole (their one block changed: dense) */
+        const uint64_t heads = (uint64_t) (7 + 4 + 4 + 4) * 4;
+        const uint64_t most = heads + (UNITS * 256 + UNITS + K * UNITS + K) * 4;
+        printf("%s without zero copy: %llu merges, read back %llu bytes (%.1f%% of the "
+               "replicas)\n",
+               p->name, (unsigned long long) packed->updates, (unsigned long long) p->bytes_out,
+               100.0 * (double) p->bytes_out / (double) (packed->updates * all));
+        CHECK_EQ_INT(packed->updates, dense->updates);
+        CHECK(packed->model_hash == dense->model_hash);
+        CHECK(memcmp(packed->params, dense->params, (size_t) packed->n_params * sizeof(float)) ==
+              0);
+        CHECK_EQ_INT(p->merge_bytes, a->merge_bytes);
+        CHECK(p->bytes_out > 0 && p->bytes_out <= packed->updates * most);
+        CHECK(p->bytes_out < 0.55 * (double) (packed->updates * all));
+        /* read whole instead (merge_unpacked): the same model and the whole replicas; the
+         * runtime's own counters of what crossed into host memory differ by exactly what
+         * bytes_out says packing saved (the rest, the losses, is the same) */
+        CHECK(whole != NULL);
+        if (whole) {
+            const struct hetcl_train_device *w = &whole->devices[0];
+            printf("host bytes in: %llu packed, %llu whole\n", (unsigned long long) in_packed,
+                   (unsigned long long) in_whole);
+            CHECK(whole->model_hash == packed->model_hash);
+            CHECK_EQ_INT(w->bytes_out, whole->updates * all);
+            CHECK_EQ_INT(in_whole - in_packed, w->bytes_out - p->bytes_out);
+        }
+    }
+    hetcl_train_result_destroy(whole);
+    hetcl_train_result_destroy(packed);
     hetcl_train_result_destroy(sparse);
     hetcl_train_result_destroy(dense);
     hetcl_dataset_destroy(ds);

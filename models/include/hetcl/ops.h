@@ -136,6 +136,26 @@ struct hetcl_op_axpy_args {
     float alpha;
 };
 
+/* Block packing, the device's side of a replica merge in OmniReduce's blocks: x [n] is cut into
+ * blocks of `block` values (the last one shorter where block does not divide n); block j has
+ * changed when any of its values differs bitwise from base's (memcmp's rule: -0 differs from
+ * +0). Writes the head, hetcl_op_block_pack_head_words(n, block) uint32 words after base's n
+ * values: the bitmap of changed blocks (bit j % 32 of word j / 32), then the number of changed
+ * blocks, the number of their values, and a dense flag. Where the changed blocks' values plus
+ * one 4-byte index per block are fewer than n (the block-sparse format is the smaller), their
+ * values are packed in block order at the front of base (base[0 .. values)) and the flag is 0:
+ * a reader needs the head and that prefix only. Otherwise the flag is 1 and base's values are
+ * left as they were: a reader takes x whole. Buffers: x (R), base (RW: n floats, then the
+ * head). 1 <= block, n; n and the head words within INT32_MAX. */
+struct hetcl_op_block_pack_args {
+    int64_t n, block;
+};
+/* The head's words: the bitmap's, then count, values and the dense flag. */
+static inline int64_t hetcl_op_block_pack_head_words(int64_t n, int64_t block)
+{
+    return ((n + block - 1) / block + 31) / 32 + 3;
+}
+
 /* Reductions. sum: x (R) -> out (W: 1 float). count_correct: logits (R), labels (R) ->
  * out (W: 1 int32, rows whose argmax equals the label; ties go to the lowest index).
  * argmax: logits (R) -> out (W: rows int32). */
@@ -230,6 +250,7 @@ HETCL_API extern const struct hetcl_codelet hetcl_op_avgpool_fwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_avgpool_bwd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_sgd;
 HETCL_API extern const struct hetcl_codelet hetcl_op_axpy;
+HETCL_API extern const struct hetcl_codelet hetcl_op_block_pack;
 HETCL_API extern const struct hetcl_codelet hetcl_op_sum;
 HETCL_API extern const struct hetcl_codelet hetcl_op_count_correct;
 HETCL_API extern const struct hetcl_codelet hetcl_op_argmax;

@@ -194,8 +194,13 @@ struct hetcl_train_options {
      * changed (any value's bits differ from the snapshot the batch started from) are added,
      * the others being zero in the dense merge; the same model bit for bit (x + +0 is x for
      * every x but -0, which no update makes). true: every value added (for comparison). The
-     * result counts both (merge_bytes, merge_bytes_dense). */
+     * result counts both (merge_bytes, merge_bytes_dense). On a device with memory of its own
+     * (not zero copy), the block-sparse merge finds and packs the changed blocks on the device
+     * (hetcl_op_block_pack), so that only they and a bitmap are read back (bytes_out), unless
+     * the model has more than 7 tensors (the merge task's buffers) or merge_unpacked is set:
+     * then the replica is read back whole and compared on the host (for comparison). */
     bool merge_dense;
+    bool merge_unpacked;
 };
 
 /* One device of a run. */
@@ -211,8 +216,13 @@ struct hetcl_train_device {
     uint64_t busy_ns;   /* sum of its batches' durations as measured by the tasks */
     double utilization; /* busy / training wall time (evaluation excluded) */
     /* Bytes copied to the device (replica, batches: the runtime's transfers into its memory
-     * node) and back; 0 for host workers, which update the shared model in place. */
+     * node) and back (the replicas whole, or where the device packs them, the heads, packed
+     * blocks and dense tensors its merges read); 0 for host workers, which update the shared
+     * model in place, and for zero-copy devices. */
     uint64_t bytes_in, bytes_out;
+    /* OpenCL devices: the time their merges took on the host, reading back included (each
+     * merge task's own time: copy-ins and device work are not in it). */
+    uint64_t merge_ns;
     /* OpenCL devices: the bytes of their replica merges, each tensor of each merge in the
      * format that pays (block-sparse: for each changed block of 256 values its values and a
      * 4-byte block index, as OmniReduce sends them; or dense when that is smaller), and all

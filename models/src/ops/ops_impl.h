@@ -34,6 +34,7 @@
     X(avgpool_bwd)              \
     X(sgd)                      \
     X(axpy)                     \
+    X(block_pack)               \
     X(sum)                      \
     X(count_correct)            \
     X(argmax)                   \

@@ -214,10 +214,11 @@ static void result_device(struct tr_run *r, int i, uint64_t tot_updates, double 
     if (hetcl_runtime_worker_info(t->rt, (size_t) d->worker, &wi) == HETCL_OK) {
         rd->bytes_in = d->is_host ? 0 : wi.bytes_in + d->bytes;
         /* Replicas are read back after each batch unless the device works in host memory
-         * (memory node 0: zero copy). */
-        rd->bytes_out = d->is_host || wi.memory_node == 0
-                                ? 0
-                                : d->updates * t->net->n_params * sizeof(float);
+         * (memory node 0: zero copy): what the merges read where they count it (packed on the
+         * device: only the changed blocks), else the replicas whole (sync: the gradients). */
+        rd->bytes_out = d->is_host || wi.memory_node == 0 ? 0
+                        : d->reads_counted                ? d->read_out
+                                           : d->updates * t->net->n_params * sizeof(float);
         if (wi.desc) {
             hetcl__strlcpy(rd->long_name, wi.desc->name, sizeof rd->long_name);
             hetcl__strlcpy(rd->type, hetcl_device_type_name(wi.desc->type), sizeof rd->type);
@@ -225,6 +226,7 @@ static void result_device(struct tr_run *r, int i, uint64_t tot_updates, double 
     }
     rd->merge_bytes = d->merge_bytes;
     rd->merge_bytes_dense = d->merge_bytes_dense;
+    rd->merge_ns = d->merge_ns;
     rd->batch_min_bound = t->o.algo == HETCL_TRAIN_ADAPTIVE ? d->b_min : d->b_init;
     rd->batch_max_bound = t->o.algo == HETCL_TRAIN_ADAPTIVE ? d->b_max : d->b_init;
     rd->batch_mem_bound = d->mem_bound;

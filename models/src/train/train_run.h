@@ -60,6 +60,11 @@ struct tr_dev {
     /* OpenCL: its merges' bytes, block-sparse and dense (train_cl.c; a device's merges run
      * one at a time, ordered by its replica's handles) */
     uint64_t merge_bytes, merge_bytes_dense;
+    /* OpenCL with memory of its own, asynchronous: the bytes its merges read back (heads,
+     * packed blocks, tensors read whole), counted (reads_counted) where the merges read by
+     * ranges (train_cl.c); its merges' time on the host */
+    uint64_t read_out, merge_ns;
+    bool reads_counted;
     int inflight;
     /* Left out of the run after a failure (coordinator only): no batch is handed to it. */
     bool excluded;

@@ -484,6 +484,7 @@ static cJSON *device_json(const struct hetcl_train_device *d)
     if (!d->is_host) {
         hetcl__json_add(o, "merge_bytes", cJSON_CreateNumber((double) d->merge_bytes));
         hetcl__json_add(o, "merge_bytes_dense", cJSON_CreateNumber((double) d->merge_bytes_dense));
+        hetcl__json_add(o, "merge_s", cJSON_CreateNumber((double) d->merge_ns * 1e-9));
     }
     return o;
 }

@@ -69,6 +69,11 @@ typedef enum hetcl_access {
      * concurrently (HOGWILD!-style lock-free updates of a shared model). Ordered like RW
      * against R, W and RW tasks. Runs only on workers of memory node 0 (host memory). */
     HETCL_RW_CONCURRENT = 7,
+    /* Read in parts: nothing is transferred before the task runs; its host implementation
+     * copies the byte ranges it needs with hetcl_host_read_range (a device's result whose
+     * useful size another buffer tells, such as a packed replica: only that much crosses
+     * the bus). Ordered like R. Host workers only; the task's pointer for it is NULL. */
+    HETCL_R_RANGE = 9,
 } hetcl_access;
 
 typedef enum hetcl_worker_kind {
@@ -87,6 +92,7 @@ struct hetcl_host_call {
     const size_t *sizes; /* bytes of each buffer */
     const void *args;    /* the task's argument blob (NULL when args_size is 0) */
     size_t args_size;
+    hetcl_task *task; /* the task being run (for hetcl_host_read_range) */
 };
 /* Runs the task to completion. A non-OK status fails the task (see hetcl_task_status). */
 typedef hetcl_status (*hetcl_host_fn)(const struct hetcl_host_call *call);
@@ -149,6 +155,17 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_cl_scratch(const struct hetcl_cl_ca
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_cl_call_failed(const struct hetcl_cl_call *call,
                                                             const char *op, const char *what,
                                                             cl_int err);
+
+/* For host implementations: copies bytes [offset, offset + bytes) of the running task's buffer
+ * `buffer`, which it accesses in mode HETCL_R_RANGE, into dst: from the host copy where that
+ * is valid, otherwise a blocking read of just that range from a device copy (counted as a
+ * transfer into the host worker's node, of `bytes`). The host copy is left as it was (not
+ * made valid). Errors: HETCL_ERR_INVALID_ARG (no such buffer, not in HETCL_R_RANGE, the range
+ * past the end), HETCL_ERR_OPENCL (the read failed), HETCL_ERR_TIMEOUT (its contents were
+ * lost on a device that stopped responding). */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_host_read_range(const struct hetcl_host_call *call,
+                                                             unsigned buffer, size_t offset,
+                                                             size_t bytes, void *dst);
 
 /* A codelet: what a kind of task does, with one implementation per worker kind (NULL: cannot
  * run there). Codelets are usually static const; the runtime keeps the pointer, so the codelet

@@ -129,15 +129,26 @@ void hetcl__rt_data_handle_free(struct hetcl_runtime *rt, struct rt_handle *h)
 
 /* ---------------------------------------------------------------- host side (h->lock held) */
 
-static void count_transfer(struct hetcl_runtime *rt, struct rt_worker *w, const struct rt_task *t,
-                           const struct rt_handle *h, int src, int dst, uint64_t t0)
+static bool read_only(hetcl_access m)
+{
+    return m == HETCL_R || m == HETCL_R_RANGE;
+}
+
+static void count_bytes(struct hetcl_runtime *rt, struct rt_worker *w, const struct rt_task *t,
+                        const struct rt_handle *h, size_t bytes, int src, int dst, uint64_t t0)
 {
     if (w) {
         atomic_fetch_add(&w->transfers_in, 1);
-        atomic_fetch_add(&w->bytes_in, h->bytes);
+        atomic_fetch_add(&w->bytes_in, bytes);
     }
-    hetcl__rt_trace_transfer(rt, w ? w->index : -1, t ? t->id : 0, h->id, h->bytes, src, dst, t0,
+    hetcl__rt_trace_transfer(rt, w ? w->index : -1, t ? t->id : 0, h->id, bytes, src, dst, t0,
                              hetcl__now_ns());
+}
+
+static void count_transfer(struct hetcl_runtime *rt, struct rt_worker *w, const struct rt_task *t,
+                           const struct rt_handle *h, int src, int dst, uint64_t t0)
+{
+    count_bytes(rt, w, t, h, h->bytes, src, dst, t0);
 }
 
 /* Makes the device writes of the node-0 buffers visible to the host (map + unmap). */
@@ -222,6 +233,10 @@ hetcl_status hetcl__rt_data_acquire_host(struct rt_worker *w, struct rt_task *t,
     for (unsigned i = 0; i < t->n_buffers; i++) {
         struct rt_handle *h = t->handles[i];
         hetcl_status st = HETCL_OK;
+        if (t->modes[i] == HETCL_R_RANGE) {
+            ptrs[i] = NULL; /* read by parts: hetcl_host_read_range */
+            continue;
+        }
         pthread_mutex_lock(&h->lock);
         if (t->modes[i] != HETCL_W)
             st = make_host_valid(rt, h, w, t);
@@ -233,6 +248,69 @@ hetcl_status hetcl__rt_data_acquire_host(struct rt_worker *w, struct rt_task *t,
         ptrs[i] = h->host_ptr;
     }
     return HETCL_OK;
+}
+
+/* Copies [offset, offset + bytes) of h into dst from its host copy or, when that is not valid,
+ * from a valid device copy (h->lock held). */
+static hetcl_status read_range(struct rt_worker *w, const struct rt_task *t, struct rt_handle *h,
+                               size_t offset, size_t bytes, void *dst)
+{
+    struct hetcl_runtime *rt = w->rt;
+    if (h->lost)
+        return lost_contents(rt, h);
+    struct rt_copy *c0 = &h->copies[0];
+    if (c0->valid) {
+        hetcl_status st = HETCL_OK;
+        if (h->host_dirty_platform >= 0)
+            st = host_sync_dirty(rt, h);
+        else if (c0->ready)
+            clWaitForEvents(1, &c0->ready);
+        if (st == HETCL_OK)
+            memcpy(dst, (const char *) h->host_ptr + offset, bytes);
+        return st;
+    }
+    for (int k = 1; k < rt->n_nodes; k++) {
+        struct rt_copy *c = &h->copies[k];
+        if (!c->valid)
+            continue;
+        uint64_t t0 = hetcl__now_ns();
+        cl_command_queue q = rt->platforms[rt->node_platform[k]].aux_queue;
+        cl_int e = clEnqueueReadBuffer(q, c->mem, CL_TRUE, offset, bytes, dst, c->ready ? 1 : 0,
+                                       c->ready ? &c->ready : NULL, NULL);
+        if (e != CL_SUCCESS)
+            return hetcl__fail(rt->ctx, HETCL_ERR_OPENCL,
+                               "handle %llu: reading %zu bytes at %zu from node %d: %s",
+                               (unsigned long long) h->id, bytes, offset, k,
+                               hetcl__cl_error_name(e));
+        count_bytes(rt, w, t, h, bytes, k, 0, t0);
+        return HETCL_OK;
+    }
+    return hetcl__fail(rt->ctx, HETCL_ERR_INTERNAL, "handle %llu: no valid copy anywhere",
+                       (unsigned long long) h->id);
+}
+
+hetcl_status hetcl_host_read_range(const struct hetcl_host_call *call, unsigned buffer,
+                                   size_t offset, size_t bytes, void *dst)
+{
+    if (!call || !call->task || !call->rt)
+        return HETCL_ERR_INVALID_ARG;
+    const struct rt_task *t = (const struct rt_task *) call->task;
+    struct hetcl_runtime *rt = call->rt;
+    if (buffer >= t->n_buffers || t->modes[buffer] != HETCL_R_RANGE)
+        return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG,
+                           "hetcl_host_read_range: task %s has no buffer %u in mode R_RANGE",
+                           t->label, buffer);
+    struct rt_handle *h = t->handles[buffer];
+    if (offset > h->bytes || bytes > h->bytes - offset || (bytes && !dst))
+        return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG,
+                           "hetcl_host_read_range: %zu bytes at %zu of a %zu-byte handle%s", bytes,
+                           offset, h->bytes, bytes && !dst ? " into NULL" : "");
+    if (!bytes)
+        return HETCL_OK;
+    pthread_mutex_lock(&h->lock);
+    hetcl_status st = read_range(rt->workers[call->worker], t, h, offset, bytes, dst);
+    pthread_mutex_unlock(&h->lock);
+    return st;
 }
 
 hetcl_status hetcl__rt_data_to_host(struct hetcl_runtime *rt, struct rt_handle *h,
@@ -453,7 +531,7 @@ void hetcl__rt_data_release(struct rt_worker *w, struct rt_task *t)
 {
     bool cl = w->kind == HETCL_WORKER_OPENCL;
     for (unsigned i = 0; i < t->n_buffers; i++) {
-        if (t->modes[i] == HETCL_R)
+        if (read_only(t->modes[i]))
             continue;
         struct rt_handle *h = t->handles[i];
         pthread_mutex_lock(&h->lock);
@@ -485,7 +563,7 @@ void hetcl__rt_data_abandon(struct rt_worker *w, struct rt_task *t)
     if (w->node == 0)
         return; /* the host copy itself: nothing cleaner to fall back on */
     for (unsigned i = 0; i < t->n_buffers; i++) {
-        if (t->modes[i] == HETCL_R)
+        if (read_only(t->modes[i]))
             continue;
         struct rt_handle *h = t->handles[i];
         pthread_mutex_lock(&h->lock);
@@ -503,7 +581,7 @@ void hetcl__rt_data_abandon(struct rt_worker *w, struct rt_task *t)
 void hetcl__rt_data_lost(struct rt_worker *w, struct rt_task *t)
 {
     for (unsigned i = 0; i < t->n_buffers; i++) {
-        if (t->modes[i] == HETCL_R)
+        if (read_only(t->modes[i]))
             continue;
         struct rt_handle *h = t->handles[i];
         pthread_mutex_lock(&h->lock);
@@ -525,7 +603,7 @@ void hetcl__rt_data_lost(struct rt_worker *w, struct rt_task *t)
 
 static bool needs_input(hetcl_access m)
 {
-    return m != HETCL_W;
+    return m != HETCL_W && m != HETCL_R_RANGE; /* R_RANGE: the task reads what it needs */
 }
 
 size_t hetcl__rt_data_missing_bytes(const struct hetcl_runtime *rt, const struct rt_task *t,

@@ -63,10 +63,12 @@ bool hetcl__rt_can_run(const struct rt_worker *w, const struct rt_task *t)
             if (w->desc.max_alloc_bytes && t->handles[i]->bytes > w->desc.max_alloc_bytes)
                 return false;
     }
-    if (w->node != 0)
-        for (unsigned i = 0; i < t->n_buffers; i++)
-            if (t->modes[i] == HETCL_RW_CONCURRENT)
-                return false;
+    for (unsigned i = 0; i < t->n_buffers; i++) {
+        if (w->node != 0 && t->modes[i] == HETCL_RW_CONCURRENT)
+            return false;
+        if (w->kind != HETCL_WORKER_HOST && t->modes[i] == HETCL_R_RANGE)
+            return false;
+    }
     return true;
 }
 
@@ -183,6 +185,7 @@ static hetcl_status track_access(struct rt_task *t, struct rt_handle *h, hetcl_a
         return st;
     switch (mode) {
     case HETCL_R:
+    case HETCL_R_RANGE:
         if ((st = add_deps_list(t, h->concurrent, h->n_concurrent)) != HETCL_OK)
             return st;
         return list_push(&h->readers, &h->n_readers, &h->cap_readers, t);
@@ -349,10 +352,11 @@ static hetcl_status validate(hetcl_runtime *rt, const struct hetcl_task_desc *d)
             return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG, "task %s: buffer %u is %s", name, i,
                                h ? "a handle of another runtime" : "NULL");
         hetcl_access m = d->modes[i];
-        if (m != HETCL_R && m != HETCL_W && m != HETCL_RW && m != HETCL_RW_CONCURRENT)
+        if (m != HETCL_R && m != HETCL_W && m != HETCL_RW && m != HETCL_RW_CONCURRENT &&
+            m != HETCL_R_RANGE)
             return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG,
-                               "task %s: buffer %u has access mode %d (R, W, RW or "
-                               "RW_CONCURRENT expected)",
+                               "task %s: buffer %u has access mode %d (R, W, RW, "
+                               "RW_CONCURRENT or R_RANGE expected)",
                                name, i, (int) m);
         for (unsigned j = 0; j < i; j++)
             if (d->handles[j] == d->handles[i])

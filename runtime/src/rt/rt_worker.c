@@ -107,6 +107,7 @@ static void run_host_task(struct rt_worker *w, struct rt_task *t)
                 .sizes = sizes,
                 .args = t->args_size ? t->args : NULL,
                 .args_size = t->args_size,
+                .task = (hetcl_task *) t,
         };
         st = t->codelet->host(&call);
         if (st == HETCL_OK)
