@@ -2,7 +2,8 @@
  * Tests SLIDE's hashing (models/src/slide): SimHash's bit-collision frequency against
  * 1 - angle / pi over 10k pairs and its sparse form against its dense one; DWTA against a naive
  * reference, deterministic for a seed and never leaving a bin empty for a non-zero vector (even
- * one non-zero among 100k coordinates); bucket indices in range with every bucket reachable
+ * one non-zero among 100k coordinates); many rows hashed at once (16 a vector on AVX-512) against
+ * one by one; bucket indices in range with every bucket reachable
  * (log2 packing); the FIFO tables against naive ring buffers; the active sets (union, threshold,
  * labels first, padding, the sampled baseline) against a naive union, and the top mode against
  * naive counts; the MIPS transform keeping the inner product's ranking, in the cosine and in
@@ -582,6 +583,77 @@ static void test_simhash_lanes(uint64_t seed)
     }
 }
 
+/* A coordinate of test_hash_rows' rows of kind 0 (Gaussian), 1 (small integers: sums exactly
+ * 0, where >= 0 decides) or 2 (+-1 and a few +-2^25, which absorb the 1s added while they stand:
+ * the order of the terms decides such sums). */
+static float row_value(struct hetcl__rng *r, int kind)
+{
+    if (kind == 0)
+        return (float) hetcl__rng_normal(r);
+    if (kind == 1)
+        return (float) ((int) hetcl__rng_below(r, 5) - 2) * 0.5f;
+    const float pm = hetcl__rng_below(r, 2) ? 1.0f : -1.0f;
+    return hetcl__rng_below(r, 16) ? pm : pm * 33554432.0f;
+}
+
+/* hetcl__lsh_hash_rows against hetcl__lsh_hash_dense row by row, bucket for bucket: SimHash
+ * families with whole groups of 8 projections and a remainder (K 3, L 5), blocks of 16 rows and
+ * partial ones, a stride beyond the row, the rows of row_value and one with an infinity and a
+ * NaN; and DWTA (row by row). On a CPU with AVX-512F
+ * the SimHash families take the 16-row path, which is what this checks there. */
+static void test_hash_rows(uint64_t seed)
+{
+    static const struct {
+        enum hetcl__lsh_kind kind;
+        int k, l, dim;
+    } fam[] = {{HETCL__LSH_SIMHASH, 4, 200, 128}, {HETCL__LSH_SIMHASH, 9, 50, 128},
+               {HETCL__LSH_SIMHASH, 3, 5, 17},    {HETCL__LSH_SIMHASH, 1, 1, 2},
+               {HETCL__LSH_SIMHASH, 2, 4, 1},     {HETCL__LSH_DWTA, 3, 25, 128}};
+    static const int64_t counts[] = {1, 15, 16, 17, 53};
+    enum { LD_PAD = 3, MAX_N = 53 };
+    struct hetcl__rng r;
+    hetcl__rng_seed(&r, seed + 51);
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        struct hetcl__lsh *h = NULL;
+        CHECK(hetcl__lsh_create(fam[f].kind, fam[f].k, fam[f].l, fam[f].dim, seed + f, &h) ==
+              HETCL_OK);
+        if (!h)
+            continue;
+#if defined(__x86_64__) || defined(__i386__)
+        if (fam[f].kind == HETCL__LSH_SIMHASH && __builtin_cpu_supports("avx512f"))
+            CHECK(hetcl__lsh_rows_wide(h));
+#endif
+        const int64_t ld = h->dim + LD_PAD, L = h->l;
+        float *rows = malloc((size_t) (MAX_N * ld) * sizeof *rows);
+        uint32_t *got = malloc((size_t) (MAX_N * L) * sizeof *got);
+        uint32_t *want = malloc((size_t) (MAX_N * L) * sizeof *want);
+        CHECK(rows && got && want);
+        for (size_t c = 0; rows && got && want && c < sizeof counts / sizeof counts[0]; c++) {
+            const int64_t n = counts[c];
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < ld; j++) /* NaN in the stride's padding: never read */
+                    rows[i * ld + j] =
+                            j >= h->dim ? NAN : row_value(&r, (int) ((i + (int64_t) c) % 3));
+            if (n > 3) { /* an infinity and a NaN in one row */
+                rows[3 * ld] = INFINITY;
+                rows[3 * ld + h->dim / 2] = NAN;
+            }
+            hetcl__lsh_hash_rows(h, rows, ld, n, got);
+            for (int64_t i = 0; i < n; i++)
+                hetcl__lsh_hash_dense(h, rows + i * ld, want + i * L);
+            int64_t bad = 0;
+            for (int64_t e = 0; e < n * L; e++)
+                bad += got[e] != want[e];
+            if (bad)
+                fprintf(stderr, "hash rows: K %d L %d dim %d, %lld rows: %lld buckets differ\n",
+                        fam[f].k, fam[f].l, fam[f].dim, (long long) n, (long long) bad);
+            CHECK(bad == 0);
+        }
+        free(rows), free(got), free(want);
+        hetcl__lsh_destroy(h);
+    }
+}
+
 /* The naive top mode, order included: the neurons of the buckets other than the labels, in the
  * order first seen (table by table, each bucket from its start), their counts; of those seen
  * at least min_count times the `top` with the highest counts, a tie going to the one seen
@@ -697,6 +769,7 @@ int main(void)
     uint64_t seed = hetcl_test_seed();
     test_simhash_collisions(seed);
     test_simhash_lanes(seed);
+    test_hash_rows(seed);
     test_dwta(seed);
     test_buckets(seed);
     test_tables(seed);

@@ -94,6 +94,16 @@ void hetcl__lsh_buckets(const struct hetcl__lsh *h, const uint8_t *codes, uint32
  * hetcl__lsh_create guarantees). */
 void hetcl__lsh_hash_dense(const struct hetcl__lsh *h, const float *x, uint32_t *buckets);
 
+/* The buckets of n dense rows, row i at rows[i * ld] (h->dim floats each), into
+ * buckets[i * L .. i * L + L): the same, bit for bit, as hetcl__lsh_hash_dense row by row. A
+ * SimHash family on a CPU with AVX-512F hashes 16 rows at once, one row a vector lane
+ * (slide_hash_rows.c): the refill's hashing of every neuron at K * L = 800 projections was
+ * most of a SLIDE epoch's time; otherwise row by row. */
+void hetcl__lsh_hash_rows(const struct hetcl__lsh *h, const float *rows, int64_t ld, int64_t n,
+                          uint32_t *buckets);
+/* Whether hetcl__lsh_hash_rows takes 16 rows at once for h on this CPU. */
+bool hetcl__lsh_rows_wide(const struct hetcl__lsh *h);
+
 /* The asymmetric MIPS transform for SimHash (Neyshabur and Srebro, "On symmetric and
  * asymmetric LSHs for inner product search", 2015): a neuron's row w[dim] becomes
  * out[dim + 1] = (w, sqrt(M^2 - |w|^2)), every one of norm M, and a query x is hashed as (x, 0).
