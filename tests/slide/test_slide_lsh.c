@@ -706,7 +706,9 @@ static int64_t naive_top(const struct hetcl__lsh_tables *t, const uint32_t *q, c
 
 /* Top mode against naive_top id by id, order included (the set and its order are part of the
  * result: they decide the softmax's sums), at shapes from a few buckets of many ids each (K 1,
- * 2: many equal counts, so ties decide) to slide-xc-simhash's kind (K 4, L 100). */
+ * 2: many equal counts, so ties decide) to slide-xc-simhash's kind (K 4, L 100), FIFOs that
+ * overflow (buckets of 200 and 700) included: through the tables' bitmaps where the CPU has
+ * AVX-512BW (every shape but L 300, which counts ids), else by counting ids. */
 static void test_active_top_exact(uint64_t seed)
 {
     enum { N = 4000 };
@@ -726,6 +728,13 @@ static void test_active_top_exact(uint64_t seed)
         CHECK(hetcl__lsh_tables_create(l, rp, shapes[sh].bucket_size, N, &t) == HETCL_OK);
         CHECK(hetcl__lsh_scratch_init(&s, N) == HETCL_OK);
         CHECK(nb && scratch);
+#if defined(__x86_64__) || defined(__i386__)
+        /* on AVX-512BW every shape but L 300 takes the bitmaps' query */
+        if (__builtin_cpu_supports("avx512bw"))
+            CHECK(hetcl__lsh_bits_usable(l, rp) == (l <= 255));
+#endif
+        if (t)
+            CHECK((t->bits != NULL) == hetcl__lsh_bits_usable(l, rp));
         if (!t || !s.stamp || !nb || !scratch) {
             free(nb), free(scratch);
             hetcl__lsh_tables_destroy(t);

@@ -129,7 +129,17 @@ struct hetcl__lsh_tables {
     uint32_t *start; /* [l][2^range_pow + 1]: table t's bucket b is its ids[start[b] ..
                         start[b + 1]) */
     int32_t *ids;    /* [l][n_neurons]: each table's ids from its own base */
+    /* The same buckets as bitmaps over the neurons, [l][2^range_pow][words] (bit i % 64 of word
+     * i / 64: neuron i; words a multiple of 4, 0 beyond n_neurons), for the top mode's counting
+     * (slide_active_bits.c); only where hetcl__lsh_bits_usable, else NULL. */
+    uint64_t *bits;
+    int64_t words;
 };
+
+/* Whether tables of l tables and 2^range_pow buckets keep bitmaps: a CPU with AVX-512BW, counts
+ * that fit a byte (l <= 255) and at most 64 buckets a table, so that a table's bitmaps take at
+ * most twice its ids' memory (2^range_pow * n / 8 bytes against 4 n). */
+bool hetcl__lsh_bits_usable(int l, int range_pow);
 
 /* Tables for up to n_neurons neurons (< 2^31). HETCL_ERR_INVALID_ARG for sizes out of range
  * (bucket_size < 1, range_pow outside [1, HETCL__LSH_MAX_RANGE_POW]); HETCL_ERR_NO_MEMORY. */
@@ -159,6 +169,10 @@ struct hetcl__lsh_scratch {
     uint32_t *stamp; /* [n] */
     uint16_t *count; /* [n] threshold mode: buckets the neuron was seen in */
     int32_t *seen;   /* [n] threshold mode: the neurons counted, to reset count */
+    /* top mode over tables with bitmaps: a count a neuron (padded to whole 256), the neurons
+     * above and at the cut (bitmaps) */
+    uint8_t *count8;
+    uint64_t *gt, *eq;
 };
 hetcl_status hetcl__lsh_scratch_init(struct hetcl__lsh_scratch *s, int64_t n);
 void hetcl__lsh_scratch_deinit(struct hetcl__lsh_scratch *s);
@@ -185,6 +199,14 @@ int64_t hetcl__lsh_active(const struct hetcl__lsh_tables *t, const uint32_t *buc
                           const int32_t *lab, int n_lab, const struct hetcl__active_rule *rule,
                           struct hetcl__lsh_scratch *s, struct hetcl__rng *rng, int32_t *out,
                           int64_t *n_retrieved);
+/* The top mode (rule->top > 0) over tables with bitmaps (t->bits): the same set in the same
+ * order as the counting of every id of the L buckets (slide_active.c), from the bitmaps' counts
+ * (64 neurons a vector, every table's bucket added under its bitmap as a mask), then ids
+ * read in first-seen order only until the set is complete. out[0 .. m): the labels. */
+int64_t hetcl__lsh_retrieve_top_bits(const struct hetcl__lsh_tables *t, const uint32_t *buckets,
+                                     const struct hetcl__active_rule *rule,
+                                     struct hetcl__lsh_scratch *s, int32_t *out, int64_t m);
+
 /* The largest active set for n neurons, L tables of bucket_size and n_lab labels. */
 int64_t hetcl__lsh_active_cap(int64_t n, int l, int bucket_size, int n_lab,
                               const struct hetcl__active_rule *rule);

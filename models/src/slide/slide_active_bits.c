@@ -1,0 +1,133 @@
+/*
+ * The top mode's query over tables that keep their buckets as bitmaps (slide_lsh.h:
+ * hetcl__lsh_retrieve_top_bits), for tables of few large buckets such as
+ * models/slide-xc-simhash.json's (K 4: 16 buckets a table, each about a sixteenth of the 50k
+ * neurons, so that the counting loop of slide_active.c reads 200 * 3k ids a query, one load,
+ * increment and store each).
+ *
+ * Here the counts come from the L bitmaps: 64 neurons a vector of byte counters, each table's
+ * bucket added under its 64 bits as a mask, four vectors held in registers across the L tables.
+ * The cut follows from the counts' histogram as in slide_active.c. The set's order is the
+ * order in which the ids of the L buckets are first seen (table by table, each bucket from its
+ * start), and ties at the cut go to those seen first: so the ids are read in that order as
+ * before, but only until every neuron above the cut and the first ones at it have come, and
+ * each costs a bit test rather than a count's update. The same set in the same order (tested
+ * against the naive top mode in tests/slide/test_slide_lsh.c).
+ */
+#include "slide/slide_lsh.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define BITS_X86 1
+#include <immintrin.h>
+
+#define AVX512BW __attribute__((target("avx512f,avx512bw")))
+
+/* count[i] = the number of tables whose bucket row[table] has neuron i, for every i of the
+ * words * 64 (words a multiple of 4). */
+AVX512BW static void count_bits(const uint64_t *const *row, int l, int64_t words, uint8_t *count)
+{
+    const __m512i one = _mm512_set1_epi8(1);
+    for (int64_t w = 0; w < words; w += 4) {
+        __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0;
+        for (int table = 0; table < l; table++) {
+            const uint64_t *b = row[table] + w;
+            c0 = _mm512_mask_add_epi8(c0, (__mmask64) b[0], c0, one);
+            c1 = _mm512_mask_add_epi8(c1, (__mmask64) b[1], c1, one);
+            c2 = _mm512_mask_add_epi8(c2, (__mmask64) b[2], c2, one);
+            c3 = _mm512_mask_add_epi8(c3, (__mmask64) b[3], c3, one);
+        }
+        _mm512_storeu_si512((void *) (count + w * 64), c0);
+        _mm512_storeu_si512((void *) (count + w * 64 + 64), c1);
+        _mm512_storeu_si512((void *) (count + w * 64 + 128), c2);
+        _mm512_storeu_si512((void *) (count + w * 64 + 192), c3);
+    }
+}
+
+/* gt and eq: bitmaps of the neurons counted above cut and at it. */
+AVX512BW static void split_at(const uint8_t *count, int64_t words, int cut, uint64_t *gt,
+                              uint64_t *eq)
+{
+    const __m512i c = _mm512_set1_epi8((char) cut);
+    for (int64_t w = 0; w < words; w++) {
+        const __m512i v = _mm512_loadu_si512((const void *) (count + w * 64));
+        gt[w] = _mm512_cmpgt_epu8_mask(v, c);
+        eq[w] = _mm512_cmpeq_epu8_mask(v, c);
+    }
+}
+#endif /* x86 */
+
+bool hetcl__lsh_bits_usable(int l, int range_pow)
+{
+#ifdef BITS_X86
+    __builtin_cpu_init();
+    return l >= 1 && l <= 255 && range_pow <= 6 && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw");
+#else
+    (void) l, (void) range_pow;
+    return false;
+#endif
+}
+
+int64_t hetcl__lsh_retrieve_top_bits(const struct hetcl__lsh_tables *t, const uint32_t *buckets,
+                                     const struct hetcl__active_rule *rule,
+                                     struct hetcl__lsh_scratch *s, int32_t *out, int64_t m)
+{
+#ifdef BITS_X86
+    const size_t n_buckets = (size_t) 1 << t->range_pow;
+    const uint64_t *row[255];
+    for (int table = 0; table < t->l; table++)
+        row[table] = t->bits + ((size_t) table * n_buckets + buckets[table]) * (size_t) t->words;
+    uint8_t *restrict count = s->count8;
+    count_bits(row, t->l, t->words, count);
+    /* the labels (out[0 .. m)) are in already: out of the counts, as the counting loop leaves
+     * them out of its histogram */
+    for (int64_t i = 0; i < m; i++)
+        count[out[i]] = 0;
+    uint32_t by_count[256] = {0};
+    for (int64_t i = 0; i < t->n_neurons; i++)
+        by_count[count[i]]++;
+    /* the cut as slide_active.c's retrieve_top finds it */
+    const int min_count = rule->threshold > 1 ? rule->threshold : 1;
+    int cut = t->l;
+    int64_t above = 0;
+    while (cut > min_count && above + by_count[cut] < rule->top)
+        above += by_count[cut--];
+    const int64_t at_cut = rule->top - above;
+    int64_t take_at = at_cut < (int64_t) by_count[cut] ? at_cut : (int64_t) by_count[cut];
+    int64_t left = above + take_at;
+    uint64_t *restrict gt = s->gt, *restrict eq = s->eq;
+    split_at(count, t->words, cut, gt, eq);
+    uint32_t *restrict stamp = s->stamp;
+    const uint32_t epoch = s->epoch;
+    for (int table = 0; table < t->l && left > 0; table++) {
+        uint32_t nb;
+        const int32_t *ids = hetcl__lsh_tables_bucket(t, table, buckets[table], &nb);
+        for (uint32_t e = 0; e < nb && left > 0; e++) {
+            const int32_t id = ids[e];
+            const uint64_t bit = UINT64_C(1) << (id & 63);
+            bool in;
+            if (gt[id >> 6] & bit) { /* first seen: in */
+                gt[id >> 6] &= ~bit;
+                in = true;
+            } else if (eq[id >> 6] & bit) { /* first seen at the cut: in while places last */
+                eq[id >> 6] &= ~bit;
+                in = take_at > 0;
+                take_at -= in;
+            } else {
+                continue;
+            }
+            if (in) {
+                stamp[id] = epoch;
+                out[m++] = id;
+                left--;
+            }
+        }
+    }
+    return m;
+#else
+    (void) t, (void) buckets, (void) rule, (void) s, (void) out;
+    return m; /* never called: hetcl__lsh_bits_usable is false */
+#endif
+}
