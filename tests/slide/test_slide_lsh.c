@@ -707,14 +707,20 @@ static int64_t naive_top(const struct hetcl__lsh_tables *t, const uint32_t *q, c
 /* Top mode against naive_top id by id, order included (the set and its order are part of the
  * result: they decide the softmax's sums), at shapes from a few buckets of many ids each (K 1,
  * 2: many equal counts, so ties decide) to slide-xc-simhash's kind (K 4, L 100), FIFOs that
- * overflow (buckets of 200 and 700) included: through the tables' bitmaps where the CPU has
- * AVX-512BW (every shape but L 300, which counts ids), else by counting ids. */
+ * overflow (buckets of 200, 700 and 1500) included: through the tables' bitmaps where the CPU
+ * has AVX-512BW (every shape but L 300, which counts ids), else by counting ids. With the
+ * bitmaps, the set's order comes from the chosen neurons' places, except where one count level
+ * holds most neurons (the shapes with every neuron in one bucket), where the buckets are read
+ * in order. */
 static void test_active_top_exact(uint64_t seed)
 {
     enum { N = 4000 };
     static const struct {
         int l, range_pow, bucket_size;
-    } shapes[] = {{8, 3, 200}, {40, 1, 4000}, {100, 4, 16384}, {33, 2, 700}, {300, 2, 4000}};
+        bool one; /* every neuron in bucket 0: all tied, and one count level holds them all */
+    } shapes[] = {{8, 3, 200, false},  {40, 1, 4000, false},  {100, 4, 16384, false},
+                  {33, 2, 700, false}, {300, 2, 4000, false}, {16, 1, 4000, true},
+                  {12, 2, 1500, true}};
     static int32_t out[N + 8], want[N + 8], first[N];
     static int count[N];
     struct hetcl__rng r;
@@ -743,13 +749,27 @@ static void test_active_top_exact(uint64_t seed)
         }
         /* skewed buckets, so that counts spread */
         for (int64_t i = 0; i < (int64_t) N * l; i++)
-            nb[i] = (uint32_t) (hetcl__rng_below(&r, 1u << rp) & hetcl__rng_below(&r, 1u << rp));
-        for (int table = 0; table < l; table++)
-            hetcl__lsh_tables_fill(t, table, nb, l, N, NULL, scratch);
+            nb[i] = shapes[sh].one ? 0
+                                   : (uint32_t) (hetcl__rng_below(&r, 1u << rp) &
+                                                 hetcl__rng_below(&r, 1u << rp));
+        /* with one, each table in its own random order, so that which table a neuron is first
+         * seen in decides where it stands */
+        static int32_t order[N];
+        for (int table = 0; table < l; table++) {
+            for (int32_t i = 0; i < N; i++)
+                order[i] = i;
+            for (int32_t i = N - 1; shapes[sh].one && i > 0; i--) {
+                const int32_t j = (int32_t) hetcl__rng_below(&r, (uint64_t) i + 1), x = order[i];
+                order[i] = order[j];
+                order[j] = x;
+            }
+            hetcl__lsh_tables_fill(t, table, nb, l, N, order, scratch);
+        }
         for (int trial = 0; trial < 12; trial++) {
             uint32_t q[300];
-            for (int i = 0; i < l; i++)
-                q[i] = (uint32_t) hetcl__rng_below(&r, 1u << rp);
+            for (int i = 0; i < l; i++) /* with one: bucket 0 in about 3 tables of 4 */
+                q[i] = (uint32_t) (hetcl__rng_below(&r, 1u << rp) *
+                                   (!shapes[sh].one || hetcl__rng_below(&r, 4) == 0));
             int32_t lab[3] = {(int32_t) hetcl__rng_below(&r, N), 7, 7}; /* a repeat */
             struct hetcl__active_rule rule = {
                     .threshold = trial % 3 == 2 ? 1 + (int) hetcl__rng_below(&r, (uint64_t) l) : 0,

@@ -21,7 +21,8 @@ hetcl_status hetcl__lsh_scratch_init(struct hetcl__lsh_scratch *s, int64_t n)
     s->count8 = hetcl__malloc(words * 64);
     s->gt = hetcl__malloc(words * sizeof *s->gt);
     s->eq = hetcl__malloc(words * sizeof *s->eq);
-    if (!s->stamp || !s->count || !s->seen || !s->count8 || !s->gt || !s->eq) {
+    s->keys = hetcl__malloc(2 * (size_t) n * sizeof *s->keys);
+    if (!s->stamp || !s->count || !s->seen || !s->count8 || !s->gt || !s->eq || !s->keys) {
         hetcl__lsh_scratch_deinit(s);
         return HETCL_ERR_NO_MEMORY;
     }
@@ -36,6 +37,7 @@ void hetcl__lsh_scratch_deinit(struct hetcl__lsh_scratch *s)
     hetcl__free(s->count8);
     hetcl__free(s->gt);
     hetcl__free(s->eq);
+    hetcl__free(s->keys);
     memset(s, 0, sizeof *s);
 }
 

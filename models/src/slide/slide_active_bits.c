@@ -33,6 +33,9 @@ AVX512BW static void count_bits(const uint64_t *const *row, int l, int64_t words
         __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0;
         for (int table = 0; table < l; table++) {
             const uint64_t *b = row[table] + w;
+            /* 200 rows read side by side are more streams than the prefetchers follow: the
+             * line after next, ahead */
+            _mm_prefetch((const char *) (b + 16), _MM_HINT_T0);
             c0 = _mm512_mask_add_epi8(c0, (__mmask64) b[0], c0, one);
             c1 = _mm512_mask_add_epi8(c1, (__mmask64) b[1], c1, one);
             c2 = _mm512_mask_add_epi8(c2, (__mmask64) b[2], c2, one);
@@ -57,6 +60,81 @@ AVX512BW static void split_at(const uint8_t *count, int64_t words, int cut, uint
     }
 }
 #endif /* x86 */
+
+#ifdef BITS_X86
+/* Sorts a[0 .. n) (each <= max) in place, least significant 11 bits first; tmp: n words. */
+static void radix_sort(uint64_t *a, uint64_t *tmp, int64_t n, uint64_t max)
+{
+    enum { BITS = 11, RADIX = 1 << BITS };
+    uint32_t count[RADIX];
+    uint64_t *from = a, *to = tmp;
+    for (int shift = 0; shift < 64 && (max >> shift) != 0; shift += BITS) {
+        memset(count, 0, sizeof count);
+        for (int64_t i = 0; i < n; i++)
+            count[(from[i] >> shift) & (RADIX - 1)]++;
+        uint32_t sum = 0;
+        for (int d = 0; d < RADIX; d++) {
+            const uint32_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (int64_t i = 0; i < n; i++)
+            to[count[(from[i] >> shift) & (RADIX - 1)]++] = from[i];
+        uint64_t *x = from;
+        from = to;
+        to = x;
+    }
+    if (from != a)
+        memcpy(a, from, (size_t) n * sizeof *a);
+}
+
+/* The first-seen places of the neurons of bitmap mask into keys, as table * n_neurons + place
+ * (a bucket's ids lie in order in the table's ids, so that this is also where the id is in
+ * t->ids); returns their number. First the first table whose bucket has each neuron (it is in
+ * one, or it would have no count) and a prefetch of its place, then the places: one miss each
+ * into t->pos otherwise, one after the other. ids: a scratch of as many. */
+static int64_t places(const struct hetcl__lsh_tables *t, const uint64_t *const *row,
+                      const uint64_t *mask, uint64_t *keys, int32_t *ids)
+{
+    const uint64_t n = (uint64_t) t->n_neurons;
+    int64_t k = 0;
+    for (int64_t w = 0; w < t->words; w++)
+        for (uint64_t m = mask[w]; m; m &= m - 1) {
+            const int32_t id = (int32_t) (w * 64 + __builtin_ctzll(m));
+            const uint64_t bit = UINT64_C(1) << (id & 63);
+            uint64_t table = 0;
+            while (!(row[table][id >> 6] & bit))
+                table++;
+            keys[k] = table * n + (uint64_t) id;
+            ids[k++] = id;
+            __builtin_prefetch(t->pos + keys[k - 1]);
+        }
+    for (int64_t e = 0; e < k; e++)
+        keys[e] = keys[e] - (uint64_t) ids[e] + (uint64_t) t->pos[keys[e]];
+    return k;
+}
+
+/* The set from the places: those above the cut and the take_at first seen at it, in first-seen
+ * order, after out[0 .. m). */
+static int64_t by_places(const struct hetcl__lsh_tables *t, const uint64_t *const *row,
+                         struct hetcl__lsh_scratch *s, int64_t take_at, int32_t *out, int64_t m)
+{
+    uint64_t *keys = s->keys, *tmp = s->keys + s->n;
+    const uint64_t max = (uint64_t) t->l * (uint64_t) t->n_neurons;
+    const int64_t n_gt = places(t, row, s->gt, keys, s->seen);
+    const int64_t n_eq = places(t, row, s->eq, keys + n_gt, s->seen);
+    if (take_at < n_eq)
+        radix_sort(keys + n_gt, tmp, n_eq, max);
+    const int64_t n_all = n_gt + take_at;
+    radix_sort(keys, tmp, n_all, max);
+    for (int64_t e = 0; e < n_all; e++) {
+        const int32_t id = t->ids[keys[e]];
+        s->stamp[id] = s->epoch;
+        out[m++] = id;
+    }
+    return m;
+}
+#endif
 
 bool hetcl__lsh_bits_usable(int l, int range_pow)
 {
@@ -99,6 +177,11 @@ int64_t hetcl__lsh_retrieve_top_bits(const struct hetcl__lsh_tables *t, const ui
     int64_t left = above + take_at;
     uint64_t *restrict gt = s->gt, *restrict eq = s->eq;
     split_at(count, t->words, cut, gt, eq);
+    /* Few at and above the cut (the usual case: the top 1900 of 50k): their order from their
+     * places; else (many at the cut, whose first-seen ones would be sorted out of them) the
+     * buckets read in order until the set is complete. */
+    if (above + (int64_t) by_count[cut] <= 2 * rule->top + 1024)
+        return by_places(t, row, s, take_at, out, m);
     uint32_t *restrict stamp = s->stamp;
     const uint32_t epoch = s->epoch;
     for (int table = 0; table < t->l && left > 0; table++) {

@@ -134,6 +134,10 @@ struct hetcl__lsh_tables {
      * (slide_active_bits.c); only where hetcl__lsh_bits_usable, else NULL. */
     uint64_t *bits;
     int64_t words;
+    /* With bits: where each neuron stands in each table's ids, [l][n_neurons] (from the
+     * table's base; meaningful only where its bit is set), so that the set's first-seen order
+     * is found from the few neurons chosen rather than by reading the buckets. */
+    int32_t *pos;
 };
 
 /* Whether tables of l tables and 2^range_pow buckets keep bitmaps: a CPU with AVX-512BW, counts
@@ -173,6 +177,7 @@ struct hetcl__lsh_scratch {
      * above and at the cut (bitmaps) */
     uint8_t *count8;
     uint64_t *gt, *eq;
+    uint64_t *keys; /* [2 n]: the chosen neurons' first-seen places, and the sort's scratch */
 };
 hetcl_status hetcl__lsh_scratch_init(struct hetcl__lsh_scratch *s, int64_t n);
 void hetcl__lsh_scratch_deinit(struct hetcl__lsh_scratch *s);
