@@ -168,7 +168,7 @@ int64_t hetcl__lsh_active(const struct hetcl__lsh_tables *t, const uint32_t *buc
             out[m++] = lab[i];
         }
     const int64_t m_lab = m;
-    if (t && rule->top > 0 && t->bits)
+    if (t && rule->top > 0 && t->bits && hetcl__lsh_bits_pay(t, buckets))
         m = hetcl__lsh_retrieve_top_bits(t, buckets, rule, s, out, m);
     else if (t && rule->top > 0)
         m = retrieve_top(t, buckets, rule, s, out, m);

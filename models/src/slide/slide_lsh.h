@@ -204,6 +204,9 @@ int64_t hetcl__lsh_active(const struct hetcl__lsh_tables *t, const uint32_t *buc
                           const int32_t *lab, int n_lab, const struct hetcl__active_rule *rule,
                           struct hetcl__lsh_scratch *s, struct hetcl__rng *rng, int32_t *out,
                           int64_t *n_retrieved);
+/* Whether the bitmaps (t->bits) beat counting ids for the query of buckets: its L buckets hold
+ * many ids (at least L * n_neurons / 64). */
+bool hetcl__lsh_bits_pay(const struct hetcl__lsh_tables *t, const uint32_t *buckets);
 /* The top mode (rule->top > 0) over tables with bitmaps (t->bits): the same set in the same
  * order as the counting of every id of the L buckets (slide_active.c), from the bitmaps' counts
  * (64 neurons a vector, every table's bucket added under its bitmap as a mask), then ids
