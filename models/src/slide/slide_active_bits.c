@@ -9,10 +9,14 @@
  * bucket added under its 64 bits as a mask, four vectors held in registers across the L tables.
  * The cut follows from the counts' histogram as in slide_active.c. The set's order is the
  * order in which the ids of the L buckets are first seen (table by table, each bucket from its
- * start), and ties at the cut go to those seen first: so the ids are read in that order as
- * before, but only until every neuron above the cut and the first ones at it have come, and
- * each costs a bit test rather than a count's update. The same set in the same order (tested
- * against the naive top mode in tests/slide/test_slide_lsh.c).
+ * start), and ties at the cut go to those seen first. That order is a neuron's place: the first
+ * table whose bucket has it (a few bit tests) and where it stands in that table's ids (t->pos,
+ * kept by the fill), so the neurons above the cut and those at it are sorted by place (a radix
+ * sort) and the first ones at the cut taken. Where one count level holds most neurons (sorting
+ * them all would cost more), the ids are read in first-seen order instead, but only until the
+ * set is complete, a bit test each. Either way the same set in the same order as counting ids
+ * (tested against the naive top mode in tests/slide/test_slide_lsh.c). hetcl__lsh_bits_pay
+ * decides, per query, whether the bitmaps beat counting ids at all.
  */
 #include "slide/slide_lsh.h"
 
