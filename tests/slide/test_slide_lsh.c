@@ -2,7 +2,8 @@
  * Tests SLIDE's hashing (models/src/slide): SimHash's bit-collision frequency against
  * 1 - angle / pi over 10k pairs and its sparse form against its dense one; DWTA against a naive
  * reference, deterministic for a seed and never leaving a bin empty for a non-zero vector (even
- * one non-zero among 100k coordinates); bucket indices in range with every bucket reachable
+ * one non-zero among 100k coordinates); many rows hashed at once (16 a vector on AVX-512) against
+ * one by one; bucket indices in range with every bucket reachable
  * (log2 packing); the FIFO tables against naive ring buffers; the active sets (union, threshold,
  * labels first, padding, the sampled baseline) against a naive union, and the top mode against
  * naive counts; the MIPS transform keeping the inner product's ranking, in the cosine and in
@@ -582,6 +583,77 @@ static void test_simhash_lanes(uint64_t seed)
     }
 }
 
+/* A coordinate of test_hash_rows' rows of kind 0 (Gaussian), 1 (small integers: sums exactly
+ * 0, where >= 0 decides) or 2 (+-1 and a few +-2^25, which absorb the 1s added while they stand:
+ * the order of the terms decides such sums). */
+static float row_value(struct hetcl__rng *r, int kind)
+{
+    if (kind == 0)
+        return (float) hetcl__rng_normal(r);
+    if (kind == 1)
+        return (float) ((int) hetcl__rng_below(r, 5) - 2) * 0.5f;
+    const float pm = hetcl__rng_below(r, 2) ? 1.0f : -1.0f;
+    return hetcl__rng_below(r, 16) ? pm : pm * 33554432.0f;
+}
+
+/* hetcl__lsh_hash_rows against hetcl__lsh_hash_dense row by row, bucket for bucket: SimHash
+ * families with whole groups of 8 projections and a remainder (K 3, L 5), blocks of 16 rows and
+ * partial ones, a stride beyond the row, the rows of row_value and one with an infinity and a
+ * NaN; and DWTA (row by row). On a CPU with AVX-512F
+ * the SimHash families take the 16-row path, which is what this checks there. */
+static void test_hash_rows(uint64_t seed)
+{
+    static const struct {
+        enum hetcl__lsh_kind kind;
+        int k, l, dim;
+    } fam[] = {{HETCL__LSH_SIMHASH, 4, 200, 128}, {HETCL__LSH_SIMHASH, 9, 50, 128},
+               {HETCL__LSH_SIMHASH, 3, 5, 17},    {HETCL__LSH_SIMHASH, 1, 1, 2},
+               {HETCL__LSH_SIMHASH, 2, 4, 1},     {HETCL__LSH_DWTA, 3, 25, 128}};
+    static const int64_t counts[] = {1, 15, 16, 17, 53};
+    enum { LD_PAD = 3, MAX_N = 53 };
+    struct hetcl__rng r;
+    hetcl__rng_seed(&r, seed + 51);
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        struct hetcl__lsh *h = NULL;
+        CHECK(hetcl__lsh_create(fam[f].kind, fam[f].k, fam[f].l, fam[f].dim, seed + f, &h) ==
+              HETCL_OK);
+        if (!h)
+            continue;
+#if defined(__x86_64__) || defined(__i386__)
+        if (fam[f].kind == HETCL__LSH_SIMHASH && __builtin_cpu_supports("avx512f"))
+            CHECK(hetcl__lsh_rows_wide(h));
+#endif
+        const int64_t ld = h->dim + LD_PAD, L = h->l;
+        float *rows = malloc((size_t) (MAX_N * ld) * sizeof *rows);
+        uint32_t *got = malloc((size_t) (MAX_N * L) * sizeof *got);
+        uint32_t *want = malloc((size_t) (MAX_N * L) * sizeof *want);
+        CHECK(rows && got && want);
+        for (size_t c = 0; rows && got && want && c < sizeof counts / sizeof counts[0]; c++) {
+            const int64_t n = counts[c];
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < ld; j++) /* NaN in the stride's padding: never read */
+                    rows[i * ld + j] =
+                            j >= h->dim ? NAN : row_value(&r, (int) ((i + (int64_t) c) % 3));
+            if (n > 3) { /* an infinity and a NaN in one row */
+                rows[3 * ld] = INFINITY;
+                rows[3 * ld + h->dim / 2] = NAN;
+            }
+            hetcl__lsh_hash_rows(h, rows, ld, n, got);
+            for (int64_t i = 0; i < n; i++)
+                hetcl__lsh_hash_dense(h, rows + i * ld, want + i * L);
+            int64_t bad = 0;
+            for (int64_t e = 0; e < n * L; e++)
+                bad += got[e] != want[e];
+            if (bad)
+                fprintf(stderr, "hash rows: K %d L %d dim %d, %lld rows: %lld buckets differ\n",
+                        fam[f].k, fam[f].l, fam[f].dim, (long long) n, (long long) bad);
+            CHECK(bad == 0);
+        }
+        free(rows), free(got), free(want);
+        hetcl__lsh_destroy(h);
+    }
+}
+
 /* The naive top mode, order included: the neurons of the buckets other than the labels, in the
  * order first seen (table by table, each bucket from its start), their counts; of those seen
  * at least min_count times the `top` with the highest counts, a tie going to the one seen
@@ -634,13 +706,21 @@ static int64_t naive_top(const struct hetcl__lsh_tables *t, const uint32_t *q, c
 
 /* Top mode against naive_top id by id, order included (the set and its order are part of the
  * result: they decide the softmax's sums), at shapes from a few buckets of many ids each (K 1,
- * 2: many equal counts, so ties decide) to slide-xc-simhash's kind (K 4, L 100). */
+ * 2: many equal counts, so ties decide) to slide-xc-simhash's kind (K 4, L 100), FIFOs that
+ * overflow (buckets of 200, 700 and 1500) included: through the tables' bitmaps where the CPU
+ * has AVX-512BW (every shape but L 300, which counts ids), else by counting ids. With the
+ * bitmaps, the set's order comes from the chosen neurons' places, except where one count level
+ * holds most neurons (the shapes with every neuron in one bucket), where the buckets are read
+ * in order. */
 static void test_active_top_exact(uint64_t seed)
 {
     enum { N = 4000 };
     static const struct {
         int l, range_pow, bucket_size;
-    } shapes[] = {{8, 3, 200}, {40, 1, 4000}, {100, 4, 16384}, {33, 2, 700}, {300, 2, 4000}};
+        bool one; /* every neuron in bucket 0: all tied, and one count level holds them all */
+    } shapes[] = {{8, 3, 200, false},  {40, 1, 4000, false},  {100, 4, 16384, false},
+                  {33, 2, 700, false}, {300, 2, 4000, false}, {16, 1, 4000, true},
+                  {12, 2, 1500, true}};
     static int32_t out[N + 8], want[N + 8], first[N];
     static int count[N];
     struct hetcl__rng r;
@@ -654,6 +734,13 @@ static void test_active_top_exact(uint64_t seed)
         CHECK(hetcl__lsh_tables_create(l, rp, shapes[sh].bucket_size, N, &t) == HETCL_OK);
         CHECK(hetcl__lsh_scratch_init(&s, N) == HETCL_OK);
         CHECK(nb && scratch);
+#if defined(__x86_64__) || defined(__i386__)
+        /* on AVX-512BW every shape but L 300 takes the bitmaps' query */
+        if (__builtin_cpu_supports("avx512bw"))
+            CHECK(hetcl__lsh_bits_usable(l, rp) == (l <= 255));
+#endif
+        if (t)
+            CHECK((t->bits != NULL) == hetcl__lsh_bits_usable(l, rp));
         if (!t || !s.stamp || !nb || !scratch) {
             free(nb), free(scratch);
             hetcl__lsh_tables_destroy(t);
@@ -662,13 +749,27 @@ static void test_active_top_exact(uint64_t seed)
         }
         /* skewed buckets, so that counts spread */
         for (int64_t i = 0; i < (int64_t) N * l; i++)
-            nb[i] = (uint32_t) (hetcl__rng_below(&r, 1u << rp) & hetcl__rng_below(&r, 1u << rp));
-        for (int table = 0; table < l; table++)
-            hetcl__lsh_tables_fill(t, table, nb, l, N, NULL, scratch);
+            nb[i] = shapes[sh].one ? 0
+                                   : (uint32_t) (hetcl__rng_below(&r, 1u << rp) &
+                                                 hetcl__rng_below(&r, 1u << rp));
+        /* with one, each table in its own random order, so that which table a neuron is first
+         * seen in decides where it stands */
+        static int32_t order[N];
+        for (int table = 0; table < l; table++) {
+            for (int32_t i = 0; i < N; i++)
+                order[i] = i;
+            for (int32_t i = N - 1; shapes[sh].one && i > 0; i--) {
+                const int32_t j = (int32_t) hetcl__rng_below(&r, (uint64_t) i + 1), x = order[i];
+                order[i] = order[j];
+                order[j] = x;
+            }
+            hetcl__lsh_tables_fill(t, table, nb, l, N, order, scratch);
+        }
         for (int trial = 0; trial < 12; trial++) {
             uint32_t q[300];
-            for (int i = 0; i < l; i++)
-                q[i] = (uint32_t) hetcl__rng_below(&r, 1u << rp);
+            for (int i = 0; i < l; i++) /* with one: bucket 0 in about 3 tables of 4 */
+                q[i] = (uint32_t) (hetcl__rng_below(&r, 1u << rp) *
+                                   (!shapes[sh].one || hetcl__rng_below(&r, 4) == 0));
             int32_t lab[3] = {(int32_t) hetcl__rng_below(&r, N), 7, 7}; /* a repeat */
             struct hetcl__active_rule rule = {
                     .threshold = trial % 3 == 2 ? 1 + (int) hetcl__rng_below(&r, (uint64_t) l) : 0,
@@ -697,6 +798,7 @@ int main(void)
     uint64_t seed = hetcl_test_seed();
     test_simhash_collisions(seed);
     test_simhash_lanes(seed);
+    test_hash_rows(seed);
     test_dwta(seed);
     test_buckets(seed);
     test_tables(seed);

@@ -17,7 +17,12 @@ hetcl_status hetcl__lsh_scratch_init(struct hetcl__lsh_scratch *s, int64_t n)
     s->stamp = hetcl__calloc((size_t) n, sizeof *s->stamp);
     s->count = hetcl__calloc((size_t) n, sizeof *s->count);
     s->seen = hetcl__malloc((size_t) n * sizeof *s->seen);
-    if (!s->stamp || !s->count || !s->seen) {
+    const size_t words = (size_t) (n + 255) / 256 * 4;
+    s->count8 = hetcl__malloc(words * 64);
+    s->gt = hetcl__malloc(words * sizeof *s->gt);
+    s->eq = hetcl__malloc(words * sizeof *s->eq);
+    s->keys = hetcl__malloc(2 * (size_t) n * sizeof *s->keys);
+    if (!s->stamp || !s->count || !s->seen || !s->count8 || !s->gt || !s->eq || !s->keys) {
         hetcl__lsh_scratch_deinit(s);
         return HETCL_ERR_NO_MEMORY;
     }
@@ -29,6 +34,10 @@ void hetcl__lsh_scratch_deinit(struct hetcl__lsh_scratch *s)
     hetcl__free(s->stamp);
     hetcl__free(s->count);
     hetcl__free(s->seen);
+    hetcl__free(s->count8);
+    hetcl__free(s->gt);
+    hetcl__free(s->eq);
+    hetcl__free(s->keys);
     memset(s, 0, sizeof *s);
 }
 
@@ -159,7 +168,9 @@ int64_t hetcl__lsh_active(const struct hetcl__lsh_tables *t, const uint32_t *buc
             out[m++] = lab[i];
         }
     const int64_t m_lab = m;
-    if (t && rule->top > 0)
+    if (t && rule->top > 0 && t->bits && hetcl__lsh_bits_pay(t, buckets))
+        m = hetcl__lsh_retrieve_top_bits(t, buckets, rule, s, out, m);
+    else if (t && rule->top > 0)
         m = retrieve_top(t, buckets, rule, s, out, m);
     else if (t)
         m = retrieve(t, buckets, rule, s, out, m);

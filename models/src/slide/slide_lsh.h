@@ -94,6 +94,16 @@ void hetcl__lsh_buckets(const struct hetcl__lsh *h, const uint8_t *codes, uint32
  * hetcl__lsh_create guarantees). */
 void hetcl__lsh_hash_dense(const struct hetcl__lsh *h, const float *x, uint32_t *buckets);
 
+/* The buckets of n dense rows, row i at rows[i * ld] (h->dim floats each), into
+ * buckets[i * L .. i * L + L): the same, bit for bit, as hetcl__lsh_hash_dense row by row. A
+ * SimHash family on a CPU with AVX-512F hashes 16 rows at once, one row a vector lane
+ * (slide_hash_rows.c): the refill's hashing of every neuron at K * L = 800 projections was
+ * most of a SLIDE epoch's time; otherwise row by row. */
+void hetcl__lsh_hash_rows(const struct hetcl__lsh *h, const float *rows, int64_t ld, int64_t n,
+                          uint32_t *buckets);
+/* Whether hetcl__lsh_hash_rows takes 16 rows at once for h on this CPU. */
+bool hetcl__lsh_rows_wide(const struct hetcl__lsh *h);
+
 /* The asymmetric MIPS transform for SimHash (Neyshabur and Srebro, "On symmetric and
  * asymmetric LSHs for inner product search", 2015): a neuron's row w[dim] becomes
  * out[dim + 1] = (w, sqrt(M^2 - |w|^2)), every one of norm M, and a query x is hashed as (x, 0).
@@ -119,7 +129,21 @@ struct hetcl__lsh_tables {
     uint32_t *start; /* [l][2^range_pow + 1]: table t's bucket b is its ids[start[b] ..
                         start[b + 1]) */
     int32_t *ids;    /* [l][n_neurons]: each table's ids from its own base */
+    /* The same buckets as bitmaps over the neurons, [l][2^range_pow][words] (bit i % 64 of word
+     * i / 64: neuron i; words a multiple of 4, 0 beyond n_neurons), for the top mode's counting
+     * (slide_active_bits.c); only where hetcl__lsh_bits_usable, else NULL. */
+    uint64_t *bits;
+    int64_t words;
+    /* With bits: where each neuron stands in each table's ids, [l][n_neurons] (from the
+     * table's base; meaningful only where its bit is set), so that the set's first-seen order
+     * is found from the few neurons chosen rather than by reading the buckets. */
+    int32_t *pos;
 };
+
+/* Whether tables of l tables and 2^range_pow buckets keep bitmaps: a CPU with AVX-512BW, counts
+ * that fit a byte (l <= 255) and at most 64 buckets a table, so that a table's bitmaps take at
+ * most twice its ids' memory (2^range_pow * n / 8 bytes against 4 n). */
+bool hetcl__lsh_bits_usable(int l, int range_pow);
 
 /* Tables for up to n_neurons neurons (< 2^31). HETCL_ERR_INVALID_ARG for sizes out of range
  * (bucket_size < 1, range_pow outside [1, HETCL__LSH_MAX_RANGE_POW]); HETCL_ERR_NO_MEMORY. */
@@ -149,6 +173,11 @@ struct hetcl__lsh_scratch {
     uint32_t *stamp; /* [n] */
     uint16_t *count; /* [n] threshold mode: buckets the neuron was seen in */
     int32_t *seen;   /* [n] threshold mode: the neurons counted, to reset count */
+    /* top mode over tables with bitmaps: a count a neuron (padded to whole 256), the neurons
+     * above and at the cut (bitmaps) */
+    uint8_t *count8;
+    uint64_t *gt, *eq;
+    uint64_t *keys; /* [2 n]: the chosen neurons' first-seen places, and the sort's scratch */
 };
 hetcl_status hetcl__lsh_scratch_init(struct hetcl__lsh_scratch *s, int64_t n);
 void hetcl__lsh_scratch_deinit(struct hetcl__lsh_scratch *s);
@@ -175,6 +204,17 @@ int64_t hetcl__lsh_active(const struct hetcl__lsh_tables *t, const uint32_t *buc
                           const int32_t *lab, int n_lab, const struct hetcl__active_rule *rule,
                           struct hetcl__lsh_scratch *s, struct hetcl__rng *rng, int32_t *out,
                           int64_t *n_retrieved);
+/* Whether the bitmaps (t->bits) beat counting ids for the query of buckets: its L buckets hold
+ * many ids (at least L * n_neurons / 64). */
+bool hetcl__lsh_bits_pay(const struct hetcl__lsh_tables *t, const uint32_t *buckets);
+/* The top mode (rule->top > 0) over tables with bitmaps (t->bits): the same set in the same
+ * order as the counting of every id of the L buckets (slide_active.c), from the bitmaps' counts
+ * (64 neurons a vector, every table's bucket added under its bitmap as a mask), then ids
+ * read in first-seen order only until the set is complete. out[0 .. m): the labels. */
+int64_t hetcl__lsh_retrieve_top_bits(const struct hetcl__lsh_tables *t, const uint32_t *buckets,
+                                     const struct hetcl__active_rule *rule,
+                                     struct hetcl__lsh_scratch *s, int32_t *out, int64_t m);
+
 /* The largest active set for n neurons, L tables of bucket_size and n_lab labels. */
 int64_t hetcl__lsh_active_cap(int64_t n, int l, int bucket_size, int n_lab,
                               const struct hetcl__active_rule *rule);

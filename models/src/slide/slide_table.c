@@ -23,7 +23,12 @@ hetcl_status hetcl__lsh_tables_create(int l, int range_pow, int bucket_size, int
     size_t n_start = ((size_t) 1 << range_pow) + 1;
     t->start = hetcl__calloc((size_t) l * n_start, sizeof *t->start);
     t->ids = hetcl__malloc((size_t) l * (size_t) n_neurons * sizeof *t->ids);
-    if (!t->start || !t->ids) {
+    if (hetcl__lsh_bits_usable(l, range_pow)) {
+        t->words = (n_neurons + 255) / 256 * 4;
+        t->bits = hetcl__calloc((size_t) l * (n_start - 1) * (size_t) t->words, sizeof *t->bits);
+        t->pos = hetcl__malloc((size_t) l * (size_t) n_neurons * sizeof *t->pos);
+    }
+    if (!t->start || !t->ids || (t->words && (!t->bits || !t->pos))) {
         hetcl__lsh_tables_destroy(t);
         return HETCL_ERR_NO_MEMORY;
     }
@@ -37,6 +42,8 @@ void hetcl__lsh_tables_destroy(struct hetcl__lsh_tables *t)
         return;
     hetcl__free(t->start);
     hetcl__free(t->ids);
+    hetcl__free(t->bits);
+    hetcl__free(t->pos);
     hetcl__free(t);
 }
 
@@ -66,6 +73,19 @@ void hetcl__lsh_tables_fill(struct hetcl__lsh_tables *t, int table, const uint32
         uint32_t kept = start[b + 1] - start[b];
         if (after < kept)
             ids[start[b] + kept - 1 - after] = (int32_t) i;
+    }
+    if (!t->bits)
+        return;
+    /* the bitmaps of the ids kept, and where each stands */
+    uint64_t *bits = t->bits + (size_t) table * n_buckets * (size_t) t->words;
+    int32_t *pos = t->pos + (size_t) table * (size_t) t->n_neurons;
+    memset(bits, 0, n_buckets * (size_t) t->words * sizeof *bits);
+    for (size_t b = 0; b < n_buckets; b++) {
+        uint64_t *row = bits + b * (size_t) t->words;
+        for (uint32_t e = start[b]; e < start[b + 1]; e++) {
+            row[ids[e] >> 6] |= UINT64_C(1) << (ids[e] & 63);
+            pos[ids[e]] = (int32_t) e;
+        }
     }
 }
 

@@ -54,14 +54,22 @@ static void hash_neurons(struct slide_thread *t)
 {
     struct slide *sl = t->sl;
     const int L = sl->hp->l;
+    if (!sl->hp->mips) {
+        /* a contiguous share of the rows, whole blocks of 16 (hetcl__lsh_hash_rows hashes 16
+         * rows at once on AVX-512) */
+        const int64_t blocks = (sl->c + 15) / 16;
+        const int64_t lo = blocks * t->index / sl->n_threads * 16,
+                      hi = blocks * (t->index + 1) / sl->n_threads * 16;
+        const int64_t end = hi < sl->c ? hi : sl->c;
+        if (lo < end)
+            hetcl__lsh_hash_rows(sl->lsh, sl->w2 + lo * sl->hid, sl->hid, end - lo,
+                                 sl->neuron_buckets + lo * L);
+        return;
+    }
     float row[4097]; /* hid <= 4096, plus the MIPS coordinate */
     for (int64_t a = t->index; a < sl->c; a += sl->n_threads) {
-        const float *w = sl->w2 + a * sl->hid;
-        if (sl->hp->mips) {
-            hetcl__lsh_mips_row(sl->lsh, w, sl->mips_norm, row);
-            w = row;
-        }
-        hetcl__lsh_hash_dense(sl->lsh, w, sl->neuron_buckets + a * L);
+        hetcl__lsh_mips_row(sl->lsh, sl->w2 + a * sl->hid, sl->mips_norm, row);
+        hetcl__lsh_hash_dense(sl->lsh, row, sl->neuron_buckets + a * L);
     }
 }
 
