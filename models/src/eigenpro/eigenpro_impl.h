@@ -67,4 +67,51 @@ void hetcl__ep_kblock_free(struct hetcl__ep_kblock *k);
 hetcl_status hetcl__ep_kblock_submit(hetcl_runtime *rt, const struct hetcl__ep_kblock *k,
                                      int worker, hetcl_handle *x, int64_t rows, hetcl_handle *kb);
 
+/* The centers split of a step among host workers (eigenpro_kblock.c). Each worker takes all
+ * the batch's rows over its own range of the centers, [c0, c1), so that every packed center
+ * is read once a step instead of once per worker (two workers splitting the rows both
+ * streamed all n centers, 31 MB at 10,000 Fashion-MNIST points, and a step of a few hundred
+ * rows is then bound by that traffic). The ranges are whole chunks of HETCL__EP_CHUNK centers
+ * (a multiple of every GEMM kernel's nr: 32, 16, 12, 8), and every sum is taken within one
+ * chunk or one subsample column in an order that does not depend on the ranges: the outputs
+ * are the same bit for bit whichever worker took which chunks (and however many workers). */
+#define HETCL__EP_CHUNK 384
+
+/* The chunks of n centers. */
+static inline int64_t hetcl__ep_chunks(int64_t n)
+{
+    return (n + HETCL__EP_CHUNK - 1) / HETCL__EP_CHUNK;
+}
+
+/* The forward task of a centers range on host worker `worker`: K(X, centers c0 .. c1) into the
+ * columns c0 .. c1 of K [ld_rows >= rows][n] (W; the other columns untouched), and for each
+ * chunk j of the range the partial outputs F_j = K(X, chunk j) alpha(chunk j) [rows][l] at
+ * F + j ld_rows l (F: [chunks][ld_rows][l], W). X [rows][d] (R), alpha [n][l] (R). c0 is a
+ * multiple of HETCL__EP_CHUNK, c1 one too or n. The outputs f = sum over the chunks in order
+ * (hetcl__ep_sum_chunks). */
+struct hetcl__ep_cols {
+    int64_t rows, ld_rows, c0, c1, l;
+};
+hetcl_status hetcl__ep_forward_cols_submit(hetcl_runtime *rt, const struct hetcl__ep_kblock *k,
+                                           int worker, const struct hetcl__ep_cols *c,
+                                           hetcl_handle *x, hetcl_handle *alpha, hetcl_handle *kb,
+                                           hetcl_handle *f);
+
+/* f[r][c] = sum over the chunks j0 .. j1 of F_j[r][c] (in double, in chunk order), F as the
+ * forward task writes it. Adds into acc [rows][l] (double): call it for each worker's chunks
+ * in ascending order, then round acc. */
+void hetcl__ep_sum_chunks(const float *fpart, int64_t j0, int64_t j1, int64_t rows,
+                          int64_t ld_rows, int64_t l, double *acc);
+
+/* The backward task of a centers range: H[i] = sum_r K[r][ids[i]] g[r] [l] for the subsample
+ * columns i0 .. i1 (ids[i] within the range; ids ascending, only read), from K as the
+ * forward task left it (R), g [rows][l] (R), into H [s][l] (W: rows i0 .. i1 only), through
+ * scratch [ld_rows][i1 - i0] (W). Only the subsample's columns: the preconditioner's
+ * correction needs K(X_S, batch) g, nothing else of K^T g. */
+hetcl_status hetcl__ep_backward_cols_submit(hetcl_runtime *rt, int worker,
+                                            const struct hetcl__ep_cols *c, const int64_t *ids,
+                                            int64_t i0, int64_t i1, int64_t n, hetcl_handle *kb,
+                                            hetcl_handle *g, hetcl_handle *h,
+                                            hetcl_handle *scratch);
+
 #endif /* HETCL_EIGENPRO_IMPL_H */
