@@ -100,8 +100,8 @@ hetcl_status hetcl__ep_forward_cols_submit(hetcl_runtime *rt, const struct hetcl
 /* f[r][c] = sum over the chunks j0 .. j1 of F_j[r][c] (in double, in chunk order), F as the
  * forward task writes it. Adds into acc [rows][l] (double): call it for each worker's chunks
  * in ascending order, then round acc. */
-void hetcl__ep_sum_chunks(const float *fpart, int64_t j0, int64_t j1, int64_t rows,
-                          int64_t ld_rows, int64_t l, double *acc);
+void hetcl__ep_sum_chunks(const float *fpart, int64_t j0, int64_t j1, int64_t rows, int64_t ld_rows,
+                          int64_t l, double *acc);
 
 /* The backward task of a centers range: H[i] = sum_r K[r][ids[i]] g[r] [l] for the subsample
  * columns i0 .. i1 (ids[i] within the range; ids ascending, only read), from K as the

@@ -176,8 +176,8 @@ hetcl_status hetcl__ep_forward_cols_submit(hetcl_runtime *rt, const struct hetcl
     return hetcl_task_submit(rt, &d, NULL);
 }
 
-void hetcl__ep_sum_chunks(const float *fpart, int64_t j0, int64_t j1, int64_t rows,
-                          int64_t ld_rows, int64_t l, double *acc)
+void hetcl__ep_sum_chunks(const float *fpart, int64_t j0, int64_t j1, int64_t rows, int64_t ld_rows,
+                          int64_t l, double *acc)
 {
     for (int64_t j = j0; j < j1; j++) {
         const float *fj = fpart + j * ld_rows * l;
@@ -217,8 +217,7 @@ static const struct hetcl_codelet backward_cols_codelet = {.name = "kernel_backw
 hetcl_status hetcl__ep_backward_cols_submit(hetcl_runtime *rt, int worker,
                                             const struct hetcl__ep_cols *c, const int64_t *ids,
                                             int64_t i0, int64_t i1, int64_t n, hetcl_handle *kb,
-                                            hetcl_handle *g, hetcl_handle *h,
-                                            hetcl_handle *scratch)
+                                            hetcl_handle *g, hetcl_handle *h, hetcl_handle *scratch)
 {
     if (i1 <= i0)
         return HETCL_OK; /* no subsample column in the range */

@@ -1,10 +1,17 @@
-/* EigenPro's epochs (<hetcl/eigenpro.h>) over the task-graph runtime. The kernel blocks and the
- * products with them are the kernel layer's operators from the one lowering (net/lower.c):
- * forward K(batch, centers) and K alpha, backward K^T residual; they run as tasks pinned to a
- * worker (host or OpenCL). With several workers each step's batch is cut into one block of
- * rows per worker by measured speed; the blocks run at once, each with its own buffers, over
- * the shared centers and alpha, and the host sums their K^T residual. The SGD step and the
- * preconditioner's correction, O(m l + s q l), run on the host between them. */
+/* EigenPro's epochs (<hetcl/eigenpro.h>) over the task-graph runtime. Two ways to share a step
+ * among the devices:
+ *  - by rows (any OpenCL device among them): the kernel layer's operators from the one
+ *    lowering (net/lower.c), forward K(batch, centers) and K alpha, backward K^T residual, as
+ *    tasks pinned to a worker; each step's batch is cut into one block of rows per worker by
+ *    measured speed; the blocks run at once, each with its own buffers, over the shared
+ *    centers and alpha, and the host sums their K^T residual;
+ *  - by centers (host workers only, each able to hold the whole batch): every worker takes
+ *    all the batch's rows over its own range of the centers, cut by measured speed in chunks
+ *    (eigenpro_impl.h), and computes only the subsample's columns of K^T residual: each packed
+ *    center is read once a step rather than once per worker, and the result does not depend
+ *    on the cut or on the number of workers.
+ * The SGD step and the preconditioner's correction, O(m l + s q l), run on the host between
+ * the passes. */
 #include "eigenpro/eigenpro_impl.h"
 #include "net/lower.h"
 
@@ -29,10 +36,15 @@ struct ep_dev {
     int worker;
     int64_t cap;
     hetcl_handle *xb, *kblock, *f, *g, *h;
-    int64_t rows, off; /* this pass's block: rows off .. off + rows of the batch */
-    double speed;      /* rows per second (smoothed); 0: not measured */
-    uint64_t busy0;    /* its busy counter before this step's tasks */
-    bool host;         /* a host worker: its kernel blocks use the run's packed centers */
+    hetcl_handle *scratch; /* by centers: the gathered subsample columns of K */
+    int64_t rows, off;     /* this pass's block: rows off .. off + rows of the batch; by centers,
+                            * the rows its share of the centers is worth (for the accounting) */
+    int64_t c0, c1;        /* by centers: its centers */
+    int64_t i0, i1;        /* by centers: the subsample columns among them */
+    double work;           /* this pass's rows, or by centers their exact worth */
+    double speed;          /* rows per second (smoothed); 0: not measured */
+    uint64_t busy0;        /* its busy counter before this step's tasks */
+    bool host;             /* a host worker: its kernel blocks use the run's packed centers */
 };
 
 /* The shared handles (centers, alpha) and the devices' own. */
@@ -44,7 +56,12 @@ struct ep {
     hetcl_handle *centers, *alpha;
     int n_dev;
     struct ep_dev dev[HETCL_EIGENPRO_MAX_DEVICES];
-    struct hetcl__ep_kblock *kb; /* the centers packed once (host workers); NULL: none */
+    struct hetcl__ep_kblock *kb;      /* the centers packed once (host workers); NULL: none */
+    bool by_centers;                  /* the step shared by centers (host workers only) */
+    const hetcl_eigenpro_precond *pc; /* by centers: the subsample */
+    hetcl_handle *xs, *gs;            /* by centers: the batch's rows and residual, shared */
+    double *acc;                      /* by centers: the outputs' sums [m][l] */
+    float *fo;                        /* by centers: the outputs [m][l] */
 };
 
 struct ep_bind {
@@ -96,17 +113,26 @@ static hetcl_status run_layer(const struct ep *e, const struct ep_dev *v, unsign
     return HETCL_OK;
 }
 
-/* Host workers' kernel blocks over the centers packed once for the run (eigenpro_kblock.c). */
-static hetcl_status pack_for_hosts(struct ep *e, const float *centers)
+/* Which devices are host workers; *all: every one of them. */
+static hetcl_status mark_hosts(struct ep *e, bool *all)
 {
-    bool any = false;
+    *all = true;
     for (int i = 0; i < e->n_dev; i++) {
         struct hetcl_worker_info wi;
         hetcl_status s = hetcl_runtime_worker_info(e->rt, (size_t) e->dev[i].worker, &wi);
         if (s != HETCL_OK)
             return s;
-        any |= e->dev[i].host = wi.kind == HETCL_WORKER_HOST;
+        *all &= e->dev[i].host = wi.kind == HETCL_WORKER_HOST;
     }
+    return HETCL_OK;
+}
+
+/* Host workers' kernel blocks over the centers packed once for the run (eigenpro_kblock.c). */
+static hetcl_status pack_for_hosts(struct ep *e, const float *centers)
+{
+    bool any = false;
+    for (int i = 0; i < e->n_dev; i++)
+        any |= e->dev[i].host;
     const struct hetcl_model_layer *L = &e->spec->layers[0];
     return any ? hetcl__ep_kblock_make(e->ctx, centers, e->n, e->d,
                                        (hetcl_kernel_kind) L->kernel_kind, (float) L->bandwidth,
@@ -130,6 +156,7 @@ static void cut(struct ep *e, int64_t mb)
     int64_t off = 0;
     for (int i = 0; i < e->n_dev; i++) {
         e->dev[i].rows = rows[i];
+        e->dev[i].work = (double) rows[i];
         e->dev[i].off = off;
         off += rows[i];
     }
@@ -170,15 +197,141 @@ static hetcl_status outputs(const struct ep *e, const struct ep_dev *v, const fl
     return s;
 }
 
-/* The rows of v's block per second of its tasks since forward_all, into its smoothed speed. */
+/* The rows of v's block (by centers, what its share was worth) per second of its tasks since
+ * the forward pass started, into its smoothed speed. */
 static void measure(const struct ep *e, struct ep_dev *v)
 {
     struct hetcl_worker_info wi;
-    if (v->rows == 0 || hetcl_runtime_worker_info(e->rt, (size_t) v->worker, &wi) != HETCL_OK ||
+    if (!(v->work > 0) || hetcl_runtime_worker_info(e->rt, (size_t) v->worker, &wi) != HETCL_OK ||
         wi.busy_ns <= v->busy0)
         return;
-    const double sp = (double) v->rows / (1e-9 * (double) (wi.busy_ns - v->busy0));
+    const double sp = v->work / (1e-9 * (double) (wi.busy_ns - v->busy0));
     v->speed = v->speed > 0 ? 0.5 * v->speed + 0.5 * sp : sp;
+}
+
+/* ---- by centers ---------------------------------------------------------------------------- */
+
+/* Cuts the centers into the devices' ranges of whole chunks by their speeds (equal until
+ * measured), finds the subsample's columns in each, and what each range is worth in rows of
+ * the mb (its share of the centers; the rows left by rounding to the largest remainders), for
+ * the speeds and the report. */
+static void cut_centers(struct ep *e, int64_t mb)
+{
+    const int64_t chunks = hetcl__ep_chunks(e->n);
+    double speed[HETCL_EIGENPRO_MAX_DEVICES];
+    int64_t cap[HETCL_EIGENPRO_MAX_DEVICES], got[HETCL_EIGENPRO_MAX_DEVICES];
+    bool measured = true;
+    for (int i = 0; i < e->n_dev; i++)
+        measured = measured && e->dev[i].speed > 0;
+    for (int i = 0; i < e->n_dev; i++) {
+        speed[i] = measured ? e->dev[i].speed : 1.0;
+        cap[i] = chunks;
+    }
+    hetcl__eigenpro_split(e->n_dev, speed, cap, chunks, got);
+    int64_t ch = 0, i_s = 0, left = mb;
+    for (int i = 0; i < e->n_dev; i++) {
+        struct ep_dev *v = &e->dev[i];
+        v->c0 = ch * HETCL__EP_CHUNK;
+        ch += got[i];
+        v->c1 = ch * HETCL__EP_CHUNK < e->n ? ch * HETCL__EP_CHUNK : e->n;
+        v->i0 = i_s;
+        while (e->pc && i_s < e->pc->s && e->pc->ids[i_s] < v->c1)
+            i_s++;
+        v->i1 = i_s;
+        v->work = (double) mb * (double) (v->c1 - v->c0) / (double) e->n;
+        v->rows = (int64_t) v->work;
+        left -= v->rows;
+    }
+    for (; left > 0; left--) {
+        int b = 0;
+        for (int i = 1; i < e->n_dev; i++)
+            b = e->dev[i].work - (double) e->dev[i].rows > e->dev[b].work - (double) e->dev[b].rows
+                        ? i
+                        : b;
+        e->dev[b].rows++;
+    }
+}
+
+/* Starts the forward tasks on every device for mb rows of x (rows idx[0 .. mb) of x, or its
+ * first mb rows when idx is NULL; mb <= e->m). */
+static hetcl_status forward_centers(struct ep *e, const float *x, const int64_t *idx, int64_t mb)
+{
+    cut_centers(e, mb);
+    hetcl_status s = hetcl_handle_sync_host(e->rt, e->xs, HETCL_W);
+    if (s != HETCL_OK)
+        return s;
+    float *xs = hetcl_handle_host_ptr(e->xs);
+    for (int64_t r = 0; r < mb; r++)
+        memcpy(xs + r * e->d, x + (idx ? idx[r] : r) * e->d, (size_t) e->d * sizeof(float));
+    for (int i = 0; i < e->n_dev; i++) {
+        struct ep_dev *v = &e->dev[i];
+        struct hetcl_worker_info wi;
+        if ((s = hetcl_runtime_worker_info(e->rt, (size_t) v->worker, &wi)) != HETCL_OK)
+            return s;
+        v->busy0 = wi.busy_ns;
+        const struct hetcl__ep_cols c = {
+                .rows = mb, .ld_rows = e->m, .c0 = v->c0, .c1 = v->c1, .l = e->l};
+        if (v->c1 > v->c0 &&
+            (s = hetcl__ep_forward_cols_submit(e->rt, e->kb, v->worker, &c, e->xs, e->alpha,
+                                               v->kblock, v->f)) != HETCL_OK)
+            return s;
+    }
+    return HETCL_OK;
+}
+
+/* The outputs f [mb][l] of the forward tasks, into e->fo: their chunks summed in order. */
+static hetcl_status outputs_centers(struct ep *e, int64_t mb)
+{
+    memset(e->acc, 0, (size_t) (mb * e->l) * sizeof *e->acc);
+    for (int i = 0; i < e->n_dev; i++) {
+        const struct ep_dev *v = &e->dev[i];
+        if (v->c1 <= v->c0)
+            continue;
+        const hetcl_status s = hetcl_handle_sync_host(e->rt, v->f, HETCL_R);
+        if (s != HETCL_OK)
+            return s;
+        hetcl__ep_sum_chunks(hetcl_handle_host_ptr(v->f), v->c0 / HETCL__EP_CHUNK,
+                             hetcl__ep_chunks(v->c1), mb, e->m, e->l, e->acc);
+    }
+    for (int64_t i = 0; i < mb * e->l; i++)
+        e->fo[i] = (float) e->acc[i];
+    return HETCL_OK;
+}
+
+/* One step shared by centers (step() below shares it by rows). */
+static hetcl_status step_centers(struct ep *e, const hetcl_dataset *tr,
+                                 const hetcl_eigenpro_precond *pc, int64_t mb, const int64_t *batch,
+                                 double *h_s, double *sse)
+{
+    const int64_t l = e->l;
+    hetcl_status s = forward_centers(e, tr->x, batch, mb);
+    if (s != HETCL_OK || (s = outputs_centers(e, mb)) != HETCL_OK ||
+        (s = hetcl_handle_sync_host(e->rt, e->gs, HETCL_W)) != HETCL_OK)
+        return s;
+    float *g = hetcl_handle_host_ptr(e->gs);
+    for (int64_t r = 0; r < mb; r++)
+        for (int64_t c = 0; c < l; c++) {
+            const float y = (int64_t) tr->y[batch[r]] == c ? 1.0f : 0.0f;
+            g[r * l + c] = e->fo[r * l + c] - y;
+            *sse += (double) g[r * l + c] * (double) g[r * l + c];
+        }
+    for (int i = 0; i < e->n_dev && s == HETCL_OK; i++) {
+        const struct ep_dev *v = &e->dev[i];
+        const struct hetcl__ep_cols c = {
+                .rows = mb, .ld_rows = e->m, .c0 = v->c0, .c1 = v->c1, .l = l};
+        s = hetcl__ep_backward_cols_submit(e->rt, v->worker, &c, pc->ids, v->i0, v->i1, e->n,
+                                           v->kblock, e->gs, v->h, v->scratch);
+    }
+    for (int i = 0; i < e->n_dev && s == HETCL_OK; i++) {
+        struct ep_dev *v = &e->dev[i];
+        if (v->i1 > v->i0 && (s = hetcl_handle_sync_host(e->rt, v->h, HETCL_R)) == HETCL_OK) {
+            const float *h = hetcl_handle_host_ptr(v->h);
+            for (int64_t k = v->i0 * l; k < v->i1 * l; k++)
+                h_s[k] = (double) h[k];
+        }
+        measure(e, v);
+    }
+    return s;
 }
 
 static int64_t argmax(const float *v, int64_t n)
@@ -200,27 +353,39 @@ static int64_t total_cap(const struct ep *e)
 
 /* The square loss (mean over examples of ||f(x) - onehot(y)||^2) and argmax accuracy of the
  * machine on ds. */
+/* Adds the right answers and the squared error of outputs f [rows][l] against labels y. */
+static void score(const float *f, const int32_t *y, int64_t rows, int64_t l, int64_t *correct,
+                  double *sse)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        *correct += argmax(f + r * l, l) == (int64_t) y[r];
+        for (int64_t c = 0; c < l; c++) {
+            const double g = (double) f[r * l + c] - (c == (int64_t) y[r] ? 1.0 : 0.0);
+            *sse += g * g;
+        }
+    }
+}
+
 static hetcl_status evaluate(struct ep *e, const hetcl_dataset *ds, double *mse, double *acc)
 {
     int64_t correct = 0;
     double sse = 0.0;
-    const int64_t chunk = total_cap(e);
+    const int64_t chunk = e->by_centers ? e->m : total_cap(e);
     for (int64_t i = 0; i < ds->n; i += chunk) {
         const int64_t rows = ds->n - i < chunk ? ds->n - i : chunk;
-        hetcl_status s = forward_all(e, ds->x + i * e->d, NULL, rows);
-        for (int k = 0; k < e->n_dev && s == HETCL_OK; k++) {
+        hetcl_status s;
+        if (e->by_centers) {
+            s = forward_centers(e, ds->x + i * e->d, NULL, rows);
+            if (s == HETCL_OK && (s = outputs_centers(e, rows)) == HETCL_OK)
+                score(e->fo, ds->y + i, rows, e->l, &correct, &sse);
+        } else {
+            s = forward_all(e, ds->x + i * e->d, NULL, rows);
+        }
+        for (int k = 0; k < e->n_dev && s == HETCL_OK && !e->by_centers; k++) {
             const struct ep_dev *v = &e->dev[k];
             const float *f = NULL;
-            if (v->rows == 0 || (s = outputs(e, v, &f)) != HETCL_OK)
-                continue;
-            for (int64_t r = 0; r < v->rows; r++) {
-                const int64_t y = (int64_t) ds->y[i + v->off + r];
-                correct += argmax(f + r * e->l, e->l) == y;
-                for (int64_t c = 0; c < e->l; c++) {
-                    const double g = (double) f[r * e->l + c] - (c == y ? 1.0 : 0.0);
-                    sse += g * g;
-                }
-            }
+            if (v->rows > 0 && (s = outputs(e, v, &f)) == HETCL_OK)
+                score(f, ds->y + i + v->off, v->rows, e->l, &correct, &sse);
         }
         if (s != HETCL_OK)
             return s;
@@ -256,10 +421,10 @@ static hetcl_status residual(const struct ep *e, const struct ep_dev *v, const h
     return HETCL_OK;
 }
 
-/* One EigenPro step on the rows batch[0 .. mb), its K(batch, centers) blocks shared among the
- * devices. Adds the batch's squared residual to *sse. */
-static hetcl_status step(struct ep *e, const hetcl_dataset *tr, const hetcl_eigenpro_precond *pc,
-                         double eta_u, int64_t mb, struct step_buf *b, double *sse)
+/* The rows-split part of a step: the blocks' residuals and K(X_S, X_B) g into b->h_s. */
+static hetcl_status step_rows(struct ep *e, const hetcl_dataset *tr,
+                              const hetcl_eigenpro_precond *pc, int64_t mb, struct step_buf *b,
+                              double *sse)
 {
     const int64_t l = e->l;
     hetcl_status s = forward_all(e, tr->x, b->batch, mb);
@@ -280,13 +445,31 @@ static hetcl_status step(struct ep *e, const hetcl_dataset *tr, const hetcl_eige
             for (int64_t c = 0; c < l; c++)
                 b->h_s[i * l + c] += (double) h[pc->ids[i] * l + c];
     }
+    return s;
+}
+
+/* One EigenPro step on the rows batch[0 .. mb), its K(batch, centers) blocks shared among the
+ * devices by centers or by rows. Adds the batch's squared residual to *sse. */
+static hetcl_status step(struct ep *e, const hetcl_dataset *tr, const hetcl_eigenpro_precond *pc,
+                         double eta_u, int64_t mb, struct step_buf *b, double *sse)
+{
+    const int64_t l = e->l;
+    hetcl_status s = e->by_centers ? step_centers(e, tr, pc, mb, b->batch, b->h_s, sse)
+                                   : step_rows(e, tr, pc, mb, b, sse);
     if (s != HETCL_OK)
         return s;
     hetcl__eigenpro_correction(pc, l, b->h_s, b->tmp, b->corr);
-    if ((s = hetcl_handle_sync_host(e->rt, e->alpha, HETCL_RW)) != HETCL_OK)
+    if ((s = hetcl_handle_sync_host(e->rt, e->alpha, HETCL_RW)) != HETCL_OK ||
+        (e->by_centers && (s = hetcl_handle_sync_host(e->rt, e->gs, HETCL_R)) != HETCL_OK))
         return s;
     float *alpha = hetcl_handle_host_ptr(e->alpha);
-    for (int k = 0; k < e->n_dev && s == HETCL_OK; k++) {
+    if (e->by_centers) {
+        const float *g = hetcl_handle_host_ptr(e->gs);
+        for (int64_t r = 0; r < mb; r++)
+            for (int64_t c = 0; c < l; c++)
+                alpha[b->batch[r] * l + c] -= (float) (eta_u * (double) g[r * l + c]);
+    }
+    for (int k = 0; k < e->n_dev && s == HETCL_OK && !e->by_centers; k++) {
         const struct ep_dev *v = &e->dev[k];
         if (v->rows == 0)
             continue;
@@ -381,7 +564,31 @@ static hetcl_status register_all(struct ep *e, float *x)
     if ((s = hetcl_handle_register(e->rt, x, (size_t) (n * d) * 4, &e->centers)) != HETCL_OK ||
         (s = hetcl_handle_register(e->rt, NULL, (size_t) (n * l) * 4, &e->alpha)) != HETCL_OK)
         return s;
-    for (int i = 0; i < e->n_dev; i++) {
+    if (e->by_centers) {
+        const int64_t m = e->m;
+        if ((s = hetcl_handle_register(e->rt, NULL, (size_t) (m * d) * 4, &e->xs)) != HETCL_OK ||
+            (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * l) * 4, &e->gs)) != HETCL_OK)
+            return s;
+        e->acc = hetcl__malloc((size_t) (m * l) * sizeof *e->acc);
+        e->fo = hetcl__malloc((size_t) (m * l) * sizeof *e->fo);
+        if (!e->acc || !e->fo)
+            return hetcl__fail(e->ctx, HETCL_ERR_NO_MEMORY, "eigenpro: outputs of %lld rows",
+                               (long long) m);
+    }
+    for (int i = 0; i < e->n_dev && e->by_centers; i++) {
+        /* any device may be given every chunk, and the whole subsample */
+        struct ep_dev *v = &e->dev[i];
+        const int64_t m = e->m, sub = e->pc->s, chunks = hetcl__ep_chunks(n);
+        if ((s = hetcl_handle_register(e->rt, NULL, (size_t) (m * n) * 4, &v->kblock)) !=
+                    HETCL_OK ||
+            (s = hetcl_handle_register(e->rt, NULL, (size_t) (chunks * m * l) * 4, &v->f)) !=
+                    HETCL_OK ||
+            (s = hetcl_handle_register(e->rt, NULL, (size_t) (sub * l) * 4, &v->h)) != HETCL_OK ||
+            (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * sub) * 4, &v->scratch)) !=
+                    HETCL_OK)
+            return s;
+    }
+    for (int i = 0; i < e->n_dev && !e->by_centers; i++) {
         struct ep_dev *v = &e->dev[i];
         const int64_t m = v->cap;
         if ((s = hetcl_handle_register(e->rt, NULL, (size_t) (m * d) * 4, &v->xb)) != HETCL_OK ||
@@ -399,12 +606,21 @@ static void unregister_all(struct ep *e)
 {
     for (int i = 0; i < e->n_dev; i++) {
         struct ep_dev *v = &e->dev[i];
-        hetcl_handle *hs[] = {v->xb, v->kblock, v->f, v->g, v->h};
+        hetcl_handle *hs[] = {v->xb, v->kblock, v->f, v->g, v->h, v->scratch};
         for (size_t k = 0; k < sizeof hs / sizeof hs[0]; k++)
             if (hs[k])
                 (void) hetcl_handle_unregister(e->rt, hs[k]);
-        v->xb = v->kblock = v->f = v->g = v->h = NULL;
+        v->xb = v->kblock = v->f = v->g = v->h = v->scratch = NULL;
     }
+    if (e->xs)
+        (void) hetcl_handle_unregister(e->rt, e->xs);
+    if (e->gs)
+        (void) hetcl_handle_unregister(e->rt, e->gs);
+    e->xs = e->gs = NULL;
+    hetcl__free(e->acc);
+    hetcl__free(e->fo);
+    e->acc = NULL;
+    e->fo = NULL;
     if (e->alpha)
         (void) hetcl_handle_unregister(e->rt, e->alpha);
     if (e->centers)
@@ -618,13 +834,21 @@ static hetcl_status capacities(struct ep *e, const hetcl_dataset *tr,
 }
 
 /* Each device's buffers: the whole batch on one device; with several, the batch within its
- * memory's capacity. */
+ * memory's capacity. By centers (host workers only, every one able to hold the whole batch):
+ * the whole batch on each. */
 static hetcl_status size_devices(struct ep *e, const struct hetcl_eigenpro_result *res)
 {
+    bool hosts = false;
+    hetcl_status s = mark_hosts(e, &hosts);
+    if (s != HETCL_OK)
+        return s;
+    e->by_centers = hosts;
+    for (int i = 0; i < e->n_dev; i++)
+        e->by_centers &= res->devices[i].m_g_memory >= e->m;
     int64_t sum = 0;
     for (int i = 0; i < e->n_dev; i++) {
         const int64_t mem = res->devices[i].m_g_memory;
-        e->dev[i].cap = e->n_dev == 1 || mem > e->m ? e->m : mem;
+        e->dev[i].cap = e->n_dev == 1 || mem > e->m || e->by_centers ? e->m : mem;
         sum += e->dev[i].cap;
     }
     if (sum < e->m)
@@ -671,6 +895,7 @@ static hetcl_status train_run(struct ep *e, const hetcl_dataset *train, const he
                                  max_alloc, &res->setup, NULL, &pc);
     res->setup_seconds = now_s() - t0;
     e->m = res->setup.m;
+    e->pc = pc;
     if (s == HETCL_OK && (s = size_devices(e, res)) == HETCL_OK)
         s = register_all(e, train->x);
     if (s == HETCL_OK)
@@ -692,6 +917,7 @@ static hetcl_status train_run(struct ep *e, const hetcl_dataset *train, const he
     unregister_all(e);
     hetcl__ep_kblock_free(e->kb);
     e->kb = NULL;
+    e->pc = NULL;
     hetcl_eigenpro_precond_destroy(pc);
     return s;
 }
