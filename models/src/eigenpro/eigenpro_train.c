@@ -907,6 +907,7 @@ static hetcl_status train_run(struct ep *e, const hetcl_dataset *train, const he
         s = epochs(e, train, test, pc, o, res);
     if (s == HETCL_OK)
         device_results(e, w0, res);
+    res->by_centers = e->by_centers;
     if (s == HETCL_OK && (s = hetcl_handle_sync_host(e->rt, e->alpha, HETCL_R)) == HETCL_OK) {
         res->alpha = hetcl__malloc((size_t) (e->n * e->l) * sizeof(float));
         if (res->alpha)
