@@ -5,6 +5,8 @@
  *                     and the cut of a batch among several devices
  *   eigenpro_train.c  the epochs over the runtime (kernel blocks by the one lowering), on one
  *                     or several devices
+ *   eigenpro_centers.c a step shared among host workers by centers (the run's state below)
+ *   eigenpro_kblock.c the host workers' kernel blocks over the centers packed once
  */
 #ifndef HETCL_EIGENPRO_IMPL_H
 #define HETCL_EIGENPRO_IMPL_H
@@ -113,5 +115,55 @@ hetcl_status hetcl__ep_backward_cols_submit(hetcl_runtime *rt, int worker,
                                             int64_t i0, int64_t i1, int64_t n, hetcl_handle *kb,
                                             hetcl_handle *g, hetcl_handle *h,
                                             hetcl_handle *scratch);
+
+/* ---- a run's state (eigenpro_train.c, eigenpro_centers.c) ---------------------------------- */
+
+/* One device of the run: its buffers (cap rows each), this pass's block of rows, its speed. */
+struct hetcl__ep_dev {
+    int worker;
+    int64_t cap;
+    hetcl_handle *xb, *kblock, *f, *g, *h;
+    hetcl_handle *scratch; /* by centers: the gathered subsample columns of K */
+    int64_t rows, off;     /* this pass's block: rows off .. off + rows of the batch; by centers,
+                            * the rows its share of the centers is worth (for the accounting) */
+    int64_t c0, c1;        /* by centers: its centers */
+    int64_t i0, i1;        /* by centers: the subsample columns among them */
+    double work;           /* this pass's rows, or by centers their exact worth */
+    double speed;          /* rows per second (smoothed); 0: not measured */
+    uint64_t busy0;        /* its busy counter before this step's tasks */
+    bool host;             /* a host worker: its kernel blocks use the run's packed centers */
+};
+
+/* The shared handles (centers, alpha) and the devices' own. */
+struct hetcl__ep {
+    hetcl_runtime *rt;
+    hetcl_context *ctx;
+    hetcl_model_spec *spec;
+    int64_t n, d, l, m;
+    hetcl_handle *centers, *alpha;
+    int n_dev;
+    struct hetcl__ep_dev dev[HETCL_EIGENPRO_MAX_DEVICES];
+    struct hetcl__ep_kblock *kb;      /* the centers packed once (host workers); NULL: none */
+    bool by_centers;                  /* the step shared by centers (host workers only) */
+    const hetcl_eigenpro_precond *pc; /* by centers: the subsample */
+    hetcl_handle *xs, *gs;            /* by centers: the batch's rows and residual, shared */
+    double *acc;                      /* by centers: the outputs' sums [m][l] */
+    float *fo;                        /* by centers: the outputs [m][l] */
+};
+
+/* v's rows (by centers, what its share was worth: v->work) per second of its tasks since the
+ * forward pass started, into its smoothed speed (eigenpro_train.c). */
+void hetcl__ep_measure(const struct hetcl__ep *e, struct hetcl__ep_dev *v);
+
+/* By centers (eigenpro_centers.c; e->by_centers, its buffers registered): starts the forward
+ * tasks on every device for mb rows of x (rows idx[0 .. mb) of x, or its first mb rows when
+ * idx is NULL; mb <= e->m); then their outputs f [mb][l] into e->fo; and one step's forward,
+ * residual and backward passes, the subsample's K(X_S, X_B) g into h_s [s][l] (double) and
+ * the residual left in e->gs, adding the batch's squared residual to *sse. */
+hetcl_status hetcl__ep_forward_centers(struct hetcl__ep *e, const float *x, const int64_t *idx,
+                                       int64_t mb);
+hetcl_status hetcl__ep_outputs_centers(struct hetcl__ep *e, int64_t mb);
+hetcl_status hetcl__ep_step_centers(struct hetcl__ep *e, const hetcl_dataset *tr, int64_t mb,
+                                    const int64_t *batch, double *h_s, double *sse);
 
 #endif /* HETCL_EIGENPRO_IMPL_H */

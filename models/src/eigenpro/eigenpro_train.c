@@ -31,42 +31,9 @@ static double now_s(void)
     return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
 }
 
-/* One device of the run: its buffers (cap rows each), this pass's block of rows, its speed. */
-struct ep_dev {
-    int worker;
-    int64_t cap;
-    hetcl_handle *xb, *kblock, *f, *g, *h;
-    hetcl_handle *scratch; /* by centers: the gathered subsample columns of K */
-    int64_t rows, off;     /* this pass's block: rows off .. off + rows of the batch; by centers,
-                            * the rows its share of the centers is worth (for the accounting) */
-    int64_t c0, c1;        /* by centers: its centers */
-    int64_t i0, i1;        /* by centers: the subsample columns among them */
-    double work;           /* this pass's rows, or by centers their exact worth */
-    double speed;          /* rows per second (smoothed); 0: not measured */
-    uint64_t busy0;        /* its busy counter before this step's tasks */
-    bool host;             /* a host worker: its kernel blocks use the run's packed centers */
-};
-
-/* The shared handles (centers, alpha) and the devices' own. */
-struct ep {
-    hetcl_runtime *rt;
-    hetcl_context *ctx;
-    hetcl_model_spec *spec;
-    int64_t n, d, l, m;
-    hetcl_handle *centers, *alpha;
-    int n_dev;
-    struct ep_dev dev[HETCL_EIGENPRO_MAX_DEVICES];
-    struct hetcl__ep_kblock *kb;      /* the centers packed once (host workers); NULL: none */
-    bool by_centers;                  /* the step shared by centers (host workers only) */
-    const hetcl_eigenpro_precond *pc; /* by centers: the subsample */
-    hetcl_handle *xs, *gs;            /* by centers: the batch's rows and residual, shared */
-    double *acc;                      /* by centers: the outputs' sums [m][l] */
-    float *fo;                        /* by centers: the outputs [m][l] */
-};
-
 struct ep_bind {
-    const struct ep *e;
-    const struct ep_dev *v;
+    const struct hetcl__ep *e;
+    const struct hetcl__ep_dev *v;
 };
 
 static void *bind(const void *binder, struct hetcl__slot s)
@@ -94,7 +61,8 @@ static void *bind(const void *binder, struct hetcl__slot s)
 
 /* Submits the kernel layer's operators of `passes` for v's block of rows on v's worker (the
  * tasks run while the caller goes on: the handles order them). */
-static hetcl_status run_layer(const struct ep *e, const struct ep_dev *v, unsigned passes)
+static hetcl_status run_layer(const struct hetcl__ep *e, const struct hetcl__ep_dev *v,
+                              unsigned passes)
 {
     const struct hetcl__lowering lw = {.spec = e->spec, .rows = v->rows};
     struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
@@ -114,7 +82,7 @@ static hetcl_status run_layer(const struct ep *e, const struct ep_dev *v, unsign
 }
 
 /* Which devices are host workers; *all: every one of them. */
-static hetcl_status mark_hosts(struct ep *e, bool *all)
+static hetcl_status mark_hosts(struct hetcl__ep *e, bool *all)
 {
     *all = true;
     for (int i = 0; i < e->n_dev; i++) {
@@ -128,7 +96,7 @@ static hetcl_status mark_hosts(struct ep *e, bool *all)
 }
 
 /* Host workers' kernel blocks over the centers packed once for the run (eigenpro_kblock.c). */
-static hetcl_status pack_for_hosts(struct ep *e, const float *centers)
+static hetcl_status pack_for_hosts(struct hetcl__ep *e, const float *centers)
 {
     bool any = false;
     for (int i = 0; i < e->n_dev; i++)
@@ -141,7 +109,7 @@ static hetcl_status pack_for_hosts(struct ep *e, const float *centers)
 }
 
 /* Cuts mb rows into the devices' blocks by their speeds (equal until measured). */
-static void cut(struct ep *e, int64_t mb)
+static void cut(struct hetcl__ep *e, int64_t mb)
 {
     double speed[HETCL_EIGENPRO_MAX_DEVICES];
     int64_t cap[HETCL_EIGENPRO_MAX_DEVICES], rows[HETCL_EIGENPRO_MAX_DEVICES];
@@ -164,11 +132,11 @@ static void cut(struct ep *e, int64_t mb)
 
 /* Starts K(rows, centers) alpha on every device for mb rows of x: rows idx[0 .. mb) of x, or
  * its first mb rows when idx is NULL (mb within the devices' caps). */
-static hetcl_status forward_all(struct ep *e, const float *x, const int64_t *idx, int64_t mb)
+static hetcl_status forward_all(struct hetcl__ep *e, const float *x, const int64_t *idx, int64_t mb)
 {
     cut(e, mb);
     for (int i = 0; i < e->n_dev; i++) {
-        struct ep_dev *v = &e->dev[i];
+        struct hetcl__ep_dev *v = &e->dev[i];
         struct hetcl_worker_info wi;
         hetcl_status s = hetcl_runtime_worker_info(e->rt, (size_t) v->worker, &wi);
         if (s != HETCL_OK)
@@ -190,16 +158,15 @@ static hetcl_status forward_all(struct ep *e, const float *x, const int64_t *idx
 }
 
 /* v's outputs of the forward pass, f[rows][l], once its tasks are done. */
-static hetcl_status outputs(const struct ep *e, const struct ep_dev *v, const float **f)
+static hetcl_status outputs(const struct hetcl__ep *e, const struct hetcl__ep_dev *v,
+                            const float **f)
 {
     const hetcl_status s = hetcl_handle_sync_host(e->rt, v->f, HETCL_R);
     *f = s == HETCL_OK ? hetcl_handle_host_ptr(v->f) : NULL;
     return s;
 }
 
-/* The rows of v's block (by centers, what its share was worth) per second of its tasks since
- * the forward pass started, into its smoothed speed. */
-static void measure(const struct ep *e, struct ep_dev *v)
+void hetcl__ep_measure(const struct hetcl__ep *e, struct hetcl__ep_dev *v)
 {
     struct hetcl_worker_info wi;
     if (!(v->work > 0) || hetcl_runtime_worker_info(e->rt, (size_t) v->worker, &wi) != HETCL_OK ||
@@ -207,131 +174,6 @@ static void measure(const struct ep *e, struct ep_dev *v)
         return;
     const double sp = v->work / (1e-9 * (double) (wi.busy_ns - v->busy0));
     v->speed = v->speed > 0 ? 0.5 * v->speed + 0.5 * sp : sp;
-}
-
-/* ---- by centers ---------------------------------------------------------------------------- */
-
-/* Cuts the centers into the devices' ranges of whole chunks by their speeds (equal until
- * measured), finds the subsample's columns in each, and what each range is worth in rows of
- * the mb (its share of the centers; the rows left by rounding to the largest remainders), for
- * the speeds and the report. */
-static void cut_centers(struct ep *e, int64_t mb)
-{
-    const int64_t chunks = hetcl__ep_chunks(e->n);
-    double speed[HETCL_EIGENPRO_MAX_DEVICES];
-    int64_t cap[HETCL_EIGENPRO_MAX_DEVICES], got[HETCL_EIGENPRO_MAX_DEVICES];
-    bool measured = true;
-    for (int i = 0; i < e->n_dev; i++)
-        measured = measured && e->dev[i].speed > 0;
-    for (int i = 0; i < e->n_dev; i++) {
-        speed[i] = measured ? e->dev[i].speed : 1.0;
-        cap[i] = chunks;
-    }
-    hetcl__eigenpro_split(e->n_dev, speed, cap, chunks, got);
-    int64_t ch = 0, i_s = 0, left = mb;
-    for (int i = 0; i < e->n_dev; i++) {
-        struct ep_dev *v = &e->dev[i];
-        v->c0 = ch * HETCL__EP_CHUNK;
-        ch += got[i];
-        v->c1 = ch * HETCL__EP_CHUNK < e->n ? ch * HETCL__EP_CHUNK : e->n;
-        v->i0 = i_s;
-        while (e->pc && i_s < e->pc->s && e->pc->ids[i_s] < v->c1)
-            i_s++;
-        v->i1 = i_s;
-        v->work = (double) mb * (double) (v->c1 - v->c0) / (double) e->n;
-        v->rows = (int64_t) v->work;
-        left -= v->rows;
-    }
-    for (; left > 0; left--) {
-        int b = 0;
-        for (int i = 1; i < e->n_dev; i++)
-            b = e->dev[i].work - (double) e->dev[i].rows > e->dev[b].work - (double) e->dev[b].rows
-                        ? i
-                        : b;
-        e->dev[b].rows++;
-    }
-}
-
-/* Starts the forward tasks on every device for mb rows of x (rows idx[0 .. mb) of x, or its
- * first mb rows when idx is NULL; mb <= e->m). */
-static hetcl_status forward_centers(struct ep *e, const float *x, const int64_t *idx, int64_t mb)
-{
-    cut_centers(e, mb);
-    hetcl_status s = hetcl_handle_sync_host(e->rt, e->xs, HETCL_W);
-    if (s != HETCL_OK)
-        return s;
-    float *xs = hetcl_handle_host_ptr(e->xs);
-    for (int64_t r = 0; r < mb; r++)
-        memcpy(xs + r * e->d, x + (idx ? idx[r] : r) * e->d, (size_t) e->d * sizeof(float));
-    for (int i = 0; i < e->n_dev; i++) {
-        struct ep_dev *v = &e->dev[i];
-        struct hetcl_worker_info wi;
-        if ((s = hetcl_runtime_worker_info(e->rt, (size_t) v->worker, &wi)) != HETCL_OK)
-            return s;
-        v->busy0 = wi.busy_ns;
-        const struct hetcl__ep_cols c = {
-                .rows = mb, .ld_rows = e->m, .c0 = v->c0, .c1 = v->c1, .l = e->l};
-        if (v->c1 > v->c0 &&
-            (s = hetcl__ep_forward_cols_submit(e->rt, e->kb, v->worker, &c, e->xs, e->alpha,
-                                               v->kblock, v->f)) != HETCL_OK)
-            return s;
-    }
-    return HETCL_OK;
-}
-
-/* The outputs f [mb][l] of the forward tasks, into e->fo: their chunks summed in order. */
-static hetcl_status outputs_centers(struct ep *e, int64_t mb)
-{
-    memset(e->acc, 0, (size_t) (mb * e->l) * sizeof *e->acc);
-    for (int i = 0; i < e->n_dev; i++) {
-        const struct ep_dev *v = &e->dev[i];
-        if (v->c1 <= v->c0)
-            continue;
-        const hetcl_status s = hetcl_handle_sync_host(e->rt, v->f, HETCL_R);
-        if (s != HETCL_OK)
-            return s;
-        hetcl__ep_sum_chunks(hetcl_handle_host_ptr(v->f), v->c0 / HETCL__EP_CHUNK,
-                             hetcl__ep_chunks(v->c1), mb, e->m, e->l, e->acc);
-    }
-    for (int64_t i = 0; i < mb * e->l; i++)
-        e->fo[i] = (float) e->acc[i];
-    return HETCL_OK;
-}
-
-/* One step shared by centers (step() below shares it by rows). */
-static hetcl_status step_centers(struct ep *e, const hetcl_dataset *tr,
-                                 const hetcl_eigenpro_precond *pc, int64_t mb, const int64_t *batch,
-                                 double *h_s, double *sse)
-{
-    const int64_t l = e->l;
-    hetcl_status s = forward_centers(e, tr->x, batch, mb);
-    if (s != HETCL_OK || (s = outputs_centers(e, mb)) != HETCL_OK ||
-        (s = hetcl_handle_sync_host(e->rt, e->gs, HETCL_W)) != HETCL_OK)
-        return s;
-    float *g = hetcl_handle_host_ptr(e->gs);
-    for (int64_t r = 0; r < mb; r++)
-        for (int64_t c = 0; c < l; c++) {
-            const float y = (int64_t) tr->y[batch[r]] == c ? 1.0f : 0.0f;
-            g[r * l + c] = e->fo[r * l + c] - y;
-            *sse += (double) g[r * l + c] * (double) g[r * l + c];
-        }
-    for (int i = 0; i < e->n_dev && s == HETCL_OK; i++) {
-        const struct ep_dev *v = &e->dev[i];
-        const struct hetcl__ep_cols c = {
-                .rows = mb, .ld_rows = e->m, .c0 = v->c0, .c1 = v->c1, .l = l};
-        s = hetcl__ep_backward_cols_submit(e->rt, v->worker, &c, pc->ids, v->i0, v->i1, e->n,
-                                           v->kblock, e->gs, v->h, v->scratch);
-    }
-    for (int i = 0; i < e->n_dev && s == HETCL_OK; i++) {
-        struct ep_dev *v = &e->dev[i];
-        if (v->i1 > v->i0 && (s = hetcl_handle_sync_host(e->rt, v->h, HETCL_R)) == HETCL_OK) {
-            const float *h = hetcl_handle_host_ptr(v->h);
-            for (int64_t k = v->i0 * l; k < v->i1 * l; k++)
-                h_s[k] = (double) h[k];
-        }
-        measure(e, v);
-    }
-    return s;
 }
 
 static int64_t argmax(const float *v, int64_t n)
@@ -343,7 +185,7 @@ static int64_t argmax(const float *v, int64_t n)
 }
 
 /* The rows the devices take at once. */
-static int64_t total_cap(const struct ep *e)
+static int64_t total_cap(const struct hetcl__ep *e)
 {
     int64_t c = 0;
     for (int i = 0; i < e->n_dev; i++)
@@ -366,7 +208,7 @@ static void score(const float *f, const int32_t *y, int64_t rows, int64_t l, int
     }
 }
 
-static hetcl_status evaluate(struct ep *e, const hetcl_dataset *ds, double *mse, double *acc)
+static hetcl_status evaluate(struct hetcl__ep *e, const hetcl_dataset *ds, double *mse, double *acc)
 {
     int64_t correct = 0;
     double sse = 0.0;
@@ -375,14 +217,14 @@ static hetcl_status evaluate(struct ep *e, const hetcl_dataset *ds, double *mse,
         const int64_t rows = ds->n - i < chunk ? ds->n - i : chunk;
         hetcl_status s;
         if (e->by_centers) {
-            s = forward_centers(e, ds->x + i * e->d, NULL, rows);
-            if (s == HETCL_OK && (s = outputs_centers(e, rows)) == HETCL_OK)
+            s = hetcl__ep_forward_centers(e, ds->x + i * e->d, NULL, rows);
+            if (s == HETCL_OK && (s = hetcl__ep_outputs_centers(e, rows)) == HETCL_OK)
                 score(e->fo, ds->y + i, rows, e->l, &correct, &sse);
         } else {
             s = forward_all(e, ds->x + i * e->d, NULL, rows);
         }
         for (int k = 0; k < e->n_dev && s == HETCL_OK && !e->by_centers; k++) {
-            const struct ep_dev *v = &e->dev[k];
+            const struct hetcl__ep_dev *v = &e->dev[k];
             const float *f = NULL;
             if (v->rows > 0 && (s = outputs(e, v, &f)) == HETCL_OK)
                 score(f, ds->y + i + v->off, v->rows, e->l, &correct, &sse);
@@ -403,8 +245,8 @@ struct step_buf {
 
 /* g = f - onehot(y) for v's block of the batch (its residual, in its g handle); adds the
  * block's squared residual to *sse. */
-static hetcl_status residual(const struct ep *e, const struct ep_dev *v, const hetcl_dataset *tr,
-                             const int64_t *batch, double *sse)
+static hetcl_status residual(const struct hetcl__ep *e, const struct hetcl__ep_dev *v,
+                             const hetcl_dataset *tr, const int64_t *batch, double *sse)
 {
     const int64_t l = e->l;
     const float *f = NULL;
@@ -422,7 +264,7 @@ static hetcl_status residual(const struct ep *e, const struct ep_dev *v, const h
 }
 
 /* The rows-split part of a step: the blocks' residuals and K(X_S, X_B) g into b->h_s. */
-static hetcl_status step_rows(struct ep *e, const hetcl_dataset *tr,
+static hetcl_status step_rows(struct hetcl__ep *e, const hetcl_dataset *tr,
                               const hetcl_eigenpro_precond *pc, int64_t mb, struct step_buf *b,
                               double *sse)
 {
@@ -436,10 +278,10 @@ static hetcl_status step_rows(struct ep *e, const hetcl_dataset *tr,
     /* the subsample's rows of H summed over the blocks: K(X_S, X_B) g */
     memset(b->h_s, 0, (size_t) (pc->s * l) * sizeof(double));
     for (int k = 0; k < e->n_dev && s == HETCL_OK; k++) {
-        struct ep_dev *v = &e->dev[k];
+        struct hetcl__ep_dev *v = &e->dev[k];
         if (v->rows == 0 || (s = hetcl_handle_sync_host(e->rt, v->h, HETCL_R)) != HETCL_OK)
             continue;
-        measure(e, v);
+        hetcl__ep_measure(e, v);
         const float *h = hetcl_handle_host_ptr(v->h);
         for (int64_t i = 0; i < pc->s; i++)
             for (int64_t c = 0; c < l; c++)
@@ -450,11 +292,12 @@ static hetcl_status step_rows(struct ep *e, const hetcl_dataset *tr,
 
 /* One EigenPro step on the rows batch[0 .. mb), its K(batch, centers) blocks shared among the
  * devices by centers or by rows. Adds the batch's squared residual to *sse. */
-static hetcl_status step(struct ep *e, const hetcl_dataset *tr, const hetcl_eigenpro_precond *pc,
-                         double eta_u, int64_t mb, struct step_buf *b, double *sse)
+static hetcl_status step(struct hetcl__ep *e, const hetcl_dataset *tr,
+                         const hetcl_eigenpro_precond *pc, double eta_u, int64_t mb,
+                         struct step_buf *b, double *sse)
 {
     const int64_t l = e->l;
-    hetcl_status s = e->by_centers ? step_centers(e, tr, pc, mb, b->batch, b->h_s, sse)
+    hetcl_status s = e->by_centers ? hetcl__ep_step_centers(e, tr, mb, b->batch, b->h_s, sse)
                                    : step_rows(e, tr, pc, mb, b, sse);
     if (s != HETCL_OK)
         return s;
@@ -470,7 +313,7 @@ static hetcl_status step(struct ep *e, const hetcl_dataset *tr, const hetcl_eige
                 alpha[b->batch[r] * l + c] -= (float) (eta_u * (double) g[r * l + c]);
     }
     for (int k = 0; k < e->n_dev && s == HETCL_OK && !e->by_centers; k++) {
-        const struct ep_dev *v = &e->dev[k];
+        const struct hetcl__ep_dev *v = &e->dev[k];
         if (v->rows == 0)
             continue;
         /* each block's g is still in its handle, untouched since its residual */
@@ -557,7 +400,7 @@ static hetcl_status pick_devices(hetcl_runtime *rt, const struct hetcl_eigenpro_
     return HETCL_OK;
 }
 
-static hetcl_status register_all(struct ep *e, float *x)
+static hetcl_status register_all(struct hetcl__ep *e, float *x)
 {
     const int64_t n = e->n, d = e->d, l = e->l;
     hetcl_status s;
@@ -577,7 +420,7 @@ static hetcl_status register_all(struct ep *e, float *x)
     }
     for (int i = 0; i < e->n_dev && e->by_centers; i++) {
         /* any device may be given every chunk, and the whole subsample */
-        struct ep_dev *v = &e->dev[i];
+        struct hetcl__ep_dev *v = &e->dev[i];
         const int64_t m = e->m, sub = e->pc->s, chunks = hetcl__ep_chunks(n);
         if ((s = hetcl_handle_register(e->rt, NULL, (size_t) (m * n) * 4, &v->kblock)) !=
                     HETCL_OK ||
@@ -589,7 +432,7 @@ static hetcl_status register_all(struct ep *e, float *x)
             return s;
     }
     for (int i = 0; i < e->n_dev && !e->by_centers; i++) {
-        struct ep_dev *v = &e->dev[i];
+        struct hetcl__ep_dev *v = &e->dev[i];
         const int64_t m = v->cap;
         if ((s = hetcl_handle_register(e->rt, NULL, (size_t) (m * d) * 4, &v->xb)) != HETCL_OK ||
             (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * n) * 4, &v->kblock)) !=
@@ -602,10 +445,10 @@ static hetcl_status register_all(struct ep *e, float *x)
     return HETCL_OK;
 }
 
-static void unregister_all(struct ep *e)
+static void unregister_all(struct hetcl__ep *e)
 {
     for (int i = 0; i < e->n_dev; i++) {
-        struct ep_dev *v = &e->dev[i];
+        struct hetcl__ep_dev *v = &e->dev[i];
         hetcl_handle *hs[] = {v->xb, v->kblock, v->f, v->g, v->h, v->scratch};
         for (size_t k = 0; k < sizeof hs / sizeof hs[0]; k++)
             if (hs[k])
@@ -642,7 +485,7 @@ static void unregister_all(struct ep *e)
 enum { PROBE_CENTERS = 1024, PROBE_M0 = 32, PROBE_CONFIRM = 2 };
 #define PROBE_BUDGET_S 0.5
 
-static hetcl_status probe_runs(struct ep *e, const float *x, int64_t m, double *best)
+static hetcl_status probe_runs(struct hetcl__ep *e, const float *x, int64_t m, double *best)
 {
     const double t_first = now_s();
     *best = (double) INFINITY;
@@ -657,22 +500,22 @@ static hetcl_status probe_runs(struct ep *e, const float *x, int64_t m, double *
     return HETCL_OK;
 }
 
-static hetcl_status probe_saturation(const struct ep *e0, float *x, int64_t m_mem,
+static hetcl_status probe_saturation(const struct hetcl__ep *e0, float *x, int64_t m_mem,
                                      struct hetcl_eigenpro_device *res)
 {
     const int64_t nc = e0->n < PROBE_CENTERS ? e0->n : PROBE_CENTERS;
     const int64_t m_top = m_mem < e0->n ? m_mem : e0->n;
     if (m_top < 2 * PROBE_M0)
         return HETCL_OK;
-    struct ep e = {.rt = e0->rt,
-                   .ctx = e0->ctx,
-                   .spec = e0->spec,
-                   .n = nc,
-                   .d = e0->d,
-                   .l = e0->l,
-                   .m = m_top,
-                   .n_dev = 1};
-    e.dev[0] = (struct ep_dev){.worker = res->worker, .cap = m_top};
+    struct hetcl__ep e = {.rt = e0->rt,
+                          .ctx = e0->ctx,
+                          .spec = e0->spec,
+                          .n = nc,
+                          .d = e0->d,
+                          .l = e0->l,
+                          .m = m_top,
+                          .n_dev = 1};
+    e.dev[0] = (struct hetcl__ep_dev){.worker = res->worker, .cap = m_top};
     hetcl_status s = hetcl_model_spec_set_centers(e.spec, nc);
     if (s == HETCL_OK)
         s = register_all(&e, x);
@@ -723,7 +566,7 @@ static hetcl_status probe_saturation(const struct ep *e0, float *x, int64_t m_me
 }
 
 /* The epochs: a seeded permutation per epoch, cut into batches of m. */
-static hetcl_status epochs(struct ep *e, const hetcl_dataset *tr, const hetcl_dataset *te,
+static hetcl_status epochs(struct hetcl__ep *e, const hetcl_dataset *tr, const hetcl_dataset *te,
                            const hetcl_eigenpro_precond *pc, const struct hetcl_eigenpro_options *o,
                            struct hetcl_eigenpro_result *res)
 {
@@ -790,7 +633,7 @@ static hetcl_status epochs(struct ep *e, const hetcl_dataset *tr, const hetcl_da
 /* Each device's capacity (its memory's, capped by its measured saturation unless
  * opts->m_g_cap says otherwise) and its first speed (the curve's best); the setup's options:
  * the sum of the capacities caps m_G. */
-static hetcl_status capacities(struct ep *e, const hetcl_dataset *tr,
+static hetcl_status capacities(struct hetcl__ep *e, const hetcl_dataset *tr,
                                const struct hetcl_eigenpro_options *o, double *max_alloc,
                                struct hetcl_eigenpro_options *so, struct hetcl_eigenpro_result *res)
 {
@@ -836,7 +679,7 @@ static hetcl_status capacities(struct ep *e, const hetcl_dataset *tr,
 /* Each device's buffers: the whole batch on one device; with several, the batch within its
  * memory's capacity. By centers (host workers only, every one able to hold the whole batch):
  * the whole batch on each. */
-static hetcl_status size_devices(struct ep *e, const struct hetcl_eigenpro_result *res)
+static hetcl_status size_devices(struct hetcl__ep *e, const struct hetcl_eigenpro_result *res)
 {
     bool hosts = false;
     hetcl_status s = mark_hosts(e, &hosts);
@@ -860,7 +703,7 @@ static hetcl_status size_devices(struct ep *e, const struct hetcl_eigenpro_resul
 }
 
 /* What each device did, for the result. */
-static void device_results(const struct ep *e, const struct hetcl_worker_info *w0,
+static void device_results(const struct hetcl__ep *e, const struct hetcl_worker_info *w0,
                            struct hetcl_eigenpro_result *res)
 {
     int64_t all = 0;
@@ -880,8 +723,8 @@ static void device_results(const struct ep *e, const struct hetcl_worker_info *w
     }
 }
 
-static hetcl_status train_run(struct ep *e, const hetcl_dataset *train, const hetcl_dataset *test,
-                              const struct hetcl_eigenpro_options *o,
+static hetcl_status train_run(struct hetcl__ep *e, const hetcl_dataset *train,
+                              const hetcl_dataset *test, const struct hetcl_eigenpro_options *o,
                               struct hetcl_eigenpro_result *res)
 {
     const double t0 = now_s();
@@ -949,12 +792,12 @@ hetcl_status hetcl_eigenpro_train(hetcl_context *ctx, hetcl_runtime *rt, hetcl_m
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "eigenpro: result");
     }
     res->n_epochs = o.epochs;
-    struct ep e = {.rt = rt,
-                   .ctx = ctx,
-                   .spec = spec,
-                   .n = train->n,
-                   .d = train->n_features,
-                   .l = L->units};
+    struct hetcl__ep e = {.rt = rt,
+                          .ctx = ctx,
+                          .spec = spec,
+                          .n = train->n,
+                          .d = train->n_features,
+                          .l = L->units};
     if ((s = pick_devices(rt, &o, res)) == HETCL_OK) {
         e.n_dev = res->n_devices;
         s = train_run(&e, train, test, &o, res);
