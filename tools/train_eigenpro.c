@@ -92,9 +92,11 @@ int train_eigenpro(struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt)
     for (int k = 0; k < r->n_devices; k++) {
         const struct hetcl_eigenpro_device *d = &r->devices[k];
         if (r->n_devices > 1)
-            printf("%s: m_G %lld, %.1f%% of the rows (%.1f of a step's %lld), %.2f us per row\n",
-                   d->name, (long long) d->m_g, 100.0 * d->share, d->rows_per_step,
-                   (long long) p->m, 1e6 * d->s_per_row);
+            printf("%s: m_G %lld, %.1f%% of the %s (%.1f rows of a step's %lld), %.2f us per "
+                   "row\n",
+                   d->name, (long long) d->m_g, 100.0 * d->share,
+                   r->by_centers ? "centers" : "rows", d->rows_per_step, (long long) p->m,
+                   1e6 * d->s_per_row);
         if (d->n_curve == 0)
             continue;
         printf("%s saturation over %lld centers (m: us per sample):", d->name,

@@ -159,6 +159,11 @@ static void check_devices(const cJSON *doc, double examples)
                num(d, "m_g"), num(d, "share"), num(d, "rows_per_step"), num(d, "m"));
     }
     CHECK(num(e, "m_g") == fmin(m_g, num(d0, "m_g_memory")));
+    /* host workers alone share each step by centers, with an OpenCL device by rows */
+    bool hosts = true;
+    for (int i = 0; i < nd; i++)
+        hosts = hosts && !strncmp(str(cJSON_GetArrayItem(devs, i), "device"), "host", 4);
+    CHECK(!strcmp(str(e, "split"), hosts ? "centers" : "rows"));
     CHECK(rows == examples && ex == examples && fabs(share - 1.0) < 1e-9);
 }
 

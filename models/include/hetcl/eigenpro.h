@@ -177,6 +177,12 @@ struct hetcl_eigenpro_result {
     struct hetcl_eigenpro_setup setup; /* one model and one step: m, q, eta shared by all */
     int n_devices;
     struct hetcl_eigenpro_device devices[HETCL_EIGENPRO_MAX_DEVICES];
+    /* How the devices shared each step. false: by rows (any OpenCL device among them): each
+     * device a block of the batch's rows over all the centers. true: by centers (host
+     * workers only, each holding the whole batch): each device all the rows over its range of
+     * the centers, and then a device's rows are what its share of the centers was worth
+     * (rows x its centers / n, summing to the batch) and its speed is in those rows. */
+    bool by_centers;
     int n_epochs;
     struct hetcl_eigenpro_epoch *epochs;
     double setup_seconds;      /* the whole setup */

@@ -111,3 +111,125 @@ hetcl_status hetcl__ep_kblock_submit(hetcl_runtime *rt, const struct hetcl__ep_k
                                 .label = "fwd_kernel"};
     return hetcl_task_submit(rt, &d, NULL);
 }
+
+/* ---- the centers split ---------------------------------------------------------------------- */
+
+struct cols_args {
+    const struct hetcl__ep_kblock *k;
+    struct hetcl__ep_cols c;
+};
+
+/* Buffers: X [rows][d] (R), alpha [n][l] (R), K [ld_rows][n] (W), F [chunks][ld_rows][l] (W). */
+static hetcl_status forward_cols_host(const struct hetcl_host_call *call)
+{
+    const struct cols_args *a = call->args;
+    const struct hetcl__ep_kblock *k = a->k;
+    const struct hetcl__ep_cols *c = &a->c;
+    hetcl_context *ctx = hetcl_runtime_context(call->rt);
+    const float *x = call->ptrs[0], *alpha = call->ptrs[1];
+    float *kb = call->ptrs[2], *f = call->ptrs[3];
+    const size_t work_len = hetcl__sgemm_packed_work_len(k->kern);
+    float *xn = hetcl__malloc((size_t) c->rows * sizeof *xn);
+    float *work = hetcl__malloc(work_len * sizeof *work);
+    if (!xn || !work) {
+        hetcl__free(xn);
+        hetcl__free(work);
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "eigenpro: scratch of %lld rows",
+                           (long long) c->rows);
+    }
+    hetcl__kernel_sqnorms(x, c->rows, k->d, xn);
+    hetcl__sgemm_packed_cols(k->kern, c->rows, k->n, k->d, x, k->d, k->cp, c->c0, c->c1, kb, k->n,
+                             NULL, HETCL_ACT_NONE, work);
+    hetcl__kernel_block_finish(k->kind, k->bandwidth, c->rows, c->c1 - c->c0, xn, k->cn + c->c0,
+                               kb + c->c0, k->n);
+    hetcl__free(xn);
+    hetcl__free(work);
+    /* one product per chunk, whoever computes it: its sums never cross a chunk's edge */
+    hetcl_status s = HETCL_OK;
+    for (int64_t j0 = c->c0; j0 < c->c1 && s == HETCL_OK; j0 += HETCL__EP_CHUNK) {
+        const int64_t w = c->c1 - j0 < HETCL__EP_CHUNK ? c->c1 - j0 : HETCL__EP_CHUNK;
+        s = hetcl__sgemm(ctx, k->kern, false, false, c->rows, c->l, w, 1.0f, kb + j0, k->n,
+                         alpha + j0 * c->l, c->l, 0.0f,
+                         f + (j0 / HETCL__EP_CHUNK) * c->ld_rows * c->l, c->l);
+    }
+    return s;
+}
+
+static const struct hetcl_codelet forward_cols_codelet = {.name = "kernel_forward_centers",
+                                                          .host = forward_cols_host};
+
+hetcl_status hetcl__ep_forward_cols_submit(hetcl_runtime *rt, const struct hetcl__ep_kblock *k,
+                                           int worker, const struct hetcl__ep_cols *c,
+                                           hetcl_handle *x, hetcl_handle *alpha, hetcl_handle *kb,
+                                           hetcl_handle *f)
+{
+    const struct cols_args a = {.k = k, .c = *c};
+    struct hetcl_task_desc d = {.codelet = &forward_cols_codelet,
+                                .n_buffers = 4,
+                                .handles = {x, alpha, kb, f},
+                                .modes = {HETCL_R, HETCL_R, HETCL_W, HETCL_W},
+                                .args = &a,
+                                .args_size = sizeof a,
+                                .worker = worker,
+                                .pin_worker = true,
+                                .label = "fwd_kernel"};
+    return hetcl_task_submit(rt, &d, NULL);
+}
+
+void hetcl__ep_sum_chunks(const float *fpart, int64_t j0, int64_t j1, int64_t rows, int64_t ld_rows,
+                          int64_t l, double *acc)
+{
+    for (int64_t j = j0; j < j1; j++) {
+        const float *fj = fpart + j * ld_rows * l;
+        for (int64_t i = 0; i < rows * l; i++)
+            acc[i] += (double) fj[i];
+    }
+}
+
+struct back_args {
+    struct hetcl__ep_cols c;
+    const int64_t *ids;
+    int64_t i0, i1, n;
+};
+
+/* Buffers: K [ld_rows][n] (R), g [rows][l] (R), H [s][l] (W), scratch [ld_rows][i1 - i0] (W).
+ * The subsample's columns of K gathered side by side, then H = gathered^T g by the GEMM: each
+ * H[i] is a sum over the rows alone, whatever i0 and i1 are. */
+static hetcl_status backward_cols_host(const struct hetcl_host_call *call)
+{
+    const struct back_args *a = call->args;
+    const float *kb = call->ptrs[0], *g = call->ptrs[1];
+    float *h = call->ptrs[2], *kg = call->ptrs[3];
+    const int64_t w = a->i1 - a->i0;
+    for (int64_t r = 0; r < a->c.rows; r++) {
+        const float *kr = kb + r * a->n;
+        float *dst = kg + r * w;
+        for (int64_t i = 0; i < w; i++)
+            dst[i] = kr[a->ids[a->i0 + i]];
+    }
+    return hetcl__sgemm(hetcl_runtime_context(call->rt), NULL, true, false, w, a->c.l, a->c.rows,
+                        1.0f, kg, w, g, a->c.l, 0.0f, h + a->i0 * a->c.l, a->c.l);
+}
+
+static const struct hetcl_codelet backward_cols_codelet = {.name = "kernel_backward_subsample",
+                                                           .host = backward_cols_host};
+
+hetcl_status hetcl__ep_backward_cols_submit(hetcl_runtime *rt, int worker,
+                                            const struct hetcl__ep_cols *c, const int64_t *ids,
+                                            int64_t i0, int64_t i1, int64_t n, hetcl_handle *kb,
+                                            hetcl_handle *g, hetcl_handle *h, hetcl_handle *scratch)
+{
+    if (i1 <= i0)
+        return HETCL_OK; /* no subsample column in the range */
+    const struct back_args a = {.c = *c, .ids = ids, .i0 = i0, .i1 = i1, .n = n};
+    struct hetcl_task_desc d = {.codelet = &backward_cols_codelet,
+                                .n_buffers = 4,
+                                .handles = {kb, g, h, scratch},
+                                .modes = {HETCL_R, HETCL_R, HETCL_W, HETCL_W},
+                                .args = &a,
+                                .args_size = sizeof a,
+                                .worker = worker,
+                                .pin_worker = true,
+                                .label = "bwd_kernel"};
+    return hetcl_task_submit(rt, &d, NULL);
+}

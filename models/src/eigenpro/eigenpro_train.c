@@ -1,10 +1,17 @@
-/* EigenPro's epochs (<hetcl/eigenpro.h>) over the task-graph runtime. The kernel blocks and the
- * products with them are the kernel layer's operators from the one lowering (net/lower.c):
- * forward K(batch, centers) and K alpha, backward K^T residual; they run as tasks pinned to a
- * worker (host or OpenCL). With several workers each step's batch is cut into one block of
- * rows per worker by measured speed; the blocks run at once, each with its own buffers, over
- * the shared centers and alpha, and the host sums their K^T residual. The SGD step and the
- * preconditioner's correction, O(m l + s q l), run on the host between them. */
+/* EigenPro's epochs (<hetcl/eigenpro.h>) over the task-graph runtime. Two ways to share a step
+ * among the devices:
+ *  - by rows (any OpenCL device among them): the kernel layer's operators from the one
+ *    lowering (net/lower.c), forward K(batch, centers) and K alpha, backward K^T residual, as
+ *    tasks pinned to a worker; each step's batch is cut into one block of rows per worker by
+ *    measured speed; the blocks run at once, each with its own buffers, over the shared
+ *    centers and alpha, and the host sums their K^T residual;
+ *  - by centers (host workers only, each able to hold the whole batch): every worker takes
+ *    all the batch's rows over its own range of the centers, cut by measured speed in chunks
+ *    (eigenpro_impl.h), and computes only the subsample's columns of K^T residual: each packed
+ *    center is read once a step rather than once per worker, and the result does not depend
+ *    on the cut or on the number of workers.
+ * The SGD step and the preconditioner's correction, O(m l + s q l), run on the host between
+ * the passes. */
 #include "eigenpro/eigenpro_impl.h"
 #include "net/lower.h"
 
@@ -24,32 +31,9 @@ static double now_s(void)
     return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
 }
 
-/* One device of the run: its buffers (cap rows each), this pass's block of rows, its speed. */
-struct ep_dev {
-    int worker;
-    int64_t cap;
-    hetcl_handle *xb, *kblock, *f, *g, *h;
-    int64_t rows, off; /* this pass's block: rows off .. off + rows of the batch */
-    double speed;      /* rows per second (smoothed); 0: not measured */
-    uint64_t busy0;    /* its busy counter before this step's tasks */
-    bool host;         /* a host worker: its kernel blocks use the run's packed centers */
-};
-
-/* The shared handles (centers, alpha) and the devices' own. */
-struct ep {
-    hetcl_runtime *rt;
-    hetcl_context *ctx;
-    hetcl_model_spec *spec;
-    int64_t n, d, l, m;
-    hetcl_handle *centers, *alpha;
-    int n_dev;
-    struct ep_dev dev[HETCL_EIGENPRO_MAX_DEVICES];
-    struct hetcl__ep_kblock *kb; /* the centers packed once (host workers); NULL: none */
-};
-
 struct ep_bind {
-    const struct ep *e;
-    const struct ep_dev *v;
+    const struct hetcl__ep *e;
+    const struct hetcl__ep_dev *v;
 };
 
 static void *bind(const void *binder, struct hetcl__slot s)
@@ -77,7 +61,8 @@ static void *bind(const void *binder, struct hetcl__slot s)
 
 /* Submits the kernel layer's operators of `passes` for v's block of rows on v's worker (the
  * tasks run while the caller goes on: the handles order them). */
-static hetcl_status run_layer(const struct ep *e, const struct ep_dev *v, unsigned passes)
+static hetcl_status run_layer(const struct hetcl__ep *e, const struct hetcl__ep_dev *v,
+                              unsigned passes)
 {
     const struct hetcl__lowering lw = {.spec = e->spec, .rows = v->rows};
     struct hetcl__op ops[HETCL__LAYER_MAX_OPS];
@@ -96,17 +81,26 @@ static hetcl_status run_layer(const struct ep *e, const struct ep_dev *v, unsign
     return HETCL_OK;
 }
 
-/* Host workers' kernel blocks over the centers packed once for the run (eigenpro_kblock.c). */
-static hetcl_status pack_for_hosts(struct ep *e, const float *centers)
+/* Which devices are host workers; *all: every one of them. */
+static hetcl_status mark_hosts(struct hetcl__ep *e, bool *all)
 {
-    bool any = false;
+    *all = true;
     for (int i = 0; i < e->n_dev; i++) {
         struct hetcl_worker_info wi;
         hetcl_status s = hetcl_runtime_worker_info(e->rt, (size_t) e->dev[i].worker, &wi);
         if (s != HETCL_OK)
             return s;
-        any |= e->dev[i].host = wi.kind == HETCL_WORKER_HOST;
+        *all &= e->dev[i].host = wi.kind == HETCL_WORKER_HOST;
     }
+    return HETCL_OK;
+}
+
+/* Host workers' kernel blocks over the centers packed once for the run (eigenpro_kblock.c). */
+static hetcl_status pack_for_hosts(struct hetcl__ep *e, const float *centers)
+{
+    bool any = false;
+    for (int i = 0; i < e->n_dev; i++)
+        any |= e->dev[i].host;
     const struct hetcl_model_layer *L = &e->spec->layers[0];
     return any ? hetcl__ep_kblock_make(e->ctx, centers, e->n, e->d,
                                        (hetcl_kernel_kind) L->kernel_kind, (float) L->bandwidth,
@@ -115,7 +109,7 @@ static hetcl_status pack_for_hosts(struct ep *e, const float *centers)
 }
 
 /* Cuts mb rows into the devices' blocks by their speeds (equal until measured). */
-static void cut(struct ep *e, int64_t mb)
+static void cut(struct hetcl__ep *e, int64_t mb)
 {
     double speed[HETCL_EIGENPRO_MAX_DEVICES];
     int64_t cap[HETCL_EIGENPRO_MAX_DEVICES], rows[HETCL_EIGENPRO_MAX_DEVICES];
@@ -130,6 +124,7 @@ static void cut(struct ep *e, int64_t mb)
     int64_t off = 0;
     for (int i = 0; i < e->n_dev; i++) {
         e->dev[i].rows = rows[i];
+        e->dev[i].work = (double) rows[i];
         e->dev[i].off = off;
         off += rows[i];
     }
@@ -137,11 +132,11 @@ static void cut(struct ep *e, int64_t mb)
 
 /* Starts K(rows, centers) alpha on every device for mb rows of x: rows idx[0 .. mb) of x, or
  * its first mb rows when idx is NULL (mb within the devices' caps). */
-static hetcl_status forward_all(struct ep *e, const float *x, const int64_t *idx, int64_t mb)
+static hetcl_status forward_all(struct hetcl__ep *e, const float *x, const int64_t *idx, int64_t mb)
 {
     cut(e, mb);
     for (int i = 0; i < e->n_dev; i++) {
-        struct ep_dev *v = &e->dev[i];
+        struct hetcl__ep_dev *v = &e->dev[i];
         struct hetcl_worker_info wi;
         hetcl_status s = hetcl_runtime_worker_info(e->rt, (size_t) v->worker, &wi);
         if (s != HETCL_OK)
@@ -163,21 +158,21 @@ static hetcl_status forward_all(struct ep *e, const float *x, const int64_t *idx
 }
 
 /* v's outputs of the forward pass, f[rows][l], once its tasks are done. */
-static hetcl_status outputs(const struct ep *e, const struct ep_dev *v, const float **f)
+static hetcl_status outputs(const struct hetcl__ep *e, const struct hetcl__ep_dev *v,
+                            const float **f)
 {
     const hetcl_status s = hetcl_handle_sync_host(e->rt, v->f, HETCL_R);
     *f = s == HETCL_OK ? hetcl_handle_host_ptr(v->f) : NULL;
     return s;
 }
 
-/* The rows of v's block per second of its tasks since forward_all, into its smoothed speed. */
-static void measure(const struct ep *e, struct ep_dev *v)
+void hetcl__ep_measure(const struct hetcl__ep *e, struct hetcl__ep_dev *v)
 {
     struct hetcl_worker_info wi;
-    if (v->rows == 0 || hetcl_runtime_worker_info(e->rt, (size_t) v->worker, &wi) != HETCL_OK ||
+    if (!(v->work > 0) || hetcl_runtime_worker_info(e->rt, (size_t) v->worker, &wi) != HETCL_OK ||
         wi.busy_ns <= v->busy0)
         return;
-    const double sp = (double) v->rows / (1e-9 * (double) (wi.busy_ns - v->busy0));
+    const double sp = v->work / (1e-9 * (double) (wi.busy_ns - v->busy0));
     v->speed = v->speed > 0 ? 0.5 * v->speed + 0.5 * sp : sp;
 }
 
@@ -190,7 +185,7 @@ static int64_t argmax(const float *v, int64_t n)
 }
 
 /* The rows the devices take at once. */
-static int64_t total_cap(const struct ep *e)
+static int64_t total_cap(const struct hetcl__ep *e)
 {
     int64_t c = 0;
     for (int i = 0; i < e->n_dev; i++)
@@ -200,27 +195,39 @@ static int64_t total_cap(const struct ep *e)
 
 /* The square loss (mean over examples of ||f(x) - onehot(y)||^2) and argmax accuracy of the
  * machine on ds. */
-static hetcl_status evaluate(struct ep *e, const hetcl_dataset *ds, double *mse, double *acc)
+/* Adds the right answers and the squared error of outputs f [rows][l] against labels y. */
+static void score(const float *f, const int32_t *y, int64_t rows, int64_t l, int64_t *correct,
+                  double *sse)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        *correct += argmax(f + r * l, l) == (int64_t) y[r];
+        for (int64_t c = 0; c < l; c++) {
+            const double g = (double) f[r * l + c] - (c == (int64_t) y[r] ? 1.0 : 0.0);
+            *sse += g * g;
+        }
+    }
+}
+
+static hetcl_status evaluate(struct hetcl__ep *e, const hetcl_dataset *ds, double *mse, double *acc)
 {
     int64_t correct = 0;
     double sse = 0.0;
-    const int64_t chunk = total_cap(e);
+    const int64_t chunk = e->by_centers ? e->m : total_cap(e);
     for (int64_t i = 0; i < ds->n; i += chunk) {
         const int64_t rows = ds->n - i < chunk ? ds->n - i : chunk;
-        hetcl_status s = forward_all(e, ds->x + i * e->d, NULL, rows);
-        for (int k = 0; k < e->n_dev && s == HETCL_OK; k++) {
-            const struct ep_dev *v = &e->dev[k];
+        hetcl_status s;
+        if (e->by_centers) {
+            s = hetcl__ep_forward_centers(e, ds->x + i * e->d, NULL, rows);
+            if (s == HETCL_OK && (s = hetcl__ep_outputs_centers(e, rows)) == HETCL_OK)
+                score(e->fo, ds->y + i, rows, e->l, &correct, &sse);
+        } else {
+            s = forward_all(e, ds->x + i * e->d, NULL, rows);
+        }
+        for (int k = 0; k < e->n_dev && s == HETCL_OK && !e->by_centers; k++) {
+            const struct hetcl__ep_dev *v = &e->dev[k];
             const float *f = NULL;
-            if (v->rows == 0 || (s = outputs(e, v, &f)) != HETCL_OK)
-                continue;
-            for (int64_t r = 0; r < v->rows; r++) {
-                const int64_t y = (int64_t) ds->y[i + v->off + r];
-                correct += argmax(f + r * e->l, e->l) == y;
-                for (int64_t c = 0; c < e->l; c++) {
-                    const double g = (double) f[r * e->l + c] - (c == y ? 1.0 : 0.0);
-                    sse += g * g;
-                }
-            }
+            if (v->rows > 0 && (s = outputs(e, v, &f)) == HETCL_OK)
+                score(f, ds->y + i + v->off, v->rows, e->l, &correct, &sse);
         }
         if (s != HETCL_OK)
             return s;
@@ -238,8 +245,8 @@ struct step_buf {
 
 /* g = f - onehot(y) for v's block of the batch (its residual, in its g handle); adds the
  * block's squared residual to *sse. */
-static hetcl_status residual(const struct ep *e, const struct ep_dev *v, const hetcl_dataset *tr,
-                             const int64_t *batch, double *sse)
+static hetcl_status residual(const struct hetcl__ep *e, const struct hetcl__ep_dev *v,
+                             const hetcl_dataset *tr, const int64_t *batch, double *sse)
 {
     const int64_t l = e->l;
     const float *f = NULL;
@@ -256,10 +263,10 @@ static hetcl_status residual(const struct ep *e, const struct ep_dev *v, const h
     return HETCL_OK;
 }
 
-/* One EigenPro step on the rows batch[0 .. mb), its K(batch, centers) blocks shared among the
- * devices. Adds the batch's squared residual to *sse. */
-static hetcl_status step(struct ep *e, const hetcl_dataset *tr, const hetcl_eigenpro_precond *pc,
-                         double eta_u, int64_t mb, struct step_buf *b, double *sse)
+/* The rows-split part of a step: the blocks' residuals and K(X_S, X_B) g into b->h_s. */
+static hetcl_status step_rows(struct hetcl__ep *e, const hetcl_dataset *tr,
+                              const hetcl_eigenpro_precond *pc, int64_t mb, struct step_buf *b,
+                              double *sse)
 {
     const int64_t l = e->l;
     hetcl_status s = forward_all(e, tr->x, b->batch, mb);
@@ -271,23 +278,42 @@ static hetcl_status step(struct ep *e, const hetcl_dataset *tr, const hetcl_eige
     /* the subsample's rows of H summed over the blocks: K(X_S, X_B) g */
     memset(b->h_s, 0, (size_t) (pc->s * l) * sizeof(double));
     for (int k = 0; k < e->n_dev && s == HETCL_OK; k++) {
-        struct ep_dev *v = &e->dev[k];
+        struct hetcl__ep_dev *v = &e->dev[k];
         if (v->rows == 0 || (s = hetcl_handle_sync_host(e->rt, v->h, HETCL_R)) != HETCL_OK)
             continue;
-        measure(e, v);
+        hetcl__ep_measure(e, v);
         const float *h = hetcl_handle_host_ptr(v->h);
         for (int64_t i = 0; i < pc->s; i++)
             for (int64_t c = 0; c < l; c++)
                 b->h_s[i * l + c] += (double) h[pc->ids[i] * l + c];
     }
+    return s;
+}
+
+/* One EigenPro step on the rows batch[0 .. mb), its K(batch, centers) blocks shared among the
+ * devices by centers or by rows. Adds the batch's squared residual to *sse. */
+static hetcl_status step(struct hetcl__ep *e, const hetcl_dataset *tr,
+                         const hetcl_eigenpro_precond *pc, double eta_u, int64_t mb,
+                         struct step_buf *b, double *sse)
+{
+    const int64_t l = e->l;
+    hetcl_status s = e->by_centers ? hetcl__ep_step_centers(e, tr, mb, b->batch, b->h_s, sse)
+                                   : step_rows(e, tr, pc, mb, b, sse);
     if (s != HETCL_OK)
         return s;
     hetcl__eigenpro_correction(pc, l, b->h_s, b->tmp, b->corr);
-    if ((s = hetcl_handle_sync_host(e->rt, e->alpha, HETCL_RW)) != HETCL_OK)
+    if ((s = hetcl_handle_sync_host(e->rt, e->alpha, HETCL_RW)) != HETCL_OK ||
+        (e->by_centers && (s = hetcl_handle_sync_host(e->rt, e->gs, HETCL_R)) != HETCL_OK))
         return s;
     float *alpha = hetcl_handle_host_ptr(e->alpha);
-    for (int k = 0; k < e->n_dev && s == HETCL_OK; k++) {
-        const struct ep_dev *v = &e->dev[k];
+    if (e->by_centers) {
+        const float *g = hetcl_handle_host_ptr(e->gs);
+        for (int64_t r = 0; r < mb; r++)
+            for (int64_t c = 0; c < l; c++)
+                alpha[b->batch[r] * l + c] -= (float) (eta_u * (double) g[r * l + c]);
+    }
+    for (int k = 0; k < e->n_dev && s == HETCL_OK && !e->by_centers; k++) {
+        const struct hetcl__ep_dev *v = &e->dev[k];
         if (v->rows == 0)
             continue;
         /* each block's g is still in its handle, untouched since its residual */
@@ -374,15 +400,39 @@ static hetcl_status pick_devices(hetcl_runtime *rt, const struct hetcl_eigenpro_
     return HETCL_OK;
 }
 
-static hetcl_status register_all(struct ep *e, float *x)
+static hetcl_status register_all(struct hetcl__ep *e, float *x)
 {
     const int64_t n = e->n, d = e->d, l = e->l;
     hetcl_status s;
     if ((s = hetcl_handle_register(e->rt, x, (size_t) (n * d) * 4, &e->centers)) != HETCL_OK ||
         (s = hetcl_handle_register(e->rt, NULL, (size_t) (n * l) * 4, &e->alpha)) != HETCL_OK)
         return s;
-    for (int i = 0; i < e->n_dev; i++) {
-        struct ep_dev *v = &e->dev[i];
+    if (e->by_centers) {
+        const int64_t m = e->m;
+        if ((s = hetcl_handle_register(e->rt, NULL, (size_t) (m * d) * 4, &e->xs)) != HETCL_OK ||
+            (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * l) * 4, &e->gs)) != HETCL_OK)
+            return s;
+        e->acc = hetcl__malloc((size_t) (m * l) * sizeof *e->acc);
+        e->fo = hetcl__malloc((size_t) (m * l) * sizeof *e->fo);
+        if (!e->acc || !e->fo)
+            return hetcl__fail(e->ctx, HETCL_ERR_NO_MEMORY, "eigenpro: outputs of %lld rows",
+                               (long long) m);
+    }
+    for (int i = 0; i < e->n_dev && e->by_centers; i++) {
+        /* any device may be given every chunk, and the whole subsample */
+        struct hetcl__ep_dev *v = &e->dev[i];
+        const int64_t m = e->m, sub = e->pc->s, chunks = hetcl__ep_chunks(n);
+        if ((s = hetcl_handle_register(e->rt, NULL, (size_t) (m * n) * 4, &v->kblock)) !=
+                    HETCL_OK ||
+            (s = hetcl_handle_register(e->rt, NULL, (size_t) (chunks * m * l) * 4, &v->f)) !=
+                    HETCL_OK ||
+            (s = hetcl_handle_register(e->rt, NULL, (size_t) (sub * l) * 4, &v->h)) != HETCL_OK ||
+            (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * sub) * 4, &v->scratch)) !=
+                    HETCL_OK)
+            return s;
+    }
+    for (int i = 0; i < e->n_dev && !e->by_centers; i++) {
+        struct hetcl__ep_dev *v = &e->dev[i];
         const int64_t m = v->cap;
         if ((s = hetcl_handle_register(e->rt, NULL, (size_t) (m * d) * 4, &v->xb)) != HETCL_OK ||
             (s = hetcl_handle_register(e->rt, NULL, (size_t) (m * n) * 4, &v->kblock)) !=
@@ -395,16 +445,25 @@ static hetcl_status register_all(struct ep *e, float *x)
     return HETCL_OK;
 }
 
-static void unregister_all(struct ep *e)
+static void unregister_all(struct hetcl__ep *e)
 {
     for (int i = 0; i < e->n_dev; i++) {
-        struct ep_dev *v = &e->dev[i];
-        hetcl_handle *hs[] = {v->xb, v->kblock, v->f, v->g, v->h};
+        struct hetcl__ep_dev *v = &e->dev[i];
+        hetcl_handle *hs[] = {v->xb, v->kblock, v->f, v->g, v->h, v->scratch};
         for (size_t k = 0; k < sizeof hs / sizeof hs[0]; k++)
             if (hs[k])
                 (void) hetcl_handle_unregister(e->rt, hs[k]);
-        v->xb = v->kblock = v->f = v->g = v->h = NULL;
+        v->xb = v->kblock = v->f = v->g = v->h = v->scratch = NULL;
     }
+    if (e->xs)
+        (void) hetcl_handle_unregister(e->rt, e->xs);
+    if (e->gs)
+        (void) hetcl_handle_unregister(e->rt, e->gs);
+    e->xs = e->gs = NULL;
+    hetcl__free(e->acc);
+    hetcl__free(e->fo);
+    e->acc = NULL;
+    e->fo = NULL;
     if (e->alpha)
         (void) hetcl_handle_unregister(e->rt, e->alpha);
     if (e->centers)
@@ -426,7 +485,7 @@ static void unregister_all(struct ep *e)
 enum { PROBE_CENTERS = 1024, PROBE_M0 = 32, PROBE_CONFIRM = 2 };
 #define PROBE_BUDGET_S 0.5
 
-static hetcl_status probe_runs(struct ep *e, const float *x, int64_t m, double *best)
+static hetcl_status probe_runs(struct hetcl__ep *e, const float *x, int64_t m, double *best)
 {
     const double t_first = now_s();
     *best = (double) INFINITY;
@@ -441,22 +500,22 @@ static hetcl_status probe_runs(struct ep *e, const float *x, int64_t m, double *
     return HETCL_OK;
 }
 
-static hetcl_status probe_saturation(const struct ep *e0, float *x, int64_t m_mem,
+static hetcl_status probe_saturation(const struct hetcl__ep *e0, float *x, int64_t m_mem,
                                      struct hetcl_eigenpro_device *res)
 {
     const int64_t nc = e0->n < PROBE_CENTERS ? e0->n : PROBE_CENTERS;
     const int64_t m_top = m_mem < e0->n ? m_mem : e0->n;
     if (m_top < 2 * PROBE_M0)
         return HETCL_OK;
-    struct ep e = {.rt = e0->rt,
-                   .ctx = e0->ctx,
-                   .spec = e0->spec,
-                   .n = nc,
-                   .d = e0->d,
-                   .l = e0->l,
-                   .m = m_top,
-                   .n_dev = 1};
-    e.dev[0] = (struct ep_dev){.worker = res->worker, .cap = m_top};
+    struct hetcl__ep e = {.rt = e0->rt,
+                          .ctx = e0->ctx,
+                          .spec = e0->spec,
+                          .n = nc,
+                          .d = e0->d,
+                          .l = e0->l,
+                          .m = m_top,
+                          .n_dev = 1};
+    e.dev[0] = (struct hetcl__ep_dev){.worker = res->worker, .cap = m_top};
     hetcl_status s = hetcl_model_spec_set_centers(e.spec, nc);
     if (s == HETCL_OK)
         s = register_all(&e, x);
@@ -507,7 +566,7 @@ static hetcl_status probe_saturation(const struct ep *e0, float *x, int64_t m_me
 }
 
 /* The epochs: a seeded permutation per epoch, cut into batches of m. */
-static hetcl_status epochs(struct ep *e, const hetcl_dataset *tr, const hetcl_dataset *te,
+static hetcl_status epochs(struct hetcl__ep *e, const hetcl_dataset *tr, const hetcl_dataset *te,
                            const hetcl_eigenpro_precond *pc, const struct hetcl_eigenpro_options *o,
                            struct hetcl_eigenpro_result *res)
 {
@@ -574,7 +633,7 @@ static hetcl_status epochs(struct ep *e, const hetcl_dataset *tr, const hetcl_da
 /* Each device's capacity (its memory's, capped by its measured saturation unless
  * opts->m_g_cap says otherwise) and its first speed (the curve's best); the setup's options:
  * the sum of the capacities caps m_G. */
-static hetcl_status capacities(struct ep *e, const hetcl_dataset *tr,
+static hetcl_status capacities(struct hetcl__ep *e, const hetcl_dataset *tr,
                                const struct hetcl_eigenpro_options *o, double *max_alloc,
                                struct hetcl_eigenpro_options *so, struct hetcl_eigenpro_result *res)
 {
@@ -618,13 +677,21 @@ static hetcl_status capacities(struct ep *e, const hetcl_dataset *tr,
 }
 
 /* Each device's buffers: the whole batch on one device; with several, the batch within its
- * memory's capacity. */
-static hetcl_status size_devices(struct ep *e, const struct hetcl_eigenpro_result *res)
+ * memory's capacity. By centers (host workers only, every one able to hold the whole batch):
+ * the whole batch on each. */
+static hetcl_status size_devices(struct hetcl__ep *e, const struct hetcl_eigenpro_result *res)
 {
+    bool hosts = false;
+    hetcl_status s = mark_hosts(e, &hosts);
+    if (s != HETCL_OK)
+        return s;
+    e->by_centers = hosts;
+    for (int i = 0; i < e->n_dev; i++)
+        e->by_centers &= res->devices[i].m_g_memory >= e->m;
     int64_t sum = 0;
     for (int i = 0; i < e->n_dev; i++) {
         const int64_t mem = res->devices[i].m_g_memory;
-        e->dev[i].cap = e->n_dev == 1 || mem > e->m ? e->m : mem;
+        e->dev[i].cap = e->n_dev == 1 || mem > e->m || e->by_centers ? e->m : mem;
         sum += e->dev[i].cap;
     }
     if (sum < e->m)
@@ -636,7 +703,7 @@ static hetcl_status size_devices(struct ep *e, const struct hetcl_eigenpro_resul
 }
 
 /* What each device did, for the result. */
-static void device_results(const struct ep *e, const struct hetcl_worker_info *w0,
+static void device_results(const struct hetcl__ep *e, const struct hetcl_worker_info *w0,
                            struct hetcl_eigenpro_result *res)
 {
     int64_t all = 0;
@@ -656,8 +723,8 @@ static void device_results(const struct ep *e, const struct hetcl_worker_info *w
     }
 }
 
-static hetcl_status train_run(struct ep *e, const hetcl_dataset *train, const hetcl_dataset *test,
-                              const struct hetcl_eigenpro_options *o,
+static hetcl_status train_run(struct hetcl__ep *e, const hetcl_dataset *train,
+                              const hetcl_dataset *test, const struct hetcl_eigenpro_options *o,
                               struct hetcl_eigenpro_result *res)
 {
     const double t0 = now_s();
@@ -671,6 +738,7 @@ static hetcl_status train_run(struct ep *e, const hetcl_dataset *train, const he
                                  max_alloc, &res->setup, NULL, &pc);
     res->setup_seconds = now_s() - t0;
     e->m = res->setup.m;
+    e->pc = pc;
     if (s == HETCL_OK && (s = size_devices(e, res)) == HETCL_OK)
         s = register_all(e, train->x);
     if (s == HETCL_OK)
@@ -682,6 +750,7 @@ static hetcl_status train_run(struct ep *e, const hetcl_dataset *train, const he
         s = epochs(e, train, test, pc, o, res);
     if (s == HETCL_OK)
         device_results(e, w0, res);
+    res->by_centers = e->by_centers;
     if (s == HETCL_OK && (s = hetcl_handle_sync_host(e->rt, e->alpha, HETCL_R)) == HETCL_OK) {
         res->alpha = hetcl__malloc((size_t) (e->n * e->l) * sizeof(float));
         if (res->alpha)
@@ -692,6 +761,7 @@ static hetcl_status train_run(struct ep *e, const hetcl_dataset *train, const he
     unregister_all(e);
     hetcl__ep_kblock_free(e->kb);
     e->kb = NULL;
+    e->pc = NULL;
     hetcl_eigenpro_precond_destroy(pc);
     return s;
 }
@@ -722,12 +792,12 @@ hetcl_status hetcl_eigenpro_train(hetcl_context *ctx, hetcl_runtime *rt, hetcl_m
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "eigenpro: result");
     }
     res->n_epochs = o.epochs;
-    struct ep e = {.rt = rt,
-                   .ctx = ctx,
-                   .spec = spec,
-                   .n = train->n,
-                   .d = train->n_features,
-                   .l = L->units};
+    struct hetcl__ep e = {.rt = rt,
+                          .ctx = ctx,
+                          .spec = spec,
+                          .n = train->n,
+                          .d = train->n_features,
+                          .l = L->units};
     if ((s = pick_devices(rt, &o, res)) == HETCL_OK) {
         e.n_dev = res->n_devices;
         s = train_run(&e, train, test, &o, res);

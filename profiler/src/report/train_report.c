@@ -264,6 +264,7 @@ static cJSON *eigenpro_json(const struct hetcl_eigenpro_result *ep)
     hetcl__json_add(o, "probe_s", cJSON_CreateNumber(ep->probe_seconds));
     hetcl__json_add(o, "kernel_s", cJSON_CreateNumber(p->ks_seconds));
     hetcl__json_add(o, "m_g", cJSON_CreateNumber((double) p->m_g));
+    hetcl__json_add(o, "split", cJSON_CreateString(ep->by_centers ? "centers" : "rows"));
     for (int i = 0; i < ep->n_devices; i++)
         cJSON_AddItemToArray(devs, eigenpro_device_json(ep, i));
     hetcl__json_add(o, "devices", devs);
