@@ -97,6 +97,18 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_comm_gather(hetcl_comm *comm, int r
 /* Returns when every rank has called it. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_comm_barrier(hetcl_comm *comm);
 
+/* Point-to-point messages, for a program's own protocols (a training run's checkpoint, its
+ * dedicated aggregators): tag from 0 to HETCL_COMM_USER_TAGS - 1 keeps protocols apart, and no
+ * such message ever matches a collective's or an allreduce's. Sends are buffered: send returns
+ * without waiting for dst. recv waits (up to the timeout) for exactly bytes from src with tag;
+ * messages from one source with one tag arrive in the order they were sent. Counted in
+ * hetcl_comm_bytes like every other message. */
+#define HETCL_COMM_USER_TAGS 8
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_comm_send(hetcl_comm *comm, int dst, int tag,
+                                                       const void *buf, size_t bytes);
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_comm_recv(hetcl_comm *comm, int src, int tag,
+                                                       void *buf, size_t bytes);
+
 typedef enum hetcl_allreduce_method {
     HETCL_ALLREDUCE_MPI = 0,
     HETCL_ALLREDUCE_RING,

@@ -136,6 +136,28 @@ hetcl_status hetcl_comm_gather(hetcl_comm *comm, int root, const void *send, siz
     return HETCL_OK;
 }
 
+/* A point-to-point call's peer and tag, checked: the detail names the call. */
+static hetcl_status check_p2p(const hetcl_comm *comm, const char *fn, int peer, int tag)
+{
+    if (peer < 0 || peer >= comm->size || tag < 0 || tag >= HETCL_COMM_USER_TAGS)
+        return hetcl__fail(comm->ctx, HETCL_ERR_INVALID_ARG,
+                           "%s: rank %d of %d, tag %d (expected 0 to %d)", fn, peer, comm->size,
+                           tag, HETCL_COMM_USER_TAGS - 1);
+    return HETCL_OK;
+}
+
+hetcl_status hetcl_comm_send(hetcl_comm *comm, int dst, int tag, const void *buf, size_t bytes)
+{
+    hetcl_status s = check_p2p(comm, "hetcl_comm_send", dst, tag);
+    return s != HETCL_OK ? s : hetcl__comm_send(comm, dst, HETCL__TAG_USER + tag, buf, bytes);
+}
+
+hetcl_status hetcl_comm_recv(hetcl_comm *comm, int src, int tag, void *buf, size_t bytes)
+{
+    hetcl_status s = check_p2p(comm, "hetcl_comm_recv", src, tag);
+    return s != HETCL_OK ? s : hetcl__comm_recv(comm, src, HETCL__TAG_USER + tag, buf, bytes);
+}
+
 hetcl_status hetcl_comm_barrier(hetcl_comm *comm)
 {
     /* Everyone reports to rank 0, which then releases everyone: 2(N-1) empty messages. */

@@ -47,6 +47,8 @@ enum {
     HETCL__TAG_OMNI_DOWN,
     HETCL__TAG_SPARSE_COUNT,
     HETCL__TAG_SPARSE_PAIRS,
+    /* hetcl_comm_send / recv's tags 0..HETCL_COMM_USER_TAGS-1: HETCL__TAG_USER + tag (< 16) */
+    HETCL__TAG_USER,
     /* OmniReduce's slot s: up HETCL__TAG_OMNI_SLOTS + 2s, down + 2s + 1 (s < 1024; MPI
      * guarantees tags up to 32767) */
     HETCL__TAG_OMNI_SLOTS = 16,
