@@ -11,6 +11,7 @@
 
 #include <hetcl/context.h>
 #include <hetcl/safetensors.h>
+#include <hetcl_internal/base.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -638,6 +639,90 @@ static void test_finite(hetcl_context *ctx)
     CHECK(hetcl_st_check_finite(ctx, NULL, NULL) == HETCL_ERR_INVALID_ARG);
 }
 
+/* A deferred tensor's source: one shared buffer refilled for each tensor (as a checkpoint
+ * refills one rank's momentum), so that a writer that kept a pointer past the next call, or
+ * asked in another order, would write the wrong bytes. Fails on the tensor named fail_at. */
+struct refill {
+    float buf[6];
+    int calls;
+    char order[8][32];
+    const char *fail_at;
+    hetcl_context *ctx;
+};
+
+static hetcl_status refill_source(void *user, const char *name, const void **data)
+{
+    struct refill *r = user;
+    if (r->fail_at && strcmp(name, r->fail_at) == 0)
+        return hetcl__fail(r->ctx, HETCL_ERR_IO, "source of %s gave up", name);
+    if (r->calls < 8)
+        snprintf(r->order[r->calls], sizeof r->order[0], "%s", name);
+    r->calls++;
+    for (int i = 0; i < 6; i++)
+        r->buf[i] = (float) (name[strlen(name) - 1] * 10 + i); /* from the name's last char */
+    *data = r->buf;
+    return HETCL_OK;
+}
+
+/* Tensors whose bytes come from a source at save give the same file, byte for byte, as the same
+ * bytes added whole; each source is asked once, in the file's order; a failing source leaves
+ * the existing file as it was and no temporary file. */
+static void test_deferred(hetcl_context *ctx)
+{
+    int64_t shape[] = {2, 3};
+    float want[3][6];
+    const char *names[3] = {"m.rank2.b", "m.rank1.a", "m.rank10.c"};
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < 6; i++)
+            want[t][i] = (float) (names[t][strlen(names[t]) - 1] * 10 + i);
+    float own[4] = {1, 2, 3, 4};
+    int64_t s4[] = {4};
+    hetcl_st_writer *whole = NULL, *deferred = NULL;
+    CHECK_OK(ctx, hetcl_st_writer_create(ctx, &whole));
+    CHECK_OK(ctx, hetcl_st_writer_create(ctx, &deferred));
+    if (!whole || !deferred)
+        return;
+    struct refill r = {.ctx = ctx};
+    for (int t = 0; t < 3; t++) {
+        CHECK_OK(ctx, hetcl_st_writer_add(ctx, whole, names[t], HETCL_ST_F32, shape, 2, want[t]));
+        CHECK_OK(ctx, hetcl_st_writer_add_deferred(ctx, deferred, names[t], HETCL_ST_F32, shape, 2,
+                                                   refill_source, &r));
+    }
+    CHECK_OK(ctx, hetcl_st_writer_add(ctx, whole, "own", HETCL_ST_F32, s4, 1, own));
+    CHECK_OK(ctx, hetcl_st_writer_add(ctx, deferred, "own", HETCL_ST_F32, s4, 1, own));
+    CHECK_OK(ctx, hetcl_st_writer_set_metadata(ctx, whole, "epoch", "3"));
+    CHECK_OK(ctx, hetcl_st_writer_set_metadata(ctx, deferred, "epoch", "3"));
+    CHECK_EQ_INT(
+            hetcl_st_writer_add_deferred(ctx, deferred, "x", HETCL_ST_F32, shape, 2, NULL, NULL),
+            HETCL_ERR_INVALID_ARG);
+    char a[4096], b[4096];
+    path_in(a, sizeof a, "whole.safetensors");
+    path_in(b, sizeof b, "deferred.safetensors");
+    CHECK_OK(ctx, hetcl_st_writer_save(ctx, whole, a));
+    CHECK_OK(ctx, hetcl_st_writer_save(ctx, deferred, b));
+    size_t la = 0, lb = 0;
+    unsigned char *ba = slurp(a, &la), *bb = slurp(b, &lb);
+    CHECK(ba && bb && la == lb && memcmp(ba, bb, la) == 0);
+    free(ba);
+    free(bb);
+    CHECK_EQ_INT(r.calls, 3); /* in name order: rank1 < rank10 < rank2 */
+    CHECK_EQ_STR(r.order[0], "m.rank1.a");
+    CHECK_EQ_STR(r.order[1], "m.rank10.c");
+    CHECK_EQ_STR(r.order[2], "m.rank2.b");
+
+    r.fail_at = "m.rank10.c";
+    CHECK_EQ_INT(hetcl_st_writer_save(ctx, deferred, a), HETCL_ERR_IO);
+    CHECK_DETAIL(ctx, "source of m.rank10.c gave up");
+    ba = slurp(a, &la);
+    bb = slurp(b, &lb);
+    CHECK(ba && bb && la == lb && memcmp(ba, bb, la) == 0); /* the old file, whole */
+    free(ba);
+    free(bb);
+    CHECK_EQ_INT(count_temp_files(), 0);
+    hetcl_st_writer_destroy(whole);
+    hetcl_st_writer_destroy(deferred);
+}
+
 /* Removes the files this test made, then the directory. */
 static void cleanup(void)
 {
@@ -673,6 +758,7 @@ int main(void)
     test_hostile_names(ctx);
     test_files(ctx);
     test_finite(ctx);
+    test_deferred(ctx);
     hetcl_context_destroy(ctx);
     cleanup();
     return hetcl_test_finish("test_weights_safetensors");

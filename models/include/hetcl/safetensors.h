@@ -109,6 +109,19 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_st_writer_add_borrowed(
         hetcl_context *ctx, hetcl_st_writer *w, const char *name, enum hetcl_st_dtype dtype,
         const int64_t *shape, size_t ndim, const void *data);
 
+/* Where a deferred tensor's bytes come from when the writer saves: *data set to its nbytes
+ * (product(shape) * dtype size), valid until the source (any of the writer's) is called again
+ * or the save returns. name: the tensor's. Returns HETCL_OK, or an error (its detail on the
+ * caller's context) that abandons the save: the file is then left as it was. */
+typedef hetcl_status (*hetcl_st_source)(void *user, const char *name, const void **data);
+
+/* As hetcl_st_writer_add, but the bytes are asked of source(user, name, ...) at each save,
+ * when the tensor's turn comes in the file (the order hetcl_st_writer_save describes): a
+ * checkpoint then needs the bytes of one such tensor at a time, not all at once. */
+HETCL_API HETCL_NODISCARD hetcl_status hetcl_st_writer_add_deferred(
+        hetcl_context *ctx, hetcl_st_writer *w, const char *name, enum hetcl_st_dtype dtype,
+        const int64_t *shape, size_t ndim, hetcl_st_source source, void *user);
+
 /* Sets "__metadata__"[key] = value (both UTF-8, copied), replacing a previous value of key.
  * Checkpoints keep e.g. "epoch", "seed" and the data cursor here.
  * Returns HETCL_OK, HETCL_ERR_NO_MEMORY or HETCL_ERR_INVALID_ARG (NULL or non-UTF-8 strings). */
@@ -127,11 +140,11 @@ HETCL_API HETCL_NODISCARD hetcl_status hetcl_st_writer_set_metadata(hetcl_contex
  * first) and name, the header padded with spaces to a multiple of 8 bytes, so that every tensor
  * starts at an offset aligned to its element size.
  *
- * Memory: the whole file is assembled in one buffer before it is written, so saving needs the
- * file's size in free memory on top of the tensors (use hetcl_st_writer_add_borrowed to avoid a
- * third copy).
+ * Memory: the header is written first (it depends on the shapes alone), then each tensor's
+ * bytes straight from where they are: saving holds no copy of the file (use
+ * hetcl_st_writer_add_borrowed or _deferred to avoid a copy of the tensors too).
  * Returns HETCL_OK, HETCL_ERR_INVALID_ARG, HETCL_ERR_NO_MEMORY or HETCL_ERR_IO
- * ("cannot write <path>: <strerror>"). */
+ * ("cannot write <path>: <strerror>"), or a deferred tensor's source's error. */
 HETCL_API HETCL_NODISCARD hetcl_status hetcl_st_writer_save(hetcl_context *ctx,
                                                             const hetcl_st_writer *w,
                                                             const char *path);

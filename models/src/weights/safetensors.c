@@ -148,6 +148,8 @@ struct entry {
     const void *data; /* copy, or the caller's bytes when borrowed */
     void *copy;       /* owned bytes; NULL when borrowed or empty */
     size_t nbytes;
+    hetcl_st_source source; /* deferred: the bytes come from source(user) when saved */
+    void *user;
 };
 
 struct meta {
@@ -204,10 +206,20 @@ static bool grow(void **arr, size_t n, size_t *cap, size_t elem)
     return true;
 }
 
+/* Where a tensor's bytes come from: data copied, data borrowed, or source(user) at save. */
+struct origin {
+    const void *data;
+    bool borrow;
+    hetcl_st_source source;
+    void *user;
+};
+
 static hetcl_status writer_add(hetcl_context *ctx, hetcl_st_writer *w, const char *name,
                                enum hetcl_st_dtype dtype, const int64_t *shape, size_t ndim,
-                               const void *data, bool borrow)
+                               struct origin o)
 {
+    const void *data = o.data;
+    const bool borrow = o.borrow || o.source;
     static const char fn[] = "hetcl_st_writer_add";
     if (!w || !name)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: writer and name must be set", fn);
@@ -227,7 +239,7 @@ static hetcl_status writer_add(hetcl_context *ctx, hetcl_st_writer *w, const cha
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
                            "%s: tensor %s: shape has a negative dimension or is too large", fn,
                            name);
-    if (nbytes > 0 && !data)
+    if (nbytes > 0 && !data && !o.source)
         return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG, "%s: tensor %s: data is NULL", fn, name);
     for (size_t i = 0; i < w->n; i++)
         if (strcmp(w->entries[i].name, name) == 0)
@@ -236,7 +248,8 @@ static hetcl_status writer_add(hetcl_context *ctx, hetcl_st_writer *w, const cha
     if (!grow((void **) &w->entries, w->n, &w->cap, sizeof *w->entries))
         return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "%s: out of memory", fn);
 
-    struct entry e = {.dtype = dtype, .ndim = ndim, .nbytes = nbytes};
+    struct entry e = {
+            .dtype = dtype, .ndim = ndim, .nbytes = nbytes, .source = o.source, .user = o.user};
     e.name = hetcl__strdup(name);
     e.shape = hetcl__malloc((ndim ? ndim : 1) * sizeof *e.shape);
     if (!borrow && nbytes > 0)
@@ -260,14 +273,27 @@ hetcl_status hetcl_st_writer_add(hetcl_context *ctx, hetcl_st_writer *w, const c
                                  enum hetcl_st_dtype dtype, const int64_t *shape, size_t ndim,
                                  const void *data)
 {
-    return writer_add(ctx, w, name, dtype, shape, ndim, data, false);
+    return writer_add(ctx, w, name, dtype, shape, ndim, (struct origin){.data = data});
 }
 
 hetcl_status hetcl_st_writer_add_borrowed(hetcl_context *ctx, hetcl_st_writer *w, const char *name,
                                           enum hetcl_st_dtype dtype, const int64_t *shape,
                                           size_t ndim, const void *data)
 {
-    return writer_add(ctx, w, name, dtype, shape, ndim, data, true);
+    return writer_add(ctx, w, name, dtype, shape, ndim,
+                      (struct origin){.data = data, .borrow = true});
+}
+
+hetcl_status hetcl_st_writer_add_deferred(hetcl_context *ctx, hetcl_st_writer *w, const char *name,
+                                          enum hetcl_st_dtype dtype, const int64_t *shape,
+                                          size_t ndim, hetcl_st_source source, void *user)
+{
+    if (!source)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "hetcl_st_writer_add_deferred: tensor %s: source is NULL",
+                           name ? name : "(null)");
+    return writer_add(ctx, w, name, dtype, shape, ndim,
+                      (struct origin){.source = source, .user = user});
 }
 
 hetcl_status hetcl_st_writer_set_metadata(hetcl_context *ctx, hetcl_st_writer *w, const char *key,
@@ -393,6 +419,37 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
+/* What hetcl_st_writer_save streams: the header's length and bytes, then the tensors. */
+struct save_job {
+    hetcl_context *ctx;
+    const struct entry **order;
+    size_t n;
+    const struct sbuf *header;
+};
+
+static hetcl_status save_bytes(void *user, hetcl__out *out)
+{
+    const struct save_job *j = user;
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++)
+        len[i] = (unsigned char) ((uint64_t) j->header->len >> (8 * i));
+    hetcl_status st = hetcl__out_write(out, len, sizeof len);
+    if (st == HETCL_OK)
+        st = hetcl__out_write(out, j->header->p, j->header->len);
+    for (size_t i = 0; i < j->n && st == HETCL_OK; i++) {
+        const struct entry *e = j->order[i];
+        const void *data = e->data;
+        if (e->source && (st = e->source(e->user, e->name, &data)) != HETCL_OK)
+            break;
+        if (e->nbytes && !data)
+            st = hetcl__fail(j->ctx, HETCL_ERR_INTERNAL, "tensor %s: its source gave no bytes",
+                             e->name);
+        else if (e->nbytes)
+            st = hetcl__out_write(out, data, e->nbytes);
+    }
+    return st;
+}
+
 hetcl_status hetcl_st_writer_save(hetcl_context *ctx, const hetcl_st_writer *w, const char *path)
 {
     if (!w || !path || !*path)
@@ -450,29 +507,19 @@ hetcl_status hetcl_st_writer_save(hetcl_context *ctx, const hetcl_st_writer *w, 
         sb_put(&h, " ", 1);
 
     hetcl_status st = HETCL_OK;
-    unsigned char *file = NULL;
-    size_t total = 8 + h.len + (size_t) offset;
-    if (h.oom || h.len > HETCL_ST_MAX_HEADER || total < h.len || !(file = hetcl__malloc(total))) {
+    if (h.oom || h.len > HETCL_ST_MAX_HEADER) {
         st = h.len > HETCL_ST_MAX_HEADER
                      ? hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
                                    "cannot write %s: header of %zu bytes exceeds the limit", path,
                                    h.len)
-                     : hetcl__fail(ctx, HETCL_ERR_NO_MEMORY,
-                                   "cannot write %s: out of memory for %zu bytes", path, total);
-        goto done;
+                     : hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "cannot write %s: out of memory",
+                                   path);
+    } else {
+        /* The header is known from the shapes alone: it goes first, then each tensor's bytes
+         * in the file's order, straight from where they are (or from their source). */
+        struct save_job job = {ctx, order, w->n, &h};
+        st = hetcl__write_file_atomic_stream(ctx, path, save_bytes, &job);
     }
-    for (int i = 0; i < 8; i++)
-        file[i] = (unsigned char) ((uint64_t) h.len >> (8 * i));
-    memcpy(file + 8, h.p, h.len);
-    size_t pos = 8 + h.len;
-    for (size_t i = 0; i < w->n; i++) {
-        if (order[i]->nbytes)
-            memcpy(file + pos, order[i]->data, order[i]->nbytes);
-        pos += order[i]->nbytes;
-    }
-    st = hetcl__write_file_atomic(ctx, path, file, total);
-done:
-    hetcl__free(file);
     hetcl__free(h.p);
     hetcl__free(order);
     return st;

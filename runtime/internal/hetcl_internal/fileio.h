@@ -31,6 +31,17 @@
 HETCL_NODISCARD hetcl_status hetcl__write_file_atomic(hetcl_context *ctx, const char *path,
                                                       const void *data, size_t len);
 
+/* hetcl__write_file_atomic with the bytes produced piece by piece, so that a large file need not
+ * be held in memory: fn(user, out) calls hetcl__out_write(out, ...) for each piece in order and
+ * returns HETCL_OK, or the status of hetcl__out_write's failure, or a failure of its own (its
+ * detail on ctx), which abandons the write (path untouched, that status returned). */
+typedef struct hetcl__out hetcl__out;
+typedef hetcl_status (*hetcl__out_fn)(void *user, hetcl__out *out);
+HETCL_NODISCARD hetcl_status hetcl__write_file_atomic_stream(hetcl_context *ctx, const char *path,
+                                                             hetcl__out_fn fn, void *user);
+/* HETCL_ERR_IO once a write failed (every later call too; the writer reports errno's reason). */
+HETCL_NODISCARD hetcl_status hetcl__out_write(hetcl__out *out, const void *data, size_t len);
+
 /* hetcl__write_file_atomic for hetcl's own files (cache entries): whatever is at path, a FIFO, a
  * device node or a symbolic link included, is replaced by a regular file, never written into
  * (a FIFO nobody reads would block the writer forever). Same returns. */

@@ -154,8 +154,43 @@ static void remove_stale_temps(const char *target)
 
 /* Writes data to "<real>.tmp.<pid>.XXXXXX", then renames it over real. path is the name the
  * caller gave, for messages. */
+struct hetcl__out {
+    int fd;
+    int err; /* the first write's errno; nothing more is written after it */
+};
+
+hetcl_status hetcl__out_write(hetcl__out *out, const void *data, size_t len)
+{
+    if (!out->err && write_all(out->fd, data, len) != 0)
+        out->err = errno ? errno : EIO;
+    return out->err ? HETCL_ERR_IO : HETCL_OK;
+}
+
+/* The bytes of a write: fn's, or one buffer's (buffer_bytes, user: a struct buffer). */
+struct buffer {
+    const void *data;
+    size_t len;
+};
+
+static hetcl_status buffer_bytes(void *user, hetcl__out *out)
+{
+    const struct buffer *b = user;
+    return hetcl__out_write(out, b->data, b->len);
+}
+
+/* Runs fn into fd: 0, the errno of a failed write, or -1 when fn failed for a reason of its
+ * own (*st: its status, its detail on ctx). */
+static int produce(int fd, hetcl__out_fn fn, void *user, hetcl_status *st)
+{
+    hetcl__out out = {.fd = fd};
+    *st = fn(user, &out);
+    if (out.err)
+        return out.err;
+    return *st != HETCL_OK ? -1 : 0;
+}
+
 static hetcl_status write_replace(hetcl_context *ctx, const char *path, const char *real,
-                                  const void *data, size_t len)
+                                  hetcl__out_fn fn, void *user)
 {
     remove_stale_temps(real);
     /* The pid names the writer; mkstemp's suffix keeps two threads of one process apart. */
@@ -172,8 +207,9 @@ static hetcl_status write_replace(hetcl_context *ctx, const char *path, const ch
         return io_fail(ctx, err, "cannot write", path);
     }
     int err = 0;
-    if (fchmod(fd, 0644) != 0 || write_all(fd, data, len) != 0 || fsync(fd) != 0)
-        err = errno;
+    hetcl_status st = HETCL_OK;
+    if (fchmod(fd, 0644) != 0 || (err = produce(fd, fn, user, &st)) != 0 || fsync(fd) != 0)
+        err = err ? err : errno;
     if (close(fd) != 0 && !err)
         err = errno;
     if (!err && rename(tmp, real) != 0)
@@ -181,7 +217,7 @@ static hetcl_status write_replace(hetcl_context *ctx, const char *path, const ch
     if (err) {
         (void) unlink(tmp);
         hetcl__free(tmp);
-        return io_fail(ctx, err, "cannot write", path);
+        return err < 0 ? st : io_fail(ctx, err, "cannot write", path);
     }
     hetcl__free(tmp);
     sync_dir(real);
@@ -193,7 +229,7 @@ static hetcl_status write_replace(hetcl_context *ctx, const char *path, const ch
  * does. A regular file reached through a descriptor's name (/dev/stdout redirected to a file)
  * is appended to, so that what the process printed there before stays. */
 static hetcl_status write_in_place(hetcl_context *ctx, const char *path, const char *real,
-                                   bool regular, const void *data, size_t len)
+                                   bool regular, hetcl__out_fn fn, void *user)
 {
     int fd;
     do
@@ -201,10 +237,11 @@ static hetcl_status write_in_place(hetcl_context *ctx, const char *path, const c
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return io_fail(ctx, errno, "cannot write", path);
-    int err = write_all(fd, data, len) != 0 ? errno : 0;
+    hetcl_status st = HETCL_OK;
+    int err = produce(fd, fn, user, &st);
     if (close(fd) != 0 && !err && errno != EINTR)
         err = errno;
-    return err ? io_fail(ctx, err, "cannot write", path) : HETCL_OK;
+    return err < 0 ? st : err ? io_fail(ctx, err, "cannot write", path) : HETCL_OK;
 }
 
 /* Whether p names one of the process's own descriptors (/dev/stdout, /dev/fd/3,
@@ -306,13 +343,22 @@ hetcl_status hetcl__write_file_atomic(hetcl_context *ctx, const char *path, cons
                                       size_t len)
 {
     hetcl_status st = check_write_args(ctx, "hetcl__write_file_atomic", path, data, len);
+    struct buffer b = {data, len};
+    return st != HETCL_OK ? st : hetcl__write_file_atomic_stream(ctx, path, buffer_bytes, &b);
+}
+
+hetcl_status hetcl__write_file_atomic_stream(hetcl_context *ctx, const char *path, hetcl__out_fn fn,
+                                             void *user)
+{
+    if (!path || !*path || !fn)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "hetcl__write_file_atomic_stream: path and fn must be set");
     struct target t;
-    if (st == HETCL_OK)
-        st = resolve_target(ctx, path, &t);
+    hetcl_status st = resolve_target(ctx, path, &t);
     if (st != HETCL_OK)
         return st;
-    st = t.in_place ? write_in_place(ctx, path, t.real, t.regular, data, len)
-                    : write_replace(ctx, path, t.real, data, len);
+    st = t.in_place ? write_in_place(ctx, path, t.real, t.regular, fn, user)
+                    : write_replace(ctx, path, t.real, fn, user);
     hetcl__free(t.real);
     return st;
 }
@@ -321,7 +367,8 @@ hetcl_status hetcl__write_cache_file(hetcl_context *ctx, const char *path, const
                                      size_t len)
 {
     hetcl_status st = check_write_args(ctx, "hetcl__write_cache_file", path, data, len);
-    return st != HETCL_OK ? st : write_replace(ctx, path, path, data, len);
+    struct buffer b = {data, len};
+    return st != HETCL_OK ? st : write_replace(ctx, path, path, buffer_bytes, &b);
 }
 
 /* Creates and removes a temporary file beside real (named like write_replace's, so that a kill
