@@ -9,7 +9,13 @@
  *   - a time budget that only rank 1 runs out of: both end by the time budget after the same
  *     syncs;
  *   - every count of examples is global (the ranks' together, as one process counts them),
- *     after the stop and after resuming on 2, 3 and 1 ranks.
+ *     after the stop and after resuming on 2, 3 and 1 ranks;
+ *   - with a dedicated aggregator (3 ranks, the last one only aggregating): the two training
+ *     ranks train the model of 2 plain ranks bit for bit, the aggregator ends with them after
+ *     as many syncs; a checkpoint written so (stopped on rank 1) resumes on 2 plain ranks, and
+ *     the 2 plain ranks' checkpoint resumes with a dedicated aggregator, both to the model of
+ *     the run never stopped, with exact global counts; a time budget spent on one training
+ *     rank ends every rank, the aggregator included.
  * Before the vote, the rank that stopped left the other waiting at its next sync until the
  * communicator's timeout (here 20 s), which then failed its run.
  */
@@ -47,6 +53,7 @@ struct rank_job {
     bool resume;
     int stop_after;      /* rank's stop callback asks after this many polls; 0: never */
     double time_s;       /* the rank's time budget; 0: none */
+    bool dedicated;      /* the last rank only aggregates (set on every rank of the run) */
     atomic_int polls;    /* the stop callback's calls */
     hetcl_status status; /* hetcl_train_run's */
     char error[512];     /* its detail when it failed */
@@ -88,7 +95,9 @@ static void *rank_main(void *arg)
                                     .host_batch = {.batch = 16},
                                     .comm = j->comm,
                                     .sync_every = 64,
-                                    .allreduce = {.method = HETCL_ALLREDUCE_OMNIREDUCE},
+                                    .allreduce = {.method = HETCL_ALLREDUCE_OMNIREDUCE,
+                                                  .n_aggregators = j->dedicated ? 1 : 0,
+                                                  .dedicated_aggregators = j->dedicated},
                                     .time_s = j->time_s,
                                     .checkpoint_path = j->ckpt,
                                     .resume = j->resume,
@@ -158,6 +167,10 @@ static void check_global_examples(const struct rank_job *jobs, int n, uint64_t w
         const struct hetcl_train_result *x = jobs[r].result;
         if (!x)
             continue;
+        if (x->dedicated_aggregator) { /* trains nothing, counts nothing */
+            CHECK_EQ_INT(x->rank_examples, 0);
+            continue;
+        }
         CHECK_EQ_INT(x->examples, want_total);
         CHECK_EQ_INT(x->n_epochs, EPOCHS);
         for (int64_t e = 0; e < x->n_epochs; e++)
@@ -289,6 +302,90 @@ static void test_time_on_one_rank(void)
     release(jobs);
 }
 
+/* 3 ranks, the last a dedicated aggregator: every rank ended OK, the aggregator after as many
+ * syncs as the training ranks, which ended alike (same_end). */
+static bool dedicated_end(struct rank_job jobs[MAX_RANKS])
+{
+    CHECK_EQ_INT(jobs[2].status, HETCL_OK);
+    if (jobs[2].status != HETCL_OK) {
+        fprintf(stderr, "aggregator: %s\n", jobs[2].error);
+        return false;
+    }
+    if (!same_end(jobs))
+        return false;
+    const struct hetcl_train_result *a = jobs[2].result;
+    CHECK(a->dedicated_aggregator && !jobs[0].result->dedicated_aggregator);
+    CHECK_EQ_INT(a->n_syncs, jobs[0].result->n_syncs);
+    CHECK(a->sync_bytes_sent > 0 && a->n_epochs == 0);
+    return true;
+}
+
+static void test_dedicated(const char *dir)
+{
+    char ckpt[300], plain_stop[300];
+    snprintf(ckpt, sizeof ckpt, "%s/ded.safetensors", dir);
+    snprintf(plain_stop, sizeof plain_stop, "%s/plain_stop.safetensors", dir);
+    /* the run never stopped, on 2 plain ranks, and with a dedicated aggregator */
+    struct rank_job whole[RANKS] = {{0}, {0}};
+    struct rank_job ded[MAX_RANKS] = {
+            {.dedicated = true}, {.dedicated = true}, {.dedicated = true}};
+    if (!run_ranks(whole) || !same_end(whole) || !run_n_ranks(ded, 3) || !dedicated_end(ded)) {
+        CHECK(0);
+        release(whole);
+        release_n(ded, 3);
+        return;
+    }
+    const uint64_t want = whole[0].result->model_hash, total = (uint64_t) EPOCHS * N_TRAIN;
+    CHECK(ded[0].result->model_hash == want);
+    CHECK_EQ_INT(ded[0].result->n_syncs, whole[0].result->n_syncs);
+    check_global_examples(ded, 3, total, total);
+    release_n(ded, 3);
+
+    /* stopped on rank 1 with a dedicated aggregator; resumed on 2 plain ranks */
+    struct rank_job stop[MAX_RANKS] = {{.ckpt = ckpt, .dedicated = true},
+                                       {.ckpt = ckpt, .dedicated = true, .stop_after = 20},
+                                       {.ckpt = ckpt, .dedicated = true}};
+    uint64_t before = 0;
+    if (run_n_ranks(stop, 3) && dedicated_end(stop)) {
+        CHECK_EQ_INT(stop[0].result->stopped_by, HETCL_TRAIN_STOP_INTERRUPTED);
+        before = stop[0].result->n_syncs;
+        CHECK_EQ_INT(stop[0].result->examples, before * 64 * RANKS);
+    }
+    release_n(stop, 3);
+    struct rank_job rest[RANKS] = {{.ckpt = ckpt, .resume = true}, {.ckpt = ckpt, .resume = true}};
+    if (before && run_ranks(rest) && same_end(rest)) {
+        CHECK_EQ_INT(rest[0].result->resumed_from_ranks, RANKS); /* the training ranks */
+        CHECK(rest[0].result->model_hash == want);
+        check_global_examples(rest, RANKS, total, total - before * 64 * RANKS);
+    }
+    release(rest);
+
+    /* stopped on 2 plain ranks; resumed with a dedicated aggregator */
+    struct rank_job pstop[RANKS] = {{.ckpt = plain_stop}, {.ckpt = plain_stop, .stop_after = 20}};
+    before = 0;
+    if (run_ranks(pstop) && same_end(pstop))
+        before = pstop[0].result->n_syncs;
+    release(pstop);
+    struct rank_job dres[MAX_RANKS] = {{.ckpt = plain_stop, .resume = true, .dedicated = true},
+                                       {.ckpt = plain_stop, .resume = true, .dedicated = true},
+                                       {.ckpt = plain_stop, .resume = true, .dedicated = true}};
+    if (before && run_n_ranks(dres, 3) && dedicated_end(dres)) {
+        CHECK(dres[0].result->model_hash == want);
+        check_global_examples(dres, 3, total, total - before * 64 * RANKS);
+    }
+    release_n(dres, 3);
+
+    /* a time budget spent on training rank 1 ends every rank after the same sync */
+    struct rank_job timed[MAX_RANKS] = {
+            {.dedicated = true}, {.dedicated = true, .time_s = 1e-6}, {.dedicated = true}};
+    if (run_n_ranks(timed, 3) && dedicated_end(timed))
+        CHECK_EQ_INT(timed[0].result->stopped_by, HETCL_TRAIN_STOP_TIME);
+    release_n(timed, 3);
+    release(whole);
+    unlink(ckpt);
+    unlink(plain_stop);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/hetcl_dist_stop_XXXXXX";
@@ -296,6 +393,7 @@ int main(void)
         return 1;
     test_stop_on_one_rank(dir);
     test_time_on_one_rank();
+    test_dedicated(dir);
     rmdir(dir);
     return hetcl_test_finish("test_train_dist_stop");
 }

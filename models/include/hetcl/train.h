@@ -184,7 +184,14 @@ struct hetcl_train_options {
      * ranks, rank 0's with another count). Every rank reads the one file on resume (checked
      * against rank 0's), with this run's rank count or any other: the rest of the epoch is
      * re-sharded over this run's ranks, so that every example of every epoch is still trained
-     * exactly once. */
+     * exactly once.
+     * Dedicated aggregators (allreduce.method omnireduce, dedicated_aggregators, n_aggregators
+     * N from 1 to ranks - 1): the last N ranks train nothing: the data are sharded over the
+     * first ranks - N alone, which average their changes over themselves, and the last N only
+     * aggregate every sync's allreduce (rank 0 tells them when one comes, and when the run
+     * ends). Their hetcl_train_run returns once the training ranks are done, with a result
+     * whose dedicated_aggregator is set and that holds only their syncs, bytes and wall time
+     * (no epochs, devices or parameters). */
     hetcl_comm *comm;
     int64_t sync_every;
     struct hetcl_allreduce_options allreduce;
@@ -339,6 +346,8 @@ struct hetcl_train_result {
     uint64_t n_syncs;
     double sync_s;
     uint64_t sync_bytes_sent, sync_bytes_received;
+    /* With comm and dedicated aggregators: this rank only aggregated (see comm). */
+    bool dedicated_aggregator;
     int64_t n_params;
     /* Devices excluded after failures, in the order it happened. The run fails only when no
      * device is left, or when a host worker's batch fails (a host failure is not a device's). */

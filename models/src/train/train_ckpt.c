@@ -70,6 +70,23 @@ static char *join_hist(const struct hetcl__ckpt_state *st)
     return s;
 }
 
+/* One tensor "momentum.rank<r>.<param>": rank r's momentum from st->rank_velocity, at off. */
+struct rank_tensor {
+    const struct hetcl__ckpt_state *st;
+    int64_t r;
+    size_t off;
+};
+
+static hetcl_status rank_tensor_bytes(void *user, const char *name, const void **data)
+{
+    (void) name;
+    const struct rank_tensor *rt = user;
+    const float *v = NULL;
+    hetcl_status s = rt->st->rank_velocity(rt->st->rank_velocity_user, rt->r, &v);
+    *data = s == HETCL_OK ? v + rt->off : NULL;
+    return s;
+}
+
 hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_net *net,
                               const float *params, const float *velocity,
                               const struct hetcl__ckpt_state *st)
@@ -78,9 +95,17 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
     hetcl_st_writer *w = NULL;
     char *batches = NULL, *hist = NULL;
     char name[CKPT_NAME_MAX], num[64];
+    const size_t n_rank_tensors =
+            st->rank_velocity && st->ranks > 1 ? (size_t) (st->ranks - 1) * spec->n_params : 0;
+    struct rank_tensor *rts = hetcl__calloc(n_rank_tensors ? n_rank_tensors : 1, sizeof *rts);
+    if (!rts)
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "checkpoint of %lld ranks",
+                           (long long) st->ranks);
     hetcl_status s = hetcl_st_writer_create(ctx, &w);
-    if (s != HETCL_OK)
+    if (s != HETCL_OK) {
+        hetcl__free(rts);
         return s;
+    }
     for (int i = 0; i < spec->n_params && s == HETCL_OK; i++) {
         const struct hetcl_model_param *p = &spec->params[i];
         const size_t off = net->param_off[i]; /* padded: not the sum of the sizes before */
@@ -91,13 +116,15 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
             s = hetcl_st_writer_add_borrowed(ctx, w, name, HETCL_ST_F32, p->dims, (size_t) p->rank,
                                              velocity + off);
     }
-    for (int64_t r = 1; st->rank_velocity && r < st->ranks && s == HETCL_OK; r++)
+    /* The other ranks' momentum as the writing reaches it, one rank at a time. */
+    for (int64_t r = 1; n_rank_tensors && r < st->ranks && s == HETCL_OK; r++)
         for (int i = 0; i < spec->n_params && s == HETCL_OK; i++) {
             const struct hetcl_model_param *p = &spec->params[i];
+            struct rank_tensor *rt = &rts[(size_t) (r - 1) * (size_t) spec->n_params + (size_t) i];
+            *rt = (struct rank_tensor){st, r, net->param_off[i]};
             snprintf(name, sizeof name, "momentum.rank%" PRId64 ".%s", r, p->name);
-            s = hetcl_st_writer_add_borrowed(ctx, w, name, HETCL_ST_F32, p->dims, (size_t) p->rank,
-                                             st->rank_velocity + (size_t) (r - 1) * net->n_params +
-                                                     net->param_off[i]);
+            s = hetcl_st_writer_add_deferred(ctx, w, name, HETCL_ST_F32, p->dims, (size_t) p->rank,
+                                             rank_tensor_bytes, rt);
         }
     const bool standardized = st->input_mean && st->input_std && st->input_features > 0;
     if (s == HETCL_OK && standardized) {
@@ -163,6 +190,7 @@ hetcl_status hetcl__ckpt_save(hetcl_context *ctx, const char *path, const hetcl_
     hetcl__free(batches);
     hetcl__free(hist);
     hetcl_st_writer_destroy(w);
+    hetcl__free(rts);
     return s;
 }
 

@@ -126,6 +126,22 @@ hetcl_status hetcl__tr_dist_setup(struct tr *t);
 hetcl_status hetcl__tr_dist_start(struct tr *t);
 hetcl_status hetcl__tr_dist_sync(struct tr *t);
 bool hetcl__tr_dist_stopping(const struct tr *t);
+/* Dedicated aggregators (hetcl_train_options.comm): the ranks that train (all but the last
+ * n_aggregators), whether this rank only aggregates, and its whole run (in place of training:
+ * it takes part in every sync until rank 0 says the run is over; res: its syncs, bytes and
+ * time). On rank 0, the training's end told to them (s: how the run ended) and, while it
+ * trains, a sign of life at most every second, so that an aggregator waiting through a long
+ * epoch knows rank 0 is alive and one waiting for a dead rank 0 times out. */
+int hetcl__tr_dist_trainers(const struct hetcl_train_options *o);
+bool hetcl__tr_dist_aggregator(const struct hetcl_train_options *o);
+hetcl_status hetcl__tr_dist_serve(hetcl_context *ctx, const hetcl_model_spec *spec,
+                                  const struct hetcl_train_options *o,
+                                  struct hetcl_train_result *res);
+void hetcl__tr_dist_end(struct tr *t, hetcl_status s);
+void hetcl__tr_dist_alive(struct tr *t);
+/* hetcl_comm_send / recv tags of a training run: rank 0's commands to dedicated aggregators,
+ * and the training ranks' momentum to rank 0 at a checkpoint (train_eval.c). */
+enum { HETCL__TR_TAG_CMD = 0, HETCL__TR_TAG_MOMENTUM = 1 };
 /* A checkpoint is due right after the last sync, on every rank: rank 0's checkpoint clock
  * (checkpoint_every_s) said so, or the ranks stop there. */
 bool hetcl__tr_dist_ckpt_due(const struct tr *t);

@@ -9,6 +9,11 @@
  * with rank 0's checks it. The same sync votes on stopping (the caller's request, the time
  * budget, a mid-epoch evaluation at the target, on any rank), so that every rank stops after
  * the same sync instead of one rank leaving the others waiting at the next.
+ *
+ * Dedicated aggregators (the last n_aggregators ranks, OmniReduce) train nothing: they wait for
+ * rank 0's commands (a sync comes, the run is over, or a sign of life) and take part in each
+ * sync's allreduce and vote, so that a link that would slow a training rank's aggregation down
+ * carries only aggregation.
  */
 #include "train_coord.h"
 
@@ -29,18 +34,18 @@ struct sync_verdict {
     int32_t stop_rank;
 };
 
-/* Rank 0 gathers every rank's vote and sends back its hash and the union (one gather more
- * than the hash check alone); every rank then takes the union as its own decision. */
-static hetcl_status vote(struct tr *t, uint64_t hash, struct sync_verdict *v)
+/* What rank 0 tells dedicated aggregators (HETCL__TR_TAG_CMD). */
+enum { CMD_START = 1, CMD_SYNC, CMD_ALIVE, CMD_DONE, CMD_FAIL };
+
+/* Rank 0 gathers every rank's vote (mine; a dedicated aggregator's is 0) and sends back its
+ * hash and the union (one gather more than the hash check alone). */
+static hetcl_status exchange_votes(hetcl_context *ctx, hetcl_comm *c, uint32_t mine, uint64_t hash,
+                                   struct sync_verdict *v)
 {
-    hetcl_comm *c = t->o.comm;
     const int n = hetcl_comm_size(c), rank = hetcl_comm_rank(c);
-    uint32_t mine = (t->stop_local[0] ? VOTE_STOP : 0) | (hetcl__tr_time_spent(t) ? VOTE_TIME : 0) |
-                    (t->target_local ? VOTE_TARGET : 0) |
-                    (rank == 0 && hetcl__tr_ckpt_due_at_sync(t) ? VOTE_CKPT : 0);
     uint32_t *all = rank == 0 ? hetcl__calloc((size_t) n, sizeof *all) : NULL;
     if (rank == 0 && !all)
-        return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "votes of %d ranks", n);
+        return hetcl__fail(ctx, HETCL_ERR_NO_MEMORY, "votes of %d ranks", n);
     hetcl_status s = hetcl_comm_gather(c, 0, &mine, sizeof mine, all);
     *v = (struct sync_verdict){.hash = hash, .stop_rank = -1};
     for (int r = 0; s == HETCL_OK && rank == 0 && r < n; r++) {
@@ -49,8 +54,18 @@ static hetcl_status vote(struct tr *t, uint64_t hash, struct sync_verdict *v)
             v->stop_rank = r;
     }
     hetcl__free(all);
-    if (s == HETCL_OK)
-        s = hetcl_comm_bcast(c, 0, v, sizeof *v);
+    return s == HETCL_OK ? hetcl_comm_bcast(c, 0, v, sizeof *v) : s;
+}
+
+/* Every rank's vote exchanged; every training rank then takes the union as its own
+ * decision. */
+static hetcl_status vote(struct tr *t, uint64_t hash, struct sync_verdict *v)
+{
+    const int rank = hetcl_comm_rank(t->o.comm);
+    uint32_t mine = (t->stop_local[0] ? VOTE_STOP : 0) | (hetcl__tr_time_spent(t) ? VOTE_TIME : 0) |
+                    (t->target_local ? VOTE_TARGET : 0) |
+                    (rank == 0 && hetcl__tr_ckpt_due_at_sync(t) ? VOTE_CKPT : 0);
+    hetcl_status s = exchange_votes(t->ctx, t->o.comm, mine, hash, v);
     if (s != HETCL_OK)
         return s;
     if ((v->votes & VOTE_STOP) && !t->stop_reason[0]) {
@@ -75,12 +90,132 @@ bool hetcl__tr_dist_ckpt_due(const struct tr *t)
     return t->o.checkpoint_path && (t->dist_ckpt || hetcl__tr_dist_stopping(t));
 }
 
+int hetcl__tr_dist_trainers(const struct hetcl_train_options *o)
+{
+    const int n = hetcl_comm_size(o->comm);
+    return o->allreduce.dedicated_aggregators ? n - o->allreduce.n_aggregators : n;
+}
+
+bool hetcl__tr_dist_aggregator(const struct hetcl_train_options *o)
+{
+    return o->comm && o->allreduce.dedicated_aggregators &&
+           hetcl_comm_rank(o->comm) >= hetcl__tr_dist_trainers(o);
+}
+
+/* Dedicated aggregators need OmniReduce, and at least one aggregator and one training rank. */
+static hetcl_status check_dedicated(hetcl_context *ctx, const struct hetcl_train_options *o)
+{
+    const struct hetcl_allreduce_options *a = &o->allreduce;
+    const int n = hetcl_comm_size(o->comm);
+    if (!a->dedicated_aggregators)
+        return HETCL_OK;
+    if (a->method != HETCL_ALLREDUCE_OMNIREDUCE)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "dedicated aggregators with allreduce %s (expected omnireduce)",
+                           hetcl_allreduce_method_name(a->method));
+    if (a->n_aggregators < 1 || a->n_aggregators >= n)
+        return hetcl__fail(ctx, HETCL_ERR_INVALID_ARG,
+                           "%d dedicated aggregators of %d ranks (expected 1 to %d: one rank at "
+                           "least must train)",
+                           a->n_aggregators, n, n - 1);
+    return HETCL_OK;
+}
+
+/* Rank 0: cmd to every dedicated aggregator. */
+static hetcl_status tell_aggregators(struct tr *t, uint32_t cmd)
+{
+    hetcl_comm *c = t->o.comm;
+    hetcl_status s = HETCL_OK;
+    if (!c || !t->o.allreduce.dedicated_aggregators || hetcl_comm_rank(c) != 0)
+        return HETCL_OK;
+    for (int r = hetcl__tr_dist_trainers(&t->o); r < hetcl_comm_size(c) && s == HETCL_OK; r++)
+        s = hetcl_comm_send(c, r, HETCL__TR_TAG_CMD, &cmd, sizeof cmd);
+    t->dist_told_ns = hetcl__now_ns();
+    return s;
+}
+
+void hetcl__tr_dist_alive(struct tr *t)
+{
+    if (t->o.comm && t->o.allreduce.dedicated_aggregators &&
+        hetcl__now_ns() - t->dist_told_ns >= UINT64_C(1000000000)) {
+        /* a failed send breaks the communicator: the next sync reports it */
+        hetcl_status s = tell_aggregators(t, CMD_ALIVE);
+        (void) s;
+    }
+}
+
+void hetcl__tr_dist_end(struct tr *t, hetcl_status s)
+{
+    if (t->o.comm && !hetcl_comm_broken(t->o.comm)) {
+        hetcl_status told = tell_aggregators(t, s == HETCL_OK ? CMD_DONE : CMD_FAIL);
+        (void) told; /* the run's own status says more */
+    }
+}
+
+hetcl_status hetcl__tr_dist_serve(hetcl_context *ctx, const hetcl_model_spec *spec,
+                                  const struct hetcl_train_options *o,
+                                  struct hetcl_train_result *res)
+{
+    hetcl_comm *c = o->comm;
+    hetcl_net *net = NULL;
+    const uint64_t t0 = hetcl__now_ns();
+    uint64_t sent0, recv0, sync_ns = 0;
+    hetcl_comm_bytes(c, &sent0, &recv0);
+    hetcl_status s = check_dedicated(ctx, o);
+    if (s == HETCL_OK) /* the training ranks' parameter count, padding included */
+        s = hetcl_net_create(ctx, spec, &net);
+    for (bool done = false; s == HETCL_OK && !done;) {
+        uint32_t cmd = 0;
+        if ((s = hetcl_comm_recv(c, 0, HETCL__TR_TAG_CMD, &cmd, sizeof cmd)) != HETCL_OK)
+            break;
+        uint64_t root[3] = {0}, s0 = hetcl__now_ns();
+        struct hetcl_allreduce_options a = o->allreduce;
+        struct sync_verdict v;
+        switch (cmd) {
+        case CMD_START: /* hetcl__tr_dist_start's check, which is the training ranks' */
+            s = hetcl_comm_bcast(c, 0, root, sizeof root);
+            break;
+        case CMD_SYNC:
+            s = hetcl_allreduce(c, NULL, net->n_params, HETCL_REDUCE_F32, &a, NULL);
+            if (s == HETCL_OK)
+                s = exchange_votes(ctx, c, 0, 0, &v);
+            sync_ns += hetcl__now_ns() - s0;
+            res->n_syncs++;
+            break;
+        case CMD_ALIVE:
+            break;
+        case CMD_DONE:
+            done = true;
+            break;
+        case CMD_FAIL:
+            s = hetcl__fail(ctx, HETCL_ERR_IO, "rank 0's training failed: aggregator rank %d stops",
+                            hetcl_comm_rank(c));
+            break;
+        default:
+            s = hetcl__fail(ctx, HETCL_ERR_INTERNAL, "unknown command %u from rank 0",
+                            (unsigned) cmd);
+        }
+    }
+    hetcl_net_destroy(net);
+    uint64_t sent, recv;
+    hetcl_comm_bytes(c, &sent, &recv);
+    res->dedicated_aggregator = true;
+    res->sync_bytes_sent = sent - sent0;
+    res->sync_bytes_received = recv - recv0;
+    res->sync_s = (double) sync_ns * 1e-9;
+    res->wall_s = (double) (hetcl__now_ns() - t0) * 1e-9;
+    return s;
+}
+
 hetcl_status hetcl__tr_dist_setup(struct tr *t)
 {
     hetcl_comm *c = t->o.comm;
     if (!c)
         return HETCL_OK;
-    int n = hetcl_comm_size(c);
+    hetcl_status ds = check_dedicated(t->ctx, &t->o);
+    if (ds != HETCL_OK)
+        return ds;
+    int n = hetcl__tr_dist_trainers(&t->o);
     if (t->train->n < n)
         return hetcl__fail(t->ctx, HETCL_ERR_INVALID_ARG,
                            "%lld training examples for %d ranks (each needs one at least)",
@@ -111,7 +246,9 @@ hetcl_status hetcl__tr_dist_start(struct tr *t)
                         (uint64_t) t->cursor.epoch, (uint64_t) t->cursor.start},
              root[3];
     memcpy(root, mine, sizeof mine);
-    s = hetcl_comm_bcast(c, 0, root, sizeof root);
+    s = tell_aggregators(t, CMD_START);
+    if (s == HETCL_OK)
+        s = hetcl_comm_bcast(c, 0, root, sizeof root);
     if (s == HETCL_OK && memcmp(root, mine, sizeof mine) != 0)
         s = hetcl__fail(t->ctx, HETCL_ERR_INVALID_ARG,
                         "rank %d starts at epoch %llu, example %llu with model hash %016llx, rank "
@@ -150,13 +287,15 @@ hetcl_status hetcl__tr_dist_sync(struct tr *t)
     for (size_t i = 0; i < n; i++)
         p[i] -= base[i]; /* the change since the last sync */
     struct hetcl_allreduce_options o = t->o.allreduce;
-    s = hetcl_allreduce(c, p, n, HETCL_REDUCE_F32, &o, NULL);
+    s = tell_aggregators(t, CMD_SYNC);
+    if (s == HETCL_OK)
+        s = hetcl_allreduce(c, p, n, HETCL_REDUCE_F32, &o, NULL);
     if (s != HETCL_OK) {
         for (size_t i = 0; i < n; i++) /* leave the model whole for the checkpoint */
             p[i] += base[i];
         return s;
     }
-    float inv = 1.0f / (float) hetcl_comm_size(c);
+    float inv = 1.0f / (float) hetcl__tr_dist_trainers(&t->o);
     for (size_t i = 0; i < n; i++) {
         p[i] = base[i] + p[i] * inv;
         base[i] = p[i];

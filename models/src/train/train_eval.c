@@ -172,21 +172,44 @@ static void mean_host_velocity(struct tr *t)
                 t->velocity[k] += t->dev[i].velocity[k] / (float) n;
 }
 
-/* Across ranks: every rank's momentum to rank 0 (*others: ranks 1.. 's, allocated there), so
- * that each rank resumes with its own. Every rank calls it at the same sync. */
-static hetcl_status gather_velocity(struct tr *t, float **others)
+/* Across ranks, rank 0 takes the training ranks' momentum one rank at a time, as the
+ * checkpoint's writing reaches it (hetcl__ckpt_state.rank_velocity), so that it holds one
+ * replica's momentum beside its own instead of every rank's. */
+struct momentum_stream {
+    struct tr *t;
+    float *buf;   /* the last rank's momentum taken */
+    int64_t have; /* its rank; 0: none yet */
+    bool *taken;  /* [rank]: its message was received */
+};
+
+static hetcl_status momentum_of(void *user, int64_t r, const float **v)
 {
-    hetcl_comm *c = t->o.comm;
-    const size_t n = t->net->n_params, ranks = (size_t) hetcl_comm_size(c);
-    float *all = NULL;
-    *others = NULL;
-    if (hetcl_comm_rank(c) == 0 && !(all = hetcl__malloc(ranks * n * sizeof *all)))
-        return hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "momentum of %zu ranks", ranks);
-    hetcl_status s = hetcl_comm_gather(c, 0, t->velocity, n * sizeof *t->velocity, all);
-    if (s == HETCL_OK && all)
-        *others = all;
-    else
-        hetcl__free(all);
+    struct momentum_stream *m = user;
+    struct tr *t = m->t;
+    if (r != m->have) {
+        if (m->taken[r])
+            return hetcl__fail(t->ctx, HETCL_ERR_INTERNAL,
+                               "checkpoint: rank %lld's momentum asked for twice", (long long) r);
+        m->taken[r] = true;
+        hetcl_status s = hetcl_comm_recv(t->o.comm, (int) r, HETCL__TR_TAG_MOMENTUM, m->buf,
+                                         t->net->n_params * sizeof *m->buf);
+        if (s != HETCL_OK)
+            return s;
+        m->have = r;
+    }
+    *v = m->buf;
+    return HETCL_OK;
+}
+
+/* Rank 0, after its checkpoint (written or failed): takes the momentum messages the writing
+ * did not, so that the next checkpoint's are not mistaken for them. */
+static hetcl_status momentum_drain(struct momentum_stream *m, int ranks)
+{
+    hetcl_status s = HETCL_OK;
+    for (int r = 1; r < ranks && s == HETCL_OK && !hetcl_comm_broken(m->t->o.comm); r++)
+        if (!m->taken[r])
+            s = hetcl_comm_recv(m->t->o.comm, r, HETCL__TR_TAG_MOMENTUM, m->buf,
+                                m->t->net->n_params * sizeof *m->buf);
     return s;
 }
 
@@ -194,15 +217,27 @@ hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc)
 {
     /* Every rank's momentum first (ranks call this at the same syncs); then one writer, rank 0,
      * whose file every rank reads on resume. */
-    float *all_velocity = NULL;
+    struct momentum_stream ms = {.t = t};
+    const int ranks = t->o.comm ? hetcl__tr_dist_trainers(&t->o) : 1;
     hetcl_status s = HETCL_OK;
     if (t->o.comm) {
         s = hetcl_handle_sync_host(t->rt, t->h_vel, HETCL_RW);
-        if (s == HETCL_OK) {
+        if (s == HETCL_OK)
             mean_host_velocity(t);
-            s = gather_velocity(t, &all_velocity);
+        if (hetcl_comm_rank(t->o.comm) != 0) { /* a buffered send: on without waiting */
+            if (s == HETCL_OK)
+                s = hetcl_comm_send(t->o.comm, 0, HETCL__TR_TAG_MOMENTUM, t->velocity,
+                                    t->net->n_params * sizeof *t->velocity);
+            t->last_ckpt_ns = hetcl__now_ns();
+            return s;
         }
-        if (s != HETCL_OK || hetcl_comm_rank(t->o.comm) != 0) {
+        ms.buf = hetcl__malloc(t->net->n_params * sizeof *ms.buf);
+        ms.taken = hetcl__calloc((size_t) ranks, sizeof *ms.taken);
+        if (s == HETCL_OK && (!ms.buf || !ms.taken))
+            s = hetcl__fail(t->ctx, HETCL_ERR_NO_MEMORY, "momentum of one rank");
+        if (s != HETCL_OK) {
+            hetcl__free(ms.buf);
+            hetcl__free(ms.taken);
             t->last_ckpt_ns = hetcl__now_ns();
             return s;
         }
@@ -239,8 +274,10 @@ hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc)
     }
     for (int i = 0; i < t->n_dev; i++)
         st.batch[i] = t->o.algo == HETCL_TRAIN_ADAPTIVE ? t->adapt.dev[i].batch : t->dev[i].b_init;
-    if (all_velocity)
-        st.rank_velocity = all_velocity + t->net->n_params; /* rank 0's is t->velocity */
+    if (t->o.comm) { /* rank 0's is t->velocity */
+        st.rank_velocity = momentum_of;
+        st.rank_velocity_user = &ms;
+    }
     s = hetcl_handle_sync_host(t->rt, t->h_params, HETCL_R);
     if (s == HETCL_OK && !t->o.comm)
         s = hetcl_handle_sync_host(t->rt, t->h_vel, HETCL_RW);
@@ -248,7 +285,12 @@ hetcl_status hetcl__tr_save_ckpt(struct tr *t, const struct tr_epoch_acc *acc)
         mean_host_velocity(t);
     if (s == HETCL_OK)
         s = hetcl__ckpt_save(t->ctx, t->o.checkpoint_path, t->net, t->params, t->velocity, &st);
-    hetcl__free(all_velocity);
+    if (t->o.comm) {
+        hetcl_status ds = momentum_drain(&ms, ranks);
+        s = s != HETCL_OK ? s : ds;
+        hetcl__free(ms.buf);
+        hetcl__free(ms.taken);
+    }
     t->last_ckpt_ns = hetcl__now_ns();
     return s;
 }

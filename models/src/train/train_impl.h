@@ -144,10 +144,14 @@ struct hetcl__ckpt_state {
     /* Input standardization, saved only (tensors input.mean, input.std); NULL: none. */
     const float *input_mean, *input_std;
     int64_t input_features;
-    /* Saved only, across ranks: ranks 1 .. ranks-1's momentum (ranks - 1 buffers of
-     * net->n_params floats, laid out as velocity), as tensors "momentum.rank<r>.<param>";
+    /* Saved only, across ranks: rank r's momentum (1 <= r < ranks; net->n_params floats, laid
+     * out as velocity) as tensors "momentum.rank<r>.<param>", asked of rank_velocity(user, r,
+     * &v) as the file's writing reaches them and valid until its next call: each rank's
+     * tensors lie together in the file (their names share the prefix "momentum.rank<r>."),
+     * so it is asked once per rank, and the writer holds one rank's momentum at a time.
      * "momentum.<param>" is rank 0's. NULL: one process. */
-    const float *rank_velocity;
+    hetcl_status (*rank_velocity)(void *user, int64_t r, const float **v);
+    void *rank_velocity_user;
 };
 
 /* Writes params and velocity (net->n_params floats each, laid out as net: each spec param at

@@ -235,6 +235,7 @@ hetcl_status hetcl__tr_epoch_async(struct tr *t, struct tr_epoch_acc *acc)
     for (;;) {
         bool any = false, hold = hetcl__tr_ckpt_due(t) || hetcl__tr_eval_due(t);
         bool stop = hold || hetcl__tr_time_up(t) || t->target_hit || hetcl__tr_stop_requested(t);
+        hetcl__tr_dist_alive(t);
         for (int i = 0; i < t->n_dev && s == HETCL_OK && !exhausted && !stop; i++)
             for (int k = 0;
                  k < TR_SLOTS_PER_DEV && !exhausted && s == HETCL_OK && !hetcl__tr_eval_due(t); k++)
@@ -457,6 +458,7 @@ hetcl_status hetcl__tr_epoch_sync(struct tr *t, struct tr_epoch_acc *acc)
     hetcl_status s = HETCL_OK;
     while (s == HETCL_OK && !hetcl__tr_time_up(t) && !t->target_hit &&
            !hetcl__tr_stop_requested(t)) {
+        hetcl__tr_dist_alive(t);
         if (hetcl__tr_eval_due(t) && (s = hetcl__tr_eval_mid_epoch(t, acc)) != HETCL_OK)
             break;
         if (t->target_hit)

@@ -344,6 +344,16 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
     res->resumed_from_epoch = -1;
     res->time_to_target_s = -1;
     res->train_time_to_target_s = -1;
+    if (hetcl__tr_dist_aggregator(opts)) { /* trains nothing: aggregates until the end */
+        hetcl__tr_destroy(t);
+        hetcl_status as = hetcl__tr_dist_serve(ctx, spec, opts, res);
+        if (as != HETCL_OK) {
+            hetcl_train_result_destroy(res);
+            return as;
+        }
+        *out = res;
+        return HETCL_OK;
+    }
     struct tr_run r = {.t = t, .res = res};
     hetcl_status s = hetcl__tr_setup(&r);
     if (s == HETCL_OK)
@@ -355,6 +365,7 @@ hetcl_status hetcl_train_run(hetcl_context *ctx, hetcl_runtime *rt, const hetcl_
             hetcl__cursor_next_epoch(&t->cursor);
     }
     s = finish(&r, s);
+    hetcl__tr_dist_end(t, s);
     hetcl__tr_destroy(t);
     if (s != HETCL_OK) {
         hetcl_train_result_destroy(res);

@@ -128,7 +128,8 @@ struct tr {
      * some rank. */
     char stop_local[32];
     bool target_local, dist_time_up;
-    bool dist_ckpt; /* the last sync's vote: rank 0's checkpoint clock says save now */
+    bool dist_ckpt;        /* the last sync's vote: rank 0's checkpoint clock says save now */
+    uint64_t dist_told_ns; /* rank 0: when it last told the dedicated aggregators anything */
     /* Batches of excluded devices handed back (coordinator only): their examples (into the
      * cursor's permutation) go to the other devices before the cursor's next ones. */
     struct tr_returned {

@@ -350,7 +350,7 @@ static hetcl_status resume(struct tr_run *r)
     struct hetcl__ckpt_state *ck = &r->ck;
     /* across ranks, each rank's own momentum when the file has as many ranks' */
     const int rank = t->o.comm ? hetcl_comm_rank(t->o.comm) : 0,
-              ranks = t->o.comm ? hetcl_comm_size(t->o.comm) : 1;
+              ranks = t->o.comm ? hetcl__tr_dist_trainers(&t->o) : 1;
     hetcl_status s = hetcl__ckpt_load(t->ctx, t->o.checkpoint_path, t->net, t->train->n, rank,
                                       ranks, t->params, t->velocity, ck);
     if (s == HETCL_OK && ck->train_n > 0 && ck->train_hash != hetcl__tr_data_hash(t->train))
