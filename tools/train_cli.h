@@ -59,6 +59,7 @@ struct train_cli {
      * --slots */
     size_t omni_block;
     int omni_aggregators, omni_columns, omni_slots;
+    bool omni_dedicated;   /* --dedicated: the last --aggregators ranks only aggregate */
     double sync_timeout_s; /* --sync-timeout */
     hetcl_comm *comm;      /* NULL: this node alone */
     int rank;              /* 0 without comm */

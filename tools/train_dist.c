@@ -33,6 +33,9 @@ size_t train_dist_options(struct cli_option *rows, size_t n, struct train_cli *c
             {"--aggregators", CLI_INT, &c->omni_aggregators, .min = 1, .max = 1024, .metavar = "N",
              .help = "omnireduce: ranks 0..N-1 aggregate beside training\n"
                      "(default: every rank)"},
+            {"--dedicated", CLI_FLAG, &c->omni_dedicated,
+             .help = "omnireduce: the last --aggregators ranks (default 1)\n"
+                     "only aggregate and train nothing"},
             {"--columns", CLI_INT, &c->omni_columns, .min = 1, .max = 65536, .metavar = "N",
              .help = "omnireduce: look-ahead chains per aggregator (default 16)"},
             {"--slots", CLI_INT, &c->omni_slots, .min = 1, .max = 1024, .metavar = "N",
@@ -48,6 +51,14 @@ size_t train_dist_options(struct cli_option *rows, size_t n, struct train_cli *c
 int train_dist_start(struct train_cli *c, hetcl_context *ctx)
 {
     int launched = hetcl_comm_launcher_size();
+    if (c->omni_dedicated && (launched < 2 || !hetcl_comm_mpi_built())) {
+        /* every rank of a one-rank job, or the one process: nothing to aggregate for */
+        cli_error("train: --dedicated: expected 2 ranks or more under mpirun (%s)",
+                  launched == 0   ? "not started by mpirun"
+                  : launched == 1 ? "one MPI rank"
+                                  : "built without MPI");
+        return CLI_EXIT_USAGE;
+    }
     if (launched == 0)
         return CLI_EXIT_OK;
     if (launched == 1 || !hetcl_comm_mpi_built()) {
@@ -64,16 +75,34 @@ int train_dist_start(struct train_cli *c, hetcl_context *ctx)
     struct hetcl_train_options *o = &c->opts;
     o->comm = c->comm;
     o->sync_every = (int64_t) c->sync_every * (o->lr_batch ? o->lr_batch : 64);
+    const int ranks = hetcl_comm_size(c->comm);
+    if (c->omni_dedicated && !c->omni_aggregators)
+        c->omni_aggregators = 1;
     o->allreduce =
             (struct hetcl_allreduce_options){.method = (hetcl_allreduce_method) c->allreduce_method,
                                              .block_size = c->omni_block,
                                              .n_aggregators = c->omni_aggregators,
+                                             .dedicated_aggregators = c->omni_dedicated,
                                              .columns_per_aggregator = c->omni_columns,
                                              .slots_per_aggregator = c->omni_slots};
-    if (c->omni_aggregators > hetcl_comm_size(c->comm)) {
-        if (c->rank == 0) /* every rank stops; one says why */
+    /* every rank stops; rank 0 says why */
+    if (c->omni_aggregators > ranks) {
+        if (c->rank == 0)
             cli_error("train: --aggregators %d: expected at most the %d ranks", c->omni_aggregators,
-                      hetcl_comm_size(c->comm));
+                      ranks);
+        return CLI_EXIT_USAGE;
+    }
+    if (c->omni_dedicated && c->allreduce_method != HETCL_ALLREDUCE_OMNIREDUCE) {
+        if (c->rank == 0)
+            cli_error("train: --dedicated with --allreduce %s: expected omnireduce",
+                      method_names[c->allreduce_method]);
+        return CLI_EXIT_USAGE;
+    }
+    if (c->omni_dedicated && c->omni_aggregators >= ranks) {
+        if (c->rank == 0)
+            cli_error("train: --dedicated --aggregators %d: expected at most %d of the %d ranks "
+                      "(one rank at least must train)",
+                      c->omni_aggregators, ranks - 1, ranks);
         return CLI_EXIT_USAGE;
     }
     if (c->rank != 0) {
@@ -83,9 +112,13 @@ int train_dist_start(struct train_cli *c, hetcl_context *ctx)
         c->trace = NULL;
         c->quiet = true;
     } else {
-        fprintf(stderr, "hetcl: train: %d ranks, models averaged with %s every %s\n",
-                hetcl_comm_size(c->comm), method_names[c->allreduce_method],
+        fprintf(stderr, "hetcl: train: %d ranks, models averaged with %s every %s", ranks,
+                method_names[c->allreduce_method],
                 c->sync_every ? "--sync-every updates and epoch end" : "epoch end");
+        if (c->omni_dedicated)
+            fprintf(stderr, "; ranks %d..%d only aggregate", ranks - c->omni_aggregators,
+                    ranks - 1);
+        fprintf(stderr, "\n");
     }
     return CLI_EXIT_OK;
 }
@@ -95,17 +128,37 @@ struct rank_summary {
     double examples_per_s, sync_s, wall_s;
     uint64_t examples, n_syncs, sent, received;
     int32_t n_devices;
+    int32_t dedicated; /* a dedicated aggregator: trained nothing */
     char devices[200];
 };
+
+/* Rank q's part in the aggregation: "dedicated" (only aggregates), "colocated" (an OmniReduce
+ * aggregator that also trains) or "none". */
+static const char *aggregator_role(const struct train_cli *c, int q, const struct rank_summary *s)
+{
+    if (s->dedicated)
+        return "dedicated";
+    if (c->allreduce_method == HETCL_ALLREDUCE_OMNIREDUCE && !c->omni_dedicated &&
+        (c->omni_aggregators == 0 || q < c->omni_aggregators))
+        return "colocated";
+    return "none";
+}
 
 cJSON *train_dist_gather(struct train_cli *c, hetcl_context *ctx,
                          const struct hetcl_train_result *r)
 {
     if (!c->comm)
         return NULL;
-    struct rank_summary mine = {r->rank_examples_per_s, r->sync_s,    r->wall_s,
-                                r->rank_examples,       r->n_syncs,   r->sync_bytes_sent,
-                                r->sync_bytes_received, r->n_devices, ""};
+    struct rank_summary mine = {r->rank_examples_per_s,
+                                r->sync_s,
+                                r->wall_s,
+                                r->rank_examples,
+                                r->n_syncs,
+                                r->sync_bytes_sent,
+                                r->sync_bytes_received,
+                                r->n_devices,
+                                r->dedicated_aggregator,
+                                ""};
     for (int i = 0; i < r->n_devices; i++) {
         size_t len = strlen(mine.devices);
         snprintf(mine.devices + len, sizeof mine.devices - len, "%s%s", i ? "," : "",
@@ -124,10 +177,12 @@ cJSON *train_dist_gather(struct train_cli *c, hetcl_context *ctx,
         const struct rank_summary *s = &all[q];
         printf("  rank %d: %s, %.0f examples/s, %llu syncs in %.2f s, %.2f MB sent, %.2f MB "
                "received\n",
-               q, s->devices, s->examples_per_s, (unsigned long long) s->n_syncs, s->sync_s,
-               (double) s->sent / 1e6, (double) s->received / 1e6);
+               q, s->dedicated ? "dedicated aggregator" : s->devices, s->examples_per_s,
+               (unsigned long long) s->n_syncs, s->sync_s, (double) s->sent / 1e6,
+               (double) s->received / 1e6);
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "rank", q);
+        cJSON_AddStringToObject(j, "aggregator", aggregator_role(c, q, s));
         cJSON_AddStringToObject(j, "devices", s->devices);
         cJSON_AddNumberToObject(j, "examples", (double) s->examples);
         cJSON_AddNumberToObject(j, "examples_per_s", s->examples_per_s);

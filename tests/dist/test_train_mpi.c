@@ -4,7 +4,11 @@
  * fails if any rank's model hash differs from rank 0's after a sync), rank 0's report validates
  * and lists both ranks with the same number of syncs (every --sync-every updates and each
  * epoch's end) and equal shards; likewise with an OpenCL device beside the host worker on each
- * rank (where there is one); with 1 rank it says that it trains alone.
+ * rank (where there is one); with 1 rank it says that it trains alone. With 3 ranks and
+ * --dedicated (the last rank only aggregates) the two training ranks train the model of 2
+ * ranks bit for bit, on the same examples, and the report says which rank only aggregated;
+ * --dedicated without mpirun, on one rank, with every rank an aggregator or with another
+ * allreduce is refused with one line.
  */
 #include "harness.h"
 
@@ -99,6 +103,74 @@ static void check_two_ranks(const char *method)
     cJSON_Delete(doc);
 }
 
+/* The "model fnv1a64 <hash>" line of the last run's stdout into hash[17]. */
+static void model_hash(char hash[17])
+{
+    char out[1 << 14];
+    hetcl_test_read(tmpdir, "out", out, sizeof out);
+    const char *p = strstr(out, "model fnv1a64 ");
+    snprintf(hash, 17, "%s", p ? p + 14 : "none");
+}
+
+static const cJSON *rank_item(const cJSON *doc, int r, const char *key)
+{
+    return cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "ranks"), r), key);
+}
+
+static void check_dedicated(void)
+{
+    char args[512], err[8192], plain[17], ded[17], path[400];
+    snprintf(args, sizeof args, "--sync-every 2 --aggregators 1 --report %s/c.json", tmpdir);
+    CHECK_EQ_INT(run(2, args, err, sizeof err), 0);
+    model_hash(plain);
+    snprintf(args, sizeof args, "--sync-every 2 --aggregators 1 --dedicated --report %s/d.json",
+             tmpdir);
+    int st = run(3, args, err, sizeof err);
+    CHECK_EQ_INT(st, 0);
+    if (st != 0)
+        fprintf(stderr, "--dedicated on 3 ranks: %s\n", err);
+    model_hash(ded);
+    CHECK_EQ_STR(ded, plain); /* every training rank's: each sync checks them against rank 0 */
+    CHECK(strstr(err, "ranks 2..2 only aggregate") != NULL);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s/reports/schema/train.schema.json %s/d.json",
+             getenv("HETCL_SCHEMA_CHECK"), getenv("HETCL_SOURCE_DIR"), tmpdir);
+    st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    snprintf(path, sizeof path, "%s/c.json", tmpdir);
+    cJSON *c = hetcl_test_load_json(path);
+    snprintf(path, sizeof path, "%s/d.json", tmpdir);
+    cJSON *d = hetcl_test_load_json(path);
+    CHECK(c && d);
+    if (c && d) {
+        CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(d, "ranks")), 3);
+        CHECK_EQ_STR(cJSON_GetStringValue(rank_item(d, 2, "aggregator")), "dedicated");
+        CHECK_EQ_STR(cJSON_GetStringValue(rank_item(d, 0, "aggregator")), "none");
+        CHECK_EQ_STR(cJSON_GetStringValue(rank_item(c, 0, "aggregator")), "colocated");
+        CHECK_EQ_INT(cJSON_GetNumberValue(rank_item(d, 2, "examples")), 0);
+        CHECK_EQ_INT(cJSON_GetNumberValue(rank_item(d, 2, "syncs")),
+                     cJSON_GetNumberValue(rank_item(d, 0, "syncs")));
+        for (int r = 0; r < 2; r++) /* the data sharded over the training ranks alone */
+            CHECK_EQ_INT(cJSON_GetNumberValue(rank_item(d, r, "examples")),
+                         cJSON_GetNumberValue(rank_item(c, r, "examples")));
+    }
+    cJSON_Delete(c);
+    cJSON_Delete(d);
+    /* refused, each with one line and exit status 2 */
+    CHECK_EQ_INT(run(3, "--aggregators 3 --dedicated", err, sizeof err), 2);
+    CHECK(strstr(err, "--dedicated --aggregators 3: expected at most 2 of the 3 ranks") != NULL);
+    CHECK_EQ_INT(run(2, "--dedicated --allreduce ring", err, sizeof err), 2);
+    CHECK(strstr(err, "--dedicated with --allreduce ring: expected omnireduce") != NULL);
+    CHECK_EQ_INT(run(1, "--dedicated", err, sizeof err), 2);
+    CHECK(strstr(err, "--dedicated: expected 2 ranks or more under mpirun (one MPI rank)") != NULL);
+    snprintf(cmd, sizeof cmd,
+             "%s train --model %s/models/mlp.json --data synthetic:1200 --dedicated",
+             getenv("HETCL_BIN"), getenv("HETCL_SOURCE_DIR"));
+    CHECK_EQ_INT(hetcl_test_sh(tmpdir, cmd), 2);
+    hetcl_test_read(tmpdir, "err", err, sizeof err);
+    CHECK(strstr(err, "(not started by mpirun)") != NULL && !strchr(strchr(err, '\n') + 1, '\n'));
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !getenv("HETCL_BIN"))
@@ -112,6 +184,7 @@ int main(int argc, char **argv)
     check_two_ranks("omnireduce --aggregators 1 --block 64 --columns 4 --slots 3");
     check_two_ranks("ring");
     check_opencl_ranks();
+    check_dedicated();
     char err[8192];
     CHECK_EQ_INT(run(1, "", err, sizeof err), 0);
     CHECK(strstr(err, "one MPI rank: training on this node alone") != NULL);
