@@ -474,13 +474,15 @@ static void print_summary(const struct train_cli *c, const struct hetcl_train_re
         printf(", target %.2f%% reached at %.2f s (%.2f s of training)", 100 * c->opts.target_acc,
                r->time_to_target_s, r->train_time_to_target_s);
     printf("\n");
+    /* the ranks that train (dedicated aggregators hold no shard), as the checkpoint counts */
+    const int trainers =
+            c->comm ? hetcl_comm_size(c->comm) - (c->omni_dedicated ? c->omni_aggregators : 0) : 1;
     if (r->resumed_from_epoch >= 0)
         printf("  resumed from %s (epoch %lld, example %lld of it) written by %lld rank%s, on %d "
                "rank%s\n",
                c->opts.checkpoint_path, (long long) r->resumed_from_epoch + 1,
                (long long) r->resumed_at_example, (long long) r->resumed_from_ranks,
-               r->resumed_from_ranks == 1 ? "" : "s", c->comm ? hetcl_comm_size(c->comm) : 1,
-               c->comm && hetcl_comm_size(c->comm) > 1 ? "s" : "");
+               r->resumed_from_ranks == 1 ? "" : "s", trainers, trainers > 1 ? "s" : "");
     for (int i = 0; i < r->n_devices; i++) {
         const struct hetcl_train_device *d = &r->devices[i];
         printf("  %-8s %9llu updates (%5.1f%%) %10llu examples  batch %lld..%lld (last %lld)  "

@@ -20,6 +20,7 @@
 
 static char tmpdir[256];
 static const char *launcher;
+static char two_ranks_hash[17]; /* the 2-rank run with one aggregator: model fnv1a64 */
 
 static int run_on(int np, const char *devices, const char *args, char *err, size_t cap)
 {
@@ -71,6 +72,15 @@ static void check_opencl_ranks(void)
     cJSON_Delete(doc);
 }
 
+/* The "model fnv1a64 <hash>" line of the last run's stdout into hash[17]. */
+static void model_hash(char hash[17])
+{
+    char out[1 << 14];
+    hetcl_test_read(tmpdir, "out", out, sizeof out);
+    const char *p = strstr(out, "model fnv1a64 ");
+    snprintf(hash, 17, "%s", p ? p + 14 : "none");
+}
+
 static void check_two_ranks(const char *method)
 {
     char args[512], err[8192];
@@ -81,6 +91,11 @@ static void check_two_ranks(const char *method)
         fprintf(stderr, "%s: %s\n", method, err);
     CHECK(strstr(err, "2 ranks") != NULL);
     char cmd[1024];
+    if (strstr(method, "--aggregators 1")) { /* check_dedicated's baseline */
+        model_hash(two_ranks_hash);
+        snprintf(cmd, sizeof cmd, "cp %s/r.json %s/c.json", tmpdir, tmpdir);
+        CHECK_EQ_INT(system(cmd), 0);
+    }
     snprintf(cmd, sizeof cmd, "%s %s/reports/schema/train.schema.json %s/r.json",
              getenv("HETCL_SCHEMA_CHECK"), getenv("HETCL_SOURCE_DIR"), tmpdir);
     st = system(cmd);
@@ -103,15 +118,6 @@ static void check_two_ranks(const char *method)
     cJSON_Delete(doc);
 }
 
-/* The "model fnv1a64 <hash>" line of the last run's stdout into hash[17]. */
-static void model_hash(char hash[17])
-{
-    char out[1 << 14];
-    hetcl_test_read(tmpdir, "out", out, sizeof out);
-    const char *p = strstr(out, "model fnv1a64 ");
-    snprintf(hash, 17, "%s", p ? p + 14 : "none");
-}
-
 static const cJSON *rank_item(const cJSON *doc, int r, const char *key)
 {
     return cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "ranks"), r), key);
@@ -119,18 +125,20 @@ static const cJSON *rank_item(const cJSON *doc, int r, const char *key)
 
 static void check_dedicated(void)
 {
-    char args[512], err[8192], plain[17], ded[17], path[400];
-    snprintf(args, sizeof args, "--sync-every 2 --aggregators 1 --report %s/c.json", tmpdir);
-    CHECK_EQ_INT(run(2, args, err, sizeof err), 0);
-    model_hash(plain);
-    snprintf(args, sizeof args, "--sync-every 2 --aggregators 1 --dedicated --report %s/d.json",
-             tmpdir);
+    /* against check_two_ranks' run with one aggregator (its blocks, columns and slots change
+     * neither the sums nor the model: tested in test_allreduce) */
+    char args[512], err[8192], ded[17], path[400];
+    snprintf(args, sizeof args,
+             "--sync-every 2 --allreduce omnireduce --aggregators 1 --dedicated --report %s/d.json "
+             "--checkpoint %s/ck",
+             tmpdir, tmpdir);
     int st = run(3, args, err, sizeof err);
     CHECK_EQ_INT(st, 0);
     if (st != 0)
         fprintf(stderr, "--dedicated on 3 ranks: %s\n", err);
     model_hash(ded);
-    CHECK_EQ_STR(ded, plain); /* every training rank's: each sync checks them against rank 0 */
+    CHECK_EQ_STR(ded,
+                 two_ranks_hash); /* every training rank's: each sync checks them against rank 0 */
     CHECK(strstr(err, "ranks 2..2 only aggregate") != NULL);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s %s/reports/schema/train.schema.json %s/d.json",
@@ -156,6 +164,22 @@ static void check_dedicated(void)
     }
     cJSON_Delete(c);
     cJSON_Delete(d);
+    /* its checkpoint goes on a third epoch, counted in training ranks */
+    snprintf(args, sizeof args,
+             "--sync-every 2 --aggregators 1 --dedicated --checkpoint %s/ck --resume --epochs 3 "
+             "--report %s/e.json",
+             tmpdir, tmpdir);
+    CHECK_EQ_INT(run(3, args, err, sizeof err), 0);
+    char out[1 << 14];
+    hetcl_test_read(tmpdir, "out", out, sizeof out);
+    CHECK(strstr(out, "written by 2 ranks, on 2 ranks") != NULL);
+    snprintf(path, sizeof path, "%s/e.json", tmpdir);
+    cJSON *e = hetcl_test_load_json(path);
+    const cJSON *cp =
+            e ? cJSON_GetObjectItem(cJSON_GetObjectItem(e, "config"), "checkpoint") : NULL;
+    CHECK_EQ_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(cp, "resumed_from_ranks")), 2);
+    CHECK_EQ_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(cp, "resumed_on_ranks")), 2);
+    cJSON_Delete(e);
     /* refused, each with one line and exit status 2 */
     CHECK_EQ_INT(run(3, "--aggregators 3 --dedicated", err, sizeof err), 2);
     CHECK(strstr(err, "--dedicated --aggregators 3: expected at most 2 of the 3 ranks") != NULL);

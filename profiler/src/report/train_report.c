@@ -400,7 +400,10 @@ static cJSON *checkpoint_json(const struct hetcl_train_options *o,
     cJSON_AddNumberToObject(cp, "resumed_from_epoch", (double) r->resumed_from_epoch);
     cJSON_AddNumberToObject(cp, "resumed_at_example", (double) r->resumed_at_example);
     cJSON_AddNumberToObject(cp, "resumed_from_ranks", (double) r->resumed_from_ranks);
-    cJSON_AddNumberToObject(cp, "resumed_on_ranks", o->comm ? hetcl_comm_size(o->comm) : 1);
+    /* the ranks that train: dedicated aggregators hold no shard (as in resumed_from_ranks) */
+    const int aggregators = o->allreduce.dedicated_aggregators ? o->allreduce.n_aggregators : 0;
+    cJSON_AddNumberToObject(cp, "resumed_on_ranks",
+                            o->comm ? hetcl_comm_size(o->comm) - aggregators : 1);
     return cp;
 }
 
