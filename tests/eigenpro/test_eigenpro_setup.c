@@ -16,6 +16,8 @@
  *    eigenvalues above the mean eigenvalue of K_S / s (trace / s^2);
  *  - the preconditioner's correction V diag(D) V^T h equals the plain triple loops bit for bit
  *    (its vectorized loops keep their order of summation);
+ *  - the subspace iteration runs OpenBLAS on one thread (where liblapack is OpenBLAS's) and
+ *    leaves its thread count as it found it;
  *  - the setup is reproducible for a seed; bad options are rejected.
  */
 #include "eigenpro/eigen.h"
@@ -26,6 +28,7 @@
 #include <hetcl/data.h>
 #include <hetcl/eigenpro.h>
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +136,20 @@ static void test_eigenvalues(ref_rng *rng)
     free(x);
 }
 
+/* OpenBLAS's thread count functions in this process, or false (the reference BLAS). */
+static bool openblas_threads(void (**set)(int), int (**get)(void))
+{
+    void *self = dlopen(NULL, RTLD_NOW);
+    *set = NULL;
+    *get = NULL;
+    if (self) {
+        *(void **) set = dlsym(self, "openblas_set_num_threads");
+        *(void **) get = dlsym(self, "openblas_get_num_threads");
+        dlclose(self);
+    }
+    return *set && *get;
+}
+
 /* The iterative path against dsyevr on the whole matrix, at a size that takes it. */
 static void check_iterative(const float *ks, int64_t s, const struct hetcl__eigen_want *want,
                             const double *ref, const double *ref_vecs, int cap)
@@ -141,7 +158,18 @@ static void check_iterative(const float *ks, int64_t s, const struct hetcl__eige
     double *vecs = malloc((size_t) (s * cap) * sizeof *vecs);
     int nev = 0;
     struct hetcl__eigen_info info;
+    void (*set_threads)(int) = NULL;
+    int (*get_threads)(void) = NULL;
+    const bool openblas = openblas_threads(&set_threads, &get_threads);
+    const int threads0 = openblas ? get_threads() : 0;
+    if (openblas)
+        set_threads(3); /* not 1, whatever the cores: the count must come back */
     CHECK_OK(ctx, hetcl__eigenpro_top_eigen(ctx, ks, s, want, vals, vecs, &nev, &info));
+    if (openblas) {
+        printf("OpenBLAS threads after the iteration: %d (3 before)\n", get_threads());
+        CHECK(get_threads() == 3);
+        set_threads(threads0);
+    }
     CHECK(info.iterative && !info.fell_back);
     int expect = want->fixed;
     if (want->thr > 0) { /* those above thr and one more, at least 6 */

@@ -12,6 +12,7 @@
 #include <hetcl_internal/base.h>
 #include <hetcl_internal/prng.h>
 
+#include <dlfcn.h>
 #include <lapacke.h>
 #include <math.h>
 #include <pthread.h>
@@ -323,18 +324,57 @@ static double residual_f(const struct iter *it, int n)
     return worst / it->theta[0];
 }
 
-/* Rows r0 .. r1 of z = W t in double (refine's one s x s product). */
+/* Rows r0 .. r1 of z = W t in double (refine's one s x s product), read from K_S in float:
+ * (K_S t) / s, each entry converted as it is read. A copy of W in double was 32 MB written,
+ * faulted in and read back at s = 2000, for the same sums up to their last bits. Blocked like
+ * dgemm: 128 rows of t stay in L2 while every row of z passes over them, four at a time. */
 struct wt_job {
-    const double *w, *t;
+    const float *ks;
+    const double *t;
     double *z;
     int64_t s;
     int n;
 };
 
+HETCL_HOST_CLONES
+static void ks_times(const struct wt_job *j, int64_t r0, int64_t r1)
+{
+    const int64_t s = j->s, n = j->n;
+    const float *ks = j->ks;
+    for (int64_t i = r0; i < r1; i++)
+        memset(j->z + i * n, 0, (size_t) n * sizeof *j->z);
+    for (int64_t p0 = 0; p0 < s; p0 += 128) {
+        const int64_t pe = s - p0 < 128 ? s : p0 + 128;
+        int64_t i = r0;
+        for (; i + 4 <= r1; i += 4) {
+            double *c0 = j->z + i * n, *c1 = c0 + n, *c2 = c1 + n, *c3 = c2 + n;
+            for (int64_t p = p0; p < pe; p++) {
+                const double a0 = ks[i * s + p], a1 = ks[(i + 1) * s + p];
+                const double a2 = ks[(i + 2) * s + p], a3 = ks[(i + 3) * s + p];
+                const double *restrict tp = j->t + p * n;
+                for (int64_t c = 0; c < n; c++) {
+                    c0[c] += a0 * tp[c];
+                    c1[c] += a1 * tp[c];
+                    c2[c] += a2 * tp[c];
+                    c3[c] += a3 * tp[c];
+                }
+            }
+        }
+        for (; i < r1; i++)
+            for (int64_t p = p0; p < pe; p++) {
+                const double a = ks[i * s + p];
+                for (int64_t c = 0; c < n; c++)
+                    j->z[i * n + c] += a * j->t[p * n + c];
+            }
+    }
+    const double inv = 1.0 / (double) s;
+    for (int64_t i = r0 * n; i < r1 * n; i++)
+        j->z[i] *= inv;
+}
+
 static hetcl_status wt_rows(void *arg, int64_t r0, int64_t r1)
 {
-    const struct wt_job *j = arg;
-    dgemm(false, r1 - r0, j->n, j->s, j->w + r0 * j->s, j->s, j->t, j->n, j->z + r0 * j->n, j->n);
+    ks_times(arg, r0, r1);
     return HETCL_OK;
 }
 
@@ -344,14 +384,13 @@ static bool refine(struct iter *it, int n, double *vals, double *vecs, int64_t l
 {
     const int64_t s = it->s;
     double *v = hetcl__malloc((size_t) (s * n) * sizeof *v);
-    double *w = hetcl__malloc((size_t) (s * s) * sizeof *w);
     double *z = hetcl__malloc((size_t) (s * n) * sizeof *z);
     double *t = hetcl__malloc((size_t) (s * n) * sizeof *t);
     double *h = hetcl__malloc((size_t) (n * n) * sizeof *h);
     double *u = hetcl__malloc((size_t) (n * n) * sizeof *u);
     double *th = hetcl__malloc((size_t) n * sizeof *th);
     lapack_int *isuppz = hetcl__malloc((size_t) (2 * n) * sizeof *isuppz);
-    bool ok = v && w && z && t && h && u && th && isuppz;
+    bool ok = v && z && t && h && u && th && isuppz;
     if (ok) {
         for (int64_t i = 0; i < s; i++)
             for (int j = 0; j < n; j++)
@@ -363,9 +402,7 @@ static bool refine(struct iter *it, int n, double *vals, double *vecs, int64_t l
     lapack_int found = 0;
     if (ok) {
         dgemm(false, s, n, n, v, n, h, n, t, n); /* t: orthonormal basis */
-        for (int64_t i = 0; i < s * s; i++)
-            w[i] = (double) it->ks[i] / (double) s;
-        struct wt_job job = {.w = w, .t = t, .z = z, .s = s, .n = n};
+        struct wt_job job = {.ks = it->ks, .t = t, .z = z, .s = s, .n = n};
         (void) hetcl__eigenpro_par_rows(it->threads, s, 16, wt_rows, &job); /* z = W t */
         dgemm(true, n, n, s, t, n, z, n, h, n);                             /* h = t^T W t */
         for (int i = 0; i < n; i++)
@@ -395,7 +432,6 @@ static bool refine(struct iter *it, int n, double *vals, double *vecs, int64_t l
         *max_res = vals[0] > 0 ? worst / vals[0] : (double) INFINITY;
     }
     hetcl__free(v);
-    hetcl__free(w);
     hetcl__free(z);
     hetcl__free(t);
     hetcl__free(h);
@@ -472,6 +508,25 @@ static bool iterate(struct iter *it, const struct hetcl__eigen_want *want, doubl
     return false;
 }
 
+/* OpenBLAS's thread count (openblas_set_num_threads / openblas_get_num_threads, looked up in
+ * the process: liblapack.so.3 is OpenBLAS's where Debian's libopenblas0-pthread is installed,
+ * the reference one otherwise), or -1 where there is no OpenBLAS. */
+static int blas_threads(int set)
+{
+    void *self = dlopen(NULL, RTLD_NOW);
+    if (!self)
+        return -1;
+    void (*set_fn)(int) = NULL;
+    int (*get_fn)(void) = NULL;
+    *(void **) &set_fn = dlsym(self, "openblas_set_num_threads");
+    *(void **) &get_fn = dlsym(self, "openblas_get_num_threads");
+    const int was = set_fn && get_fn ? get_fn() : -1;
+    if (was > 0 && set > 0 && set != was)
+        set_fn(set);
+    dlclose(self);
+    return was;
+}
+
 hetcl_status hetcl__eigenpro_top_eigen(hetcl_context *ctx, const float *ks, int64_t s,
                                        const struct hetcl__eigen_want *want, double *vals,
                                        double *vecs, int *nev, struct hetcl__eigen_info *info)
@@ -496,7 +551,13 @@ hetcl_status hetcl__eigenpro_top_eigen(hetcl_context *ctx, const float *ks, int6
             for (int64_t i = 0; i < s * s; i++)
                 it.wf[i] = (float) ((double) ks[i] / (double) s);
             info->iterative = true;
+            /* the iteration's eigenproblems are a few hundred wide: OpenBLAS's threads cost
+             * more than they gain there, and each one spins on a core (sched_yield) for a while
+             * after its share, against the setup's own product threads (about 8% of a 1-epoch
+             * run's samples on 2 cores) */
+            const int blas = blas_threads(1);
             ok = iterate(&it, want, vals, vecs, cap, nev, info);
+            (void) blas_threads(blas);
         }
         hetcl__free(it.wf);
         hetcl__free(it.q);
