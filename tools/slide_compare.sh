@@ -7,7 +7,7 @@
 # softmax's P@1 after its first epoch.
 #
 #   tools/slide_compare.sh [-m MODEL] [-n EXAMPLES] [-f PREFIX] [-t SECONDS] [-j THREADS]
-#                          [-l LR] [-o DIR] [-T]
+#                          [-l LR] [-o DIR] [-T] [-S] [-F]
 #
 #   -m  the model (default models/slide-xc.json)
 #   -n  training examples to generate (default: 2 per output); with 2,000 test examples, written
@@ -19,6 +19,9 @@
 #   -l  learning rate (default: hetcl's, 5e-3, for every run)
 #   -o  where the data and reports go (default a temporary directory, removed)
 #   -T  leave out the PyTorch run
+#   -S  leave out the sampled softmax run
+#   -F  leave out hetcl's full softmax run (at 200k outputs it runs a few examples/s: the P@1
+#       target then comes from PyTorch's full softmax after one epoch, so give -t room for one)
 #
 # The runs: lsh (SLIDE), sampled (sampled softmax: the labels plus uniform random outputs, as many
 # as SLIDE's mean active set, so both compute the same number of neurons), full (every output,
@@ -29,12 +32,13 @@
 # uptime are printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model=models/slide-xc.json n="" prefix="" secs=300 threads=2 lr="" outdir="" torch=1
-while getopts "m:n:f:t:j:l:o:T" opt; do
+model=models/slide-xc.json n="" prefix="" secs=300 threads=2 lr="" outdir="" torch=1 sampled=1 full=1
+while getopts "m:n:f:t:j:l:o:TSF" opt; do
   case $opt in
     m) model=$OPTARG ;; n) n=$OPTARG ;; f) prefix=$OPTARG ;; t) secs=$OPTARG ;;
     j) threads=$OPTARG ;; l) lr=$OPTARG ;; o) outdir=$OPTARG ;; T) torch=0 ;;
-    *) echo "usage: tools/slide_compare.sh [-m MODEL] [-n EXAMPLES] [-f PREFIX] [-t SECONDS] [-j THREADS] [-l LR] [-o DIR] [-T]" >&2; exit 2 ;;
+    S) sampled=0 ;; F) full=0 ;;
+    *) echo "usage: tools/slide_compare.sh [-m MODEL] [-n EXAMPLES] [-f PREFIX] [-t SECONDS] [-j THREADS] [-l LR] [-o DIR] [-T] [-S] [-F]" >&2; exit 2 ;;
   esac
 done
 hetcl=${HETCL:-build/hetcl}
@@ -65,8 +69,8 @@ run() { # NAME SELECT
 }
 run lsh lsh
 active=$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["slide"]["active_set"]["mean"]))' "$outdir/lsh.json")
-run sampled "sampled:$active"
-run full full
+[ "$sampled" = 1 ] && run sampled "sampled:$active"
+[ "$full" = 1 ] && run full full
 if [ "$torch" = 1 ]; then
   echo "== torch: tools/slide_torch.py --model $model --time $secs --threads $threads" >&2
   /usr/bin/python3 tools/slide_torch.py --model "$model" --train "$prefix.train.libsvm" \
@@ -74,46 +78,4 @@ if [ "$torch" = 1 ]; then
     ${lr:+--lr "$lr"} --out "$outdir/torch.json" >"$outdir/torch.txt"
 fi
 
-python3 - "$outdir" <<'EOF'
-import json, os, sys
-d = sys.argv[1]
-runs = {n: json.load(open(f"{d}/{n}.json")) for n in ("lsh", "sampled", "full")}
-points = {n: [(e["train_s"], e["p_at_1"], e["p_at_5"]) for e in r["epochs"]] for n, r in runs.items()}
-if os.path.exists(f"{d}/torch.json"):
-    points["torch"] = [(p["train_s"], p["p_at_1"], p["p_at_5"])
-                       for p in json.load(open(f"{d}/torch.json"))["points"]]
-print(f"\n{'run':8} {'train s':>8} {'P@1':>7} {'P@5':>7}  (one row per evaluation)")
-for n, pts in points.items():
-    for t, p1, p5 in pts:
-        print(f"{n:8} {t:8.1f} {p1:7.4f} {p5:7.4f}")
-full_ep = runs["full"]["epochs"]
-n_train = runs["full"]["config"]["dataset"]["n_train"]
-# an epoch's examples: its rate times its training time (a run cut by --time ends part way)
-whole = full_ep and full_ep[0]["examples_per_s"] * full_ep[0]["train_s"] >= 0.999 * n_train
-target = full_ep[0]["p_at_1"] if whole else None
-def reach(pts, target):
-    prev = (0.0, 0.0)
-    for t, p1, _ in pts:
-        if p1 >= target:
-            # linear between the evaluations around the crossing
-            return prev[0] + (t - prev[0]) * (target - prev[1]) / (p1 - prev[1]) if p1 > prev[1] else t
-        prev = (t, p1)
-    return None
-if target is None:
-    print("\nthe full softmax did not finish an epoch: no P@1 target")
-else:
-    print(f"\ntime to P@1 {target:.4f} (the full softmax's after one epoch):")
-    times = {n: reach(pts, target) for n, pts in points.items()}
-    for n, t in times.items():
-        vs = f"  torch/{n} {times['torch'] / t:.2f}x" if t and times.get("torch") else ""
-        print(f"  {n:8} " + (f"{t:8.1f} s{vs}" if t else "not reached"))
-print(f"\n{'run':8} {'epochs':>7} {'ex/s':>8} {'active':>8} {'cand.recall':>11} {'P@1':>7} {'vs full':>8}")
-full = runs["full"]["slide"]["p_at_1"]
-for n, r in runs.items():
-    s, f = r["slide"], r["final"]
-    cand = "-" if s["candidate_recall"] is None else f"{s['candidate_recall']:.3f}"
-    done = r["devices"][0]["examples"] / max(1, r["config"]["dataset"]["n_train"])
-    ratio = f"{s['p_at_1'] / full:.2f}x" if full > 0 else "-"
-    print(f"{n:8} {done:7.2f} {f['examples_per_s']:8.0f} {s['active_set']['mean']:8.0f} "
-          f"{cand:>11} {s['p_at_1']:7.4f} {ratio:>8}")
-EOF
+/usr/bin/python3 tools/slide_compare_summary.py "$outdir"

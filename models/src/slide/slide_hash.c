@@ -245,9 +245,16 @@ static void dwta_add(const struct hetcl__lsh *h, int64_t j, float v, float *best
                      uint8_t *filled)
 {
     const uint32_t n_bins = (uint32_t) (h->k * h->l);
+    /* The positions run below n_perm * dim, so their bins up to (n_perm dim - 1) / BIN: under
+     * 2 n_bins when dim / BIN <= n_bins (n_perm is the fewest permutations that cover the bins),
+     * and one subtraction folds them then, the same bin as the modulo, whose division was most
+     * of this loop's time at 200k rows. */
+    const int fold_once = ((uint64_t) h->n_perm * (uint64_t) h->dim - 1) / HETCL__LSH_DWTA_BIN <
+                          2u * (uint64_t) n_bins;
     for (int p = 0; p < h->n_perm; p++) {
         uint32_t q = (uint32_t) h->pos[(int64_t) p * h->dim + j];
-        uint32_t b = (q / HETCL__LSH_DWTA_BIN) % n_bins;
+        uint32_t b = q / HETCL__LSH_DWTA_BIN;
+        b = fold_once ? (b >= n_bins ? b - n_bins : b) : b % n_bins;
         uint8_t place = (uint8_t) (q % HETCL__LSH_DWTA_BIN);
         if (!filled[b] || v > best[b] || (v == best[b] && place < codes[b])) {
             best[b] = v;
