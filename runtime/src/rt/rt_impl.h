@@ -4,6 +4,7 @@
  * Modules (one job each):
  *   rt_create.c    runtime create/destroy: devices opened in-process, contexts, workers
  *   rt_task.c      submission, dependency inference, completion, waiting
+ *   rt_task_pool.c recycled task structures
  *   rt_worker.c    worker threads: host loop, OpenCL loop (in-flight tasks, event callbacks)
  *   rt_data.c      handles, memory nodes, coherence and transfers
  *   rt_kernels.c   the per-worker kernel cache behind hetcl_cl_kernel, and hetcl_cl_scratch
@@ -19,7 +20,7 @@
  *   3. policy locks    inside the scheduler policies (never held while calling out of them,
  *                      except rt_wake_worker, which takes only worker->lock)
  *   4. worker->lock    a worker's mailbox and sleep state
- *   5. perfmodel/trace locks (leaves)
+ *   5. perfmodel/trace locks, rt->pool_lock (leaves)
  */
 #ifndef HETCL_RT_IMPL_H
 #define HETCL_RT_IMPL_H
