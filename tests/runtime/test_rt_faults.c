@@ -7,7 +7,10 @@
  * the K-th completion; also from HETCL_INJECT_FAULTS) fail exactly those tasks. A device that
  * stops responding (an injected hang) is given up after the device timeout: its task fails with
  * HETCL_ERR_TIMEOUT, its successor is cancelled, what it was writing reads as lost, and the
- * work goes on elsewhere. No hang, no leak (run under ASan in CI).
+ * work goes on elsewhere. A failed completion inside a chain on one OpenCL queue cancels
+ * every task chained behind it, also when the worker finishes the whole completed stretch of
+ * its queue at once, and the recycled structures of failed tasks carry nothing over into the
+ * tasks that reuse them. No hang, no leak (run under ASan in CI).
  */
 #include "harness.h"
 #include "rt_common.h"
@@ -449,9 +452,65 @@ static void hung_device(hetcl_context *ctx, bool from_env)
     hetcl_runtime_destroy(rt);
 }
 
+#define N_CHAIN 24
+
+/* A chain on h of N_CHAIN OpenCL tasks x = x + 1 whose third completion fails (the tasks are
+ * submitted back to back: the worker chains them on its queue and sees most of them complete
+ * together). With `refs`, each task's status is checked: the first two done, the third failed,
+ * every later one cancelled; without, the tasks are recyclable and only wait_all's answer is
+ * checked. */
+static void chain_with_failed_completion(hetcl_runtime *rt, hetcl_handle *h, bool refs)
+{
+    hetcl_context *ctx = hetcl_runtime_context(rt);
+    hetcl_task *tasks[N_CHAIN] = {0};
+    CHECK_OK(ctx, hetcl_runtime_inject_fault(rt, 0, HETCL_FAULT_COMPLETION, 3));
+    for (int i = 0; i < N_CHAIN; i++) {
+        if (refs) {
+            tasks[i] = submit_ref(rt, &rt_test_affine_cl, h, 1, 1);
+        } else {
+            hetcl_access m = HETCL_RW;
+            rt_submit(rt, &rt_test_affine_cl, 1, &h, &m, 1, 1);
+        }
+    }
+    CHECK_EQ_INT(hetcl_runtime_wait_all(rt), HETCL_ERR_OPENCL);
+    for (int i = 0; refs && i < N_CHAIN; i++) {
+        hetcl_status want = i < 2 ? HETCL_OK : i == 2 ? HETCL_ERR_OPENCL : HETCL_ERR_CANCELLED;
+        CHECK_EQ_INT(hetcl_task_status(tasks[i]), want);
+        hetcl_task_release(tasks[i]);
+    }
+}
+
+static void chain_faults(hetcl_context *ctx)
+{
+    struct hetcl_runtime_options o = {.devices = "opencl",
+                                      .host_workers = -1,
+                                      .perfmodel_dir = "",
+                                      .keep_failed_devices = true};
+    hetcl_runtime *rt = rt_test_runtime(ctx, &o, 1);
+    if (!rt)
+        return;
+    hetcl_handle *h = NULL;
+    CHECK_OK(ctx, hetcl_handle_register(rt, NULL, N * 4, &h));
+    chain_with_failed_completion(rt, h, true);
+    chain_with_failed_completion(rt, h, false);
+    /* A clean chain in the structures the failed and cancelled tasks left: all of it runs. */
+    CHECK_OK(ctx, hetcl_handle_sync_host(rt, h, HETCL_W));
+    memset(hetcl_handle_host_ptr(h), 0, N * 4);
+    for (int i = 0; i < N_CHAIN; i++) {
+        hetcl_access m = HETCL_RW;
+        rt_submit(rt, &rt_test_affine_cl, 1, &h, &m, 1, 1);
+    }
+    CHECK_OK(ctx, hetcl_runtime_wait_all(rt));
+    CHECK_OK(ctx, hetcl_handle_sync_host(rt, h, HETCL_R));
+    CHECK_EQ_INT(((uint32_t *) hetcl_handle_host_ptr(h))[N - 1], N_CHAIN);
+    CHECK_OK(ctx, hetcl_handle_unregister(rt, h));
+    hetcl_runtime_destroy(rt);
+}
+
 int main(void)
 {
     hetcl_context *ctx = rt_test_context();
+    chain_faults(ctx);
     host_faults(ctx);
     opencl_faults(ctx);
     flaky_device(ctx);

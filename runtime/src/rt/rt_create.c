@@ -535,6 +535,7 @@ hetcl_status hetcl_runtime_create(hetcl_context *ctx, const struct hetcl_runtime
     rt->first_error = HETCL_OK;
     pthread_mutex_init(&rt->graph_lock, NULL);
     pthread_cond_init(&rt->done_cond, NULL);
+    hetcl__rt_task_pool_init(rt);
     hetcl_status st = build(rt, &o);
     if (st != HETCL_OK) {
         hetcl_runtime_destroy(rt);
@@ -574,6 +575,7 @@ void hetcl_runtime_destroy(hetcl_runtime *rt)
         hetcl__perf_destroy(rt->perf);
     hetcl_topology_destroy(rt->topo);
     hetcl_device_list_destroy(rt->own_list);
+    hetcl__rt_task_pool_destroy(rt); /* every recyclable task's last reference has dropped */
     pthread_mutex_destroy(&rt->graph_lock);
     pthread_cond_destroy(&rt->done_cond);
     hetcl__free(rt);

@@ -4,6 +4,7 @@
  * Modules (one job each):
  *   rt_create.c    runtime create/destroy: devices opened in-process, contexts, workers
  *   rt_task.c      submission, dependency inference, completion, waiting
+ *   rt_task_pool.c recycled task structures
  *   rt_worker.c    worker threads: host loop, OpenCL loop (in-flight tasks, event callbacks)
  *   rt_data.c      handles, memory nodes, coherence and transfers
  *   rt_kernels.c   the per-worker kernel cache behind hetcl_cl_kernel, and hetcl_cl_scratch
@@ -19,7 +20,7 @@
  *   3. policy locks    inside the scheduler policies (never held while calling out of them,
  *                      except rt_wake_worker, which takes only worker->lock)
  *   4. worker->lock    a worker's mailbox and sleep state
- *   5. perfmodel/trace locks (leaves)
+ *   5. perfmodel/trace locks, rt->pool_lock (leaves)
  */
 #ifndef HETCL_RT_IMPL_H
 #define HETCL_RT_IMPL_H
@@ -36,7 +37,8 @@
 #define RT_MAX_WORKERS   128
 #define RT_MAX_NODES     32 /* memory nodes: 0 = host */
 #define RT_MAX_PLATFORMS 16
-#define RT_ARGS_INLINE   64 /* argument blobs up to this size live inside the task */
+#define RT_ARGS_INLINE   64   /* argument blobs up to this size live inside the task */
+#define RT_TASK_POOL_MAX 4096 /* recycled task structures kept (rt_task_pool.c) */
 
 struct rt_sched_policy;
 struct rt_perfmodel;
@@ -105,6 +107,10 @@ struct rt_task {
     bool fault_hung;  /* injected: the worker never sees it complete (rt_fault.c) */
     unsigned n_transfers;
     struct rt_task *mail_next; /* completion mailbox link */
+    /* Recycling (rt_task_pool.c): whether the structure returns to the runtime's pool when
+     * its last reference drops (no caller's reference was given), and the pool's link. */
+    bool recyclable;
+    struct rt_task *pool_next;
 
     /* Times, host monotonic ns (hetcl__now_ns). Device times are converted to host time. */
     uint64_t t_submit_ns, t_ready_ns, t_start_ns, t_enqueued_ns, t_dev_start_ns, t_dev_end_ns,
@@ -293,6 +299,13 @@ struct hetcl_runtime {
     uint64_t device_timeout_ns; /* options.device_timeout_ms, resolved; UINT64_MAX: never */
     int n_pus; /* processing units the runtime may use (hwloc's allowed cpuset); 0 when
                   no host workers were made */
+
+    /* Recycled tasks (rt_task_pool.c): pushed by the threads that free them, taken by
+     * submitters a whole stack at a time into pool_taken (pool_lock). */
+    _Atomic(struct rt_task *) pool_shared;
+    atomic_uint pool_n;
+    pthread_mutex_t pool_lock;
+    struct rt_task *pool_taken;
 };
 
 /* ---------------------------------------------------------------- cross-module calls */
@@ -336,7 +349,18 @@ void hetcl__rt_task_fail_unrunnable(struct hetcl_runtime *rt, struct rt_task *t)
 /* Called by the worker that finished t (status set in t->status), after data validity was
  * updated: releases successors, records the perf sample and trace, wakes waiters. (rt_task.c) */
 void hetcl__rt_task_finished(struct rt_worker *w, struct rt_task *t);
+/* The same for n tasks that w finished together, in that order, under one hold of graph_lock
+ * (an OpenCL worker's completed prefix of its queue). */
+void hetcl__rt_tasks_finished(struct rt_worker *w, struct rt_task **ts, unsigned n);
 void hetcl__rt_task_unref(struct rt_task *t);
+/* Task structures (rt_task_pool.c): a zeroed one, recycled when `recyclable` (no caller's
+ * reference will be given) and the pool has one; NULL when out of memory. recycle: frees t
+ * (args and event already released), into the pool when it may. pool_init/destroy: at runtime
+ * create (before any task) and destroy (after the workers stopped). */
+struct rt_task *hetcl__rt_task_alloc(struct hetcl_runtime *rt, bool recyclable);
+void hetcl__rt_task_recycle(struct rt_task *t);
+void hetcl__rt_task_pool_init(struct hetcl_runtime *rt);
+void hetcl__rt_task_pool_destroy(struct hetcl_runtime *rt);
 /* The tasks tracked on h that a host access must wait for: the last writer and the
  * RW_CONCURRENT tasks, plus the readers unless writers_only. References are taken; the caller
  * releases them and frees *out (hetcl__free). Returns how many. (rt_task.c) */

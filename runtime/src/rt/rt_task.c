@@ -28,10 +28,9 @@ static void task_free(struct rt_task *t)
 {
     if (t->args != t->args_inline)
         hetcl__free(t->args);
-    hetcl__free(t->successors);
     if (t->done_event)
         clReleaseEvent(t->done_event);
-    hetcl__free(t);
+    hetcl__rt_task_recycle(t); /* the successor array too */
 }
 
 void hetcl__rt_task_unref(struct rt_task *t)
@@ -240,10 +239,10 @@ void hetcl__rt_task_fail_unrunnable(struct hetcl_runtime *rt, struct rt_task *t)
     hetcl__rt_task_finished(NULL, t);
 }
 
-/* Marks t done (graph_lock not held) and collects the successors it releases into *ready. */
-static void complete(struct hetcl_runtime *rt, struct rt_task *t, struct rt_task **ready)
+/* Marks t done (graph_lock held) and collects the successors it releases into *ready. Returns
+ * whether a thread waiting on done_cond must hear of it. */
+static bool complete_locked(struct hetcl_runtime *rt, struct rt_task *t, struct rt_task **ready)
 {
-    pthread_mutex_lock(&rt->graph_lock);
     atomic_store(&t->state, RT_TASK_DONE);
     rt->n_pending--;
     if (t->status != HETCL_OK && rt->first_error == HETCL_OK)
@@ -261,7 +260,14 @@ static void complete(struct hetcl_runtime *rt, struct rt_task *t, struct rt_task
     }
     t->n_successors = 0;
     /* wait_all only needs the last completion; a task waiter needs each. */
-    if (rt->n_task_waiters || (rt->n_waiters && rt->n_pending == 0))
+    return rt->n_task_waiters || (rt->n_waiters && rt->n_pending == 0);
+}
+
+/* complete_locked, taking graph_lock. */
+static void complete(struct hetcl_runtime *rt, struct rt_task *t, struct rt_task **ready)
+{
+    pthread_mutex_lock(&rt->graph_lock);
+    if (complete_locked(rt, t, ready))
         pthread_cond_broadcast(&rt->done_cond);
     pthread_mutex_unlock(&rt->graph_lock);
 }
@@ -289,7 +295,9 @@ static void release_ready(struct hetcl_runtime *rt, struct rt_task *list)
     }
 }
 
-void hetcl__rt_task_finished(struct rt_worker *w, struct rt_task *t)
+/* What a worker records of a finished task before it is marked done: counters, the
+ * performance sample, the policy's bookkeeping, the trace. */
+static void finished_record(struct rt_worker *w, struct rt_task *t)
 {
     struct hetcl_runtime *rt = t->rt;
     if (w) {
@@ -308,9 +316,35 @@ void hetcl__rt_task_finished(struct rt_worker *w, struct rt_task *t)
             rt->policy->done(rt->sched_state, w, t, exec_ns);
     }
     hetcl__rt_trace_task(rt, t);
+}
+
+void hetcl__rt_task_finished(struct rt_worker *w, struct rt_task *t)
+{
+    struct hetcl_runtime *rt = t->rt;
+    finished_record(w, t);
     struct rt_task *ready = NULL;
     complete(rt, t, &ready);
     hetcl__rt_task_unref(t); /* the runtime's reference */
+    release_ready(rt, ready);
+}
+
+void hetcl__rt_tasks_finished(struct rt_worker *w, struct rt_task **ts, unsigned n)
+{
+    if (n == 0)
+        return;
+    struct hetcl_runtime *rt = w->rt;
+    for (unsigned i = 0; i < n; i++)
+        finished_record(w, ts[i]);
+    struct rt_task *ready = NULL;
+    bool notify = false;
+    pthread_mutex_lock(&rt->graph_lock);
+    for (unsigned i = 0; i < n; i++)
+        notify |= complete_locked(rt, ts[i], &ready);
+    if (notify)
+        pthread_cond_broadcast(&rt->done_cond);
+    pthread_mutex_unlock(&rt->graph_lock);
+    for (unsigned i = 0; i < n; i++)
+        hetcl__rt_task_unref(ts[i]); /* the runtime's reference */
     release_ready(rt, ready);
 }
 
@@ -386,7 +420,7 @@ hetcl_status hetcl_task_submit(hetcl_runtime *rt, const struct hetcl_task_desc *
     hetcl_status st = validate(rt, desc);
     if (st != HETCL_OK)
         return st;
-    struct rt_task *t = hetcl__calloc(1, sizeof *t);
+    struct rt_task *t = hetcl__rt_task_alloc(rt, out == NULL);
     if (!t)
         return hetcl__fail(rt->ctx, HETCL_ERR_NO_MEMORY, "hetcl_task_submit: out of memory");
     t->rt = rt;
@@ -400,7 +434,7 @@ hetcl_status hetcl_task_submit(hetcl_runtime *rt, const struct hetcl_task_desc *
     if (desc->args_size > RT_ARGS_INLINE) {
         t->args = hetcl__malloc(desc->args_size);
         if (!t->args) {
-            hetcl__free(t);
+            hetcl__rt_task_recycle(t);
             return hetcl__fail(rt->ctx, HETCL_ERR_NO_MEMORY, "hetcl_task_submit: out of memory");
         }
     }
@@ -428,7 +462,7 @@ hetcl_status hetcl_task_submit(hetcl_runtime *rt, const struct hetcl_task_desc *
 
     if (!hetcl__rt_any_can_run(rt, t)) {
         hetcl__free(t->args == t->args_inline ? NULL : t->args);
-        hetcl__free(t);
+        hetcl__rt_task_recycle(t);
         return hetcl__fail(rt->ctx, HETCL_ERR_INVALID_ARG,
                            "task %s: no worker can run it (implementations: host %s, opencl %s; "
                            "check pin_worker, restrict_kind, buffer sizes against the devices' "

@@ -510,7 +510,8 @@ static void device_times(struct rt_worker *w, struct rt_task *t)
     w->have_last_dev_end = true;
 }
 
-/* Processes the completion of the oldest task in flight. */
+/* Processes the completion of the oldest task in flight: its status and times, and its removal
+ * from the queue. The caller then finishes it (hetcl__rt_tasks_finished). */
 static void complete_task(struct rt_worker *w, struct rt_task *t)
 {
     struct hetcl_runtime *rt = w->rt;
@@ -550,7 +551,30 @@ static void complete_task(struct rt_worker *w, struct rt_task *t)
     if (st == HETCL_OK && t->cancel)
         st = HETCL_ERR_CANCELLED; /* chained behind a predecessor that failed */
     t->status = st;
-    hetcl__rt_task_finished(w, t);
+}
+
+/* Completes the prefix of w's queue whose completion was seen, in queue order (whatever order
+ * the callbacks came in: a chained task must not finish before the predecessors it was queued
+ * behind). They are finished together, under one hold of graph_lock (the submitting thread
+ * takes it per task too), except that a failed task is finished before the next one's status
+ * is read: that one may be chained behind it and then is cancelled (complete_locked sets
+ * `cancel`). Returns how many were completed. */
+static unsigned complete_prefix(struct rt_worker *w)
+{
+    struct rt_task *done[RT_DEPTH_MAX];
+    unsigned n = 0, total = 0;
+    while (w->inflight > 0 && w->inflight_tasks[0]->cl_complete) {
+        struct rt_task *t = w->inflight_tasks[0];
+        complete_task(w, t);
+        done[n++] = t;
+        total++;
+        if (t->status != HETCL_OK || n == RT_DEPTH_MAX) {
+            hetcl__rt_tasks_finished(w, done, n);
+            n = 0;
+        }
+    }
+    hetcl__rt_tasks_finished(w, done, n);
+    return total;
 }
 
 /* A successor of an enqueued task that may be enqueued right behind it, claimed; or NULL. */
@@ -727,12 +751,8 @@ static void *cl_main(void *arg)
         pthread_mutex_unlock(&w->lock);
         progress = mail != NULL;
         read_mail(w, mail);
-        /* In queue order, whatever order the callbacks came in: a chained task must not
-         * finish before the predecessors it was queued behind. */
-        while (w->inflight > 0 && w->inflight_tasks[0]->cl_complete) {
-            complete_task(w, w->inflight_tasks[0]);
+        if (complete_prefix(w))
             progress = true;
-        }
         unsigned first = w->inflight, taken = 0;
         unsigned enqueued = enqueue_chained(w);
         enqueued += refill(w, first, &taken);
