@@ -13,10 +13,43 @@
  * Only tasks without a caller's reference are recycled: their last reference drops inside the
  * runtime, before hetcl_runtime_destroy returns (a caller may release its reference after the
  * runtime is gone, when no pool is left to return to).
+ *
+ * Under AddressSanitizer a pooled task is poisoned but for its pool link, so a use after the
+ * last reference dropped is still reported, as it was when every task was freed.
  */
 #include "rt/rt_impl.h"
 
 #include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RT_POOL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RT_POOL_ASAN 1
+#endif
+#endif
+#ifdef RT_POOL_ASAN
+#include <sanitizer/asan_interface.h>
+/* The pool link stays readable: the stack and the taken list walk it. */
+static void poison(struct rt_task *t)
+{
+    ASAN_POISON_MEMORY_REGION(t, sizeof *t);
+    ASAN_UNPOISON_MEMORY_REGION(&t->pool_next, sizeof t->pool_next);
+}
+static void unpoison(struct rt_task *t)
+{
+    ASAN_UNPOISON_MEMORY_REGION(t, sizeof *t);
+}
+#else
+static void poison(struct rt_task *t)
+{
+    (void) t;
+}
+static void unpoison(struct rt_task *t)
+{
+    (void) t;
+}
+#endif
 
 void hetcl__rt_task_pool_init(struct hetcl_runtime *rt)
 {
@@ -40,6 +73,7 @@ void hetcl__rt_task_pool_destroy(struct hetcl_runtime *rt)
         while (lists[i]) {
             struct rt_task *t = lists[i];
             lists[i] = t->pool_next;
+            unpoison(t);
             task_free_whole(t);
         }
     pthread_mutex_destroy(&rt->pool_lock);
@@ -64,6 +98,7 @@ struct rt_task *hetcl__rt_task_alloc(struct hetcl_runtime *rt, bool recyclable)
         return t;
     }
     atomic_fetch_sub(&rt->pool_n, 1);
+    unpoison(t);
     struct rt_task **succ = t->successors;
     size_t cap = t->cap_successors;
     memset(t, 0, sizeof *t);
@@ -83,6 +118,7 @@ void hetcl__rt_task_recycle(struct rt_task *t)
         task_free_whole(t);
         return;
     }
+    poison(t);
     struct rt_task *head = atomic_load(&rt->pool_shared);
     do
         t->pool_next = head;
