@@ -99,6 +99,11 @@ int train_eigenpro(struct train_cli *c, hetcl_context *ctx, hetcl_runtime *rt)
                    1e6 * d->s_per_row);
         if (d->n_curve == 0)
             continue;
+        if (d->curve_from >= 0 && d->curve_from != k && d->curve_from < r->n_devices) {
+            printf("%s saturation: %s's (the same CPU model); m_G capped at %lld\n", d->name,
+                   r->devices[d->curve_from].name, (long long) d->m_sat);
+            continue;
+        }
         printf("%s saturation over %lld centers (m: us per sample):", d->name,
                (long long) d->curve_centers);
         for (int i = 0; i < d->n_curve; i++)

@@ -132,6 +132,33 @@ static void check_saturation(const cJSON *d)
     }
 }
 
+/* Host workers of one CPU model are probed once: every host worker's saturation is the first
+ * one's (measured_on names it, the same curve); any other device is measured on itself. */
+static void check_shared_probe(const cJSON *devs)
+{
+    const cJSON *first = NULL;
+    for (int i = 0; i < cJSON_GetArraySize(devs); i++) {
+        const cJSON *d = cJSON_GetArrayItem(devs, i);
+        const cJSON *sat = cJSON_GetObjectItem(d, "saturation");
+        const char *name = str(d, "device"), *on = str(sat, "measured_on");
+        if (strncmp(name, "host", 4) != 0 || !first) {
+            CHECK(!strcmp(on, name));
+            if (!strncmp(name, "host", 4))
+                first = d;
+            continue;
+        }
+        const cJSON *sat0 = cJSON_GetObjectItem(first, "saturation");
+        CHECK(!strcmp(on, str(first, "device")));
+        const cJSON *c = cJSON_GetObjectItem(sat, "curve"),
+                    *c0 = cJSON_GetObjectItem(sat0, "curve");
+        CHECK(cJSON_GetArraySize(c) == cJSON_GetArraySize(c0));
+        for (int k = 0; k < cJSON_GetArraySize(c) && k < cJSON_GetArraySize(c0); k++)
+            CHECK(num(cJSON_GetArrayItem(c, k), "s_per_sample") ==
+                  num(cJSON_GetArrayItem(c0, k), "s_per_sample"));
+        printf("%s: the saturation of %s\n", name, on);
+    }
+}
+
 /* Every device of the run (the host workers): its own saturation and capacity, the sum of the
  * capacities the setup's m_G, its rows (the report's devices[].examples too) adding up to the
  * epochs' examples and its share to 1, the shared setup fields equal. */
@@ -159,6 +186,7 @@ static void check_devices(const cJSON *doc, double examples)
                num(d, "m_g"), num(d, "share"), num(d, "rows_per_step"), num(d, "m"));
     }
     CHECK(num(e, "m_g") == fmin(m_g, num(d0, "m_g_memory")));
+    check_shared_probe(devs);
     /* host workers alone share each step by centers, with an OpenCL device by rows */
     bool hosts = true;
     for (int i = 0; i < nd; i++)

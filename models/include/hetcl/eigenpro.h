@@ -159,6 +159,10 @@ struct hetcl_eigenpro_device {
     double curve_s_per_sample[24];
     int64_t curve_centers;
     int64_t m_sat;
+    /* The device whose probe gave this curve: its index among the run's devices, or -1 for its
+     * own. A host worker takes the curve of an earlier host worker of the same CPU model (the
+     * runtime's performance-model key), as their performance models are shared. */
+    int curve_from;
     /* Its part of the steps: each step's batch is cut into one block of rows per device, in
      * proportion to its measured speed (rows per second of its forward and backward tasks,
      * first from the saturation curve's best, then from each step's task time, smoothed);

@@ -198,9 +198,13 @@ static cJSON *eigenpro_optimizer_json(const struct hetcl_eigenpro_result *ep)
     return opt;
 }
 
-static cJSON *saturation_json(const struct hetcl_eigenpro_device *dv)
+static cJSON *saturation_json(const struct hetcl_eigenpro_result *ep, int dev)
 {
+    const struct hetcl_eigenpro_device *dv = &ep->devices[dev];
     cJSON *sat = cJSON_CreateObject(), *curve = cJSON_CreateArray();
+    /* a host worker that took an earlier one's curve (the same CPU model) names it */
+    const int from = dv->curve_from >= 0 && dv->curve_from < ep->n_devices ? dv->curve_from : dev;
+    hetcl__json_add(sat, "measured_on", cJSON_CreateString(ep->devices[from].name));
     hetcl__json_add(sat, "centers", cJSON_CreateNumber((double) dv->curve_centers));
     hetcl__json_add(sat, "m_sat", hetcl__json_number_or_null((double) dv->m_sat, dv->m_sat > 0));
     for (int i = 0; i < dv->n_curve; i++) {
@@ -239,7 +243,7 @@ static cJSON *eigenpro_device_json(const struct hetcl_eigenpro_result *ep, int i
     if (dv->m_g_memory > 0)
         hetcl__json_add(d, "m_g_memory", cJSON_CreateNumber((double) dv->m_g_memory));
     if (dv->n_curve > 0) /* the measured saturation */
-        hetcl__json_add(d, "saturation", saturation_json(dv));
+        hetcl__json_add(d, "saturation", saturation_json(ep, i));
     hetcl__json_add(d, "rows", cJSON_CreateNumber((double) dv->rows));
     hetcl__json_add(d, "share", cJSON_CreateNumber(dv->share));
     hetcl__json_add(d, "rows_per_step", cJSON_CreateNumber(dv->rows_per_step));
