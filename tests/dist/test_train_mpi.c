@@ -72,6 +72,16 @@ static void check_opencl_ranks(void)
     cJSON_Delete(doc);
 }
 
+/* Whether tmpdir/name validates against the train report's schema. */
+static bool schema_valid(const char *name)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s/reports/schema/train.schema.json %s/%s",
+             getenv("HETCL_SCHEMA_CHECK"), getenv("HETCL_SOURCE_DIR"), tmpdir, name);
+    const int st = system(cmd);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 /* The "model fnv1a64 <hash>" line of the last run's stdout into hash[17]. */
 static void model_hash(char hash[17])
 {
@@ -96,10 +106,7 @@ static void check_two_ranks(const char *method)
         snprintf(cmd, sizeof cmd, "cp %s/r.json %s/c.json", tmpdir, tmpdir);
         CHECK_EQ_INT(system(cmd), 0);
     }
-    snprintf(cmd, sizeof cmd, "%s %s/reports/schema/train.schema.json %s/r.json",
-             getenv("HETCL_SCHEMA_CHECK"), getenv("HETCL_SOURCE_DIR"), tmpdir);
-    st = system(cmd);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(schema_valid("r.json"));
     snprintf(cmd, sizeof cmd, "%s/r.json", tmpdir);
     cJSON *doc = hetcl_test_load_json(cmd);
     CHECK(doc != NULL);
@@ -141,10 +148,7 @@ static void check_dedicated(void)
                  two_ranks_hash); /* every training rank's: each sync checks them against rank 0 */
     CHECK(strstr(err, "ranks 2..2 only aggregate") != NULL);
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s/reports/schema/train.schema.json %s/d.json",
-             getenv("HETCL_SCHEMA_CHECK"), getenv("HETCL_SOURCE_DIR"), tmpdir);
-    st = system(cmd);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(schema_valid("d.json"));
     snprintf(path, sizeof path, "%s/c.json", tmpdir);
     cJSON *c = hetcl_test_load_json(path);
     snprintf(path, sizeof path, "%s/d.json", tmpdir);

@@ -343,13 +343,21 @@ static int count_failures(hetcl_runtime *rt, int n, hetcl_status expect)
     return failed;
 }
 
+/* One OpenCL worker, no host worker, kept after a device failure (the faults' tests); *o the
+ * options it was made with. */
+static hetcl_runtime *kept_opencl_runtime(hetcl_context *ctx, struct hetcl_runtime_options *o)
+{
+    *o = (struct hetcl_runtime_options){.devices = "opencl",
+                                        .host_workers = -1,
+                                        .perfmodel_dir = "",
+                                        .keep_failed_devices = true};
+    return rt_test_runtime(ctx, o, 1);
+}
+
 static void mid_run_faults(hetcl_context *ctx)
 {
-    struct hetcl_runtime_options o = {.devices = "opencl",
-                                      .host_workers = -1,
-                                      .perfmodel_dir = "",
-                                      .keep_failed_devices = true};
-    hetcl_runtime *rt = rt_test_runtime(ctx, &o, 1);
+    struct hetcl_runtime_options o;
+    hetcl_runtime *rt = kept_opencl_runtime(ctx, &o);
     if (!rt)
         return;
     /* Every third enqueue fails as a device failure; kept, the worker goes on. */
@@ -482,11 +490,8 @@ static void chain_with_failed_completion(hetcl_runtime *rt, hetcl_handle *h, boo
 
 static void chain_faults(hetcl_context *ctx)
 {
-    struct hetcl_runtime_options o = {.devices = "opencl",
-                                      .host_workers = -1,
-                                      .perfmodel_dir = "",
-                                      .keep_failed_devices = true};
-    hetcl_runtime *rt = rt_test_runtime(ctx, &o, 1);
+    struct hetcl_runtime_options o;
+    hetcl_runtime *rt = kept_opencl_runtime(ctx, &o);
     if (!rt)
         return;
     hetcl_handle *h = NULL;
