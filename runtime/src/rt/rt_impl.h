@@ -198,6 +198,10 @@ struct rt_worker {
     unsigned inflight; /* OpenCL tasks enqueued and not yet completed (worker thread only) */
     /* In enqueue order, chain_cap() of them (rt_worker.c; worker thread only). */
     struct rt_task **inflight_tasks;
+    /* Whether a task may be chainable behind this worker's queue (rt_worker.c, claim_chainable):
+     * set under graph_lock by whatever can make one so, cleared under graph_lock by a search that
+     * found none; read without the lock, so that independent work skips the search. */
+    atomic_bool chain_hint;
     /* Host clock minus device clock, estimated from completion callbacks (worker thread). */
     int64_t dev_offset_ns;
     bool have_dev_offset;

@@ -157,6 +157,7 @@ static hetcl_status add_dep(struct rt_task *t, struct rt_task *p)
         if (t->chain_worker == -1 || t->chain_worker == p->enq_worker) {
             t->chain_worker = p->enq_worker;
             t->n_chained++;
+            atomic_store(&t->rt->workers[p->enq_worker]->chain_hint, true);
         } else {
             t->chain_worker = -2;
         }
@@ -253,9 +254,15 @@ static bool complete_locked(struct hetcl_runtime *rt, struct rt_task *t, struct 
             s->cancel = true;
         if (t->enq_worker >= 0 && s->chain_worker == t->enq_worker)
             s->n_chained--;
-        if (atomic_fetch_sub(&s->n_unfinished_deps, 1) == 1 && !s->chained) {
-            s->mail_next = *ready;
-            *ready = s;
+        if (atomic_fetch_sub(&s->n_unfinished_deps, 1) == 1) {
+            if (!s->chained) {
+                s->mail_next = *ready;
+                *ready = s;
+            }
+        } else if (s->chain_worker >= 0 && !s->chained) {
+            /* Fewer unfinished predecessors: s may now wait only for those on chain_worker's
+             * queue, and so be chainable there (rt_worker.c, claim_chainable). */
+            atomic_store(&rt->workers[s->chain_worker]->chain_hint, true);
         }
     }
     t->n_successors = 0;

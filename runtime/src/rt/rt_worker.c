@@ -247,6 +247,7 @@ static void mark_enqueued(struct rt_worker *w, struct rt_task *t)
         if (s->chain_worker == -1 || s->chain_worker == w->index) {
             s->chain_worker = w->index;
             s->n_chained++;
+            atomic_store(&w->chain_hint, true);
         } else {
             s->chain_worker = -2;
         }
@@ -577,11 +578,20 @@ static unsigned complete_prefix(struct rt_worker *w)
     return total;
 }
 
-/* A successor of an enqueued task that may be enqueued right behind it, claimed; or NULL. */
+/* A successor of an enqueued task that may be enqueued right behind it, claimed; or NULL.
+ *
+ * Without graph_lock while w->chain_hint is clear: a task becomes chainable on w only through
+ * a change made under graph_lock that sets the hint (a predecessor enqueued here gains it as a
+ * successor: add_dep; a task with successors is enqueued here: mark_enqueued; a predecessor
+ * elsewhere finishes: complete_locked), and the hint is cleared only under graph_lock by a
+ * search that found nothing, so no such change falls between that search and the clearing.
+ * Independent tasks (no successors) then cost no graph_lock hold here per enqueue. */
 static struct rt_task *claim_chainable(struct rt_worker *w)
 {
     struct hetcl_runtime *rt = w->rt;
     struct rt_task *found = NULL;
+    if (!atomic_load(&w->chain_hint))
+        return NULL;
     pthread_mutex_lock(&rt->graph_lock);
     for (unsigned i = w->inflight; i-- > 0 && !found;) {
         struct rt_task *p = w->inflight_tasks[i];
@@ -598,6 +608,8 @@ static struct rt_task *claim_chainable(struct rt_worker *w)
             break;
         }
     }
+    if (!found)
+        atomic_store(&w->chain_hint, false);
     pthread_mutex_unlock(&rt->graph_lock);
     return found;
 }
