@@ -24,6 +24,9 @@
 
 #include <string.h>
 
+/* Finished tasks recorded per hold of the performance model's lock. */
+#define RT_FINISH_BATCH 64
+
 static void task_free(struct rt_task *t)
 {
     if (t->args != t->args_inline)
@@ -302,33 +305,57 @@ static void release_ready(struct hetcl_runtime *rt, struct rt_task *list)
     }
 }
 
-/* What a worker records of a finished task before it is marked done: counters, the
- * performance sample, the policy's bookkeeping, the trace. */
-static void finished_record(struct rt_worker *w, struct rt_task *t)
+/* A finished task's execution time on w (0 when it failed). */
+static uint64_t exec_ns_of(const struct rt_task *t)
 {
-    struct hetcl_runtime *rt = t->rt;
+    if (t->status != HETCL_OK)
+        return 0;
+    return t->t_dev_end_ns > t->t_dev_start_ns ? t->t_dev_end_ns - t->t_dev_start_ns
+           : t->t_end_ns > t->t_start_ns       ? t->t_end_ns - t->t_start_ns
+                                               : 0;
+}
+
+/* What a worker records of finished tasks before they are marked done: counters, the
+ * performance samples (one hold of the model's lock for the lot), the policy's bookkeeping,
+ * the trace. */
+static void finished_record(struct rt_worker *w, struct rt_task **ts, unsigned n)
+{
+    struct hetcl_runtime *rt = ts[0]->rt;
     if (w) {
-        uint64_t exec_ns = 0;
-        if (t->status == HETCL_OK) {
-            exec_ns = t->t_dev_end_ns > t->t_dev_start_ns ? t->t_dev_end_ns - t->t_dev_start_ns
-                      : t->t_end_ns > t->t_start_ns       ? t->t_end_ns - t->t_start_ns
-                                                          : 0;
-            atomic_fetch_add(&w->tasks_done, 1);
-            atomic_fetch_add(&w->busy_ns, exec_ns);
-            hetcl__perf_record(rt->perf, t->codelet->name ? t->codelet->name : "", w->model_key,
-                               w->index, t->footprint, exec_ns, t->predicted_ns);
+        struct perf_sample samples[RT_FINISH_BATCH];
+        uint64_t busy = 0, done = 0;
+        for (unsigned i = 0; i < n; i++) {
+            struct rt_task *t = ts[i];
+            uint64_t exec_ns = exec_ns_of(t);
+            samples[i] = (struct perf_sample){0};
+            if (t->status == HETCL_OK) {
+                done++;
+                busy += exec_ns;
+                samples[i] =
+                        (struct perf_sample){.codelet = t->codelet->name ? t->codelet->name : "",
+                                             .footprint = t->footprint,
+                                             .exec_ns = exec_ns,
+                                             .predicted_ns = t->predicted_ns};
+            }
+        }
+        if (done) {
+            atomic_fetch_add(&w->tasks_done, done);
+            atomic_fetch_add(&w->busy_ns, busy);
+            hetcl__perf_record_many(rt->perf, w->model_key, w->index, samples, n);
         }
         /* Failed tasks too (exec_ns 0): a policy's backlog for w must drop them. */
         if (rt->policy->done)
-            rt->policy->done(rt->sched_state, w, t, exec_ns);
+            for (unsigned i = 0; i < n; i++)
+                rt->policy->done(rt->sched_state, w, ts[i], samples[i].exec_ns);
     }
-    hetcl__rt_trace_task(rt, t);
+    for (unsigned i = 0; i < n; i++)
+        hetcl__rt_trace_task(rt, ts[i]);
 }
 
 void hetcl__rt_task_finished(struct rt_worker *w, struct rt_task *t)
 {
     struct hetcl_runtime *rt = t->rt;
-    finished_record(w, t);
+    finished_record(w, &t, 1);
     struct rt_task *ready = NULL;
     complete(rt, t, &ready);
     hetcl__rt_task_unref(t); /* the runtime's reference */
@@ -340,8 +367,8 @@ void hetcl__rt_tasks_finished(struct rt_worker *w, struct rt_task **ts, unsigned
     if (n == 0)
         return;
     struct hetcl_runtime *rt = w->rt;
-    for (unsigned i = 0; i < n; i++)
-        finished_record(w, ts[i]);
+    for (unsigned i = 0; i < n; i += RT_FINISH_BATCH)
+        finished_record(w, ts + i, n - i < RT_FINISH_BATCH ? n - i : RT_FINISH_BATCH);
     struct rt_task *ready = NULL;
     bool notify = false;
     pthread_mutex_lock(&rt->graph_lock);
