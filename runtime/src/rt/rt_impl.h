@@ -202,6 +202,9 @@ struct rt_worker {
      * set under graph_lock by whatever can make one so, cleared under graph_lock by a search that
      * found none; read without the lock, so that independent work skips the search. */
     atomic_bool chain_hint;
+    /* Set by an OpenCL worker from just before its last look at chain_hint until it wakes from
+     * sleep: a submitter that made a task chainable here wakes it only then (rt_task.c). */
+    atomic_bool sleepy;
     /* Host clock minus device clock, estimated from completion callbacks (worker thread). */
     int64_t dev_offset_ns;
     bool have_dev_offset;

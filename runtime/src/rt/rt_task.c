@@ -533,8 +533,12 @@ hetcl_status hetcl_task_submit(hetcl_runtime *rt, const struct hetcl_task_desc *
     if (ready) {
         t->mail_next = NULL;
         release_ready(rt, t);
-    } else if (chain_to) {
-        /* Every unfinished predecessor is on chain_to's queue: it may enqueue t behind them. */
+    } else if (chain_to && atomic_load(&chain_to->sleepy)) {
+        /* Every unfinished predecessor is on chain_to's queue: it may enqueue t behind them.
+         * Woken only when it may be going to sleep: add_dep set its chain_hint (seq_cst) before
+         * this load, and the worker sets sleepy before it last reads the hint (rt_worker.c,
+         * cl_main), so either it sees the hint and does not sleep, or this sees sleepy. An
+         * awake worker chains t at its next look, without a lock and a signal per task. */
         hetcl__rt_wake(chain_to);
     }
     return st;

@@ -785,9 +785,17 @@ static void *cl_main(void *arg)
             hetcl__rt_hang_abandon(w, hetcl__now_ns());
             continue;
         }
+        /* A submitter skips waking an awake worker for a task it made chainable here (see
+         * hetcl_task_submit): announce the sleep first, then look at the hint once more. */
+        atomic_store(&w->sleepy, true);
+        if (atomic_load(&w->chain_hint) && w->inflight > 0 && w->inflight < chain_cap(w)) {
+            atomic_store(&w->sleepy, false);
+            continue;
+        }
         uint64_t t0 = w->inflight ? hetcl__now_ns() : 0;
         bool accept = w->inflight < w->depth.depth && !atomic_load(&w->excluded) && !stop;
         struct rt_task *t = sleep_or_pop(w, accept, w->inflight ? w->poll_ns : 0);
+        atomic_store(&w->sleepy, false);
         timed_out = t0 && hetcl__now_ns() - t0 >= w->poll_ns;
         first = w->inflight;
         if (t && enqueue_task(w, t, false))
