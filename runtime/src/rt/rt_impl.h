@@ -102,9 +102,10 @@ struct rt_task {
 
     /* OpenCL execution (worker-owned while RUNNING). */
     cl_event done_event;
-    bool cl_complete; /* its completion callback came (worker thread only) */
-    bool cl_armed;    /* a completion callback was set on done_event (worker thread only) */
-    bool fault_hung;  /* injected: the worker never sees it complete (rt_fault.c) */
+    bool cl_complete;  /* its completion callback came (worker thread only) */
+    bool cl_armed;     /* a completion callback was set on done_event (worker thread only) */
+    bool enq_unmarked; /* enqueued; recorded as such at the batch's flush (worker thread) */
+    bool fault_hung;   /* injected: the worker never sees it complete (rt_fault.c) */
     unsigned n_transfers;
     struct rt_task *mail_next; /* completion mailbox link */
     /* Recycling (rt_task_pool.c): whether the structure returns to the runtime's pool when

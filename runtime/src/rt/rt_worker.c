@@ -236,11 +236,10 @@ static bool alloc_failure_excludes(struct rt_worker *w)
     return !take_fault(&w->alloc_defer);
 }
 
-/* Records that t sits on w's queue, for the early chaining of its successors (graph_lock). */
-static void mark_enqueued(struct rt_worker *w, struct rt_task *t)
+/* Records that t sits on w's queue, for the early chaining of its successors (graph_lock
+ * held). */
+static void mark_locked(struct rt_worker *w, struct rt_task *t)
 {
-    struct hetcl_runtime *rt = w->rt;
-    pthread_mutex_lock(&rt->graph_lock);
     t->enq_worker = w->index;
     for (size_t i = 0; i < t->n_successors; i++) {
         struct rt_task *s = t->successors[i];
@@ -252,7 +251,14 @@ static void mark_enqueued(struct rt_worker *w, struct rt_task *t)
             s->chain_worker = -2;
         }
     }
-    pthread_mutex_unlock(&rt->graph_lock);
+}
+
+/* mark_locked, taking graph_lock. */
+static void mark_enqueued(struct rt_worker *w, struct rt_task *t)
+{
+    pthread_mutex_lock(&w->rt->graph_lock);
+    mark_locked(w, t);
+    pthread_mutex_unlock(&w->rt->graph_lock);
 }
 
 /* An enqueue that fails as a lost device's would (rt_fault.c). */
@@ -325,7 +331,14 @@ static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
         t->fault_hung = hetcl__rt_fault_hang(w);
         w->hang_in_flight |= t->fault_hung;
         hetcl__rt_data_release(w, t);
-        mark_enqueued(w, t);
+        /* A chained task is recorded at once, so that its own successors can follow it in
+         * this batch; one from the policy at the batch's flush, under the graph_lock hold
+         * that the flush takes anyway (its successors chain from the next loop iteration):
+         * independent tasks then take no graph_lock of their own. */
+        if (chained)
+            mark_enqueued(w, t);
+        else
+            t->enq_unmarked = true;
         if (w->inflight == 0)
             w->progress_ns = t->t_enqueued_ns; /* the hang clock starts with work */
         w->inflight_tasks[w->inflight++] = t;
@@ -398,6 +411,11 @@ static void flush_batch(struct rt_worker *w, unsigned first)
     struct hetcl_runtime *rt = w->rt;
     unsigned last = w->inflight - 1;
     pthread_mutex_lock(&rt->graph_lock);
+    for (unsigned i = first; i <= last; i++)
+        if (w->inflight_tasks[i]->enq_unmarked) {
+            w->inflight_tasks[i]->enq_unmarked = false;
+            mark_locked(w, w->inflight_tasks[i]);
+        }
     /* A thread in hetcl_task_wait (or sync_host) may wait for any of them. */
     bool waiters = rt->n_task_waiters > 0;
     for (unsigned i = first; i < last; i++)
