@@ -344,7 +344,9 @@ static void finished_record(struct rt_worker *w, struct rt_task **ts, unsigned n
             hetcl__perf_record_many(rt->perf, w->model_key, w->index, samples, n);
         }
         /* Failed tasks too (exec_ns 0): a policy's backlog for w must drop them. */
-        if (rt->policy->done)
+        if (rt->policy->done_many && n > 1)
+            rt->policy->done_many(rt->sched_state, w, ts, n);
+        else if (rt->policy->done)
             for (unsigned i = 0; i < n; i++)
                 rt->policy->done(rt->sched_state, w, ts[i], samples[i].exec_ns);
     }
