@@ -452,6 +452,61 @@ static void test_threads(hetcl_context *ctx)
     hetcl__perf_destroy(pm);
 }
 
+/* hetcl__perf_record_many (an OpenCL worker's completion batch) against one hetcl__perf_record
+ * per sample: the same models and kind statistics, through runs of one codelet and footprint
+ * (whose entries the batch reuses), changes of footprint and codelet, enough new kinds in one
+ * batch to move the stored ones (the kind array grows past 16), and skipped NULL codelets. */
+static void test_record_many(hetcl_context *ctx)
+{
+    static const char *const names[] = {"a", "b", "c"};
+    struct perf_sample s[200];
+    unsigned n = 0;
+    for (unsigned i = 0; i < 200; i++) {
+        unsigned run = i / 4; /* runs of four equal keys */
+        s[n++] = (struct perf_sample){.codelet = run % 7 == 6 ? NULL : names[run / 2 % 3],
+                                      .footprint = run % 5 == 0 ? 1 : run,
+                                      .exec_ns = 100 + (uint64_t) (rnd() * 1000),
+                                      .predicted_ns = i % 3 ? 50.0 * (i % 5) : 0};
+    }
+    struct rt_perfmodel *one = NULL, *many = NULL;
+    CHECK_OK(ctx, hetcl__perf_create(ctx, NULL, 0, &one));
+    CHECK_OK(ctx, hetcl__perf_create(ctx, NULL, 0, &many));
+    for (unsigned i = 0; i < n; i++)
+        hetcl__perf_record(one, s[i].codelet, "dev", 3, s[i].footprint, s[i].exec_ns,
+                           s[i].predicted_ns);
+    hetcl__perf_record_many(many, "dev", 3, s, 150);
+    hetcl__perf_record_many(many, "dev", 3, s + 150, n - 150);
+    hetcl__perf_record_many(many, "dev", 3, s, 0); /* nothing */
+    struct hetcl_kind_stats ka[64], kb[64];
+    size_t na = 0, nb = 0;
+    hetcl__perf_kind_stats(one, ka, 64, &na);
+    hetcl__perf_kind_stats(many, kb, 64, &nb);
+    CHECK(na > 16 && na <= 64);
+    CHECK_EQ_INT(nb, na);
+    bool same = na == nb;
+    for (size_t i = 0; same && i < na; i++)
+        same = strcmp(ka[i].codelet, kb[i].codelet) == 0 && ka[i].worker == kb[i].worker &&
+               ka[i].footprint == kb[i].footprint && ka[i].n_tasks == kb[i].n_tasks &&
+               ka[i].measured_mean_ns == kb[i].measured_mean_ns &&
+               ka[i].measured_median_ns == kb[i].measured_median_ns &&
+               ka[i].n_predicted == kb[i].n_predicted &&
+               ka[i].predicted_mean_ns == kb[i].predicted_mean_ns;
+    CHECK(same);
+    for (unsigned i = 0; i < n; i++) {
+        if (!s[i].codelet)
+            continue;
+        double pa = 0, pb = 0;
+        bool ca = hetcl__perf_predict(one, s[i].codelet, "dev", s[i].footprint, &pa);
+        bool cb = hetcl__perf_predict(many, s[i].codelet, "dev", s[i].footprint, &pb);
+        same = same && ca == cb && pa == pb &&
+               hetcl__perf_n_samples(one, s[i].codelet, "dev", s[i].footprint) ==
+                       hetcl__perf_n_samples(many, s[i].codelet, "dev", s[i].footprint);
+    }
+    CHECK(same);
+    hetcl__perf_destroy(one);
+    hetcl__perf_destroy(many);
+}
+
 int main(void)
 {
     rng_state = hetcl_test_seed() | 1;
@@ -460,6 +515,7 @@ int main(void)
     test_robust_median();
     test_predict_and_window(ctx);
     test_kind_stats(ctx);
+    test_record_many(ctx);
     test_files(ctx);
     test_bad_entries();
     test_threads(ctx);

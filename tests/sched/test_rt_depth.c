@@ -36,12 +36,12 @@ static void growth(void)
     hetcl__rt_depth_init(&d, 0);
     CHECK_EQ_INT(d.depth, RT_DEPTH_START);
     /* Ran dry with more work waiting: doubles up to the bound. */
-    unsigned want[] = {16, 32, 64, 64};
-    for (size_t i = 0; i < 4; i++) {
+    unsigned want[] = {16, 32, 64, 128, 256, 256};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         struct rt_depth_obs o = refill(0, d.depth, false, false);
         CHECK_EQ_INT(hetcl__rt_depth_next(&d, &o), want[i]);
     }
-    CHECK_EQ_INT(RT_DEPTH_MAX, 64);
+    CHECK_EQ_INT(RT_DEPTH_MAX, 256);
     /* Below a quarter but not dry: a quarter more. */
     hetcl__rt_depth_init(&d, 0);
     struct rt_depth_obs low = refill(1, 7, false, false);

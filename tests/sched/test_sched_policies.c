@@ -563,6 +563,37 @@ static void test_dmda_running_remainder(struct fake_rt *f)
     pol_close(&p);
 }
 
+/* done_many (an OpenCL worker's completion batch) as done one by one: the scenario above, its
+ * chained task and devA's task ending in one batch (devA best again afterwards), and a batch
+ * of the chained task alone, which leaves devA's backlog as it was (the host wins). */
+static void test_dmda_done_many(struct fake_rt *f)
+{
+    fake_reset_counters();
+    calibrate(f, "long", "host:cpu", 0, 150000000);
+    calibrate(f, "long", "devA", 0, 100000000);
+    calibrate(f, "long", "devB", 0, 120000000);
+    for (int batch_both = 0; batch_both < 2; batch_both++) {
+        struct pol p = pol_open(&hetcl__sched_dmda, f);
+        struct rt_task t[3], chained[2];
+        for (int i = 0; i < 3; i++)
+            fake_task_init(&t[i], (uint64_t) i + 1, &codelet_long, 0, 0);
+        for (int i = 0; i < 2; i++)
+            fake_task_init(&chained[i], 98 + (uint64_t) i, &codelet_long, 0, 0);
+        p.p->push(p.s, &t[0]);
+        CHECK(p.p->pop(p.s, &f->workers[2]) == &t[0]);
+        p.p->push(p.s, &t[1]);
+        CHECK_EQ_INT(t[1].sched_worker, 3);
+        struct rt_task *both[] = {&chained[0], &t[0]}, *alone[] = {&chained[0], &chained[1]};
+        p.p->done_many(p.s, &f->workers[2], batch_both ? both : alone, 2);
+        p.p->push(p.s, &t[2]);
+        CHECK_EQ_INT(t[2].sched_worker, batch_both ? 2 : 0);
+        for (int i = 0; i < FAKE_WORKERS; i++)
+            while (p.p->pop(p.s, &f->workers[i]))
+                ;
+        pol_close(&p);
+    }
+}
+
 static void test_dmda_priorities_and_pinning(struct fake_rt *f)
 {
     fake_reset_counters();
@@ -637,6 +668,7 @@ int main(void)
     test_dmda_fallback(f);
     test_dmda_placement(f);
     test_dmda_running_remainder(f);
+    test_dmda_done_many(f);
     test_dmda_priorities_and_pinning(f);
     test_dmda_excluded(f);
     test_unrunnable(f, &hetcl__sched_ws);

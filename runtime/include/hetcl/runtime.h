@@ -282,11 +282,11 @@ struct hetcl_runtime_options {
     /* Host workers: 0 = automatic (one per core that no OpenCL CPU device uses; when every core
      * is used, one unpinned worker); a positive number = that many; -1 = none. */
     int host_workers;
-    /* Tasks in flight per OpenCL worker, fixed; 0 (default): adaptive, from 8 within 2 to 64,
+    /* Tasks in flight per OpenCL worker, fixed; 0 (default): adaptive, from 8 within 2 to 256,
      * deeper while the device runs its queue dry before the worker refills it, shallower while
      * another worker able to run the tasks sits idle. Tasks enqueued right behind their
      * predecessors on the same in-order queue (a dependency chain on one device) may take the
-     * queue up to four times a fixed depth (64 when adaptive). */
+     * queue up to four times a fixed depth (256 when adaptive). */
     unsigned cl_inflight;
     /* Treat host-unified OpenCL devices as having their own memory node: every access then
      * transfers. For tests of the transfer paths on CPU-only machines. */

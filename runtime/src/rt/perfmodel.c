@@ -597,24 +597,17 @@ static struct kind_entry *get_kind(struct rt_perfmodel *pm, const char *codelet,
     return k;
 }
 
-void hetcl__perf_record(struct rt_perfmodel *pm, const char *codelet, const char *model_key,
-                        int worker, uint32_t footprint, uint64_t exec_ns, double predicted_ns)
+/* Adds one sample to its model entry e and kind statistics ks (either may be NULL: out of
+ * memory only loses the sample there). pm->lock held. */
+static void record_locked(struct perf_key *k, struct perf_entry *e, struct kind_entry *ks,
+                          const struct perf_sample *smp)
 {
-    if (!pm || !codelet || !model_key)
-        return;
-    double ns = (double) exec_ns;
-    pthread_mutex_lock(&pm->lock);
-    /* Out of memory only loses this sample. */
-    struct perf_key *k = get_key(pm, model_key);
-    struct perf_entry *e = k ? find_entry(k, codelet, footprint) : NULL;
-    if (k && !e)
-        e = add_entry(k, codelet, footprint);
+    double ns = (double) smp->exec_ns;
     if (e) {
         entry_add(e, ns);
         e->stale = true;
         k->dirty = true;
     }
-    struct kind_entry *ks = get_kind(pm, codelet, worker, footprint);
     if (ks) {
         ks->s.n_tasks++;
         ks->sum_ns += ns;
@@ -622,12 +615,50 @@ void hetcl__perf_record(struct rt_perfmodel *pm, const char *codelet, const char
         ks->next = (ks->next + 1) % RT_PERF_WINDOW;
         if (ks->n_window < RT_PERF_WINDOW)
             ks->n_window++;
-        if (predicted_ns > 0) {
+        if (smp->predicted_ns > 0) {
             ks->s.n_predicted++;
-            ks->sum_predicted_ns += predicted_ns;
+            ks->sum_predicted_ns += smp->predicted_ns;
         }
     }
+}
+
+void hetcl__perf_record_many(struct rt_perfmodel *pm, const char *model_key, int worker,
+                             const struct perf_sample *samples, unsigned n)
+{
+    if (!pm || !model_key || n == 0)
+        return;
+    pthread_mutex_lock(&pm->lock);
+    struct perf_key *k = get_key(pm, model_key);
+    struct perf_entry *e = NULL;
+    struct kind_entry *ks = NULL;
+    const struct perf_sample *prev = NULL;
+    for (unsigned i = 0; i < n; i++) {
+        const struct perf_sample *smp = &samples[i];
+        if (!smp->codelet)
+            continue;
+        /* The entries of the previous sample serve a run of the same codelet and footprint
+         * (a completion batch usually is one): looked up again otherwise, since adding an
+         * entry may move the others. */
+        if (!prev || prev->codelet != smp->codelet || prev->footprint != smp->footprint) {
+            e = k ? find_entry(k, smp->codelet, smp->footprint) : NULL;
+            if (k && !e)
+                e = add_entry(k, smp->codelet, smp->footprint);
+            ks = get_kind(pm, smp->codelet, worker, smp->footprint);
+        }
+        record_locked(k, e, ks, smp);
+        prev = smp;
+    }
     pthread_mutex_unlock(&pm->lock);
+}
+
+void hetcl__perf_record(struct rt_perfmodel *pm, const char *codelet, const char *model_key,
+                        int worker, uint32_t footprint, uint64_t exec_ns, double predicted_ns)
+{
+    struct perf_sample smp = {.codelet = codelet,
+                              .footprint = footprint,
+                              .exec_ns = exec_ns,
+                              .predicted_ns = predicted_ns};
+    hetcl__perf_record_many(pm, model_key, worker, &smp, 1);
 }
 
 bool hetcl__perf_predict(struct rt_perfmodel *pm, const char *codelet, const char *model_key,

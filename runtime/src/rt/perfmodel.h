@@ -41,6 +41,19 @@ void hetcl__perf_load(struct rt_perfmodel *pm, const char *model_key);
 /* Writes every model key's file (atomically). Errors only for I/O. */
 hetcl_status hetcl__perf_save(struct rt_perfmodel *pm);
 
+/* One measured execution (hetcl__perf_record_many). */
+struct perf_sample {
+    const char *codelet; /* NULL: skipped */
+    uint32_t footprint;
+    uint64_t exec_ns;
+    double predicted_ns; /* what dmda predicted (0: none) */
+};
+
+/* Records n measured executions on one worker (model_key, worker index for kind stats) under
+ * one hold of the model's lock: an OpenCL worker records a completion batch at once. */
+void hetcl__perf_record_many(struct rt_perfmodel *pm, const char *model_key, int worker,
+                             const struct perf_sample *samples, unsigned n);
+
 /* Records one measured execution; worker is the worker's index (for kind stats), predicted_ns
  * what dmda predicted (0: none). */
 void hetcl__perf_record(struct rt_perfmodel *pm, const char *codelet, const char *model_key,

@@ -156,6 +156,8 @@ static struct rt_worker *worker_new(hetcl_runtime *rt, hetcl_worker_kind kind)
     pthread_condattr_destroy(&ca);
     atomic_init(&w->idle, false);
     atomic_init(&w->excluded, false);
+    atomic_init(&w->chain_hint, false);
+    atomic_init(&w->sleepy, false);
     atomic_init(&w->fault_alloc, 0);
     atomic_init(&w->alloc_defer, 0);
     atomic_init(&w->alloc_failures, 0);

@@ -102,9 +102,10 @@ struct rt_task {
 
     /* OpenCL execution (worker-owned while RUNNING). */
     cl_event done_event;
-    bool cl_complete; /* its completion callback came (worker thread only) */
-    bool cl_armed;    /* a completion callback was set on done_event (worker thread only) */
-    bool fault_hung;  /* injected: the worker never sees it complete (rt_fault.c) */
+    bool cl_complete;  /* its completion callback came (worker thread only) */
+    bool cl_armed;     /* a completion callback was set on done_event (worker thread only) */
+    bool enq_unmarked; /* enqueued; recorded as such at the batch's flush (worker thread) */
+    bool fault_hung;   /* injected: the worker never sees it complete (rt_fault.c) */
     unsigned n_transfers;
     struct rt_task *mail_next; /* completion mailbox link */
     /* Recycling (rt_task_pool.c): whether the structure returns to the runtime's pool when
@@ -198,6 +199,13 @@ struct rt_worker {
     unsigned inflight; /* OpenCL tasks enqueued and not yet completed (worker thread only) */
     /* In enqueue order, chain_cap() of them (rt_worker.c; worker thread only). */
     struct rt_task **inflight_tasks;
+    /* Whether a task may be chainable behind this worker's queue (rt_worker.c, claim_chainable):
+     * set under graph_lock by whatever can make one so, cleared under graph_lock by a search that
+     * found none; read without the lock, so that independent work skips the search. */
+    atomic_bool chain_hint;
+    /* Set by an OpenCL worker from just before its last look at chain_hint until it wakes from
+     * sleep: a submitter that made a task chainable here wakes it only then (rt_task.c). */
+    atomic_bool sleepy;
     /* Host clock minus device clock, estimated from completion callbacks (worker thread). */
     int64_t dev_offset_ns;
     bool have_dev_offset;

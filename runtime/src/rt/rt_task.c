@@ -24,6 +24,9 @@
 
 #include <string.h>
 
+/* Finished tasks recorded per hold of the performance model's lock. */
+#define RT_FINISH_BATCH 64
+
 static void task_free(struct rt_task *t)
 {
     if (t->args != t->args_inline)
@@ -157,6 +160,7 @@ static hetcl_status add_dep(struct rt_task *t, struct rt_task *p)
         if (t->chain_worker == -1 || t->chain_worker == p->enq_worker) {
             t->chain_worker = p->enq_worker;
             t->n_chained++;
+            atomic_store(&t->rt->workers[p->enq_worker]->chain_hint, true);
         } else {
             t->chain_worker = -2;
         }
@@ -253,9 +257,15 @@ static bool complete_locked(struct hetcl_runtime *rt, struct rt_task *t, struct 
             s->cancel = true;
         if (t->enq_worker >= 0 && s->chain_worker == t->enq_worker)
             s->n_chained--;
-        if (atomic_fetch_sub(&s->n_unfinished_deps, 1) == 1 && !s->chained) {
-            s->mail_next = *ready;
-            *ready = s;
+        if (atomic_fetch_sub(&s->n_unfinished_deps, 1) == 1) {
+            if (!s->chained) {
+                s->mail_next = *ready;
+                *ready = s;
+            }
+        } else if (s->chain_worker >= 0 && !s->chained) {
+            /* Fewer unfinished predecessors: s may now wait only for those on chain_worker's
+             * queue, and so be chainable there (rt_worker.c, claim_chainable). */
+            atomic_store(&rt->workers[s->chain_worker]->chain_hint, true);
         }
     }
     t->n_successors = 0;
@@ -295,33 +305,59 @@ static void release_ready(struct hetcl_runtime *rt, struct rt_task *list)
     }
 }
 
-/* What a worker records of a finished task before it is marked done: counters, the
- * performance sample, the policy's bookkeeping, the trace. */
-static void finished_record(struct rt_worker *w, struct rt_task *t)
+/* A finished task's execution time on w (0 when it failed). */
+static uint64_t exec_ns_of(const struct rt_task *t)
 {
-    struct hetcl_runtime *rt = t->rt;
+    if (t->status != HETCL_OK)
+        return 0;
+    return t->t_dev_end_ns > t->t_dev_start_ns ? t->t_dev_end_ns - t->t_dev_start_ns
+           : t->t_end_ns > t->t_start_ns       ? t->t_end_ns - t->t_start_ns
+                                               : 0;
+}
+
+/* What a worker records of finished tasks before they are marked done: counters, the
+ * performance samples (one hold of the model's lock for the lot), the policy's bookkeeping,
+ * the trace. */
+static void finished_record(struct rt_worker *w, struct rt_task **ts, unsigned n)
+{
+    struct hetcl_runtime *rt = ts[0]->rt;
     if (w) {
-        uint64_t exec_ns = 0;
-        if (t->status == HETCL_OK) {
-            exec_ns = t->t_dev_end_ns > t->t_dev_start_ns ? t->t_dev_end_ns - t->t_dev_start_ns
-                      : t->t_end_ns > t->t_start_ns       ? t->t_end_ns - t->t_start_ns
-                                                          : 0;
-            atomic_fetch_add(&w->tasks_done, 1);
-            atomic_fetch_add(&w->busy_ns, exec_ns);
-            hetcl__perf_record(rt->perf, t->codelet->name ? t->codelet->name : "", w->model_key,
-                               w->index, t->footprint, exec_ns, t->predicted_ns);
+        struct perf_sample samples[RT_FINISH_BATCH];
+        uint64_t busy = 0, done = 0;
+        for (unsigned i = 0; i < n; i++) {
+            struct rt_task *t = ts[i];
+            uint64_t exec_ns = exec_ns_of(t);
+            samples[i] = (struct perf_sample){0};
+            if (t->status == HETCL_OK) {
+                done++;
+                busy += exec_ns;
+                samples[i] =
+                        (struct perf_sample){.codelet = t->codelet->name ? t->codelet->name : "",
+                                             .footprint = t->footprint,
+                                             .exec_ns = exec_ns,
+                                             .predicted_ns = t->predicted_ns};
+            }
+        }
+        if (done) {
+            atomic_fetch_add(&w->tasks_done, done);
+            atomic_fetch_add(&w->busy_ns, busy);
+            hetcl__perf_record_many(rt->perf, w->model_key, w->index, samples, n);
         }
         /* Failed tasks too (exec_ns 0): a policy's backlog for w must drop them. */
-        if (rt->policy->done)
-            rt->policy->done(rt->sched_state, w, t, exec_ns);
+        if (rt->policy->done_many && n > 1)
+            rt->policy->done_many(rt->sched_state, w, ts, n);
+        else if (rt->policy->done)
+            for (unsigned i = 0; i < n; i++)
+                rt->policy->done(rt->sched_state, w, ts[i], samples[i].exec_ns);
     }
-    hetcl__rt_trace_task(rt, t);
+    for (unsigned i = 0; i < n; i++)
+        hetcl__rt_trace_task(rt, ts[i]);
 }
 
 void hetcl__rt_task_finished(struct rt_worker *w, struct rt_task *t)
 {
     struct hetcl_runtime *rt = t->rt;
-    finished_record(w, t);
+    finished_record(w, &t, 1);
     struct rt_task *ready = NULL;
     complete(rt, t, &ready);
     hetcl__rt_task_unref(t); /* the runtime's reference */
@@ -333,8 +369,8 @@ void hetcl__rt_tasks_finished(struct rt_worker *w, struct rt_task **ts, unsigned
     if (n == 0)
         return;
     struct hetcl_runtime *rt = w->rt;
-    for (unsigned i = 0; i < n; i++)
-        finished_record(w, ts[i]);
+    for (unsigned i = 0; i < n; i += RT_FINISH_BATCH)
+        finished_record(w, ts + i, n - i < RT_FINISH_BATCH ? n - i : RT_FINISH_BATCH);
     struct rt_task *ready = NULL;
     bool notify = false;
     pthread_mutex_lock(&rt->graph_lock);
@@ -499,8 +535,12 @@ hetcl_status hetcl_task_submit(hetcl_runtime *rt, const struct hetcl_task_desc *
     if (ready) {
         t->mail_next = NULL;
         release_ready(rt, t);
-    } else if (chain_to) {
-        /* Every unfinished predecessor is on chain_to's queue: it may enqueue t behind them. */
+    } else if (chain_to && atomic_load(&chain_to->sleepy)) {
+        /* Every unfinished predecessor is on chain_to's queue: it may enqueue t behind them.
+         * Woken only when it may be going to sleep: add_dep set its chain_hint (seq_cst) before
+         * this load, and the worker sets sleepy before it last reads the hint (rt_worker.c,
+         * cl_main), so either it sees the hint and does not sleep, or this sees sleepy. An
+         * awake worker chains t at its next look, without a lock and a signal per task. */
         hetcl__rt_wake(chain_to);
     }
     return st;

@@ -236,22 +236,29 @@ static bool alloc_failure_excludes(struct rt_worker *w)
     return !take_fault(&w->alloc_defer);
 }
 
-/* Records that t sits on w's queue, for the early chaining of its successors (graph_lock). */
-static void mark_enqueued(struct rt_worker *w, struct rt_task *t)
+/* Records that t sits on w's queue, for the early chaining of its successors (graph_lock
+ * held). */
+static void mark_locked(struct rt_worker *w, struct rt_task *t)
 {
-    struct hetcl_runtime *rt = w->rt;
-    pthread_mutex_lock(&rt->graph_lock);
     t->enq_worker = w->index;
     for (size_t i = 0; i < t->n_successors; i++) {
         struct rt_task *s = t->successors[i];
         if (s->chain_worker == -1 || s->chain_worker == w->index) {
             s->chain_worker = w->index;
             s->n_chained++;
+            atomic_store(&w->chain_hint, true);
         } else {
             s->chain_worker = -2;
         }
     }
-    pthread_mutex_unlock(&rt->graph_lock);
+}
+
+/* mark_locked, taking graph_lock. */
+static void mark_enqueued(struct rt_worker *w, struct rt_task *t)
+{
+    pthread_mutex_lock(&w->rt->graph_lock);
+    mark_locked(w, t);
+    pthread_mutex_unlock(&w->rt->graph_lock);
 }
 
 /* An enqueue that fails as a lost device's would (rt_fault.c). */
@@ -324,7 +331,14 @@ static bool enqueue_task(struct rt_worker *w, struct rt_task *t, bool chained)
         t->fault_hung = hetcl__rt_fault_hang(w);
         w->hang_in_flight |= t->fault_hung;
         hetcl__rt_data_release(w, t);
-        mark_enqueued(w, t);
+        /* A chained task is recorded at once, so that its own successors can follow it in
+         * this batch; one from the policy at the batch's flush, under the graph_lock hold
+         * that the flush takes anyway (its successors chain from the next loop iteration):
+         * independent tasks then take no graph_lock of their own. */
+        if (chained)
+            mark_enqueued(w, t);
+        else
+            t->enq_unmarked = true;
         if (w->inflight == 0)
             w->progress_ns = t->t_enqueued_ns; /* the hang clock starts with work */
         w->inflight_tasks[w->inflight++] = t;
@@ -397,6 +411,11 @@ static void flush_batch(struct rt_worker *w, unsigned first)
     struct hetcl_runtime *rt = w->rt;
     unsigned last = w->inflight - 1;
     pthread_mutex_lock(&rt->graph_lock);
+    for (unsigned i = first; i <= last; i++)
+        if (w->inflight_tasks[i]->enq_unmarked) {
+            w->inflight_tasks[i]->enq_unmarked = false;
+            mark_locked(w, w->inflight_tasks[i]);
+        }
     /* A thread in hetcl_task_wait (or sync_host) may wait for any of them. */
     bool waiters = rt->n_task_waiters > 0;
     for (unsigned i = first; i < last; i++)
@@ -577,11 +596,20 @@ static unsigned complete_prefix(struct rt_worker *w)
     return total;
 }
 
-/* A successor of an enqueued task that may be enqueued right behind it, claimed; or NULL. */
+/* A successor of an enqueued task that may be enqueued right behind it, claimed; or NULL.
+ *
+ * Without graph_lock while w->chain_hint is clear: a task becomes chainable on w only through
+ * a change made under graph_lock that sets the hint (a predecessor enqueued here gains it as a
+ * successor: add_dep; a task with successors is enqueued here: mark_enqueued; a predecessor
+ * elsewhere finishes: complete_locked), and the hint is cleared only under graph_lock by a
+ * search that found nothing, so no such change falls between that search and the clearing.
+ * Independent tasks (no successors) then cost no graph_lock hold here per enqueue. */
 static struct rt_task *claim_chainable(struct rt_worker *w)
 {
     struct hetcl_runtime *rt = w->rt;
     struct rt_task *found = NULL;
+    if (!atomic_load(&w->chain_hint))
+        return NULL;
     pthread_mutex_lock(&rt->graph_lock);
     for (unsigned i = w->inflight; i-- > 0 && !found;) {
         struct rt_task *p = w->inflight_tasks[i];
@@ -598,6 +626,8 @@ static struct rt_task *claim_chainable(struct rt_worker *w)
             break;
         }
     }
+    if (!found)
+        atomic_store(&w->chain_hint, false);
     pthread_mutex_unlock(&rt->graph_lock);
     return found;
 }
@@ -773,9 +803,17 @@ static void *cl_main(void *arg)
             hetcl__rt_hang_abandon(w, hetcl__now_ns());
             continue;
         }
+        /* A submitter skips waking an awake worker for a task it made chainable here (see
+         * hetcl_task_submit): announce the sleep first, then look at the hint once more. */
+        atomic_store(&w->sleepy, true);
+        if (atomic_load(&w->chain_hint) && w->inflight > 0 && w->inflight < chain_cap(w)) {
+            atomic_store(&w->sleepy, false);
+            continue;
+        }
         uint64_t t0 = w->inflight ? hetcl__now_ns() : 0;
         bool accept = w->inflight < w->depth.depth && !atomic_load(&w->excluded) && !stop;
         struct rt_task *t = sleep_or_pop(w, accept, w->inflight ? w->poll_ns : 0);
+        atomic_store(&w->sleepy, false);
         timed_out = t0 && hetcl__now_ns() - t0 >= w->poll_ns;
         first = w->inflight;
         if (t && enqueue_task(w, t, false))

@@ -32,6 +32,9 @@ struct rt_sched_policy {
     void (*push)(void *state, struct rt_task *t);
     struct rt_task *(*pop)(void *state, struct rt_worker *w);
     void (*done)(void *state, struct rt_worker *w, struct rt_task *t, uint64_t exec_ns);
+    /* Optional: done for n tasks finished together on w (exec_ns then unused), in one hold of
+     * the policy's lock; the runtime calls it for an OpenCL worker's completion batch. */
+    void (*done_many)(void *state, struct rt_worker *w, struct rt_task *const *ts, unsigned n);
     void (*excluded)(void *state, struct rt_worker *w);
 };
 

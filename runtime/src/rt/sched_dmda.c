@@ -229,22 +229,38 @@ static struct rt_task *dmda_pop(void *state, struct rt_worker *w)
     return t;
 }
 
-static void dmda_done(void *state, struct rt_worker *w, struct rt_task *t, uint64_t exec_ns)
+/* The end of t on w for w's backlog (s->lock held). Only tasks that w popped from this policy:
+ * the runtime may also run tasks it chained behind their predecessors on an OpenCL queue
+ * without asking the policy. */
+static void done_locked(struct dmda_worker *dw, const struct rt_worker *w, const struct rt_task *t)
 {
-    (void) exec_ns; /* the runtime records it in the model */
-    struct dmda_state *s = state;
-    /* Only tasks that w popped from this policy: the runtime may also run tasks it chained
-     * behind their predecessors on an OpenCL queue without asking the policy. */
     if (t->sched_worker != w->index)
         return;
-    struct dmda_worker *dw = &s->w[w->index];
-    pthread_mutex_lock(&s->lock);
     if (dw->n_inflight > 0) {
         dw->n_inflight--;
         dw->inflight_ns = dw->n_inflight ? fmax(0.0, dw->inflight_ns - t->predicted_ns) : 0.0;
         /* The next one in flight starts now, as far as the backlog is concerned. */
         dw->busy_since_ns = hetcl__now_ns();
     }
+}
+
+static void dmda_done(void *state, struct rt_worker *w, struct rt_task *t, uint64_t exec_ns)
+{
+    (void) exec_ns; /* the runtime records it in the model */
+    struct dmda_state *s = state;
+    if (t->sched_worker != w->index)
+        return;
+    pthread_mutex_lock(&s->lock);
+    done_locked(&s->w[w->index], w, t);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void dmda_done_many(void *state, struct rt_worker *w, struct rt_task *const *ts, unsigned n)
+{
+    struct dmda_state *s = state;
+    pthread_mutex_lock(&s->lock);
+    for (unsigned i = 0; i < n; i++)
+        done_locked(&s->w[w->index], w, ts[i]);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -296,5 +312,6 @@ const struct rt_sched_policy hetcl__sched_dmda = {
         .push = dmda_push,
         .pop = dmda_pop,
         .done = dmda_done,
+        .done_many = dmda_done_many,
         .excluded = dmda_excluded,
 };
