@@ -7,7 +7,9 @@
  *   - stopped (SIGSTOP, a hung rank mpirun cannot see): rank 0's --sync-timeout must fail the
  *     run with an error naming rank 1, and its exit end the job.
  * Either way the job ends within 60 s with a non-zero status, no process of it is left, and the
- * checkpoint resumes in one process, and then under 2 ranks.
+ * checkpoint resumes in one process, and then under 2 ranks. Last, a 3-rank job whose rank 2 is
+ * a dedicated aggregator (--aggregators 1 --dedicated) has that rank stopped: rank 0's timeout
+ * names it.
  * The job's processes are found by a variable in their environment (mpirun passes its own on
  * to the ranks), the rank by OMPI_COMM_WORLD_RANK; every wait polls an observable event and is
  * bounded.
@@ -133,14 +135,18 @@ static const char *train_args(void)
     return a;
 }
 
-/* Starts the 2-rank job in its own process group, its output into tmpdir/out and err. */
+/* The job's shape: its ranks and extra flags (2 plain ranks, or 3 with a dedicated aggregator). */
+static int job_np = 2;
+static const char *job_extra = "";
+
+/* Starts the job in its own process group, its output into tmpdir/out and err. */
 static pid_t start_job(void)
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
-             "exec env %s %s -np 2 %s %s --epochs 100000 --sync-every 2 --sync-timeout 3 "
+             "exec env %s %s -np %d %s %s %s --epochs 100000 --sync-every 2 --sync-timeout 3 "
              "--checkpoint-every 0.1 >%s/out 2>%s/err",
-             tag, launcher, getenv("HETCL_BIN"), train_args(), tmpdir, tmpdir);
+             tag, launcher, job_np, getenv("HETCL_BIN"), train_args(), job_extra, tmpdir, tmpdir);
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
@@ -168,9 +174,9 @@ static void print_output(const char *why)
     fprintf(stderr, "%s; the job's stderr:\n%s\n", why, buf);
 }
 
-/* One case: run until the first checkpoint, send rank 1 signo, check how the job ends.
+/* One case: run until the first checkpoint, send rank `rank` signo, check how the job ends.
  * expect: what its output must say. */
-static void lose_rank(int signo, const char *expect)
+static void lose_rank(int rank, int signo, const char *expect)
 {
     remove(ckpt);
     pid_t job = start_job();
@@ -182,22 +188,22 @@ static void lose_rank(int signo, const char *expect)
     int st = -1;
     while (access(ckpt, F_OK) != 0 && now_s() - t0 < JOB_END_S && st == -1)
         st = wait_job(job, 0.01);
-    pid_t r1 = 0;
-    for (double t1 = now_s(); st == -1 && !r1 && now_s() - t1 < 10; pause_ms(10))
-        if (tagged(1, &r1, 1) != 1)
-            r1 = 0;
-    if (st != -1 || !r1 || access(ckpt, F_OK) != 0) {
+    pid_t lost = 0;
+    for (double t1 = now_s(); st == -1 && !lost && now_s() - t1 < 10; pause_ms(10))
+        if (tagged(rank, &lost, 1) != 1)
+            lost = 0;
+    if (st != -1 || !lost || access(ckpt, F_OK) != 0) {
         print_output(st != -1 ? "the job ended before its first checkpoint"
-                              : "no checkpoint or no rank 1 within the bound");
+                              : "no checkpoint or no such rank within the bound");
         CHECK(false);
         kill_job(job);
         return;
     }
-    kill(r1, signo);
+    kill(lost, signo);
     st = wait_job(job, JOB_END_S);
     if (st == -1) {
-        fprintf(stderr, "the job still runs %d s after rank 1 got signal %d (hung)\n", JOB_END_S,
-                signo);
+        fprintf(stderr, "the job still runs %d s after rank %d got signal %d (hung)\n", JOB_END_S,
+                rank, signo);
         CHECK(false);
         kill_job(job);
         return;
@@ -269,7 +275,7 @@ int main(int argc, char **argv)
     if (!getenv("HETCL_BIN") || !getenv("HETCL_SOURCE_DIR"))
         return 1;
     launcher = argv[1];
-    hetcl_test_deadline(4 * JOB_END_S + 100, "test_train_mpi_kill");
+    hetcl_test_deadline(5 * JOB_END_S + 100, "test_train_mpi_kill");
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hetcl-mpikill-XXXXXX");
     if (!mkdtemp(tmpdir))
         return 1;
@@ -277,10 +283,15 @@ int main(int argc, char **argv)
     snprintf(tag, sizeof tag, "HETCL_MPI_KILL_TEST=%d", (int) getpid());
     /* SIGINT to rank 1 alone: the ranks vote at the next sync and all stop there, rank 0
      * saying why and keeping the checkpoint (the job's status is rank 1's 130). */
-    lose_rank(SIGINT, "hetcl: train: stopped on rank 1, every rank at the same sync");
-    lose_rank(SIGKILL, "rank 1");
-    lose_rank(SIGSTOP, "hetcl: train: rank 0: rank 1 sent nothing");
+    lose_rank(1, SIGINT, "hetcl: train: stopped on rank 1, every rank at the same sync");
+    lose_rank(1, SIGKILL, "rank 1");
+    lose_rank(1, SIGSTOP, "hetcl: train: rank 0: rank 1 sent nothing");
     resume_two_ranks();
+    /* A dedicated aggregator (rank 2 of 3) that stops answering: rank 0's --sync-timeout fails
+     * the run naming it, and the checkpoint (the training ranks') resumes in one process. */
+    job_np = 3;
+    job_extra = "--aggregators 1 --dedicated";
+    lose_rank(2, SIGSTOP, "hetcl: train: rank 0: rank 2 sent nothing");
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0)

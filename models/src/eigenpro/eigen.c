@@ -349,8 +349,8 @@ static void ks_times(const struct wt_job *j, int64_t r0, int64_t r1)
         for (; i + 4 <= r1; i += 4) {
             double *c0 = j->z + i * n, *c1 = c0 + n, *c2 = c1 + n, *c3 = c2 + n;
             for (int64_t p = p0; p < pe; p++) {
-                const double a0 = ks[i * s + p], a1 = ks[(i + 1) * s + p];
-                const double a2 = ks[(i + 2) * s + p], a3 = ks[(i + 3) * s + p];
+                const double a0 = (double) ks[i * s + p], a1 = (double) ks[(i + 1) * s + p];
+                const double a2 = (double) ks[(i + 2) * s + p], a3 = (double) ks[(i + 3) * s + p];
                 const double *restrict tp = j->t + p * n;
                 for (int64_t c = 0; c < n; c++) {
                     c0[c] += a0 * tp[c];
@@ -362,7 +362,7 @@ static void ks_times(const struct wt_job *j, int64_t r0, int64_t r1)
         }
         for (; i < r1; i++)
             for (int64_t p = p0; p < pe; p++) {
-                const double a = ks[i * s + p];
+                const double a = (double) ks[i * s + p];
                 for (int64_t c = 0; c < n; c++)
                     j->z[i * n + c] += a * j->t[p * n + c];
             }
