@@ -152,8 +152,7 @@ static void remove_stale_temps(const char *target)
 
 /* ---------------------------------------------------------------- writing */
 
-/* Writes data to "<real>.tmp.<pid>.XXXXXX", then renames it over real. path is the name the
- * caller gave, for messages. */
+/* A write in progress: the file, and the first failure. */
 struct hetcl__out {
     int fd;
     int err; /* the first write's errno; nothing more is written after it */
@@ -189,6 +188,8 @@ static int produce(int fd, hetcl__out_fn fn, void *user, hetcl_status *st)
     return *st != HETCL_OK ? -1 : 0;
 }
 
+/* Writes fn's bytes to "<real>.tmp.<pid>.XXXXXX", then renames it over real. path is the name
+ * the caller gave, for messages. */
 static hetcl_status write_replace(hetcl_context *ctx, const char *path, const char *real,
                                   hetcl__out_fn fn, void *user)
 {
