@@ -108,12 +108,22 @@ out:
     return st;
 }
 
-/* C[m][n] = op(A)[m][k] B[k][n] in double, row-major (op(A) = A^T: A is [k][m]). Blocked so
- * that a 128 x 256 block of B stays in L2 and four rows of C in L1; the inner loop is an axpy
- * the vectoriser widens. Used once per setup, on a few hundred columns. */
+/* op(A)'s element (i, p): from A in double, or where a is NULL from af in float (K_S as
+ * stored, converted as it is read). */
+static inline double a_at(const double *a, const float *af, bool ta, int64_t lda, int64_t i,
+                          int64_t p)
+{
+    const int64_t x = ta ? p * lda + i : i * lda + p;
+    return a ? a[x] : (double) af[x];
+}
+
+/* C[m][n] = op(A)[m][k] B[k][n] in double, row-major (op(A) = A^T: A is [k][m]; A in double,
+ * or in float as af where a is NULL). Blocked so that a 128 x 256 block of B stays in L2 and
+ * four rows of C in L1; the inner loop is an axpy the vectoriser widens. Used once per setup,
+ * on a few hundred columns. */
 HETCL_HOST_CLONES
-static void dgemm(bool ta, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
-                  const double *b, int64_t ldb, double *c, int64_t ldc)
+static void dgemm(bool ta, int64_t m, int64_t n, int64_t k, const double *a, const float *af,
+                  int64_t lda, const double *b, int64_t ldb, double *c, int64_t ldc)
 {
     for (int64_t i = 0; i < m; i++)
         memset(c + i * ldc, 0, (size_t) n * sizeof *c);
@@ -125,10 +135,10 @@ static void dgemm(bool ta, int64_t m, int64_t n, int64_t k, const double *a, int
             for (; i + 4 <= m; i += 4) {
                 double *c0 = c + i * ldc + j0, *c1 = c0 + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;
                 for (int64_t p = p0; p < pe; p++) {
-                    const double a0 = ta ? a[p * lda + i] : a[i * lda + p];
-                    const double a1 = ta ? a[p * lda + i + 1] : a[(i + 1) * lda + p];
-                    const double a2 = ta ? a[p * lda + i + 2] : a[(i + 2) * lda + p];
-                    const double a3 = ta ? a[p * lda + i + 3] : a[(i + 3) * lda + p];
+                    const double a0 = a_at(a, af, ta, lda, i, p);
+                    const double a1 = a_at(a, af, ta, lda, i + 1, p);
+                    const double a2 = a_at(a, af, ta, lda, i + 2, p);
+                    const double a3 = a_at(a, af, ta, lda, i + 3, p);
                     const double *restrict bp = b + p * ldb + j0;
                     for (int64_t j = 0; j < nb; j++) {
                         c0[j] += a0 * bp[j];
@@ -140,7 +150,7 @@ static void dgemm(bool ta, int64_t m, int64_t n, int64_t k, const double *a, int
             }
             for (; i < m; i++)
                 for (int64_t p = p0; p < pe; p++) {
-                    const double ai = ta ? a[p * lda + i] : a[i * lda + p];
+                    const double ai = a_at(a, af, ta, lda, i, p);
                     for (int64_t j = 0; j < nb; j++)
                         c[i * ldc + j0 + j] += ai * b[p * ldb + j0 + j];
                 }
@@ -325,9 +335,8 @@ static double residual_f(const struct iter *it, int n)
 }
 
 /* Rows r0 .. r1 of z = W t in double (refine's one s x s product), read from K_S in float:
- * (K_S t) / s, each entry converted as it is read. A copy of W in double was 32 MB written,
- * faulted in and read back at s = 2000, for the same sums up to their last bits. Blocked like
- * dgemm: 128 rows of t stay in L2 while every row of z passes over them, four at a time. */
+ * (K_S t) / s, dgemm converting each entry as it reads it. A copy of W in double was 32 MB
+ * written, faulted in and read back at s = 2000, for the same sums up to their last bits. */
 struct wt_job {
     const float *ks;
     const double *t;
@@ -336,45 +345,14 @@ struct wt_job {
     int n;
 };
 
-HETCL_HOST_CLONES
-static void ks_times(const struct wt_job *j, int64_t r0, int64_t r1)
-{
-    const int64_t s = j->s, n = j->n;
-    const float *ks = j->ks;
-    for (int64_t i = r0; i < r1; i++)
-        memset(j->z + i * n, 0, (size_t) n * sizeof *j->z);
-    for (int64_t p0 = 0; p0 < s; p0 += 128) {
-        const int64_t pe = s - p0 < 128 ? s : p0 + 128;
-        int64_t i = r0;
-        for (; i + 4 <= r1; i += 4) {
-            double *c0 = j->z + i * n, *c1 = c0 + n, *c2 = c1 + n, *c3 = c2 + n;
-            for (int64_t p = p0; p < pe; p++) {
-                const double a0 = (double) ks[i * s + p], a1 = (double) ks[(i + 1) * s + p];
-                const double a2 = (double) ks[(i + 2) * s + p], a3 = (double) ks[(i + 3) * s + p];
-                const double *restrict tp = j->t + p * n;
-                for (int64_t c = 0; c < n; c++) {
-                    c0[c] += a0 * tp[c];
-                    c1[c] += a1 * tp[c];
-                    c2[c] += a2 * tp[c];
-                    c3[c] += a3 * tp[c];
-                }
-            }
-        }
-        for (; i < r1; i++)
-            for (int64_t p = p0; p < pe; p++) {
-                const double a = (double) ks[i * s + p];
-                for (int64_t c = 0; c < n; c++)
-                    j->z[i * n + c] += a * j->t[p * n + c];
-            }
-    }
-    const double inv = 1.0 / (double) s;
-    for (int64_t i = r0 * n; i < r1 * n; i++)
-        j->z[i] *= inv;
-}
-
 static hetcl_status wt_rows(void *arg, int64_t r0, int64_t r1)
 {
-    ks_times(arg, r0, r1);
+    const struct wt_job *j = arg;
+    double *z = j->z + r0 * j->n;
+    dgemm(false, r1 - r0, j->n, j->s, NULL, j->ks + r0 * j->s, j->s, j->t, j->n, z, j->n);
+    const double inv = 1.0 / (double) j->s;
+    for (int64_t i = 0; i < (r1 - r0) * j->n; i++)
+        z[i] *= inv;
     return HETCL_OK;
 }
 
@@ -396,15 +374,15 @@ static bool refine(struct iter *it, int n, double *vals, double *vecs, int64_t l
             for (int j = 0; j < n; j++)
                 v[i * n + j] = (double) it->q[i * it->ld + j];
         /* orthonormal in double: one Cholesky QR (the float block is orthonormal to ~1e-6) */
-        dgemm(true, n, n, s, v, n, v, n, h, n);
+        dgemm(true, n, n, s, v, NULL, n, v, n, h, n);
         ok = chol_inverse(h, n, n, th);
     }
     lapack_int found = 0;
     if (ok) {
-        dgemm(false, s, n, n, v, n, h, n, t, n); /* t: orthonormal basis */
+        dgemm(false, s, n, n, v, NULL, n, h, n, t, n); /* t: orthonormal basis */
         struct wt_job job = {.ks = it->ks, .t = t, .z = z, .s = s, .n = n};
         (void) hetcl__eigenpro_par_rows(it->threads, s, 16, wt_rows, &job); /* z = W t */
-        dgemm(true, n, n, s, t, n, z, n, h, n);                             /* h = t^T W t */
+        dgemm(true, n, n, s, t, NULL, n, z, n, h, n);                       /* h = t^T W t */
         for (int i = 0; i < n; i++)
             for (int j = 0; j < i; j++)
                 h[i * n + j] = h[j * n + i] = 0.5 * (h[i * n + j] + h[j * n + i]);
@@ -416,8 +394,8 @@ static bool refine(struct iter *it, int n, double *vals, double *vecs, int64_t l
         for (int i = 0; i < n; i++) /* descending: column j of h <- column n-1-j of u */
             for (int j = 0; j < n; j++)
                 h[i * n + j] = u[i * n + (n - 1 - j)];
-        dgemm(false, s, n, n, t, n, h, n, v, n); /* v: Ritz vectors */
-        dgemm(false, s, n, n, z, n, h, n, t, n); /* t: W times them */
+        dgemm(false, s, n, n, t, NULL, n, h, n, v, n); /* v: Ritz vectors */
+        dgemm(false, s, n, n, z, NULL, n, h, n, t, n); /* t: W times them */
         double worst = 0.0;
         for (int j = 0; j < n; j++) {
             vals[j] = th[n - 1 - j];
