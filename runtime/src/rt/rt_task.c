@@ -356,19 +356,14 @@ static void finished_record(struct rt_worker *w, struct rt_task **ts, unsigned n
 
 void hetcl__rt_task_finished(struct rt_worker *w, struct rt_task *t)
 {
-    struct hetcl_runtime *rt = t->rt;
-    finished_record(w, &t, 1);
-    struct rt_task *ready = NULL;
-    complete(rt, t, &ready);
-    hetcl__rt_task_unref(t); /* the runtime's reference */
-    release_ready(rt, ready);
+    hetcl__rt_tasks_finished(w, &t, 1);
 }
 
 void hetcl__rt_tasks_finished(struct rt_worker *w, struct rt_task **ts, unsigned n)
 {
     if (n == 0)
         return;
-    struct hetcl_runtime *rt = w->rt;
+    struct hetcl_runtime *rt = ts[0]->rt; /* w is NULL for a task no worker ran */
     for (unsigned i = 0; i < n; i += RT_FINISH_BATCH)
         finished_record(w, ts + i, n - i < RT_FINISH_BATCH ? n - i : RT_FINISH_BATCH);
     struct rt_task *ready = NULL;
